@@ -1,0 +1,46 @@
+# `make demo` and `make test` each build .venv from nothing, then run.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-fast check lint typecheck schemas golden bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/evalops demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+# The default run without the slow, load and PostgreSQL tests.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow and not load and not postgres"
+
+check: lint typecheck
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+# Regenerate registry/schemas from the pydantic models.
+schemas: $(STAMP)
+	$(BIN)/evalops schema export registry/schemas
+
+# Regenerate the pinned golden digests (only with a spec_schema_version bump).
+golden: $(STAMP)
+	$(BIN)/python -m tests.golden_digests
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info

@@ -1,0 +1,3 @@
+from evalops.cli.main import run
+
+run()

@@ -1,0 +1,1 @@
+"""The typer CLI: parse options, call one service, print the result."""

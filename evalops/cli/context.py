@@ -1,0 +1,103 @@
+"""Global options, output helpers and the per-invocation context shared by every command."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from evalops.store.engine import DEFAULT_URL
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from sqlalchemy.engine import Engine
+
+
+@dataclass
+class Settings:
+    """What the root callback parsed; read by every command."""
+
+    db_url: str = DEFAULT_URL
+    registry: Path = Path("registry")
+    actor: str | None = None
+    json: bool = False
+
+    def engine(self) -> Engine:
+        """The registry database, refused unless it exists and is at head (exit 6)."""
+        from evalops.services.database import open_database
+
+        return open_database(self.db_url)
+
+    def who(self) -> str:
+        return self.actor or resolve_actor()
+
+
+JsonFlag = Annotated[
+    bool, typer.Option("--json", help="Machine-readable output: one JSON document on stdout.")
+]
+
+
+def settings(ctx: typer.Context, json_flag: bool = False) -> Settings:
+    """The global settings; a command's own `--json` turns JSON output on too."""
+    root = ctx.find_root()
+    if not isinstance(root.obj, Settings):
+        root.obj = Settings()
+    if json_flag:
+        root.obj.json = True
+    return root.obj
+
+
+def resolve_actor() -> str:
+    """`EVALOPS_ACTOR`, else git `user.email`, else the OS user (`--actor` wins over all)."""
+    env = os.environ.get("EVALOPS_ACTOR")
+    if env:
+        return env
+    try:
+        email = subprocess.run(
+            ["git", "config", "user.email"], capture_output=True, text=True, timeout=5, check=False
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        email = ""
+    if email:
+        return email
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+def now() -> datetime:
+    """The only place the CLI reads the clock; services and the domain take time as input."""
+    return datetime.now(UTC)
+
+
+def console(stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def emit(ctx: typer.Context, data: Any, human: Callable[[], None]) -> None:
+    """One JSON document on stdout with `--json`, else the human rendering."""
+    if settings(ctx).json:
+        print_json(data)
+    else:
+        human()
+
+
+def note(message: str) -> None:
+    """A message for people, on stderr (stdout is for data)."""
+    console(stderr=True).print(message)

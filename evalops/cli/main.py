@@ -1,0 +1,132 @@
+"""The `evalops` command: global options, sub-commands, and errors -> exit codes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from evalops import __version__
+from evalops.cli import db, registry_cmds, task, verify
+from evalops.cli.context import Settings, print_json, settings
+from evalops.errors import EXIT_INTERNAL, EvalopsError
+from evalops.store.engine import DEFAULT_URL
+
+
+def _report(error: EvalopsError, as_json: bool) -> None:
+    if as_json:
+        print_json(
+            {
+                "error": {
+                    "code": error.exit_code,
+                    "message": error.message,
+                    "file": error.file,
+                    "line": error.line,
+                    "field": error.field,
+                }
+            }
+        )
+    sys.stderr.write(f"error: {error.one_line()}\n")
+    for extra in getattr(error, "errors", ())[1:]:
+        sys.stderr.write(f"error: {extra.one_line()}\n")
+
+
+class EvalopsGroup(TyperGroup):
+    """Maps every EvalopsError raised below it to its exit code, without a traceback."""
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except EvalopsError as error:
+            obj = ctx.find_root().obj
+            _report(error, isinstance(obj, Settings) and obj.json)
+            ctx.exit(error.exit_code)
+
+
+app = typer.Typer(
+    cls=EvalopsGroup,
+    name="evalops",
+    help=(
+        "Eval-asset lifecycle manager for AI-agent evaluations.\n\n"
+        "Example: evalops validate && evalops sync && evalops verify"
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+    add_completion=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"evalops {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    db_url: Annotated[
+        str,
+        typer.Option(
+            "--db",
+            envvar="EVALOPS_DATABASE_URL",
+            help="Registry database URL (sqlite:///... or postgresql://...).",
+        ),
+    ] = DEFAULT_URL,
+    registry: Annotated[
+        Path,
+        typer.Option(envvar="EVALOPS_REGISTRY", help="Registry directory of spec files."),
+    ] = Path("registry"),
+    actor: Annotated[
+        str | None,
+        typer.Option(help="Who is acting (else EVALOPS_ACTOR, git user.email, OS user)."),
+    ] = None,
+    json_output: Annotated[
+        bool, typer.Option("--json", help="Machine-readable output: one JSON document.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Global options apply to every command."""
+    state = settings(ctx)
+    state.db_url = db_url
+    state.registry = registry
+    state.actor = actor
+    state.json = json_output
+
+
+db.register(app)
+registry_cmds.register(app)
+task.register(app)
+verify.register(app)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code (1 for an unexpected internal error)."""
+    command = typer.main.get_command(app)
+    try:
+        command.main(args=argv, prog_name="evalops", standalone_mode=True)
+    except SystemExit as done:
+        code = done.code
+        return code if isinstance(code, int) else (0 if code is None else EXIT_INTERNAL)
+    except Exception as exc:
+        if os.environ.get("EVALOPS_DEBUG"):
+            raise
+        sys.stderr.write(
+            f"internal error: {type(exc).__name__}: {exc}\n"
+            "(this is a bug in evalops; run again with EVALOPS_DEBUG=1 for the traceback)\n"
+        )
+        return EXIT_INTERNAL
+    return 0
+
+
+def run() -> None:
+    sys.exit(main())

@@ -1,0 +1,184 @@
+"""`evalops validate`, `digest`, `sync` and `schema export`: registry files in, digests out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evalops.cli.context import JsonFlag, emit, now, settings
+from evalops.errors import InputError, InputErrors
+
+schema_app = typer.Typer(
+    help="JSON Schemas of the spec formats.\n\nExample: evalops schema export registry/schemas",
+    no_args_is_help=True,
+)
+
+DirArg = Annotated[
+    Path | None,
+    typer.Argument(help="Registry directory (default: --registry, ./registry)."),
+]
+
+
+def _digest_table(rows: list[dict[str, object]], title: str) -> None:
+    from rich.table import Table
+
+    from evalops.cli.context import console
+
+    table = Table(title=title, title_justify="left")
+    for column in ("file", "kind", "id", "digest"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        digest_key = next(k for k in row if k.endswith("_digest"))
+        table.add_row(str(row["file"]), str(row["kind"]), str(row["id"]), str(row[digest_key]))
+    console().print(table)
+
+
+def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag = False) -> None:
+    """Validate every spec file of a registry, and their references; no database needed.
+
+    Exit 2 with every problem as `file:line, field` when anything is wrong.
+
+    Example: evalops validate registry
+    """
+    from evalops.registry.snapshot import load_snapshot
+
+    state = settings(ctx, json_flag)
+    snapshot = load_snapshot(directory or state.registry)
+    rows = [d.digest_row() for d in snapshot.definitions]
+    emit(
+        ctx,
+        {"ok": True, "definitions": rows},
+        lambda: typer.echo(f"ok: {len(rows)} definitions valid in {snapshot.root}"),
+    )
+
+
+def _expand(paths: list[Path]) -> list[Path]:
+    from evalops.registry.load import SPEC_SUFFIXES
+    from evalops.registry.snapshot import spec_files
+
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found = spec_files(path) or sorted(
+                p for p in path.rglob("*") if p.is_file() and p.name.endswith(SPEC_SUFFIXES)
+            )
+            files.extend(found)
+        else:
+            files.append(path)
+    return files
+
+
+def digest(
+    ctx: typer.Context,
+    files: Annotated[list[Path], typer.Argument(help="Spec files (or directories of them).")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Print each spec's digests (DESIGN.md section 4); no database needed.
+
+    Example: evalops digest registry/tasks/*.yaml --json
+    """
+    from evalops.registry.definitions import load_definition
+    from evalops.registry.snapshot import display_path
+
+    settings(ctx, json_flag)
+    rows: list[dict[str, object]] = []
+    errors: list[InputError] = []
+    for path in _expand(files):
+        try:
+            rows.append(load_definition(path, display_path(path)).digest_row())
+        except InputError as exc:
+            errors.append(exc)
+    if errors:
+        raise InputErrors.of(errors)
+    if not rows:
+        raise InputError("no spec files given")
+    emit(ctx, rows, lambda: _digest_table(rows, "digests"))
+
+
+def sync(
+    ctx: typer.Context,
+    directory: DirArg = None,
+    allow_dirty: Annotated[
+        bool,
+        typer.Option(help="Register from a registry that is not a clean git checkout."),
+    ] = False,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Register every definition with its digests, file path and git commit.
+
+    Refuses (exit 2) a registry outside git or with uncommitted changes unless
+    --allow-dirty, and a file whose (id, revision) is registered with another digest.
+    A re-sync of unchanged files changes nothing.
+
+    Example: evalops sync registry
+    """
+    from evalops.registry.provenance import git_provenance
+    from evalops.registry.snapshot import display_path, load_snapshot
+    from evalops.services.sync import sync_registry
+
+    state = settings(ctx, json_flag)
+    root = directory or state.registry
+    snapshot = load_snapshot(root)
+    provenance = git_provenance(root)
+    if not allow_dirty:
+        if not provenance.is_git:
+            raise InputError(
+                "registry is not in a git repository: commit it to git, or pass --allow-dirty",
+                display_path(root),
+            )
+        if provenance.dirty:
+            raise InputError(
+                "registry has uncommitted changes: commit them, or pass --allow-dirty",
+                display_path(root),
+            )
+    engine = state.engine()
+    try:
+        result = sync_registry(
+            engine,
+            snapshot,
+            provenance,
+            registry_path=display_path(root),
+            actor=state.who(),
+            now=now(),
+        )
+    finally:
+        engine.dispose()
+
+    def human() -> None:
+        for entry in result.registered:
+            key = next(k for k in entry if k.endswith("_digest"))
+            typer.echo(f"registered {entry['kind']} {entry['id']}: {entry[key]}")
+        commit = (provenance.commit or "no commit")[:12]
+        flag = " (dirty)" if provenance.dirty else ""
+        typer.echo(
+            f"{len(result.registered)} registered, {result.unchanged} unchanged "
+            f"at git {commit}{flag}"
+        )
+
+    emit(ctx, result.as_dict(), human)
+
+
+@schema_app.command("export")
+def schema_export(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="Where to write the *.schema.json files.")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Write JSON Schemas for every spec format and for TrialRecord.
+
+    Example: evalops schema export registry/schemas
+    """
+    from evalops.services.schemas import export_schemas
+
+    settings(ctx, json_flag)
+    written = [str(p) for p in export_schemas(directory)]
+    emit(ctx, {"written": written}, lambda: typer.echo("\n".join(f"wrote {p}" for p in written)))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("validate")(validate)
+    app.command("digest")(digest)
+    app.command("sync")(sync)
+    app.add_typer(schema_app, name="schema")

@@ -1,0 +1,92 @@
+"""`evalops task list|show`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from evalops.cli.context import JsonFlag, console, emit, settings
+
+task_app = typer.Typer(
+    help="Registered tasks.\n\nExample: evalops task list", no_args_is_help=True
+)
+
+
+@task_app.command("list")
+def list_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
+    """List the latest registered revision of every task.
+
+    Example: evalops task list --json
+    """
+    from rich.table import Table
+
+    from evalops.services.tasks import list_tasks
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        rows = list_tasks(engine)
+    finally:
+        engine.dispose()
+
+    def human() -> None:
+        table = Table()
+        for column in ("task", "rev", "risk", "task_digest", "grader set", "git"):
+            table.add_column(column, overflow="fold")
+        for r in rows:
+            table.add_row(
+                r["task_id"],
+                str(r["revision"]),
+                r["risk"],
+                r["task_digest"][:19] + "…",
+                r["grader_set"],
+                (r["git_commit"] or "-")[:10] + (" dirty" if r["git_dirty"] else ""),
+            )
+        console().print(table)
+
+    emit(ctx, rows, human)
+
+
+@task_app.command("show")
+def show(
+    ctx: typer.Context,
+    task_id: Annotated[str, typer.Argument(metavar="ID", help="Task id.")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Show a task: its latest revision, digest, provenance and every registered revision.
+
+    Example: evalops task show article-publish-approved-revision
+    """
+    from evalops.services.tasks import show_task
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = show_task(engine, task_id)
+    finally:
+        engine.dispose()
+
+    def human() -> None:
+        fields: list[tuple[str, Any]] = [
+            ("task", f"{data['task_id']} revision {data['revision']}"),
+            ("title", data["title"]),
+            ("risk", data["risk"]),
+            ("task_digest", data["task_digest"]),
+            ("grader set", data["grader_set"]),
+            ("file", data["file"]),
+            ("git", f"{data['git_commit']}" + (" (dirty)" if data["git_dirty"] else "")),
+            ("synced", f"{data['synced_at']} by {data['synced_by']}"),
+        ]
+        for name, value in fields:
+            typer.echo(f"{name:>12}: {value}")
+        if len(data["history"]) > 1:
+            typer.echo("     history:")
+            for h in data["history"]:
+                typer.echo(f"              r{h['revision']} {h['task_digest']} {h['synced_at']}")
+
+    emit(ctx, data, human)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(task_app, name="task")

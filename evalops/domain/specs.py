@@ -1,0 +1,699 @@
+"""Registry spec models (DESIGN.md section 5): what a file may say, and nothing else.
+
+Every model forbids unknown fields and validates strictly (no type coercion), so a typo or
+a `"1"` where `1` was meant is an error instead of a silent change of meaning or digest.
+Digests are computed from the file's JSON value, not from these models (section 4).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from evalops.domain.vocabulary import (
+    CANONICAL_PRECEDENCE,
+    MIN_FORBIDDEN_WAIVER_STATES,
+    ArgsMatch,
+    EntryRequirement,
+    GraderLayer,
+    GraderState,
+    GraderType,
+    Id,
+    NonEmptyStr,
+    PassRule,
+    PositiveInt,
+    Protects,
+    RegressionMethod,
+    RemovalRequirement,
+    ReplacementRequirement,
+    Risk,
+    RuleState,
+    SuiteKind,
+    Timestamp,
+    TrajectoryMode,
+    TrialClass,
+    UnitFloat,
+)
+
+
+class Strict(BaseModel):
+    """Base for every spec model: unknown fields are errors, values are not coerced."""
+
+    model_config = ConfigDict(
+        extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True
+    )
+
+
+# --------------------------------------------------------------------------- task (5.1)
+
+
+class TaskMeta(Strict):
+    """Labels of a task: not part of `task_digest`."""
+
+    title: NonEmptyStr
+    """One line saying what the task checks."""
+    owner: NonEmptyStr | None = None
+    """Who reviews the task (the SuitePolicy `review_owner`)."""
+    risk: Risk
+    """Risk tier: `critical` failures block a release, the others hold unless waived."""
+    protects: list[Protects] = []
+    """What the task protects; non-empty means the task must be `critical`."""
+    invariant: NonEmptyStr | None = None
+    """The invariant the task confirms (enough for `confirmed_failure_or_invariant`)."""
+    failure_owner: NonEmptyStr | None = None
+    """Who owns a failure of this task (the SuitePolicy `failure_owner`)."""
+    description: str | None = None
+    """Free text for people; never read by evalops."""
+    tags: list[NonEmptyStr] = []
+    """Free labels for filtering."""
+
+    @model_validator(mode="after")
+    def _protects_needs_critical(self) -> TaskMeta:
+        if self.protects and self.risk != "critical":
+            raise ValueError(
+                f"a task that protects {self.protects} must have risk: critical, not {self.risk}"
+            )
+        return self
+
+
+class Environment(Strict):
+    """The frozen environment contract the task runs in."""
+
+    clock: Timestamp | None = None
+    """The frozen wall clock, RFC 3339 with offset."""
+    timezone: NonEmptyStr | None = None
+    """IANA time zone the agent sees."""
+    network_policy: Literal["deny", "allowlist", "live"]
+    """`deny`: no network; `allowlist`: only `allowlist` hosts; `live`: the real network."""
+    allowlist: list[NonEmptyStr] = []
+    """Hosts reachable under `network_policy: allowlist`."""
+    services: dict[str, Any] = {}
+    """Service versions and state digests the task was frozen against."""
+
+    @model_validator(mode="after")
+    def _allowlist_matches_policy(self) -> Environment:
+        if self.allowlist and self.network_policy != "allowlist":
+            raise ValueError("allowlist is only meaningful with network_policy: allowlist")
+        return self
+
+
+class Termination(Strict):
+    """When a run is stopped."""
+
+    timeout_s: float = Field(gt=0)
+    """Wall-clock limit in seconds."""
+    max_steps: PositiveInt | None = None
+    """Step limit."""
+
+
+class RequiredArtifacts(Strict):
+    """Artifacts a trial must produce."""
+
+    logical: list[NonEmptyStr] = []
+    """Artifact kinds that must appear in the trial's artifact manifest."""
+    evaluation: list[NonEmptyStr] = []
+    """Evaluation evidence (trace, manifest, grader results) the trial must carry."""
+
+
+class ExpectedCall(Strict):
+    """One expected tool call of a trajectory (RFC 0244 section A)."""
+
+    tool: NonEmptyStr
+    """Tool name, compared exactly."""
+    args: dict[str, Any] | None = None
+    """Expected arguments, compared by `argsMatch`."""
+    argsMatch: ArgsMatch = "ignore"  # noqa: N815 - RFC 0244 spelling
+    """`ignore` (default), `exact` (JSON-deep-equal) or `subset` (every key path present)."""
+
+
+class TrajectoryExpectation(Strict):
+    """How the tool path of a trial must look (RFC 0244 section A)."""
+
+    match: TrajectoryMode
+    """`exact`, `in-order`, `any-order` or `subset`."""
+    calls: list[ExpectedCall]
+    """The expected calls."""
+    forbidden: list[NonEmptyStr] = []
+    """Tools whose any call makes the trajectory unmatched."""
+    includeDelegates: bool = False  # noqa: N815 - RFC 0244 spelling
+    """Grade every agent's calls, not only the target agent's."""
+
+
+class Expected(Strict):
+    """What a correct run produces."""
+
+    kind: Literal["golden", "rubric", "trajectory"]
+    """`golden` / `rubric` grade the output; `trajectory` grades the path alone."""
+    match: dict[str, Any] | None = None
+    """Output match for `golden` (e.g. `{strategy: contains, value: ...}`)."""
+    rubric: dict[str, Any] | str | None = None
+    """Rubric for `rubric`."""
+    trajectory: TrajectoryExpectation | None = None
+    """Optional trajectory expectation; required for `kind: trajectory`."""
+
+    @model_validator(mode="after")
+    def _kind_fits(self) -> Expected:
+        if self.kind == "trajectory":
+            if self.trajectory is None:
+                raise ValueError("kind: trajectory needs a trajectory block")
+            if self.match is not None or self.rubric is not None:
+                raise ValueError("kind: trajectory must not carry match or rubric")
+        return self
+
+
+class TrialPlan(Strict):
+    """Repeated trials (RFC 0244 section B)."""
+
+    count: PositiveInt = 1
+    """How many trials a task needs."""
+    k: PositiveInt | None = None
+    """k of pass@k and pass^k; absent means `count`."""
+    passRule: PassRule = "all"  # noqa: N815 - RFC 0244 spelling
+    """`all`, `any` or `mean` (mean gating score against `passScore`)."""
+    passScore: UnitFloat = 1.0  # noqa: N815 - RFC 0244 spelling
+    """Threshold read by `passRule: mean`."""
+
+    @model_validator(mode="after")
+    def _k_within_count(self) -> TrialPlan:
+        if self.k is not None and self.k > self.count:
+            raise ValueError(f"k ({self.k}) must be at most count ({self.count})")
+        return self
+
+
+class Contract(Strict):
+    """What the task is: everything here is in `task_digest`."""
+
+    goal: NonEmptyStr
+    """The goal in one identifier-like phrase."""
+    inputs: dict[str, Any] = {}
+    """Inputs given to the agent."""
+    initial_state: dict[str, Any] = {}
+    """The frozen initial state (repositories with commits, documents, drafts)."""
+    environment: Environment
+    """The environment contract."""
+    allowed_actions: list[NonEmptyStr] = []
+    """Actions the agent may take."""
+    success_state: dict[str, Any] = {}
+    """Facts of the environment that define success, keyed by name."""
+    forbidden_effects: list[NonEmptyStr] = []
+    """Effects that must never happen."""
+    termination: Termination | None = None
+    """When a run is stopped."""
+    required_artifacts: RequiredArtifacts | None = None
+    """Artifacts a trial must produce."""
+    expected: Expected | None = None
+    """Expected output or trajectory (RFC 0244 section A)."""
+    trials: TrialPlan | None = None
+    """Repeated-trial plan (RFC 0244 section B); absent means one trial."""
+    score_from: Id | None = None
+    """The outcome grader whose score is the trial score."""
+
+
+class ToolResponse(Strict):
+    """A scripted tool response (RFC 0244 section D)."""
+
+    tool: NonEmptyStr
+    """Tool name."""
+    args: dict[str, Any] | None = None
+    """Arguments the call must match."""
+    argsMatch: ArgsMatch = "ignore"  # noqa: N815 - RFC 0244 spelling
+    """How `args` is compared."""
+    response: Any = None
+    """What the tool returns."""
+
+
+class Fixtures(Strict):
+    """Versioned fixtures: part of `task_digest`."""
+
+    onMiss: Literal["fail", "live"] | None = None  # noqa: N815 - RFC 0244 spelling
+    """`fail` (also when absent): a miss is a tool error; `live`: a miss may reach the tool."""
+    toolResponses: list[ToolResponse] = []  # noqa: N815 - RFC 0244 spelling
+    """Responses served in place of live tools, each consumed once."""
+
+
+class EvalTaskSpec(Strict):
+    """A reproducible evaluation task (`registry/tasks/*.yaml`)."""
+
+    spec_schema_version: Literal["eval-task/v1"]
+    """Format version of this file."""
+    id: Id
+    """Task id; stable across revisions."""
+    revision: PositiveInt
+    """Must change whenever `task_digest` changes."""
+    meta: TaskMeta
+    """Labels (not in `task_digest`)."""
+    contract: Contract
+    """The task contract (in `task_digest`)."""
+    fixtures: Fixtures | None = None
+    """Fixtures (in `task_digest`)."""
+    grader_set: Id
+    """Id of the grader set used with this task, in the same registry snapshot."""
+
+
+# ------------------------------------------------------------------ execution (5.2)
+
+
+class Prompt(Strict):
+    """The prompt under evaluation."""
+
+    template_version: NonEmptyStr | None = None
+    """Template name and version."""
+    content_hash: NonEmptyStr | None = None
+    """Hash of the rendered template."""
+
+
+class ModelRef(Strict):
+    """The model under evaluation."""
+
+    provider: NonEmptyStr
+    """Provider name."""
+    name: NonEmptyStr
+    """Model name."""
+    api_version: NonEmptyStr | None = None
+    """Provider API version."""
+    sampling: dict[str, Any] = {}
+    """Sampling parameters (temperature, top_p, ...)."""
+    seed_policy: Literal["fixed", "recorded", "unsupported"] | None = None
+    """How seeds are handled."""
+
+
+class Runner(Strict):
+    """The harness that ran the agent."""
+
+    commit: NonEmptyStr | None = None
+    """Runner source commit."""
+    container_digest: NonEmptyStr | None = None
+    """Container image digest."""
+    adapter_version: NonEmptyStr | None = None
+    """Adapter version."""
+
+
+class Tools(Strict):
+    """Tool schemas and service versions."""
+
+    schema_digest: NonEmptyStr | None = None
+    """Digest of the tool schemas offered to the agent."""
+    service_versions: dict[str, NonEmptyStr] = {}
+    """Service name -> version."""
+
+
+class RetryPolicy(Strict):
+    """Harness retries."""
+
+    max_attempts: PositiveInt
+    """Attempts per trial, first included."""
+    eligible_states: list[TrialClass] = []
+    """Classes that may be retried."""
+
+
+class Concurrency(Strict):
+    """Harness concurrency."""
+
+    max_workers: PositiveInt
+    """Parallel trials."""
+    scheduling_policy: NonEmptyStr | None = None
+    """Scheduler name."""
+
+
+class ExecutionProfile(Strict):
+    """What is being evaluated (`registry/executions/*.yaml`)."""
+
+    spec_schema_version: Literal["execution-profile/v1"]
+    """Format version of this file."""
+    id: Id
+    """Profile id (not in `execution_digest`)."""
+    meta: dict[str, Any] = {}
+    """Labels (not in `execution_digest`)."""
+    system_build: NonEmptyStr
+    """The build a gate is checked for."""
+    prompt: Prompt | None = None
+    """Prompt template and hash."""
+    model: ModelRef
+    """Model provider and name."""
+    runner: Runner | None = None
+    """Runner commit and container."""
+    tools: Tools | None = None
+    """Tool schema and service versions."""
+    retry_policy: RetryPolicy | None = None
+    """Harness retries."""
+    concurrency: Concurrency | None = None
+    """Harness concurrency."""
+
+
+# ---------------------------------------------------------------- grader set (5.3)
+
+
+class GraderModel(Strict):
+    """The judge behind a model grader; a change makes its calibration stale."""
+
+    provider: NonEmptyStr
+    """Provider name."""
+    name: NonEmptyStr
+    """Model name."""
+    prompt_hash: NonEmptyStr
+    """Hash of the judge prompt."""
+    rubric_version: int | NonEmptyStr
+    """Rubric version."""
+
+
+class CalibrationRequirements(Strict):
+    """What a calibration must show before a model grader may block (section 8)."""
+
+    min_holdout_items: PositiveInt
+    """Smallest holdout split."""
+    min_precision_lower_bound: UnitFloat
+    """Wilson 95% lower bound of precision, per class."""
+    min_recall_lower_bound: UnitFloat
+    """Wilson 95% lower bound of recall, per class."""
+    min_human_agreement: float = Field(ge=-1.0, le=1.0)
+    """Cohen's kappa (2 annotators) or Fleiss' kappa (3+), per class."""
+
+
+RecalibrationTrigger = Literal[
+    "grader_prompt_changed", "grader_model_changed", "rubric_changed", "label_distribution_shift"
+]
+
+
+class Grader(Strict):
+    """One versioned grader of a grader set."""
+
+    id: Id
+    """Grader id, unique in its set."""
+    version: PositiveInt
+    """Grader version."""
+    layer: GraderLayer
+    """`outcome`, `hard_constraint` or `trajectory_diagnosis`."""
+    type: GraderType
+    """`deterministic`, `model` or `human`."""
+    evidence_required: list[NonEmptyStr] = []
+    """Evidence the grader reads."""
+    produces: list[GraderState] = Field(min_length=1)
+    """The only states this grader may give; anything else makes the trial grader_invalid."""
+    blocking: bool
+    """Whether the grader's result can fail a trial."""
+    covers: list[NonEmptyStr] = []
+    """Success-state keys and forbidden effects the grader checks."""
+    rule_state: RuleState | None = None
+    """For trajectory diagnosis: `blocking_constraint` makes it act as a hard constraint."""
+    model: GraderModel | None = None
+    """The judge (model graders only)."""
+    calibration_requirements: CalibrationRequirements | None = None
+    """What its calibration must show before it may block (model graders only)."""
+    recalibrate_on: list[RecalibrationTrigger] = []
+    """Changes that make a calibration stale (prompt, model and rubric always do)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Grader:
+        if len(set(self.produces)) != len(self.produces):
+            raise ValueError("produces lists a state twice")
+        if self.type == "model" and self.model is None:
+            raise ValueError("a model grader needs a model block (provider, name, prompt_hash)")
+        if self.type != "model" and (self.model or self.calibration_requirements):
+            raise ValueError("model and calibration_requirements are for type: model only")
+        if self.type == "model" and self.blocking and self.calibration_requirements is None:
+            raise ValueError("a blocking model grader needs calibration_requirements")
+        if self.layer == "trajectory_diagnosis":
+            if "task_pass" in self.produces:
+                raise ValueError("a trajectory_diagnosis grader never produces task_pass")
+            if self.blocking and self.rule_state != "blocking_constraint":
+                raise ValueError(
+                    "a trajectory_diagnosis grader blocks only with rule_state: "
+                    "blocking_constraint"
+                )
+        elif self.rule_state is not None:
+            raise ValueError("rule_state is for trajectory_diagnosis graders only")
+        return self
+
+    @property
+    def acts_as_hard_constraint(self) -> bool:
+        return self.layer == "hard_constraint" or self.rule_state == "blocking_constraint"
+
+
+class GraderSet(Strict):
+    """Versioned, layered graders (`registry/graders/*.yaml`)."""
+
+    spec_schema_version: Literal["grader-set/v1"]
+    """Format version of this file."""
+    id: Id
+    """Grader set id (in `grader_set_digest`)."""
+    version: PositiveInt
+    """Must change whenever `grader_set_digest` changes."""
+    meta: dict[str, Any] = {}
+    """Labels (not in `grader_set_digest`)."""
+    graders: list[Grader] = Field(min_length=1)
+    """The graders."""
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> GraderSet:
+        seen: set[str] = set()
+        for grader in self.graders:
+            if grader.id in seen:
+                raise ValueError(f"grader id {grader.id!r} appears twice")
+            seen.add(grader.id)
+        return self
+
+    def grader(self, grader_id: str) -> Grader | None:
+        return next((g for g in self.graders if g.id == grader_id), None)
+
+
+# --------------------------------------------------------- suites and policies (5.4)
+
+
+class SamplingFrame(Strict):
+    """The frozen frame an estimation suite samples from."""
+
+    source: NonEmptyStr
+    """Where samples come from."""
+    period: NonEmptyStr
+    """The period sampled."""
+    frozen_at: Timestamp
+    """When the frame was frozen."""
+
+
+class Weights(Strict):
+    """Stratum weights of an estimation suite."""
+
+    by: NonEmptyStr
+    """Stratification variable."""
+    values: dict[str, float] = Field(min_length=1)
+    """Stratum -> weight."""
+
+
+class SuiteDeclaration(Strict):
+    """A suite (`registry/suites/*.yaml`); membership lives in the database."""
+
+    spec_schema_version: Literal["suite/v1"]
+    """Format version of this file."""
+    id: Id
+    """Suite id, e.g. `regression/core`."""
+    kind: SuiteKind
+    """`incident_corpus`, `capability`, `estimation` or `regression`."""
+    owner: NonEmptyStr | None = None
+    """Who owns the suite."""
+    description: str | None = None
+    """What the suite is for."""
+    sampling_frame: SamplingFrame | None = None
+    """Estimation only: the frozen sampling frame."""
+    population: NonEmptyStr | None = None
+    """Estimation only: the production population the samples represent."""
+    weights: Weights | None = None
+    """Estimation only: stratum weights."""
+    update_policy: NonEmptyStr | None = None
+    """Estimation only: how the sample is refreshed."""
+
+    @model_validator(mode="after")
+    def _estimation_fields(self) -> SuiteDeclaration:
+        extra = [
+            name
+            for name in ("sampling_frame", "population", "weights", "update_policy")
+            if getattr(self, name) is not None
+        ]
+        if extra and self.kind != "estimation":
+            raise ValueError(f"{', '.join(extra)} only apply to kind: estimation")
+        return self
+
+
+class IncidentCorpusRule(Strict):
+    """What the incident corpus accepts."""
+
+    accepts: list[NonEmptyStr] = []
+    """Kinds of findings accepted."""
+    executable_required: bool = False
+    """Whether an incident needs an executable task to enter."""
+
+
+class EntryRule(Strict):
+    """Requirements a task must meet to enter a suite kind."""
+
+    requires: list[EntryRequirement] = []
+    """Requirement names from the SuitePolicy table."""
+
+
+class EstimationEntryRule(EntryRule):
+    """Entry rule of estimation suites."""
+
+    claims_limited_to: NonEmptyStr | None = None
+    """What an estimate may claim to describe."""
+
+
+class ReplacementRule(Strict):
+    """What replacing a member requires."""
+
+    requires: list[ReplacementRequirement] = []
+    """`coverage_mapping`, `review`."""
+
+
+class RemovalRule(Strict):
+    """What removing a member requires."""
+
+    requires: list[RemovalRequirement] = []
+    """`obsolete_reason`, `risk_owner_approval`."""
+
+
+class SuitePolicy(Strict):
+    """Suite entry, replacement and removal rules (`registry/policies/suite-policy.yaml`)."""
+
+    spec_schema_version: Literal["suite-policy/v1"]
+    """Format version of this file."""
+    id: Id
+    """Policy id."""
+    incident_corpus: IncidentCorpusRule = IncidentCorpusRule()
+    """Incident corpus rule."""
+    capability_entry: EntryRule
+    """Capability suite entry rule."""
+    estimation_entry: EstimationEntryRule
+    """Estimation suite entry rule."""
+    regression_entry: EntryRule
+    """Regression suite entry rule."""
+    replacement: ReplacementRule = ReplacementRule()
+    """Replacement rule."""
+    removal: RemovalRule = RemovalRule()
+    """Removal rule."""
+
+
+class Rule(Strict):
+    """A named rule."""
+
+    rule: NonEmptyStr
+    """Rule name."""
+
+
+class EvidenceRule(Strict):
+    """Unknown or missing evidence."""
+
+    rule: Literal["block_until_resolved"]
+    """Always `block_until_resolved` (a hold)."""
+
+
+class HardConstraintRule(Strict):
+    """Hard constraints."""
+
+    rule: Literal["any_confirmed_failure_blocks"]
+    """Always `any_confirmed_failure_blocks`."""
+
+
+class RegressionRule(Strict):
+    """The paired regression verdict against a baseline."""
+
+    rule: Literal["no_unapproved_regression_against_baseline"]
+    """Rule name."""
+    baseline: Literal["optional", "required"] = "optional"
+    """Whether a gate needs a baseline."""
+    method: RegressionMethod = "mcnemar"
+    """Paired test."""
+    alpha: float = Field(default=0.05, gt=0.0, lt=1.0)
+    """Significance level."""
+
+
+RerunClass = Literal["infrastructure_invalid", "grader_invalid", "missing_required_evidence"]
+
+
+class RerunRule(Strict):
+    """Reruns never overwrite; only these classes may be stood in for."""
+
+    preserve_all_trials: Literal[True] = True
+    """Always true: every trial is kept."""
+    report: list[
+        Literal["first_result", "invalid_rate", "rerun_count", "rerun_results"]
+    ] = []
+    """What reports show about reruns."""
+    max_attempts_by_class: dict[RerunClass, PositiveInt] = {}
+    """Class -> attempts allowed (first included) before a rerun stops standing in."""
+    task_is_primary_statistical_unit: bool = True
+    """Statistics count tasks, not trials."""
+
+
+class WaiverRule(Strict):
+    """What a waiver may cover."""
+
+    allowed_layers: list[Literal["quality_signal", "noncritical_regression"]] = []
+    """Risk tiers a waiver may cover."""
+    forbidden_states: list[TrialClass]
+    """States no waiver may cover; at least the five evidence and hard-failure states."""
+    require: list[Literal["owner", "reason", "build_scope", "expires_at"]] = []
+    """Fields a waiver must carry."""
+    max_duration_days: PositiveInt
+    """Longest validity."""
+
+    @model_validator(mode="after")
+    def _minimum_forbidden(self) -> WaiverRule:
+        missing = [s for s in MIN_FORBIDDEN_WAIVER_STATES if s not in self.forbidden_states]
+        if missing:
+            raise ValueError(
+                f"forbidden_states must contain {', '.join(missing)} (a policy may forbid "
+                "more states, never fewer)"
+            )
+        return self
+
+
+class GatePolicy(Strict):
+    """Release-gate rules (`registry/policies/gate-policy.yaml`)."""
+
+    spec_schema_version: Literal["gate-policy/v1"]
+    """Format version of this file."""
+    id: Id
+    """Policy id."""
+    decision_precedence: list[TrialClass]
+    """Must be exactly the canonical precedence."""
+    unknown_or_missing_evidence: EvidenceRule
+    """Unknown or missing evidence holds."""
+    hard_constraints: HardConstraintRule
+    """Any confirmed hard failure blocks."""
+    critical_regressions: RegressionRule
+    """Paired regression verdict rule."""
+    quality_signals: Rule | None = None
+    """Quality-signal rule."""
+    reruns: RerunRule
+    """Rerun rule."""
+    waivers: WaiverRule
+    """Waiver rule."""
+
+    @model_validator(mode="after")
+    def _canonical_precedence(self) -> GatePolicy:
+        if tuple(self.decision_precedence) != CANONICAL_PRECEDENCE:
+            raise ValueError(
+                "decision_precedence must be exactly the canonical order: "
+                + " > ".join(CANONICAL_PRECEDENCE)
+            )
+        return self
+
+
+SPEC_MODELS: dict[str, type[Strict]] = {
+    "eval-task/v1": EvalTaskSpec,
+    "execution-profile/v1": ExecutionProfile,
+    "grader-set/v1": GraderSet,
+    "suite/v1": SuiteDeclaration,
+    "suite-policy/v1": SuitePolicy,
+    "gate-policy/v1": GatePolicy,
+}
+
+# The `kind` names used in `digest --json` and in the database.
+SPEC_KINDS: dict[str, str] = {
+    "eval-task/v1": "task",
+    "execution-profile/v1": "execution_profile",
+    "grader-set/v1": "grader_set",
+    "suite/v1": "suite",
+    "suite-policy/v1": "suite_policy",
+    "gate-policy/v1": "gate_policy",
+}

@@ -1,0 +1,134 @@
+"""The closed vocabularies of the public contract (DESIGN.md sections 5-7), in one place."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Literal, get_args
+
+from pydantic import AfterValidator, Field, StringConstraints
+
+# Primary classification of a trial, highest precedence first (DESIGN.md section 6.2).
+TrialClass = Literal[
+    "hard_constraint_fail",
+    "ambiguous_external_effect",
+    "missing_required_evidence",
+    "grader_invalid",
+    "infrastructure_invalid",
+    "agent_error",
+    "runtime_error",
+    "task_fail",
+    "task_pass",
+]
+CANONICAL_PRECEDENCE: tuple[TrialClass, ...] = get_args(TrialClass)
+
+# What a grader may say: the nine classes plus `pass` and `abstain` (section 5.3).
+GraderState = Literal[
+    "hard_constraint_fail",
+    "ambiguous_external_effect",
+    "missing_required_evidence",
+    "grader_invalid",
+    "infrastructure_invalid",
+    "agent_error",
+    "runtime_error",
+    "task_fail",
+    "task_pass",
+    "pass",
+    "abstain",
+]
+GRADER_STATES: tuple[GraderState, ...] = get_args(GraderState)
+
+EVIDENCE_BLOCKED: tuple[TrialClass, ...] = (
+    "ambiguous_external_effect",
+    "missing_required_evidence",
+    "grader_invalid",
+    "infrastructure_invalid",
+)
+MIN_FORBIDDEN_WAIVER_STATES: tuple[TrialClass, ...] = ("hard_constraint_fail", *EVIDENCE_BLOCKED)
+
+Risk = Literal["critical", "noncritical_regression", "quality_signal"]
+Protects = Literal[
+    "permissions", "secrets", "human_approval", "external_effect", "required_evidence"
+]
+SuiteKind = Literal["incident_corpus", "capability", "estimation", "regression"]
+GraderLayer = Literal["outcome", "hard_constraint", "trajectory_diagnosis"]
+GraderType = Literal["deterministic", "model", "human"]
+RuleState = Literal["diagnostic_only", "guardrail_candidate", "blocking_constraint"]
+ArgsMatch = Literal["ignore", "exact", "subset"]
+TrajectoryMode = Literal["exact", "in-order", "any-order", "subset"]
+PassRule = Literal["all", "any", "mean"]
+RuntimeStatus = Literal["ok", "agent_error", "runtime_error", "infrastructure_error", "timeout"]
+EffectStatus = Literal["committed", "not_committed", "requested", "unknown"]
+RegressionMethod = Literal["mcnemar", "sign-test", "paired-t", "paired-bootstrap"]
+
+# Requirement names of the SuitePolicy (DESIGN.md section 7 table).
+EntryRequirement = Literal[
+    "reproducible_fixture",
+    "task_digest",
+    "minimum_grader_coverage",
+    "review_owner",
+    "failure_owner",
+    "confirmed_failure_or_invariant",
+    "stable_success_state",
+    "calibrated_graders",
+    "versioned_fixture",
+    "grader_set_digest",
+    "frozen_sampling_frame",
+    "production_population_definition",
+    "weights",
+    "update_policy",
+]
+ReplacementRequirement = Literal["coverage_mapping", "review"]
+RemovalRequirement = Literal["obsolete_reason", "risk_owner_approval"]
+
+ID_PATTERN = r"^[a-z0-9][a-z0-9._/-]{0,127}$"
+DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
+
+Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+Digest = Annotated[str, StringConstraints(pattern=DIGEST_PATTERN)]
+NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
+PositiveInt = Annotated[int, Field(ge=1)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
+UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]
+
+_RFC3339 = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})$"
+)
+
+
+def parse_timestamp(text: str) -> datetime:
+    """An RFC 3339 timestamp with an explicit offset, as an aware datetime in UTC.
+
+    Fractions beyond microseconds are cut to microseconds (the database's precision).
+    """
+    if not _RFC3339.match(text):
+        if re.match(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2})?(\.\d+)?$", text):
+            raise ValueError(f"timestamp {text!r} has no offset (add Z or +HH:MM)")
+        raise ValueError(f"{text!r} is not an RFC 3339 timestamp with offset")
+    normalized = text.upper().replace("Z", "+00:00")
+    head, _, rest = normalized.partition(".")
+    if rest:
+        frac = re.match(r"\d+", rest)
+        assert frac is not None
+        digits = frac.group(0)
+        normalized = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits):]}"
+    try:
+        parsed = datetime.fromisoformat(normalized)
+    except ValueError as exc:
+        raise ValueError(f"{text!r} is not a valid timestamp: {exc}") from None
+    return parsed.astimezone(UTC)
+
+
+def _check_timestamp(text: str) -> str:
+    parse_timestamp(text)
+    return text
+
+
+Timestamp = Annotated[str, AfterValidator(_check_timestamp)]
+
+
+def format_timestamp(moment: datetime) -> str:
+    """UTC, microseconds, `Z`: the one spelling evalops stores and prints."""
+    if moment.tzinfo is None or moment.utcoffset() is None:
+        raise ValueError("naive datetime: evalops only handles timestamps with an offset")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -1,0 +1,76 @@
+"""One error tree for evalops; each error knows its exit code (DESIGN.md section 11)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+EXIT_INPUT = 2
+EXIT_HOLD = 3
+EXIT_BLOCK = 4
+EXIT_REFUSED = 5
+EXIT_VERIFY = 6
+
+
+@dataclass
+class EvalopsError(Exception):
+    """Base of every error the CLI turns into an exit code and a one-line message."""
+
+    message: str
+    file: str | None = None
+    line: int | None = None
+    field: str | None = None
+
+    exit_code: ClassVar[int] = EXIT_INTERNAL
+
+    def __str__(self) -> str:
+        return self.one_line()
+
+    def one_line(self) -> str:
+        """`<what> (<file>:<line>, <field>)`, leaving out the parts that are unknown."""
+        where = ""
+        if self.file is not None:
+            where = self.file if self.line is None else f"{self.file}:{self.line}"
+        if self.field:
+            where = f"{where}, {self.field}" if where else self.field
+        return f"{self.message} ({where})" if where else self.message
+
+
+class InputError(EvalopsError):
+    """Bad file, schema violation or unknown reference: nothing was written."""
+
+    exit_code: ClassVar[int] = EXIT_INPUT
+
+
+class RefusedError(EvalopsError):
+    """A policy refused the change; the lifecycle is unchanged and the refusal audited."""
+
+    exit_code: ClassVar[int] = EXIT_REFUSED
+
+
+class VerificationError(EvalopsError):
+    """Tampering, a digest mismatch, or a database schema not at head."""
+
+    exit_code: ClassVar[int] = EXIT_VERIFY
+
+
+@dataclass
+class InputErrors(InputError):
+    """Several input errors found in one pass; the first one is the headline."""
+
+    errors: tuple[InputError, ...] = ()
+
+    @classmethod
+    def of(cls, errors: list[InputError]) -> InputError:
+        if len(errors) == 1:
+            return errors[0]
+        first = errors[0]
+        return cls(
+            message=f"{first.message} (and {len(errors) - 1} more)",
+            file=first.file,
+            line=first.line,
+            field=first.field,
+            errors=tuple(errors),
+        )

@@ -1,0 +1,1 @@
+"""Registry files -> validated definitions, and their git provenance."""

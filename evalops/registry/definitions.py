@@ -1,0 +1,139 @@
+"""Files -> validated definitions with their digests (DESIGN.md sections 3-5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from evalops.domain import digests
+from evalops.domain.specs import (
+    SPEC_KINDS,
+    SPEC_MODELS,
+    EvalTaskSpec,
+    ExecutionProfile,
+    GraderSet,
+    Strict,
+)
+from evalops.errors import InputError
+from evalops.registry.load import Document, format_path, load_document
+
+_DIGEST_FIELD = {
+    "task": "task_digest",
+    "execution_profile": "execution_digest",
+    "grader_set": "grader_set_digest",
+    "suite_policy": "policy_digest",
+    "gate_policy": "policy_digest",
+    "suite": "declaration_digest",
+}
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One validated spec file."""
+
+    file: str
+    kind: str
+    spec: Strict
+    value: dict[str, Any]
+    lines: dict[tuple[str | int, ...], int] = field(repr=False, compare=False)
+
+    @property
+    def id(self) -> str:
+        return str(self.value["id"])
+
+    @property
+    def digest_field(self) -> str:
+        return _DIGEST_FIELD[self.kind]
+
+    @property
+    def digest(self) -> str:
+        """The kind's identity digest (section 4); a suite's declaration is hashed whole."""
+        return spec_digest(self.kind, self.value)
+
+    @property
+    def document_digest(self) -> str:
+        return digests.document_digest(self.value)
+
+    @property
+    def revision(self) -> int | None:
+        if isinstance(self.spec, EvalTaskSpec):
+            return self.spec.revision
+        if isinstance(self.spec, GraderSet):
+            return self.spec.version
+        return None
+
+    def digest_row(self) -> dict[str, Any]:
+        """The `digest --json` entry."""
+        row: dict[str, Any] = {"file": self.file, "kind": self.kind, "id": self.id}
+        if self.revision is not None:
+            row["revision" if self.kind == "task" else "version"] = self.revision
+        row[self.digest_field] = self.digest
+        if isinstance(self.spec, GraderSet):
+            row["grader_config_digests"] = {
+                g["id"]: digests.grader_config_digest(g) for g in self.value["graders"]
+            }
+        if isinstance(self.spec, ExecutionProfile):
+            row["system_build"] = self.spec.system_build
+        return row
+
+
+def spec_digest(kind: str, value: dict[str, Any]) -> str:
+    if kind == "task":
+        return digests.task_digest(value)
+    if kind == "execution_profile":
+        return digests.execution_digest(value)
+    if kind == "grader_set":
+        return digests.grader_set_digest(value)
+    if kind in ("suite_policy", "gate_policy"):
+        return digests.policy_digest(value)
+    return digests.document_digest(value)
+
+
+def _pydantic_error(doc: Document, exc: ValidationError) -> InputError:
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
+    # pydantic puts the model-level validator errors at the model's own location.
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = f"unknown field {loc[-1]!r}"
+    elif first["type"] == "missing":
+        message = f"required field {loc[-1]!r} is missing"
+    elif first["type"] == "literal_error":
+        message = f"{first['input']!r} is not allowed: {message.lower()}"
+    if len(errors) > 1:
+        message += f" (and {len(errors) - 1} more)"
+    return InputError(message, doc.path, doc.line_of(loc), format_path(loc))
+
+
+def definition_from_document(doc: Document) -> Definition:
+    """Validate a parsed document against the model its `spec_schema_version` names."""
+    value = doc.value
+    if not isinstance(value, dict):
+        raise InputError("a spec file must hold a mapping", doc.path, doc.line_of(()))
+    version = value.get("spec_schema_version")
+    if version is None:
+        raise InputError(
+            "required field 'spec_schema_version' is missing", doc.path, 1, "spec_schema_version"
+        )
+    model = SPEC_MODELS.get(version) if isinstance(version, str) else None
+    if model is None:
+        known = ", ".join(SPEC_MODELS)
+        raise InputError(
+            f"unknown spec_schema_version {version!r} (known: {known})",
+            doc.path,
+            doc.line_of(("spec_schema_version",)),
+            "spec_schema_version",
+        )
+    try:
+        spec = model.model_validate(value)
+    except ValidationError as exc:
+        raise _pydantic_error(doc, exc) from None
+    return Definition(doc.path, SPEC_KINDS[version], spec, value, doc.lines)
+
+
+def load_definition(path: Path, display: str | None = None) -> Definition:
+    return definition_from_document(load_document(path, display))

@@ -1,0 +1,337 @@
+"""Strict YAML/JSON loading (DESIGN.md section 3).
+
+YAML is read with the YAML 1.2 core schema and nothing more: `2026-09-06`, `on` and `yes`
+stay strings, duplicate keys, non-string keys and tags other than the core ones are errors.
+JSON is read with the standard library, refusing duplicate keys and NaN/Infinity. Both
+produce the same plain JSON value plus a map from field path to line number, so that every
+later error (pydantic's included) can name file, line and field.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from evalops.domain.canonical import MAX_SAFE_INTEGER
+from evalops.errors import InputError
+
+JsonPath = tuple[str | int, ...]
+
+YAML_SUFFIXES = (".yaml", ".yml")
+JSON_SUFFIXES = (".json",)
+SPEC_SUFFIXES = YAML_SUFFIXES + JSON_SUFFIXES
+
+_CORE = "tag:yaml.org,2002:"
+_PLAIN = "tag:evalops:plain"  # an untagged plain scalar, resolved by the core schema below
+_ALLOWED_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null", "map", "seq")}
+
+# YAML 1.2.2 core schema, section 10.3.2.
+_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
+_BOOL_TRUE = re.compile(r"^(?:true|True|TRUE)$")
+_BOOL_FALSE = re.compile(r"^(?:false|False|FALSE)$")
+_INT10 = re.compile(r"^[-+]?[0-9]+$")
+_INT8 = re.compile(r"^0o[0-7]+$")
+_INT16 = re.compile(r"^0x[0-9a-fA-F]+$")
+_FLOAT = re.compile(r"^[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?$")
+_INF = re.compile(r"^[-+]?\.(?:inf|Inf|INF)$")
+_NAN = re.compile(r"^\.(?:nan|NaN|NAN)$")
+
+
+@dataclass
+class Document:
+    """A parsed file: its JSON value and the line of every field path (1-based)."""
+
+    path: str
+    value: Any
+    lines: dict[JsonPath, int] = field(default_factory=dict)
+
+    def line_of(self, loc: JsonPath) -> int:
+        """The line of the deepest known prefix of `loc` (a missing field -> its parent)."""
+        for end in range(len(loc), -1, -1):
+            line = self.lines.get(tuple(loc[:end]))
+            if line is not None:
+                return line
+        return 1
+
+
+def format_path(loc: JsonPath) -> str:
+    """`contract.trajectory.calls[1].tool` style, as users write it."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else part
+    return out or "(document)"
+
+
+class _CoreResolver(yaml.resolver.BaseResolver):
+    """Marks untagged plain scalars for core-schema resolution; no YAML 1.1 guessing."""
+
+    def resolve(self, kind: type, value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is yaml.ScalarNode:
+            if implicit[0]:
+                return _PLAIN
+            return _CORE + "str"
+        if kind is yaml.SequenceNode:
+            return _CORE + "seq"
+        return _CORE + "map"
+
+
+class _Composer(
+    yaml.reader.Reader,
+    yaml.scanner.Scanner,
+    yaml.parser.Parser,
+    yaml.composer.Composer,
+    _CoreResolver,
+):
+    def __init__(self, stream: str) -> None:
+        yaml.reader.Reader.__init__(self, stream)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        _CoreResolver.__init__(self)
+
+
+def _check_number(value: int | float, where: JsonPath, path: str, line: int) -> None:
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int) and abs(value) > MAX_SAFE_INTEGER:
+        raise InputError(
+            f"integer {value} is beyond +-(2^53-1)", path, line, format_path(where)
+        )
+    if isinstance(value, float) and not math.isfinite(value):
+        raise InputError(f"number {value} is not finite", path, line, format_path(where))
+
+
+def _check_string(value: str, where: JsonPath, path: str, line: int) -> None:
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+        raise InputError(
+            "string holds a lone surrogate (not valid Unicode)", path, line, format_path(where)
+        )
+
+
+def _resolve_plain(text: str, where: JsonPath, path: str, line: int) -> Any:
+    if _NULL.match(text):
+        return None
+    if _BOOL_TRUE.match(text):
+        return True
+    if _BOOL_FALSE.match(text):
+        return False
+    if _INT10.match(text):
+        return int(text, 10)
+    if _INT8.match(text):
+        return int(text[2:], 8)
+    if _INT16.match(text):
+        return int(text[2:], 16)
+    if _FLOAT.match(text):
+        return float(text)
+    if _INF.match(text) or _NAN.match(text):
+        raise InputError(f"number {text} is not finite", path, line, format_path(where))
+    return text
+
+
+def _resolve_tagged(node: yaml.ScalarNode, where: JsonPath, path: str, line: int) -> Any:
+    tag, text = node.tag, node.value
+    if tag == _CORE + "str":
+        return text
+    value = _resolve_plain(text, where, path, line)
+    expected = {
+        _CORE + "int": int,
+        _CORE + "float": (int, float),
+        _CORE + "bool": bool,
+        _CORE + "null": type(None),
+    }[tag]
+    ok = isinstance(value, expected) and not (tag != _CORE + "bool" and isinstance(value, bool))
+    if not ok:
+        raise InputError(
+            f"value {text!r} does not match its tag {tag}", path, line, format_path(where)
+        )
+    return float(value) if tag == _CORE + "float" else value
+
+
+class _Converter:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lines: dict[JsonPath, int] = {}
+        self._active: set[int] = set()
+
+    def convert(self, node: yaml.Node, where: JsonPath) -> Any:
+        line = node.start_mark.line + 1
+        self.lines.setdefault(where, line)
+        if node.tag not in _ALLOWED_TAGS and node.tag != _PLAIN:
+            raise InputError(
+                f"tag {node.tag!r} is not allowed (only the YAML core schema)",
+                self.path,
+                line,
+                format_path(where),
+            )
+        if id(node) in self._active:
+            raise InputError("recursive alias", self.path, line, format_path(where))
+        if isinstance(node, yaml.ScalarNode):
+            value: Any
+            if node.tag == _PLAIN:
+                value = _resolve_plain(node.value, where, self.path, line)
+            else:
+                value = _resolve_tagged(node, where, self.path, line)
+            if isinstance(value, str):
+                _check_string(value, where, self.path, line)
+            elif isinstance(value, int | float):
+                _check_number(value, where, self.path, line)
+            return value
+        self._active.add(id(node))
+        try:
+            if isinstance(node, yaml.SequenceNode):
+                return [self.convert(item, (*where, i)) for i, item in enumerate(node.value)]
+            return self._mapping(node, where)
+        finally:
+            self._active.discard(id(node))
+
+    def _mapping(self, node: yaml.MappingNode, where: JsonPath) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key_line = key_node.start_mark.line + 1
+            key = self.convert(key_node, (*where, "<key>"))
+            if not isinstance(key, str):
+                raise InputError(
+                    f"mapping key {key_node.value!r} is not a string (quote it)",
+                    self.path,
+                    key_line,
+                    format_path(where),
+                )
+            if key in out:
+                raise InputError(
+                    f"duplicate key {key!r}", self.path, key_line, format_path((*where, key))
+                )
+            self.lines[(*where, key)] = key_line
+            out[key] = self.convert(value_node, (*where, key))
+        self.lines.pop((*where, "<key>"), None)
+        return out
+
+
+def parse_yaml(text: str, path: str) -> Document:
+    """Parse one YAML document under the core schema."""
+    loader = _Composer(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line = mark.line + 1 if mark is not None else None
+            problem = exc.problem or exc.context or "invalid YAML"
+            raise InputError(f"invalid YAML: {problem}", path, line) from None
+        except yaml.YAMLError as exc:
+            raise InputError(f"invalid YAML: {exc}", path) from None
+    finally:
+        loader.dispose()
+    if node is None:
+        raise InputError("the file holds no document", path, 1)
+    converter = _Converter(path)
+    value = converter.convert(node, ())
+    return Document(path, value, converter.lines)
+
+
+def _json_pairs(path: str, text: str) -> Any:
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in out:
+                line = _json_key_line(text, key, occurrence=2)
+                raise InputError(f"duplicate key {key!r}", path, line, key)
+            out[key] = value
+        return out
+
+    return hook
+
+
+def _json_key_line(text: str, key: str, occurrence: int = 1) -> int | None:
+    pattern = re.compile(re.escape(json.dumps(key)) + r"\s*:")
+    for i, match in enumerate(pattern.finditer(text), start=1):
+        if i == occurrence:
+            return text.count("\n", 0, match.start()) + 1
+    return None
+
+
+def _reject_constant(path: str) -> Any:
+    def hook(name: str) -> Any:
+        raise InputError(f"number {name} is not finite", path)
+
+    return hook
+
+
+def _walk(value: Any, where: JsonPath = ()) -> Iterator[tuple[JsonPath, Any]]:
+    yield where, value
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _walk(v, (*where, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _walk(v, (*where, i))
+
+
+def _json_lines(text: str, value: Any) -> dict[JsonPath, int]:
+    """Field lines for a JSON file: JSON is YAML 1.2 flow syntax, so compose it for marks."""
+    try:
+        return parse_yaml(text, "<json>").lines
+    except InputError:
+        return {}
+
+
+def parse_json(text: str, path: str) -> Document:
+    """Parse one JSON document strictly."""
+    try:
+        value = json.loads(
+            text, object_pairs_hook=_json_pairs(path, text), parse_constant=_reject_constant(path)
+        )
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
+    lines = _json_lines(text, value)
+    doc = Document(path, value, lines)
+    for where, item in _walk(value):
+        line = doc.line_of(where)
+        if isinstance(item, str):
+            _check_string(item, where, path, line)
+        elif isinstance(item, int | float):
+            _check_number(item, where, path, line)
+        elif isinstance(item, dict):
+            for key in item:
+                _check_string(key, where, path, line)
+    return doc
+
+
+def decode_text(data: bytes, path: str) -> str:
+    """Strict UTF-8 without a byte-order mark."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        raise InputError("file starts with a UTF-8 byte-order mark; save it without one", path, 1)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"invalid UTF-8 at byte {exc.start}", path, line) from None
+
+
+def parse_text(text: str, path: str) -> Document:
+    if path.endswith(JSON_SUFFIXES):
+        return parse_json(text, path)
+    return parse_yaml(text, path)
+
+
+def load_document(path: Path, display: str | None = None) -> Document:
+    """Read and parse a spec file; `display` is the name used in messages."""
+    name = display or str(path)
+    if not path.name.endswith(SPEC_SUFFIXES):
+        raise InputError(
+            f"unsupported file type {path.suffix!r} (use .yaml, .yml or .json)", name
+        )
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read file: {exc.strerror}", name) from None
+    return parse_text(decode_text(data, name), name)

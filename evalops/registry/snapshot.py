@@ -1,0 +1,134 @@
+"""A registry directory read as one consistent snapshot of definitions."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalops.domain.specs import EvalTaskSpec, GraderSet
+from evalops.errors import InputError, InputErrors
+from evalops.registry.definitions import Definition, load_definition
+from evalops.registry.load import SPEC_SUFFIXES
+
+# Sub-directory -> the kinds of definition it may hold.
+SPEC_DIRS: dict[str, tuple[str, ...]] = {
+    "tasks": ("task",),
+    "executions": ("execution_profile",),
+    "graders": ("grader_set",),
+    "suites": ("suite",),
+    "policies": ("suite_policy", "gate_policy"),
+}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    root: Path
+    definitions: tuple[Definition, ...]
+
+    def of_kind(self, kind: str) -> list[Definition]:
+        return [d for d in self.definitions if d.kind == kind]
+
+    def find(self, kind: str, def_id: str) -> Definition | None:
+        return next((d for d in self.definitions if d.kind == kind and d.id == def_id), None)
+
+
+def display_path(path: Path) -> str:
+    """A path as users typed it: relative to the working directory when it is below it."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def spec_files(root: Path) -> list[Path]:
+    files: list[Path] = []
+    for sub in SPEC_DIRS:
+        folder = root / sub
+        if folder.is_dir():
+            files.extend(
+                p for p in sorted(folder.rglob("*")) if p.is_file() and p.name.endswith(SPEC_SUFFIXES)
+            )
+    return files
+
+
+def _cross_check(defs: list[Definition]) -> list[InputError]:
+    errors: list[InputError] = []
+    seen: dict[tuple[str, str], Definition] = {}
+    for d in defs:
+        key = (d.kind, d.id)
+        if key in seen:
+            errors.append(
+                InputError(
+                    f"{d.kind} id {d.id!r} is also defined in {seen[key].file}",
+                    d.file,
+                    d.lines.get(("id",), 1),
+                    "id",
+                )
+            )
+        seen[key] = d
+    grader_sets = {d.id: d.spec for d in defs if isinstance(d.spec, GraderSet)}
+    for d in defs:
+        if not isinstance(d.spec, EvalTaskSpec):
+            continue
+        graders = grader_sets.get(d.spec.grader_set)
+        if graders is None:
+            errors.append(
+                InputError(
+                    f"grader set {d.spec.grader_set!r} is not in the registry",
+                    d.file,
+                    d.lines.get(("grader_set",), 1),
+                    "grader_set",
+                )
+            )
+            continue
+        score_from = d.spec.contract.score_from
+        if score_from is not None:
+            grader = graders.grader(score_from)
+            if grader is None or grader.layer != "outcome":
+                errors.append(
+                    InputError(
+                        f"score_from {score_from!r} is not an outcome grader of "
+                        f"{d.spec.grader_set!r}",
+                        d.file,
+                        d.lines.get(("contract", "score_from"), 1),
+                        "contract.score_from",
+                    )
+                )
+    return errors
+
+
+def load_snapshot(root: Path) -> Snapshot:
+    """Read every spec file below `root`; all problems are reported together."""
+    if not root.is_dir():
+        raise InputError("registry directory not found", display_path(root))
+    errors: list[InputError] = []
+    defs: list[Definition] = []
+    for path in spec_files(root):
+        display = display_path(path)
+        try:
+            definition = load_definition(path, display)
+        except InputError as exc:
+            errors.append(exc)
+            continue
+        sub = path.relative_to(root).parts[0]
+        if definition.kind not in SPEC_DIRS[sub]:
+            errors.append(
+                InputError(
+                    f"a {definition.kind} file does not belong in {sub}/",
+                    display,
+                    definition.lines.get(("spec_schema_version",), 1),
+                    "spec_schema_version",
+                )
+            )
+            continue
+        defs.append(definition)
+    errors.extend(_cross_check(defs))
+    if errors:
+        raise InputErrors.of(errors)
+    if not defs:
+        raise InputError(
+            "no spec files found (expected tasks/, executions/, graders/, suites/, policies/)",
+            display_path(root),
+        )
+    return Snapshot(root, tuple(defs))

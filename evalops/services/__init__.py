@@ -1,0 +1,1 @@
+"""Use cases that join registry files, the store and the pure domain."""

@@ -1,0 +1,1 @@
+"""Persistence: tables, sessions, migrations and the audit chain."""

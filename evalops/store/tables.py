@@ -1,0 +1,396 @@
+"""The registry database: one table per concept of DESIGN.md section 1.
+
+Every row is append-only. Documents and payloads are stored as canonical JSON text so that
+`verify` can re-hash exactly what was registered. Each change row points at the audit event
+(`audit_seq`) that recorded it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Index, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from evalops.store.types import UTCDateTime
+
+SQLModel.metadata.naming_convention = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+def _ts() -> datetime:
+    return Field(sa_type=UTCDateTime, nullable=False)  # type: ignore[no-any-return]
+
+
+def _text() -> str:
+    return Field(sa_type=Text, nullable=False)  # type: ignore[no-any-return]
+
+
+def _audit_fk() -> int:
+    return Field(foreign_key="audit_event.seq", index=True)  # type: ignore[no-any-return]
+
+
+class AuditEvent(SQLModel, table=True):
+    """One change, hash-linked to the previous one (DESIGN.md section 10)."""
+
+    __tablename__ = "audit_event"
+
+    seq: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
+    at: datetime = _ts()
+    actor: str
+    kind: str = Field(index=True)
+    subject: str = Field(index=True)
+    payload_digest: str
+    payload: str = _text()
+    prev_hash: str
+    hash: str = Field(unique=True)
+
+
+class SyncRun(SQLModel, table=True):
+    """One `evalops sync` that registered something, with the registry's git provenance."""
+
+    __tablename__ = "sync_run"
+
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = _ts()
+    actor: str
+    registry_path: str
+    git_commit: str | None = None
+    git_dirty: bool
+    git_branch: str | None = None
+    git_remote: str | None = None
+
+
+class _Registered(SQLModel):
+    """Columns every registered definition carries."""
+
+    document_digest: str
+    document: str = _text()
+    file_path: str
+    sync_run_id: int = Field(foreign_key="sync_run.id", index=True)
+    audit_seq: int = _audit_fk()
+
+
+class TaskRevision(_Registered, table=True):
+    """A task file as registered; `(task_id, revision)` always has one `task_digest`."""
+
+    __tablename__ = "task_revision"
+    __table_args__ = (UniqueConstraint("task_id", "revision", "document_digest"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    task_id: str = Field(index=True)
+    revision: int
+    task_digest: str = Field(index=True)
+    grader_set_id: str
+    risk: str
+
+
+class ExecutionProfileRow(_Registered, table=True):
+    """An execution profile as registered."""
+
+    __tablename__ = "execution_profile"
+    __table_args__ = (UniqueConstraint("execution_id", "document_digest"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    execution_id: str = Field(index=True)
+    system_build: str = Field(index=True)
+    execution_digest: str = Field(index=True)
+
+
+class GraderSetRow(_Registered, table=True):
+    """A grader set as registered; `(grader_set_id, version)` always has one digest."""
+
+    __tablename__ = "grader_set"
+    __table_args__ = (UniqueConstraint("grader_set_id", "version", "document_digest"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    grader_set_id: str = Field(index=True)
+    version: int
+    grader_set_digest: str = Field(index=True)
+
+
+class GraderConfig(SQLModel, table=True):
+    """One grader of a registered grader set, with its `grader_config_digest`."""
+
+    __tablename__ = "grader_config"
+    __table_args__ = (UniqueConstraint("grader_set_row_id", "grader_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    grader_set_row_id: int = Field(foreign_key="grader_set.id", index=True)
+    grader_id: str = Field(index=True)
+    grader_version: int
+    grader_config_digest: str = Field(index=True)
+    layer: str
+    type: str
+    blocking: bool
+
+
+class SuiteRow(_Registered, table=True):
+    """A suite declaration as registered."""
+
+    __tablename__ = "suite"
+    __table_args__ = (UniqueConstraint("suite_id", "document_digest"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    suite_id: str = Field(index=True)
+    kind: str
+
+
+class PolicyRow(_Registered, table=True):
+    """A suite or gate policy as registered."""
+
+    __tablename__ = "policy"
+    __table_args__ = (UniqueConstraint("kind", "policy_id", "document_digest"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str
+    policy_id: str = Field(index=True)
+    policy_digest: str = Field(index=True)
+
+
+class Promotion(SQLModel, table=True):
+    """A promotion attempt, accepted or refused, with its requirement checklist."""
+
+    __tablename__ = "promotion"
+
+    id: int | None = Field(default=None, primary_key=True)
+    subject: str
+    task_id: str | None = Field(default=None, index=True)
+    suite_id: str = Field(index=True)
+    accepted: bool
+    requirements: str = _text()
+    reason: str | None = None
+    at: datetime = _ts()
+    actor: str
+    audit_seq: int = _audit_fk()
+
+
+class SuiteMembership(SQLModel, table=True):
+    """A membership change: `added`, `repinned` or `retired` (never updated in place)."""
+
+    __tablename__ = "suite_membership"
+    __table_args__ = (Index("ix_suite_membership_suite_task", "suite_id", "task_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    suite_id: str
+    task_id: str
+    action: str
+    task_digest: str
+    grader_set_digest: str
+    task_revision_id: int | None = Field(default=None, foreign_key="task_revision.id")
+    promotion_id: int | None = Field(default=None, foreign_key="promotion.id")
+    reason: str | None = None
+    approved_by: str | None = None
+    replaced_by: str | None = None
+    at: datetime = _ts()
+    actor: str
+    audit_seq: int = _audit_fk()
+
+
+class Incident(SQLModel, table=True):
+    """A real failure, possibly not yet reproducible."""
+
+    __tablename__ = "incident"
+
+    id: int | None = Field(default=None, primary_key=True)
+    number: int = Field(unique=True)
+    incident_id: str = Field(unique=True)
+    title: str
+    severity: str
+    observed_at: datetime = _ts()
+    trace_uri: str
+    description: str | None = None
+    opened_at: datetime = _ts()
+    opened_by: str
+    audit_seq: int = _audit_fk()
+
+
+class IncidentEvent(SQLModel, table=True):
+    """A state move or task link of an incident."""
+
+    __tablename__ = "incident_event"
+
+    id: int | None = Field(default=None, primary_key=True)
+    incident_row_id: int = Field(foreign_key="incident.id", index=True)
+    action: str
+    state: str
+    task_id: str | None = None
+    reason: str | None = None
+    at: datetime = _ts()
+    actor: str
+    audit_seq: int = _audit_fk()
+
+
+class IngestBatch(SQLModel, table=True):
+    """One `trials ingest` invocation that stored something."""
+
+    __tablename__ = "ingest_batch"
+
+    id: int | None = Field(default=None, primary_key=True)
+    files: str = _text()
+    ingested: int
+    skipped_identical: int
+    rejected: int
+    at: datetime = _ts()
+    actor: str
+    audit_seq: int = _audit_fk()
+
+
+class Trial(SQLModel, table=True):
+    """One execution of one eval case, as ingested (content-free: no tool arguments)."""
+
+    __tablename__ = "trial"
+    __table_args__ = (
+        Index("ix_trial_eval_case", "task_digest", "grader_set_digest", "execution_digest"),
+    )
+
+    id: int | None = Field(default=None, primary_key=True)
+    trial_id: str = Field(unique=True)
+    run_id: str | None = None
+    attempt_id: str | None = None
+    task_id: str = Field(index=True)
+    task_digest: str
+    execution_digest: str
+    grader_set_digest: str
+    eval_case_digest: str
+    trial_index: int
+    started_at: datetime = _ts()
+    completed_at: datetime = _ts()
+    record_digest: str
+    record: str = _text()
+    classification: str = Field(index=True)
+    secondary_labels: str = _text()
+    score: float
+    gating_score: float
+    trajectory: str | None = Field(default=None, sa_type=Text)
+    parent_trial_id: str | None = Field(default=None, foreign_key="trial.trial_id", index=True)
+    rerun_reason: str | None = None
+    ingest_batch_id: int = Field(foreign_key="ingest_batch.id", index=True)
+
+
+class Reconciliation(SQLModel, table=True):
+    """What really happened to an ambiguous external effect."""
+
+    __tablename__ = "reconciliation"
+
+    id: int | None = Field(default=None, primary_key=True)
+    trial_id: str = Field(foreign_key="trial.trial_id", index=True)
+    effect_key: str
+    status: str
+    evidence_uri: str
+    at: datetime = _ts()
+    actor: str
+    audit_seq: int = _audit_fk()
+
+
+class ReviewResult(SQLModel, table=True):
+    """A human grader result appended from the review queue."""
+
+    __tablename__ = "review_result"
+
+    id: int | None = Field(default=None, primary_key=True)
+    trial_id: str = Field(foreign_key="trial.trial_id", index=True)
+    grader_id: str
+    state: str
+    reason: str
+    at: datetime = _ts()
+    actor: str
+    audit_seq: int = _audit_fk()
+
+
+class Calibration(SQLModel, table=True):
+    """How well a model grader agrees with human labels, for one grader config."""
+
+    __tablename__ = "calibration"
+
+    id: int | None = Field(default=None, primary_key=True)
+    calibration_id: str = Field(unique=True)
+    grader_id: str = Field(index=True)
+    grader_version: int
+    grader_config_digest: str = Field(index=True)
+    label_set_digest: str
+    calibration_split_digest: str
+    holdout_split_digest: str
+    annotation_guide_version: str | None = None
+    sampling_frame: str | None = None
+    annotator_count: int
+    record: str = _text()
+    record_digest: str
+    at: datetime = _ts()
+    actor: str
+    audit_seq: int = _audit_fk()
+
+
+class CalibrationInvalidation(SQLModel, table=True):
+    """A calibration withdrawn by hand (e.g. label distribution shift)."""
+
+    __tablename__ = "calibration_invalidation"
+
+    id: int | None = Field(default=None, primary_key=True)
+    calibration_row_id: int = Field(foreign_key="calibration.id", index=True)
+    reason: str
+    at: datetime = _ts()
+    actor: str
+    audit_seq: int = _audit_fk()
+
+
+class Waiver(SQLModel, table=True):
+    """Owner-signed, build-scoped, expiring acceptance of a non-critical failure."""
+
+    __tablename__ = "waiver"
+
+    id: int | None = Field(default=None, primary_key=True)
+    number: int = Field(unique=True)
+    waiver_id: str = Field(unique=True)
+    task_id: str = Field(index=True)
+    suite_id: str
+    build: str = Field(index=True)
+    states: str = _text()
+    owner: str
+    reason: str
+    granted_at: datetime = _ts()
+    expires_at: datetime = _ts()
+    granted_by: str
+    audit_seq: int = _audit_fk()
+
+
+class WaiverRevocation(SQLModel, table=True):
+    """A waiver revoked from `revoked_at` on."""
+
+    __tablename__ = "waiver_revocation"
+
+    id: int | None = Field(default=None, primary_key=True)
+    waiver_row_id: int = Field(foreign_key="waiver.id", index=True)
+    revoked_at: datetime = _ts()
+    reason: str
+    actor: str
+    audit_seq: int = _audit_fk()
+
+
+class GateDecision(SQLModel, table=True):
+    """A release-gate decision with every input, replayable byte for byte."""
+
+    __tablename__ = "gate_decision"
+
+    id: int | None = Field(default=None, primary_key=True)
+    number: int = Field(unique=True)
+    gate_id: str = Field(unique=True)
+    build: str = Field(index=True)
+    suite_id: str = Field(index=True)
+    execution_digest: str
+    suite_digest: str
+    policy_digest: str
+    evaluated_at: datetime = _ts()
+    decision: str
+    inputs: str = _text()
+    inputs_digest: str
+    result: str = _text()
+    result_digest: str
+    at: datetime = _ts()
+    actor: str
+    audit_seq: int = _audit_fk()

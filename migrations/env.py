@@ -1,0 +1,51 @@
+"""Alembic environment for evalops: SQLModel metadata, batch mode on SQLite."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alembic import context
+from sqlalchemy.engine import Connection
+from sqlmodel import SQLModel
+
+import evalops.store.tables  # noqa: F401  (registers every table on the metadata)
+from evalops.store.engine import make_engine
+from evalops.store.types import UTCDateTime
+
+config = context.config
+target_metadata = SQLModel.metadata
+
+
+def _render_item(type_: str, obj: Any, autogen_context: Any) -> str | bool:
+    # Migrations name plain SQL types only: UTCDateTime is DateTime(timezone=True) in DDL.
+    if type_ == "type" and isinstance(obj, UTCDateTime):
+        return "sa.DateTime(timezone=True)"
+    return False
+
+
+def _run(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        compare_type=True,
+        render_item=_render_item,
+        render_as_batch=connection.dialect.name == "sqlite",
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    # pytest-alembic injects a connection; evalops passes its own engine (with pragmas).
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _run(connection)
+        return
+    engine = config.attributes.get("engine") or make_engine(config.get_main_option("sqlalchemy.url"))
+    with engine.connect() as conn:
+        _run(conn)
+
+
+if context.is_offline_mode():
+    raise SystemExit("evalops migrations run online only")
+run_migrations_online()
