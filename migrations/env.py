@@ -37,11 +37,13 @@ def _run(connection: Connection) -> None:
 
 def run_migrations_online() -> None:
     # pytest-alembic injects a connection; evalops passes its own engine (with pragmas).
-    connection = config.attributes.get("connection")
-    if connection is not None:
-        _run(connection)
+    connectable = config.attributes.get("connection")
+    if isinstance(connectable, Connection):
+        _run(connectable)
         return
-    engine = config.attributes.get("engine") or make_engine(config.get_main_option("sqlalchemy.url"))
+    engine = connectable or config.attributes.get("engine")
+    if engine is None:
+        engine = make_engine(config.get_main_option("sqlalchemy.url") or "")
     with engine.connect() as conn:
         _run(conn)
 

@@ -34,9 +34,11 @@ class Snapshot:
 
 
 def display_path(path: Path) -> str:
-    """A path as users typed it: relative to the working directory when it is below it."""
+    """A path relative to the working directory when it is below it, else as given."""
+    if not path.is_absolute():
+        return os.path.normpath(path)
     try:
-        return os.path.relpath(path)
+        return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
 

@@ -45,9 +45,14 @@ class VerifyReport:
 
 
 def _events(session: Session) -> Iterator[AuditEvent]:
-    yield from session.exec(
+    """Stream the chain in seq order; the cursor is closed even when the caller stops early."""
+    result = session.exec(
         select(AuditEvent).order_by(col(AuditEvent.seq)).execution_options(yield_per=1000)
     )
+    try:
+        yield from result
+    finally:
+        result.close()
 
 
 def _check_chain(session: Session) -> int:
@@ -63,7 +68,11 @@ def _check_chain(session: Session) -> int:
                 payload_problem = f"audit seq {row.seq}: payload does not match payload_digest"
             yield as_chain_event(row)
 
-    problem = first_chain_problem(rows())
+    stream = rows()
+    try:
+        problem = first_chain_problem(stream)
+    finally:
+        stream.close()
     if problem is not None:
         raise VerificationError(problem)
     if payload_problem is not None:

@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from evalops.cli.main import main
+from tests.helpers import CliResult, commit_all, write_mini_registry
+
+Cli = Callable[..., CliResult]
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("EVALOPS_DATABASE_URL", "EVALOPS_REGISTRY", "EVALOPS_DEBUG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("EVALOPS_ACTOR", "tester@example.com")
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
+    """Run `evalops ARGS...` in-process (optionally in `cwd`); returns code, stdout, stderr."""
+
+    def run(*args: str, cwd: Path | None = None) -> CliResult:
+        before = Path.cwd()
+        capsys.readouterr()
+        if cwd is not None:
+            os.chdir(cwd)
+        try:
+            code = main([str(a) for a in args])
+        finally:
+            os.chdir(before)
+        out, err = capsys.readouterr()
+        return CliResult(code, out, err)
+
+    return run
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    """A git repository holding a small valid registry in `registry/` (committed)."""
+    write_mini_registry(tmp_path / "registry")
+    commit_all(tmp_path)
+    return tmp_path
+
+
+@pytest.fixture
+def synced(workspace: Path, cli: Cli) -> Iterator[Path]:
+    """`workspace` with an initialized SQLite database and the registry synced."""
+    assert cli("init", cwd=workspace).code == 0
+    assert cli("sync", cwd=workspace).code == 0
+    yield workspace
+
+
+PG_ADMIN_URL = os.environ.get(
+    "EVALOPS_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+def _pg_reachable() -> str | None:
+    import psycopg
+
+    try:
+        with psycopg.connect(PG_ADMIN_URL.replace("+psycopg", ""), connect_timeout=3):
+            return None
+    except psycopg.Error as exc:
+        return str(exc).strip()
+
+
+@pytest.fixture
+def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test, dropped afterwards.
+
+    In CI (CI=true) an unreachable server is a failure, never a skip.
+    """
+    import uuid
+
+    import psycopg
+
+    problem = _pg_reachable()
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL is required in CI and unreachable: {problem}")
+        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN_URL}: {problem}")
+    name = f"evalops_test_{uuid.uuid4().hex[:12]}"
+    admin = PG_ADMIN_URL.replace("+psycopg", "")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    base, _, _ = PG_ADMIN_URL.rpartition("/")
+    try:
+        yield f"{base}/{name}"
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

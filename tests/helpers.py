@@ -1,0 +1,135 @@
+"""Test helpers: run the CLI in-process, build small registries and git repositories."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import git
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE_REGISTRY = REPO_ROOT / "registry"
+
+
+@dataclass
+class CliResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def commit_all(repo_dir: Path, message: str = "registry") -> str:
+    """git init (if needed), add everything, commit; returns the commit sha."""
+    repo = git.Repo.init(repo_dir)
+    try:
+        with repo.config_writer() as config:
+            config.set_value("user", "name", "evalops tests")
+            config.set_value("user", "email", "tests@evalops.invalid")
+        gitignore = repo_dir / ".gitignore"
+        if not gitignore.exists():
+            gitignore.write_text(".evalops/\n", encoding="utf-8")
+        repo.git.add(A=True)
+        repo.index.commit(message)
+        return repo.head.commit.hexsha
+    finally:
+        repo.close()
+
+
+def write_yaml(path: Path, value: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(value, sort_keys=False), encoding="utf-8")
+    return path
+
+
+MINI_TASK: dict[str, Any] = {
+    "spec_schema_version": "eval-task/v1",
+    "id": "mini-task",
+    "revision": 1,
+    "meta": {
+        "title": "A minimal task",
+        "owner": "owner@example.com",
+        "risk": "critical",
+        "protects": ["external_effect"],
+        "failure_owner": "team-a",
+    },
+    "contract": {
+        "goal": "do_the_thing",
+        "environment": {"clock": "2026-09-06T00:00:00Z", "network_policy": "deny"},
+        "success_state": {"done": True},
+        "forbidden_effects": ["do_it_twice"],
+    },
+    "fixtures": {"onMiss": "fail", "toolResponses": []},
+    "grader_set": "mini-graders",
+}
+
+MINI_GRADERS: dict[str, Any] = {
+    "spec_schema_version": "grader-set/v1",
+    "id": "mini-graders",
+    "version": 1,
+    "graders": [
+        {
+            "id": "outcome",
+            "version": 1,
+            "layer": "outcome",
+            "type": "deterministic",
+            "produces": ["task_pass", "task_fail"],
+            "blocking": True,
+            "covers": ["done"],
+        },
+        {
+            "id": "no-twice",
+            "version": 1,
+            "layer": "hard_constraint",
+            "type": "deterministic",
+            "produces": ["hard_constraint_fail", "pass"],
+            "blocking": True,
+            "covers": ["do_it_twice"],
+        },
+    ],
+}
+
+MINI_EXECUTION: dict[str, Any] = {
+    "spec_schema_version": "execution-profile/v1",
+    "id": "mini-b1",
+    "system_build": "build-1",
+    "model": {"provider": "example", "name": "model-1"},
+}
+
+
+def write_mini_registry(root: Path) -> Path:
+    """A small valid registry: one task, one grader set, one execution profile."""
+    write_yaml(root / "tasks" / "mini-task.yaml", MINI_TASK)
+    write_yaml(root / "graders" / "mini-graders.yaml", MINI_GRADERS)
+    path = root / "executions" / "mini-b1.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(MINI_EXECUTION, indent=2), encoding="utf-8")
+    return root
+
+
+def copy_example_registry(dest: Path) -> Path:
+    shutil.copytree(EXAMPLE_REGISTRY, dest)
+    return dest
+
+
+def sqlite_fingerprint(db_path: Path) -> str:
+    """Bytes of the database and its WAL, plus a logical dump: equal means unchanged."""
+    h = hashlib.sha256()
+    for suffix in ("", "-wal"):
+        p = Path(str(db_path) + suffix)
+        h.update(p.read_bytes() if p.exists() else b"<absent>")
+    con = sqlite3.connect(db_path)
+    try:
+        for line in con.iterdump():
+            h.update(line.encode("utf-8"))
+    finally:
+        con.close()
+    return h.hexdigest()
