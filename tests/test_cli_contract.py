@@ -27,7 +27,9 @@ finally:
 """
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["digest", "--help"], ["sync", "--help"], ["db", "--help"]])
+@pytest.mark.parametrize(
+    "argv", [["--help"], ["digest", "--help"], ["sync", "--help"], ["db", "--help"]]
+)
 def test_help_imports_no_heavy_module(argv: list[str]) -> None:
     probe = _PROBE.format(argv=argv, heavy=HEAVY)
     done = subprocess.run(

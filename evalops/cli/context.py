@@ -87,7 +87,9 @@ def console(stderr: bool = False) -> Console:
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    # A lone surrogate from bad input becomes a \uXXXX escape: still valid JSON.
+    sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
 
 
 def emit(ctx: typer.Context, data: Any, human: Callable[[], None]) -> None:

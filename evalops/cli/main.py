@@ -17,6 +17,11 @@ from evalops.errors import EXIT_INTERNAL, EvalopsError
 from evalops.store.engine import DEFAULT_URL
 
 
+def _printable(text: str) -> str:
+    """Bad input may hold lone surrogates; never let printing an error raise another."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _report(error: EvalopsError, as_json: bool) -> None:
     if as_json:
         print_json(
@@ -30,9 +35,8 @@ def _report(error: EvalopsError, as_json: bool) -> None:
                 }
             }
         )
-    sys.stderr.write(f"error: {error.one_line()}\n")
-    for extra in getattr(error, "errors", ())[1:]:
-        sys.stderr.write(f"error: {extra.one_line()}\n")
+    for one in getattr(error, "errors", ()) or (error,):
+        sys.stderr.write(_printable(f"error: {one.one_line()}\n"))
 
 
 class EvalopsGroup(TyperGroup):

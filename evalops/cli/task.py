@@ -8,9 +8,7 @@ import typer
 
 from evalops.cli.context import JsonFlag, console, emit, settings
 
-task_app = typer.Typer(
-    help="Registered tasks.\n\nExample: evalops task list", no_args_is_help=True
-)
+task_app = typer.Typer(help="Registered tasks.\n\nExample: evalops task list", no_args_is_help=True)
 
 
 @task_app.command("list")

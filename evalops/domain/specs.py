@@ -29,6 +29,7 @@ from evalops.domain.vocabulary import (
     ReplacementRequirement,
     Risk,
     RuleState,
+    SpecValueError,
     SuiteKind,
     Timestamp,
     TrajectoryMode,
@@ -71,8 +72,9 @@ class TaskMeta(Strict):
     @model_validator(mode="after")
     def _protects_needs_critical(self) -> TaskMeta:
         if self.protects and self.risk != "critical":
-            raise ValueError(
-                f"a task that protects {self.protects} must have risk: critical, not {self.risk}"
+            raise SpecValueError(
+                f"a task that protects {self.protects} must have risk: critical, not {self.risk}",
+                "protects",
             )
         return self
 
@@ -94,7 +96,9 @@ class Environment(Strict):
     @model_validator(mode="after")
     def _allowlist_matches_policy(self) -> Environment:
         if self.allowlist and self.network_policy != "allowlist":
-            raise ValueError("allowlist is only meaningful with network_policy: allowlist")
+            raise SpecValueError(
+                "allowlist is only meaningful with network_policy: allowlist", "allowlist"
+            )
         return self
 
 
@@ -123,7 +127,7 @@ class ExpectedCall(Strict):
     """Tool name, compared exactly."""
     args: dict[str, Any] | None = None
     """Expected arguments, compared by `argsMatch`."""
-    argsMatch: ArgsMatch = "ignore"  # noqa: N815 - RFC 0244 spelling
+    argsMatch: ArgsMatch = "ignore"
     """`ignore` (default), `exact` (JSON-deep-equal) or `subset` (every key path present)."""
 
 
@@ -136,7 +140,7 @@ class TrajectoryExpectation(Strict):
     """The expected calls."""
     forbidden: list[NonEmptyStr] = []
     """Tools whose any call makes the trajectory unmatched."""
-    includeDelegates: bool = False  # noqa: N815 - RFC 0244 spelling
+    includeDelegates: bool = False
     """Grade every agent's calls, not only the target agent's."""
 
 
@@ -156,9 +160,12 @@ class Expected(Strict):
     def _kind_fits(self) -> Expected:
         if self.kind == "trajectory":
             if self.trajectory is None:
-                raise ValueError("kind: trajectory needs a trajectory block")
+                raise SpecValueError("kind: trajectory needs a trajectory block", "trajectory")
             if self.match is not None or self.rubric is not None:
-                raise ValueError("kind: trajectory must not carry match or rubric")
+                raise SpecValueError(
+                    "kind: trajectory must not carry match or rubric",
+                    "match" if self.match is not None else "rubric",
+                )
         return self
 
 
@@ -169,15 +176,15 @@ class TrialPlan(Strict):
     """How many trials a task needs."""
     k: PositiveInt | None = None
     """k of pass@k and pass^k; absent means `count`."""
-    passRule: PassRule = "all"  # noqa: N815 - RFC 0244 spelling
+    passRule: PassRule = "all"
     """`all`, `any` or `mean` (mean gating score against `passScore`)."""
-    passScore: UnitFloat = 1.0  # noqa: N815 - RFC 0244 spelling
+    passScore: UnitFloat = 1.0
     """Threshold read by `passRule: mean`."""
 
     @model_validator(mode="after")
     def _k_within_count(self) -> TrialPlan:
         if self.k is not None and self.k > self.count:
-            raise ValueError(f"k ({self.k}) must be at most count ({self.count})")
+            raise SpecValueError(f"k ({self.k}) must be at most count ({self.count})", "k")
         return self
 
 
@@ -217,7 +224,7 @@ class ToolResponse(Strict):
     """Tool name."""
     args: dict[str, Any] | None = None
     """Arguments the call must match."""
-    argsMatch: ArgsMatch = "ignore"  # noqa: N815 - RFC 0244 spelling
+    argsMatch: ArgsMatch = "ignore"
     """How `args` is compared."""
     response: Any = None
     """What the tool returns."""
@@ -226,9 +233,9 @@ class ToolResponse(Strict):
 class Fixtures(Strict):
     """Versioned fixtures: part of `task_digest`."""
 
-    onMiss: Literal["fail", "live"] | None = None  # noqa: N815 - RFC 0244 spelling
+    onMiss: Literal["fail", "live"] | None = None
     """`fail` (also when absent): a miss is a tool error; `live`: a miss may reach the tool."""
-    toolResponses: list[ToolResponse] = []  # noqa: N815 - RFC 0244 spelling
+    toolResponses: list[ToolResponse] = []
     """Responses served in place of live tools, each consumed once."""
 
 
@@ -406,23 +413,34 @@ class Grader(Strict):
     @model_validator(mode="after")
     def _consistent(self) -> Grader:
         if len(set(self.produces)) != len(self.produces):
-            raise ValueError("produces lists a state twice")
+            raise SpecValueError("produces lists a state twice", "produces")
         if self.type == "model" and self.model is None:
-            raise ValueError("a model grader needs a model block (provider, name, prompt_hash)")
+            raise SpecValueError(
+                "a model grader needs a model block (provider, name, prompt_hash)", "model"
+            )
         if self.type != "model" and (self.model or self.calibration_requirements):
-            raise ValueError("model and calibration_requirements are for type: model only")
+            raise SpecValueError(
+                "model and calibration_requirements are for type: model only",
+                "model" if self.model else "calibration_requirements",
+            )
         if self.type == "model" and self.blocking and self.calibration_requirements is None:
-            raise ValueError("a blocking model grader needs calibration_requirements")
+            raise SpecValueError(
+                "a blocking model grader needs calibration_requirements",
+                "calibration_requirements",
+            )
+        # A trajectory_diagnosis grader may say task_pass (DESIGN.md 5.3 example); the
+        # classification never lets that result make a trial pass.
         if self.layer == "trajectory_diagnosis":
-            if "task_pass" in self.produces:
-                raise ValueError("a trajectory_diagnosis grader never produces task_pass")
             if self.blocking and self.rule_state != "blocking_constraint":
-                raise ValueError(
-                    "a trajectory_diagnosis grader blocks only with rule_state: "
-                    "blocking_constraint"
+                raise SpecValueError(
+                    "a trajectory_diagnosis grader blocks only with "
+                    "rule_state: blocking_constraint",
+                    "blocking",
                 )
         elif self.rule_state is not None:
-            raise ValueError("rule_state is for trajectory_diagnosis graders only")
+            raise SpecValueError(
+                "rule_state is for trajectory_diagnosis graders only", "rule_state"
+            )
         return self
 
     @property
@@ -447,9 +465,11 @@ class GraderSet(Strict):
     @model_validator(mode="after")
     def _unique_ids(self) -> GraderSet:
         seen: set[str] = set()
-        for grader in self.graders:
+        for index, grader in enumerate(self.graders):
             if grader.id in seen:
-                raise ValueError(f"grader id {grader.id!r} appears twice")
+                raise SpecValueError(
+                    f"grader id {grader.id!r} appears twice", "graders", index, "id"
+                )
             seen.add(grader.id)
         return self
 
@@ -510,7 +530,10 @@ class SuiteDeclaration(Strict):
             if getattr(self, name) is not None
         ]
         if extra and self.kind != "estimation":
-            raise ValueError(f"{', '.join(extra)} only apply to kind: estimation")
+            verb = "applies" if len(extra) == 1 else "apply"
+            raise SpecValueError(
+                f"{', '.join(extra)} only {verb} to kind: estimation, not {self.kind}", extra[0]
+            )
         return self
 
 
@@ -614,12 +637,10 @@ class RerunRule(Strict):
 
     preserve_all_trials: Literal[True] = True
     """Always true: every trial is kept."""
-    report: list[
-        Literal["first_result", "invalid_rate", "rerun_count", "rerun_results"]
-    ] = []
+    report: list[Literal["first_result", "invalid_rate", "rerun_count", "rerun_results"]] = []
     """What reports show about reruns."""
     max_attempts_by_class: dict[RerunClass, PositiveInt] = {}
-    """Class -> attempts allowed (first included) before a rerun stops standing in."""
+    """Class -> how many reruns of a trial of that class may stand in for it."""
     task_is_primary_statistical_unit: bool = True
     """Statistics count tasks, not trials."""
 
@@ -640,9 +661,10 @@ class WaiverRule(Strict):
     def _minimum_forbidden(self) -> WaiverRule:
         missing = [s for s in MIN_FORBIDDEN_WAIVER_STATES if s not in self.forbidden_states]
         if missing:
-            raise ValueError(
+            raise SpecValueError(
                 f"forbidden_states must contain {', '.join(missing)} (a policy may forbid "
-                "more states, never fewer)"
+                "more states, never fewer)",
+                "forbidden_states",
             )
         return self
 
@@ -672,9 +694,10 @@ class GatePolicy(Strict):
     @model_validator(mode="after")
     def _canonical_precedence(self) -> GatePolicy:
         if tuple(self.decision_precedence) != CANONICAL_PRECEDENCE:
-            raise ValueError(
+            raise SpecValueError(
                 "decision_precedence must be exactly the canonical order: "
-                + " > ".join(CANONICAL_PRECEDENCE)
+                + " > ".join(CANONICAL_PRECEDENCE),
+                "decision_precedence",
             )
         return self
 

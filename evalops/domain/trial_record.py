@@ -16,12 +16,12 @@ from evalops.domain.vocabulary import (
     NonNegativeInt,
     PositiveInt,
     RuntimeStatus,
+    SpecValueError,
     Timestamp,
     TrialClass,
     UnitFloat,
     parse_timestamp,
 )
-
 
 RecordId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]{0,199}$")]
 
@@ -183,5 +183,5 @@ class TrialRecord(Strict):
     @model_validator(mode="after")
     def _ordered_times(self) -> TrialRecord:
         if parse_timestamp(self.completed_at) < parse_timestamp(self.started_at):
-            raise ValueError("completed_at is before started_at")
+            raise SpecValueError("completed_at is before started_at", "completed_at")
         return self

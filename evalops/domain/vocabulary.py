@@ -81,6 +81,15 @@ EntryRequirement = Literal[
 ReplacementRequirement = Literal["coverage_mapping", "review"]
 RemovalRequirement = Literal["obsolete_reason", "risk_owner_approval"]
 
+
+class SpecValueError(ValueError):
+    """A validation error that knows which field (below the validated model) is at fault."""
+
+    def __init__(self, message: str, *loc: str | int) -> None:
+        super().__init__(message)
+        self.loc = loc
+
+
 ID_PATTERN = r"^[a-z0-9][a-z0-9._/-]{0,127}$"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 
@@ -111,7 +120,7 @@ def parse_timestamp(text: str) -> datetime:
         frac = re.match(r"\d+", rest)
         assert frac is not None
         digits = frac.group(0)
-        normalized = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits):]}"
+        normalized = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits) :]}"
     try:
         parsed = datetime.fromisoformat(normalized)
     except ValueError as exc:

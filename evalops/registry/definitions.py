@@ -17,6 +17,7 @@ from evalops.domain.specs import (
     GraderSet,
     Strict,
 )
+from evalops.domain.vocabulary import DIGEST_PATTERN, ID_PATTERN, SpecValueError
 from evalops.errors import InputError
 from evalops.registry.load import Document, format_path, load_document
 
@@ -92,18 +93,33 @@ def spec_digest(kind: str, value: dict[str, Any]) -> str:
     return digests.document_digest(value)
 
 
+_PATTERN_HELP = {
+    ID_PATTERN: "is not a valid id: lowercase letters, digits and . _ / -, starting with a "
+    "letter or digit, at most 128 characters",
+    DIGEST_PATTERN: "is not a digest: sha256: followed by 64 lowercase hex digits",
+}
+
+
 def _pydantic_error(doc: Document, exc: ValidationError) -> InputError:
     errors = exc.errors(include_url=False)
     first = errors[0]
-    loc = tuple(p for p in first["loc"] if isinstance(p, str | int))
-    # pydantic puts the model-level validator errors at the model's own location.
+    # pydantic marks dict-key errors with a "[key]" step; users think of the key itself.
+    loc = tuple(p for p in first["loc"] if isinstance(p, str | int) and p != "[key]")
     message = str(first["msg"]).removeprefix("Value error, ")
+    cause = first.get("ctx", {}).get("error")
+    if isinstance(cause, SpecValueError):
+        # Model-level validators name the field at fault below the model they check.
+        loc = (*loc, *cause.loc)
+        message = str(cause)
     if first["type"] == "extra_forbidden":
         message = f"unknown field {loc[-1]!r}"
     elif first["type"] == "missing":
         message = f"required field {loc[-1]!r} is missing"
     elif first["type"] == "literal_error":
         message = f"{first['input']!r} is not allowed: {message.lower()}"
+    elif first["type"] == "string_pattern_mismatch":
+        pattern = str(first.get("ctx", {}).get("pattern"))
+        message = f"{first['input']!r} " + _PATTERN_HELP.get(pattern, message.lower())
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more)"
     return InputError(message, doc.path, doc.line_of(loc), format_path(loc))

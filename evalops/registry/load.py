@@ -104,9 +104,7 @@ def _check_number(value: int | float, where: JsonPath, path: str, line: int) -> 
     if isinstance(value, bool):
         return
     if isinstance(value, int) and abs(value) > MAX_SAFE_INTEGER:
-        raise InputError(
-            f"integer {value} is beyond +-(2^53-1)", path, line, format_path(where)
-        )
+        raise InputError(f"integer {value} is beyond +-(2^53-1)", path, line, format_path(where))
     if isinstance(value, float) and not math.isfinite(value):
         raise InputError(f"number {value} is not finite", path, line, format_path(where))
 
@@ -138,17 +136,20 @@ def _resolve_plain(text: str, where: JsonPath, path: str, line: int) -> Any:
     return text
 
 
+_TAG_TYPES: dict[str, type | tuple[type, ...]] = {
+    _CORE + "int": int,
+    _CORE + "float": (int, float),
+    _CORE + "bool": bool,
+    _CORE + "null": type(None),
+}
+
+
 def _resolve_tagged(node: yaml.ScalarNode, where: JsonPath, path: str, line: int) -> Any:
     tag, text = node.tag, node.value
     if tag == _CORE + "str":
         return text
     value = _resolve_plain(text, where, path, line)
-    expected = {
-        _CORE + "int": int,
-        _CORE + "float": (int, float),
-        _CORE + "bool": bool,
-        _CORE + "null": type(None),
-    }[tag]
+    expected = _TAG_TYPES[tag]
     ok = isinstance(value, expected) and not (tag != _CORE + "bool" and isinstance(value, bool))
     if not ok:
         raise InputError(
@@ -163,9 +164,10 @@ class _Converter:
         self.lines: dict[JsonPath, int] = {}
         self._active: set[int] = set()
 
-    def convert(self, node: yaml.Node, where: JsonPath) -> Any:
+    def convert(self, node: yaml.Node, where: JsonPath, *, record: bool = True) -> Any:
         line = node.start_mark.line + 1
-        self.lines.setdefault(where, line)
+        if record:
+            self.lines.setdefault(where, line)
         if node.tag not in _ALLOWED_TAGS and node.tag != _PLAIN:
             raise InputError(
                 f"tag {node.tag!r} is not allowed (only the YAML core schema)",
@@ -190,6 +192,7 @@ class _Converter:
         try:
             if isinstance(node, yaml.SequenceNode):
                 return [self.convert(item, (*where, i)) for i, item in enumerate(node.value)]
+            assert isinstance(node, yaml.MappingNode)
             return self._mapping(node, where)
         finally:
             self._active.discard(id(node))
@@ -198,7 +201,7 @@ class _Converter:
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
             key_line = key_node.start_mark.line + 1
-            key = self.convert(key_node, (*where, "<key>"))
+            key = self.convert(key_node, where, record=False)
             if not isinstance(key, str):
                 raise InputError(
                     f"mapping key {key_node.value!r} is not a string (quote it)",
@@ -212,7 +215,6 @@ class _Converter:
                 )
             self.lines[(*where, key)] = key_line
             out[key] = self.convert(value_node, (*where, key))
-        self.lines.pop((*where, "<key>"), None)
         return out
 
 
@@ -238,32 +240,39 @@ def parse_yaml(text: str, path: str) -> Document:
     return Document(path, value, converter.lines)
 
 
-def _json_pairs(path: str, text: str) -> Any:
-    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        for key, value in pairs:
-            if key in out:
-                line = _json_key_line(text, key, occurrence=2)
-                raise InputError(f"duplicate key {key!r}", path, line, key)
-            out[key] = value
-        return out
+def _node_lines(text: str) -> tuple[dict[JsonPath, int], dict[JsonPath, int]]:
+    """Lines of every path, and of every repeated key, from YAML nodes without resolving values.
 
-    return hook
+    JSON is YAML 1.2 flow syntax, so composing it gives positions even where the values
+    themselves are invalid (NaN, 1e400, lone surrogates).
+    """
+    lines: dict[JsonPath, int] = {}
+    repeats: dict[JsonPath, int] = {}
+    loader = _Composer(text)
+    try:
+        root = loader.get_single_node()
+    except yaml.YAMLError:
+        return lines, repeats
+    finally:
+        loader.dispose()
 
+    def walk(node: yaml.Node, where: JsonPath) -> None:
+        lines.setdefault(where, node.start_mark.line + 1)
+        if isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, (*where, i))
+        elif isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                path = (*where, str(key_node.value))
+                if path in lines:
+                    repeats.setdefault(path, key_node.start_mark.line + 1)
+                else:
+                    lines[path] = key_node.start_mark.line + 1
+                walk(value_node, path)
 
-def _json_key_line(text: str, key: str, occurrence: int = 1) -> int | None:
-    pattern = re.compile(re.escape(json.dumps(key)) + r"\s*:")
-    for i, match in enumerate(pattern.finditer(text), start=1):
-        if i == occurrence:
-            return text.count("\n", 0, match.start()) + 1
-    return None
-
-
-def _reject_constant(path: str) -> Any:
-    def hook(name: str) -> Any:
-        raise InputError(f"number {name} is not finite", path)
-
-    return hook
+    if root is not None:
+        walk(root, ())
+    return lines, repeats
 
 
 def _walk(value: Any, where: JsonPath = ()) -> Iterator[tuple[JsonPath, Any]]:
@@ -276,33 +285,42 @@ def _walk(value: Any, where: JsonPath = ()) -> Iterator[tuple[JsonPath, Any]]:
             yield from _walk(v, (*where, i))
 
 
-def _json_lines(text: str, value: Any) -> dict[JsonPath, int]:
-    """Field lines for a JSON file: JSON is YAML 1.2 flow syntax, so compose it for marks."""
-    try:
-        return parse_yaml(text, "<json>").lines
-    except InputError:
-        return {}
-
-
 def parse_json(text: str, path: str) -> Document:
-    """Parse one JSON document strictly."""
+    """Parse one JSON document strictly: duplicate keys, NaN/Infinity and surrogates refused."""
+    repeated: list[tuple[int, str]] = []  # (id of the object, key) of every duplicate key
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for key, value in items:
+            if key in out:
+                repeated.append((id(out), key))
+            else:
+                out[key] = value
+        return out
+
     try:
-        value = json.loads(
-            text, object_pairs_hook=_json_pairs(path, text), parse_constant=_reject_constant(path)
-        )
+        # NaN and Infinity parse to floats here and are refused with their path below.
+        value = json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
-    lines = _json_lines(text, value)
+    lines, repeats = _node_lines(text)
     doc = Document(path, value, lines)
+    duplicates = dict(repeated)
     for where, item in _walk(value):
         line = doc.line_of(where)
+        if isinstance(item, dict) and id(item) in duplicates:
+            key = duplicates[id(item)]
+            at = (*where, key)
+            raise InputError(
+                f"duplicate key {key!r}", path, repeats.get(at, doc.line_of(at)), format_path(at)
+            )
         if isinstance(item, str):
             _check_string(item, where, path, line)
         elif isinstance(item, int | float):
             _check_number(item, where, path, line)
-        elif isinstance(item, dict):
+        if isinstance(item, dict):
             for key in item:
-                _check_string(key, where, path, line)
+                _check_string(key, where, path, doc.line_of((*where, key)))
     return doc
 
 
@@ -327,9 +345,7 @@ def load_document(path: Path, display: str | None = None) -> Document:
     """Read and parse a spec file; `display` is the name used in messages."""
     name = display or str(path)
     if not path.name.endswith(SPEC_SUFFIXES):
-        raise InputError(
-            f"unsupported file type {path.suffix!r} (use .yaml, .yml or .json)", name
-        )
+        raise InputError(f"unsupported file type {path.suffix!r} (use .yaml, .yml or .json)", name)
     try:
         data = path.read_bytes()
     except OSError as exc:

@@ -49,7 +49,9 @@ def spec_files(root: Path) -> list[Path]:
         folder = root / sub
         if folder.is_dir():
             files.extend(
-                p for p in sorted(folder.rglob("*")) if p.is_file() and p.name.endswith(SPEC_SUFFIXES)
+                p
+                for p in sorted(folder.rglob("*"))
+                if p.is_file() and p.name.endswith(SPEC_SUFFIXES)
             )
     return files
 

@@ -46,7 +46,7 @@ def steps() -> list[Step]:
             (
                 "digest",
                 "registry/tasks/support-refund-in-order.yaml",
-                "registry/executions/support-b124.yaml",
+                "registry/executions/candidate-b124.yaml",
             ),
         ),
         Step("List the registered tasks", ("task", "list")),

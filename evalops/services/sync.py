@@ -205,7 +205,11 @@ def sync_registry(
                 **provenance.as_dict(),
             }
             event = append_event(
-                session, at=now, actor=actor, kind=f"sync.{d.kind}", subject=_subject(d),
+                session,
+                at=now,
+                actor=actor,
+                kind=f"sync.{d.kind}",
+                subject=_subject(d),
                 payload=entry,
             )
             row = _row_for(

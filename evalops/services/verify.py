@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,7 +59,7 @@ def _check_chain(session: Session) -> int:
     count = 0
     payload_problem: str | None = None
 
-    def rows() -> Iterator[Any]:
+    def rows() -> Generator[Any, None, None]:
         nonlocal count, payload_problem
         for row in _events(session):
             count += 1
@@ -121,13 +121,9 @@ def _check_definitions(session: Session) -> int:
                     f"{name}: not the definition its audit event seq {row.audit_seq} recorded"
                 )
     registered = {
-        seq
-        for table, _, _ in _DEFINITION_TABLES
-        for seq in session.exec(select(table.audit_seq))
+        seq for table, _, _ in _DEFINITION_TABLES for seq in session.exec(select(table.audit_seq))
     }
-    for event in session.exec(
-        select(AuditEvent).where(col(AuditEvent.kind).startswith("sync."))
-    ):
+    for event in session.exec(select(AuditEvent).where(col(AuditEvent.kind).startswith("sync."))):
         if event.seq not in registered:
             raise VerificationError(
                 f"audit seq {event.seq}: {event.subject} was registered but its row is gone"

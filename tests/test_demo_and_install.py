@@ -1,0 +1,64 @@
+"""The two things a new user does first: `evalops demo`, and `pip install .` elsewhere."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Cli
+from tests.helpers import EXAMPLE_REGISTRY, REPO_ROOT, commit_all
+
+
+def test_demo_runs_to_the_end(tmp_path: Path, cli: Cli) -> None:
+    result = cli("demo", "--dir", str(tmp_path / "demo"))
+    assert result.code == 0, result.stdout + result.stderr
+    assert "demo complete" in result.stdout
+    summary = (tmp_path / "demo" / "demo-summary.md").read_text(encoding="utf-8")
+    assert "| `evalops verify` | 0 |" in summary
+    assert cli("verify", cwd=tmp_path / "demo").code == 0
+
+
+def test_demo_refuses_a_non_empty_directory(tmp_path: Path, cli: Cli) -> None:
+    (tmp_path / "keep.txt").write_text("mine", encoding="utf-8")
+    result = cli("demo", "--dir", str(tmp_path))
+    assert result.code == 2
+    assert (tmp_path / "keep.txt").read_text(encoding="utf-8") == "mine"
+
+
+@pytest.mark.slow
+def test_wheel_install_runs_from_another_directory(tmp_path: Path) -> None:
+    """`pip install .` (not editable) ships migrations/, templates/ and the example registry."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    subprocess.run([*pip, str(REPO_ROOT)], check=True, timeout=900)
+    work = tmp_path / "elsewhere"
+    shutil.copytree(EXAMPLE_REGISTRY, work / "registry")
+    commit_all(work)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
+    env["EVALOPS_ACTOR"] = "installer@example.com"
+    evalops = str(venv / "bin" / "evalops")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [evalops, *args], cwd=work, env=env, capture_output=True, text=True, check=False
+        )
+
+    where = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import evalops; print(evalops.__file__)"],
+        cwd=work,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert str(venv) in where, "evalops must come from the wheel, not the checkout"
+    for args in (["init"], ["sync", "registry"], ["verify"]):
+        done = run(*args)
+        assert done.returncode == 0, (args, done.stdout, done.stderr)
+    demo = run("demo", "--dir", str(tmp_path / "demo"))
+    assert demo.returncode == 0, demo.stdout + demo.stderr
