@@ -83,7 +83,11 @@ def now() -> datetime:
 def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
-    return Console(stderr=stderr, highlight=False, soft_wrap=True)
+    out = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    if not out.is_terminal:
+        # Piped or captured output: never wrap digests and ids at 80 columns.
+        out.width = 200
+    return out
 
 
 def print_json(data: Any) -> None:
