@@ -11,7 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from evalops import __version__
-from evalops.cli import db, registry_cmds, task, verify
+from evalops.cli import db, incident, registry_cmds, suite, task, verify
 from evalops.cli.context import Settings, print_json, settings
 from evalops.errors import EXIT_INTERNAL, EvalopsError
 from evalops.store.engine import DEFAULT_URL
@@ -110,6 +110,8 @@ def root(
 db.register(app)
 registry_cmds.register(app)
 task.register(app)
+incident.register(app)
+suite.register(app)
 verify.register(app)
 
 

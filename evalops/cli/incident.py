@@ -1,0 +1,175 @@
+"""`evalops incident open|confirm|link|close|list|show`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from evalops.cli.context import JsonFlag, console, emit, now, settings
+
+incident_app = typer.Typer(
+    help="Real failures, from report to regression task.\n\nExample: evalops incident list",
+    no_args_is_help=True,
+)
+IncidentArg = Annotated[str, typer.Argument(metavar="INC", help="Incident id, e.g. INC-7.")]
+
+
+def _human(data: dict[str, Any]) -> None:
+    tasks = ", ".join(data["tasks"]) or "-"
+    typer.echo(f"{data['incident_id']} [{data['state']}] {data['severity']}: {data['title']}")
+    typer.echo(f"  observed {data['observed_at']}  trace {data['trace_uri']}  tasks {tasks}")
+    for h in data.get("history", []):
+        extra = " ".join(x for x in (h["task_id"] or "", h["reason"] or "") if x)
+        typer.echo(f"  {h['at']} {h['action']:>8} -> {h['state']:<10} {h['actor']} {extra}")
+
+
+def _run(ctx: typer.Context, json_flag: bool, call: Any) -> None:
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = call(engine, state.who())
+    finally:
+        engine.dispose()
+    emit(ctx, data, lambda: _human(data))
+
+
+@incident_app.command("open")
+def open_(
+    ctx: typer.Context,
+    title: Annotated[str, typer.Option(help="What went wrong, in one line.")],
+    severity: Annotated[str, typer.Option(help="critical, high, medium or low.")],
+    observed_at: Annotated[str, typer.Option(help="When it was observed (RFC 3339, offset).")],
+    trace_uri: Annotated[str, typer.Option(help="Where the production trace is.")],
+    description: Annotated[str | None, typer.Option(help="More detail.")] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Record a production failure as an open incident (INC-<n>).
+
+    Example: evalops incident open --title "published unapproved draft" --severity critical
+    --observed-at 2026-11-02T09:14:00Z --trace-uri trace://prod/8812
+    """
+    from evalops.services.incidents import open_incident
+
+    _run(
+        ctx,
+        json_flag,
+        lambda engine, actor: open_incident(
+            engine,
+            title=title,
+            severity=severity,
+            observed_at=observed_at,
+            trace_uri=trace_uri,
+            description=description,
+            actor=actor,
+            now=now(),
+        ),
+    )
+
+
+@incident_app.command()
+def confirm(ctx: typer.Context, incident_id: IncidentArg, json_flag: JsonFlag = False) -> None:
+    """Confirm that an open incident is a real failure.
+
+    Example: evalops incident confirm INC-7
+    """
+    from evalops.services import incidents
+
+    _run(
+        ctx,
+        json_flag,
+        lambda engine, actor: incidents.confirm(engine, incident_id, actor=actor, now=now()),
+    )
+
+
+@incident_app.command()
+def link(
+    ctx: typer.Context,
+    incident_id: IncidentArg,
+    task: Annotated[str, typer.Option(help="The registered task that reproduces it.")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Link the task that reproduces an incident (a confirmed one becomes reproduced).
+
+    Example: evalops incident link INC-7 --task article-publish-approved-revision
+    """
+    from evalops.services import incidents
+
+    _run(
+        ctx,
+        json_flag,
+        lambda engine, actor: incidents.link(engine, incident_id, task, actor=actor, now=now()),
+    )
+
+
+@incident_app.command()
+def close(
+    ctx: typer.Context,
+    incident_id: IncidentArg,
+    reason: Annotated[str, typer.Option(help="Why it is closed.")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Close an incident, with a reason.
+
+    Example: evalops incident close INC-7 --reason "guarded by regression/core"
+    """
+    from evalops.services import incidents
+
+    _run(
+        ctx,
+        json_flag,
+        lambda engine, actor: incidents.close(
+            engine, incident_id, reason=reason, actor=actor, now=now()
+        ),
+    )
+
+
+@incident_app.command("list")
+def list_(
+    ctx: typer.Context,
+    state_filter: Annotated[
+        str | None, typer.Option("--state", help="Only incidents in this state.")
+    ] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """List incidents with their state and linked tasks.
+
+    Example: evalops incident list --state open
+    """
+    from rich.table import Table
+
+    from evalops.services.incidents import list_incidents
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        rows = list_incidents(engine, state_filter)
+    finally:
+        engine.dispose()
+
+    def human() -> None:
+        table = Table()
+        for column in ("incident", "state", "severity", "title", "tasks"):
+            table.add_column(column)
+        for r in rows:
+            table.add_row(
+                r["incident_id"], r["state"], r["severity"], r["title"], ", ".join(r["tasks"])
+            )
+        console().print(table)
+
+    emit(ctx, rows, human)
+
+
+@incident_app.command()
+def show(ctx: typer.Context, incident_id: IncidentArg, json_flag: JsonFlag = False) -> None:
+    """Show an incident and every move it made.
+
+    Example: evalops incident show INC-7 --json
+    """
+    from evalops.services import incidents
+
+    _run(ctx, json_flag, lambda engine, _actor: incidents.show(engine, incident_id))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(incident_app, name="incident")

@@ -1,0 +1,222 @@
+"""`evalops suite list|show|coverage`, `evalops promote`, `evalops retire`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from evalops.cli.context import JsonFlag, console, emit, now, settings
+from evalops.errors import EXIT_REFUSED
+
+suite_app = typer.Typer(
+    help="Suites and their members.\n\nExample: evalops suite show regression/core",
+    no_args_is_help=True,
+)
+SuiteArg = Annotated[str, typer.Argument(metavar="SUITE", help="Suite id.")]
+
+
+@suite_app.command("list")
+def list_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
+    """List suites with their kind, member count and current suite_digest.
+
+    Example: evalops suite list
+    """
+    from rich.table import Table
+
+    from evalops.services.suites import list_suites
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        rows = list_suites(engine)
+    finally:
+        engine.dispose()
+
+    def human() -> None:
+        table = Table()
+        for column in ("suite", "kind", "members", "suite_digest"):
+            table.add_column(column)
+        for r in rows:
+            table.add_row(r["suite"], r["kind"], str(r["members"]), r["suite_digest"])
+        console().print(table)
+
+    emit(ctx, rows, human)
+
+
+@suite_app.command()
+def show(
+    ctx: typer.Context,
+    suite: SuiteArg,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Also show removed members, with reason and approver.")
+    ] = False,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Show a suite's members: pinned revision and digests, when, by whom, via which promotion.
+
+    Example: evalops suite show regression/core --all
+    """
+    from rich.table import Table
+
+    from evalops.services.suites import show_suite
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = show_suite(engine, suite, include_removed=all_)
+    finally:
+        engine.dispose()
+
+    def human() -> None:
+        typer.echo(f"{data['suite']} ({data['kind']})  suite_digest {data['suite_digest']}")
+        table = Table()
+        for column in ("task", "rev", "task_digest", "added", "by", "via", "removed"):
+            table.add_column(column)
+        for m in data["members"]:
+            removed = m["removed"]
+            table.add_row(
+                m["task_id"],
+                str(m["revision"]),
+                m["task_digest"][:19] + "…",
+                m["added_at"],
+                m["added_by"],
+                (m["promotion"] or {}).get("subject", "-"),
+                f"{removed['reason']} by {removed['approved_by']}" if removed else "",
+            )
+        console().print(table)
+
+    emit(ctx, data, human)
+
+
+@suite_app.command()
+def coverage(ctx: typer.Context, suite: SuiteArg, json_flag: JsonFlag = False) -> None:
+    """Per forbidden effect and success-state key of each member: primary grader, evidence,
+    gate effect; gaps are marked.
+
+    Example: evalops suite coverage regression/core
+    """
+    from rich.table import Table
+
+    from evalops.services.suites import suite_coverage
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = suite_coverage(engine, suite)
+    finally:
+        engine.dispose()
+
+    def human() -> None:
+        table = Table(title=f"{suite}: {data['gaps']} gaps", title_justify="left")
+        for column in ("task", "kind", "item", "primary grader", "evidence", "gate effect", ""):
+            table.add_column(column)
+        for r in data["rows"]:
+            table.add_row(
+                r["task_id"],
+                r["kind"],
+                r["item"],
+                r["primary_grader"] or "-",
+                ", ".join(r["evidence"]),
+                r["gate_effect"],
+                "GAP" if r["gap"] else "",
+            )
+        console().print(table)
+
+    emit(ctx, data, human)
+
+
+def _checklist(data: dict[str, Any], verb: str) -> None:
+    outcome = {
+        "accepted": f"{verb} accepted",
+        "refused": f"{verb} REFUSED",
+        "noop": "already a member with this pin: nothing to do",
+        "dry_run": f"dry run: would be {'accepted' if data['accepted'] else 'refused'}",
+    }[data["outcome"]]
+    typer.echo(f"{outcome}: {data['subject']} -> {data['suite']}")
+    for r in data["requirements"]:
+        mark = "ok  " if r["met"] else "FAIL"
+        typer.echo(f"  [{mark}] {r['name']}: {r['evidence']}")
+        if r["fix"]:
+            typer.echo(f"         fix: {r['fix']}")
+
+
+def promote(
+    ctx: typer.Context,
+    subject: Annotated[
+        str, typer.Argument(metavar="SUBJECT", help="A task id, or an incident id (INC-<n>).")
+    ],
+    to: Annotated[str, typer.Option("--to", help="Target suite id.")],
+    dry_run: Annotated[bool, typer.Option(help="Print the checklist; change nothing.")] = False,
+    reason: Annotated[str | None, typer.Option(help="Why, for the record.")] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Promote a task (or an incident's task) into a suite under the SuitePolicy.
+
+    Every requirement of the target kind's entry rule is checked; all met: the membership
+    is recorded (exit 0); any unmet: nothing changes, the refusal is audited (exit 5).
+
+    Example: evalops promote INC-7 --to regression/core
+    """
+    from evalops.services.promotion import promote as run_promote
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        result = run_promote(
+            engine, subject, to, actor=state.who(), now=now(), reason=reason, dry_run=dry_run
+        )
+    finally:
+        engine.dispose()
+    data = result.as_dict()
+    emit(ctx, data, lambda: _checklist(data, "promotion"))
+    if not result.accepted:
+        raise typer.Exit(EXIT_REFUSED)
+
+
+def retire(
+    ctx: typer.Context,
+    task: Annotated[str, typer.Argument(metavar="TASK", help="Member task id.")],
+    from_: Annotated[str, typer.Option("--from", help="Suite id.")],
+    reason: Annotated[str, typer.Option(help="obsolete, unsupported or replaced.")],
+    approved_by: Annotated[
+        str | None, typer.Option(help="The risk owner who approves the removal.")
+    ] = None,
+    replaced_by: Annotated[
+        str | None, typer.Option(help="The member task that takes over its coverage.")
+    ] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Remove a task from a suite (history kept); refused (exit 5) without approval, or when
+    the replacement does not cover everything the task covered.
+
+    Example: evalops retire old-task --from regression/core --reason replaced
+    --approved-by risk@example.com --replaced-by new-task
+    """
+    from evalops.services.promotion import retire as run_retire
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        result = run_retire(
+            engine,
+            task,
+            from_,
+            reason=reason,
+            approved_by=approved_by,
+            replaced_by=replaced_by,
+            actor=state.who(),
+            now=now(),
+        )
+    finally:
+        engine.dispose()
+    data = result.as_dict()
+    emit(ctx, data, lambda: _checklist(data, "retirement"))
+    if not result.accepted:
+        raise typer.Exit(EXIT_REFUSED)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(suite_app, name="suite")
+    app.command("promote")(promote)
+    app.command("retire")(retire)

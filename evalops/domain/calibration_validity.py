@@ -1,0 +1,124 @@
+"""Is a model grader's calibration valid right now? (DESIGN.md section 8), as a pure function.
+
+A calibration is valid when it was made for the grader's current configuration (a changed
+prompt, model or rubric makes it stale), was not invalidated by hand, its holdout is large
+enough, and every per-class lower bound and the human agreement meet the grader's
+`calibration_requirements`. A class on which humans do not agree enough can never be
+blocked by the model grader, whatever its metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from evalops.domain.specs import Grader
+
+CalibrationState = Literal["valid", "stale", "failing", "missing"]
+
+
+@dataclass(frozen=True)
+class Validity:
+    state: CalibrationState
+    reasons: tuple[str, ...] = ()
+    blockable_classes: frozenset[str] = field(default_factory=frozenset)
+    """Classes the grader may block on: humans agree enough and the bounds are met."""
+    calibration_id: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "state": self.state,
+            "reasons": list(self.reasons),
+            "blockable_classes": sorted(self.blockable_classes),
+            "calibration_id": self.calibration_id,
+        }
+
+
+@dataclass(frozen=True)
+class StoredCalibration:
+    """What validity needs of a stored calibration record."""
+
+    calibration_id: str
+    grader_config_digest: str
+    metrics: Mapping[str, Any]
+    """The record's `counts`, `human_agreement` and `holdout` blocks (calibration show)."""
+    invalidated_reason: str | None = None
+
+
+def _lower(ci: Any) -> float:
+    if isinstance(ci, list | tuple) and ci:
+        return float(ci[0])
+    return 0.0
+
+
+def calibration_validity(
+    grader: Grader, current_config_digest: str, record: StoredCalibration | None
+) -> Validity:
+    """The state of `grader`'s newest calibration `record` (None: there is none)."""
+    if record is None:
+        return Validity("missing", ("no calibration recorded",))
+    if record.grader_config_digest != current_config_digest:
+        return Validity(
+            "stale",
+            (
+                f"made for grader config {record.grader_config_digest}, the grader is now "
+                f"{current_config_digest} (prompt, model or rubric changed)",
+            ),
+            calibration_id=record.calibration_id,
+        )
+    if record.invalidated_reason is not None:
+        return Validity(
+            "stale",
+            (f"invalidated: {record.invalidated_reason}",),
+            calibration_id=record.calibration_id,
+        )
+    req = grader.calibration_requirements
+    if req is None:
+        return Validity(
+            "failing",
+            ("the grader states no calibration_requirements",),
+            calibration_id=record.calibration_id,
+        )
+    metrics = record.metrics
+    reasons: list[str] = []
+    holdout_n = int(metrics.get("counts", {}).get("holdout", 0))
+    if holdout_n < req.min_holdout_items:
+        reasons.append(f"holdout has {holdout_n} items, needs {req.min_holdout_items}")
+    agreement = metrics.get("human_agreement", {})
+    overall = agreement.get("overall")
+    if overall is None or float(overall) < req.min_human_agreement:
+        reasons.append(
+            f"human agreement {overall} is below min_human_agreement {req.min_human_agreement}"
+        )
+    per_class_agreement: Mapping[str, Any] = agreement.get("per_class", {})
+    blockable: set[str] = set()
+    for label, stats in sorted(metrics.get("holdout", {}).get("per_class", {}).items()):
+        kappa = per_class_agreement.get(label)
+        if kappa is None or float(kappa) < req.min_human_agreement:
+            # Not a failure of the calibration: the model simply may not block this class.
+            continue
+        precision_lb = _lower(stats.get("precision_ci"))
+        recall_lb = _lower(stats.get("recall_ci"))
+        ok = True
+        if precision_lb < req.min_precision_lower_bound:
+            reasons.append(
+                f"class {label}: precision lower bound {precision_lb:.3f} is below "
+                f"{req.min_precision_lower_bound} (short by "
+                f"{req.min_precision_lower_bound - precision_lb:.3f})"
+            )
+            ok = False
+        if recall_lb < req.min_recall_lower_bound:
+            reasons.append(
+                f"class {label}: recall lower bound {recall_lb:.3f} is below "
+                f"{req.min_recall_lower_bound} (short by "
+                f"{req.min_recall_lower_bound - recall_lb:.3f})"
+            )
+            ok = False
+        if ok:
+            blockable.add(label)
+    if reasons:
+        return Validity(
+            "failing", tuple(reasons), frozenset(blockable), calibration_id=record.calibration_id
+        )
+    return Validity("valid", (), frozenset(blockable), calibration_id=record.calibration_id)

@@ -1,0 +1,444 @@
+"""The SuitePolicy engine (DESIGN.md section 7), as a pure function.
+
+`evaluate_entry(...)` answers, for one task and one target suite, a checklist: every
+requirement of the target kind's entry rule, met or unmet, with the evidence looked at and,
+when unmet, how to meet it. Promoting into `regression` checks the capability entry rule
+too. Nothing here reads a database or a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalops.domain.specs import EvalTaskSpec, GraderSet, SuiteDeclaration, SuitePolicy
+
+# Incident states from which an incident counts as confirmed.
+CONFIRMED_STATES = ("confirmed", "reproduced", "promoted")
+
+
+@dataclass(frozen=True)
+class LinkedIncident:
+    incident_id: str
+    state: str
+    was_confirmed: bool
+    """The incident reached `confirmed` at some point (a closed one may have)."""
+
+
+@dataclass(frozen=True)
+class EntryFacts:
+    """Everything the engine looks at, loaded by the store."""
+
+    task: EvalTaskSpec
+    task_file: str
+    task_digest: str | None
+    """None when the task revision is not synced."""
+    grader_set: GraderSet | None
+    grader_set_digest: str | None
+    """None when the task's grader set is not synced."""
+    calibration_states: Mapping[str, str] = field(default_factory=dict)
+    """Grader id -> `valid`, `stale`, `failing` or `missing`, for the set's model graders."""
+    calibration_reasons: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    valid_trials_by_execution: Mapping[str, int] = field(default_factory=dict)
+    """execution_digest -> valid trials of this task's eval case under that execution."""
+    incidents: Sequence[LinkedIncident] = ()
+
+
+@dataclass(frozen=True)
+class Requirement:
+    name: str
+    met: bool
+    evidence: str
+    fix: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "met": self.met, "evidence": self.evidence, "fix": self.fix}
+
+
+@dataclass(frozen=True)
+class Checklist:
+    suite_id: str
+    suite_kind: str
+    task_id: str
+    requirements: tuple[Requirement, ...]
+
+    @property
+    def accepted(self) -> bool:
+        return all(r.met for r in self.requirements)
+
+    @property
+    def unmet(self) -> list[Requirement]:
+        return [r for r in self.requirements if not r.met]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "accepted": self.accepted,
+            "requirements": [r.as_dict() for r in self.requirements],
+        }
+
+
+MIN_VALID_TRIALS = 2
+
+
+def _resync(facts: EntryFacts, what: str) -> str:
+    return f"{what} in {facts.task_file}, bump `revision`, commit, and run `evalops sync`"
+
+
+def _reproducible_fixture(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
+    contract = f.task.contract
+    fixtures = f.task.fixtures
+    expects_calls = bool(
+        contract.expected and contract.expected.trajectory and contract.expected.trajectory.calls
+    )
+    fail_closed = fixtures is not None and fixtures.onMiss in (None, "fail")
+    none_needed = (
+        (fixtures is None or not fixtures.toolResponses)
+        and contract.environment.network_policy == "deny"
+        and not expects_calls
+    )
+    best_execution, best = max(
+        f.valid_trials_by_execution.items(), key=lambda kv: kv[1], default=("", 0)
+    )
+    if fixtures is not None and fixtures.onMiss == "live":
+        fixture_text = "fixtures.onMiss is live (a miss may reach a live tool)"
+    elif fail_closed and fixtures is not None and fixtures.toolResponses:
+        fixture_text = f"fixtures fail closed ({len(fixtures.toolResponses)} tool responses)"
+    elif none_needed:
+        fixture_text = "no fixtures needed (network_policy deny, no tool calls expected)"
+    elif fail_closed:
+        fixture_text = "fixtures fail closed but script no tool responses"
+    else:
+        fixture_text = "no fixtures, and the task is not sealed (network or tool calls)"
+    fixtures_ok = fail_closed or none_needed
+    trials_text = (
+        f"{best} valid trials of one eval case (execution {best_execution})"
+        if best
+        else "no valid trials of this task's eval case"
+    )
+    met = fixtures_ok and best >= MIN_VALID_TRIALS
+    fix = None
+    if not fixtures_ok:
+        fix = _resync(f, "add `fixtures: {onMiss: fail, toolResponses: [...]}`")
+    elif best < MIN_VALID_TRIALS:
+        fix = (
+            f"ingest at least {MIN_VALID_TRIALS} valid trials of one eval case of this task "
+            "revision: `evalops trials ingest FILE`"
+        )
+    return Requirement("reproducible_fixture", met, f"{fixture_text}; {trials_text}", fix)
+
+
+def _task_digest(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
+    if f.task_digest:
+        return Requirement("task_digest", True, f"task_digest {f.task_digest}", None)
+    return Requirement(
+        "task_digest",
+        False,
+        f"task {f.task.id} revision {f.task.revision} is not synced",
+        "commit the task file and run `evalops sync`",
+    )
+
+
+def _coverage_gaps(f: EntryFacts) -> tuple[list[str], list[str]]:
+    graders = f.grader_set.graders if f.grader_set else []
+    hard = {c for g in graders if g.blocking and g.acts_as_hard_constraint for c in g.covers}
+    outcome = {c for g in graders if g.blocking and g.layer == "outcome" for c in g.covers}
+    contract = f.task.contract
+    effects = [e for e in contract.forbidden_effects if e not in hard]
+    keys = [k for k in contract.success_state if k not in outcome]
+    return effects, keys
+
+
+def _minimum_grader_coverage(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
+    if f.grader_set is None:
+        return Requirement(
+            "minimum_grader_coverage",
+            False,
+            f"grader set {f.task.grader_set} is not synced",
+            f"sync grader set {f.task.grader_set}",
+        )
+    effects, keys = _coverage_gaps(f)
+    contract = f.task.contract
+    evidence = (
+        f"{len(contract.forbidden_effects) - len(effects)}/{len(contract.forbidden_effects)} "
+        "forbidden effects covered by a blocking hard-constraint grader, "
+        f"{len(contract.success_state) - len(keys)}/{len(contract.success_state)} success-state "
+        "keys covered by a blocking outcome grader"
+    )
+    if not effects and not keys:
+        return Requirement("minimum_grader_coverage", True, evidence, None)
+    gaps = [f"forbidden effect {e}" for e in effects] + [f"success-state key {k}" for k in keys]
+    return Requirement(
+        "minimum_grader_coverage",
+        False,
+        f"{evidence}; uncovered: {', '.join(gaps)}",
+        f"add the uncovered items to the `covers` of a blocking grader of the right layer in "
+        f"grader set {f.task.grader_set}, bump its `version`, and run `evalops sync`",
+    )
+
+
+def _owner(name: str, attribute: str) -> Callable[[EntryFacts, SuiteDeclaration], Requirement]:
+    def check(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
+        value = getattr(f.task.meta, attribute)
+        if value:
+            return Requirement(name, True, f"meta.{attribute} is {value}", None)
+        return Requirement(
+            name,
+            False,
+            f"meta.{attribute} is not set",
+            f"set `meta.{attribute}` in {f.task_file}, commit, and run `evalops sync`",
+        )
+
+    return check
+
+
+def _confirmed_failure_or_invariant(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
+    confirmed = [i for i in f.incidents if i.was_confirmed]
+    if confirmed:
+        names = ", ".join(f"{i.incident_id} ({i.state})" for i in confirmed)
+        return Requirement(
+            "confirmed_failure_or_invariant", True, f"confirmed incident {names}", None
+        )
+    if f.task.meta.invariant:
+        return Requirement(
+            "confirmed_failure_or_invariant",
+            True,
+            f"meta.invariant: {f.task.meta.invariant}",
+            None,
+        )
+    linked = ", ".join(f"{i.incident_id} ({i.state})" for i in f.incidents) or "none"
+    return Requirement(
+        "confirmed_failure_or_invariant",
+        False,
+        f"no confirmed incident linked (linked: {linked}) and no meta.invariant",
+        "confirm the incident this task reproduces and link it (`evalops incident confirm INC`, "
+        f"`evalops incident link INC --task {f.task.id}`), or set `meta.invariant`",
+    )
+
+
+def _stable_success_state(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
+    keys = list(f.task.contract.success_state)
+    if not keys:
+        return Requirement(
+            "stable_success_state",
+            False,
+            "success_state is empty",
+            _resync(f, "state the facts that define success in `contract.success_state`"),
+        )
+    graders = f.grader_set.graders if f.grader_set else []
+    deterministic = {c for g in graders if g.type == "deterministic" for c in g.covers}
+    loose = [k for k in keys if k not in deterministic]
+    if not loose:
+        return Requirement(
+            "stable_success_state",
+            True,
+            f"{len(keys)} success-state keys, each covered by a deterministic grader",
+            None,
+        )
+    return Requirement(
+        "stable_success_state",
+        False,
+        f"success-state keys not covered by a deterministic grader: {', '.join(loose)}",
+        f"cover them with a deterministic grader in grader set {f.task.grader_set}",
+    )
+
+
+def _calibrated_graders(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
+    graders = f.grader_set.graders if f.grader_set else []
+    blocking_models = [g for g in graders if g.type == "model" and g.blocking]
+    if not blocking_models:
+        return Requirement(
+            "calibrated_graders", True, "no blocking model grader in the grader set", None
+        )
+    states = {g.id: f.calibration_states.get(g.id, "missing") for g in blocking_models}
+    bad = {gid: s for gid, s in states.items() if s != "valid"}
+    evidence = ", ".join(f"{gid}: {s}" for gid, s in states.items())
+    if not bad:
+        return Requirement("calibrated_graders", True, evidence, None)
+    reasons = [
+        f"{gid}: {'; '.join(f.calibration_reasons.get(gid, ())) or state}"
+        for gid, state in bad.items()
+    ]
+    return Requirement(
+        "calibrated_graders",
+        False,
+        "; ".join(reasons),
+        "record a valid calibration for "
+        + ", ".join(f"`evalops calibration record {gid} --labels FILE`" for gid in bad),
+    )
+
+
+def _versioned_fixture(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
+    if f.task_digest and f.grader_set_digest:
+        return Requirement(
+            "versioned_fixture",
+            True,
+            f"fixtures are inside task_digest {f.task_digest}; grader set pinned at "
+            f"{f.grader_set_digest}",
+            None,
+        )
+    missing = "task" if not f.task_digest else f"grader set {f.task.grader_set}"
+    return Requirement(
+        "versioned_fixture",
+        False,
+        f"{missing} is not synced, so nothing is pinned",
+        "commit the registry and run `evalops sync`",
+    )
+
+
+def _grader_set_digest(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
+    if f.grader_set_digest:
+        return Requirement(
+            "grader_set_digest",
+            True,
+            f"grader set {f.task.grader_set} at {f.grader_set_digest}",
+            None,
+        )
+    return Requirement(
+        "grader_set_digest",
+        False,
+        f"grader set {f.task.grader_set} is not synced",
+        "commit the grader set file and run `evalops sync`",
+    )
+
+
+def _declared(name: str, attribute: str, what: str) -> Callable[..., Requirement]:
+    def check(_: EntryFacts, suite: SuiteDeclaration) -> Requirement:
+        value = getattr(suite, attribute)
+        if value is not None:
+            shown = value if isinstance(value, str) else value.model_dump(mode="json")
+            return Requirement(name, True, f"{attribute}: {shown}", None)
+        return Requirement(
+            name,
+            False,
+            f"suite {suite.id} declares no {attribute}",
+            f"declare `{attribute}` ({what}) in the suite file of {suite.id} and run "
+            "`evalops sync`",
+        )
+
+    return check
+
+
+CHECKS: dict[str, Callable[[EntryFacts, SuiteDeclaration], Requirement]] = {
+    "reproducible_fixture": _reproducible_fixture,
+    "task_digest": _task_digest,
+    "minimum_grader_coverage": _minimum_grader_coverage,
+    "review_owner": _owner("review_owner", "owner"),
+    "failure_owner": _owner("failure_owner", "failure_owner"),
+    "confirmed_failure_or_invariant": _confirmed_failure_or_invariant,
+    "stable_success_state": _stable_success_state,
+    "calibrated_graders": _calibrated_graders,
+    "versioned_fixture": _versioned_fixture,
+    "grader_set_digest": _grader_set_digest,
+    "frozen_sampling_frame": _declared(
+        "frozen_sampling_frame", "sampling_frame", "source, period, frozen_at"
+    ),
+    "production_population_definition": _declared(
+        "production_population_definition", "population", "the production population"
+    ),
+    "weights": _declared("weights", "weights", "stratum weights"),
+    "update_policy": _declared("update_policy", "update_policy", "how samples are refreshed"),
+}
+
+
+def required_names(policy: SuitePolicy, kind: str) -> list[str]:
+    """The requirement names of a suite kind's entry rule, in policy order, no repeats."""
+    names: list[str] = []
+    if kind in ("capability", "regression"):
+        names += policy.capability_entry.requires
+    if kind == "regression":
+        names += policy.regression_entry.requires
+    if kind == "estimation":
+        names += policy.estimation_entry.requires
+    return list(dict.fromkeys(names))
+
+
+def evaluate_entry(facts: EntryFacts, suite: SuiteDeclaration, policy: SuitePolicy) -> Checklist:
+    """Every requirement of `suite.kind`'s entry rule, checked against `facts`."""
+    requirements = [CHECKS[name](facts, suite) for name in required_names(policy, suite.kind)]
+    return Checklist(suite.id, suite.kind, facts.task.id, tuple(requirements))
+
+
+def coverage_gaps(task: EvalTaskSpec, grader_set: GraderSet | None) -> tuple[list[str], list[str]]:
+    """Forbidden effects without a blocking hard-constraint grader, and success-state keys
+    without a blocking outcome grader."""
+    facts = EntryFacts(task, "", None, grader_set, None)
+    return _coverage_gaps(facts)
+
+
+def covered_items(task: EvalTaskSpec, grader_set: GraderSet | None) -> set[str]:
+    """The task's forbidden effects and success-state keys that a blocking grader covers."""
+    graders = grader_set.graders if grader_set else []
+    covers = {c for g in graders if g.blocking for c in g.covers}
+    own = set(task.contract.forbidden_effects) | set(task.contract.success_state)
+    return own & covers
+
+
+@dataclass(frozen=True)
+class Replacement:
+    task: EvalTaskSpec
+    grader_set: GraderSet | None
+
+
+def evaluate_retirement(
+    *,
+    task: EvalTaskSpec,
+    grader_set: GraderSet | None,
+    reason: str,
+    approved_by: str | None,
+    replacement: Replacement | None,
+    policy: SuitePolicy,
+) -> Checklist:
+    """Removal needs a reason and a risk-owner approval; replacement a coverage mapping."""
+    names: list[str] = list(policy.removal.requires)
+    if reason == "replaced":
+        names += [n for n in policy.replacement.requires if n not in names]
+        if "coverage_mapping" not in names:
+            names.append("coverage_mapping")
+    requirements: list[Requirement] = []
+    for name in names:
+        if name == "obsolete_reason":
+            requirements.append(
+                Requirement(name, True, f"reason: {reason}", None)
+                if reason
+                else Requirement(name, False, "no reason given", "pass `--reason`")
+            )
+        elif name in ("risk_owner_approval", "review"):
+            requirements.append(
+                Requirement(name, True, f"approved by {approved_by}", None)
+                if approved_by
+                else Requirement(
+                    name,
+                    False,
+                    "no risk-owner approval",
+                    f"pass `--approved-by OWNER` (task owner: {task.meta.owner or 'unset'})",
+                )
+            )
+        elif name == "coverage_mapping":
+            requirements.append(_coverage_mapping(task, grader_set, replacement))
+    return Checklist("", "retirement", task.id, tuple(requirements))
+
+
+def _coverage_mapping(
+    task: EvalTaskSpec, grader_set: GraderSet | None, replacement: Replacement | None
+) -> Requirement:
+    if replacement is None:
+        return Requirement(
+            "coverage_mapping",
+            False,
+            "reason is replaced but no replacement task was named",
+            "pass `--replaced-by TASK`",
+        )
+    old = covered_items(task, grader_set)
+    new = covered_items(replacement.task, replacement.grader_set)
+    lost = sorted(old - new)
+    evidence = f"{replacement.task.id} covers {len(old) - len(lost)}/{len(old)} items of {task.id}"
+    if not lost:
+        return Requirement("coverage_mapping", True, evidence, None)
+    return Requirement(
+        "coverage_mapping",
+        False,
+        f"{evidence}; not covered: {', '.join(lost)}",
+        f"make {replacement.task.id} state and cover {', '.join(lost)} (forbidden effects and "
+        "success-state keys with a blocking grader), or retire without replacing",
+    )

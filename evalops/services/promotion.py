@@ -1,0 +1,401 @@
+"""`evalops promote` and `evalops retire`: suite membership under the SuitePolicy.
+
+Both run in one serialized write transaction: the facts are read, the pure engine decides,
+and either the membership row and its audit event are written, or the refusal (with its
+checklist) is recorded in the audit chain and nothing in the lifecycle changes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, func, select
+
+from evalops.domain.canonical import canonical_text
+from evalops.domain.suite_policy import (
+    Checklist,
+    EntryFacts,
+    LinkedIncident,
+    Replacement,
+    Requirement,
+    evaluate_entry,
+    evaluate_retirement,
+)
+from evalops.errors import InputError
+from evalops.services import incidents as incident_service
+from evalops.store import queries
+from evalops.store.audit import append_event
+from evalops.store.engine import write_session
+from evalops.store.tables import Incident, Promotion, SuiteMembership, TaskRevision, Trial
+
+INCIDENT_ID = re.compile(r"^INC-\d+$")
+INVALID_RUNS = ("infrastructure_invalid", "grader_invalid")
+RETIRE_REASONS = ("obsolete", "unsupported", "replaced")
+
+
+@dataclass(frozen=True)
+class PromotionResult:
+    checklist: Checklist
+    subject: str
+    task_id: str | None
+    suite_id: str
+    outcome: str
+    """`accepted`, `refused`, `noop` (already a member with this pin) or `dry_run`."""
+    membership: dict[str, Any] | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.checklist.accepted
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            **self.checklist.as_dict(),
+            "subject": self.subject,
+            "task_id": self.task_id,
+            "suite": self.suite_id,
+            "outcome": self.outcome,
+            "membership": self.membership,
+        }
+
+
+def _valid_trials(session: Session, task: TaskRevision, grader_set_digest: str) -> dict[str, int]:
+    rows = session.exec(
+        select(Trial.execution_digest, func.count())
+        .where(
+            Trial.task_digest == task.task_digest,
+            Trial.grader_set_digest == grader_set_digest,
+            col(Trial.classification).not_in(INVALID_RUNS),
+        )
+        .group_by(col(Trial.execution_digest))
+    ).all()
+    return {digest: int(n) for digest, n in rows}
+
+
+def _linked_incidents(session: Session, task_id: str) -> list[LinkedIncident]:
+    out = []
+    for row in session.exec(select(Incident).order_by(col(Incident.number))).all():
+        v = incident_service.view(session, row)
+        if task_id in v.tasks:
+            out.append(LinkedIncident(row.incident_id, v.state, v.was_confirmed))
+    return out
+
+
+def entry_facts(session: Session, task: TaskRevision) -> EntryFacts:
+    spec = queries.task_spec(task)
+    gs_row = queries.grader_set_row(session, spec.grader_set)
+    grader_set = queries.grader_set_spec(gs_row) if gs_row else None
+    validity = (
+        queries.model_grader_validity(session, grader_set, json.loads(gs_row.document)["graders"])
+        if grader_set is not None and gs_row is not None
+        else {}
+    )
+    return EntryFacts(
+        task=spec,
+        task_file=task.file_path,
+        task_digest=task.task_digest,
+        grader_set=grader_set,
+        grader_set_digest=gs_row.grader_set_digest if gs_row else None,
+        calibration_states={gid: v.state for gid, v in validity.items()},
+        calibration_reasons={gid: v.reasons for gid, v in validity.items()},
+        valid_trials_by_execution=(
+            _valid_trials(session, task, gs_row.grader_set_digest) if gs_row else {}
+        ),
+        incidents=_linked_incidents(session, task.task_id),
+    )
+
+
+def _refusal_without_task(subject: str, suite_id: str, kind: str) -> Checklist:
+    return Checklist(
+        suite_id,
+        kind,
+        "",
+        (
+            Requirement(
+                "linked_task",
+                False,
+                f"incident {subject} has no linked task that reproduces it",
+                f"write a task that reproduces it, sync it, and run "
+                f"`evalops incident link {subject} --task TASK`",
+            ),
+        ),
+    )
+
+
+def promote(
+    engine: Engine,
+    subject: str,
+    suite_id: str,
+    *,
+    actor: str,
+    now: datetime,
+    reason: str | None = None,
+    dry_run: bool = False,
+) -> PromotionResult:
+    with write_session(engine) as session:
+        suite = queries.suite_row(session, suite_id)
+        if suite is None:
+            raise InputError(f"suite {suite_id!r} is not registered (run `evalops sync`)")
+        policy_row = queries.suite_policy_row(session)
+        if policy_row is None:
+            raise InputError("no suite policy is registered (sync registry/policies/)")
+        incident_view = None
+        if INCIDENT_ID.match(subject):
+            incident_row = queries.incident(session, subject)
+            if incident_row is None:
+                raise InputError(f"unknown incident {subject!r}")
+            incident_view = incident_service.view(session, incident_row)
+            if not incident_view.tasks:
+                checklist = _refusal_without_task(subject, suite_id, suite.kind)
+                return _finish_refusal(
+                    session, checklist, subject, None, suite_id, actor, now, reason, dry_run
+                )
+            task_id = incident_view.tasks[-1]
+        else:
+            task_id = subject
+        task = queries.task_row(session, task_id)
+        if task is None:
+            raise InputError(f"task {task_id!r} is not registered (run `evalops sync`)")
+        facts = entry_facts(session, task)
+        checklist = evaluate_entry(
+            facts, queries.suite_spec(suite), queries.suite_policy_spec(policy_row)
+        )
+        if not checklist.accepted:
+            return _finish_refusal(
+                session, checklist, subject, task_id, suite_id, actor, now, reason, dry_run
+            )
+        pin = {
+            "task_id": task_id,
+            "task_digest": task.task_digest,
+            "grader_set_digest": facts.grader_set_digest,
+        }
+        current = {m.task_id: m for m in queries.members(session, suite_id)}.get(task_id)
+        same_pin = current is not None and (
+            current.task_digest,
+            current.grader_set_digest,
+        ) == (pin["task_digest"], pin["grader_set_digest"])
+        if dry_run:
+            return PromotionResult(checklist, subject, task_id, suite_id, "dry_run", pin)
+        if same_pin:
+            append_event(
+                session,
+                at=now,
+                actor=actor,
+                kind="promotion.noop",
+                subject=f"{suite_id}:{task_id}",
+                payload={"subject": subject, **pin, "reason": "already a member with this pin"},
+            )
+            return PromotionResult(checklist, subject, task_id, suite_id, "noop", pin)
+        action = "repinned" if current is not None else "added"
+        event = append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind="promotion.accepted",
+            subject=f"{suite_id}:{task_id}",
+            payload={
+                "subject": subject,
+                "action": action,
+                **pin,
+                "requirements": checklist.as_dict()["requirements"],
+                "reason": reason,
+            },
+        )
+        promotion = Promotion(
+            subject=subject,
+            task_id=task_id,
+            suite_id=suite_id,
+            accepted=True,
+            requirements=canonical_text(checklist.as_dict()["requirements"]),
+            reason=reason,
+            at=now,
+            actor=actor,
+            audit_seq=event.seq,
+        )
+        session.add(promotion)
+        session.flush()
+        session.add(
+            SuiteMembership(
+                suite_id=suite_id,
+                task_id=task_id,
+                action=action,
+                task_digest=task.task_digest,
+                grader_set_digest=str(facts.grader_set_digest),
+                task_revision_id=task.id,
+                promotion_id=promotion.id,
+                reason=reason,
+                at=now,
+                actor=actor,
+                audit_seq=event.seq,
+            )
+        )
+        session.flush()
+        if incident_view is not None and incident_view.state not in ("promoted", "closed"):
+            incident_service.move(
+                session,
+                incident_view,
+                action="promote",
+                state="promoted",
+                task_id=task_id,
+                reason=f"promoted to {suite_id}",
+                actor=actor,
+                now=now,
+            )
+        return PromotionResult(
+            checklist, subject, task_id, suite_id, "accepted", {**pin, "action": action}
+        )
+
+
+def _finish_refusal(
+    session: Session,
+    checklist: Checklist,
+    subject: str,
+    task_id: str | None,
+    suite_id: str,
+    actor: str,
+    now: datetime,
+    reason: str | None,
+    dry_run: bool,
+) -> PromotionResult:
+    if dry_run:
+        return PromotionResult(checklist, subject, task_id, suite_id, "dry_run")
+    requirements = checklist.as_dict()["requirements"]
+    event = append_event(
+        session,
+        at=now,
+        actor=actor,
+        kind="promotion.refused",
+        subject=f"{suite_id}:{task_id or subject}",
+        payload={"subject": subject, "task_id": task_id, "requirements": requirements},
+    )
+    session.add(
+        Promotion(
+            subject=subject,
+            task_id=task_id,
+            suite_id=suite_id,
+            accepted=False,
+            requirements=canonical_text(requirements),
+            reason=reason,
+            at=now,
+            actor=actor,
+            audit_seq=event.seq,
+        )
+    )
+    return PromotionResult(checklist, subject, task_id, suite_id, "refused")
+
+
+def retire(
+    engine: Engine,
+    task_id: str,
+    suite_id: str,
+    *,
+    reason: str,
+    approved_by: str | None,
+    replaced_by: str | None,
+    actor: str,
+    now: datetime,
+) -> PromotionResult:
+    if reason not in RETIRE_REASONS:
+        raise InputError(
+            f"reason {reason!r} is not one of {', '.join(RETIRE_REASONS)}", field="--reason"
+        )
+    with write_session(engine) as session:
+        if queries.suite_row(session, suite_id) is None:
+            raise InputError(f"suite {suite_id!r} is not registered (run `evalops sync`)")
+        policy_row = queries.suite_policy_row(session)
+        if policy_row is None:
+            raise InputError("no suite policy is registered (sync registry/policies/)")
+        current = {m.task_id: m for m in queries.members(session, suite_id)}
+        member = current.get(task_id)
+        if member is None:
+            raise InputError(f"task {task_id!r} is not a member of {suite_id}")
+        task = queries.task_row(session, task_id)
+        assert task is not None
+        spec = queries.task_spec(task)
+        gs_row = queries.grader_set_by_digest(session, member.grader_set_digest)
+        grader_set = queries.grader_set_spec(gs_row) if gs_row else None
+        replacement = None
+        extra: list[Requirement] = []
+        if replaced_by is not None:
+            new_task = queries.task_row(session, replaced_by)
+            if new_task is None:
+                raise InputError(f"replacement task {replaced_by!r} is not registered")
+            new_spec = queries.task_spec(new_task)
+            new_member = current.get(replaced_by)
+            new_gs = (
+                queries.grader_set_by_digest(session, new_member.grader_set_digest)
+                if new_member
+                else queries.grader_set_row(session, new_spec.grader_set)
+            )
+            replacement = Replacement(new_spec, queries.grader_set_spec(new_gs) if new_gs else None)
+            extra.append(
+                Requirement(
+                    "replacement_member", True, f"{replaced_by} is a member of {suite_id}", None
+                )
+                if new_member
+                else Requirement(
+                    "replacement_member",
+                    False,
+                    f"{replaced_by} is not a member of {suite_id}",
+                    f"promote it first: `evalops promote {replaced_by} --to {suite_id}`",
+                )
+            )
+        base = evaluate_retirement(
+            task=spec,
+            grader_set=grader_set,
+            reason=reason,
+            approved_by=approved_by,
+            replacement=replacement,
+            policy=queries.suite_policy_spec(policy_row),
+        )
+        checklist = Checklist(suite_id, "retirement", task_id, (*base.requirements, *extra))
+        requirements = checklist.as_dict()["requirements"]
+        if not checklist.accepted:
+            append_event(
+                session,
+                at=now,
+                actor=actor,
+                kind="retirement.refused",
+                subject=f"{suite_id}:{task_id}",
+                payload={
+                    "reason": reason,
+                    "approved_by": approved_by,
+                    "replaced_by": replaced_by,
+                    "requirements": requirements,
+                },
+            )
+            return PromotionResult(checklist, task_id, task_id, suite_id, "refused")
+        event = append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind="retirement.accepted",
+            subject=f"{suite_id}:{task_id}",
+            payload={
+                "reason": reason,
+                "approved_by": approved_by,
+                "replaced_by": replaced_by,
+                "requirements": requirements,
+            },
+        )
+        session.add(
+            SuiteMembership(
+                suite_id=suite_id,
+                task_id=task_id,
+                action="retired",
+                task_digest=member.task_digest,
+                grader_set_digest=member.grader_set_digest,
+                task_revision_id=member.added.task_revision_id,
+                reason=reason,
+                approved_by=approved_by,
+                replaced_by=replaced_by,
+                at=now,
+                actor=actor,
+                audit_seq=event.seq,
+            )
+        )
+        return PromotionResult(checklist, task_id, task_id, suite_id, "accepted")
