@@ -1,0 +1,210 @@
+"""Trajectory grading (RFC 0244 section A; DESIGN.md section 6.4), as pure functions.
+
+"Matched to a distinct" always means a maximum bipartite matching, never a greedy first
+match: with overlapping `argsMatch` a greedy pass can take the only observed call a later
+expected call could use, and call a matchable trajectory unmatched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from evalops.domain.specs import ExpectedCall, TrajectoryExpectation
+
+
+@dataclass(frozen=True)
+class ObservedCall:
+    tool: str
+    args: Mapping[str, Any]
+    agent_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TrajectoryResult:
+    """The content-free block of RFC 0244 (counts only), plus explanations for people."""
+
+    mode: str
+    matched: bool
+    expected_count: int
+    observed_count: int
+    matched_count: int
+    forbidden_count: int
+    explanations: tuple[str, ...] = ()
+
+    def block(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "matched": self.matched,
+            "expectedCount": self.expected_count,
+            "observedCount": self.observed_count,
+            "matchedCount": self.matched_count,
+            "forbiddenCount": self.forbidden_count,
+        }
+
+    @classmethod
+    def from_block(cls, block: Mapping[str, Any]) -> TrajectoryResult:
+        return cls(
+            mode=block["mode"],
+            matched=block["matched"],
+            expected_count=block["expectedCount"],
+            observed_count=block["observedCount"],
+            matched_count=block["matchedCount"],
+            forbidden_count=block["forbiddenCount"],
+        )
+
+
+def json_deep_equal(a: Any, b: Any) -> bool:
+    """JSON equality: `1 == 1.0`, but `true != 1` and `"1" != 1`; arrays element-wise."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return a == b
+    if isinstance(a, str) or isinstance(b, str):
+        return isinstance(a, str) and isinstance(b, str) and a == b
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(json_deep_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(json_deep_equal(a[k], b[k]) for k in a)
+    return False
+
+
+def json_subset(expected: Mapping[str, Any], observed: Mapping[str, Any]) -> bool:
+    """Every key path of `expected` is in `observed` with a JSON-deep-equal value.
+
+    Objects are compared key path by key path (extra observed keys are fine at every
+    depth); any other value, arrays included, must be deep-equal.
+    """
+    for key, value in expected.items():
+        if key not in observed:
+            return False
+        seen = observed[key]
+        if isinstance(value, dict) and value:
+            if not isinstance(seen, dict) or not json_subset(value, seen):
+                return False
+        elif not json_deep_equal(value, seen):
+            return False
+    return True
+
+
+def call_matches(expected: ExpectedCall, observed: ObservedCall) -> bool:
+    if expected.tool != observed.tool:
+        return False
+    if expected.argsMatch == "ignore":
+        return True
+    args = expected.args or {}
+    if expected.argsMatch == "exact":
+        return json_deep_equal(dict(args), dict(observed.args))
+    return json_subset(args, observed.args)
+
+
+def maximum_matching(adjacency: Sequence[Sequence[int]], right_size: int) -> list[int | None]:
+    """Kuhn's augmenting-path maximum bipartite matching; returns left -> right (or None)."""
+    match_right: list[int | None] = [None] * right_size
+
+    def augment(left: int, seen: list[bool]) -> bool:
+        for right in adjacency[left]:
+            if seen[right]:
+                continue
+            seen[right] = True
+            holder = match_right[right]
+            if holder is None or augment(holder, seen):
+                match_right[right] = left
+                return True
+        return False
+
+    for left in range(len(adjacency)):
+        augment(left, [False] * right_size)
+    match_left: list[int | None] = [None] * len(adjacency)
+    for right, holder in enumerate(match_right):
+        if holder is not None:
+            match_left[holder] = right
+    return match_left
+
+
+def observed_trajectory(
+    calls: Sequence[ObservedCall], target_agent_id: str | None, include_delegates: bool
+) -> list[ObservedCall]:
+    """The target agent's own calls, in order (all calls with delegates or no target)."""
+    if include_delegates or target_agent_id is None:
+        return list(calls)
+    return [c for c in calls if c.agent_id == target_agent_id]
+
+
+def _in_order(expected: Sequence[ExpectedCall], observed: Sequence[ObservedCall]) -> bool:
+    # Earliest-match is optimal for subsequence existence, whatever the match predicate:
+    # taking the earliest fitting call never leaves less room for the calls after it.
+    position = 0
+    for call in expected:
+        while position < len(observed) and not call_matches(call, observed[position]):
+            position += 1
+        if position == len(observed):
+            return False
+        position += 1
+    return True
+
+
+def _describe(call: ExpectedCall) -> str:
+    if call.argsMatch == "ignore" or not call.args:
+        return f"a call to {call.tool}"
+    keys = ", ".join(sorted(call.args))
+    how = "exactly these arguments" if call.argsMatch == "exact" else "arguments including"
+    return f"a call to {call.tool} with {how} {keys}"
+
+
+def grade(
+    expectation: TrajectoryExpectation,
+    calls: Sequence[ObservedCall],
+    target_agent_id: str | None = None,
+) -> TrajectoryResult:
+    observed = observed_trajectory(calls, target_agent_id, expectation.includeDelegates)
+    expected = expectation.calls
+    adjacency = [
+        [j for j, seen in enumerate(observed) if call_matches(call, seen)] for call in expected
+    ]
+    matching = maximum_matching(adjacency, len(observed))
+    matched_count = sum(1 for m in matching if m is not None)
+    forbidden = set(expectation.forbidden)
+    forbidden_count = sum(1 for c in observed if c.tool in forbidden)
+    mode = expectation.match
+    if mode == "exact":
+        ok = len(expected) == len(observed) and all(
+            call_matches(e, o) for e, o in zip(expected, observed, strict=False)
+        )
+    elif mode == "in-order":
+        ok = _in_order(expected, observed)
+    elif mode == "any-order":
+        ok = matched_count == len(expected)
+    else:  # subset: every observed call matched to a distinct expected call
+        ok = matched_count == len(observed)
+    matched = ok and forbidden_count == 0
+    explanations: list[str] = []
+    if not matched:
+        for call, m in zip(expected, matching, strict=True):
+            if m is None:
+                explanations.append(f"expected {_describe(call)}, but no observed call matched")
+        if mode == "exact" and len(expected) != len(observed):
+            explanations.append(
+                f"exact mode needs {len(expected)} calls in order, {len(observed)} were made"
+            )
+        elif mode == "in-order" and matched_count == len(expected):
+            explanations.append("every expected call was made, but not in the expected order")
+        elif mode == "subset" and matched_count < len(observed):
+            explanations.append(
+                f"{len(observed) - matched_count} observed calls are beyond the expected ones"
+            )
+        if forbidden_count:
+            tools = sorted({c.tool for c in observed if c.tool in forbidden})
+            explanations.append(f"{forbidden_count} calls to forbidden tools: {', '.join(tools)}")
+    return TrajectoryResult(
+        mode,
+        matched,
+        len(expected),
+        len(observed),
+        matched_count,
+        forbidden_count,
+        tuple(explanations),
+    )
