@@ -100,7 +100,7 @@ _PATTERN_HELP = {
 }
 
 
-def _pydantic_error(doc: Document, exc: ValidationError) -> InputError:
+def pydantic_error(doc: Document, exc: ValidationError) -> InputError:
     errors = exc.errors(include_url=False)
     first = errors[0]
     # pydantic marks dict-key errors with a "[key]" step; users think of the key itself.
@@ -147,7 +147,7 @@ def definition_from_document(doc: Document) -> Definition:
     try:
         spec = model.model_validate(value)
     except ValidationError as exc:
-        raise _pydantic_error(doc, exc) from None
+        raise pydantic_error(doc, exc) from None
     return Definition(doc.path, SPEC_KINDS[version], spec, value, doc.lines)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Index, Text, UniqueConstraint
+from sqlalchemy import ForeignKey, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from evalops.store.types import UTCDateTime
@@ -227,11 +227,15 @@ class IncidentEvent(SQLModel, table=True):
 
 
 class IngestBatch(SQLModel, table=True):
-    """One `trials ingest` invocation that stored something."""
+    """One `trials ingest` invocation that stored something.
+
+    Its id is allocated under the writer lock before its trials are inserted; the row and
+    its audit event (which commits to every trial's digests) are written last.
+    """
 
     __tablename__ = "ingest_batch"
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(primary_key=True, sa_column_kwargs={"autoincrement": False})
     files: str = _text()
     ingested: int
     skipped_identical: int
@@ -262,15 +266,23 @@ class Trial(SQLModel, table=True):
     started_at: datetime = _ts()
     completed_at: datetime = _ts()
     record_digest: str
+    """Digest of the record as ingested, tool calls included (DESIGN.md section 4)."""
     record: str = _text()
+    """The record as stored: canonical JSON without `tool_calls` (content-free)."""
+    stored_digest: str
+    """Digest of `record`, so `verify` can re-hash what is stored."""
     classification: str = Field(index=True)
+    """The classification derived at ingest; the gate re-derives it from current evidence."""
     secondary_labels: str = _text()
     score: float
     gating_score: float
     trajectory: str | None = Field(default=None, sa_type=Text)
     parent_trial_id: str | None = Field(default=None, foreign_key="trial.trial_id", index=True)
     rerun_reason: str | None = None
-    ingest_batch_id: int = Field(foreign_key="ingest_batch.id", index=True)
+    ingest_batch_id: int = Field(
+        sa_column_args=[ForeignKey("ingest_batch.id", deferrable=True, initially="DEFERRED")],
+        index=True,
+    )
 
 
 class Reconciliation(SQLModel, table=True):

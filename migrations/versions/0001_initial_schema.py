@@ -2,13 +2,13 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-30 01:38:01.085582
+Create Date: 2026-11-30 02:03:38.006819
 """
 
 from collections.abc import Sequence
 
 import sqlalchemy as sa
-import sqlmodel.sql.sqltypes
+import sqlmodel.sql.sqltypes  # noqa: F401
 from alembic import op
 
 
@@ -167,7 +167,7 @@ def upgrade() -> None:
         batch_op.create_index(batch_op.f('ix_incident_audit_seq'), ['audit_seq'], unique=False)
 
     op.create_table('ingest_batch',
-    sa.Column('id', sa.Integer(), nullable=False),
+    sa.Column('id', sa.Integer(), autoincrement=False, nullable=False),
     sa.Column('files', sa.Text(), nullable=False),
     sa.Column('ingested', sa.Integer(), nullable=False),
     sa.Column('skipped_identical', sa.Integer(), nullable=False),
@@ -377,6 +377,7 @@ def upgrade() -> None:
     sa.Column('completed_at', sa.DateTime(timezone=True), nullable=False),
     sa.Column('record_digest', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('record', sa.Text(), nullable=False),
+    sa.Column('stored_digest', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('classification', sqlmodel.sql.sqltypes.AutoString(), nullable=False),
     sa.Column('secondary_labels', sa.Text(), nullable=False),
     sa.Column('score', sa.Float(), nullable=False),
@@ -385,7 +386,7 @@ def upgrade() -> None:
     sa.Column('parent_trial_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('rerun_reason', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('ingest_batch_id', sa.Integer(), nullable=False),
-    sa.ForeignKeyConstraint(['ingest_batch_id'], ['ingest_batch.id'], name=op.f('fk_trial_ingest_batch_id_ingest_batch')),
+    sa.ForeignKeyConstraint(['ingest_batch_id'], ['ingest_batch.id'], name=op.f('fk_trial_ingest_batch_id_ingest_batch'), initially='DEFERRED', deferrable=True),
     sa.ForeignKeyConstraint(['parent_trial_id'], ['trial.trial_id'], name=op.f('fk_trial_parent_trial_id_trial')),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_trial')),
     sa.UniqueConstraint('trial_id', name=op.f('uq_trial_trial_id'))

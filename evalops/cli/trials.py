@@ -1,0 +1,318 @@
+"""`evalops trials ingest|list|show|reconcile` and `evalops trajectory grade`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from evalops.cli.context import JsonFlag, console, emit, now, settings
+from evalops.errors import InputError
+
+trials_app = typer.Typer(
+    help="Trial records: ingest, inspect, reconcile.\n\nExample: evalops trials list --build "
+    "build-124",
+    no_args_is_help=True,
+)
+trajectory_app = typer.Typer(
+    help="Grade tool-call trajectories (RFC 0244).\n\nExample: evalops trajectory grade "
+    "--task support-refund-in-order --calls calls.json",
+    no_args_is_help=True,
+)
+
+
+@contextmanager
+def _progress(files: list[Path]) -> Iterator[Callable[[int], None] | None]:
+    """A byte-based progress bar on a terminal; nothing when output is captured."""
+    if not sys.stderr.isatty():
+        yield None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    total = sum(f.stat().st_size for f in files if f.is_file())
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=console(stderr=True),
+        transient=True,
+    ) as progress:
+        task = progress.add_task("ingesting", total=total)
+        yield lambda n: progress.advance(task, n)
+
+
+@trials_app.command()
+def ingest(
+    ctx: typer.Context,
+    files: Annotated[list[Path], typer.Argument(help="evalops.trial/v1 JSONL files.")],
+    max_bad_records: Annotated[
+        int,
+        typer.Option(
+            help="Commit the valid lines if at most N lines are bad (default: all or nothing)."
+        ),
+    ] = 0,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Ingest trial records: validated, classified by evalops, all-or-nothing by default.
+
+    Re-ingesting an identical record is a counted no-op; the same trial_id with other
+    content is an error. Every problem is reported as file:line, field.
+
+    Example: evalops trials ingest runs/build-124.jsonl
+    """
+    from evalops.services.ingest import ingest_files
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        with _progress(files) as on_bytes:
+            result = ingest_files(
+                engine,
+                files,
+                actor=state.who(),
+                now=now(),
+                max_bad_records=max_bad_records,
+                on_bytes=on_bytes,
+            )
+    finally:
+        engine.dispose()
+
+    def human() -> None:
+        typer.echo(
+            f"ingested {result.ingested}, skipped {result.skipped_identical} identical, "
+            f"rejected {len(result.rejected)}"
+        )
+        for e in result.rejected:
+            sys.stderr.write(f"rejected: {e.one_line()}\n")
+
+    emit(ctx, result.as_dict(), human)
+
+
+@trials_app.command("list")
+def list_(
+    ctx: typer.Context,
+    task: Annotated[str | None, typer.Option(help="Only this task id.")] = None,
+    build: Annotated[str | None, typer.Option(help="Only this system build.")] = None,
+    cls: Annotated[
+        str | None, typer.Option("--class", help="Only trials currently of this class.")
+    ] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """List trials with their current classification (re-derived from current evidence).
+
+    Example: evalops trials list --task support-refund-in-order --class task_fail
+    """
+    from rich.table import Table
+
+    from evalops.services.trials import list_trials
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        rows = list_trials(engine, task=task, build=build, cls=cls)
+    finally:
+        engine.dispose()
+
+    def human() -> None:
+        table = Table()
+        for column in ("trial", "task", "build", "#", "class", "score", "rerun of", "labels"):
+            table.add_column(column)
+        for r in rows:
+            table.add_row(
+                r["trial_id"],
+                r["task_id"],
+                r["build"] or "-",
+                str(r["trial_index"]),
+                r["classification"],
+                f"{r['score']:.2f}",
+                r["parent_trial_id"] or "",
+                ", ".join(r["secondary_labels"]),
+            )
+        console().print(table)
+
+    emit(ctx, rows, human)
+
+
+@trials_app.command()
+def show(
+    ctx: typer.Context,
+    trial_id: Annotated[str, typer.Argument(metavar="TRIAL", help="Trial id.")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Show a trial: classification and why, labels, rerun chain, reconciliations, reviews.
+
+    Example: evalops trials show trial-0007
+    """
+    from evalops.services.trials import show_trial
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = show_trial(engine, trial_id)
+    finally:
+        engine.dispose()
+
+    def human() -> None:
+        typer.echo(f"{data['trial_id']}  {data['task_id']}  build {data['build']}")
+        typer.echo(
+            f"  class: {data['classification']} (at ingest: {data['classification_at_ingest']})"
+        )
+        for reason in data["reasons"]:
+            typer.echo(f"    because {reason}")
+        typer.echo(f"  labels: {', '.join(data['secondary_labels']) or '-'}")
+        typer.echo(f"  score {data['score']}  gating score {data['gating_score']}")
+        for r in data["grader_results"]:
+            typer.echo(f"  grader {r['grader_id']}@{r['grader_version']}: {r['state']}")
+        for r in data["reviews"]:
+            typer.echo(f"  review {r['grader_id']}: {r['state']} by {r['actor']} ({r['reason']})")
+        if data["trajectory"]:
+            typer.echo(f"  trajectory: {json.dumps(data['trajectory'])}")
+        typer.echo(f"  rerun chain: {' -> '.join(data['rerun_chain'])}")
+        for r in data["reconciliations"]:
+            typer.echo(
+                f"  reconciled {r['effect_key']} -> {r['status']} by {r['actor']} "
+                f"({r['evidence_uri']})"
+            )
+
+    emit(ctx, data, human)
+
+
+@trials_app.command()
+def reconcile(
+    ctx: typer.Context,
+    trial_id: Annotated[str, typer.Argument(metavar="TRIAL", help="Trial id.")],
+    effect: Annotated[str, typer.Option(help="The effect_key to reconcile.")],
+    status: Annotated[str, typer.Option(help="committed or not_committed.")],
+    evidence: Annotated[str, typer.Option(help="URI of the evidence (receipt, log).")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Record what really happened to an ambiguous external effect (a new row).
+
+    Example: evalops trials reconcile trial-0007 --effect publish:article-42
+    --status not_committed --evidence receipt://publish/none-42
+    """
+    from evalops.services.trials import reconcile as run
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = run(
+            engine,
+            trial_id,
+            effect_key=effect,
+            status=status,
+            evidence_uri=evidence,
+            actor=state.who(),
+            now=now(),
+        )
+    finally:
+        engine.dispose()
+    emit(
+        ctx,
+        data,
+        lambda: typer.echo(
+            f"{trial_id}: {effect} reconciled as {status}; trial is now {data['classification']}"
+        ),
+    )
+
+
+def _read_json(path: Path, what: str) -> Any:
+    from evalops.registry.load import decode_text, parse_json
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror}", str(path)) from None
+    return parse_json(decode_text(data, str(path)), str(path)).value
+
+
+@trajectory_app.command("grade")
+def grade(
+    ctx: typer.Context,
+    calls: Annotated[Path, typer.Option(help="JSON list of calls: {tool, args, agent_id}.")],
+    expected: Annotated[
+        Path | None, typer.Option(help="JSON file with a task's expected.trajectory object.")
+    ] = None,
+    task: Annotated[
+        str | None, typer.Option(help="Take the expectation from this registered task.")
+    ] = None,
+    target_agent: Annotated[
+        str | None,
+        typer.Option("--target-agent", help="Grade only this agent's own calls."),
+    ] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Grade a list of tool calls against a trajectory expectation (RFC 0244 section A).
+
+    Example: evalops trajectory grade --expected expected.json --calls calls.json
+    --target-agent support
+    """
+    from pydantic import ValidationError
+
+    from evalops.domain.specs import TrajectoryExpectation
+    from evalops.domain.trajectory import ObservedCall
+    from evalops.domain.trajectory import grade as run_grade
+    from evalops.domain.trial_record import ToolCall
+    from evalops.registry.definitions import pydantic_error
+    from evalops.registry.load import Document
+
+    state = settings(ctx, json_flag)
+    if (expected is None) == (task is None):
+        raise InputError("give exactly one of --expected FILE and --task ID", field="--expected")
+    if expected is not None:
+        raw = _read_json(expected, "expectation")
+        try:
+            expectation = TrajectoryExpectation.model_validate(raw)
+        except ValidationError as exc:
+            raise pydantic_error(Document(str(expected), raw, {}), exc) from None
+    else:
+        from evalops.store import queries
+        from evalops.store.engine import read_session
+
+        engine = state.engine()
+        try:
+            with read_session(engine) as session:
+                row = queries.task_row(session, str(task))
+                if row is None:
+                    raise InputError(f"task {task!r} is not registered", field="--task")
+                spec = queries.task_spec(row)
+        finally:
+            engine.dispose()
+        if spec.contract.expected is None or spec.contract.expected.trajectory is None:
+            raise InputError(f"task {task} has no trajectory expectation", field="--task")
+        expectation = spec.contract.expected.trajectory
+    raw_calls = _read_json(calls, "calls")
+    if not isinstance(raw_calls, list):
+        raise InputError("calls must be a JSON list", str(calls), 1)
+    observed = []
+    for i, item in enumerate(raw_calls):
+        try:
+            call = ToolCall.model_validate(item)
+        except ValidationError as exc:
+            err = pydantic_error(Document(str(calls), item, {}), exc)
+            raise InputError(err.message, str(calls), None, f"[{i}].{err.field}") from None
+        observed.append(ObservedCall(call.tool, call.args, call.agent_id))
+    result = run_grade(expectation, observed, target_agent)
+
+    def human() -> None:
+        verdict = "matched" if result.matched else "NOT matched"
+        typer.echo(
+            f"trajectory {verdict} ({result.mode}): {result.matched_count} of "
+            f"{result.expected_count} expected calls matched, {result.observed_count} observed, "
+            f"{result.forbidden_count} forbidden"
+        )
+        for line in result.explanations:
+            typer.echo(f"  - {line}")
+
+    emit(ctx, result.block(), human)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(trials_app, name="trials")
+    app.add_typer(trajectory_app, name="trajectory")

@@ -1,0 +1,150 @@
+"""Everything needed to (re-)derive a trial's classification from stored evidence.
+
+Classification depends on more than the record: reconciliations, human review results and
+the calibration state of model graders can change after ingest, so the gate, `trials show`
+and the review queue always re-derive from current evidence with the same pure function.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlmodel import Session, col, select
+
+from evalops.domain.calibration_validity import Validity
+from evalops.domain.classify import Classification, classify
+from evalops.domain.specs import EvalTaskSpec, GraderSet
+from evalops.domain.trajectory import TrajectoryResult
+from evalops.domain.trial_record import GraderResult, TrialRecord
+from evalops.store import queries
+from evalops.store.tables import (
+    ExecutionProfileRow,
+    Reconciliation,
+    ReviewResult,
+    TaskRevision,
+    Trial,
+)
+
+
+@dataclass
+class Definitions:
+    """Per-session caches of registered definitions, looked up by digest."""
+
+    session: Session
+    _tasks: dict[str, list[TaskRevision]] = field(default_factory=dict)
+    _specs: dict[int, EvalTaskSpec] = field(default_factory=dict)
+    _grader_sets: dict[str, tuple[GraderSet, list[dict[str, Any]], str] | None] = field(
+        default_factory=dict
+    )
+    _validity: dict[str, dict[str, Validity]] = field(default_factory=dict)
+    _executions: dict[str, bool] = field(default_factory=dict)
+
+    def task_rows(self, task_digest: str) -> list[TaskRevision]:
+        if task_digest not in self._tasks:
+            self._tasks[task_digest] = list(
+                self.session.exec(
+                    select(TaskRevision).where(TaskRevision.task_digest == task_digest)
+                ).all()
+            )
+        return self._tasks[task_digest]
+
+    def task(self, task_id: str, task_digest: str) -> EvalTaskSpec | None:
+        rows = [r for r in self.task_rows(task_digest) if r.task_id == task_id]
+        if not rows:
+            return None
+        row = rows[-1]
+        assert row.id is not None
+        if row.id not in self._specs:
+            self._specs[row.id] = queries.task_spec(row)
+        return self._specs[row.id]
+
+    def grader_set(self, digest: str) -> tuple[GraderSet, list[dict[str, Any]], str] | None:
+        """(spec, raw graders, grader set id) of a registered grader set digest."""
+        if digest not in self._grader_sets:
+            row = queries.grader_set_by_digest(self.session, digest)
+            self._grader_sets[digest] = (
+                (
+                    queries.grader_set_spec(row),
+                    json.loads(row.document)["graders"],
+                    row.grader_set_id,
+                )
+                if row
+                else None
+            )
+        return self._grader_sets[digest]
+
+    def validity(self, digest: str) -> dict[str, Validity]:
+        if digest not in self._validity:
+            found = self.grader_set(digest)
+            self._validity[digest] = (
+                queries.model_grader_validity(self.session, found[0], found[1]) if found else {}
+            )
+        return self._validity[digest]
+
+    def execution_known(self, digest: str) -> bool:
+        if digest not in self._executions:
+            self._executions[digest] = (
+                self.session.exec(
+                    select(ExecutionProfileRow.id).where(
+                        ExecutionProfileRow.execution_digest == digest
+                    )
+                ).first()
+                is not None
+            )
+        return self._executions[digest]
+
+
+def reconciliations_of(session: Session, trial_id: str) -> dict[str, str]:
+    """Effect key -> its latest reconciled status."""
+    rows = session.exec(
+        select(Reconciliation)
+        .where(Reconciliation.trial_id == trial_id)
+        .order_by(col(Reconciliation.id))
+    ).all()
+    return {r.effect_key: r.status for r in rows}
+
+
+def reviews_of(session: Session, trial_id: str, graders: GraderSet) -> dict[str, GraderResult]:
+    """Grader id -> the latest human review result, as a grader result."""
+    rows = session.exec(
+        select(ReviewResult).where(ReviewResult.trial_id == trial_id).order_by(col(ReviewResult.id))
+    ).all()
+    out: dict[str, GraderResult] = {}
+    for r in rows:
+        grader = graders.grader(r.grader_id)
+        out[r.grader_id] = GraderResult(
+            grader_id=r.grader_id,
+            grader_version=grader.version if grader else 1,
+            state=r.state,  # type: ignore[arg-type]
+            evidence=["human_review"],
+            reason=r.reason,
+        )
+    return out
+
+
+def stored_record(trial: Trial) -> TrialRecord:
+    return TrialRecord.model_validate(json.loads(trial.record))
+
+
+def trajectory_of(trial: Trial) -> TrajectoryResult | None:
+    return TrajectoryResult.from_block(json.loads(trial.trajectory)) if trial.trajectory else None
+
+
+def rederive(defs: Definitions, trial: Trial) -> Classification | None:
+    """The trial's classification from current evidence (None if its definitions vanished)."""
+    task = defs.task(trial.task_id, trial.task_digest)
+    found = defs.grader_set(trial.grader_set_digest)
+    if task is None or found is None:
+        return None
+    graders = found[0]
+    return classify(
+        stored_record(trial),
+        task,
+        graders,
+        validity=defs.validity(trial.grader_set_digest),
+        trajectory=trajectory_of(trial),
+        reconciliations=reconciliations_of(defs.session, trial.trial_id),
+        reviews=reviews_of(defs.session, trial.trial_id, graders),
+    )

@@ -1,0 +1,371 @@
+"""`evalops trials ingest`: TrialRecord JSONL in, classified content-free trials out.
+
+Streaming: files are read line by line and written in batches, so memory does not grow
+with file size. All-or-nothing per invocation: everything happens in one serialized write
+transaction that is rolled back on any bad line (or, with `--max-bad-records N`, on more
+than N). Every problem is reported as `file:line: field.path: what is wrong`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from pydantic import ValidationError
+from sqlalchemy import insert
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, func, select
+
+from evalops.domain import digests
+from evalops.domain.canonical import canonical_text, sha256_digest
+from evalops.domain.classify import classify
+from evalops.domain.trajectory import ObservedCall, grade
+from evalops.domain.trial_record import TrialRecord
+from evalops.domain.vocabulary import parse_timestamp
+from evalops.errors import InputError, InputErrors
+from evalops.registry.definitions import pydantic_error
+from evalops.registry.load import Document, parse_json
+from evalops.services.evidence import Definitions
+from evalops.store.audit import append_event
+from evalops.store.engine import write_session
+from evalops.store.tables import IngestBatch, Trial
+
+MAX_LINE_BYTES = 4 * 1024 * 1024
+BATCH_SIZE = 500
+MAX_REPORTED = 1000
+
+
+@dataclass
+class IngestResult:
+    ingested: int = 0
+    skipped_identical: int = 0
+    rejected: list[InputError] = field(default_factory=list)
+    batch_id: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ingested": self.ingested,
+            "skipped_identical": self.skipped_identical,
+            "rejected": [
+                {"file": e.file, "line": e.line, "field": e.field, "error": e.message}
+                for e in self.rejected
+            ],
+            "batch": self.batch_id,
+        }
+
+
+@dataclass
+class _Line:
+    file: str
+    number: int
+    data: bytes
+
+
+def read_lines(
+    stream: BinaryIO, name: str, on_bytes: Callable[[int], None] | None = None
+) -> Iterator[_Line | InputError]:
+    """Yield each line's bytes (without the newline) or the error that makes it unreadable."""
+    number = 0
+    while True:
+        raw = stream.readline(MAX_LINE_BYTES + 2)
+        if not raw:
+            break
+        number += 1
+        if on_bytes:
+            on_bytes(len(raw))
+        if len(raw) > MAX_LINE_BYTES + 1 or (len(raw) == MAX_LINE_BYTES + 2 and raw[-1:] != b"\n"):
+            skipped = raw
+            while skipped and not skipped.endswith(b"\n"):
+                skipped = stream.readline(1024 * 1024)
+                if on_bytes:
+                    on_bytes(len(skipped))
+            yield InputError(f"line is longer than {MAX_LINE_BYTES} bytes", name, number)
+            continue
+        data = raw[:-1] if raw.endswith(b"\n") else raw
+        if data.endswith(b"\r"):
+            yield InputError("line ends with CR LF; JSONL lines end with LF only", name, number)
+            continue
+        if number == 1 and data.startswith(b"\xef\xbb\xbf"):
+            yield InputError("file starts with a UTF-8 byte-order mark", name, number)
+            continue
+        if not data.strip():
+            yield InputError("empty line (one JSON object per line)", name, number)
+            continue
+        yield _Line(name, number, data)
+    if number == 0:
+        yield InputError("file holds no records", name, 1)
+
+
+def _relocate(error: InputError, line: _Line) -> InputError:
+    """Errors from parsing one line name that line of the file."""
+    return InputError(error.message, line.file, line.number, error.field)
+
+
+@dataclass
+class _Prepared:
+    line: _Line
+    row: dict[str, Any]
+    parent: str | None
+
+
+class _Ingester:
+    def __init__(self, session: Session, batch_id: int) -> None:
+        self.session = session
+        self.defs = Definitions(session)
+        self.batch_id = batch_id
+        self.result = IngestResult(batch_id=batch_id)
+        self.hasher = hashlib.sha256()
+        self.rejected_count = 0
+
+    def reject(self, error: InputError) -> None:
+        # Keep counting past the report cap so the abort decision stays right.
+        self.rejected_count += 1
+        if len(self.result.rejected) < MAX_REPORTED:
+            self.result.rejected.append(error)
+
+    def prepare(self, line: _Line) -> _Prepared:
+        try:
+            text = line.data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"invalid UTF-8 at byte {exc.start}", line.file, line.number) from None
+        try:
+            doc = parse_json(text, line.file)
+        except InputError as exc:
+            raise _relocate(exc, line) from None
+        value = doc.value
+        if not isinstance(value, dict):
+            raise InputError("a trial record must be a JSON object", line.file, line.number)
+        try:
+            record = TrialRecord.model_validate(value)
+        except ValidationError as exc:
+            raise _relocate(pydantic_error(Document(line.file, value, {}), exc), line) from None
+        return self._check(line, value, record)
+
+    def _fail(self, line: _Line, message: str, field_path: str) -> InputError:
+        return InputError(message, line.file, line.number, field_path)
+
+    def _check(self, line: _Line, value: dict[str, Any], record: TrialRecord) -> _Prepared:
+        task = self.defs.task(record.task_id, record.task_digest)
+        if task is None:
+            if self.defs.task_rows(record.task_digest):
+                owners = sorted({r.task_id for r in self.defs.task_rows(record.task_digest)})
+                raise self._fail(
+                    line,
+                    f"task_digest {record.task_digest} belongs to {', '.join(owners)}, "
+                    f"not {record.task_id}",
+                    "task_digest",
+                )
+            raise self._fail(
+                line, f"task_digest {record.task_digest} is not registered", "task_digest"
+            )
+        if not self.defs.execution_known(record.execution_digest):
+            raise self._fail(
+                line,
+                f"execution_digest {record.execution_digest} is not registered",
+                "execution_digest",
+            )
+        found = self.defs.grader_set(record.grader_set_digest)
+        if found is None:
+            raise self._fail(
+                line,
+                f"grader_set_digest {record.grader_set_digest} is not registered",
+                "grader_set_digest",
+            )
+        graders, _, grader_set_id = found
+        if grader_set_id != task.grader_set:
+            raise self._fail(
+                line,
+                f"grader_set_digest is grader set {grader_set_id}; task {task.id} uses "
+                f"{task.grader_set}",
+                "grader_set_digest",
+            )
+        case = digests.eval_case_digest(
+            record.task_digest, record.execution_digest, record.grader_set_digest
+        )
+        if record.eval_case_digest is not None and record.eval_case_digest != case:
+            raise self._fail(
+                line,
+                f"eval_case_digest {record.eval_case_digest} does not match the recomputed {case}",
+                "eval_case_digest",
+            )
+        expected = task.contract.expected
+        trajectory = None
+        if expected is not None and expected.trajectory is not None:
+            calls = [ObservedCall(c.tool, c.args, c.agent_id) for c in record.tool_calls]
+            trajectory = grade(expected.trajectory, calls, record.target_agent_id)
+        derived = classify(
+            record,
+            task,
+            graders,
+            validity=self.defs.validity(record.grader_set_digest),
+            trajectory=trajectory,
+        )
+        claimed = record.primary_classification
+        if claimed is not None and claimed != derived.primary:
+            why = derived.reasons[0] if derived.reasons else "no failure found"
+            raise self._fail(
+                line,
+                f"primary_classification claims {claimed}, evalops derives {derived.primary} "
+                f"({why})",
+                "primary_classification",
+            )
+        stored = {k: v for k, v in value.items() if k != "tool_calls"}
+        stored_text = canonical_text(stored)
+        record_digest = digests.record_digest(value)
+        parent = record.rerun.parent_trial_id if record.rerun else None
+        row = {
+            "trial_id": record.trial_id,
+            "run_id": record.run_id,
+            "attempt_id": record.attempt_id,
+            "task_id": record.task_id,
+            "task_digest": record.task_digest,
+            "execution_digest": record.execution_digest,
+            "grader_set_digest": record.grader_set_digest,
+            "eval_case_digest": case,
+            "trial_index": record.trial_index,
+            "started_at": parse_timestamp(record.started_at),
+            "completed_at": parse_timestamp(record.completed_at),
+            "record_digest": record_digest,
+            "record": stored_text,
+            "stored_digest": sha256_digest(stored_text.encode("utf-8")),
+            "classification": derived.primary,
+            "secondary_labels": canonical_text(list(derived.secondary_labels)),
+            "score": derived.score,
+            "gating_score": derived.gating_score,
+            "trajectory": canonical_text(trajectory.block()) if trajectory else None,
+            "parent_trial_id": parent,
+            "rerun_reason": record.rerun.reason if record.rerun else None,
+            "ingest_batch_id": self.batch_id,
+        }
+        return _Prepared(line, row, parent)
+
+    def flush(self, chunk: list[_Prepared]) -> None:
+        """Resolve duplicates and parents against the database, then insert the chunk."""
+        if not chunk:
+            return
+        ids = {p.row["trial_id"] for p in chunk} | {p.parent for p in chunk if p.parent}
+        known = dict(
+            self.session.exec(
+                select(Trial.trial_id, Trial.record_digest).where(col(Trial.trial_id).in_(ids))
+            ).all()
+        )
+        rows: list[dict[str, Any]] = []
+        for p in chunk:
+            trial_id = p.row["trial_id"]
+            if trial_id in known:
+                if known[trial_id] == p.row["record_digest"]:
+                    self.result.skipped_identical += 1
+                    continue
+                self.reject(
+                    self._fail(
+                        p.line,
+                        f"trial_id {trial_id} is already ingested with record_digest "
+                        f"{known[trial_id]}; this line has {p.row['record_digest']}",
+                        "trial_id",
+                    )
+                )
+                continue
+            if p.parent is not None and p.parent not in known:
+                self.reject(
+                    self._fail(
+                        p.line,
+                        f"rerun.parent_trial_id {p.parent} is not ingested (nor earlier in "
+                        "this invocation)",
+                        "rerun.parent_trial_id",
+                    )
+                )
+                continue
+            known[trial_id] = p.row["record_digest"]
+            rows.append(p.row)
+            self.hasher.update(
+                f"{trial_id}\n{p.row['record_digest']}\n{p.row['stored_digest']}\n".encode()
+            )
+        if rows:
+            self.session.execute(insert(Trial), rows)
+            self.result.ingested += len(rows)
+
+
+def trials_digest(rows: list[tuple[str, str, str]]) -> str:
+    """What an ingest's audit event commits to: each trial's id and digests, in order."""
+    h = hashlib.sha256()
+    for trial_id, record_digest, stored in rows:
+        h.update(f"{trial_id}\n{record_digest}\n{stored}\n".encode())
+    return "sha256:" + h.hexdigest()
+
+
+def ingest_files(
+    engine: Engine,
+    files: list[Path],
+    *,
+    actor: str,
+    now: datetime,
+    max_bad_records: int = 0,
+    on_bytes: Callable[[int], None] | None = None,
+) -> IngestResult:
+    """Ingest every line of `files` in one transaction (see the module docstring)."""
+    names = [str(f) for f in files]
+    for f, name in zip(files, names, strict=True):
+        if not f.is_file():
+            raise InputError("trial file not found", name)
+    with write_session(engine) as session:
+        batch_id = (session.exec(select(func.max(IngestBatch.id))).one() or 0) + 1
+        ingester = _Ingester(session, batch_id)
+        for path, name in zip(files, names, strict=True):
+            with path.open("rb") as stream:
+                chunk: list[_Prepared] = []
+                for item in read_lines(stream, name, on_bytes):
+                    if isinstance(item, InputError):
+                        ingester.reject(item)
+                        continue
+                    try:
+                        chunk.append(ingester.prepare(item))
+                    except InputError as exc:
+                        ingester.reject(exc)
+                        continue
+                    if len(chunk) >= BATCH_SIZE:
+                        ingester.flush(chunk)
+                        chunk = []
+                ingester.flush(chunk)
+        result = ingester.result
+        if ingester.rejected_count > max_bad_records:
+            # Rolls the whole transaction back: nothing of this invocation is stored.
+            raise InputErrors.of(result.rejected)
+        if result.ingested == 0:
+            result.batch_id = None
+            return result
+        payload = {
+            "batch": batch_id,
+            "files": names,
+            "ingested": result.ingested,
+            "skipped_identical": result.skipped_identical,
+            "rejected": [
+                {"file": e.file, "line": e.line, "field": e.field, "error": e.message}
+                for e in result.rejected
+            ],
+            "trials_digest": "sha256:" + ingester.hasher.hexdigest(),
+        }
+        event = append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind="trials.ingest",
+            subject=f"ingest:{batch_id}",
+            payload=payload,
+        )
+        session.add(
+            IngestBatch(
+                id=batch_id,
+                files=canonical_text(names),
+                ingested=result.ingested,
+                skipped_identical=result.skipped_identical,
+                rejected=len(result.rejected),
+                at=now,
+                actor=actor,
+                audit_seq=event.seq,
+            )
+        )
+        return result

@@ -1,0 +1,222 @@
+"""Reading trials, and appending reconciliations of ambiguous external effects."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from evalops.domain.classify import effective_effect_statuses
+from evalops.domain.vocabulary import format_timestamp
+from evalops.errors import InputError
+from evalops.services.evidence import (
+    Definitions,
+    reconciliations_of,
+    rederive,
+    stored_record,
+)
+from evalops.store.audit import append_event
+from evalops.store.engine import read_session, write_session
+from evalops.store.tables import (
+    ExecutionProfileRow,
+    Reconciliation,
+    ReviewResult,
+    Trial,
+)
+
+RECONCILED_STATUSES = ("committed", "not_committed")
+
+
+def _builds(session: Session) -> dict[str, str]:
+    rows = session.exec(select(ExecutionProfileRow)).all()
+    return {r.execution_digest: r.system_build for r in rows}
+
+
+def _summary(defs: Definitions, trial: Trial, builds: dict[str, str]) -> dict[str, Any]:
+    current = rederive(defs, trial)
+    return {
+        "trial_id": trial.trial_id,
+        "task_id": trial.task_id,
+        "build": builds.get(trial.execution_digest),
+        "trial_index": trial.trial_index,
+        "classification": current.primary if current else trial.classification,
+        "classification_at_ingest": trial.classification,
+        "secondary_labels": list(current.secondary_labels)
+        if current
+        else json.loads(trial.secondary_labels),
+        "score": current.score if current else trial.score,
+        "gating_score": current.gating_score if current else trial.gating_score,
+        "parent_trial_id": trial.parent_trial_id,
+        "completed_at": format_timestamp(trial.completed_at),
+    }
+
+
+def list_trials(
+    engine: Engine,
+    *,
+    task: str | None = None,
+    build: str | None = None,
+    cls: str | None = None,
+    limit: int = 1000,
+) -> list[dict[str, Any]]:
+    with read_session(engine) as session:
+        builds = _builds(session)
+        stmt = select(Trial).order_by(col(Trial.id))
+        if task:
+            stmt = stmt.where(Trial.task_id == task)
+        if build:
+            digests_for_build = [d for d, b in builds.items() if b == build]
+            stmt = stmt.where(col(Trial.execution_digest).in_(digests_for_build))
+        defs = Definitions(session)
+        out = []
+        for trial in session.exec(stmt):
+            row = _summary(defs, trial, builds)
+            if cls and row["classification"] != cls:
+                continue
+            out.append(row)
+            if len(out) >= limit:
+                break
+        return out
+
+
+def _chain(session: Session, trial: Trial) -> list[str]:
+    """The rerun chain through this trial: ancestors, itself, then descendants."""
+    chain = [trial.trial_id]
+    parent = trial.parent_trial_id
+    while parent is not None:
+        chain.insert(0, parent)
+        row = session.exec(select(Trial).where(Trial.trial_id == parent)).first()
+        parent = row.parent_trial_id if row else None
+    frontier = [trial.trial_id]
+    while frontier:
+        kids = session.exec(
+            select(Trial.trial_id).where(col(Trial.parent_trial_id).in_(frontier))
+        ).all()
+        chain.extend(kids)
+        frontier = list(kids)
+    return chain
+
+
+def _load(session: Session, trial_id: str) -> Trial:
+    trial = session.exec(select(Trial).where(Trial.trial_id == trial_id)).first()
+    if trial is None:
+        raise InputError(f"unknown trial {trial_id!r}", field="TRIAL")
+    return trial
+
+
+def show_trial(engine: Engine, trial_id: str) -> dict[str, Any]:
+    with read_session(engine) as session:
+        trial = _load(session, trial_id)
+        defs = Definitions(session)
+        current = rederive(defs, trial)
+        record = stored_record(trial)
+        reconciliations = session.exec(
+            select(Reconciliation)
+            .where(Reconciliation.trial_id == trial_id)
+            .order_by(col(Reconciliation.id))
+        ).all()
+        reviews = session.exec(
+            select(ReviewResult)
+            .where(ReviewResult.trial_id == trial_id)
+            .order_by(col(ReviewResult.id))
+        ).all()
+        return {
+            **_summary(defs, trial, _builds(session)),
+            "reasons": list(current.reasons) if current else [],
+            "run_id": trial.run_id,
+            "attempt_id": trial.attempt_id,
+            "task_digest": trial.task_digest,
+            "execution_digest": trial.execution_digest,
+            "grader_set_digest": trial.grader_set_digest,
+            "eval_case_digest": trial.eval_case_digest,
+            "record_digest": trial.record_digest,
+            "runtime": record.runtime.model_dump(mode="json"),
+            "grader_results": [r.model_dump(mode="json") for r in record.grader_results],
+            "external_effects": [e.model_dump(mode="json") for e in record.external_effects],
+            "trajectory": json.loads(trial.trajectory) if trial.trajectory else None,
+            "fixture_misses": record.fixture_misses,
+            "usage": record.usage.model_dump(mode="json") if record.usage else None,
+            "rerun_chain": _chain(session, trial),
+            "rerun_reason": trial.rerun_reason,
+            "reconciliations": [
+                {
+                    "effect_key": r.effect_key,
+                    "status": r.status,
+                    "evidence_uri": r.evidence_uri,
+                    "at": format_timestamp(r.at),
+                    "actor": r.actor,
+                }
+                for r in reconciliations
+            ],
+            "reviews": [
+                {
+                    "grader_id": r.grader_id,
+                    "state": r.state,
+                    "reason": r.reason,
+                    "at": format_timestamp(r.at),
+                    "actor": r.actor,
+                }
+                for r in reviews
+            ],
+        }
+
+
+def reconcile(
+    engine: Engine,
+    trial_id: str,
+    *,
+    effect_key: str,
+    status: str,
+    evidence_uri: str,
+    actor: str,
+    now: datetime,
+) -> dict[str, Any]:
+    """Append what really happened to one external effect; the trial is re-derived from it."""
+    if status not in RECONCILED_STATUSES:
+        raise InputError(
+            f"status {status!r} is not one of {', '.join(RECONCILED_STATUSES)}", field="--status"
+        )
+    if not evidence_uri.strip():
+        raise InputError("a reconciliation needs evidence", field="--evidence")
+    with write_session(engine) as session:
+        trial = _load(session, trial_id)
+        record = stored_record(trial)
+        keys = {e.effect_key for e in record.external_effects}
+        if effect_key not in keys:
+            raise InputError(
+                f"trial {trial_id} has no external effect {effect_key!r} "
+                f"(it has: {', '.join(sorted(keys)) or 'none'})",
+                field="--effect",
+            )
+        before = dict(effective_effect_statuses(record, reconciliations_of(session, trial_id)))
+        event = append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind="trials.reconcile",
+            subject=trial_id,
+            payload={
+                "trial_id": trial_id,
+                "effect_key": effect_key,
+                "from": before.get(effect_key),
+                "to": status,
+                "evidence_uri": evidence_uri,
+            },
+        )
+        session.add(
+            Reconciliation(
+                trial_id=trial_id,
+                effect_key=effect_key,
+                status=status,
+                evidence_uri=evidence_uri,
+                at=now,
+                actor=actor,
+                audit_seq=event.seq,
+            )
+        )
+        session.flush()
+        summary = _summary(Definitions(session), trial, _builds(session))
+        return {**summary, "reconciled": {"effect_key": effect_key, "status": status}}
