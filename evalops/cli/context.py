@@ -107,3 +107,13 @@ def emit(ctx: typer.Context, data: Any, human: Callable[[], None]) -> None:
 def note(message: str) -> None:
     """A message for people, on stderr (stdout is for data)."""
     console(stderr=True).print(message)
+
+
+def echo_lines(lines: list[str]) -> Callable[[], None]:
+    """A human renderer that prints prepared lines."""
+
+    def render() -> None:
+        for line in lines:
+            typer.echo(line)
+
+    return render

@@ -11,7 +11,7 @@ import typer
 from typer.core import TyperGroup
 
 from evalops import __version__
-from evalops.cli import db, incident, registry_cmds, suite, task, trials, verify
+from evalops.cli import calibration, db, incident, registry_cmds, suite, task, trials, verify
 from evalops.cli.context import Settings, print_json, settings
 from evalops.errors import EXIT_INTERNAL, EvalopsError
 from evalops.store.engine import DEFAULT_URL
@@ -113,6 +113,7 @@ task.register(app)
 incident.register(app)
 suite.register(app)
 trials.register(app)
+calibration.register(app)
 verify.register(app)
 
 

@@ -79,7 +79,7 @@ class Definitions:
         if digest not in self._validity:
             found = self.grader_set(digest)
             self._validity[digest] = (
-                queries.model_grader_validity(self.session, found[0], found[1]) if found else {}
+                queries.model_grader_validity(self.session, found[0]) if found else {}
             )
         return self._validity[digest]
 

@@ -9,11 +9,11 @@ than N). Every problem is reported as `file:line: field.path: what is wrong`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from pydantic import ValidationError
 from sqlalchemy import insert
@@ -28,15 +28,17 @@ from evalops.domain.trial_record import TrialRecord
 from evalops.domain.vocabulary import parse_timestamp
 from evalops.errors import InputError, InputErrors
 from evalops.registry.definitions import pydantic_error
+from evalops.registry.jsonl import MAX_LINE_BYTES, Line, read_lines
 from evalops.registry.load import Document, parse_json
 from evalops.services.evidence import Definitions
 from evalops.store.audit import append_event
 from evalops.store.engine import write_session
 from evalops.store.tables import IngestBatch, Trial
 
-MAX_LINE_BYTES = 4 * 1024 * 1024
 BATCH_SIZE = 500
 MAX_REPORTED = 1000
+
+__all__ = ["MAX_LINE_BYTES", "IngestResult", "ingest_files", "trials_digest"]
 
 
 @dataclass
@@ -58,56 +60,14 @@ class IngestResult:
         }
 
 
-@dataclass
-class _Line:
-    file: str
-    number: int
-    data: bytes
-
-
-def read_lines(
-    stream: BinaryIO, name: str, on_bytes: Callable[[int], None] | None = None
-) -> Iterator[_Line | InputError]:
-    """Yield each line's bytes (without the newline) or the error that makes it unreadable."""
-    number = 0
-    while True:
-        raw = stream.readline(MAX_LINE_BYTES + 2)
-        if not raw:
-            break
-        number += 1
-        if on_bytes:
-            on_bytes(len(raw))
-        if len(raw) > MAX_LINE_BYTES + 1 or (len(raw) == MAX_LINE_BYTES + 2 and raw[-1:] != b"\n"):
-            skipped = raw
-            while skipped and not skipped.endswith(b"\n"):
-                skipped = stream.readline(1024 * 1024)
-                if on_bytes:
-                    on_bytes(len(skipped))
-            yield InputError(f"line is longer than {MAX_LINE_BYTES} bytes", name, number)
-            continue
-        data = raw[:-1] if raw.endswith(b"\n") else raw
-        if data.endswith(b"\r"):
-            yield InputError("line ends with CR LF; JSONL lines end with LF only", name, number)
-            continue
-        if number == 1 and data.startswith(b"\xef\xbb\xbf"):
-            yield InputError("file starts with a UTF-8 byte-order mark", name, number)
-            continue
-        if not data.strip():
-            yield InputError("empty line (one JSON object per line)", name, number)
-            continue
-        yield _Line(name, number, data)
-    if number == 0:
-        yield InputError("file holds no records", name, 1)
-
-
-def _relocate(error: InputError, line: _Line) -> InputError:
+def _relocate(error: InputError, line: Line) -> InputError:
     """Errors from parsing one line name that line of the file."""
     return InputError(error.message, line.file, line.number, error.field)
 
 
 @dataclass
 class _Prepared:
-    line: _Line
+    line: Line
     row: dict[str, Any]
     parent: str | None
 
@@ -127,7 +87,7 @@ class _Ingester:
         if len(self.result.rejected) < MAX_REPORTED:
             self.result.rejected.append(error)
 
-    def prepare(self, line: _Line) -> _Prepared:
+    def prepare(self, line: Line) -> _Prepared:
         try:
             text = line.data.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -145,10 +105,10 @@ class _Ingester:
             raise _relocate(pydantic_error(Document(line.file, value, {}), exc), line) from None
         return self._check(line, value, record)
 
-    def _fail(self, line: _Line, message: str, field_path: str) -> InputError:
+    def _fail(self, line: Line, message: str, field_path: str) -> InputError:
         return InputError(message, line.file, line.number, field_path)
 
-    def _check(self, line: _Line, value: dict[str, Any], record: TrialRecord) -> _Prepared:
+    def _check(self, line: Line, value: dict[str, Any], record: TrialRecord) -> _Prepared:
         task = self.defs.task(record.task_id, record.task_digest)
         if task is None:
             if self.defs.task_rows(record.task_digest):

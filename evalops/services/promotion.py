@@ -7,7 +7,6 @@ checklist) is recorded in the audit chain and nothing in the lifecycle changes.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -89,11 +88,7 @@ def entry_facts(session: Session, task: TaskRevision) -> EntryFacts:
     spec = queries.task_spec(task)
     gs_row = queries.grader_set_row(session, spec.grader_set)
     grader_set = queries.grader_set_spec(gs_row) if gs_row else None
-    validity = (
-        queries.model_grader_validity(session, grader_set, json.loads(gs_row.document)["graders"])
-        if grader_set is not None and gs_row is not None
-        else {}
-    )
+    validity = queries.model_grader_validity(session, grader_set) if grader_set else {}
     return EntryFacts(
         task=spec,
         task_file=task.file_path,

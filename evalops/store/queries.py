@@ -10,10 +10,11 @@ from sqlmodel import Session, SQLModel, col, select
 
 from evalops.domain import digests
 from evalops.domain.calibration_validity import StoredCalibration, Validity, calibration_validity
-from evalops.domain.specs import EvalTaskSpec, GraderSet, SuiteDeclaration, SuitePolicy
+from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet, SuiteDeclaration, SuitePolicy
 from evalops.store.tables import (
     Calibration,
     CalibrationInvalidation,
+    GraderConfig,
     GraderSetRow,
     Incident,
     IncidentEvent,
@@ -171,14 +172,35 @@ def calibration_for(session: Session, grader_id: str) -> StoredCalibration | Non
     )
 
 
-def model_grader_validity(
-    session: Session, grader_set: GraderSet, raw_graders: list[dict[str, Any]]
-) -> dict[str, Validity]:
+def current_grader(session: Session, grader_id: str) -> tuple[Grader, str] | None:
+    """The newest registered config of a grader id: its spec and `grader_config_digest`.
+
+    Calibration staleness is judged against this, not against an old grader set a trial
+    pinned: a judge whose prompt, model or rubric changed no longer has its calibration.
+    """
+    row = session.exec(
+        select(GraderConfig)
+        .where(GraderConfig.grader_id == grader_id)
+        .order_by(col(GraderConfig.id).desc())
+        .limit(1)
+    ).first()
+    if row is None:
+        return None
+    set_row = session.get(GraderSetRow, row.grader_set_row_id)
+    assert set_row is not None
+    grader = grader_set_spec(set_row).grader(grader_id)
+    assert grader is not None
+    return grader, row.grader_config_digest
+
+
+def grader_validity(session: Session, grader_id: str) -> Validity:
+    current = current_grader(session, grader_id)
+    if current is None:
+        return Validity("missing", (f"grader {grader_id} is not registered",))
+    grader, config_digest = current
+    return calibration_validity(grader, config_digest, calibration_for(session, grader_id))
+
+
+def model_grader_validity(session: Session, grader_set: GraderSet) -> dict[str, Validity]:
     """Validity of every model grader of a grader set, by grader id."""
-    out: dict[str, Validity] = {}
-    for grader, raw in zip(grader_set.graders, raw_graders, strict=True):
-        if grader.type != "model":
-            continue
-        record = calibration_for(session, grader.id)
-        out[grader.id] = calibration_validity(grader, digests.grader_config_digest(raw), record)
-    return out
+    return {g.id: grader_validity(session, g.id) for g in grader_set.graders if g.type == "model"}

@@ -1,0 +1,260 @@
+"""`evalops calibration record|status|list|show|invalidate` and `evalops review list|resolve`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from evalops.cli.context import JsonFlag, console, echo_lines, emit, now, settings
+
+calibration_app = typer.Typer(
+    help="Model-grader calibration against human labels.\n\nExample: evalops calibration status",
+    no_args_is_help=True,
+)
+review_app = typer.Typer(
+    help="The human review queue.\n\nExample: evalops review list", no_args_is_help=True
+)
+
+
+def _human(data: dict[str, Any]) -> None:
+    typer.echo(
+        f"{data['calibration_id']} {data['grader_id']}@{data['grader_version']}: {data['state']}"
+    )
+    for reason in data["reasons"]:
+        typer.echo(f"  - {reason}")
+    agreement = data["human_agreement"]
+    typer.echo(
+        f"  human agreement ({agreement['method']}, {agreement['annotators']} annotators): "
+        f"{agreement['overall']}"
+    )
+    counts = data["counts"]
+    typer.echo(f"  items: {counts['calibration']} calibration, {counts['holdout']} holdout")
+    holdout = data["holdout"]
+    typer.echo(
+        f"  holdout kappa vs majority {holdout['kappa_vs_majority']}, "
+        f"abstain rate {holdout['abstain_rate']:.3f}"
+    )
+    for label, s in holdout["per_class"].items():
+        typer.echo(
+            f"    {label}: precision {s['precision']} {s['precision_ci']}, recall {s['recall']} "
+            f"{s['recall_ci']}, support {s['support']}"
+        )
+    typer.echo(f"  blockable classes: {', '.join(data['blockable_classes']) or 'none'}")
+
+
+@calibration_app.command()
+def record(
+    ctx: typer.Context,
+    grader: Annotated[str, typer.Argument(metavar="GRADER[@VERSION]", help="Model grader id.")],
+    labels: Annotated[Path, typer.Option(help="JSONL of labelled items.")],
+    annotation_guide: Annotated[
+        str | None, typer.Option(help="Version of the annotation guide.")
+    ] = None,
+    sampling_frame: Annotated[
+        str | None, typer.Option(help="Where the items were sampled from.")
+    ] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Record how well a model grader agrees with human labels (kappa, Wilson intervals).
+
+    Example: evalops calibration record reply-quality
+    --labels registry/calibration/reply-quality.jsonl --annotation-guide support-reply/v2
+    """
+    from evalops.services.calibration import record_calibration
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = record_calibration(
+            engine,
+            grader,
+            labels,
+            annotation_guide=annotation_guide,
+            sampling_frame=sampling_frame,
+            actor=state.who(),
+            now=now(),
+        )
+    finally:
+        engine.dispose()
+    emit(ctx, data, lambda: _human(data))
+
+
+@calibration_app.command("status")
+def status_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
+    """Every model grader: valid, stale, failing or missing, and why.
+
+    Example: evalops calibration status --json
+    """
+    from rich.table import Table
+
+    from evalops.services.calibration import status
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        rows = status(engine)
+    finally:
+        engine.dispose()
+
+    def human() -> None:
+        table = Table()
+        for column in ("grader", "version", "blocking", "state", "why"):
+            table.add_column(column)
+        for r in rows:
+            table.add_row(
+                r["grader_id"],
+                str(r["grader_version"]),
+                "yes" if r["blocking"] else "no",
+                r["state"],
+                "; ".join(r["reasons"]),
+            )
+        console().print(table)
+
+    emit(
+        ctx,
+        [{k: r[k] for k in ("grader_id", "grader_version", "state", "reasons")} for r in rows],
+        human,
+    )
+
+
+@calibration_app.command("list")
+def list_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
+    """List every calibration record.
+
+    Example: evalops calibration list
+    """
+    from evalops.services.calibration import list_calibrations
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        rows = list_calibrations(engine)
+    finally:
+        engine.dispose()
+    emit(
+        ctx,
+        rows,
+        echo_lines(
+            [
+                f"{r['calibration_id']} {r['grader_id']}@{r['grader_version']} "
+                f"{r['recorded_at']} {r['recorded_by']}"
+                for r in rows
+            ]
+        ),
+    )
+
+
+@calibration_app.command()
+def show(
+    ctx: typer.Context,
+    calibration_id: Annotated[str, typer.Argument(metavar="CAL", help="Calibration id.")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Show a calibration record with its metrics and current state.
+
+    Example: evalops calibration show CAL-1 --json
+    """
+    from evalops.services.calibration import show as run
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = run(engine, calibration_id)
+    finally:
+        engine.dispose()
+    emit(ctx, data, lambda: _human(data))
+
+
+@calibration_app.command()
+def invalidate(
+    ctx: typer.Context,
+    grader: Annotated[str, typer.Argument(metavar="GRADER", help="Model grader id.")],
+    reason: Annotated[str, typer.Option(help="Why, e.g. label distribution shift.")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Withdraw a grader's calibration (a new row); it is stale until recalibrated.
+
+    Example: evalops calibration invalidate reply-quality --reason "label distribution shift"
+    """
+    from evalops.services.calibration import invalidate as run
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = run(engine, grader, reason=reason, actor=state.who(), now=now())
+    finally:
+        engine.dispose()
+    emit(ctx, data, lambda: _human(data))
+
+
+@review_app.command("list")
+def review_list(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
+    """Trials waiting for a person: abstentions and verdicts a model grader may not block on.
+
+    Example: evalops review list
+    """
+    from evalops.services.review import review_queue
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        rows = review_queue(engine)
+    finally:
+        engine.dispose()
+    emit(
+        ctx,
+        rows,
+        echo_lines(
+            [
+                f"{r['trial_id']} {r['task_id']} {r['grader_id']}: {r['why']} "
+                f"(now {r['classification']})"
+                for r in rows
+            ]
+        ),
+    )
+
+
+@review_app.command()
+def resolve(
+    ctx: typer.Context,
+    trial_id: Annotated[str, typer.Argument(metavar="TRIAL", help="Trial id.")],
+    grader: Annotated[str, typer.Option(help="The grader whose result is reviewed.")],
+    state_value: Annotated[str, typer.Option("--state", help="The human verdict.")],
+    reason: Annotated[str, typer.Option(help="Why.")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Append a human grader result; the trial is re-classified from all its results.
+
+    Example: evalops review resolve trial-0031 --grader reply-quality --state task_pass
+    --reason "reply cites the refund policy correctly"
+    """
+    from evalops.services.review import resolve as run
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = run(
+            engine,
+            trial_id,
+            grader_id=grader,
+            state=state_value,
+            reason=reason,
+            actor=state.who(),
+            now=now(),
+        )
+    finally:
+        engine.dispose()
+    emit(
+        ctx,
+        data,
+        lambda: typer.echo(
+            f"{trial_id}: reviewed {grader} as {state_value}; trial is now {data['classification']}"
+        ),
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(calibration_app, name="calibration")
+    app.add_typer(review_app, name="review")

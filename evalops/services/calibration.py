@@ -1,0 +1,366 @@
+"""Calibration records of model graders: record, status, list, show, invalidate."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, func, select
+
+from evalops.domain.calibration import ABSTAIN, LabelledItem, calibration_metrics, item_json
+from evalops.domain.calibration_validity import Validity
+from evalops.domain.canonical import canonical_text, digest
+from evalops.domain.specs import Grader, Strict
+from evalops.domain.vocabulary import NonEmptyStr, format_timestamp
+from evalops.errors import InputError, InputErrors
+from evalops.registry.definitions import pydantic_error
+from evalops.registry.jsonl import Line, read_lines
+from evalops.registry.load import Document, parse_json
+from evalops.store import queries
+from evalops.store.audit import append_event
+from evalops.store.engine import read_session, write_session
+from evalops.store.tables import Calibration, CalibrationInvalidation, GraderConfig
+
+
+class HumanLabel(Strict):
+    """One annotator's label of an item."""
+
+    annotator: NonEmptyStr
+    """Who labelled it."""
+    label: NonEmptyStr
+    """A state the grader may produce."""
+
+
+class LabelRecord(Strict):
+    """One labelled item of a calibration set (JSONL)."""
+
+    item_id: NonEmptyStr
+    """Unique item id."""
+    split: Literal["calibration", "holdout"]
+    """Which split the item belongs to."""
+    stratum: NonEmptyStr
+    """Stratum of the sampling frame."""
+    human_labels: list[HumanLabel] = Field(min_length=1)
+    """Human labels, one per annotator."""
+    model_label: NonEmptyStr
+    """What the model grader said (or `abstain`)."""
+
+
+def _parse_line(line: Line, grader: Grader) -> LabelledItem:
+    try:
+        text = line.data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"invalid UTF-8 at byte {exc.start}", line.file, line.number) from None
+    try:
+        value = parse_json(text, line.file).value
+    except InputError as exc:
+        raise InputError(exc.message, line.file, line.number, exc.field) from None
+    if not isinstance(value, dict):
+        raise InputError("a labelled item must be a JSON object", line.file, line.number)
+    try:
+        rec = LabelRecord.model_validate(value)
+    except ValidationError as exc:
+        err = pydantic_error(Document(line.file, value, {}), exc)
+        raise InputError(err.message, line.file, line.number, err.field) from None
+    allowed = set(grader.produces)
+    if rec.model_label not in allowed:
+        raise InputError(
+            f"model_label {rec.model_label!r} is not a state {grader.id} produces",
+            line.file,
+            line.number,
+            "model_label",
+        )
+    annotators = [h.annotator for h in rec.human_labels]
+    for i, h in enumerate(rec.human_labels):
+        if h.label not in allowed - {ABSTAIN}:
+            raise InputError(
+                f"human label {h.label!r} is not a decided state {grader.id} produces",
+                line.file,
+                line.number,
+                f"human_labels[{i}].label",
+            )
+        if annotators.count(h.annotator) > 1:
+            raise InputError(
+                f"annotator {h.annotator!r} labels this item twice",
+                line.file,
+                line.number,
+                f"human_labels[{i}].annotator",
+            )
+    return LabelledItem(
+        rec.item_id,
+        rec.split,
+        rec.stratum,
+        tuple((h.annotator, h.label) for h in rec.human_labels),
+        rec.model_label,
+    )
+
+
+def read_labels(path: Path, grader: Grader) -> list[LabelledItem]:
+    """Every labelled item, or every problem (file:line, field) at once."""
+    if not path.is_file():
+        raise InputError("labels file not found", str(path))
+    items: list[LabelledItem] = []
+    errors: list[InputError] = []
+    seen: dict[str, int] = {}
+    counts: set[int] = set()
+    with path.open("rb") as stream:
+        for entry in read_lines(stream, str(path)):
+            if isinstance(entry, InputError):
+                errors.append(entry)
+                continue
+            try:
+                item = _parse_line(entry, grader)
+            except InputError as exc:
+                errors.append(exc)
+                continue
+            if item.item_id in seen:
+                errors.append(
+                    InputError(
+                        f"item_id {item.item_id!r} already appears on line {seen[item.item_id]}",
+                        entry.file,
+                        entry.number,
+                        "item_id",
+                    )
+                )
+                continue
+            seen[item.item_id] = entry.number
+            counts.add(len(item.human_labels))
+            items.append(item)
+    if not errors and len(counts) > 1:
+        errors.append(
+            InputError(
+                f"items have different numbers of human labels ({sorted(counts)}); kappa needs "
+                "the same annotators per item",
+                str(path),
+                1,
+                "human_labels",
+            )
+        )
+    if errors:
+        raise InputErrors.of(errors)
+    return items
+
+
+@dataclass(frozen=True)
+class GraderRef:
+    grader: Grader
+    config_digest: str
+
+
+def _grader(session: Session, ref: str) -> GraderRef:
+    grader_id, _, version = ref.partition("@")
+    current = queries.current_grader(session, grader_id)
+    if current is None:
+        raise InputError(f"grader {grader_id!r} is not registered (run `evalops sync`)")
+    grader, config_digest = current
+    if grader.type != "model":
+        raise InputError(f"grader {grader_id} is {grader.type}; only model graders calibrate")
+    if version and version != str(grader.version):
+        raise InputError(
+            f"grader {grader_id} is at version {grader.version}, not {version}; calibrate "
+            "the registered version"
+        )
+    return GraderRef(grader, config_digest)
+
+
+def _view(row: Calibration, validity: Validity | None) -> dict[str, Any]:
+    metrics = json.loads(row.record)
+    return {
+        "calibration_id": row.calibration_id,
+        "grader_id": row.grader_id,
+        "grader_version": row.grader_version,
+        "grader_config_digest": row.grader_config_digest,
+        "state": validity.state if validity else None,
+        "reasons": list(validity.reasons) if validity else [],
+        "blockable_classes": sorted(validity.blockable_classes) if validity else [],
+        "label_set_digest": row.label_set_digest,
+        "calibration_split_digest": row.calibration_split_digest,
+        "holdout_split_digest": row.holdout_split_digest,
+        "annotation_guide_version": row.annotation_guide_version,
+        "sampling_frame": row.sampling_frame,
+        "annotator_count": row.annotator_count,
+        "recorded_at": format_timestamp(row.at),
+        "recorded_by": row.actor,
+        **metrics,
+    }
+
+
+def record_calibration(
+    engine: Engine,
+    grader_ref: str,
+    labels: Path,
+    *,
+    annotation_guide: str | None,
+    sampling_frame: str | None,
+    actor: str,
+    now: datetime,
+) -> dict[str, Any]:
+    with read_session(engine) as session:
+        ref = _grader(session, grader_ref)
+    items = read_labels(labels, ref.grader)
+    if not items:
+        raise InputError("the labels file holds no items", str(labels), 1)
+    metrics = calibration_metrics(items)
+    ordered = sorted(items, key=lambda i: i.item_id)
+    by_split = {
+        split: digest([item_json(i) for i in ordered if i.split == split])
+        for split in ("calibration", "holdout")
+    }
+    with write_session(engine) as session:
+        number = (session.exec(select(func.count()).select_from(Calibration)).one() or 0) + 1
+        calibration_id = f"CAL-{number}"
+        record = {
+            "grader_id": ref.grader.id,
+            "grader_version": ref.grader.version,
+            "grader_config_digest": ref.config_digest,
+            "label_set_digest": digest([item_json(i) for i in ordered]),
+            "calibration_split_digest": by_split["calibration"],
+            "holdout_split_digest": by_split["holdout"],
+            "annotation_guide_version": annotation_guide,
+            "sampling_frame": sampling_frame,
+            "annotator_count": metrics["human_agreement"]["annotators"],
+            **metrics,
+        }
+        event = append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind="calibration.record",
+            subject=calibration_id,
+            payload=record,
+        )
+        row = Calibration(
+            calibration_id=calibration_id,
+            grader_id=ref.grader.id,
+            grader_version=ref.grader.version,
+            grader_config_digest=ref.config_digest,
+            label_set_digest=record["label_set_digest"],
+            calibration_split_digest=by_split["calibration"],
+            holdout_split_digest=by_split["holdout"],
+            annotation_guide_version=annotation_guide,
+            sampling_frame=sampling_frame,
+            annotator_count=record["annotator_count"],
+            record=canonical_text(metrics),
+            record_digest=digest(record),
+            at=now,
+            actor=actor,
+            audit_seq=event.seq,
+        )
+        session.add(row)
+        session.flush()
+        return _view(row, queries.grader_validity(session, ref.grader.id))
+
+
+def status(engine: Engine) -> list[dict[str, Any]]:
+    """Every registered model grader: valid / stale / failing / missing, and why."""
+    with read_session(engine) as session:
+        ids = sorted(
+            set(
+                session.exec(
+                    select(GraderConfig.grader_id).where(GraderConfig.type == "model")
+                ).all()
+            )
+        )
+        out = []
+        for grader_id in ids:
+            current = queries.current_grader(session, grader_id)
+            assert current is not None
+            validity = queries.grader_validity(session, grader_id)
+            out.append(
+                {
+                    "grader_id": grader_id,
+                    "grader_version": current[0].version,
+                    "blocking": current[0].blocking,
+                    "state": validity.state,
+                    "reasons": list(validity.reasons),
+                    "calibration_id": validity.calibration_id,
+                    "blockable_classes": sorted(validity.blockable_classes),
+                }
+            )
+        return out
+
+
+def list_calibrations(engine: Engine) -> list[dict[str, Any]]:
+    with read_session(engine) as session:
+        rows = session.exec(select(Calibration).order_by(col(Calibration.id))).all()
+        return [
+            {
+                "calibration_id": r.calibration_id,
+                "grader_id": r.grader_id,
+                "grader_version": r.grader_version,
+                "grader_config_digest": r.grader_config_digest,
+                "label_set_digest": r.label_set_digest,
+                "recorded_at": format_timestamp(r.at),
+                "recorded_by": r.actor,
+            }
+            for r in rows
+        ]
+
+
+def _row(session: Session, calibration_id: str) -> Calibration:
+    row = session.exec(
+        select(Calibration).where(Calibration.calibration_id == calibration_id)
+    ).first()
+    if row is None:
+        raise InputError(f"unknown calibration {calibration_id!r}")
+    return row
+
+
+def show(engine: Engine, calibration_id: str) -> dict[str, Any]:
+    with read_session(engine) as session:
+        row = _row(session, calibration_id)
+        latest = queries.calibration_for(session, row.grader_id)
+        validity = (
+            queries.grader_validity(session, row.grader_id)
+            if latest is not None and latest.calibration_id == calibration_id
+            else Validity("stale", (f"superseded by {latest.calibration_id}",) if latest else ())
+        )
+        invalidations = session.exec(
+            select(CalibrationInvalidation).where(
+                CalibrationInvalidation.calibration_row_id == row.id
+            )
+        ).all()
+        return {
+            **_view(row, validity),
+            "invalidations": [
+                {"reason": i.reason, "at": format_timestamp(i.at), "actor": i.actor}
+                for i in invalidations
+            ],
+        }
+
+
+def invalidate(
+    engine: Engine, grader_id: str, *, reason: str, actor: str, now: datetime
+) -> dict[str, Any]:
+    """Withdraw a grader's current calibration (e.g. label distribution shift)."""
+    if not reason.strip():
+        raise InputError("invalidating a calibration needs a reason", field="--reason")
+    with write_session(engine) as session:
+        row = session.exec(
+            select(Calibration)
+            .where(Calibration.grader_id == grader_id)
+            .order_by(col(Calibration.id).desc())
+        ).first()
+        if row is None:
+            raise InputError(f"grader {grader_id!r} has no calibration to invalidate")
+        event = append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind="calibration.invalidate",
+            subject=row.calibration_id,
+            payload={"grader_id": grader_id, "reason": reason},
+        )
+        assert row.id is not None
+        session.add(
+            CalibrationInvalidation(
+                calibration_row_id=row.id, reason=reason, at=now, actor=actor, audit_seq=event.seq
+            )
+        )
+        session.flush()
+        return _view(row, queries.grader_validity(session, grader_id))
