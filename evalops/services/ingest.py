@@ -197,6 +197,14 @@ class _Ingester:
             "score": derived.score,
             "gating_score": derived.gating_score,
             "trajectory": canonical_text(trajectory.block()) if trajectory else None,
+            "efficiency": canonical_text(
+                {
+                    "toolCallCount": len(record.tool_calls),
+                    "modelCallCount": record.usage.model_calls if record.usage else 0,
+                    "inputTokens": record.usage.input_tokens if record.usage else 0,
+                    "outputTokens": record.usage.output_tokens if record.usage else 0,
+                }
+            ),
             "parent_trial_id": parent,
             "rerun_reason": record.rerun.reason if record.rerun else None,
             "ingest_batch_id": self.batch_id,

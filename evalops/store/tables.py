@@ -277,6 +277,9 @@ class Trial(SQLModel, table=True):
     score: float
     gating_score: float
     trajectory: str | None = Field(default=None, sa_type=Text)
+    """The RFC 0244 trajectory block (counts only), when the task expects a trajectory."""
+    efficiency: str = _text()
+    """toolCallCount, modelCallCount, inputTokens, outputTokens of this trial (counts only)."""
     parent_trial_id: str | None = Field(default=None, foreign_key="trial.trial_id", index=True)
     rerun_reason: str | None = None
     ingest_batch_id: int = Field(

@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises: 
-Create Date: 2026-11-30 02:03:38.006819
+Create Date: 2026-11-30 02:10:07.580753
 """
 
 from collections.abc import Sequence
@@ -383,6 +383,7 @@ def upgrade() -> None:
     sa.Column('score', sa.Float(), nullable=False),
     sa.Column('gating_score', sa.Float(), nullable=False),
     sa.Column('trajectory', sa.Text(), nullable=True),
+    sa.Column('efficiency', sa.Text(), nullable=False),
     sa.Column('parent_trial_id', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('rerun_reason', sqlmodel.sql.sqltypes.AutoString(), nullable=True),
     sa.Column('ingest_batch_id', sa.Integer(), nullable=False),
