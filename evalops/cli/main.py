@@ -11,7 +11,17 @@ import typer
 from typer.core import TyperGroup
 
 from evalops import __version__
-from evalops.cli import calibration, db, incident, registry_cmds, suite, task, trials, verify
+from evalops.cli import (
+    calibration,
+    db,
+    gate,
+    incident,
+    registry_cmds,
+    suite,
+    task,
+    trials,
+    verify,
+)
 from evalops.cli.context import Settings, print_json, settings
 from evalops.errors import EXIT_INTERNAL, EvalopsError
 from evalops.store.engine import DEFAULT_URL
@@ -114,6 +124,7 @@ incident.register(app)
 suite.register(app)
 trials.register(app)
 calibration.register(app)
+gate.register(app)
 verify.register(app)
 
 

@@ -55,7 +55,8 @@ def resolve_reruns(
             allowed = max_attempts_by_class.get(current.classification, 0)
             rerun, *others = kids
             # Only one rerun of a trial may stand in for it; any further rerun is excluded.
-            not_permitted.update(k.trial_id for k in others)
+            for sibling in others:
+                not_permitted.update(_chain(sibling, children))
             if reruns_so_far >= allowed:
                 not_permitted.update(_chain(rerun, children))
                 break

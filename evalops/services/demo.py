@@ -9,11 +9,13 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import typer
 
-from evalops.errors import EXIT_OK, EvalopsError, InputError
+from evalops.domain.vocabulary import format_timestamp
+from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_REFUSED, EvalopsError, InputError
 from evalops.resources import example_registry_dir, templates_dir
 
 
@@ -34,8 +36,11 @@ class StepResult:
     code: int
 
 
-def steps() -> list[Step]:
-    """The demo script; later capabilities append their steps here."""
+def steps(now: datetime) -> list[Step]:
+    """The demo script: the whole lifecycle of DESIGN.md section 13 on the example registry."""
+    expires = format_timestamp(now + timedelta(days=14))
+    incident = "INC-1"
+    policy_task = "support-refund-policy-explanation"
     return [
         Step("Create the registry database and migrate it to head", ("init",)),
         Step("Validate every spec file (no database needed)", ("validate", "registry")),
@@ -49,9 +54,152 @@ def steps() -> list[Step]:
                 "registry/executions/candidate-b124.yaml",
             ),
         ),
-        Step("List the registered tasks", ("task", "list")),
-        Step("Re-hash the audit chain and every stored definition", ("verify",)),
+        Step("Ingest the baseline build's trials", ("trials", "ingest", BASELINE_TRIALS)),
+        Step(
+            "A production failure: open an incident",
+            (
+                "incident",
+                "open",
+                "--title",
+                "support agent promised a refund outside the refund policy",
+                "--severity",
+                "high",
+                "--observed-at",
+                "2026-11-02T09:14:00Z",
+                "--trace-uri",
+                "trace://prod/support/8812",
+            ),
+        ),
+        Step("Confirm it is a real failure", ("incident", "confirm", incident)),
+        Step(
+            "Promotion is refused: no task reproduces the incident yet",
+            ("promote", incident, "--to", "regression/core"),
+            EXIT_REFUSED,
+        ),
+        Step(
+            "Link the task that reproduces it",
+            ("incident", "link", incident, "--task", policy_task),
+        ),
+        Step(
+            "Still refused: the blocking model grader reply-quality is not calibrated",
+            ("promote", incident, "--to", "regression/core"),
+            EXIT_REFUSED,
+        ),
+        Step(
+            "A calibration where humans disagree does not make the judge valid",
+            (
+                "calibration",
+                "record",
+                "reply-quality",
+                "--labels",
+                "registry/calibration/reply-quality-disputed.jsonl",
+                "--annotation-guide",
+                "support-reply-guide/v2",
+            ),
+        ),
+        Step(
+            "A calibration that meets the grader's requirements",
+            (
+                "calibration",
+                "record",
+                "reply-quality",
+                "--labels",
+                "registry/calibration/reply-quality.jsonl",
+                "--annotation-guide",
+                "support-reply-guide/v2",
+            ),
+        ),
+        Step("Every model grader's calibration state", ("calibration", "status")),
+        Step(
+            "Now the promotion is accepted (the incident moves to promoted)",
+            ("promote", incident, "--to", "regression/core"),
+        ),
+        Step(
+            "Promote a critical invariant: publish exactly the approved revision",
+            ("promote", "article-publish-approved-revision", "--to", "regression/core"),
+        ),
+        Step(
+            "And another: refund in order, never refund twice",
+            ("promote", "support-refund-in-order", "--to", "regression/core"),
+        ),
+        Step("Who guards what in the regression suite", ("suite", "coverage", "regression/core")),
+        Step("Ingest the candidate build's trials", ("trials", "ingest", CANDIDATE_TRIALS)),
+        Step(
+            "The candidate is blocked: a refund was committed twice",
+            (
+                "gate",
+                "check",
+                "--build",
+                "build-124",
+                "--suite",
+                "regression/core",
+                "--baseline",
+                "build-123",
+            ),
+            EXIT_BLOCK,
+        ),
+        Step(
+            "Reconcile the publish effect nobody could confirm",
+            (
+                "trials",
+                "reconcile",
+                "trial-b124-article-publish-approved-revision-3",
+                "--effect",
+                "publish:article-42",
+                "--status",
+                "committed",
+                "--evidence",
+                "receipt://publish/article-42",
+            ),
+        ),
+        Step("Ingest the fix build's trials", ("trials", "ingest", FIX_TRIALS)),
+        Step(
+            "The fix holds on a non-critical failure",
+            ("gate", "check", "--build", "build-125", "--suite", "regression/core"),
+            EXIT_HOLD,
+        ),
+        Step(
+            "The risk owner waives it, for this build only, for two weeks",
+            (
+                "waiver",
+                "grant",
+                "--task",
+                policy_task,
+                "--suite",
+                "regression/core",
+                "--states",
+                "task_fail",
+                "--build",
+                "build-125",
+                "--owner",
+                "support-lead@example.com",
+                "--reason",
+                "policy wording fix ships in the next sprint",
+                "--expires",
+                expires,
+            ),
+        ),
+        Step(
+            "The fix build passes",
+            (
+                "gate",
+                "check",
+                "--build",
+                "build-125",
+                "--suite",
+                "regression/core",
+                "--report",
+                "gate-report.md",
+            ),
+        ),
+        Step("Replay the decision from its stored inputs", ("gate", "replay", "GATE-3")),
+        Step("Re-hash the audit chain, every definition and every decision", ("verify",)),
     ]
+
+
+BASELINE_TRIALS = "registry/trials/baseline-b123.jsonl"
+CANDIDATE_TRIALS = "registry/trials/candidate-b124.jsonl"
+FIX_TRIALS = "registry/trials/fix-b125.jsonl"
 
 
 @contextmanager
@@ -120,7 +268,7 @@ def run_demo(directory: Path | None) -> list[StepResult]:
     saved = {k: os.environ.pop(k, None) for k in env}
     try:
         with _cwd(directory):
-            for number, step in enumerate(steps(), start=1):
+            for number, step in enumerate(steps(datetime.now(UTC)), start=1):
                 typer.secho(f"## {number}. {step.title}", bold=True)
                 typer.echo(f"$ evalops {shlex.join(step.args)}")
                 code = main(["--actor", "demo@evalops.invalid", *step.args])

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, func, select
+from sqlmodel import Session, col, select
 
 from evalops.domain.canonical import canonical_text
 from evalops.domain.suite_policy import (
@@ -27,6 +27,7 @@ from evalops.domain.suite_policy import (
 )
 from evalops.errors import InputError
 from evalops.services import incidents as incident_service
+from evalops.services.evidence import Definitions, rederive
 from evalops.store import queries
 from evalops.store.audit import append_event
 from evalops.store.engine import write_session
@@ -63,16 +64,23 @@ class PromotionResult:
 
 
 def _valid_trials(session: Session, task: TaskRevision, grader_set_digest: str) -> dict[str, int]:
-    rows = session.exec(
-        select(Trial.execution_digest, func.count())
-        .where(
+    """Valid trials per execution, classified from current evidence (not the ingest-time
+    class: a calibration or reconciliation recorded since may have changed it)."""
+    defs = Definitions(session)
+    counts: dict[str, int] = {}
+    trials = session.exec(
+        select(Trial).where(
+            Trial.task_id == task.task_id,
             Trial.task_digest == task.task_digest,
             Trial.grader_set_digest == grader_set_digest,
-            col(Trial.classification).not_in(INVALID_RUNS),
         )
-        .group_by(col(Trial.execution_digest))
-    ).all()
-    return {digest: int(n) for digest, n in rows}
+    )
+    for trial in trials:
+        current = rederive(defs, trial)
+        cls = current.primary if current else trial.classification
+        if cls not in INVALID_RUNS:
+            counts[trial.execution_digest] = counts.get(trial.execution_digest, 0) + 1
+    return counts
 
 
 def _linked_incidents(session: Session, task_id: str) -> list[LinkedIncident]:

@@ -14,6 +14,7 @@ from evalops.domain.audit_chain import first_chain_problem
 from evalops.domain.canonical import canonical_text, sha256_digest
 from evalops.errors import VerificationError
 from evalops.registry.definitions import spec_digest
+from evalops.services.gate import verify_decisions
 from evalops.store.audit import as_chain_event
 from evalops.store.engine import read_session
 from evalops.store.tables import (
@@ -39,9 +40,15 @@ _DEFINITION_TABLES: tuple[tuple[type[Any], str, str], ...] = (
 class VerifyReport:
     events: int
     definitions: int
+    decisions: int = 0
 
     def as_dict(self) -> dict[str, Any]:
-        return {"ok": True, "events": self.events, "definitions": self.definitions}
+        return {
+            "ok": True,
+            "events": self.events,
+            "definitions": self.definitions,
+            "decisions": self.decisions,
+        }
 
 
 def _events(session: Session) -> Iterator[AuditEvent]:
@@ -136,4 +143,5 @@ def verify_database(engine: Engine) -> VerifyReport:
     with read_session(engine) as session:
         events = _check_chain(session)
         definitions = _check_definitions(session)
-    return VerifyReport(events, definitions)
+        decisions = verify_decisions(session)
+    return VerifyReport(events, definitions, decisions)

@@ -1,0 +1,407 @@
+"""`evalops gate check|show|list|replay`, `evalops waiver grant|list|revoke`, `evalops compare`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from evalops.cli.context import JsonFlag, console, echo_lines, emit, now, settings
+from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_REFUSED, EXIT_VERIFY, InputError
+
+gate_app = typer.Typer(
+    help="The release gate: pass, hold or block, and why.\n\nExample: evalops gate check "
+    "--build build-124 --suite regression/core",
+    no_args_is_help=True,
+)
+waiver_app = typer.Typer(
+    help="Build-scoped, expiring waivers of non-critical failures.\n\nExample: evalops waiver "
+    "list --all",
+    no_args_is_help=True,
+)
+EXIT_BY_DECISION = {"pass": EXIT_OK, "hold": EXIT_HOLD, "block": EXIT_BLOCK}
+
+
+def _at(value: str | None) -> Any:
+    from evalops.domain.vocabulary import parse_timestamp
+
+    if value is None:
+        return now()
+    try:
+        return parse_timestamp(value)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--at") from None
+
+
+def _render_decision(data: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    decision = data["decision"].upper()
+    typer.echo(f"{decision}: {data['build']} on {data['suite']} ({data['gate_id']})")
+    for reason in data["reasons"]:
+        typer.echo(f"  - {reason}")
+    not_passing = [t for t in data["tasks"] if t["effect"] != "pass" or t["waiver_id"]]
+    if not_passing:
+        table = Table()
+        for column in ("task", "risk", "state", "effect", "n", "passed", "pass^k", "waiver"):
+            table.add_column(column)
+        for t in not_passing:
+            table.add_row(
+                t["task_id"],
+                t["risk"],
+                t["state"],
+                t["effect"],
+                str(t["n"]),
+                str(t["passedCount"]),
+                "-" if t["passHatK"] is None else f"{t['passHatK']:.3f}",
+                t["waiver_id"] or "",
+            )
+        console().print(table)
+    waivers = data["waivers"]
+    if any(waivers[k] for k in ("applied", "expired", "unused", "revoked", "refused")):
+        typer.echo(
+            "  waivers: applied {applied}, expired {expired}, unused {unused}, revoked "
+            "{revoked}, refused {refused}".format(**{k: len(v) for k, v in waivers.items()})
+        )
+    if data["regression"]:
+        r = data["regression"]
+        typer.echo(
+            f"  regression vs {r.get('baseline')}: {r['verdict']} ({r['method']}, "
+            f"{r['pairedTaskCount']} paired tasks, p={r['pValue']})"
+        )
+    typer.echo(f"  evaluated at {data['evaluated_at']}; suite_digest {data['suite_digest']}")
+
+
+def _junit(data: dict[str, Any]) -> str:
+    from xml.sax.saxutils import escape, quoteattr
+
+    cases = []
+    failures = 0
+    for t in data["tasks"]:
+        body = ""
+        if t["effect"] != "pass":
+            failures += 1
+            body = (
+                f"<failure type={quoteattr(t['effect'])} message={quoteattr(t['state'])}>"
+                f"{escape(t['reason'])}</failure>"
+            )
+        cases.append(
+            f"    <testcase classname={quoteattr(data['suite'])} name={quoteattr(t['task_id'])}>"
+            f"{body}</testcase>"
+        )
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f"<testsuites>\n  <testsuite name={quoteattr(data['suite'] + ' @ ' + data['build'])} "
+        f'tests="{len(cases)}" failures="{failures}">\n'
+        + "\n".join(cases)
+        + "\n  </testsuite>\n</testsuites>\n"
+    )
+
+
+def _report(data: dict[str, Any]) -> str:
+    import jinja2
+
+    from evalops.resources import templates_dir
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates_dir()),
+        autoescape=False,
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    return env.get_template("gate_report.md.j2").render(d=data)
+
+
+@gate_app.command("check")
+def gate_check(
+    ctx: typer.Context,
+    build: Annotated[str, typer.Option(help="The system build to decide on.")],
+    suite: Annotated[str, typer.Option(help="The suite that guards it.")],
+    execution: Annotated[
+        str | None, typer.Option(help="Execution profile id, when several share the build.")
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(help="Baseline build for the paired verdict, or `auto` (last pass)."),
+    ] = None,
+    at: Annotated[
+        str | None, typer.Option(help="Evaluate as of this time (RFC 3339; default now).")
+    ] = None,
+    policy: Annotated[
+        Path | None, typer.Option(help="Gate policy file (default: the registered one).")
+    ] = None,
+    junit: Annotated[Path | None, typer.Option(help="Also write JUnit XML here.")] = None,
+    report: Annotated[Path | None, typer.Option(help="Also write a Markdown report here.")] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Decide pass (exit 0), hold (3) or block (4) for a build on a suite; stored and audited.
+
+    Example: evalops gate check --build build-124 --suite regression/core --baseline build-123
+    """
+    from evalops.services.gate import check
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = check(
+            engine,
+            build=build,
+            suite_id=suite,
+            at=_at(at),
+            actor=state.who(),
+            now=now(),
+            execution_id=execution,
+            baseline=baseline,
+            policy_file=policy,
+        )
+    finally:
+        engine.dispose()
+    if junit is not None:
+        junit.write_text(_junit(data), encoding="utf-8")
+    if report is not None:
+        report.write_text(_report(data), encoding="utf-8")
+    emit(ctx, data, lambda: _render_decision(data))
+    raise typer.Exit(EXIT_BY_DECISION[data["decision"]])
+
+
+@gate_app.command("show")
+def gate_show(
+    ctx: typer.Context,
+    gate_id: Annotated[str, typer.Argument(metavar="ID", help="Gate decision id.")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Show a stored gate decision.
+
+    Example: evalops gate show GATE-3
+    """
+    from evalops.services.gate import show
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = show(engine, gate_id)
+    finally:
+        engine.dispose()
+    emit(ctx, data, lambda: _render_decision(data))
+
+
+@gate_app.command("list")
+def gate_list(
+    ctx: typer.Context,
+    suite: Annotated[str | None, typer.Option(help="Only this suite.")] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """List stored gate decisions.
+
+    Example: evalops gate list --suite regression/core
+    """
+    from evalops.services.gate import list_decisions
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        rows = list_decisions(engine, suite)
+    finally:
+        engine.dispose()
+    emit(
+        ctx,
+        rows,
+        echo_lines(
+            [
+                f"{r['gate_id']} {r['decision']:<5} {r['build']} {r['suite']} {r['evaluated_at']}"
+                for r in rows
+            ]
+        ),
+    )
+
+
+@gate_app.command("replay")
+def gate_replay(
+    ctx: typer.Context,
+    gate_id: Annotated[str, typer.Argument(metavar="ID", help="Gate decision id.")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Re-evaluate a stored decision from its stored inputs; exit 6 unless byte-identical.
+
+    Example: evalops gate replay GATE-3
+    """
+    from evalops.services.gate import replay
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = replay(engine, gate_id)
+    finally:
+        engine.dispose()
+    lines = [f"{gate_id}: {'identical' if data['identical'] else 'DIFFERENT'}"]
+    lines += [f"  - {p}" for p in data["problems"]]
+    emit(ctx, data, echo_lines(lines))
+    if not data["identical"]:
+        raise typer.Exit(EXIT_VERIFY)
+
+
+@waiver_app.command("grant")
+def waiver_grant(
+    ctx: typer.Context,
+    task: Annotated[str, typer.Option(help="The (non-critical) member task.")],
+    suite: Annotated[str, typer.Option(help="The suite.")],
+    states: Annotated[str, typer.Option(help="Comma-separated: task_fail,agent_error,...")],
+    build: Annotated[str | None, typer.Option(help="The one build it covers.")] = None,
+    owner: Annotated[str | None, typer.Option(help="Who owns the accepted risk.")] = None,
+    reason: Annotated[str | None, typer.Option(help="Why it is acceptable.")] = None,
+    expires: Annotated[
+        str | None, typer.Option(help="Expiry, RFC 3339 with offset, within max_duration_days.")
+    ] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Grant a waiver; refused (exit 5, the rule named) when the policy forbids it.
+
+    Example: evalops waiver grant --task support-refund-policy-explanation --suite
+    regression/core --states task_fail --build build-125 --owner support-lead@example.com
+    --reason "copy change ships next sprint" --expires 2026-12-15T00:00:00Z
+    """
+    from evalops.domain.waivers import WaiverRequest
+    from evalops.services.waivers import grant
+
+    state = settings(ctx, json_flag)
+    request = WaiverRequest(
+        task_id=task,
+        suite_id=suite,
+        states=tuple(s.strip() for s in states.split(",") if s.strip()),
+        build=build,
+        owner=owner,
+        reason=reason,
+        expires=expires,
+    )
+    engine = state.engine()
+    try:
+        granted, data = grant(engine, request, actor=state.who(), now=now())
+    finally:
+        engine.dispose()
+    if granted:
+        emit(
+            ctx,
+            data,
+            echo_lines(
+                [
+                    f"granted {data['waiver_id']}: {data['task_id']} on {data['build']} for "
+                    f"{', '.join(data['states'])} until {data['expires_at']}"
+                ]
+            ),
+        )
+        return
+    emit(
+        ctx,
+        data,
+        echo_lines(
+            ["waiver REFUSED:"] + [f"  [{r['rule']}] {r['message']}" for r in data["refusals"]]
+        ),
+    )
+    raise typer.Exit(EXIT_REFUSED)
+
+
+@waiver_app.command("list")
+def waiver_list(
+    ctx: typer.Context,
+    all_: Annotated[bool, typer.Option("--all", help="Also expired and revoked ones.")] = False,
+    json_flag: JsonFlag = False,
+) -> None:
+    """List waivers valid now (or all of them).
+
+    Example: evalops waiver list --all
+    """
+    from evalops.services.waivers import list_waivers
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        rows = list_waivers(engine, include_all=all_, now=now())
+    finally:
+        engine.dispose()
+    emit(
+        ctx,
+        rows,
+        echo_lines(
+            [
+                f"{r['waiver_id']} [{r['status']}] {r['task_id']} {r['build']} "
+                f"{','.join(r['states'])} until {r['expires_at']} (owner {r['owner']})"
+                for r in rows
+            ]
+        ),
+    )
+
+
+@waiver_app.command("revoke")
+def waiver_revoke(
+    ctx: typer.Context,
+    waiver_id: Annotated[str, typer.Argument(metavar="ID", help="Waiver id.")],
+    reason: Annotated[str, typer.Option(help="Why.")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Revoke a waiver from now on (a new row; the grant stays in the history).
+
+    Example: evalops waiver revoke WVR-2 --reason "fix did not ship"
+    """
+    from evalops.services.waivers import revoke
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = revoke(engine, waiver_id, reason=reason, actor=state.who(), now=now())
+    finally:
+        engine.dispose()
+    emit(ctx, data, echo_lines([f"revoked {waiver_id} at {data['revoked_at']}"]))
+
+
+def compare(
+    ctx: typer.Context,
+    baseline: Annotated[str, typer.Option(help="Baseline build.")],
+    candidate: Annotated[str, typer.Option(help="Candidate build.")],
+    suite: Annotated[str, typer.Option(help="Suite whose members are paired.")],
+    method: Annotated[
+        str | None, typer.Option(help="mcnemar, sign-test, paired-t or paired-bootstrap.")
+    ] = None,
+    alpha: Annotated[float | None, typer.Option(help="Significance level.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of paired-bootstrap (recorded).")] = 20261130,
+    json_flag: JsonFlag = False,
+) -> None:
+    """The paired regression verdict of two builds on a suite (nothing stored).
+
+    Example: evalops compare --baseline build-123 --candidate build-124 --suite
+    regression/core --method sign-test --alpha 0.05
+    """
+    from evalops.services.gate import compare as run
+
+    state = settings(ctx, json_flag)
+    engine = state.engine()
+    try:
+        data = run(
+            engine,
+            baseline=baseline,
+            candidate=candidate,
+            suite_id=suite,
+            method=method,
+            alpha=alpha,
+            seed=seed,
+            at=now(),
+        )
+    finally:
+        engine.dispose()
+    emit(
+        ctx,
+        data,
+        echo_lines(
+            [
+                f"{data['verdict']}: {candidate} vs {baseline} on {suite} ({data['method']}, "
+                f"alpha {data['alpha']}, {data['pairedTaskCount']} paired tasks, "
+                f"p={data['pValue']})"
+            ]
+        ),
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(gate_app, name="gate")
+    app.add_typer(waiver_app, name="waiver")
+    app.command("compare")(compare)

@@ -1,0 +1,171 @@
+"""`evalops waiver grant|list|revoke`: build-scoped, expiring acceptance of failures."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, func, select
+
+from evalops.domain.canonical import canonical_text
+from evalops.domain.specs import GatePolicy
+from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+from evalops.domain.waivers import WaiverFact, WaiverRequest, grant_refusals, validity_at
+from evalops.errors import InputError
+from evalops.services.gate import gate_policy
+from evalops.store import queries
+from evalops.store.audit import append_event
+from evalops.store.engine import read_session, write_session
+from evalops.store.tables import Waiver, WaiverRevocation
+
+
+def _revocation(session: Session, waiver: Waiver) -> WaiverRevocation | None:
+    return session.exec(
+        select(WaiverRevocation)
+        .where(WaiverRevocation.waiver_row_id == waiver.id)
+        .order_by(col(WaiverRevocation.revoked_at))
+    ).first()
+
+
+def _view(session: Session, w: Waiver, now: datetime) -> dict[str, Any]:
+    revoked = _revocation(session, w)
+    fact = WaiverFact(
+        w.waiver_id,
+        w.task_id,
+        w.suite_id,
+        w.build,
+        tuple(json.loads(w.states)),
+        format_timestamp(w.granted_at),
+        format_timestamp(w.expires_at),
+        format_timestamp(revoked.revoked_at) if revoked else None,
+    )
+    return {
+        **fact.as_dict(),
+        "owner": w.owner,
+        "reason": w.reason,
+        "granted_by": w.granted_by,
+        "status": validity_at(fact, now),
+        "revocation_reason": revoked.reason if revoked else None,
+    }
+
+
+def grant(
+    engine: Engine, request: WaiverRequest, *, actor: str, now: datetime
+) -> tuple[bool, dict[str, Any]]:
+    """(granted, waiver or refusal). A refusal is audited and changes nothing else."""
+    with write_session(engine) as session:
+        suite = queries.suite_row(session, request.suite_id)
+        if suite is None:
+            raise InputError(f"suite {request.suite_id!r} is not registered", field="--suite")
+        member = {m.task_id for m in queries.members(session, request.suite_id)}
+        if request.task_id not in member:
+            raise InputError(
+                f"task {request.task_id!r} is not a member of {request.suite_id}", field="--task"
+            )
+        task = queries.task_row(session, request.task_id)
+        assert task is not None
+        meta = queries.task_spec(task).meta
+        policy_doc, _ = gate_policy(session, None)
+        refusals = grant_refusals(
+            request,
+            risk=meta.risk,
+            protects=list(meta.protects),
+            policy=GatePolicy.model_validate(policy_doc),
+            now=now,
+        )
+        request_json = {
+            "task_id": request.task_id,
+            "suite_id": request.suite_id,
+            "states": list(request.states),
+            "build": request.build,
+            "owner": request.owner,
+            "reason": request.reason,
+            "expires_at": request.expires,
+        }
+        if refusals:
+            listed = [{"rule": r.rule, "message": r.message} for r in refusals]
+            append_event(
+                session,
+                at=now,
+                actor=actor,
+                kind="waiver.refused",
+                subject=f"{request.suite_id}:{request.task_id}",
+                payload={"request": request_json, "refusals": listed},
+            )
+            return False, {"granted": False, "refusals": listed, "request": request_json}
+        number = (session.exec(select(func.max(Waiver.number))).one() or 0) + 1
+        waiver_id = f"WVR-{number}"
+        assert request.expires is not None and request.build and request.owner and request.reason
+        expires = parse_timestamp(request.expires)
+        event = append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind="waiver.grant",
+            subject=waiver_id,
+            payload={
+                **request_json,
+                "waiver_id": waiver_id,
+                "granted_at": format_timestamp(now),
+                "expires_at": format_timestamp(expires),
+            },
+        )
+        row = Waiver(
+            number=number,
+            waiver_id=waiver_id,
+            task_id=request.task_id,
+            suite_id=request.suite_id,
+            build=request.build,
+            states=canonical_text(list(request.states)),
+            owner=request.owner,
+            reason=request.reason,
+            granted_at=now,
+            expires_at=expires,
+            granted_by=actor,
+            audit_seq=event.seq,
+        )
+        session.add(row)
+        session.flush()
+        return True, _view(session, row, now)
+
+
+def list_waivers(engine: Engine, *, include_all: bool, now: datetime) -> list[dict[str, Any]]:
+    with read_session(engine) as session:
+        rows = session.exec(select(Waiver).order_by(col(Waiver.id))).all()
+        views = [_view(session, w, now) for w in rows]
+    return views if include_all else [v for v in views if v["status"] == "valid"]
+
+
+def revoke(
+    engine: Engine, waiver_id: str, *, reason: str, actor: str, now: datetime
+) -> dict[str, Any]:
+    if not reason.strip():
+        raise InputError("revoking a waiver needs a reason", field="--reason")
+    with write_session(engine) as session:
+        row = session.exec(select(Waiver).where(Waiver.waiver_id == waiver_id)).first()
+        if row is None:
+            raise InputError(f"unknown waiver {waiver_id!r}", field="ID")
+        if _revocation(session, row) is not None:
+            raise InputError(f"{waiver_id} is already revoked")
+        event = append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind="waiver.revoke",
+            subject=waiver_id,
+            payload={"waiver_id": waiver_id, "reason": reason, "revoked_at": format_timestamp(now)},
+        )
+        assert row.id is not None
+        session.add(
+            WaiverRevocation(
+                waiver_row_id=row.id,
+                revoked_at=now,
+                reason=reason,
+                actor=actor,
+                audit_seq=event.seq,
+            )
+        )
+        session.flush()
+        return _view(session, row, now)

@@ -1,0 +1,628 @@
+"""Trajectory grading (RFC 0244 section A; DESIGN.md section 6.4): pure, no database.
+
+The four match modes, argsMatch, JSON deep equality, forbidden tools, delegate filtering,
+the mode-independent `matchedCount` and the content-free block, checked on the RFC's own
+example and on hand-built cases, then against brute force on small random inputs.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalops.domain.specs import ExpectedCall, TrajectoryExpectation
+from evalops.domain.trajectory import (
+    ObservedCall,
+    TrajectoryResult,
+    call_matches,
+    grade,
+    json_deep_equal,
+    json_subset,
+    maximum_matching,
+    observed_trajectory,
+)
+
+MODES = ("exact", "in-order", "any-order", "subset")
+BLOCK_KEYS = {"mode", "matched", "expectedCount", "observedCount", "matchedCount", "forbiddenCount"}
+
+
+def expectation(
+    mode: str,
+    calls: Sequence[dict[str, Any]],
+    forbidden: Sequence[str] = (),
+    include_delegates: bool = False,
+) -> TrajectoryExpectation:
+    return TrajectoryExpectation.model_validate(
+        {
+            "match": mode,
+            "calls": list(calls),
+            "forbidden": list(forbidden),
+            "includeDelegates": include_delegates,
+        }
+    )
+
+
+def obs(tool: str, agent: str | None = None, **args: Any) -> ObservedCall:
+    return ObservedCall(tool, args, agent)
+
+
+def block(
+    mode: str,
+    matched: bool,
+    expected: int,
+    observed: int,
+    matched_count: int,
+    forbidden: int,
+) -> dict[str, Any]:
+    return {
+        "mode": mode,
+        "matched": matched,
+        "expectedCount": expected,
+        "observedCount": observed,
+        "matchedCount": matched_count,
+        "forbiddenCount": forbidden,
+    }
+
+
+# ----------------------------------------------------------------- the RFC's example suite
+
+# RFC 0244 section A, verbatim: look the order up, then refund 4200 (args subset), in order,
+# never call billing:refund-all, only the target agent's own calls.
+RFC_CALLS = [
+    {"tool": "crm:lookup-order", "argsMatch": "ignore"},
+    {"tool": "billing:refund", "args": {"amountMinor": 4200}, "argsMatch": "subset"},
+]
+RFC_EXPECTATION = expectation("in-order", RFC_CALLS, forbidden=["billing:refund-all"])
+
+LOOKUP = obs("crm:lookup-order", "support", orderId="A-1")
+REFUND = obs("billing:refund", "support", orderId="A-1", amountMinor=4200, currency="EUR")
+
+
+def test_rfc_in_order_with_args_subset_matches() -> None:
+    reply = obs("helpdesk:reply", "support", ticketId="T-1042")
+    result = grade(RFC_EXPECTATION, [LOOKUP, REFUND, reply], "support")
+    assert result.block() == block("in-order", True, 2, 3, 2, 0)
+
+
+def test_rfc_wrong_order_is_unmatched_but_both_calls_count() -> None:
+    result = grade(RFC_EXPECTATION, [REFUND, LOOKUP], "support")
+    assert result.block() == block("in-order", False, 2, 2, 2, 0)
+    assert result.explanations, "an unmatched grade explains itself"
+
+
+def test_rfc_forbidden_hit_reproduces_the_rfc_summary_block() -> None:
+    # The RFC's reporting example: in-order, unmatched, 2 expected, 3 observed, 1 matched,
+    # 1 forbidden. The refund of the wrong amount does not match the subset args.
+    wrong_amount = obs("billing:refund", "support", orderId="A-1", amountMinor=999)
+    refund_all = obs("billing:refund-all", "support", customerId="C-77")
+    result = grade(RFC_EXPECTATION, [LOOKUP, wrong_amount, refund_all], "support")
+    assert result.block() == {
+        "mode": "in-order",
+        "matched": False,
+        "expectedCount": 2,
+        "observedCount": 3,
+        "matchedCount": 1,
+        "forbiddenCount": 1,
+    }
+
+
+def test_rfc_forbidden_hit_fails_an_otherwise_matching_path() -> None:
+    refund_all = obs("billing:refund-all", "support")
+    result = grade(RFC_EXPECTATION, [LOOKUP, REFUND, refund_all], "support")
+    assert result.block() == block("in-order", False, 2, 3, 2, 1)
+
+
+def test_rfc_trajectory_only_subset_with_repeats() -> None:
+    # Subset: no tools beyond the expected ones, each observed call matched to a distinct
+    # expected call, so repeats need repeated expected entries.
+    exp = expectation(
+        "subset",
+        [
+            {"tool": "crm:lookup-order"},
+            {"tool": "crm:lookup-order"},
+            {"tool": "billing:refund", "args": {"amountMinor": 4200}, "argsMatch": "subset"},
+        ],
+    )
+    two_lookups = grade(exp, [LOOKUP, LOOKUP, REFUND], "support")
+    assert two_lookups.block() == block("subset", True, 3, 3, 3, 0)
+    fewer = grade(exp, [LOOKUP, REFUND], "support")
+    assert fewer.block() == block("subset", True, 3, 2, 2, 0)
+    three_lookups = grade(exp, [LOOKUP, LOOKUP, LOOKUP], "support")
+    assert three_lookups.block() == block("subset", False, 3, 3, 2, 0)
+
+
+def test_rfc_exact_args_mismatch() -> None:
+    exp = expectation(
+        "exact",
+        [
+            {"tool": "crm:lookup-order"},
+            {"tool": "billing:refund", "args": {"amountMinor": 4200}, "argsMatch": "exact"},
+        ],
+    )
+    # REFUND carries orderId and currency too: exact argsMatch needs deep equality.
+    result = grade(exp, [LOOKUP, REFUND], "support")
+    assert result.block() == block("exact", False, 2, 2, 1, 0)
+    only_amount = obs("billing:refund", "support", amountMinor=4200)
+    assert grade(exp, [LOOKUP, only_amount], "support").matched
+
+
+def test_example_registry_task_carries_the_rfc_expectation() -> None:
+    import yaml
+
+    from evalops.domain.specs import EvalTaskSpec
+    from tests.helpers import EXAMPLE_REGISTRY
+
+    raw = yaml.safe_load(
+        (EXAMPLE_REGISTRY / "tasks" / "support-refund-in-order.yaml").read_text("utf-8")
+    )
+    task = EvalTaskSpec.model_validate(raw)
+    assert task.contract.expected is not None
+    assert task.contract.expected.trajectory == RFC_EXPECTATION
+
+
+# ----------------------------------------------------------------- each mode, hand-built
+
+
+@pytest.mark.parametrize(
+    ("mode", "observed", "matched", "matched_count"),
+    [
+        # exact: same length and each position matches
+        ("exact", ["a", "b", "c"], True, 3),
+        ("exact", ["a", "c", "b"], False, 3),
+        ("exact", ["a", "b", "c", "d"], False, 3),
+        ("exact", ["a", "b"], False, 2),
+        ("exact", [], False, 0),
+        # in-order: expected is a subsequence of observed, extras allowed
+        ("in-order", ["a", "b", "c"], True, 3),
+        ("in-order", ["x", "a", "y", "b", "z", "c"], True, 3),
+        ("in-order", ["a", "c", "b"], False, 3),
+        ("in-order", ["a", "b"], False, 2),
+        # any-order: every expected call matched to a distinct observed call
+        ("any-order", ["c", "a", "b"], True, 3),
+        ("any-order", ["c", "x", "a", "b", "a"], True, 3),
+        ("any-order", ["a", "a", "b"], False, 2),
+        ("any-order", [], False, 0),
+        # subset: every observed call matched to a distinct expected call
+        ("subset", ["c", "a"], True, 2),
+        ("subset", ["b", "c", "a"], True, 3),
+        ("subset", [], True, 0),
+        ("subset", ["a", "a"], False, 1),
+        ("subset", ["a", "x"], False, 1),
+    ],
+)
+def test_modes_on_hand_built_cases(
+    mode: str, observed: list[str], matched: bool, matched_count: int
+) -> None:
+    exp = expectation(mode, [{"tool": "a"}, {"tool": "b"}, {"tool": "c"}])
+    result = grade(exp, [obs(t) for t in observed])
+    assert result.block() == block(mode, matched, 3, len(observed), matched_count, 0)
+
+
+def test_matched_count_is_mode_independent() -> None:
+    observed = [obs("c"), obs("b"), obs("x"), obs("a")]
+    counts = set()
+    for mode in MODES:
+        exp = expectation(mode, [{"tool": "a"}, {"tool": "b"}, {"tool": "c"}])
+        counts.add(grade(exp, observed).matched_count)
+    assert counts == {3}
+
+
+def test_empty_expectation() -> None:
+    assert grade(expectation("exact", []), []).matched
+    assert grade(expectation("in-order", []), [obs("a")]).matched
+    assert grade(expectation("any-order", []), [obs("a")]).matched
+    assert not grade(expectation("subset", []), [obs("a")]).matched
+    assert not grade(expectation("exact", []), [obs("a")]).matched
+
+
+# ------------------------------------------------- greedy first-match gives the wrong answer
+
+OVERLAP_EXPECTED = [
+    {"tool": "a", "args": {}, "argsMatch": "subset"},  # matches any call to a
+    {"tool": "a", "args": {"x": 1}, "argsMatch": "subset"},  # only a{x:1}
+]
+OVERLAP_OBSERVED = [obs("a", x=1), obs("a", z=3)]
+
+
+def _greedy_expected_first(exp: TrajectoryExpectation, observed: list[ObservedCall]) -> int:
+    used: set[int] = set()
+    for call in exp.calls:
+        for j, seen in enumerate(observed):
+            if j not in used and call_matches(call, seen):
+                used.add(j)
+                break
+    return len(used)
+
+
+def _greedy_observed_first(exp: TrajectoryExpectation, observed: list[ObservedCall]) -> int:
+    used: set[int] = set()
+    for seen in observed:
+        for i, call in enumerate(exp.calls):
+            if i not in used and call_matches(call, seen):
+                used.add(i)
+                break
+    return len(used)
+
+
+def test_any_order_overlapping_args_needs_a_maximum_matching() -> None:
+    exp = expectation("any-order", OVERLAP_EXPECTED)
+    # The trap this test guards: greedy gives a{} the only a{x:1}, leaving a{x:1} nothing.
+    assert _greedy_expected_first(exp, OVERLAP_OBSERVED) == 1
+    result = grade(exp, OVERLAP_OBSERVED)
+    assert result.block() == block("any-order", True, 2, 2, 2, 0)
+
+
+def test_subset_overlapping_args_needs_a_maximum_matching() -> None:
+    exp = expectation("subset", OVERLAP_EXPECTED)
+    assert _greedy_observed_first(exp, OVERLAP_OBSERVED) == 1
+    result = grade(exp, OVERLAP_OBSERVED)
+    assert result.block() == block("subset", True, 2, 2, 2, 0)
+
+
+def test_ignore_args_overlap_in_subset_mode() -> None:
+    # The same trap with argsMatch ignore as the catch-all, listed first.
+    exp = expectation(
+        "subset",
+        [
+            {"tool": "a", "argsMatch": "ignore"},
+            {"tool": "a", "args": {"x": 1}, "argsMatch": "exact"},
+        ],
+    )
+    result = grade(exp, [obs("a", x=1), obs("a", x=2)])
+    assert result.matched
+    assert result.matched_count == 2
+
+
+def test_matched_count_beats_greedy_in_every_mode() -> None:
+    for mode in MODES:
+        result = grade(expectation(mode, OVERLAP_EXPECTED), OVERLAP_OBSERVED)
+        assert result.matched_count == 2, mode
+
+
+def test_in_order_with_overlapping_args() -> None:
+    exp = expectation("in-order", OVERLAP_EXPECTED)
+    # a{} then a{x:1}: no a{x:1} comes after any a call here.
+    assert not grade(exp, OVERLAP_OBSERVED).matched
+    assert grade(exp, [obs("a", x=1), obs("a", z=3), obs("a", x=1)]).matched
+    assert grade(exp, [obs("a", z=3), obs("a", x=1)]).matched
+
+
+def test_exact_with_overlapping_args_is_positional() -> None:
+    exp = expectation("exact", OVERLAP_EXPECTED)
+    assert not grade(exp, OVERLAP_OBSERVED).matched
+    assert grade(exp, [obs("a", z=3), obs("a", x=1, y=2)]).matched
+
+
+# --------------------------------------------------------------------- JSON deep equality
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "equal"),
+    [
+        (1, 1.0, True),
+        (1.0, 1, True),
+        (0, -0.0, True),
+        (True, 1, False),
+        (1, True, False),
+        (False, 0, False),
+        (True, True, True),
+        ("1", 1, False),
+        (1, "1", False),
+        (None, None, True),
+        (None, 0, False),
+        (None, False, False),
+        ([1, 2], [1.0, 2.0], True),
+        ([1, 2], [2, 1], False),
+        ([1, 2], [1, 2, 3], False),
+        ([True], [1], False),
+        ({"a": 1}, {"a": 1.0}, True),
+        ({"a": 1}, {"a": 1, "b": 2}, False),
+        ({"a": {"b": [1, {"c": True}]}}, {"a": {"b": [1.0, {"c": True}]}}, True),
+        ({"a": {"b": [1, {"c": True}]}}, {"a": {"b": [1.0, {"c": 1}]}}, False),
+        ([], {}, False),
+        ("", None, False),
+    ],
+)
+def test_json_deep_equal(a: Any, b: Any, equal: bool) -> None:
+    assert json_deep_equal(a, b) is equal
+    assert json_deep_equal(b, a) is equal
+
+
+def test_true_vs_1_in_args() -> None:
+    for how in ("exact", "subset"):
+        call = ExpectedCall(tool="t", args={"flag": True}, argsMatch=how)
+        assert call_matches(call, obs("t", flag=True))
+        assert not call_matches(call, obs("t", flag=1)), how
+        one = ExpectedCall(tool="t", args={"flag": 1}, argsMatch=how)
+        assert not call_matches(one, obs("t", flag=True)), how
+
+
+def test_1_vs_1_0_in_args() -> None:
+    for how in ("exact", "subset"):
+        call = ExpectedCall(tool="t", args={"amountMinor": 4200}, argsMatch=how)
+        assert call_matches(call, obs("t", amountMinor=4200.0)), how
+        assert not call_matches(call, obs("t", amountMinor="4200")), how
+        assert not call_matches(call, obs("t", amountMinor=4200.5)), how
+
+
+def test_trajectory_grade_reads_true_vs_1() -> None:
+    exp = expectation("exact", [{"tool": "t", "args": {"confirm": True}, "argsMatch": "exact"}])
+    assert grade(exp, [obs("t", confirm=True)]).matched
+    assert not grade(exp, [obs("t", confirm=1)]).matched
+    exp_num = expectation("exact", [{"tool": "t", "args": {"n": 1}, "argsMatch": "exact"}])
+    assert grade(exp_num, [obs("t", n=1.0)]).matched
+
+
+# ------------------------------------------------------------------ nested subset key paths
+
+
+@pytest.mark.parametrize(
+    ("observed", "present"),
+    [
+        ({"order": {"id": "A-1", "amount": {"minor": 4200, "currency": "EUR"}}}, True),
+        (
+            {
+                "order": {"id": "A-1", "amount": {"minor": 4200.0, "currency": "EUR"}, "n": 1},
+                "note": "x",
+            },
+            True,
+        ),
+        ({"order": {"id": "A-1", "amount": {"minor": 4200}}}, False),  # a leaf missing
+        ({"order": {"id": "A-1", "amount": {"minor": 42, "currency": "EUR"}}}, False),
+        ({"order": {"id": "A-1", "amount": 4200}}, False),  # object expected, scalar seen
+        ({"order": {"amount": {"minor": 4200, "currency": "EUR"}}}, False),  # sibling missing
+        ({"order": "A-1"}, False),
+        ({}, False),
+    ],
+)
+def test_nested_subset_key_paths(observed: dict[str, Any], present: bool) -> None:
+    expected = {"order": {"id": "A-1", "amount": {"minor": 4200, "currency": "EUR"}}}
+    assert json_subset(expected, observed) is present
+    call = ExpectedCall(tool="t", args=expected, argsMatch="subset")
+    assert call_matches(call, ObservedCall("t", observed)) is present
+
+
+def test_subset_arrays_are_values_not_key_paths() -> None:
+    expected = {"items": [1, {"sku": "X"}]}
+    assert json_subset(expected, {"items": [1.0, {"sku": "X"}], "more": True})
+    assert not json_subset(expected, {"items": [1, {"sku": "X"}, 2]})
+    assert not json_subset(expected, {"items": [1, {"sku": "X", "qty": 2}]})
+    assert not json_subset(expected, {"items": [{"sku": "X"}, 1]})
+
+
+def test_subset_nested_true_vs_1() -> None:
+    assert not json_subset({"a": {"b": True}}, {"a": {"b": 1}})
+    assert json_subset({"a": {"b": 1}}, {"a": {"b": 1.0, "c": None}})
+
+
+def test_exact_args_are_not_a_subset_check() -> None:
+    call = ExpectedCall(tool="t", args={"a": {"b": 1}}, argsMatch="exact")
+    assert call_matches(call, obs("t", a={"b": 1.0}))
+    assert not call_matches(call, obs("t", a={"b": 1, "c": 2}))
+    assert not call_matches(call, obs("t", a={"b": 1}, z=0))
+
+
+def test_ignore_args_and_tool_names() -> None:
+    call = ExpectedCall(tool="crm:lookup-order", args={"orderId": "A-1"}, argsMatch="ignore")
+    assert call_matches(call, obs("crm:lookup-order", orderId="B-2"))
+    assert not call_matches(call, obs("crm:lookup-orders", orderId="A-1"))
+    assert not call_matches(call, obs("CRM:lookup-order"))
+    default = ExpectedCall(tool="t")
+    assert default.argsMatch == "ignore"
+    assert call_matches(default, obs("t", anything=[1, 2]))
+
+
+# ----------------------------------------------------------------- forbidden under every mode
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_forbidden_listed_and_made_fails_every_mode(mode: str) -> None:
+    # Expected lists the forbidden tool itself, so without `forbidden` every mode matches.
+    calls = [{"tool": "crm:lookup-order"}, {"tool": "billing:refund-all"}]
+    observed = [obs("crm:lookup-order"), obs("billing:refund-all")]
+    assert grade(expectation(mode, calls), observed).matched
+    result = grade(expectation(mode, calls, forbidden=["billing:refund-all"]), observed)
+    assert result.block() == block(mode, False, 2, 2, 2, 1)
+
+
+@pytest.mark.parametrize("mode", ("in-order", "any-order"))
+def test_forbidden_extra_call_fails_modes_that_allow_extras(mode: str) -> None:
+    calls = [{"tool": "a"}]
+    observed = [obs("a"), obs("bad"), obs("bad")]
+    assert grade(expectation(mode, calls), observed).matched
+    result = grade(expectation(mode, calls, forbidden=["bad"]), observed)
+    assert result.block() == block(mode, False, 1, 3, 1, 2)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_forbidden_tool_not_called_does_not_fail(mode: str) -> None:
+    exp = expectation(mode, [{"tool": "a"}], forbidden=["bad", "worse"])
+    result = grade(exp, [obs("a")])
+    assert result.block() == block(mode, True, 1, 1, 1, 0)
+
+
+# --------------------------------------------------------------------- delegates in and out
+
+DELEGATED = [
+    obs("crm:lookup-order", "support"),
+    obs("billing:refund-all", "helper"),  # a delegate's forbidden call
+    obs("billing:refund", "support", amountMinor=4200),
+    obs("kb:search", "helper"),
+    obs("helpdesk:reply", None),  # a call with no agent id
+]
+
+
+def test_target_agent_filtering_excludes_delegates() -> None:
+    assert observed_trajectory(DELEGATED, "support", False) == [DELEGATED[0], DELEGATED[2]]
+    result = grade(RFC_EXPECTATION, DELEGATED, "support")
+    # The delegate's forbidden call is not in the target agent's trajectory.
+    assert result.block() == block("in-order", True, 2, 2, 2, 0)
+
+
+def test_target_agent_filtering_in_exact_mode() -> None:
+    exp = expectation("exact", RFC_CALLS)
+    assert grade(exp, DELEGATED, "support").matched
+    assert not grade(exp, DELEGATED, "helper").matched
+    assert grade(exp, DELEGATED, "helper").observed_count == 2
+
+
+def test_include_delegates_grades_every_call_in_log_order() -> None:
+    exp = expectation("in-order", RFC_CALLS, ["billing:refund-all"], include_delegates=True)
+    assert observed_trajectory(DELEGATED, "support", True) == DELEGATED
+    result = grade(exp, DELEGATED, "support")
+    assert result.block() == block("in-order", False, 2, 5, 2, 1)
+    exact = expectation("exact", RFC_CALLS, include_delegates=True)
+    assert not grade(exact, DELEGATED, "support").matched
+
+
+def test_include_delegates_subset_sees_delegate_tools() -> None:
+    own_only = expectation("subset", RFC_CALLS)
+    assert grade(own_only, DELEGATED, "support").matched
+    with_delegates = expectation("subset", RFC_CALLS, include_delegates=True)
+    result = grade(with_delegates, DELEGATED, "support")
+    assert result.block() == block("subset", False, 2, 5, 2, 0)
+
+
+def test_record_without_target_agent_grades_every_call() -> None:
+    assert observed_trajectory(DELEGATED, None, False) == DELEGATED
+    result = grade(RFC_EXPECTATION, DELEGATED, None)
+    assert result.block() == block("in-order", False, 2, 5, 2, 1)
+    assert grade(RFC_EXPECTATION, DELEGATED).observed_count == 5
+
+
+def test_target_agent_with_no_own_calls() -> None:
+    result = grade(RFC_EXPECTATION, DELEGATED, "nobody")
+    assert result.block() == block("in-order", False, 2, 0, 0, 0)
+
+
+# ----------------------------------------------------------------------- content-free block
+
+
+def test_block_keys_are_exactly_the_rfc_counts() -> None:
+    result = grade(RFC_EXPECTATION, [LOOKUP, REFUND, obs("billing:refund-all", "support")])
+    out = result.block()
+    assert set(out) == BLOCK_KEYS
+    assert isinstance(out["matched"], bool)
+    for key in BLOCK_KEYS - {"mode", "matched"}:
+        assert type(out[key]) is int, key
+    assert out["mode"] in MODES
+    # No tool name, argument or result leaks into the block.
+    text = repr(out)
+    for leak in ("billing", "crm", "refund", "4200", "A-1", "support"):
+        assert leak not in text
+
+
+def test_block_round_trips() -> None:
+    result = grade(RFC_EXPECTATION, [REFUND, LOOKUP], "support")
+    again = TrajectoryResult.from_block(result.block())
+    assert again.block() == result.block()
+
+
+# ------------------------------------------------------------------ maximum matching itself
+
+
+def test_maximum_matching_finds_augmenting_paths() -> None:
+    # left 0 can use right 0 or 1, left 1 only right 0: greedy 0->0 blocks left 1.
+    assert maximum_matching([[0, 1], [0]], 2) == [1, 0]
+    assert maximum_matching([[0], [0], [0]], 1).count(None) == 2
+    assert maximum_matching([], 3) == []
+    assert maximum_matching([[], []], 0) == [None, None]
+
+
+# --------------------------------------------------------------- brute force on small inputs
+
+TOOLS = ("a", "b")
+ARG_VALUES = st.sampled_from([1, 1.0, True, "1", None, [1], {"y": 1}])
+ARGS = st.dictionaries(st.sampled_from(["x", "y"]), ARG_VALUES, max_size=2)
+EXPECTED_CALL = st.builds(
+    lambda tool, args, how: {"tool": tool, "args": args, "argsMatch": how},
+    st.sampled_from(TOOLS),
+    ARGS,
+    st.sampled_from(["ignore", "exact", "subset"]),
+)
+OBSERVED_CALL = st.builds(ObservedCall, st.sampled_from((*TOOLS, "c")), ARGS)
+
+
+def _brute_matching(exp: TrajectoryExpectation, observed: Sequence[ObservedCall]) -> int:
+    """Exhaustive maximum one-to-one matching size."""
+
+    def best(i: int, used: frozenset[int]) -> int:
+        if i == len(exp.calls):
+            return 0
+        out = best(i + 1, used)
+        for j, seen in enumerate(observed):
+            if j not in used and call_matches(exp.calls[i], seen):
+                out = max(out, 1 + best(i + 1, used | {j}))
+        return out
+
+    return best(0, frozenset())
+
+
+def _brute_in_order(exp: TrajectoryExpectation, observed: Sequence[ObservedCall]) -> bool:
+    n = len(exp.calls)
+    return any(
+        all(call_matches(exp.calls[i], observed[j]) for i, j in enumerate(positions))
+        for positions in itertools.combinations(range(len(observed)), n)
+    )
+
+
+@settings(max_examples=250, deadline=None)
+@given(
+    st.lists(EXPECTED_CALL, max_size=4),
+    st.lists(OBSERVED_CALL, max_size=5),
+    st.sampled_from(MODES),
+    st.lists(st.sampled_from((*TOOLS, "c")), max_size=1),
+)
+def test_grade_agrees_with_brute_force(
+    calls: list[dict[str, Any]],
+    observed: list[ObservedCall],
+    mode: str,
+    forbidden: list[str],
+) -> None:
+    exp = expectation(mode, calls, forbidden)
+    result = grade(exp, observed)
+    best = _brute_matching(exp, observed)
+    assert result.matched_count == best
+    assert result.expected_count == len(calls)
+    assert result.observed_count == len(observed)
+    forbidden_count = sum(1 for c in observed if c.tool in forbidden)
+    assert result.forbidden_count == forbidden_count
+    if mode == "exact":
+        ok = len(calls) == len(observed) and all(
+            call_matches(e, o) for e, o in zip(exp.calls, observed, strict=False)
+        )
+    elif mode == "in-order":
+        ok = _brute_in_order(exp, observed)
+    elif mode == "any-order":
+        ok = best == len(calls)
+    else:
+        ok = best == len(observed)
+    assert result.matched is (ok and forbidden_count == 0)
+    assert set(result.block()) == BLOCK_KEYS
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 4), max_size=5, unique=True), max_size=5))
+def test_maximum_matching_is_maximum_and_valid(adjacency: list[list[int]]) -> None:
+    result = maximum_matching(adjacency, 5)
+    assert len(result) == len(adjacency)
+    rights = [r for r in result if r is not None]
+    assert len(rights) == len(set(rights))
+    for left, right in enumerate(result):
+        assert right is None or right in adjacency[left]
+
+    def best(i: int, used: frozenset[int]) -> int:
+        if i == len(adjacency):
+            return 0
+        out = best(i + 1, used)
+        for r in adjacency[i]:
+            if r not in used:
+                out = max(out, 1 + best(i + 1, used | {r}))
+        return out
+
+    assert len(rights) == best(0, frozenset())
