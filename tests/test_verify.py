@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Cli
+from tests.trial_factory import mini_case, record, write_jsonl
 
 
 def _db(workspace: Path) -> sqlite3.Connection:
@@ -27,7 +28,13 @@ def _tamper(workspace: Path, *statements: str) -> None:
 def test_untouched_database_verifies(synced: Path, cli: Cli) -> None:
     result = cli("verify", "--json", cwd=synced)
     assert result.code == 0, result.stderr
-    assert result.json() == {"ok": True, "events": 3, "definitions": 3}
+    assert result.json() == {
+        "ok": True,
+        "events": 3,
+        "definitions": 3,
+        "trials": 0,
+        "decisions": 0,
+    }
 
 
 @pytest.mark.parametrize(
@@ -131,3 +138,49 @@ def test_verify_on_postgresql_detects_an_edit(workspace: Path, cli: Cli, pg_url:
     result = cli("--db", pg_url, "verify", cwd=workspace)
     assert result.code == 6
     assert "audit seq 2: hash mismatch" in result.stderr
+
+
+def _ingested(synced: Path, cli: Cli) -> None:
+    case = mini_case(synced)
+    path = write_jsonl(
+        synced / "t.jsonl", [record(case, trial_id=f"t-{i}", trial_index=i) for i in range(2)]
+    )
+    assert cli("trials", "ingest", str(path), cwd=synced).code == 0
+    assert cli("verify", cwd=synced).code == 0
+
+
+def test_edited_trial_record_is_caught(synced: Path, cli: Cli) -> None:
+    _ingested(synced, cli)
+    _tamper(synced, "UPDATE trial SET record = replace(record, 'run-1', 'run-9') WHERE id = 1")
+    result = cli("verify", cwd=synced)
+    assert result.code == 6
+    assert "trial t-0: stored record was changed" in result.stderr
+
+
+def test_trial_rewritten_with_its_own_digest_is_still_caught(synced: Path, cli: Cli) -> None:
+    """Recomputing stored_digest does not help: the batch's audit event committed to it."""
+    from evalops.domain.canonical import sha256_digest
+
+    _ingested(synced, cli)
+    con = _db(synced)
+    try:
+        (text,) = con.execute("SELECT record FROM trial WHERE id = 1").fetchone()
+        forged = text.replace("run-1", "run-9")
+        con.execute(
+            "UPDATE trial SET record = ?, stored_digest = ? WHERE id = 1",
+            (forged, sha256_digest(forged.encode())),
+        )
+        con.commit()
+    finally:
+        con.close()
+    result = cli("verify", cwd=synced)
+    assert result.code == 6
+    assert "ingest batch 1" in result.stderr
+
+
+def test_deleted_trial_is_caught(synced: Path, cli: Cli) -> None:
+    _ingested(synced, cli)
+    _tamper(synced, "DELETE FROM trial WHERE id = 2")
+    result = cli("verify", cwd=synced)
+    assert result.code == 6
+    assert "ingest batch 1" in result.stderr

@@ -27,7 +27,8 @@ def verify(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
         ctx,
         report.as_dict(),
         lambda: typer.echo(
-            f"ok: {report.events} audit events and {report.definitions} definitions verified"
+            f"ok: {report.events} audit events, {report.definitions} definitions, "
+            f"{report.trials} trials and {report.decisions} gate decisions verified"
         ),
     )
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from evalops.domain.audit_chain import first_chain_problem
 from evalops.domain.canonical import canonical_text, sha256_digest
@@ -21,9 +22,11 @@ from evalops.store.tables import (
     AuditEvent,
     ExecutionProfileRow,
     GraderSetRow,
+    IngestBatch,
     PolicyRow,
     SuiteRow,
     TaskRevision,
+    Trial,
 )
 
 # table -> (kind in the audit subject, how to name a row, its identity-digest column)
@@ -41,12 +44,14 @@ class VerifyReport:
     events: int
     definitions: int
     decisions: int = 0
+    trials: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "ok": True,
             "events": self.events,
             "definitions": self.definitions,
+            "trials": self.trials,
             "decisions": self.decisions,
         }
 
@@ -138,10 +143,43 @@ def _check_definitions(session: Session) -> int:
     return count
 
 
+def _check_trials(session: Session) -> int:
+    """Every stored trial re-hashes, and every ingest batch is the one its event recorded."""
+    count = 0
+    for batch in session.exec(select(IngestBatch).order_by(col(IngestBatch.id))):
+        hasher = hashlib.sha256()
+        rows = session.exec(
+            select(Trial).where(Trial.ingest_batch_id == batch.id).order_by(col(Trial.id))
+        )
+        for trial in rows:
+            count += 1
+            if sha256_digest(trial.record.encode("utf-8")) != trial.stored_digest:
+                raise VerificationError(f"trial {trial.trial_id}: stored record was changed")
+            hasher.update(
+                f"{trial.trial_id}\n{trial.record_digest}\n{trial.stored_digest}\n".encode()
+            )
+        event = session.get(AuditEvent, batch.audit_seq)
+        recorded = json.loads(event.payload).get("trials_digest") if event else None
+        if recorded != "sha256:" + hasher.hexdigest():
+            raise VerificationError(
+                f"ingest batch {batch.id}: its trials are not the ones audit seq "
+                f"{batch.audit_seq} recorded"
+            )
+    orphans = session.exec(
+        select(func.count())
+        .select_from(Trial)
+        .where(col(Trial.ingest_batch_id).not_in(select(IngestBatch.id)))
+    ).one()
+    if orphans:
+        raise VerificationError(f"{orphans} trials belong to no recorded ingest batch")
+    return count
+
+
 def verify_database(engine: Engine) -> VerifyReport:
     """Raise VerificationError naming the first bad item; else say what was checked."""
     with read_session(engine) as session:
         events = _check_chain(session)
         definitions = _check_definitions(session)
+        trials = _check_trials(session)
         decisions = verify_decisions(session)
-    return VerifyReport(events, definitions, decisions)
+    return VerifyReport(events, definitions, decisions, trials)
