@@ -46,11 +46,22 @@ _NAN = re.compile(r"^\.(?:nan|NaN|NAN)$")
 
 @dataclass
 class Document:
-    """A parsed file: its JSON value and the line of every field path (1-based)."""
+    """A parsed file: its JSON value and the line of every field path (1-based).
+
+    For JSON the line map is built only when an error needs it (`lines_from`), so reading
+    valid records stays fast.
+    """
 
     path: str
     value: Any
-    lines: dict[JsonPath, int] = field(default_factory=dict)
+    _lines: dict[JsonPath, int] | None = field(default=None, repr=False)
+    lines_from: str | None = field(default=None, repr=False)
+
+    @property
+    def lines(self) -> dict[JsonPath, int]:
+        if self._lines is None:
+            self._lines = _node_lines(self.lines_from)[0] if self.lines_from else {}
+        return self._lines
 
     def line_of(self, loc: JsonPath) -> int:
         """The line of the deepest known prefix of `loc` (a missing field -> its parent)."""
@@ -303,25 +314,40 @@ def parse_json(text: str, path: str) -> Document:
         value = json.loads(text, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
-    lines, repeats = _node_lines(text)
-    doc = Document(path, value, lines)
+    doc = Document(path, value, lines_from=text)
     duplicates = dict(repeated)
     for where, item in _walk(value):
-        line = doc.line_of(where)
         if isinstance(item, dict) and id(item) in duplicates:
             key = duplicates[id(item)]
             at = (*where, key)
+            repeats = _node_lines(text)[1]
             raise InputError(
                 f"duplicate key {key!r}", path, repeats.get(at, doc.line_of(at)), format_path(at)
             )
-        if isinstance(item, str):
-            _check_string(item, where, path, line)
-        elif isinstance(item, int | float):
-            _check_number(item, where, path, line)
+        if isinstance(item, str) and _has_surrogate(item):
+            _check_string(item, where, path, doc.line_of(where))
+        elif (
+            isinstance(item, int | float) and not isinstance(item, bool) and not _number_ok(item)
+        ):
+            _check_number(item, where, path, doc.line_of(where))
         if isinstance(item, dict):
             for key in item:
-                _check_string(key, where, path, doc.line_of((*where, key)))
+                if _has_surrogate(key):
+                    _check_string(key, where, path, doc.line_of((*where, key)))
     return doc
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_surrogate(text: str) -> bool:
+    return _SURROGATE.search(text) is not None
+
+
+def _number_ok(value: int | float) -> bool:
+    if isinstance(value, int):
+        return abs(value) <= MAX_SAFE_INTEGER
+    return math.isfinite(value)
 
 
 def decode_text(data: bytes, path: str) -> str:

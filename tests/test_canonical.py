@@ -1,0 +1,107 @@
+"""The fast canonicalizer is byte-identical to rfc8785 (DESIGN.md section 4)."""
+
+from __future__ import annotations
+
+import json
+import struct
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalops.domain.canonical import canonical_json, canonical_json_reference
+
+# RFC 8785 Appendix B: IEEE 754 bit patterns and their JCS spellings.
+NUMBER_VECTORS = [
+    ("0000000000000000", "0"),
+    ("8000000000000000", "0"),
+    ("0000000000000001", "5e-324"),
+    ("8000000000000001", "-5e-324"),
+    ("7fefffffffffffff", "1.7976931348623157e+308"),
+    ("ffefffffffffffff", "-1.7976931348623157e+308"),
+    ("4340000000000000", "9007199254740992"),
+    ("c340000000000000", "-9007199254740992"),
+    ("4430000000000000", "295147905179352830000"),
+    ("44b52d02c7e14af5", "9.999999999999997e+22"),
+    ("44b52d02c7e14af6", "1e+23"),
+    ("44b52d02c7e14af7", "1.0000000000000001e+23"),
+    ("444b1ae4d6e2ef4e", "999999999999999700000"),
+    ("444b1ae4d6e2ef4f", "999999999999999900000"),
+    ("444b1ae4d6e2ef50", "1e+21"),
+    ("3eb0c6f7a0b5ed8c", "9.999999999999997e-7"),
+    ("3eb0c6f7a0b5ed8d", "0.000001"),
+    ("41b3de4355555553", "333333333.3333332"),
+    ("41b3de4355555554", "333333333.33333325"),
+    ("41b3de4355555555", "333333333.3333333"),
+    ("41b3de4355555556", "333333333.3333334"),
+    ("41b3de4355555557", "333333333.33333343"),
+    ("becbf647612f3696", "-0.0000033333333333333333"),
+    ("43143ff3c1cb0959", "1424953923781206.2"),
+]
+
+
+@pytest.mark.parametrize(("bits", "expected"), NUMBER_VECTORS)
+def test_rfc8785_number_vectors(bits: str, expected: str) -> None:
+    (value,) = struct.unpack(">d", bytes.fromhex(bits))
+    assert canonical_json(value).decode() == expected
+    assert canonical_json_reference(value).decode() == expected
+
+
+def test_rfc8785_section_3_2_2_example() -> None:
+    value = json.loads(
+        '{"numbers": [333333333.33333329, 1E30, 4.50, 2e-3, 0.000000000000000000000000001],'
+        ' "string": "\\u20ac$\\u000F\\u000aA\'\\u0042\\u0022\\u005c\\\\\\"\\/",'
+        ' "literals": [null, true, false]}'
+    )
+    expected = (
+        '{"literals":[null,true,false],"numbers":[333333333.3333333,1e+30,4.5,0.002,1e-27],'
+        '"string":"\u20ac$\\u000f\\nA\'B\\"\\\\\\\\\\"/"}'
+    )
+    assert canonical_json(value).decode() == expected
+    assert canonical_json_reference(value).decode() == expected
+
+
+def test_rfc8785_section_3_2_3_sorting_example() -> None:
+    value = {
+        "\u20ac": "Euro Sign",
+        "\r": "Carriage Return",
+        "\ufb33": "Hebrew Letter Dalet With Dagesh",
+        "1": "One",
+        "\U0001f600": "Emoji: Grinning Face",
+        "\u0080": "Control",
+        "\u00f6": "Latin Small Letter O With Diaeresis",
+    }
+    order = ["\r", "1", "\u0080", "\u00f6", "\u20ac", "\U0001f600", "\ufb33"]
+    assert list(json.loads(canonical_json(value))) == order
+    assert canonical_json(value) == canonical_json_reference(value)
+
+
+SAFE = 2**53 - 1
+floats = st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(
+    [0.1, 1e-4, 9.9999e-5, 1e16, 9.999999999999998e15, 1e21, 1e-7, 2.5, -0.0, 1e300]
+)
+keys = st.text(max_size=6) | st.sampled_from(["\U0001f600", "\ufb33", "\u20ac", "a\U0001f600"])
+values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-SAFE, max_value=SAFE)
+    | floats
+    | st.text(max_size=10),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(keys, children, max_size=4),
+    max_leaves=25,
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(value=values)
+def test_fast_path_is_byte_identical_to_rfc8785(value: Any) -> None:
+    assert canonical_json(value) == canonical_json_reference(value)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 2**53, {"k": "\ud800"}])
+def test_values_outside_json_are_refused_like_the_reference(value: Any) -> None:
+    with pytest.raises(Exception) as reference:
+        canonical_json_reference(value)
+    with pytest.raises(type(reference.value)):
+        canonical_json(value)
