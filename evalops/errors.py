@@ -25,6 +25,10 @@ class EvalopsError(Exception):
 
     exit_code: ClassVar[int] = EXIT_INTERNAL
 
+    def __post_init__(self) -> None:
+        if self.field == "":
+            self.field = None  # a whole-document problem has no field path
+
     def __str__(self) -> str:
         return self.one_line()
 
@@ -64,6 +68,8 @@ class InputErrors(InputError):
 
     @classmethod
     def of(cls, errors: list[InputError]) -> InputError:
+        if not errors:
+            return InputError("input rejected")
         if len(errors) == 1:
             return errors[0]
         first = errors[0]

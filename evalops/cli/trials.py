@@ -54,7 +54,8 @@ def ingest(
     max_bad_records: Annotated[
         int,
         typer.Option(
-            help="Commit the valid lines if at most N lines are bad (default: all or nothing)."
+            min=0,
+            help="Commit the valid lines if at most N lines are bad (default: all or nothing).",
         ),
     ] = 0,
     json_flag: JsonFlag = False,

@@ -93,10 +93,15 @@ def calibration_validity(
         )
     per_class_agreement: Mapping[str, Any] = agreement.get("per_class", {})
     blockable: set[str] = set()
+    notes: list[str] = []
     for label, stats in sorted(metrics.get("holdout", {}).get("per_class", {}).items()):
         kappa = per_class_agreement.get(label)
         if kappa is None or float(kappa) < req.min_human_agreement:
             # Not a failure of the calibration: the model simply may not block this class.
+            notes.append(
+                f"class {label}: human agreement {kappa} is below min_human_agreement "
+                f"{req.min_human_agreement}; the model grader may not block it"
+            )
             continue
         precision_lb = _lower(stats.get("precision_ci"))
         recall_lb = _lower(stats.get("recall_ci"))
@@ -119,6 +124,11 @@ def calibration_validity(
             blockable.add(label)
     if reasons:
         return Validity(
-            "failing", tuple(reasons), frozenset(blockable), calibration_id=record.calibration_id
+            "failing",
+            tuple(reasons + notes),
+            frozenset(blockable),
+            calibration_id=record.calibration_id,
         )
-    return Validity("valid", (), frozenset(blockable), calibration_id=record.calibration_id)
+    return Validity(
+        "valid", tuple(notes), frozenset(blockable), calibration_id=record.calibration_id
+    )

@@ -119,7 +119,7 @@ def pydantic_error(doc: Document, exc: ValidationError) -> InputError:
         message = f"{first['input']!r} is not allowed: {message.lower()}"
     elif first["type"] == "string_pattern_mismatch":
         pattern = str(first.get("ctx", {}).get("pattern"))
-        message = f"{first['input']!r} " + _PATTERN_HELP.get(pattern, message.lower())
+        message = f"{first['input']!r} " + _PATTERN_HELP.get(pattern, message)
     if len(errors) > 1:
         message += f" (and {len(errors) - 1} more)"
     return InputError(message, doc.path, doc.line_of(loc), format_path(loc))

@@ -32,15 +32,15 @@ def read_lines(
         number += 1
         if on_bytes:
             on_bytes(len(raw))
-        if len(raw) > MAX_LINE_BYTES + 1 or (len(raw) == MAX_LINE_BYTES + 2 and raw[-1:] != b"\n"):
-            skipped = raw
-            while skipped and not skipped.endswith(b"\n"):
-                skipped = stream.readline(1024 * 1024)
+        data = raw[:-1] if raw.endswith(b"\n") else raw
+        if len(data) > MAX_LINE_BYTES:
+            rest = raw
+            while rest and not rest.endswith(b"\n"):
+                rest = stream.readline(1024 * 1024)
                 if on_bytes:
-                    on_bytes(len(skipped))
+                    on_bytes(len(rest))
             yield InputError(f"line is longer than {MAX_LINE_BYTES} bytes", name, number)
             continue
-        data = raw[:-1] if raw.endswith(b"\n") else raw
         if data.endswith(b"\r"):
             yield InputError("line ends with CR LF; JSONL lines end with LF only", name, number)
             continue

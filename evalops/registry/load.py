@@ -80,7 +80,7 @@ def format_path(loc: JsonPath) -> str:
             out += f"[{part}]"
         else:
             out += f".{part}" if out else part
-    return out or "(document)"
+    return out
 
 
 class _CoreResolver(yaml.resolver.BaseResolver):
@@ -135,6 +135,13 @@ def _resolve_plain(text: str, where: JsonPath, path: str, line: int) -> Any:
     if _BOOL_FALSE.match(text):
         return False
     if _INT10.match(text):
+        if len(text.lstrip("+-")) > 17:
+            raise InputError(
+                f"integer with {len(text.lstrip('+-'))} digits is beyond +-(2^53-1)",
+                path,
+                line,
+                format_path(where),
+            )
         return int(text, 10)
     if _INT8.match(text):
         return int(text[2:], 8)
@@ -247,7 +254,10 @@ def parse_yaml(text: str, path: str) -> Document:
     if node is None:
         raise InputError("the file holds no document", path, 1)
     converter = _Converter(path)
-    value = converter.convert(node, ())
+    try:
+        value = converter.convert(node, ())
+    except RecursionError:
+        raise InputError("YAML is nested too deeply", path, 1) from None
     return Document(path, value, converter.lines)
 
 
@@ -310,13 +320,41 @@ def parse_json(text: str, path: str) -> Document:
         return out
 
     try:
-        # NaN and Infinity parse to floats here and are refused with their path below.
-        value = json.loads(text, object_pairs_hook=pairs)
+        # NaN and Infinity parse to floats here and are refused with their path below;
+        # over-long integers become markers, refused with their path too.
+        value = json.loads(text, object_pairs_hook=pairs, parse_int=_parse_int)
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
+    except RecursionError:
+        raise InputError("JSON is nested too deeply", path, 1) from None
     doc = Document(path, value, lines_from=text)
     duplicates = dict(repeated)
+    try:
+        _check_json(doc, value, text, duplicates)
+    except RecursionError:
+        raise InputError("JSON is nested too deeply", path, 1) from None
+    return doc
+
+
+class _LongInt(str):
+    """An integer literal too long to be a JSON-safe number (kept as text to name it)."""
+
+
+def _parse_int(text: str) -> int | _LongInt:
+    # Beyond 2^53 anyway; also keeps Python's 4300-digit conversion limit out of reach.
+    return _LongInt(text) if len(text.lstrip("-")) > 17 else int(text)
+
+
+def _check_json(doc: Document, value: Any, text: str, duplicates: dict[int, str]) -> None:
+    path = doc.path
     for where, item in _walk(value):
+        if isinstance(item, _LongInt):
+            raise InputError(
+                f"integer with {len(item.lstrip('-'))} digits is beyond +-(2^53-1)",
+                path,
+                doc.line_of(where),
+                format_path(where),
+            )
         if isinstance(item, dict) and id(item) in duplicates:
             key = duplicates[id(item)]
             at = (*where, key)
@@ -326,15 +364,12 @@ def parse_json(text: str, path: str) -> Document:
             )
         if isinstance(item, str) and _has_surrogate(item):
             _check_string(item, where, path, doc.line_of(where))
-        elif (
-            isinstance(item, int | float) and not isinstance(item, bool) and not _number_ok(item)
-        ):
+        elif isinstance(item, int | float) and not isinstance(item, bool) and not _number_ok(item):
             _check_number(item, where, path, doc.line_of(where))
         if isinstance(item, dict):
             for key in item:
                 if _has_surrogate(key):
                     _check_string(key, where, path, doc.line_of((*where, key)))
-    return doc
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -231,8 +231,9 @@ class _Ingester:
                 self.reject(
                     self._fail(
                         p.line,
-                        f"trial_id {trial_id} is already ingested with record_digest "
-                        f"{known[trial_id]}; this line has {p.row['record_digest']}",
+                        f"trial_id {trial_id} already has record_digest {known[trial_id]} "
+                        f"(stored, or earlier in this ingest); this line has "
+                        f"{p.row['record_digest']}",
                         "trial_id",
                     )
                 )
