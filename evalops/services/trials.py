@@ -10,6 +10,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from evalops.domain.classify import effective_effect_statuses
+from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, resolve_reruns
+from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.evidence import (
@@ -22,6 +24,7 @@ from evalops.store.audit import append_event
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import (
     ExecutionProfileRow,
+    PolicyRow,
     Reconciliation,
     ReviewResult,
     Trial,
@@ -35,8 +38,50 @@ def _builds(session: Session) -> dict[str, str]:
     return {r.execution_digest: r.system_build for r in rows}
 
 
-def _summary(defs: Definitions, trial: Trial, builds: dict[str, str]) -> dict[str, Any]:
+class _Reruns:
+    """Which reruns may not stand in, per eval case, under the registered gate policy."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.cache: dict[tuple[str, str, str], frozenset[str]] = {}
+        row = session.exec(
+            select(PolicyRow)
+            .where(PolicyRow.kind == "gate_policy")
+            .order_by(col(PolicyRow.id).desc())
+        ).first()
+        policy = GatePolicy.model_validate(json.loads(row.document)) if row else None
+        self.limits = (
+            {str(k): v for k, v in policy.reruns.max_attempts_by_class.items()} if policy else {}
+        )
+
+    def not_permitted(self, defs: Definitions, trial: Trial) -> bool:
+        if trial.parent_trial_id is None:
+            return False
+        key = (trial.task_digest, trial.grader_set_digest, trial.execution_digest)
+        if key not in self.cache:
+            group = self.session.exec(
+                select(Trial).where(
+                    Trial.task_digest == key[0],
+                    Trial.grader_set_digest == key[1],
+                    Trial.execution_digest == key[2],
+                )
+            ).all()
+            nodes = []
+            for t in group:
+                current = rederive(defs, t)
+                cls = current.primary if current else t.classification
+                nodes.append(TrialNode(t.trial_id, t.parent_trial_id, cls))
+            self.cache[key] = resolve_reruns(nodes, self.limits).not_permitted
+        return trial.trial_id in self.cache[key]
+
+
+def _summary(
+    defs: Definitions, trial: Trial, builds: dict[str, str], reruns: _Reruns | None = None
+) -> dict[str, Any]:
     current = rederive(defs, trial)
+    labels = list(current.secondary_labels) if current else json.loads(trial.secondary_labels)
+    if reruns is not None and reruns.not_permitted(defs, trial):
+        labels.append(RERUN_NOT_PERMITTED)
     return {
         "trial_id": trial.trial_id,
         "task_id": trial.task_id,
@@ -44,9 +89,7 @@ def _summary(defs: Definitions, trial: Trial, builds: dict[str, str]) -> dict[st
         "trial_index": trial.trial_index,
         "classification": current.primary if current else trial.classification,
         "classification_at_ingest": trial.classification,
-        "secondary_labels": list(current.secondary_labels)
-        if current
-        else json.loads(trial.secondary_labels),
+        "secondary_labels": labels,
         "score": current.score if current else trial.score,
         "gating_score": current.gating_score if current else trial.gating_score,
         "parent_trial_id": trial.parent_trial_id,
@@ -71,9 +114,10 @@ def list_trials(
             digests_for_build = [d for d, b in builds.items() if b == build]
             stmt = stmt.where(col(Trial.execution_digest).in_(digests_for_build))
         defs = Definitions(session)
+        reruns = _Reruns(session)
         out = []
         for trial in session.exec(stmt):
-            row = _summary(defs, trial, builds)
+            row = _summary(defs, trial, builds, reruns)
             if cls and row["classification"] != cls:
                 continue
             out.append(row)
@@ -124,7 +168,7 @@ def show_trial(engine: Engine, trial_id: str) -> dict[str, Any]:
             .order_by(col(ReviewResult.id))
         ).all()
         return {
-            **_summary(defs, trial, _builds(session)),
+            **_summary(defs, trial, _builds(session), _Reruns(session)),
             "reasons": list(current.reasons) if current else [],
             "run_id": trial.run_id,
             "attempt_id": trial.attempt_id,
