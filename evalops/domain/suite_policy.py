@@ -110,7 +110,9 @@ def _reproducible_fixture(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
         fixture_text = "fixtures fail closed but script no tool responses"
     else:
         fixture_text = "no fixtures, and the task is not sealed (network or tool calls)"
-    fixtures_ok = fail_closed or none_needed
+    # `onMiss: live` explicitly lets a miss reach a live tool: never reproducible.
+    live = fixtures is not None and fixtures.onMiss == "live"
+    fixtures_ok = (fail_closed or none_needed) and not live
     trials_text = (
         f"{best} valid trials of one eval case (execution {best_execution})"
         if best
