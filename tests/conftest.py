@@ -19,9 +19,36 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVALOPS_ACTOR", "tester@example.com")
 
 
+def _replay_all(databases: set[Path]) -> list[str]:
+    """Replay every gate decision stored in these databases; list any that differ."""
+    from sqlmodel import select
+
+    from evalops.services.gate import replay_row
+    from evalops.store.engine import make_engine, read_session
+    from evalops.store.tables import GateDecision
+
+    problems = []
+    for db in sorted(databases):
+        engine = make_engine(f"sqlite:///{db}")
+        try:
+            with read_session(engine) as session:
+                for row in session.exec(select(GateDecision)):
+                    outcome = replay_row(row)
+                    if not outcome["identical"]:
+                        problems.append(f"{db}: {row.gate_id}: {outcome['problems']}")
+        finally:
+            engine.dispose()
+    return problems
+
+
 @pytest.fixture
-def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
-    """Run `evalops ARGS...` in-process (optionally in `cwd`); returns code, stdout, stderr."""
+def cli(capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest) -> Iterator[Cli]:
+    """Run `evalops ARGS...` in-process (optionally in `cwd`); returns code, stdout, stderr.
+
+    Afterwards every gate decision the test stored must replay byte for byte (DESIGN.md
+    section 9), unless the test is marked `tampers` (it damages decisions on purpose).
+    """
+    databases: set[Path] = set()
 
     def run(*args: str, cwd: Path | None = None) -> CliResult:
         before = Path.cwd()
@@ -30,12 +57,17 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Cli:
             os.chdir(cwd)
         try:
             code = main([str(a) for a in args])
+            if "gate" in args and (Path.cwd() / ".evalops" / "registry.db").exists():
+                databases.add((Path.cwd() / ".evalops" / "registry.db").resolve())
         finally:
             os.chdir(before)
         out, err = capsys.readouterr()
         return CliResult(code, out, err)
 
-    return run
+    yield run
+    if databases and request.node.get_closest_marker("tampers") is None:
+        problems = _replay_all(databases)
+        assert not problems, f"stored gate decisions do not replay: {problems}"
 
 
 @pytest.fixture

@@ -20,7 +20,17 @@ def test_demo_runs_to_the_end(tmp_path: Path, cli: Cli) -> None:
     assert "demo complete" in result.stdout
     summary = (tmp_path / "demo" / "demo-summary.md").read_text(encoding="utf-8")
     assert "| `evalops verify` | 0 |" in summary
-    assert cli("verify", cwd=tmp_path / "demo").code == 0
+    demo = tmp_path / "demo"
+    assert cli("verify", cwd=demo).code == 0
+    decisions = cli("gate", "list", "--json", cwd=demo).json()
+    assert [d["decision"] for d in decisions] == ["block", "hold", "pass"]
+    for d in decisions:
+        assert cli("gate", "replay", d["gate_id"], "--json", cwd=demo).json()["identical"]
+    incident = cli("incident", "show", "INC-1", "--json", cwd=demo).json()
+    assert incident["state"] == "promoted"
+    assert (demo / "gate-report.md").read_text(encoding="utf-8").startswith(
+        "## evalops gate: **PASS**"
+    )
 
 
 def test_demo_refuses_a_non_empty_directory(tmp_path: Path, cli: Cli) -> None:
