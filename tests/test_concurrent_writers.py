@@ -66,6 +66,8 @@ def _run_concurrently(url: str, tmp_path: Path) -> None:
         "ok": True,
         "events": 3 * WRITERS,
         "definitions": 3 * WRITERS,
+        "trials": 0,
+        "decisions": 0,
     }
 
 
