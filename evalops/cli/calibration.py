@@ -65,8 +65,7 @@ def record(
     from evalops.services.calibration import record_calibration
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = record_calibration(
             engine,
             grader,
@@ -76,8 +75,6 @@ def record(
             actor=state.who(),
             now=now(),
         )
-    finally:
-        engine.dispose()
     emit(ctx, data, lambda: _human(data))
 
 
@@ -92,11 +89,8 @@ def status_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
     from evalops.services.calibration import status
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         rows = status(engine)
-    finally:
-        engine.dispose()
 
     def human() -> None:
         table = Table()
@@ -128,11 +122,8 @@ def list_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
     from evalops.services.calibration import list_calibrations
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         rows = list_calibrations(engine)
-    finally:
-        engine.dispose()
     emit(
         ctx,
         rows,
@@ -159,11 +150,8 @@ def show(
     from evalops.services.calibration import show as run
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = run(engine, calibration_id)
-    finally:
-        engine.dispose()
     emit(ctx, data, lambda: _human(data))
 
 
@@ -181,11 +169,8 @@ def invalidate(
     from evalops.services.calibration import invalidate as run
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = run(engine, grader, reason=reason, actor=state.who(), now=now())
-    finally:
-        engine.dispose()
     emit(ctx, data, lambda: _human(data))
 
 
@@ -198,11 +183,8 @@ def review_list(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
     from evalops.services.review import review_queue
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         rows = review_queue(engine)
-    finally:
-        engine.dispose()
     emit(
         ctx,
         rows,
@@ -233,8 +215,7 @@ def resolve(
     from evalops.services.review import resolve as run
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = run(
             engine,
             trial_id,
@@ -244,8 +225,6 @@ def resolve(
             actor=state.who(),
             now=now(),
         )
-    finally:
-        engine.dispose()
     emit(
         ctx,
         data,

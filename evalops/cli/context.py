@@ -7,7 +7,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +37,15 @@ class Settings:
         from evalops.services.database import open_database
 
         return open_database(self.db_url)
+
+    @contextmanager
+    def connect(self) -> Iterator[Engine]:
+        """The registry database for one command, disposed of afterwards."""
+        engine = self.engine()
+        try:
+            yield engine
+        finally:
+            engine.dispose()
 
     def who(self) -> str:
         return self.actor or resolve_actor()

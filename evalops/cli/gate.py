@@ -142,8 +142,7 @@ def gate_check(
     from evalops.services.gate import check
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = check(
             engine,
             build=build,
@@ -155,8 +154,6 @@ def gate_check(
             baseline=baseline,
             policy_file=policy,
         )
-    finally:
-        engine.dispose()
     if junit is not None:
         junit.write_text(_junit(data), encoding="utf-8")
     if report is not None:
@@ -178,11 +175,8 @@ def gate_show(
     from evalops.services.gate import show
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = show(engine, gate_id)
-    finally:
-        engine.dispose()
     emit(ctx, data, lambda: _render_decision(data))
 
 
@@ -199,11 +193,8 @@ def gate_list(
     from evalops.services.gate import list_decisions
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         rows = list_decisions(engine, suite)
-    finally:
-        engine.dispose()
     emit(
         ctx,
         rows,
@@ -229,11 +220,8 @@ def gate_replay(
     from evalops.services.gate import replay
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = replay(engine, gate_id)
-    finally:
-        engine.dispose()
     lines = [f"{gate_id}: {'identical' if data['identical'] else 'DIFFERENT'}"]
     lines += [f"  - {p}" for p in data["problems"]]
     emit(ctx, data, echo_lines(lines))
@@ -274,11 +262,8 @@ def waiver_grant(
         reason=reason,
         expires=expires,
     )
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         granted, data = grant(engine, request, actor=state.who(), now=now())
-    finally:
-        engine.dispose()
     if granted:
         emit(
             ctx,
@@ -314,11 +299,8 @@ def waiver_list(
     from evalops.services.waivers import list_waivers
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         rows = list_waivers(engine, include_all=all_, now=now())
-    finally:
-        engine.dispose()
     emit(
         ctx,
         rows,
@@ -346,11 +328,8 @@ def waiver_revoke(
     from evalops.services.waivers import revoke
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = revoke(engine, waiver_id, reason=reason, actor=state.who(), now=now())
-    finally:
-        engine.dispose()
     emit(ctx, data, echo_lines([f"revoked {waiver_id} at {data['revoked_at']}"]))
 
 
@@ -374,8 +353,7 @@ def compare(
     from evalops.services.gate import compare as run
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = run(
             engine,
             baseline=baseline,
@@ -386,8 +364,6 @@ def compare(
             seed=seed,
             at=now(),
         )
-    finally:
-        engine.dispose()
     emit(
         ctx,
         data,

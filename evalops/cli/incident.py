@@ -26,11 +26,8 @@ def _human(data: dict[str, Any]) -> None:
 
 def _run(ctx: typer.Context, json_flag: bool, call: Any) -> None:
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = call(engine, state.who())
-    finally:
-        engine.dispose()
     emit(ctx, data, lambda: _human(data))
 
 
@@ -141,11 +138,8 @@ def list_(
     from evalops.services.incidents import list_incidents
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         rows = list_incidents(engine, state_filter)
-    finally:
-        engine.dispose()
 
     def human() -> None:
         table = Table()

@@ -133,8 +133,7 @@ def sync(
                 "registry has uncommitted changes: commit them, or pass --allow-dirty",
                 display_path(root),
             )
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         result = sync_registry(
             engine,
             snapshot,
@@ -143,8 +142,6 @@ def sync(
             actor=state.who(),
             now=now(),
         )
-    finally:
-        engine.dispose()
 
     def human() -> None:
         for entry in result.registered:

@@ -27,11 +27,8 @@ def list_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
     from evalops.services.suites import list_suites
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         rows = list_suites(engine)
-    finally:
-        engine.dispose()
 
     def human() -> None:
         table = Table()
@@ -62,11 +59,8 @@ def show(
     from evalops.services.suites import show_suite
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = show_suite(engine, suite, include_removed=all_)
-    finally:
-        engine.dispose()
 
     def human() -> None:
         typer.echo(f"{data['suite']} ({data['kind']})  suite_digest {data['suite_digest']}")
@@ -101,11 +95,8 @@ def coverage(ctx: typer.Context, suite: SuiteArg, json_flag: JsonFlag = False) -
     from evalops.services.suites import suite_coverage
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = suite_coverage(engine, suite)
-    finally:
-        engine.dispose()
 
     def human() -> None:
         table = Table(title=f"{suite}: {data['gaps']} gaps", title_justify="left")
@@ -161,13 +152,10 @@ def promote(
     from evalops.services.promotion import promote as run_promote
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         result = run_promote(
             engine, subject, to, actor=state.who(), now=now(), reason=reason, dry_run=dry_run
         )
-    finally:
-        engine.dispose()
     data = result.as_dict()
     emit(ctx, data, lambda: _checklist(data, "promotion"))
     if not result.accepted:
@@ -196,8 +184,7 @@ def retire(
     from evalops.services.promotion import retire as run_retire
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         result = run_retire(
             engine,
             task,
@@ -208,8 +195,6 @@ def retire(
             actor=state.who(),
             now=now(),
         )
-    finally:
-        engine.dispose()
     data = result.as_dict()
     emit(ctx, data, lambda: _checklist(data, "retirement"))
     if not result.accepted:

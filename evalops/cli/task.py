@@ -22,11 +22,8 @@ def list_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
     from evalops.services.tasks import list_tasks
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         rows = list_tasks(engine)
-    finally:
-        engine.dispose()
 
     def human() -> None:
         table = Table()
@@ -59,11 +56,8 @@ def show(
     from evalops.services.tasks import show_task
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = show_task(engine, task_id)
-    finally:
-        engine.dispose()
 
     def human() -> None:
         fields: list[tuple[str, Any]] = [

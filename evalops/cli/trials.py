@@ -70,19 +70,15 @@ def ingest(
     from evalops.services.ingest import ingest_files
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
-        with _progress(files) as on_bytes:
-            result = ingest_files(
-                engine,
-                files,
-                actor=state.who(),
-                now=now(),
-                max_bad_records=max_bad_records,
-                on_bytes=on_bytes,
-            )
-    finally:
-        engine.dispose()
+    with state.connect() as engine, _progress(files) as on_bytes:
+        result = ingest_files(
+            engine,
+            files,
+            actor=state.who(),
+            now=now(),
+            max_bad_records=max_bad_records,
+            on_bytes=on_bytes,
+        )
 
     def human() -> None:
         typer.echo(
@@ -114,11 +110,8 @@ def list_(
     from evalops.services.trials import list_trials
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         rows = list_trials(engine, task=task, build=build, cls=cls)
-    finally:
-        engine.dispose()
 
     def human() -> None:
         table = Table()
@@ -153,11 +146,8 @@ def show(
     from evalops.services.trials import show_trial
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = show_trial(engine, trial_id)
-    finally:
-        engine.dispose()
 
     def human() -> None:
         typer.echo(f"{data['trial_id']}  {data['task_id']}  build {data['build']}")
@@ -201,8 +191,7 @@ def reconcile(
     from evalops.services.trials import reconcile as run
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         data = run(
             engine,
             trial_id,
@@ -212,8 +201,6 @@ def reconcile(
             actor=state.who(),
             now=now(),
         )
-    finally:
-        engine.dispose()
     emit(
         ctx,
         data,
@@ -276,15 +263,11 @@ def grade(
         from evalops.store import queries
         from evalops.store.engine import read_session
 
-        engine = state.engine()
-        try:
-            with read_session(engine) as session:
-                row = queries.task_row(session, str(task))
-                if row is None:
-                    raise InputError(f"task {task!r} is not registered", field="--task")
-                spec = queries.task_spec(row)
-        finally:
-            engine.dispose()
+        with state.connect() as engine, read_session(engine) as session:
+            row = queries.task_row(session, str(task))
+            if row is None:
+                raise InputError(f"task {task!r} is not registered", field="--task")
+            spec = queries.task_spec(row)
         if spec.contract.expected is None or spec.contract.expected.trajectory is None:
             raise InputError(f"task {task} has no trajectory expectation", field="--task")
         expectation = spec.contract.expected.trajectory

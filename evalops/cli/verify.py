@@ -18,11 +18,8 @@ def verify(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
     from evalops.services.verify import verify_database
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
-    try:
+    with state.connect() as engine:
         report = verify_database(engine)
-    finally:
-        engine.dispose()
     emit(
         ctx,
         report.as_dict(),

@@ -89,6 +89,10 @@ def paired_verdict(
     if method == "paired-t":
         if len(diffs) < 2:
             return out
+        if len(set(diffs)) == 1:
+            # Every task moved by the same amount: zero variance, t is undefined.
+            out["interval"] = [mean_diff, mean_diff]
+            return out
         result = stats.ttest_rel([y.mean_score for y in cand], [x.mean_score for x in base])
         p_t = _finite(float(result.pvalue))
         ci = result.confidence_interval(confidence_level=1 - alpha)

@@ -23,19 +23,7 @@ TrialClass = Literal[
 CANONICAL_PRECEDENCE: tuple[TrialClass, ...] = get_args(TrialClass)
 
 # What a grader may say: the nine classes plus `pass` and `abstain` (section 5.3).
-GraderState = Literal[
-    "hard_constraint_fail",
-    "ambiguous_external_effect",
-    "missing_required_evidence",
-    "grader_invalid",
-    "infrastructure_invalid",
-    "agent_error",
-    "runtime_error",
-    "task_fail",
-    "task_pass",
-    "pass",
-    "abstain",
-]
+GraderState = Literal[TrialClass, "pass", "abstain"]
 GRADER_STATES: tuple[GraderState, ...] = get_args(GraderState)
 
 EVIDENCE_BLOCKED: tuple[TrialClass, ...] = (

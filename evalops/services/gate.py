@@ -394,9 +394,28 @@ def replay_row(row: GateDecision) -> dict[str, Any]:
     }
 
 
+def _audit_mismatch(session: Session, row: GateDecision) -> str | None:
+    event = session.get(AuditEvent, row.audit_seq)
+    payload = json.loads(event.payload) if event else {}
+    if (
+        payload.get("inputs_digest") != row.inputs_digest
+        or payload.get("result_digest") != row.result_digest
+        or payload.get("decision") != row.decision
+    ):
+        return f"not the decision audit seq {row.audit_seq} recorded"
+    return None
+
+
 def replay(engine: Engine, gate_id: str) -> dict[str, Any]:
+    """Replay, and check the stored row against the audit event that recorded it."""
     with read_session(engine) as session:
-        return replay_row(_decision(session, gate_id))
+        row = _decision(session, gate_id)
+        outcome = replay_row(row)
+        mismatch = _audit_mismatch(session, row)
+        if mismatch:
+            outcome["problems"].append(mismatch)
+            outcome["identical"] = False
+        return outcome
 
 
 def verify_decisions(session: Session) -> int:
@@ -409,16 +428,9 @@ def verify_decisions(session: Session) -> int:
             raise VerificationError(
                 f"gate decision {row.gate_id}: " + "; ".join(outcome["problems"] or ["differs"])
             )
-        event = session.get(AuditEvent, row.audit_seq)
-        payload = json.loads(event.payload) if event else {}
-        if (
-            payload.get("inputs_digest") != row.inputs_digest
-            or payload.get("result_digest") != row.result_digest
-            or payload.get("decision") != row.decision
-        ):
-            raise VerificationError(
-                f"gate decision {row.gate_id}: not the decision audit seq {row.audit_seq} recorded"
-            )
+        mismatch = _audit_mismatch(session, row)
+        if mismatch:
+            raise VerificationError(f"gate decision {row.gate_id}: {mismatch}")
     return count
 
 

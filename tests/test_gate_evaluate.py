@@ -1,0 +1,661 @@
+"""The pure gate evaluator `evalops.domain.gate.evaluate(inputs)` (DESIGN.md section 9).
+
+`inputs` has the shape `evalops.services.gate.build_inputs` produces (plain JSON): the
+policy document, the suite, the build, `evaluated_at`, one entry per member task with its
+plan and re-derived trials, the waiver facts of the build, refused waivers and an optional
+baseline block. No database, no clock: everything here is a function of its arguments.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalops.domain.canonical import canonical_json, digest
+from evalops.domain.gate import evaluate
+from tests.helpers import EXAMPLE_REGISTRY
+
+POLICY: dict[str, Any] = yaml.safe_load(
+    (EXAMPLE_REGISTRY / "policies" / "gate-policy.yaml").read_text(encoding="utf-8")
+)
+AT = "2026-12-01T00:00:00.000000Z"
+BUILD = "build-b"
+SUITE = "regression/core"
+RISKS = ("critical", "noncritical_regression", "quality_signal")
+NONCRITICAL = ("noncritical_regression", "quality_signal")
+HARD = "hard_constraint_fail"
+AMB = "ambiguous_external_effect"
+EVIDENCE_BLOCKED = (
+    "ambiguous_external_effect",
+    "missing_required_evidence",
+    "grader_invalid",
+    "infrastructure_invalid",
+)
+FAILING = ("agent_error", "runtime_error", "task_fail")
+CLASSES = (HARD, *EVIDENCE_BLOCKED, *FAILING, "task_pass")
+ZERO_USAGE = {"toolCallCount": 0, "modelCallCount": 0, "inputTokens": 0, "outputTokens": 0}
+
+
+def fake_digest(label: str) -> str:
+    return digest({"label": label})
+
+
+def trial(
+    cls: str,
+    trial_id: str,
+    *,
+    parent: str | None = None,
+    score: float | None = None,
+) -> dict[str, Any]:
+    value = (1.0 if cls == "task_pass" else 0.0) if score is None else score
+    return {
+        "trial_id": trial_id,
+        "parent_trial_id": parent,
+        "classification": cls,
+        "score": value,
+        "gating_score": value,
+        "trajectory": None,
+        "efficiency": dict(ZERO_USAGE),
+        "fixture_misses": 0,
+    }
+
+
+def task(
+    task_id: str,
+    risk: str,
+    classes: Sequence[str] = ("task_pass",),
+    *,
+    count: int = 1,
+    k: int | None = None,
+    pass_rule: str = "all",
+    pass_score: float = 1.0,
+    trials: list[dict[str, Any]] | None = None,
+    scores: Sequence[float] | None = None,
+) -> dict[str, Any]:
+    if trials is None:
+        trials = [
+            trial(c, f"{task_id}.{i}", score=None if scores is None else scores[i])
+            for i, c in enumerate(classes)
+        ]
+    return {
+        "task_id": task_id,
+        "risk": risk,
+        "protects": ["external_effect"] if risk == "critical" else [],
+        "task_digest": fake_digest(f"task:{task_id}"),
+        "grader_set_digest": fake_digest("graders"),
+        "plan": {"count": count, "k": k or count, "passRule": pass_rule, "passScore": pass_score},
+        "trials": trials,
+        "ignoredTrials": 0,
+    }
+
+
+def waiver(
+    waiver_id: str,
+    task_id: str,
+    states: Sequence[str] = ("task_fail",),
+    *,
+    build: str = BUILD,
+    suite: str = SUITE,
+    granted_at: str = "2026-11-25T00:00:00.000000Z",
+    expires_at: str = "2026-12-10T00:00:00.000000Z",
+    revoked_at: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "waiver_id": waiver_id,
+        "task_id": task_id,
+        "suite_id": suite,
+        "build": build,
+        "states": list(states),
+        "granted_at": granted_at,
+        "expires_at": expires_at,
+        "revoked_at": revoked_at,
+    }
+
+
+def baseline(
+    tasks: list[dict[str, Any]] | None,
+    *,
+    build: str | None = "build-a",
+    required: bool = False,
+    method: str = "mcnemar",
+    alpha: float = 0.05,
+    seed: int = 7,
+) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "build": build,
+        "required": required,
+        "method": method,
+        "alpha": alpha,
+        "seed": seed,
+    }
+    if build is not None:
+        block["execution_digest"] = fake_digest(f"execution:{build}")
+        block["tasks"] = tasks or []
+    return block
+
+
+def make_inputs(
+    tasks: list[dict[str, Any]],
+    *,
+    waivers: list[dict[str, Any]] | None = None,
+    at: str = AT,
+    build: str = BUILD,
+    base: dict[str, Any] | None = None,
+    refused: list[dict[str, Any]] | None = None,
+    policy: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    doc = policy or POLICY
+    return {
+        "gate_id": "GATE-1",
+        "build": build,
+        "suite": {"id": SUITE, "kind": "regression", "suite_digest": fake_digest("suite")},
+        "execution_digest": fake_digest(f"execution:{build}"),
+        "policy": copy.deepcopy(doc),
+        "policy_digest": digest(doc),
+        "evaluated_at": at,
+        "tasks": tasks,
+        "waivers": waivers or [],
+        "refused_waivers": refused or [],
+        "baseline": base,
+    }
+
+
+def row(result: dict[str, Any], task_id: str) -> dict[str, Any]:
+    found: list[dict[str, Any]] = [t for t in result["tasks"] if t["task_id"] == task_id]
+    assert len(found) == 1, result["tasks"]
+    return found[0]
+
+
+def names(result: dict[str, Any], task_id: str) -> bool:
+    return any(r.startswith(f"{task_id} ") or f" {task_id} " in r for r in result["reasons"])
+
+
+def expected_effect(state: str, risk: str) -> str:
+    """Section 9 step 2 without waivers."""
+    if state == HARD:
+        return "block"
+    if state in EVIDENCE_BLOCKED:
+        return "hold"
+    if state in FAILING:
+        return "block" if risk == "critical" else "hold"
+    return "pass"
+
+
+# ----------------------------------------------------------------- the section 9 mapping
+
+
+@pytest.mark.parametrize("risk", RISKS)
+@pytest.mark.parametrize("cls", CLASSES)
+def test_mapping_of_state_and_risk_to_effect(cls: str, risk: str) -> None:
+    result = evaluate(make_inputs([task("t1", risk, [cls])]))
+    effect = expected_effect(cls, risk)
+    assert row(result, "t1")["state"] == cls
+    assert row(result, "t1")["effect"] == effect
+    assert result["decision"] == effect
+    if effect == "pass":
+        assert result["reasons"] == []
+    else:
+        assert names(result, "t1"), result["reasons"]
+
+
+@pytest.mark.parametrize("risk", NONCRITICAL)
+@pytest.mark.parametrize("cls", FAILING)
+def test_failing_noncritical_task_with_a_valid_waiver_passes_waived(cls: str, risk: str) -> None:
+    result = evaluate(
+        make_inputs([task("t1", risk, [cls])], waivers=[waiver("WVR-1", "t1", [cls])])
+    )
+    assert result["decision"] == "pass"
+    assert row(result, "t1")["effect"] == "pass"
+    assert row(result, "t1")["state"] == cls
+    assert row(result, "t1")["waiver_id"] == "WVR-1"
+    assert result["waivers"]["applied"] == ["WVR-1"]
+    assert result["reasons"] == []
+
+
+@pytest.mark.parametrize("cls", FAILING)
+def test_a_waiver_fact_never_passes_a_critical_failure(cls: str) -> None:
+    result = evaluate(
+        make_inputs([task("t1", "critical", [cls])], waivers=[waiver("WVR-1", "t1", [cls])])
+    )
+    assert result["decision"] == "block"
+    assert row(result, "t1")["waiver_id"] is None
+    assert result["waivers"]["applied"] == []
+
+
+@pytest.mark.parametrize("risk", NONCRITICAL)
+@pytest.mark.parametrize("cls", [HARD, *EVIDENCE_BLOCKED])
+def test_a_waiver_fact_never_covers_a_forbidden_state(cls: str, risk: str) -> None:
+    result = evaluate(
+        make_inputs([task("t1", risk, [cls])], waivers=[waiver("WVR-1", "t1", [cls])])
+    )
+    assert result["decision"] == expected_effect(cls, risk)
+    assert row(result, "t1")["waiver_id"] is None
+    assert result["waivers"]["applied"] == []
+
+
+# --------------------------------------------------------------------- task state rules
+
+
+@pytest.mark.parametrize(
+    ("classes", "state"),
+    [
+        (["task_pass", "task_pass", HARD], HARD),
+        (["ambiguous_external_effect", HARD, "task_pass"], HARD),
+        (["task_pass", "infrastructure_invalid", AMB], AMB),
+        (["grader_invalid", "missing_required_evidence"], "missing_required_evidence"),
+        (["infrastructure_invalid", "grader_invalid", "task_fail"], "grader_invalid"),
+        (["task_fail", "infrastructure_invalid", "agent_error"], "infrastructure_invalid"),
+        (["task_fail", "agent_error", "runtime_error"], "agent_error"),
+        (["task_pass", "task_fail", "runtime_error"], "runtime_error"),
+        (["task_pass", "task_fail", "task_pass"], "task_fail"),
+        (["task_pass", "task_pass", "task_pass"], "task_pass"),
+    ],
+)  # fmt: skip
+def test_task_state_follows_the_precedence(classes: list[str], state: str) -> None:
+    result = evaluate(make_inputs([task("t1", "noncritical_regression", classes, count=3)]))
+    assert row(result, "t1")["state"] == state
+
+
+@pytest.mark.parametrize("position", [0, 4, 9])
+@pytest.mark.parametrize(
+    "others", ["task_pass", "task_fail", "agent_error", "infrastructure_invalid", "grader_invalid"]
+)
+@pytest.mark.parametrize("rule", ["all", "any", "mean"])
+def test_one_hard_failure_in_ten_trials_blocks_whatever_the_other_nine_say(
+    others: str, position: int, rule: str
+) -> None:
+    classes = [others] * 10
+    classes[position] = HARD
+    for risk in RISKS:
+        t = task("t1", risk, classes, count=10, k=3, pass_rule=rule, pass_score=0.1)
+        result = evaluate(make_inputs([t]))
+        assert result["decision"] == "block"
+        assert row(result, "t1")["state"] == HARD
+        assert row(result, "t1")["n"] == 10
+
+
+def test_a_rerun_never_hides_a_hard_failure() -> None:
+    trials = [
+        trial("task_pass", "t1.0"),
+        trial(HARD, "t1.1"),
+        trial("task_pass", "t1.1-rerun", parent="t1.1"),
+    ]
+    result = evaluate(make_inputs([task("t1", "quality_signal", count=2, trials=trials)]))
+    assert result["decision"] == "block"
+    assert row(result, "t1")["state"] == HARD
+
+
+def test_a_hard_failure_in_a_permitted_rerun_blocks() -> None:
+    trials = [
+        trial("infrastructure_invalid", "t1.0"),
+        trial(HARD, "t1.0-rerun", parent="t1.0"),
+    ]
+    result = evaluate(make_inputs([task("t1", "noncritical_regression", trials=trials)]))
+    assert result["decision"] == "block"
+    assert row(result, "t1")["state"] == HARD
+
+
+def test_a_permitted_rerun_of_an_invalid_run_stands_in_for_it() -> None:
+    trials = [
+        trial("infrastructure_invalid", "t1.0"),
+        trial("task_pass", "t1.0-rerun", parent="t1.0"),
+    ]
+    result = evaluate(make_inputs([task("t1", "critical", trials=trials)]))
+    assert result["decision"] == "pass"
+    assert row(result, "t1")["state"] == "task_pass"
+    assert row(result, "t1")["n"] == 1
+    assert row(result, "t1")["rerunCount"] == 1
+
+
+@pytest.mark.parametrize("risk", RISKS)
+def test_a_task_with_no_trials_holds(risk: str) -> None:
+    result = evaluate(make_inputs([task("t1", risk, [], count=1)]))
+    assert result["decision"] == "hold"
+    assert row(result, "t1")["state"] == "missing_required_evidence"
+    assert row(result, "t1")["effect"] == "hold"
+    assert row(result, "t1")["n"] == 0
+    assert names(result, "t1")
+
+
+@pytest.mark.parametrize("rule", ["all", "any", "mean"])
+@pytest.mark.parametrize("n", [1, 5, 9])
+def test_fewer_trials_than_trials_count_holds(n: int, rule: str) -> None:
+    t = task("t1", "critical", ["task_pass"] * n, count=10, k=1, pass_rule=rule, pass_score=0.5)
+    result = evaluate(make_inputs([t]))
+    assert result["decision"] == "hold"
+    assert row(result, "t1")["state"] == "missing_required_evidence"
+    assert row(result, "t1")["n"] == n
+
+
+def test_fewer_trials_than_count_cannot_be_waived() -> None:
+    t = task("t1", "noncritical_regression", ["task_fail"] * 2, count=3)
+    w = waiver("WVR-1", "t1", ["task_fail", "agent_error", "runtime_error"])
+    result = evaluate(make_inputs([t], waivers=[w]))
+    assert result["decision"] == "hold"
+    assert row(result, "t1")["state"] == "missing_required_evidence"
+    assert result["waivers"]["applied"] == []
+
+
+@pytest.mark.parametrize(
+    ("rule", "classes", "scores", "pass_score", "state"),
+    [
+        ("all", ["task_pass", "task_pass", "task_fail"], None, 1.0, "task_fail"),
+        ("all", ["task_pass"] * 3, None, 1.0, "task_pass"),
+        ("any", ["task_fail", "task_fail", "task_pass"], None, 1.0, "task_pass"),
+        ("any", ["task_fail", "agent_error", "task_fail"], None, 1.0, "agent_error"),
+        ("mean", ["task_pass", "task_pass", "task_fail"], [1.0, 1.0, 0.0], 0.6, "task_pass"),
+        ("mean", ["task_pass", "task_pass", "task_fail"], [1.0, 1.0, 0.0], 0.7, "task_fail"),
+        ("mean", ["task_pass"] * 3, [0.5, 0.5, 0.5], 0.8, "task_fail"),
+    ],
+)
+def test_pass_rule(
+    rule: str, classes: list[str], scores: list[float] | None, pass_score: float, state: str
+) -> None:
+    t = task(
+        "t1", "critical", classes, count=3, pass_rule=rule, pass_score=pass_score, scores=scores
+    )
+    result = evaluate(make_inputs([t]))
+    assert row(result, "t1")["state"] == state
+    assert result["decision"] == ("pass" if state == "task_pass" else "block")
+
+
+def test_task_statistics() -> None:
+    t = task("t1", "critical", ["task_pass"] * 3 + ["task_fail"] * 2, count=5, k=3, pass_rule="any")
+    r = row(evaluate(make_inputs([t])), "t1")
+    assert (r["n"], r["passedCount"]) == (5, 3)
+    assert r["meanScore"] == pytest.approx(0.6)
+    assert r["passAtK"] == pytest.approx(1.0)  # C(2,3) = 0
+    assert r["passHatK"] == pytest.approx(1 / 10)  # C(3,3)/C(5,3)
+
+
+# --------------------------------------------------------------------------- decisions
+
+
+def test_block_wins_over_hold_and_hold_over_pass() -> None:
+    tasks = [
+        task("a", "critical", ["task_pass"]),
+        task("b", "noncritical_regression", ["task_fail"]),
+        task("c", "critical", ["task_fail"]),
+    ]
+    assert evaluate(make_inputs(tasks))["decision"] == "block"
+    assert evaluate(make_inputs(tasks[:2]))["decision"] == "hold"
+    assert evaluate(make_inputs(tasks[:1]))["decision"] == "pass"
+    result = evaluate(make_inputs(tasks))
+    assert names(result, "b") and names(result, "c") and not names(result, "a")
+
+
+def test_an_empty_suite_is_not_a_pass() -> None:
+    """ "No confirmed failures" is never enough."""
+    result = evaluate(make_inputs([]))
+    assert result["decision"] == "hold"
+    assert result["reasons"]
+
+
+def test_tasks_are_reported_in_task_id_order() -> None:
+    tasks = [task(t, "critical") for t in ("zeta", "alpha", "mid")]
+    assert [t["task_id"] for t in evaluate(make_inputs(tasks))["tasks"]] == ["alpha", "mid", "zeta"]
+
+
+def test_identity_fields_are_passed_through() -> None:
+    inputs = make_inputs([task("t1", "critical")])
+    result = evaluate(inputs)
+    assert result["gate_id"] == "GATE-1"
+    assert result["build"] == BUILD
+    assert result["suite"] == SUITE
+    assert result["suite_digest"] == inputs["suite"]["suite_digest"]
+    assert result["policy_digest"] == inputs["policy_digest"]
+    assert result["execution_digest"] == inputs["execution_digest"]
+    assert result["evaluated_at"] == AT
+    assert result["regression"] is None
+    assert set(result["waivers"]) >= {"applied", "expired", "unused", "refused"}
+
+
+def test_evaluate_is_deterministic_and_does_not_change_its_inputs() -> None:
+    tasks = [
+        task("a", "critical", ["task_pass", "task_fail"], count=2),
+        task("b", "quality_signal", ["task_fail"]),
+        task("c", "noncritical_regression", ["agent_error"]),
+    ]
+    inputs = make_inputs(
+        tasks,
+        waivers=[waiver("WVR-1", "b"), waiver("WVR-2", "c", ["agent_error"], expires_at=AT)],
+        base=baseline([task("a", "critical"), task("b", "quality_signal")]),
+        refused=[{"seq": 3, "task_id": "a", "states": ["task_fail"], "rules": ["critical_task"]}],
+    )
+    frozen = copy.deepcopy(inputs)
+    first = evaluate(inputs)
+    assert inputs == frozen
+    again = evaluate(json.loads(json.dumps(inputs)))
+    assert canonical_json(first) == canonical_json(again)
+    assert json.loads(json.dumps(first)) == first  # plain JSON
+
+
+# --------------------------------------------------------------------------- waivers
+
+
+def test_waiver_accounting_lists_applied_expired_unused_and_refused() -> None:
+    tasks = [
+        task("a", "noncritical_regression", ["task_fail"]),
+        task("b", "noncritical_regression", ["task_pass"]),
+        task("c", "quality_signal", ["agent_error"]),
+    ]
+    refused = [{"seq": 9, "task_id": "a", "states": [HARD], "rules": ["forbidden_state"]}]
+    waivers = [
+        waiver("WVR-1", "a"),  # applied
+        waiver("WVR-2", "b"),  # unused: b passes
+        waiver("WVR-3", "c", ["task_fail"]),  # unused: does not cover agent_error
+        waiver("WVR-4", "c", ["agent_error"], expires_at=AT),  # expired at AT
+        waiver("WVR-5", "a", build="build-other"),  # another build: not considered
+    ]
+    result = evaluate(make_inputs(tasks, waivers=waivers, refused=refused))
+    assert result["waivers"]["applied"] == ["WVR-1"]
+    assert sorted(result["waivers"]["unused"]) == ["WVR-2", "WVR-3"]
+    assert result["waivers"]["expired"] == ["WVR-4"]
+    assert result["waivers"]["refused"] == refused
+    listed = [w for key in ("applied", "expired", "unused") for w in result["waivers"][key]]
+    assert "WVR-5" not in listed
+    assert result["decision"] == "hold"  # c is not covered
+    assert row(result, "c")["effect"] == "hold"
+
+
+@pytest.mark.parametrize(
+    ("at", "applies"),
+    [
+        ("2026-11-24T23:59:59.999999Z", False),  # before granted_at
+        ("2026-11-25T00:00:00.000000Z", True),  # at granted_at
+        ("2026-12-09T23:59:59.999999Z", True),  # expires_at minus 1 microsecond
+        ("2026-12-10T00:00:00.000000Z", False),  # at expires_at
+        ("2026-12-10T09:00:00.000000+09:00", False),  # the same instant, another offset
+        ("2026-12-10T08:59:59.999999+09:00", True),
+        ("2026-12-09T15:59:59.999999-08:00", True),
+        ("2026-12-09T16:00:00.000000-08:00", False),
+    ],
+)
+def test_a_waiver_applies_from_granted_at_until_before_expires_at(at: str, applies: bool) -> None:
+    result = evaluate(
+        make_inputs(
+            [task("t1", "quality_signal", ["task_fail"])], waivers=[waiver("WVR-1", "t1")], at=at
+        )
+    )
+    assert (result["decision"] == "pass") is applies
+    assert (result["waivers"]["applied"] == ["WVR-1"]) is applies
+    assert row(result, "t1")["waiver_id"] == ("WVR-1" if applies else None)
+    if not applies:
+        listed = [w for key, ids in result["waivers"].items() if key != "refused" for w in ids]
+        assert "WVR-1" in listed  # never dropped silently
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("build", "build-a"), ("task_id", "t2"), ("suite_id", "regression/other")],
+)
+def test_a_waiver_applies_only_to_its_build_task_and_suite(field: str, value: str) -> None:
+    w = waiver("WVR-1", "t1")
+    w[field] = value
+    tasks = [task("t1", "noncritical_regression", ["task_fail"]), task("t2", "critical")]
+    result = evaluate(make_inputs(tasks, waivers=[w]))
+    assert result["decision"] == "hold"
+    assert result["waivers"]["applied"] == []
+
+
+# ------------------------------------------------------------------------- the baseline
+
+
+def _paired(candidate_classes: Sequence[str], baseline_classes: Sequence[str]) -> tuple[Any, Any]:
+    cand = [task(f"t{i}", "quality_signal", [c]) for i, c in enumerate(candidate_classes)]
+    base = [task(f"t{i}", "quality_signal", [c]) for i, c in enumerate(baseline_classes)]
+    return cand, base
+
+
+def test_a_regressed_verdict_blocks() -> None:
+    """Six tasks that passed on the baseline fail now (each a hold): the verdict blocks."""
+    cand, base = _paired(["task_fail"] * 6, ["task_pass"] * 6)
+    result = evaluate(make_inputs(cand, base=baseline(base)))
+    assert result["regression"]["verdict"] == "regressed"
+    assert result["regression"]["pairedTaskCount"] == 6
+    assert result["regression"]["baseline"] == "build-a"
+    assert result["decision"] == "block"
+    assert any("regress" in r for r in result["reasons"])
+
+
+def test_a_regressed_verdict_blocks_even_when_every_task_passes() -> None:
+    cand = [task(f"t{i}", "critical", ["task_pass"], scores=[0.6]) for i in range(6)]
+    base = [task(f"t{i}", "critical", ["task_pass"]) for i in range(6)]
+    result = evaluate(make_inputs(cand, base=baseline(base, method="sign-test")))
+    assert {t["effect"] for t in result["tasks"]} == {"pass"}
+    assert result["regression"]["verdict"] == "regressed"
+    assert result["decision"] == "block"
+
+
+def test_an_inconclusive_verdict_does_not_block() -> None:
+    cand, base = _paired(["task_fail", "task_pass", "task_pass"], ["task_pass"] * 3)
+    waivers = [waiver("WVR-1", "t0")]
+    result = evaluate(make_inputs(cand, base=baseline(base), waivers=waivers))
+    assert result["regression"]["verdict"] == "inconclusive"
+    assert result["decision"] == "pass"
+
+
+def test_an_improved_verdict_does_not_block() -> None:
+    cand, base = _paired(["task_pass"] * 6, ["task_fail"] * 6)
+    result = evaluate(make_inputs(cand, base=baseline(base)))
+    assert result["regression"]["verdict"] == "improved"
+    assert result["decision"] == "pass"
+
+
+def test_a_required_baseline_with_no_trials_holds() -> None:
+    cand = [task("t1", "critical")]
+    base = [task("t1", "critical", [])]
+    result = evaluate(make_inputs(cand, base=baseline(base, required=True)))
+    assert result["decision"] == "hold"
+    assert result["regression"]["pairedTaskCount"] == 0
+    assert any("baseline" in r for r in result["reasons"])
+
+
+def test_a_required_baseline_that_was_not_found_holds() -> None:
+    result = evaluate(
+        make_inputs([task("t1", "critical")], base=baseline(None, build=None, required=True))
+    )
+    assert result["decision"] == "hold"
+    assert any("baseline" in r for r in result["reasons"])
+
+
+def test_an_optional_baseline_with_no_trials_does_not_hold() -> None:
+    base = [task("t1", "critical", [])]
+    result = evaluate(make_inputs([task("t1", "critical")], base=baseline(base)))
+    assert result["decision"] == "pass"
+    assert result["regression"]["verdict"] == "inconclusive"
+    assert result["regression"]["pairedTaskCount"] == 0
+
+
+def test_only_tasks_with_trials_in_both_builds_are_paired() -> None:
+    cand = [task(f"t{i}", "quality_signal", ["task_pass"]) for i in range(5)]
+    cand.append(task("t5", "quality_signal", []))  # no trials for the candidate
+    base = [task(f"t{i}", "quality_signal", ["task_pass"]) for i in range(2, 8)]
+    result = evaluate(make_inputs(cand, base=baseline(base)))
+    assert result["regression"]["pairedTaskCount"] == 3  # t2, t3, t4
+
+
+# ------------------------------------------------------------------ generated properties
+
+TASK_IDS = ("t1", "t2", "t3")
+TIMES = (
+    "2026-11-20T00:00:00.000000Z",
+    "2026-11-30T23:59:59.999999Z",
+    "2026-12-01T00:00:00.000000Z",
+    "2026-12-01T00:00:00.000001Z",
+    "2026-12-05T00:00:00.000000Z",
+)
+
+
+@st.composite
+def task_inputs(draw: st.DrawFn, task_id: str) -> dict[str, Any]:
+    classes = draw(st.lists(st.sampled_from(CLASSES), min_size=0, max_size=4))
+    count = draw(st.integers(min_value=1, max_value=4))
+    return task(
+        task_id,
+        draw(st.sampled_from(RISKS)),
+        classes,
+        count=count,
+        k=draw(st.integers(min_value=1, max_value=count)),
+        pass_rule=draw(st.sampled_from(["all", "any", "mean"])),
+        pass_score=draw(st.sampled_from([0.0, 0.5, 1.0])),
+    )
+
+
+@st.composite
+def waiver_facts(draw: st.DrawFn, build: str, prefix: str) -> list[dict[str, Any]]:
+    out = []
+    for i in range(draw(st.integers(min_value=0, max_value=4))):
+        granted, expires = sorted(draw(st.lists(st.sampled_from(TIMES), min_size=2, max_size=2)))
+        out.append(
+            waiver(
+                f"{prefix}-{i}",
+                draw(st.sampled_from(TASK_IDS)),
+                draw(st.lists(st.sampled_from(CLASSES[:-1]), min_size=1, max_size=3, unique=True)),
+                build=build,
+                granted_at=granted,
+                expires_at=expires,
+                revoked_at=draw(st.none() | st.sampled_from(TIMES)),
+            )
+        )
+    return out
+
+
+@st.composite
+def gate_inputs(draw: st.DrawFn) -> dict[str, Any]:
+    ids = draw(st.lists(st.sampled_from(TASK_IDS), min_size=1, max_size=3, unique=True))
+    tasks = [draw(task_inputs(t)) for t in ids]
+    return make_inputs(
+        tasks, waivers=draw(waiver_facts(BUILD, "WVR-B")), at=draw(st.sampled_from(TIMES))
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(gate_inputs())
+def test_decision_is_the_worst_task_effect_and_effects_follow_the_mapping(
+    inputs: dict[str, Any],
+) -> None:
+    result = evaluate(inputs)
+    effects = {t["task_id"]: t["effect"] for t in result["tasks"]}
+    worst = (
+        "block" if "block" in effects.values() else "hold" if "hold" in effects.values() else "pass"
+    )
+    assert result["decision"] == worst
+    for t in result["tasks"]:
+        if t["waiver_id"] is None:
+            assert t["effect"] == expected_effect(t["state"], t["risk"])
+        else:
+            assert t["risk"] != "critical"
+            assert t["state"] in FAILING
+            assert t["effect"] == "pass"
+            assert t["waiver_id"] in result["waivers"]["applied"]
+        if t["n"] == 0:
+            assert t["state"] == "missing_required_evidence"
+    assert canonical_json(evaluate(inputs)) == canonical_json(result)

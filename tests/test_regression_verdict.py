@@ -1,0 +1,389 @@
+"""The paired regression verdict (RFC 0244 section F; DESIGN.md section 9).
+
+`evalops.domain.regression.paired_verdict` pairs tasks by id (only tasks present in both
+builds), reports `pairedTaskCount`, and says `inconclusive` whenever its method cannot
+separate the runs at alpha. The expected p-values are computed here with scipy.stats
+directly (and, for McNemar, with statsmodels' exact test too). Then the verdict inside the
+gate (pure and at the CLI) and the `evalops compare` command.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scipy import stats
+from statsmodels.stats.contingency_tables import mcnemar  # type: ignore[import-untyped]
+
+from evalops.domain.gate import evaluate
+from evalops.domain.regression import TaskOutcome, paired_verdict
+from tests.conftest import Cli
+from tests.test_gate import MANY, alt_policy, base_workspace, copy_workspace, gate, sql
+from tests.test_gate_evaluate import baseline, make_inputs, task
+
+KEYS = {"verdict", "method", "alpha", "pairedTaskCount", "pValue"}
+VERDICTS = {"improved", "regressed", "unchanged", "inconclusive"}
+
+
+def from_table(a: int, b: int, c: int, d: int) -> tuple[dict[str, TaskOutcome], ...]:
+    """(baseline, candidate) per-task pass from a 2x2 table: a both pass, b baseline only,
+    c candidate only, d neither."""
+    pairs = [(True, True)] * a + [(True, False)] * b + [(False, True)] * c + [(False, False)] * d
+    base = {f"t{i:03}": TaskOutcome(x, float(x)) for i, (x, _) in enumerate(pairs)}
+    cand = {f"t{i:03}": TaskOutcome(y, float(y)) for i, (_, y) in enumerate(pairs)}
+    return base, cand
+
+
+def from_scores(
+    base_scores: Sequence[float], cand_scores: Sequence[float]
+) -> tuple[dict[str, TaskOutcome], ...]:
+    base = {f"t{i:03}": TaskOutcome(True, s) for i, s in enumerate(base_scores)}
+    cand = {f"t{i:03}": TaskOutcome(True, s) for i, s in enumerate(cand_scores)}
+    return base, cand
+
+
+def expected_verdict(p: float, alpha: float, worse: bool) -> str:
+    if p < alpha:
+        return "regressed" if worse else "improved"
+    return "inconclusive"
+
+
+# --------------------------------------------------------------------------- McNemar
+
+TABLES = [
+    # (a, b, c, d): both pass, baseline only, candidate only, neither
+    (0, 6, 0, 0),
+    (10, 5, 0, 1),
+    (3, 6, 0, 2),
+    (2, 0, 6, 2),
+    (4, 10, 2, 4),
+    (4, 2, 10, 4),
+    (0, 1, 9, 0),
+    (7, 20, 8, 3),
+    (1, 3, 3, 1),
+    (0, 1, 0, 0),
+    (12, 9, 3, 0),
+    (30, 25, 12, 5),
+    (3, 7, 1, 3),
+    (0, 5, 0, 0),
+    (40, 2, 0, 1),
+    (0, 18, 10, 0),
+]
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.05, 0.1])
+@pytest.mark.parametrize(("a", "b", "c", "d"), TABLES)
+def test_mcnemar_agrees_with_scipy_and_statsmodels(
+    a: int, b: int, c: int, d: int, alpha: float
+) -> None:
+    base, cand = from_table(a, b, c, d)
+    out = paired_verdict(base, cand, method="mcnemar", alpha=alpha)
+
+    p_scipy = stats.binomtest(b, b + c, 0.5).pvalue
+    p_statsmodels = mcnemar([[a, b], [c, d]], exact=True).pvalue
+    assert p_scipy == pytest.approx(p_statsmodels, rel=1e-12)
+    assert set(out) >= KEYS
+    assert out["method"] == "mcnemar"
+    assert out["alpha"] == alpha
+    assert out["pairedTaskCount"] == a + b + c + d
+    assert out["pValue"] == pytest.approx(p_scipy, rel=1e-12)
+    assert out["verdict"] == expected_verdict(p_scipy, alpha, worse=b > c)
+
+
+def test_mcnemar_with_no_discordant_pair_is_never_improved_or_regressed() -> None:
+    base, cand = from_table(5, 0, 0, 5)
+    out = paired_verdict(base, cand, method="mcnemar", alpha=0.05)
+    assert out["pairedTaskCount"] == 10
+    # DESIGN.md: inconclusive whenever the method cannot separate the runs; every pair being
+    # identical is also fairly reported as unchanged (RFC 0244 lists both verdicts).
+    assert out["verdict"] in ("unchanged", "inconclusive")
+    assert out["pValue"] in (1.0, None)
+
+
+# ---------------------------------------------------------------- sign test and paired t
+
+SCORE_TABLES = [
+    # (baseline meanScores, candidate meanScores)
+    ([1.0] * 6, [0.6, 0.5, 0.9, 0.8, 0.7, 0.4]),
+    ([0.2, 0.4, 0.5, 0.3, 0.6, 0.1, 0.2], [0.5, 0.6, 0.9, 0.35, 0.8, 0.3, 0.25]),
+    ([0.5, 0.6, 0.7, 0.8, 0.9], [0.4, 0.7, 0.6, 0.85, 0.8]),
+    ([0.9, 0.8, 0.9, 0.7, 0.95, 0.85, 0.9, 0.8], [0.7, 0.8, 0.6, 0.5, 0.9, 0.8, 0.7, 0.75]),
+    ([0.5, 0.5, 0.5, 0.5], [0.55, 0.45, 0.5, 0.6]),
+    ([0.3, 0.9, 0.4, 0.8, 0.6, 0.7, 0.2, 0.5, 0.6, 0.4],
+     [0.35, 0.95, 0.45, 0.85, 0.7, 0.75, 0.3, 0.55, 0.6, 0.5]),
+    ([0.9, 0.1], [0.1, 0.9]),
+    ([0.7, 0.8, 0.6], [0.7, 0.8, 0.5]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.05, 0.2])
+@pytest.mark.parametrize(("base_scores", "cand_scores"), SCORE_TABLES)
+def test_sign_test_agrees_with_scipy(
+    base_scores: list[float], cand_scores: list[float], alpha: float
+) -> None:
+    base, cand = from_scores(base_scores, cand_scores)
+    out = paired_verdict(base, cand, method="sign-test", alpha=alpha)
+
+    diffs = [y - x for x, y in zip(base_scores, cand_scores, strict=True)]
+    pos = sum(1 for x in diffs if x > 0)
+    neg = sum(1 for x in diffs if x < 0)
+    assert set(out) >= KEYS
+    assert out["method"] == "sign-test"
+    assert out["pairedTaskCount"] == len(diffs)
+    p = stats.binomtest(pos, pos + neg, 0.5).pvalue
+    assert out["pValue"] == pytest.approx(p, rel=1e-12)
+    assert out["verdict"] == expected_verdict(p, alpha, worse=neg > pos)
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.05, 0.2])
+@pytest.mark.parametrize(("base_scores", "cand_scores"), SCORE_TABLES)
+def test_paired_t_agrees_with_scipy(
+    base_scores: list[float], cand_scores: list[float], alpha: float
+) -> None:
+    base, cand = from_scores(base_scores, cand_scores)
+    out = paired_verdict(base, cand, method="paired-t", alpha=alpha)
+
+    result = stats.ttest_rel(cand_scores, base_scores)
+    mean_diff = math.fsum(y - x for x, y in zip(base_scores, cand_scores, strict=True))
+    assert set(out) >= KEYS
+    assert out["method"] == "paired-t"
+    assert out["pairedTaskCount"] == len(base_scores)
+    assert out["pValue"] == pytest.approx(float(result.pvalue), rel=1e-9)
+    assert out["verdict"] == expected_verdict(float(result.pvalue), alpha, worse=mean_diff < 0)
+
+
+def test_a_single_pair_is_inconclusive_for_every_method() -> None:
+    base = {"t000": TaskOutcome(True, 1.0)}
+    cand = {"t000": TaskOutcome(False, 0.0)}
+    for method in ("mcnemar", "sign-test", "paired-t", "paired-bootstrap"):
+        out = paired_verdict(base, cand, method=method, alpha=0.05, seed=1)
+        assert out["pairedTaskCount"] == 1
+        assert out["verdict"] == "inconclusive", method
+
+
+@pytest.mark.parametrize("method", ["mcnemar", "sign-test", "paired-t", "paired-bootstrap"])
+def test_no_shared_task_is_inconclusive_with_zero_pairs(method: str) -> None:
+    base, _ = from_table(0, 6, 0, 0)
+    cand = {f"other-{i}": TaskOutcome(False, 0.0) for i in range(6)}
+    out = paired_verdict(base, cand, method=method, alpha=0.05, seed=1)
+    assert out["pairedTaskCount"] == 0
+    assert out["verdict"] == "inconclusive"
+
+
+# ------------------------------------------------------------------------- pairing
+
+
+@pytest.mark.parametrize("method", ["mcnemar", "sign-test", "paired-t"])
+def test_only_shared_task_ids_are_paired(method: str) -> None:
+    shared_base = {"t-a": 1.0, "t-b": 0.9, "t-c": 1.0, "t-d": 0.8, "t-e": 1.0, "t-f": 0.95}
+    shared_cand = {"t-a": 0.0, "t-b": 0.2, "t-c": 0.1, "t-d": 0.0, "t-e": 0.3, "t-f": 0.05}
+    base = {k: TaskOutcome(v > 0.5, v) for k, v in shared_base.items()}
+    cand = {k: TaskOutcome(v > 0.5, v) for k, v in shared_cand.items()}
+    # tasks only one build has: they would reverse the verdict if they were paired
+    base.update({f"only-base-{i}": TaskOutcome(False, 0.0) for i in range(20)})
+    cand.update({f"only-cand-{i}": TaskOutcome(True, 1.0) for i in range(20)})
+
+    out = paired_verdict(base, cand, method=method, alpha=0.05)
+    alone = paired_verdict(
+        {k: base[k] for k in shared_base},
+        {k: cand[k] for k in shared_cand},
+        method=method,
+        alpha=0.05,
+    )
+
+    assert out["pairedTaskCount"] == 6
+    assert out == alone
+    assert out["verdict"] == "regressed"
+
+
+def test_an_unknown_method_is_refused() -> None:
+    base, cand = from_table(1, 1, 1, 1)
+    with pytest.raises(ValueError, match="method"):
+        paired_verdict(base, cand, method="wilcoxon", alpha=0.05)
+
+
+# ------------------------------------------------------------------- paired bootstrap
+
+CLEAR_DROP = (
+    [0.9, 0.95, 0.85, 0.9, 1.0, 0.8, 0.9, 0.95],
+    [0.6, 0.7, 0.5, 0.65, 0.6, 0.55, 0.6, 0.7],
+)
+NOISE = ([0.5, 0.6, 0.4, 0.7, 0.5, 0.6], [0.6, 0.5, 0.45, 0.6, 0.55, 0.65])
+
+
+def test_paired_bootstrap_is_reproducible_for_a_fixed_seed_and_records_it() -> None:
+    base, cand = from_scores(*NOISE)
+    first = paired_verdict(base, cand, method="paired-bootstrap", alpha=0.05, seed=1234)
+    again = paired_verdict(base, cand, method="paired-bootstrap", alpha=0.05, seed=1234)
+    other = paired_verdict(base, cand, method="paired-bootstrap", alpha=0.05, seed=98765)
+    assert first == again
+    assert first["seed"] == 1234
+    assert other["seed"] == 98765
+    assert set(first) >= KEYS
+    assert first["method"] == "paired-bootstrap"
+    assert first["pairedTaskCount"] == 6
+    assert first["verdict"] == "inconclusive"
+    assert 0.0 <= first["pValue"] <= 1.0
+
+
+def test_paired_bootstrap_separates_a_clear_drop() -> None:
+    base, cand = from_scores(*CLEAR_DROP)
+    out = paired_verdict(base, cand, method="paired-bootstrap", alpha=0.05, seed=7)
+    assert out["verdict"] == "regressed"
+    assert out["pValue"] < 0.05
+    improved = paired_verdict(cand, base, method="paired-bootstrap", alpha=0.05, seed=7)
+    assert improved["verdict"] == "improved"
+
+
+# --------------------------------------------------------------------- inside the gate
+
+
+def test_regressed_blocks_the_gate_and_the_decision_records_the_verdict() -> None:
+    base_tasks = [
+        task(f"t{i}", "critical", ["task_pass"], scores=[s]) for i, s in enumerate(CLEAR_DROP[0])
+    ]
+    cand_tasks = [
+        task(f"t{i}", "critical", ["task_pass"], scores=[s]) for i, s in enumerate(CLEAR_DROP[1])
+    ]
+    for method in ("sign-test", "paired-t", "paired-bootstrap"):
+        result = evaluate(
+            make_inputs(cand_tasks, base=baseline(base_tasks, method=method, seed=99))
+        )
+        assert {t["effect"] for t in result["tasks"]} == {"pass"}
+        regression = result["regression"]
+        assert set(regression) >= KEYS
+        assert regression["verdict"] == "regressed", method
+        assert regression["method"] == method
+        assert regression["pairedTaskCount"] == 8
+        assert result["decision"] == "block", method
+        if method == "paired-bootstrap":
+            assert regression["seed"] == 99
+
+
+def test_inconclusive_does_not_block_the_gate() -> None:
+    base_tasks = [
+        task(f"t{i}", "critical", ["task_pass"], scores=[s]) for i, s in enumerate(NOISE[0])
+    ]
+    cand_tasks = [
+        task(f"t{i}", "critical", ["task_pass"], scores=[s]) for i, s in enumerate(NOISE[1])
+    ]
+    for method in ("mcnemar", "sign-test", "paired-t", "paired-bootstrap"):
+        result = evaluate(make_inputs(cand_tasks, base=baseline(base_tasks, method=method)))
+        assert result["regression"]["verdict"] in ("inconclusive", "unchanged"), method
+        assert result["decision"] == "pass", method
+
+
+# ----------------------------------------------------------------- `evalops compare`
+
+
+@pytest.fixture(scope="module")
+def reg_ws(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return copy_workspace(base_workspace(tmp_path_factory), tmp_path_factory.mktemp("cmp") / "ws")
+
+
+def compare(cli: Cli, ws: Path, baseline_build: str, candidate: str, *extra: str) -> dict[str, Any]:
+    before = sql(ws, "SELECT count(*) FROM audit_event")
+    result = cli(
+        "compare", "--baseline", baseline_build, "--candidate", candidate, "--suite", MANY,
+        *extra, "--json", cwd=ws,
+    )  # fmt: skip
+    assert result.code == 0, result.stdout + result.stderr
+    assert sql(ws, "SELECT count(*) FROM audit_event") == before  # nothing stored
+    data: dict[str, Any] = result.json()
+    assert set(data) >= KEYS
+    assert data["verdict"] in VERDICTS
+    return data
+
+
+def test_compare_output_shape_and_verdict(reg_ws: Path, cli: Cli) -> None:
+    data = compare(
+        cli, reg_ws, "build-base", "build-lower", "--method", "sign-test", "--alpha", "0.05"
+    )
+    assert data["verdict"] == "regressed"
+    assert data["method"] == "sign-test"
+    assert data["alpha"] == 0.05
+    assert data["pairedTaskCount"] == 6
+    assert data["pValue"] == pytest.approx(stats.binomtest(0, 6, 0.5).pvalue, rel=1e-12)
+
+
+def test_compare_reports_inconclusive_below_significance(reg_ws: Path, cli: Cli) -> None:
+    data = compare(
+        cli, reg_ws, "build-base", "build-lower", "--method", "sign-test", "--alpha", "0.01"
+    )
+    assert data["verdict"] == "inconclusive"
+    assert data["alpha"] == 0.01
+    assert data["pValue"] == pytest.approx(0.03125)
+
+
+def test_compare_defaults_to_the_policy_method_and_alpha(reg_ws: Path, cli: Cli) -> None:
+    data = compare(cli, reg_ws, "build-base", "build-many-fail")
+    assert (data["method"], data["alpha"]) == ("mcnemar", 0.05)
+    assert data["verdict"] == "regressed"
+    assert data["pValue"] == pytest.approx(stats.binomtest(6, 6, 0.5).pvalue)
+    unchanged = compare(cli, reg_ws, "build-base", "build-lower")  # every task passes in both
+    assert unchanged["verdict"] in ("unchanged", "inconclusive")
+
+
+def test_compare_pairs_only_tasks_with_trials_in_both_builds(reg_ws: Path, cli: Cli) -> None:
+    data = compare(cli, reg_ws, "build-base", "build-partial", "--method", "sign-test")
+    assert data["pairedTaskCount"] == 4
+    assert data["pValue"] == pytest.approx(stats.binomtest(0, 4, 0.5).pvalue)
+    assert data["verdict"] == "inconclusive"
+
+
+def test_compare_paired_bootstrap_is_seeded_and_reproducible(reg_ws: Path, cli: Cli) -> None:
+    args = ("--method", "paired-bootstrap", "--seed", "11")
+    first = compare(cli, reg_ws, "build-base", "build-many-fail", *args)
+    again = compare(cli, reg_ws, "build-base", "build-many-fail", *args)
+    assert first == again
+    assert first["seed"] == 11
+    assert first["verdict"] == "regressed"
+    other = compare(
+        cli, reg_ws, "build-base", "build-many-fail", "--method", "paired-bootstrap", "--seed", "12"
+    )
+    assert other["seed"] == 12
+
+
+@pytest.mark.parametrize("extra", [("--method", "wilcoxon"), ("--alpha", "1.5"), ("--alpha", "0")])
+def test_compare_refuses_a_bad_method_or_alpha(
+    extra: tuple[str, ...], reg_ws: Path, cli: Cli
+) -> None:
+    result = cli(
+        "compare", "--baseline", "build-base", "--candidate", "build-lower", "--suite", MANY,
+        *extra, "--json", cwd=reg_ws,
+    )  # fmt: skip
+    assert result.code == 2, result.stdout
+    assert result.json()["error"]["code"] == 2
+
+
+def test_gate_with_a_paired_bootstrap_policy_records_the_seed_and_replays(
+    reg_ws: Path, cli: Cli
+) -> None:
+    policy = alt_policy(reg_ws, "bootstrap", method="paired-bootstrap")
+    data = gate(
+        cli, reg_ws, "build-lower", MANY, "--baseline", "build-base", "--policy", str(policy)
+    )
+    regression = data["regression"]
+    assert regression["method"] == "paired-bootstrap"
+    assert isinstance(regression["seed"], int)
+    assert regression["verdict"] == "regressed"
+    assert data["decision"] == "block"
+
+
+def test_paired_t_with_zero_variance_is_inconclusive_without_warnings() -> None:
+    """Every task moved by the same amount: t is undefined, so no claim is made."""
+    import warnings
+
+    from evalops.domain.regression import TaskOutcome, paired_verdict
+
+    base = {f"t{i}": TaskOutcome(True, 0.9) for i in range(4)}
+    cand = {f"t{i}": TaskOutcome(True, 0.8) for i in range(4)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = paired_verdict(base, cand, method="paired-t", alpha=0.05)
+    assert out["verdict"] == "inconclusive"
+    assert out["pValue"] is None
+    assert out["pairedTaskCount"] == 4
