@@ -28,8 +28,10 @@ def test_demo_runs_to_the_end(tmp_path: Path, cli: Cli) -> None:
         assert cli("gate", "replay", d["gate_id"], "--json", cwd=demo).json()["identical"]
     incident = cli("incident", "show", "INC-1", "--json", cwd=demo).json()
     assert incident["state"] == "promoted"
-    assert (demo / "gate-report.md").read_text(encoding="utf-8").startswith(
-        "## evalops gate: **PASS**"
+    assert (
+        (demo / "gate-report.md")
+        .read_text(encoding="utf-8")
+        .startswith("## evalops gate: **PASS**")
     )
 
 

@@ -20,9 +20,7 @@ from typing import Any
 STRATA = ("refund", "policy-question", "tone")
 
 
-def _item(
-    n: int, split: str, truth: str, second: str, model: str
-) -> dict[str, Any]:
+def _item(n: int, split: str, truth: str, second: str, model: str) -> dict[str, Any]:
     return {
         "item_id": f"reply-{n:04d}",
         "split": split,
