@@ -721,3 +721,22 @@ def test_on_miss_live_is_never_a_reproducible_fixture() -> None:
     assert ok.met
     assert not refused.met
     assert "live" in refused.evidence
+
+
+def test_incident_corpus_requires_an_executable_task_only_when_the_policy_says_so() -> None:
+    from evalops.domain.specs import SuitePolicy
+    from evalops.domain.suite_policy import required_names
+
+    base = {
+        "spec_schema_version": "suite-policy/v1",
+        "id": "p",
+        "capability_entry": {"requires": []},
+        "estimation_entry": {"requires": []},
+        "regression_entry": {"requires": []},
+    }
+    lenient = SuitePolicy.model_validate(
+        {**base, "incident_corpus": {"executable_required": False}}
+    )
+    strict = SuitePolicy.model_validate({**base, "incident_corpus": {"executable_required": True}})
+    assert required_names(lenient, "incident_corpus") == []
+    assert required_names(strict, "incident_corpus") == ["reproducible_fixture"]

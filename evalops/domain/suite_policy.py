@@ -346,6 +346,8 @@ CHECKS: dict[str, Callable[[EntryFacts, SuiteDeclaration], Requirement]] = {
 def required_names(policy: SuitePolicy, kind: str) -> list[str]:
     """The requirement names of a suite kind's entry rule, in policy order, no repeats."""
     names: list[str] = []
+    if kind == "incident_corpus" and policy.incident_corpus.executable_required:
+        names.append("reproducible_fixture")
     if kind in ("capability", "regression"):
         names += policy.capability_entry.requires
     if kind == "regression":
