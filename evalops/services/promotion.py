@@ -356,35 +356,21 @@ def retire(
             policy=queries.suite_policy_spec(policy_row),
         )
         checklist = Checklist(suite_id, "retirement", task_id, (*base.requirements, *extra))
-        requirements = checklist.as_dict()["requirements"]
-        if not checklist.accepted:
-            append_event(
-                session,
-                at=now,
-                actor=actor,
-                kind="retirement.refused",
-                subject=f"{suite_id}:{task_id}",
-                payload={
-                    "reason": reason,
-                    "approved_by": approved_by,
-                    "replaced_by": replaced_by,
-                    "requirements": requirements,
-                },
-            )
-            return PromotionResult(checklist, task_id, task_id, suite_id, "refused")
         event = append_event(
             session,
             at=now,
             actor=actor,
-            kind="retirement.accepted",
+            kind="retirement.accepted" if checklist.accepted else "retirement.refused",
             subject=f"{suite_id}:{task_id}",
             payload={
                 "reason": reason,
                 "approved_by": approved_by,
                 "replaced_by": replaced_by,
-                "requirements": requirements,
+                "requirements": checklist.as_dict()["requirements"],
             },
         )
+        if not checklist.accepted:
+            return PromotionResult(checklist, task_id, task_id, suite_id, "refused")
         session.add(
             SuiteMembership(
                 suite_id=suite_id,
