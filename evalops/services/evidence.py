@@ -8,6 +8,7 @@ and the review queue always re-derive from current evidence with the same pure f
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,23 @@ class Definitions:
     )
     _validity: dict[str, dict[str, Validity]] = field(default_factory=dict)
     _executions: dict[str, bool] = field(default_factory=dict)
+    _appended: tuple[dict[str, list[Reconciliation]], dict[str, list[ReviewResult]]] | None = None
+
+    def appended(self, trial_id: str) -> tuple[list[Reconciliation], list[ReviewResult]]:
+        """A trial's reconciliations and human reviews, in order.
+
+        Both tables hold rows only for the exceptional trials, so they are read whole, once
+        per session, instead of twice per trial re-derived.
+        """
+        if self._appended is None:
+            recon: dict[str, list[Reconciliation]] = {}
+            for r in self.session.exec(select(Reconciliation).order_by(col(Reconciliation.id))):
+                recon.setdefault(r.trial_id, []).append(r)
+            reviews: dict[str, list[ReviewResult]] = {}
+            for v in self.session.exec(select(ReviewResult).order_by(col(ReviewResult.id))):
+                reviews.setdefault(v.trial_id, []).append(v)
+            self._appended = (recon, reviews)
+        return self._appended[0].get(trial_id, []), self._appended[1].get(trial_id, [])
 
     def task_rows(self, task_digest: str) -> list[TaskRevision]:
         if task_digest not in self._tasks:
@@ -103,14 +121,15 @@ def reconciliations_of(session: Session, trial_id: str) -> dict[str, str]:
         .where(Reconciliation.trial_id == trial_id)
         .order_by(col(Reconciliation.id))
     ).all()
+    return latest_statuses(rows)
+
+
+def latest_statuses(rows: Sequence[Reconciliation]) -> dict[str, str]:
     return {r.effect_key: r.status for r in rows}
 
 
-def reviews_of(session: Session, trial_id: str, graders: GraderSet) -> dict[str, GraderResult]:
+def review_results(rows: Sequence[ReviewResult], graders: GraderSet) -> dict[str, GraderResult]:
     """Grader id -> the latest human review result, as a grader result."""
-    rows = session.exec(
-        select(ReviewResult).where(ReviewResult.trial_id == trial_id).order_by(col(ReviewResult.id))
-    ).all()
     out: dict[str, GraderResult] = {}
     for r in rows:
         grader = graders.grader(r.grader_id)
@@ -139,12 +158,13 @@ def rederive(defs: Definitions, trial: Trial) -> Classification | None:
     if task is None or found is None:
         return None
     graders = found[0]
+    reconciliations, reviews = defs.appended(trial.trial_id)
     return classify(
         stored_record(trial),
         task,
         graders,
         validity=defs.validity(trial.grader_set_digest),
         trajectory=trajectory_of(trial),
-        reconciliations=reconciliations_of(defs.session, trial.trial_id),
-        reviews=reviews_of(defs.session, trial.trial_id, graders),
+        reconciliations=latest_statuses(reconciliations),
+        reviews=review_results(reviews, graders),
     )
