@@ -33,13 +33,19 @@ class EvalopsError(Exception):
         return self.one_line()
 
     def one_line(self) -> str:
-        """`<what> (<file>:<line>, <field>)`, leaving out the parts that are unknown."""
-        where = ""
-        if self.file is not None:
-            where = self.file if self.line is None else f"{self.file}:{self.line}"
-        if self.field:
-            where = f"{where}, {self.field}" if where else self.field
-        return f"{self.message} ({where})" if where else self.message
+        """`<file>:<line>: <field>: <what>`, leaving out the parts that are unknown.
+
+        The compiler-style prefix lets editors and CI annotations jump to the spot.
+        """
+        where = [
+            part
+            for part in (
+                f"{self.file}:{self.line}" if self.file and self.line else self.file,
+                self.field,
+            )
+            if part
+        ]
+        return ": ".join([*where, self.message])
 
 
 class InputError(EvalopsError):

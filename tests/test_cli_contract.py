@@ -72,8 +72,11 @@ def test_input_error_is_one_line_without_traceback(tmp_path: Any, cli: Cli) -> N
     assert "Traceback" not in result.stderr
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert lines[0].startswith("error: unknown spec_schema_version 'eval-task/v9'")
-    assert f"{bad}:1, spec_schema_version" in lines[0]
+    assert lines[0] == (
+        f"error: {bad}:1: spec_schema_version: unknown spec_schema_version 'eval-task/v9' "
+        "(known: eval-task/v1, execution-profile/v1, grader-set/v1, suite/v1, "
+        "suite-policy/v1, gate-policy/v1)"
+    )
 
 
 def test_json_error_shape(tmp_path: Any, cli: Cli) -> None:
