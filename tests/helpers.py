@@ -50,6 +50,30 @@ def write_yaml(path: Path, value: Any) -> Path:
     return path
 
 
+# The entry rules of the example suite policy (DESIGN.md sections 5.4 and 7), in order.
+CAPABILITY_REQUIREMENTS = [
+    "reproducible_fixture",
+    "task_digest",
+    "minimum_grader_coverage",
+    "review_owner",
+]
+REGRESSION_REQUIREMENTS = [
+    *CAPABILITY_REQUIREMENTS,
+    "confirmed_failure_or_invariant",
+    "stable_success_state",
+    "calibrated_graders",
+    "versioned_fixture",
+    "grader_set_digest",
+    "failure_owner",
+]
+ESTIMATION_REQUIREMENTS = [
+    "frozen_sampling_frame",
+    "production_population_definition",
+    "weights",
+    "update_policy",
+]
+
+
 MINI_TASK: dict[str, Any] = {
     "spec_schema_version": "eval-task/v1",
     "id": "mini-task",

@@ -37,9 +37,12 @@ import yaml
 from evalops.cli.main import main
 from tests.conftest import Cli
 from tests.helpers import (
+    CAPABILITY_REQUIREMENTS,
+    ESTIMATION_REQUIREMENTS,
     EXAMPLE_REGISTRY,
     MINI_EXECUTION,
     MINI_TASK,
+    REGRESSION_REQUIREMENTS,
     CliResult,
     commit_all,
     sqlite_fingerprint,
@@ -61,27 +64,6 @@ REGRESSION = "regression/mini"
 ESTIMATION = "estimation/mini"
 ACTOR = "tester@example.com"
 
-CAPABILITY_REQUIREMENTS = [
-    "reproducible_fixture",
-    "task_digest",
-    "minimum_grader_coverage",
-    "review_owner",
-]
-REGRESSION_REQUIREMENTS = [
-    *CAPABILITY_REQUIREMENTS,
-    "confirmed_failure_or_invariant",
-    "stable_success_state",
-    "calibrated_graders",
-    "versioned_fixture",
-    "grader_set_digest",
-    "failure_owner",
-]
-ESTIMATION_REQUIREMENTS = [
-    "frozen_sampling_frame",
-    "production_population_definition",
-    "weights",
-    "update_policy",
-]
 
 BASE_TASK: dict[str, Any] = copy.deepcopy(MINI_TASK)
 BASE_TASK["meta"]["invariant"] = "the thing is done exactly once"

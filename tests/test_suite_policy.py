@@ -27,34 +27,20 @@ from evalops.domain.suite_policy import (
     evaluate_entry,
     evaluate_retirement,
 )
-from tests.helpers import EXAMPLE_REGISTRY, MINI_GRADERS, MINI_TASK
+from tests.helpers import (
+    CAPABILITY_REQUIREMENTS,
+    ESTIMATION_REQUIREMENTS,
+    EXAMPLE_REGISTRY,
+    MINI_GRADERS,
+    MINI_TASK,
+    REGRESSION_REQUIREMENTS,
+)
 
 TASK_DIGEST = "sha256:" + "1" * 64
 GRADER_SET_DIGEST = "sha256:" + "2" * 64
 EXEC_A = "sha256:" + "a" * 64
 EXEC_B = "sha256:" + "b" * 64
 
-CAPABILITY_REQUIREMENTS = [
-    "reproducible_fixture",
-    "task_digest",
-    "minimum_grader_coverage",
-    "review_owner",
-]
-REGRESSION_REQUIREMENTS = [
-    *CAPABILITY_REQUIREMENTS,
-    "confirmed_failure_or_invariant",
-    "stable_success_state",
-    "calibrated_graders",
-    "versioned_fixture",
-    "grader_set_digest",
-    "failure_owner",
-]
-ESTIMATION_REQUIREMENTS = [
-    "frozen_sampling_frame",
-    "production_population_definition",
-    "weights",
-    "update_policy",
-]
 
 TASK: dict[str, Any] = copy.deepcopy(MINI_TASK)
 TASK["meta"]["invariant"] = "the thing is done exactly once"
