@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
+import os
 import shutil
 import sqlite3
 from dataclasses import dataclass
@@ -157,3 +160,45 @@ def sqlite_fingerprint(db_path: Path) -> str:
     finally:
         con.close()
     return h.hexdigest()
+
+
+def run_quiet(*args: str, cwd: Path, db: str | None = None, actor: str) -> tuple[int, str]:
+    """Run the CLI in-process outside a test function (module-scoped setup), with no
+    EVALOPS_* environment; returns (code, stdout + stderr)."""
+    from evalops.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    before = Path.cwd()
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("EVALOPS_")}
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([*(["--db", db] if db else []), "--actor", actor, *args])
+    finally:
+        os.chdir(before)
+        os.environ.update(saved)
+    return code, out.getvalue() + err.getvalue()
+
+
+# A blocking model grader guarding the mini task's forbidden effect (needs a calibration).
+MINI_JUDGE: dict[str, Any] = {
+    "id": "judge",
+    "version": 1,
+    "layer": "hard_constraint",
+    "type": "model",
+    "produces": ["hard_constraint_fail", "pass", "abstain"],
+    "blocking": True,
+    "covers": ["do_it_twice"],
+    "model": {
+        "provider": "example",
+        "name": "judge-1",
+        "prompt_hash": "sha256:" + "ab" * 32,
+        "rubric_version": 1,
+    },
+    "calibration_requirements": {
+        "min_holdout_items": 50,
+        "min_precision_lower_bound": 0.8,
+        "min_recall_lower_bound": 0.8,
+        "min_human_agreement": 0.6,
+    },
+}

@@ -22,13 +22,10 @@ policies. The committed example label set registry/calibration/reply-quality.jso
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import hashlib
-import io
 import itertools
 import json
-import os
 import shutil
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -39,7 +36,6 @@ import pytest
 import rfc8785
 import yaml
 
-from evalops.cli.main import main
 from tests.conftest import Cli
 from tests.helpers import (
     EXAMPLE_REGISTRY,
@@ -47,6 +43,7 @@ from tests.helpers import (
     MINI_TASK,
     CliResult,
     commit_all,
+    run_quiet,
     write_yaml,
 )
 from tests.trial_factory import eval_case, record, write_jsonl
@@ -141,16 +138,7 @@ _trial_ids = itertools.count(1)
 
 
 def _run_quiet(*args: str, cwd: Path) -> tuple[int, str]:
-    """Run the CLI in-process outside a test (module-scoped setup); returns code, output."""
-    out, err = io.StringIO(), io.StringIO()
-    before = Path.cwd()
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["--actor", ACTOR, *args])
-    finally:
-        os.chdir(before)
-    return code, out.getvalue() + err.getvalue()
+    return run_quiet(*args, cwd=cwd, actor=ACTOR)
 
 
 def _reject_constant(name: str) -> Any:

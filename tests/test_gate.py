@@ -25,9 +25,7 @@ to exit 6.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import os
 import re
@@ -44,7 +42,6 @@ import pytest
 import sqlalchemy
 import yaml
 
-from evalops.cli.main import main
 from evalops.domain.canonical import canonical_text, digest
 from evalops.domain.gate import evaluate
 from tests.conftest import Cli
@@ -56,6 +53,7 @@ from tests.helpers import (
     commit_all,
     write_yaml,
 )
+from tests.helpers import run_quiet as helpers_run_quiet
 from tests.trial_factory import eval_case, record, write_jsonl
 
 ACTOR = "tester@example.com"
@@ -321,18 +319,7 @@ def write_registry(root: Path) -> None:
 
 
 def run_quiet(*args: str, cwd: Path, db: str = SQLITE) -> tuple[int, str]:
-    """Run the CLI in-process outside a test function; returns (code, stdout + stderr)."""
-    out, err = io.StringIO(), io.StringIO()
-    before = Path.cwd()
-    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("EVALOPS_")}
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["--db", db, "--actor", ACTOR, *args])
-    finally:
-        os.chdir(before)
-        os.environ.update(saved)
-    return code, out.getvalue() + err.getvalue()
+    return helpers_run_quiet(*args, cwd=cwd, db=db, actor=ACTOR)
 
 
 def must(*args: str, cwd: Path, db: str = SQLITE) -> str:

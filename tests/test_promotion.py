@@ -17,9 +17,7 @@ into `regression/mini` is accepted, then changes exactly one thing.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import itertools
 import json
 import os
@@ -34,17 +32,18 @@ from typing import Any
 import pytest
 import yaml
 
-from evalops.cli.main import main
 from tests.conftest import Cli
 from tests.helpers import (
     CAPABILITY_REQUIREMENTS,
     ESTIMATION_REQUIREMENTS,
     EXAMPLE_REGISTRY,
     MINI_EXECUTION,
+    MINI_JUDGE,
     MINI_TASK,
     REGRESSION_REQUIREMENTS,
     CliResult,
     commit_all,
+    run_quiet,
     sqlite_fingerprint,
     write_mini_registry,
     write_yaml,
@@ -95,16 +94,7 @@ _trial_ids = itertools.count(1)
 
 
 def _run_quiet(*args: str, cwd: Path) -> tuple[int, str]:
-    """Run the CLI in-process outside a test (module-scoped setup); returns code, output."""
-    out, err = io.StringIO(), io.StringIO()
-    before = Path.cwd()
-    os.chdir(cwd)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(["--db", "sqlite:///.evalops/registry.db", "--actor", ACTOR, *args])
-    finally:
-        os.chdir(before)
-    return code, out.getvalue() + err.getvalue()
+    return run_quiet(*args, cwd=cwd, db="sqlite:///.evalops/registry.db", actor=ACTOR)
 
 
 def _trials_file(ws: Path, n: int, *, execution: str = EXEC_1, **kwargs: Any) -> Path:
@@ -560,27 +550,7 @@ def test_stable_success_state_refused_when_success_state_is_empty(ws: Path, cli:
     assert_refused_only(cli, ws, "stable_success_state")
 
 
-JUDGE: dict[str, Any] = {
-    "id": "judge",
-    "version": 1,
-    "layer": "hard_constraint",
-    "type": "model",
-    "produces": ["hard_constraint_fail", "pass", "abstain"],
-    "blocking": True,
-    "covers": ["do_it_twice"],
-    "model": {
-        "provider": "example",
-        "name": "judge-1",
-        "prompt_hash": "sha256:" + "ab" * 32,
-        "rubric_version": 1,
-    },
-    "calibration_requirements": {
-        "min_holdout_items": 50,
-        "min_precision_lower_bound": 0.8,
-        "min_recall_lower_bound": 0.8,
-        "min_human_agreement": 0.6,
-    },
-}
+JUDGE: dict[str, Any] = MINI_JUDGE
 
 
 def test_calibrated_graders_refused_for_an_uncalibrated_blocking_model_grader(

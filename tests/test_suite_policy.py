@@ -32,6 +32,7 @@ from tests.helpers import (
     ESTIMATION_REQUIREMENTS,
     EXAMPLE_REGISTRY,
     MINI_GRADERS,
+    MINI_JUDGE,
     MINI_TASK,
     REGRESSION_REQUIREMENTS,
 )
@@ -48,27 +49,7 @@ TASK["fixtures"]["toolResponses"] = [
     {"tool": "svc:do", "args": {"n": 1}, "argsMatch": "subset", "response": {"ok": True}}
 ]
 
-JUDGE: dict[str, Any] = {
-    "id": "judge",
-    "version": 1,
-    "layer": "hard_constraint",
-    "type": "model",
-    "produces": ["hard_constraint_fail", "pass", "abstain"],
-    "blocking": True,
-    "covers": ["do_it_twice"],
-    "model": {
-        "provider": "example",
-        "name": "judge-1",
-        "prompt_hash": "sha256:" + "ab" * 32,
-        "rubric_version": 1,
-    },
-    "calibration_requirements": {
-        "min_holdout_items": 50,
-        "min_precision_lower_bound": 0.8,
-        "min_recall_lower_bound": 0.8,
-        "min_human_agreement": 0.6,
-    },
-}
+JUDGE: dict[str, Any] = MINI_JUDGE
 
 SUITES: dict[str, dict[str, Any]] = {
     "capability": {"spec_schema_version": "suite/v1", "id": "capability/x", "kind": "capability"},
