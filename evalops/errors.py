@@ -48,6 +48,12 @@ class EvalopsError(Exception):
         return ": ".join([*where, self.message])
 
 
+class BusyError(EvalopsError):
+    """Another writer held the registry's write lock beyond --lock-timeout; nothing changed."""
+
+    exit_code: ClassVar[int] = EXIT_INTERNAL
+
+
 class InputError(EvalopsError):
     """Bad file, schema violation or unknown reference: nothing was written."""
 

@@ -24,6 +24,23 @@ def _render_item(type_: str, obj: Any, autogen_context: Any) -> str | bool:
 
 
 def _run(connection: Connection) -> None:
+    sqlite = connection.dialect.name == "sqlite"
+    if sqlite:
+        # Batch migrations rebuild tables; SQLite must not enforce foreign keys meanwhile
+        # (the PRAGMA works only outside a transaction, hence the DBAPI connection).
+        raw = connection.connection.driver_connection
+        if raw is not None and not raw.in_transaction:
+            raw.execute("PRAGMA foreign_keys=OFF")
+    try:
+        _configure_and_run(connection)
+    finally:
+        if sqlite:
+            raw = connection.connection.driver_connection
+            if raw is not None and not raw.in_transaction:
+                raw.execute("PRAGMA foreign_keys=ON")
+
+
+def _configure_and_run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,

@@ -162,9 +162,12 @@ def ref_wilson(successes: int, trials: int) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def documented_degenerate_kappa(observed_agreement: float) -> float:
-    """Module docstring: chance agreement 1 -> 1.0 if observed agreement is 1, else 0.0."""
-    return 1.0 if observed_agreement == 1 else 0.0
+def documented_degenerate_kappa(observed_agreement: float) -> None:
+    """Module docstring and DESIGN.md 8: chance agreement 1 (a single class) -> undefined.
+
+    The references say NaN there; evalops says None, which never meets a requirement.
+    """
+    assert observed_agreement == 1  # chance agreement 1 forces observed agreement 1
 
 
 def assert_close(actual: float | None, expected: float, what: str = "") -> None:
@@ -268,8 +271,8 @@ def test_cohen_kappa_degenerate_cases_are_documented_values() -> None:
     # Every rating one and the same class: chance agreement 1; references say NaN.
     one_class = [("y", "y")] * 7
     assert math.isnan(ref_cohen_sklearn(one_class))
-    assert cohen_kappa(one_class) == 1.0
-    assert cohen_kappa([("y", "y")]) == 1.0
+    assert cohen_kappa(one_class) is None
+    assert cohen_kappa([("y", "y")]) is None
 
 
 LABELS = st.sampled_from(["a", "b", "c", "d"])
@@ -279,14 +282,14 @@ LABELS = st.sampled_from(["a", "b", "c", "d"])
 @given(st.lists(st.tuples(LABELS, LABELS), min_size=1, max_size=30))
 def test_cohen_kappa_matches_sklearn_and_statsmodels(pairs: list[tuple[str, str]]) -> None:
     kappa = cohen_kappa(pairs)
-    assert kappa is not None
-    assert math.isfinite(kappa)
-    assert -1.0 - TOL <= kappa <= 1.0 + TOL
     reference = ref_cohen_sklearn(pairs)
     if math.isnan(reference):
         observed = sum(1 for a, b in pairs if a == b) / len(pairs)
         assert kappa == documented_degenerate_kappa(observed)
         return
+    assert kappa is not None
+    assert math.isfinite(kappa)
+    assert -1.0 - TOL <= kappa <= 1.0 + TOL
     assert kappa == pytest.approx(reference, abs=TOL)
     assert kappa == pytest.approx(ref_cohen_statsmodels(pairs), abs=TOL)
 
@@ -344,7 +347,7 @@ def test_fleiss_kappa_degenerate_cases_are_documented_values() -> None:
     assert fleiss_kappa([]) is None
     one_class = [["y", "y", "y"]] * 4
     assert math.isnan(ref_fleiss(one_class))
-    assert fleiss_kappa(one_class) == 1.0
+    assert fleiss_kappa(one_class) is None
     with pytest.raises(ValueError):
         fleiss_kappa([["a", "b"], ["a", "b", "a"]])
 
@@ -357,9 +360,6 @@ def test_fleiss_kappa_degenerate_cases_are_documented_values() -> None:
 )
 def test_fleiss_kappa_matches_statsmodels(ratings: list[list[str]]) -> None:
     kappa = fleiss_kappa(ratings)
-    assert kappa is not None
-    assert math.isfinite(kappa)
-    assert kappa <= 1.0 + TOL
     reference = ref_fleiss(ratings)
     if math.isnan(reference):
         m = len(ratings[0])
@@ -368,6 +368,9 @@ def test_fleiss_kappa_matches_statsmodels(ratings: list[list[str]]) -> None:
         ) / len(ratings)
         assert kappa == documented_degenerate_kappa(observed)
         return
+    assert kappa is not None
+    assert math.isfinite(kappa)
+    assert kappa <= 1.0 + TOL
     assert kappa == pytest.approx(reference, abs=TOL)
     assert kappa == pytest.approx(float(_fleiss_by_hand(ratings)), abs=TOL)
 
@@ -645,14 +648,15 @@ def test_calibration_metrics_are_always_defined_and_finite(items: list[LabelledI
 
 
 def test_one_class_only_is_defined() -> None:
-    """Humans and the model only ever say task_pass: kappas 1.0, no NaN, no crash."""
+    """Humans and the model only ever say task_pass: agreement is undefined (None, never a
+    made-up 1.0: DESIGN.md 8), no NaN, no crash."""
     items = items_from([(60, [P, P], P)]) + items_from([(10, [P, P], P)], "calibration")
     metrics = calibration_metrics(items)
     no_nan(metrics)
-    assert metrics["human_agreement"]["overall"] == 1.0
-    assert metrics["human_agreement"]["per_class"] == {P: 1.0}
+    assert metrics["human_agreement"]["overall"] is None
+    assert metrics["human_agreement"]["per_class"] == {P: None}
     holdout = metrics["holdout"]
-    assert holdout["kappa_vs_majority"] == 1.0
+    assert holdout["kappa_vs_majority"] is None
     assert set(holdout["per_class"]) == {P}
     assert holdout["per_class"][P]["precision"] == 1.0
     assert holdout["per_class"][P]["recall"] == 1.0

@@ -47,14 +47,15 @@ CAL_REQ = {
 ALL_STATES = [*CANONICAL_PRECEDENCE, "pass", "abstain"]
 
 # Graders that "say so": one blocking deterministic grader per class a grader may report.
+# agent_error, runtime_error and infrastructure_invalid come from runtime.status alone
+# (DESIGN.md section 5.3: no grader may produce them).
 SAYS = (
     "hard_constraint_fail",
     "ambiguous_external_effect",
     "missing_required_evidence",
     "grader_invalid",
-    "agent_error",
-    "runtime_error",
 )
+RUNTIME_ONLY = ("infrastructure_invalid", "agent_error", "runtime_error")
 
 
 def grader(gid: str, layer: str, produces: list[str], **extra: Any) -> dict[str, Any]:
@@ -194,7 +195,7 @@ def run(
     task: EvalTaskSpec = TASK,
     graders: GraderSet = GRADER_SET,
     *,
-    reconciliations: Mapping[str, str] | None = None,
+    reconciliations: Mapping[int, str] | None = None,
     reviews: Mapping[str, GraderResult] | None = None,
 ) -> Classification:
     record = TrialRecord.model_validate(case.record)
@@ -350,9 +351,7 @@ TRIGGERS: list[Trigger] = [
     Trigger("infra-timeout", "infrastructure_invalid", _runtime("timeout"), "timeout"),
     # agent_error / runtime_error
     Trigger("ae-runtime", "agent_error", _runtime("agent_error"), "agent_error"),
-    Trigger("ae-grader", "agent_error", _says("agent_error"), resource="s-ae"),
     Trigger("re-runtime", "runtime_error", _runtime("runtime_error"), "runtime_error"),
-    Trigger("re-grader", "runtime_error", _says("runtime_error"), resource="s-re"),
     # task_fail
     Trigger(
         "tf-outcome",
@@ -408,7 +407,12 @@ def test_each_trigger_alone_gives_exactly_its_class(trigger: Trigger) -> None:
 
 # --------------------------------------------------------------------------- every pair
 
-PAIRS = [(hi, lo) for hi, lo in itertools.combinations(FAILING, 2)]
+# Two classes that only runtime.status yields never meet in one record (it has one status).
+PAIRS = [
+    (hi, lo)
+    for hi, lo in itertools.combinations(FAILING, 2)
+    if not (hi in RUNTIME_ONLY and lo in RUNTIME_ONLY)
+]
 
 
 def combos(hi: str, lo: str) -> list[tuple[Trigger, Trigger]]:
@@ -436,25 +440,21 @@ def test_pair_higher_is_primary_lower_is_secondary(hi: str, lo: str) -> None:
             assert not c.passed
 
 
-def test_runtime_classes_pair_only_through_a_grader() -> None:
-    # One record has one runtime.status, so two runtime-derived classes never meet through
-    # runtime alone; the pairs above combine them through a grader that says so instead.
+def test_runtime_classes_never_meet_in_one_record() -> None:
+    # One record has one runtime.status and no grader may produce a runtime class, so two
+    # of them never meet: every record carries at most one.
     with pytest.raises(ValidationError):
         Runtime.model_validate({"status": ["timeout", "agent_error"]})
-    runtime_only = {
-        (a.name, b.name)
-        for a, b in itertools.combinations(TRIGGERS, 2)
-        if a.runtime not in (None, "ok") and b.runtime not in (None, "ok")
-    }
-    assert runtime_only
-    for a, b in runtime_only:
-        assert not compatible([BY_NAME[a], BY_NAME[b]])
-    for hi, lo in [
-        ("infrastructure_invalid", "agent_error"),
-        ("infrastructure_invalid", "runtime_error"),
-        ("agent_error", "runtime_error"),
-    ]:
-        assert any(a.runtime is None or b.runtime is None for a, b in combos(hi, lo))
+    for cls in RUNTIME_ONLY:
+        with pytest.raises(ValidationError, match="may not produce"):
+            GraderSet.model_validate(
+                {**GRADERS, "graders": [grader("g", "hard_constraint", ["pass", cls])]}
+            )
+    for status in ("agent_error", "runtime_error", "infrastructure_error", "timeout"):
+        case = new_case()
+        case.record["runtime"] = {"status": status}
+        c = run(case)
+        assert len({c.primary, *c.secondary_labels} & set(RUNTIME_ONLY)) == 1
 
 
 def test_every_pair_includes_task_pass_only_trivially() -> None:
@@ -610,7 +610,7 @@ def test_fail_closed_fixture_miss_is_task_fail_with_score_zero(on_miss: str | No
 
 
 def test_fail_closed_miss_score_is_zero_even_under_a_higher_class() -> None:
-    c = run(build([BY_NAME["tf-fixture-miss"], BY_NAME["ae-grader"]]))
+    c = run(build([BY_NAME["tf-fixture-miss"], BY_NAME["ae-runtime"]]))
     assert c.primary == "agent_error"
     assert "task_fail" in c.secondary_labels
     assert c.score == 0.0
@@ -656,10 +656,19 @@ def test_calibrated_model_grader_blocks() -> None:
 
 
 def test_model_grader_may_not_block_a_class_humans_disagree_on() -> None:
+    # DESIGN.md 8: an unblockable verdict is never read as a pass: it waits for a person.
     case = new_case()
     case.validity = {"judge": Validity("valid", blockable_classes=frozenset({"task_pass"}))}
     set_result(case, "judge", "task_fail", 0.0)
-    assert run(case).primary != "task_fail"
+    c = run(case)
+    assert c.primary == "missing_required_evidence"
+    assert "awaiting_review" in c.secondary_labels
+    assert "unblockable_model_verdict:judge:task_fail" in c.secondary_labels
+    assert [g for g, _ in c.review] == ["judge"]
+    assert not c.passed
+    resolved = run(case, reviews={"judge": review("judge", "task_fail")})
+    assert resolved.primary == "task_fail"
+    assert run(case, reviews={"judge": review("judge", "task_pass")}).primary == "task_pass"
 
 
 def test_non_blocking_model_grader_needs_no_calibration() -> None:
@@ -671,30 +680,48 @@ def test_non_blocking_model_grader_needs_no_calibration() -> None:
 # ------------------------------------------------------------------------- reconciliation
 
 
+# The base record commits refund:A-1 at position 0; `_effects` appends from position 1.
+
+
 @pytest.mark.parametrize("status", ["requested", "unknown"])
 def test_reconciliation_clears_ambiguous_external_effect(status: str) -> None:
     case = new_case()
     _effects(("mail:1", status))(case)
     assert run(case).primary == "ambiguous_external_effect"
-    c = run(case, reconciliations={"mail:1": "not_committed"})
+    c = run(case, reconciliations={1: "not_committed"})
     assert c.primary == "task_pass"
     assert "ambiguous_external_effect" not in c.secondary_labels
-    assert run(case, reconciliations={"mail:1": "committed"}).primary == "task_pass"
+    assert run(case, reconciliations={1: "committed"}).primary == "task_pass"
 
 
 def test_reconciliation_to_committed_can_reveal_a_double_commit() -> None:
     case = new_case()
     _effects(("refund:A-1", "unknown"))(case)  # refund:A-1 is committed once already
     assert run(case).primary == "ambiguous_external_effect"
-    c = run(case, reconciliations={"refund:A-1": "committed"})
+    c = run(case, reconciliations={1: "committed"})
     assert c.primary == "hard_constraint_fail"
 
 
-def test_reconciling_another_key_changes_nothing() -> None:
+def test_reconciling_another_effect_changes_nothing() -> None:
     case = new_case()
-    _effects(("mail:1", "requested"))(case)
-    c = run(case, reconciliations={"mail:2": "not_committed"})
+    _effects(("mail:1", "requested"), ("mail:2", "requested"))(case)
+    c = run(case, reconciliations={2: "not_committed"})
     assert c.primary == "ambiguous_external_effect"
+    assert "effect mail:1 is requested and not reconciled" in " ".join(c.reasons)
+
+
+def test_a_recorded_committed_effect_is_a_fact_no_reconciliation_changes() -> None:
+    # DESIGN.md 6.3: the built-in "committed twice" hard failure cannot be reconciled away.
+    case = build([BY_NAME["hcf-double-commit"]])
+    for settled in ({0: "not_committed"}, {1: "not_committed"}, {0: "x", 1: "y"}):
+        assert run(case, reconciliations=settled).primary == "hard_constraint_fail"
+
+
+def test_one_reconciliation_settles_one_of_two_effects_with_one_key() -> None:
+    case = new_case()
+    _effects(("mail:1", "requested"), ("mail:1", "unknown"))(case)
+    assert run(case, reconciliations={1: "not_committed"}).primary == ("ambiguous_external_effect")
+    assert run(case, reconciliations={1: "committed", 2: "not_committed"}).primary == ("task_pass")
 
 
 # -------------------------------------------------------------------------- human reviews
@@ -712,18 +739,51 @@ def test_human_review_resolves_an_abstention() -> None:
     assert failed.primary == "task_fail"
 
 
-def test_human_review_stands_in_for_its_graders_result_and_score() -> None:
+def test_a_human_review_never_replaces_a_deterministic_result() -> None:
+    # DESIGN.md 8: the review queue is the only door; nothing a person says lifts a failure.
     c = run(new_case(), reviews={"outcome": review("outcome", "task_fail", 0.3)})
-    assert (c.primary, c.score) == ("task_fail", 0.3)
-    fixed = run(
-        build([BY_NAME["tf-outcome"]]), reviews={"outcome": review("outcome", "task_pass", 0.7)}
-    )
-    assert (fixed.primary, fixed.score) == ("task_pass", 0.7)
+    assert (c.primary, c.score) == ("task_pass", 0.9)
+    failing = build([BY_NAME["tf-outcome"]])
+    fixed = run(failing, reviews={"outcome": review("outcome", "task_pass", 0.7)})
+    assert (fixed.primary, fixed.score) == ("task_fail", 0.2)
+    hard = build([BY_NAME["hcf-grader"]])
+    lifted = run(hard, reviews={"says-hard-constraint-fail": review("x", "pass")})
+    assert lifted.primary == "hard_constraint_fail"
 
 
-def test_human_review_supplies_a_missing_result() -> None:
+def test_a_human_review_does_not_supply_a_deterministic_graders_missing_result() -> None:
     case = build([BY_NAME["mre-no-result"]])
-    assert run(case, reviews={"evidence": review("evidence", "pass")}).primary == "task_pass"
+    c = run(case, reviews={"evidence": review("evidence", "pass")})
+    assert c.primary == "missing_required_evidence"
+
+
+def _with_human_grader() -> GraderSet:
+    graders = copy.deepcopy(GRADERS)
+    graders["graders"].append(
+        {**grader("person", "outcome", ["task_pass", "task_fail", "abstain"]), "type": "human"}
+    )
+    return GraderSet.model_validate(graders)
+
+
+def test_a_blocking_human_grader_without_a_result_waits_for_review() -> None:
+    gs = _with_human_grader()
+    c = run(new_case(), graders=gs)
+    assert c.primary == "missing_required_evidence"
+    assert "awaiting_review" in c.secondary_labels
+    assert [g for g, _ in c.review] == ["person"]
+    done = run(new_case(), graders=gs, reviews={"person": review("person", "task_pass")})
+    assert (done.primary, done.review) == ("task_pass", ())
+    failed = run(new_case(), graders=gs, reviews={"person": review("person", "task_fail")})
+    assert failed.primary == "task_fail"
+
+
+def test_an_abstention_is_queued_and_a_calibrated_verdict_is_not() -> None:
+    assert [g for g, _ in run(build([BY_NAME["mre-abstain"]])).review] == ["judge"]
+    case = new_case()
+    set_result(case, "judge", "task_fail", 0.0)
+    assert run(case).review == ()
+    # A review of a pair that is not queued is ignored: the calibrated verdict stands.
+    assert run(case, reviews={"judge": review("judge", "task_pass")}).primary == "task_fail"
 
 
 # ------------------------------------------------------ trajectory_diagnosis never passes
@@ -772,12 +832,20 @@ def test_diagnosis_task_pass_does_not_clear_an_unmatched_trajectory() -> None:
 
 
 def test_blocking_constraint_diagnosis_acts_as_a_hard_constraint() -> None:
-    gs = _diag_blocking_set(["pass", "hard_constraint_fail"])
+    # DESIGN.md 5.3: a blocking_constraint trajectory guard's task_fail is a hard failure.
+    gs = _diag_blocking_set(["pass", "task_fail"])
     case = new_case()
-    set_result(case, "diag", "hard_constraint_fail")
-    assert run(case, graders=gs).primary == "hard_constraint_fail"
+    set_result(case, "diag", "task_fail")
+    c = run(case, graders=gs)
+    assert c.primary == "hard_constraint_fail"
+    assert "task_fail" not in c.secondary_labels
     drop_result(case, "diag")
     assert run(case, graders=gs).primary == "missing_required_evidence"
+
+
+def test_a_trajectory_guard_may_not_produce_hard_constraint_fail_itself() -> None:
+    with pytest.raises(ValidationError, match="may not produce hard_constraint_fail"):
+        _diag_blocking_set(["pass", "hard_constraint_fail"])
 
 
 # ---------------------------------------------------------------------- harness labels

@@ -272,11 +272,19 @@ def trial_records(root: Path, plan: dict[str, dict[str, list[str]]]) -> list[dic
     return out
 
 
+ALT_POLICIES = {"sign-test": {"method": "sign-test"}, "required-baseline": {"baseline": "required"}}
+
+
 def alt_policy(root: Path, name: str, **regression: Any) -> Path:
-    """A gate policy file outside the registry (for `gate check --policy FILE`)."""
+    """A registered gate policy other than the one in force (`gate check --policy ID`).
+
+    DESIGN.md section 9: a stored decision uses only registered definitions. `populate`
+    syncs these files, then deletes and re-syncs, so they stay registered but not in force.
+    """
     policy = yaml.safe_load((EXAMPLE_REGISTRY / "policies" / "gate-policy.yaml").read_text())
+    policy["id"] = f"release-gate-{name}"
     policy["critical_regressions"].update(regression)
-    return write_yaml(root / "alt-policies" / f"{name}.yaml", policy)
+    return write_yaml(root / "registry" / "policies" / f"alt-{name}.yaml", policy)
 
 
 def write_registry(root: Path) -> None:
@@ -313,8 +321,8 @@ def write_registry(root: Path) -> None:
                 "owner": ACTOR,
             },
         )
-    alt_policy(root, "sign-test", method="sign-test")
-    alt_policy(root, "required-baseline", baseline="required")
+    for name, regression in ALT_POLICIES.items():
+        alt_policy(root, name, **regression)
     commit_all(root, "gate test registry")
 
 
@@ -331,6 +339,10 @@ def must(*args: str, cwd: Path, db: str = SQLITE) -> str:
 def populate(root: Path, db: str = SQLITE) -> None:
     """init, sync, calibrate, ingest the promotion evidence, promote, ingest the scenarios."""
     must("init", cwd=root, db=db)
+    must("sync", cwd=root, db=db)
+    for name in ALT_POLICIES:  # registered, then no longer in force
+        (root / "registry" / "policies" / f"alt-{name}.yaml").unlink()
+    commit_all(root, "only the release gate is in force")
     must("sync", cwd=root, db=db)
     must(
         "calibration", "record", "reply-quality", "--labels", str(CALIBRATION_GOOD),
@@ -523,9 +535,15 @@ def test_regressed_against_the_baseline_blocks(shared: Path, cli: Cli) -> None:
     """Every task still passes on its own (lower scores); the paired verdict blocks."""
     from scipy.stats import binomtest
 
-    policy = shared / "alt-policies" / "sign-test.yaml"
     data = gate(
-        cli, shared, "build-lower", MANY, "--baseline", "build-base", "--policy", str(policy)
+        cli,
+        shared,
+        "build-lower",
+        MANY,
+        "--baseline",
+        "build-base",
+        "--policy",
+        "release-gate-sign-test",
     )
 
     assert data["decision"] == "block"
@@ -562,9 +580,15 @@ def test_unchanged_baseline_does_not_block(shared: Path, cli: Cli) -> None:
 
 
 def test_required_baseline_with_no_trials_holds(shared: Path, cli: Cli) -> None:
-    policy = shared / "alt-policies" / "required-baseline.yaml"
     data = gate(
-        cli, shared, "build-pass", CRIT, "--baseline", "build-empty", "--policy", str(policy)
+        cli,
+        shared,
+        "build-pass",
+        CRIT,
+        "--baseline",
+        "build-empty",
+        "--policy",
+        "release-gate-required-baseline",
     )
 
     assert data["decision"] == "hold"
@@ -586,9 +610,10 @@ def test_optional_baseline_with_no_trials_is_inconclusive_not_a_hold(
 
 def test_required_baseline_that_cannot_be_found_holds(ws: Path, cli: Cli) -> None:
     """No --baseline and no earlier pass for `auto`: a required baseline holds."""
-    policy = ws / "alt-policies" / "required-baseline.yaml"
     for extra in ((), ("--baseline", "auto")):
-        data = gate(cli, ws, "build-pass", CRIT, "--policy", str(policy), *extra)
+        data = gate(
+            cli, ws, "build-pass", CRIT, "--policy", "release-gate-required-baseline", *extra
+        )
         assert data["decision"] == "hold", extra
         assert task_of(data, "crit-task")["effect"] == "pass"
         assert any("baseline" in r for r in data["reasons"]), data["reasons"]
@@ -596,8 +621,9 @@ def test_required_baseline_that_cannot_be_found_holds(ws: Path, cli: Cli) -> Non
 
 def test_baseline_auto_is_the_build_of_the_latest_pass(ws: Path, cli: Cli) -> None:
     assert gate(cli, ws, "build-base", MANY)["decision"] == "pass"
-    policy = ws / "alt-policies" / "sign-test.yaml"
-    data = gate(cli, ws, "build-lower", MANY, "--baseline", "auto", "--policy", str(policy))
+    data = gate(
+        cli, ws, "build-lower", MANY, "--baseline", "auto", "--policy", "release-gate-sign-test"
+    )
     assert data["regression"]["baseline"] == "build-base"
     assert data["regression"]["verdict"] == "regressed"
     assert data["decision"] == "block"
@@ -646,18 +672,18 @@ def test_trials_of_another_revision_are_ignored_and_counted(ws: Path, cli: Cli) 
     assert data["decision"] == "hold"
     row = task_of(data, "crit-task")
     assert (row["state"], row["n"]) == ("missing_required_evidence", 0)
-    assert data["ignoredTrials"] == 2
-    assert row.get("ignoredTrials", 2) == 2
+    assert data["ignoredTrials"] == {"other_task_revision": 2}
+    assert row["ignoredTrials"] == {"other_task_revision": 2}
 
     promoted = cli("promote", "crit-task", "--to", CRIT, "--json", cwd=ws)
     assert promoted.code == 0, promoted.stdout
     repinned = gate(cli, ws, "build-empty", CRIT)
     assert repinned["decision"] == "pass"
     assert task_of(repinned, "crit-task")["n"] == 2
-    assert repinned["ignoredTrials"] == 0
+    assert repinned["ignoredTrials"] == {}
     old = gate(cli, ws, "build-pass", CRIT)  # build-pass only tried revision 1
     assert old["decision"] == "hold"
-    assert old["ignoredTrials"] == 1
+    assert old["ignoredTrials"] == {"other_task_revision": 1}
     replay_all(cli, ws)
 
 
@@ -829,7 +855,10 @@ def test_gate_check_json_shape(shared: Path, cli: Cli) -> None:
     assert data["policy_digest"] == policy["policy_digest"]
     shown = cli("gate", "show", data["gate_id"], "--json", cwd=shared)
     assert shown.code == 0, shown.stderr
-    assert {k: v for k, v in shown.json().items() if k in data} == data
+    # The chain head moves on after the decision; the decision's own event does not.
+    assert shown.json()["decision_event"] == data["decision_event"] == data["audit_head"]
+    stored = {k: v for k, v in shown.json().items() if k in data and k != "audit_head"}
+    assert stored == {k: v for k, v in data.items() if k != "audit_head"}
     listed = cli("gate", "list", "--json", cwd=shared)
     assert listed.code == 0
     assert data["gate_id"] in [row["gate_id"] for row in listed.json()]
@@ -849,7 +878,7 @@ def test_unknown_build_or_suite_is_an_input_error(shared: Path, cli: Cli) -> Non
         ("build-pass", CRIT, "--at", "2026-12-01T00:00:00"),  # naive
         ("build-pass", CRIT, "--at", "yesterday"),
         ("build-pass", CRIT, "--policy", "registry/policies/suite-policy.yaml"),
-        ("build-pass", CRIT, "--policy", "alt-policies/missing.yaml"),
+        ("build-pass", CRIT, "--policy", "no-such-policy"),
     ):
         result = cli(
             "gate", "check", "--build", build, "--suite", suite, *extra, "--json", cwd=shared

@@ -92,7 +92,7 @@ def task(
         "grader_set_digest": fake_digest("graders"),
         "plan": {"count": count, "k": k or count, "passRule": pass_rule, "passScore": pass_score},
         "trials": trials,
-        "ignoredTrials": 0,
+        "ignoredTrials": {},
     }
 
 

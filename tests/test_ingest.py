@@ -1012,8 +1012,13 @@ def test_same_trial_id_with_another_record_digest_is_an_error(
     assert sorted(stored(cli, synced)) == ["t-1", "t-2"]
 
 
-def rerun_of(n: int, parent: str) -> dict[str, Any]:
-    return good(n, rerun={"parent_trial_id": parent, "reason": "infrastructure"})
+def rerun_of(n: int, parent: str, parent_index: int = 0) -> dict[str, Any]:
+    """A rerun keeps its parent's trial_index (DESIGN.md 6.1)."""
+    return good(
+        n,
+        trial_index=parent_index,
+        rerun={"parent_trial_id": parent, "reason": "infrastructure"},
+    )
 
 
 def test_rerun_whose_parent_is_earlier_in_the_same_file(synced: Path, cli: Cli) -> None:

@@ -100,9 +100,10 @@ def _run_quiet(*args: str, cwd: Path) -> tuple[int, str]:
 def _trials_file(ws: Path, n: int, *, execution: str = EXEC_1, **kwargs: Any) -> Path:
     case = eval_case(ws / TASK_FILE, ws / execution, ws / GRADERS_FILE)
     records = []
+    run = f"run-{next(_trial_ids)}"  # each file is its own run: trial indexes restart at 0
     for i in range(n):
         trial_id = f"trial-{next(_trial_ids)}"
-        records.append(record(case, trial_id=trial_id, trial_index=i, **kwargs))
+        records.append(record(case, trial_id=trial_id, trial_index=i, **{"run_id": run, **kwargs}))
     # .evalops/ is git-ignored: the registry stays clean for `sync`.
     return write_jsonl(ws / ".evalops" / f"{trial_id}.jsonl", records)
 
@@ -567,7 +568,7 @@ def test_calibrated_graders_refused_for_an_uncalibrated_blocking_model_grader(
     change(
         ws,
         POLICY_FILE,
-        lambda p: p["capability_entry"]["requires"].remove("reproducible_fixture"),
+        lambda p: p["regression_entry"]["requires"].remove("reproducible_fixture"),
         "policy without reproducible_fixture",
     )
     sync(cli, ws)
@@ -789,7 +790,7 @@ def test_suite_coverage_marks_a_forbidden_effect_without_a_blocking_hard_constra
     change(
         ws,
         POLICY_FILE,
-        lambda p: p["capability_entry"]["requires"].remove("minimum_grader_coverage"),
+        lambda p: p["regression_entry"]["requires"].remove("minimum_grader_coverage"),
         "policy without minimum_grader_coverage",
     )
 

@@ -21,6 +21,7 @@ from statsmodels.stats.contingency_tables import mcnemar  # type: ignore[import-
 from evalops.domain.gate import evaluate
 from evalops.domain.regression import TaskOutcome, paired_verdict
 from tests.conftest import Cli
+from tests.helpers import commit_all
 from tests.test_gate import MANY, alt_policy, base_workspace, copy_workspace, gate, sql
 from tests.test_gate_evaluate import baseline, make_inputs, task
 
@@ -207,9 +208,10 @@ def test_an_unknown_method_is_refused() -> None:
 
 # ------------------------------------------------------------------- paired bootstrap
 
+# Twelve pairs: the bootstrap needs at least ten (DESIGN.md section 9).
 CLEAR_DROP = (
-    [0.9, 0.95, 0.85, 0.9, 1.0, 0.8, 0.9, 0.95],
-    [0.6, 0.7, 0.5, 0.65, 0.6, 0.55, 0.6, 0.7],
+    [0.9, 0.95, 0.85, 0.9, 1.0, 0.8, 0.9, 0.95, 0.85, 0.9, 0.95, 1.0],
+    [0.6, 0.7, 0.5, 0.65, 0.6, 0.55, 0.6, 0.7, 0.5, 0.6, 0.7, 0.65],
 )
 NOISE = ([0.5, 0.6, 0.4, 0.7, 0.5, 0.6], [0.6, 0.5, 0.45, 0.6, 0.55, 0.65])
 
@@ -226,14 +228,17 @@ def test_paired_bootstrap_is_reproducible_for_a_fixed_seed_and_records_it() -> N
     assert first["method"] == "paired-bootstrap"
     assert first["pairedTaskCount"] == 6
     assert first["verdict"] == "inconclusive"
-    assert 0.0 <= first["pValue"] <= 1.0
+    # Six pairs are below the bootstrap's minimum: no p-value is claimed, and it says why.
+    assert first["pValue"] is None
+    assert "at least 10 paired tasks" in first["reason"]
 
 
 def test_paired_bootstrap_separates_a_clear_drop() -> None:
     base, cand = from_scores(*CLEAR_DROP)
     out = paired_verdict(base, cand, method="paired-bootstrap", alpha=0.05, seed=7)
     assert out["verdict"] == "regressed"
-    assert out["pValue"] < 0.05
+    # (count + 1) / (resamples + 1): never 0, however clear the drop.
+    assert out["pValue"] == pytest.approx(1 / (out["resamples"] + 1))
     improved = paired_verdict(cand, base, method="paired-bootstrap", alpha=0.05, seed=7)
     assert improved["verdict"] == "improved"
 
@@ -257,7 +262,7 @@ def test_regressed_blocks_the_gate_and_the_decision_records_the_verdict() -> Non
         assert set(regression) >= KEYS
         assert regression["verdict"] == "regressed", method
         assert regression["method"] == method
-        assert regression["pairedTaskCount"] == 8
+        assert regression["pairedTaskCount"] == 12
         assert result["decision"] == "block", method
         if method == "paired-bootstrap":
             assert regression["seed"] == 99
@@ -340,7 +345,9 @@ def test_compare_paired_bootstrap_is_seeded_and_reproducible(reg_ws: Path, cli: 
     again = compare(cli, reg_ws, "build-base", "build-many-fail", *args)
     assert first == again
     assert first["seed"] == 11
-    assert first["verdict"] == "regressed"
+    # Six paired tasks: below the bootstrap's minimum of ten, so never a (false) block.
+    assert first["verdict"] == "inconclusive"
+    assert "at least 10 paired tasks" in first["reason"]
     other = compare(
         cli, reg_ws, "build-base", "build-many-fail", "--method", "paired-bootstrap", "--seed", "12"
     )
@@ -362,15 +369,22 @@ def test_compare_refuses_a_bad_method_or_alpha(
 def test_gate_with_a_paired_bootstrap_policy_records_the_seed_and_replays(
     reg_ws: Path, cli: Cli
 ) -> None:
-    policy = alt_policy(reg_ws, "bootstrap", method="paired-bootstrap")
+    path = alt_policy(reg_ws, "bootstrap", method="paired-bootstrap")
+    commit_all(reg_ws, "a registered bootstrap policy")
+    assert cli("sync", cwd=reg_ws).code == 0
+    path.unlink()  # registered, but not in force: the module's other tests keep theirs
+    commit_all(reg_ws, "the release gate alone in force again")
+    assert cli("sync", cwd=reg_ws).code == 0
     data = gate(
-        cli, reg_ws, "build-lower", MANY, "--baseline", "build-base", "--policy", str(policy)
-    )
+        cli, reg_ws, "build-lower", MANY, "--baseline", "build-base",
+        "--policy", "release-gate-bootstrap",
+    )  # fmt: skip
     regression = data["regression"]
     assert regression["method"] == "paired-bootstrap"
     assert isinstance(regression["seed"], int)
-    assert regression["verdict"] == "regressed"
-    assert data["decision"] == "block"
+    # Six paired tasks cannot carry a bootstrap verdict: inconclusive, so no false block.
+    assert regression["verdict"] == "inconclusive"
+    assert data["decision"] == "pass"
 
 
 def test_paired_t_with_zero_variance_is_inconclusive_without_warnings() -> None:

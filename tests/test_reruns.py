@@ -1,9 +1,10 @@
 """Reruns (DESIGN.md section 6.3): which trial counts, without ever dropping one. Pure.
 
 With the example gate policy's `max_attempts_by_class: {infrastructure_invalid: 2,
-grader_invalid: 1}`, the count is how many reruns in a chain may stand in for a trial of
-that class. A rerun of any other class is stored, labelled `rerun_not_permitted`, and
-excluded, and its parent keeps counting.
+grader_invalid: 1}`, the count is of attempts, the first included (as
+`retry_policy.max_attempts`): one rerun may stand in for a timed-out trial, a third attempt
+may not, and no rerun stands in for a grader_invalid trial. A rerun of any other class is
+stored, labelled `rerun_not_permitted`, and excluded, and its parent keeps counting.
 """
 
 from __future__ import annotations
@@ -47,10 +48,11 @@ def test_rerun_of_infrastructure_invalid_stands_in() -> None:
     assert out.invalid_count == 1
 
 
-def test_rerun_of_grader_invalid_stands_in() -> None:
-    out = resolve_reruns(chain("t", ["grader_invalid", "task_fail"]), LIMITS)
-    assert out.effective == ("t-1",)
-    assert out.not_permitted == frozenset()
+def test_no_rerun_stands_in_for_grader_invalid() -> None:
+    # grader_invalid: 1 attempt, the first included: fix the grader, run the build again.
+    out = resolve_reruns(chain("t", ["grader_invalid", "task_pass"]), LIMITS)
+    assert out.effective == ("t-0",)
+    assert out.not_permitted == frozenset({"t-1"})
     assert out.invalid_count == 1
 
 
@@ -82,11 +84,10 @@ def test_rerun_of_an_unlisted_class_is_not_permitted(cls: str) -> None:
     assert out.rerun_count == 2
 
 
-def test_missing_required_evidence_stands_in_when_the_policy_lists_it() -> None:
-    out = resolve_reruns(
-        chain("t", ["missing_required_evidence", "task_pass"]),
-        {**LIMITS, "missing_required_evidence": 1},
-    )
+def test_missing_required_evidence_stands_in_when_the_policy_allows_two_attempts() -> None:
+    trials = chain("t", ["missing_required_evidence", "task_pass"])
+    assert resolve_reruns(trials, {**LIMITS, "missing_required_evidence": 1}).effective == ("t-0",)
+    out = resolve_reruns(trials, {**LIMITS, "missing_required_evidence": 2})
     assert out.effective == ("t-1",)
 
 
@@ -100,21 +101,21 @@ def test_no_limits_means_no_stand_ins() -> None:
 
 
 def test_infrastructure_chain_within_the_limit() -> None:
-    trials = chain("t", ["infrastructure_invalid", "infrastructure_invalid", "task_pass"])
+    trials = chain("t", ["infrastructure_invalid", "task_pass"])
     out = resolve_reruns(trials, LIMITS)
-    assert out.effective == ("t-2",)
+    assert out.effective == ("t-1",)
     assert out.not_permitted == frozenset()
-    assert out.rerun_count == 2
+    assert out.rerun_count == 1
     assert out.first_results == {"t-0": "infrastructure_invalid"}
 
 
 def test_infrastructure_chain_beyond_the_limit() -> None:
     classes = ["infrastructure_invalid"] * 3 + ["task_pass", "task_pass"]
     out = resolve_reruns(chain("t", classes), LIMITS)
-    # Two reruns may stand in: the third (and everything after it) is excluded, and the
-    # last permitted rerun (still infrastructure_invalid) is what counts.
-    assert out.effective == ("t-2",)
-    assert out.not_permitted == frozenset({"t-3", "t-4"})
+    # Two attempts: the first rerun may stand in; the third attempt (and everything after
+    # it) is excluded, and the last permitted attempt (still infrastructure_invalid) counts.
+    assert out.effective == ("t-1",)
+    assert out.not_permitted == frozenset({"t-2", "t-3", "t-4"})
     assert out.rerun_count == 4
     assert out.first_results == {"t-0": "infrastructure_invalid"}
     assert out.invalid_count == 1
@@ -122,9 +123,20 @@ def test_infrastructure_chain_beyond_the_limit() -> None:
 
 def test_grader_invalid_chain_beyond_the_limit() -> None:
     out = resolve_reruns(chain("t", ["grader_invalid", "grader_invalid", "task_pass"]), LIMITS)
+    assert out.effective == ("t-0",)
+    assert out.not_permitted == frozenset({"t-1", "t-2"})
+    assert out.rerun_count == 2
+
+
+def test_the_limit_of_every_earlier_class_bounds_the_chain() -> None:
+    # attempt 3 would need 3 <= 2 (infrastructure_invalid) and 3 <= 1 (grader_invalid)
+    limits = {"infrastructure_invalid": 3, "grader_invalid": 1}
+    classes = ["infrastructure_invalid", "grader_invalid", "task_pass"]
+    out = resolve_reruns(chain("t", classes), limits)
     assert out.effective == ("t-1",)
     assert out.not_permitted == frozenset({"t-2"})
-    assert out.rerun_count == 2
+    relaxed = resolve_reruns(chain("t", classes), {**limits, "grader_invalid": 3})
+    assert relaxed.effective == ("t-2",)
 
 
 def test_a_permitted_rerun_that_fails_hard_counts_and_is_not_rerun() -> None:
@@ -146,8 +158,8 @@ def test_several_originals_first_results_and_counts() -> None:
         *chain("e", ["task_fail"]),
     ]
     out = resolve_reruns(trials, LIMITS)
-    assert out.effective == ("a-0", "b-0", "c-1", "d-1", "e-0")
-    assert out.not_permitted == frozenset({"b-1", "d-2"})
+    assert out.effective == ("a-0", "b-0", "c-1", "d-0", "e-0")
+    assert out.not_permitted == frozenset({"b-1", "d-1", "d-2"})
     assert out.first_results == {
         "a-0": "task_pass",
         "b-0": "hard_constraint_fail",

@@ -135,7 +135,7 @@ def _records(build: str) -> list[TrialRecord]:
 def _classify(
     record: TrialRecord,
     validity: Mapping[str, Validity] = CALIBRATED,
-    reconciliations: Mapping[str, str] | None = None,
+    reconciliations: Mapping[int, str] | None = None,
 ) -> Classification:
     task = _task(record.task_id)
     expectation = task.contract.expected.trajectory if task.contract.expected else None
@@ -364,7 +364,7 @@ def test_build_124_ambiguous_publish_passes_once_reconciled_as_committed() -> No
     assert [(e.effect_key, e.status) for e in ambiguous.external_effects] == [
         ("publish:article-42", "unknown")
     ]
-    reconciled = _classify(ambiguous, reconciliations={"publish:article-42": "committed"})
+    reconciled = _classify(ambiguous, reconciliations={0: "committed"})
     assert reconciled.primary == "task_pass"
 
 
@@ -384,12 +384,21 @@ def test_build_125_fixes_every_critical_task_and_keeps_the_noncritical_failure()
 
 def test_policy_explanation_failures_do_not_rest_on_the_model_judge() -> None:
     """Deterministic evidence (ticket-outcome, the trajectory, a fail-closed miss) fails
-    these trials, so they fail even if reply-quality may not block task_fail."""
+    these trials. If reply-quality may not block task_fail, its verdict waits for a person
+    (missing_required_evidence, DESIGN.md 8) and is never read as a pass: the trial still
+    fails, and the deterministic failure is still among its classes."""
     unblockable = {"reply-quality": Validity("valid", blockable_classes=frozenset())}
     for build in ("build-124", "build-125"):
         for record in _records(build):
-            if record.task_id == "support-refund-policy-explanation":
-                assert _classify(record, unblockable).primary == _classify(record).primary
+            if record.task_id != "support-refund-policy-explanation":
+                continue
+            calibrated = _classify(record)
+            judged = _classify(record, unblockable)
+            if calibrated.primary == "task_pass":
+                assert judged.primary == "task_pass", record.trial_id
+                continue
+            assert judged.primary in (calibrated.primary, "missing_required_evidence")
+            assert calibrated.primary in (judged.primary, *judged.secondary_labels)
 
 
 # -------------------------------------------------------------------- (d) ingest

@@ -6,6 +6,7 @@ import copy
 import sqlite3
 from pathlib import Path
 
+from evalops.store.schema import HEAD_REVISION
 from tests.conftest import Cli
 from tests.helpers import MINI_TASK, commit_all, sqlite_fingerprint, write_mini_registry, write_yaml
 
@@ -33,7 +34,8 @@ def test_sync_records_digests_file_and_git_commit(workspace: Path, cli: Cli) -> 
     assert shown["file"] == "registry/tasks/mini-task.yaml"
     assert shown["task_digest"].startswith("sha256:")
     assert shown["synced_by"] == "tester@example.com"
-    assert _count(workspace, "audit_event") == 3
+    # One event per definition registered, and one putting the synced commit in force.
+    assert _count(workspace, "audit_event") == 4
 
 
 def test_resync_of_unchanged_files_changes_nothing(synced: Path, cli: Cli) -> None:
@@ -124,27 +126,36 @@ def test_registry_outside_git_is_refused_unless_allowed(tmp_path: Path, cli: Cli
 
 
 def test_database_not_at_head_is_refused_naming_both_revisions(synced: Path, cli: Cli) -> None:
+    """DESIGN.md 11/12: exit 2 with "run evalops db upgrade"; `verify` reports it as 6."""
     con = sqlite3.connect(synced / DB)
     con.execute("UPDATE alembic_version SET version_num = '0000_older'")
     con.commit()
     con.close()
-    for args in (["task", "list"], ["sync"], ["verify"]):
+    for args, code in ((["task", "list"], 2), (["sync"], 2), (["verify"], 6)):
         result = cli(*args, cwd=synced)
-        assert result.code == 6, args
-        assert "0000_older" in result.stderr and "0001" in result.stderr
+        assert result.code == code, args
+        assert "0000_older" in result.stderr and HEAD_REVISION in result.stderr
+        assert "evalops db upgrade" in result.stderr
 
 
 def test_missing_database_is_refused(workspace: Path, cli: Cli) -> None:
     result = cli("--json", "task", "list", cwd=workspace)
-    assert result.code == 6
+    assert result.code == 2
     assert "evalops init" in result.json()["error"]["message"]
     assert not (workspace / DB).exists()
 
 
 def test_db_commands_report_and_move_revisions(synced: Path, cli: Cli) -> None:
-    assert cli("db", "current", "--json", cwd=synced).json()["revision"] == "0001"
+    assert cli("db", "current", "--json", cwd=synced).json()["revision"] == HEAD_REVISION
     assert cli("db", "check", cwd=synced).code == 0
-    down = cli("db", "downgrade", "base", "--json", cwd=synced)
+    before = sqlite_fingerprint(synced / DB)
+    refused = cli("db", "downgrade", "base", "--json", cwd=synced)
+    assert refused.code == 5, refused.stdout
+    assert "--force-destroy-data" in refused.json()["error"]["message"]
+    assert "would be lost: 4 audit events" in refused.stderr
+    assert sqlite_fingerprint(synced / DB) == before
+    down = cli("db", "downgrade", "base", "--force-destroy-data", "--json", cwd=synced)
     assert down.code == 0 and down.json()["revision"] is None
+    assert down.json()["destroyed"] == {"audit events": 4}
     assert cli("db", "check", cwd=synced).code == 6
-    assert cli("db", "upgrade", "--json", cwd=synced).json()["revision"] == "0001"
+    assert cli("db", "upgrade", "--json", cwd=synced).json()["revision"] == HEAD_REVISION

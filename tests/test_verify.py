@@ -28,13 +28,18 @@ def _tamper(workspace: Path, *statements: str) -> None:
 def test_untouched_database_verifies(synced: Path, cli: Cli) -> None:
     result = cli("verify", "--json", cwd=synced)
     assert result.code == 0, result.stderr
-    assert result.json() == {
+    data = result.json()
+    head = data.pop("audit_head")
+    assert data == {
         "ok": True,
-        "events": 3,
+        "events": 4,  # three definitions registered, then the set put in force
+        "rows": 9,  # 3 definitions + 2 grader configs + the sync run + 3 in-force rows
         "definitions": 3,
         "trials": 0,
         "decisions": 0,
+        "anchors": [],
     }
+    assert head["seq"] == 4 and head["hash"].startswith("sha256:")
 
 
 @pytest.mark.parametrize(
@@ -115,7 +120,7 @@ def test_spec_rewritten_with_matching_digests_is_still_caught(synced: Path, cli:
         con.close()
     result = cli("verify", cwd=synced)
     assert result.code == 6
-    assert "not the definition its audit event" in result.stderr
+    assert "audit seq 2 (sync.task task:mini-task@1): task_revision row 1 changed" in result.stderr
 
 
 def test_deleted_definition_row_is_caught(synced: Path, cli: Cli) -> None:
@@ -123,7 +128,7 @@ def test_deleted_definition_row_is_caught(synced: Path, cli: Cli) -> None:
     result = cli("verify", cwd=synced)
     assert result.code == 6
     assert "execution_profile:mini-b1" in result.stderr
-    assert "its row is gone" in result.stderr
+    assert "its 1 execution_profile row(s) are gone" in result.stderr
 
 
 @pytest.mark.postgres
@@ -175,7 +180,7 @@ def test_trial_rewritten_with_its_own_digest_is_still_caught(synced: Path, cli: 
         con.close()
     result = cli("verify", cwd=synced)
     assert result.code == 6
-    assert "ingest batch 1" in result.stderr
+    assert "(trials.ingest ingest:1): trial rows 1, 2 changed since the event" in result.stderr
 
 
 def test_deleted_trial_is_caught(synced: Path, cli: Cli) -> None:
@@ -183,4 +188,4 @@ def test_deleted_trial_is_caught(synced: Path, cli: Cli) -> None:
     _tamper(synced, "DELETE FROM trial WHERE id = 2")
     result = cli("verify", cwd=synced)
     assert result.code == 6
-    assert "ingest batch 1" in result.stderr
+    assert "(trials.ingest ingest:1): recorded 2 trial row(s), 1 are stored" in result.stderr

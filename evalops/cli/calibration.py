@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, console, echo_lines, emit, now, settings
+from evalops.cli.context import JsonFlag, add_row, console, echo_lines, emit, now, say, settings
 
 calibration_app = typer.Typer(
     help="Model-grader calibration against human labels.\n\nExample: evalops calibration status",
@@ -19,29 +19,27 @@ review_app = typer.Typer(
 
 
 def _human(data: dict[str, Any]) -> None:
-    typer.echo(
-        f"{data['calibration_id']} {data['grader_id']}@{data['grader_version']}: {data['state']}"
-    )
+    say(f"{data['calibration_id']} {data['grader_id']}@{data['grader_version']}: {data['state']}")
     for reason in data["reasons"]:
-        typer.echo(f"  - {reason}")
+        say(f"  - {reason}")
     agreement = data["human_agreement"]
-    typer.echo(
+    say(
         f"  human agreement ({agreement['method']}, {agreement['annotators']} annotators): "
         f"{agreement['overall']}"
     )
     counts = data["counts"]
-    typer.echo(f"  items: {counts['calibration']} calibration, {counts['holdout']} holdout")
+    say(f"  items: {counts['calibration']} calibration, {counts['holdout']} holdout")
     holdout = data["holdout"]
-    typer.echo(
+    say(
         f"  holdout kappa vs majority {holdout['kappa_vs_majority']}, "
         f"abstain rate {holdout['abstain_rate']:.3f}"
     )
     for label, s in holdout["per_class"].items():
-        typer.echo(
+        say(
             f"    {label}: precision {s['precision']} {s['precision_ci']}, recall {s['recall']} "
             f"{s['recall_ci']}, support {s['support']}"
         )
-    typer.echo(f"  blockable classes: {', '.join(data['blockable_classes']) or 'none'}")
+    say(f"  blockable classes: {', '.join(data['blockable_classes']) or 'none'}")
 
 
 @calibration_app.command()
@@ -55,9 +53,19 @@ def record(
     sampling_frame: Annotated[
         str | None, typer.Option(help="Where the items were sampled from.")
     ] = None,
+    config: Annotated[
+        str | None,
+        typer.Option(
+            help="The grader_config_digest to calibrate (default: the grader's config in "
+            "force). A calibration counts only for exactly this config."
+        ),
+    ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Record how well a model grader agrees with human labels (kappa, Wilson intervals).
+
+    A calibration belongs to one grader config: decisions judge the config their suite
+    pins, and a calibration of any other config never counts for it.
 
     Example: evalops calibration record reply-quality
     --labels registry/calibration/reply-quality.jsonl --annotation-guide support-reply/v2
@@ -70,6 +78,7 @@ def record(
             engine,
             grader,
             labels,
+            config=config,
             annotation_guide=annotation_guide,
             sampling_frame=sampling_frame,
             actor=state.who(),
@@ -94,13 +103,16 @@ def status_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
 
     def human() -> None:
         table = Table()
-        for column in ("grader", "version", "blocking", "state", "why"):
-            table.add_column(column)
+        for column in ("grader", "version", "config", "in force", "pinned by", "state", "why"):
+            table.add_column(column, overflow="fold")
         for r in rows:
-            table.add_row(
+            add_row(
+                table,
                 r["grader_id"],
                 str(r["grader_version"]),
-                "yes" if r["blocking"] else "no",
+                r["grader_config_digest"],
+                "yes" if r["in_force"] else "no",
+                ", ".join(r["pinned_by"]) or "-",
                 r["state"],
                 "; ".join(r["reasons"]),
             )
@@ -108,7 +120,21 @@ def status_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
 
     emit(
         ctx,
-        [{k: r[k] for k in ("grader_id", "grader_version", "state", "reasons")} for r in rows],
+        [
+            {
+                k: r[k]
+                for k in (
+                    "grader_id",
+                    "grader_version",
+                    "grader_config_digest",
+                    "in_force",
+                    "pinned_by",
+                    "state",
+                    "reasons",
+                )
+            }
+            for r in rows
+        ],
         human,
     )
 
@@ -228,7 +254,7 @@ def resolve(
     emit(
         ctx,
         data,
-        lambda: typer.echo(
+        lambda: say(
             f"{trial_id}: reviewed {grader} as {state_value}; trial is now {data['classification']}"
         ),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -31,17 +32,19 @@ class Settings:
     registry: Path = Path("registry")
     actor: str | None = None
     json: bool = False
+    lock_timeout: float = 600.0
 
-    def engine(self) -> Engine:
-        """The registry database, refused unless it exists and is at head (exit 6)."""
+    def engine(self, *, for_verify: bool = False) -> Engine:
+        """The registry database, refused unless it exists and is at head (exit 2; 6 for
+        `verify`)."""
         from evalops.services.database import open_database
 
-        return open_database(self.db_url)
+        return open_database(self.db_url, lock_timeout=self.lock_timeout, for_verify=for_verify)
 
     @contextmanager
-    def connect(self) -> Iterator[Engine]:
+    def connect(self, *, for_verify: bool = False) -> Iterator[Engine]:
         """The registry database for one command, disposed of afterwards."""
-        engine = self.engine()
+        engine = self.engine(for_verify=for_verify)
         try:
             yield engine
         finally:
@@ -90,10 +93,38 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
+# C0 and C1 controls, DEL, and the Unicode format characters that reorder or hide text.
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def shown(text: object) -> str:
+    """Free text made safe for a terminal line: control characters (newlines included) and
+    bidirectional overrides become visible escapes, so stored text can neither add lines nor
+    move the cursor nor recolour the screen (DESIGN.md section 3)."""
+
+    def escape(match: re.Match[str]) -> str:
+        ch = match.group()
+        return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch, f"\\u{ord(ch):04x}")
+
+    out = _UNSAFE.sub(escape, str(text))
+    return out.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def say(text: object = "", err: bool = False) -> None:
+    """One line of human output with every control character made visible."""
+    typer.echo(shown(text), err=err)
+
+
+def add_row(table: Any, *cells: object) -> None:
+    """A table row whose cells are shown as plain text (no markup, no control characters)."""
+    table.add_row(*(shown(c) for c in cells))
+
+
 def console(stderr: bool = False) -> Console:
     from rich.console import Console
 
-    out = Console(stderr=stderr, highlight=False, soft_wrap=True)
+    # markup=False: a stored "[red]" must print as itself, never as a style.
+    out = Console(stderr=stderr, highlight=False, soft_wrap=True, markup=False)
     if not out.is_terminal:
         # Piped or captured output: never wrap digests and ids at 80 columns.
         out.width = 200
@@ -124,6 +155,6 @@ def echo_lines(lines: list[str]) -> Callable[[], None]:
 
     def render() -> None:
         for line in lines:
-            typer.echo(line)
+            say(line)
 
     return render

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from evalops.cli.context import JsonFlag, emit, settings
-from evalops.errors import VerificationError
+from evalops.cli.context import JsonFlag, emit, say, settings
+from evalops.errors import InputError, RefusedError, VerificationError
 
 db_app = typer.Typer(
     help="Migrate the registry database.\n\nExample: evalops db current", no_args_is_help=True
@@ -15,27 +15,62 @@ db_app = typer.Typer(
 
 
 def _status(url: str) -> dict[str, str | None]:
-    from evalops.services.database import stored_revision
-    from evalops.store.engine import make_engine, redact
+    from evalops.services.database import engine_for, stored_revision
+    from evalops.store.engine import redact
     from evalops.store.schema import HEAD_REVISION
 
-    engine = make_engine(url)
+    engine = engine_for(url)
     try:
         return {"database": redact(url), "revision": stored_revision(engine), "head": HEAD_REVISION}
+    except Exception as exc:
+        from evalops.services.database import _unreachable
+
+        raise _unreachable(url, exc) from None
     finally:
         engine.dispose()
 
 
 def _upgrade(url: str, revision: str) -> None:
+    from evalops.services.database import _unreachable, engine_for
     from evalops.store import migrate
-    from evalops.store.engine import make_engine, sqlite_path
+    from evalops.store.engine import sqlite_path
 
-    migrate.ensure_parent(sqlite_path(url))
-    engine = make_engine(url)
+    engine = engine_for(url)
     try:
+        migrate.ensure_parent(sqlite_path(url))
         migrate.upgrade(url, engine, revision)
+    except (OSError, InputError):
+        raise
+    except Exception as exc:
+        if type(exc).__module__.startswith(("sqlalchemy", "psycopg")):
+            raise _unreachable(url, exc) from None
+        raise
     finally:
         engine.dispose()
+
+
+def _ignore_dot_evalops() -> None:
+    """`evalops init` keeps the database out of git: `.evalops/` goes into the repository's
+    .gitignore (created if absent) when the working directory is in a git work tree."""
+    from pathlib import Path
+
+    try:
+        import git
+
+        repo = git.Repo(Path.cwd(), search_parent_directories=True)
+    except Exception:
+        return
+    try:
+        root = Path(repo.working_tree_dir or Path.cwd())
+        ignore = root / ".gitignore"
+        lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
+        if any(line.strip() in (".evalops/", ".evalops", "/.evalops/") for line in lines):
+            return
+        prefix = "" if not lines or lines[-1] == "" else "\n"
+        with ignore.open("a", encoding="utf-8") as out:
+            out.write(f"{prefix}.evalops/\n" if lines else ".evalops/\n")
+    finally:
+        repo.close()
 
 
 def init(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
@@ -45,8 +80,9 @@ def init(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
     """
     state = settings(ctx, json_flag)
     _upgrade(state.db_url, "head")
+    _ignore_dot_evalops()
     status = _status(state.db_url)
-    emit(ctx, status, lambda: typer.echo(f"initialized {status['database']} at {status['head']}"))
+    emit(ctx, status, lambda: say(f"initialized {status['database']} at {status['head']}"))
 
 
 @db_app.command()
@@ -62,30 +98,53 @@ def upgrade(
     state = settings(ctx, json_flag)
     _upgrade(state.db_url, revision)
     status = _status(state.db_url)
-    emit(ctx, status, lambda: typer.echo(f"{status['database']} at {status['revision']}"))
+    emit(ctx, status, lambda: say(f"{status['database']} at {status['revision']}"))
 
 
 @db_app.command()
 def downgrade(
     ctx: typer.Context,
     revision: Annotated[str, typer.Argument(help="Target revision, `-1` or `base`.")],
+    force_destroy_data: Annotated[
+        bool,
+        typer.Option(
+            "--force-destroy-data",
+            help="Downgrade even though the database holds audit events (they are lost).",
+        ),
+    ] = False,
     json_flag: JsonFlag = False,
 ) -> None:
     """Migrate the database down to REVISION.
 
-    Example: evalops db downgrade base
+    A database holding audit events is refused (exit 5) after printing what would be lost,
+    unless --force-destroy-data: the chain, trials and decisions cannot be recovered.
+
+    Example: evalops db downgrade base --force-destroy-data
     """
+    from evalops.services.database import engine_for
+    from evalops.services.destroy import at_risk
     from evalops.store import migrate
-    from evalops.store.engine import make_engine
 
     state = settings(ctx, json_flag)
-    engine = make_engine(state.db_url)
+    engine = engine_for(state.db_url)
     try:
+        lost = at_risk(engine)
+        if lost and not force_destroy_data:
+            summary = ", ".join(f"{n} {what}" for what, n in lost.items())
+            say(f"would be lost: {summary}", err=True)
+            raise RefusedError(
+                f"db downgrade would destroy {summary}; the audit chain cannot be recovered. "
+                "Export what you need, then pass --force-destroy-data"
+            )
         migrate.downgrade(state.db_url, engine, revision)
     finally:
         engine.dispose()
     status = _status(state.db_url)
-    emit(ctx, status, lambda: typer.echo(f"{status['database']} at {status['revision']}"))
+    emit(
+        ctx,
+        {**status, "destroyed": lost},
+        lambda: say(f"{status['database']} at {status['revision'] or 'base (empty)'}"),
+    )
 
 
 @db_app.command()
@@ -99,7 +158,7 @@ def current(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
     emit(
         ctx,
         status,
-        lambda: typer.echo(
+        lambda: say(
             f"{status['database']}: revision {status['revision'] or 'none'} (head {status['head']})"
         ),
     )
@@ -116,7 +175,7 @@ def check(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
     from evalops.store import migrate
 
     state = settings(ctx, json_flag)
-    engine = state.engine()
+    engine = state.engine(for_verify=True)
     try:
         migrate.check(state.db_url, engine)
     except AutogenerateDiffsDetected as exc:
@@ -124,7 +183,7 @@ def check(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
     finally:
         engine.dispose()
     status = _status(state.db_url)
-    emit(ctx, {**status, "ok": True}, lambda: typer.echo(f"ok: at {status['head']}"))
+    emit(ctx, {**status, "ok": True}, lambda: say(f"ok: at {status['head']}"))
 
 
 def register(app: typer.Typer) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, console, echo_lines, emit, now, settings
+from evalops.cli.context import JsonFlag, add_row, console, echo_lines, emit, now, say, settings
 from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_REFUSED, EXIT_VERIFY, InputError
 
 gate_app = typer.Typer(
@@ -23,11 +25,11 @@ waiver_app = typer.Typer(
 EXIT_BY_DECISION = {"pass": EXIT_OK, "hold": EXIT_HOLD, "block": EXIT_BLOCK}
 
 
-def _at(value: str | None) -> Any:
+def _at_or_none(value: str | None) -> Any:
     from evalops.domain.vocabulary import parse_timestamp
 
     if value is None:
-        return now()
+        return None
     try:
         return parse_timestamp(value)
     except ValueError as exc:
@@ -38,16 +40,17 @@ def _render_decision(data: dict[str, Any]) -> None:
     from rich.table import Table
 
     decision = data["decision"].upper()
-    typer.echo(f"{decision}: {data['build']} on {data['suite']} ({data['gate_id']})")
+    say(f"{decision}: {data['build']} on {data['suite']} ({data['gate_id']})")
     for reason in data["reasons"]:
-        typer.echo(f"  - {reason}")
+        say(f"  - {reason}")
     not_passing = [t for t in data["tasks"] if t["effect"] != "pass" or t["waiver_id"]]
     if not_passing:
         table = Table()
         for column in ("task", "risk", "state", "effect", "n", "passed", "pass^k", "waiver"):
             table.add_column(column)
         for t in not_passing:
-            table.add_row(
+            add_row(
+                table,
                 t["task_id"],
                 t["risk"],
                 t["state"],
@@ -60,17 +63,17 @@ def _render_decision(data: dict[str, Any]) -> None:
         console().print(table)
     waivers = data["waivers"]
     if any(waivers[k] for k in ("applied", "expired", "unused", "revoked", "refused")):
-        typer.echo(
+        say(
             "  waivers: applied {applied}, expired {expired}, unused {unused}, revoked "
             "{revoked}, refused {refused}".format(**{k: len(v) for k, v in waivers.items()})
         )
     if data["regression"]:
         r = data["regression"]
-        typer.echo(
+        say(
             f"  regression vs {r.get('baseline')}: {r['verdict']} ({r['method']}, "
             f"{r['pairedTaskCount']} paired tasks, p={r['pValue']})"
         )
-    typer.echo(f"  evaluated at {data['evaluated_at']}; suite_digest {data['suite_digest']}")
+    say(f"  evaluated at {data['evaluated_at']}; suite_digest {data['suite_digest']}")
 
 
 def _junit(data: dict[str, Any]) -> str:
@@ -129,13 +132,24 @@ def gate_check(
         str | None, typer.Option(help="Evaluate as of this time (RFC 3339; default now).")
     ] = None,
     policy: Annotated[
-        Path | None, typer.Option(help="Gate policy file (default: the registered one).")
+        str | None,
+        typer.Option(
+            help="A registered gate policy (id or sha256: digest; default: the one in force), "
+            "or a policy FILE with --dry-run."
+        ),
     ] = None,
+    dry_run: Annotated[
+        bool,
+        typer.Option("--dry-run", help="Evaluate and print the decision without storing anything."),
+    ] = False,
     junit: Annotated[Path | None, typer.Option(help="Also write JUnit XML here.")] = None,
     report: Annotated[Path | None, typer.Option(help="Also write a Markdown report here.")] = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Decide pass (exit 0), hold (3) or block (4) for a build on a suite; stored and audited.
+
+    A stored decision uses only registered definitions: `--policy FILE` (an unregistered
+    file) needs `--dry-run`, which evaluates and prints without storing anything.
 
     Example: evalops gate check --build build-124 --suite regression/core --baseline build-123
     """
@@ -147,12 +161,13 @@ def gate_check(
             engine,
             build=build,
             suite_id=suite,
-            at=_at(at),
+            at=_at_or_none(at),
             actor=state.who(),
             now=now(),
             execution_id=execution,
             baseline=baseline,
-            policy_file=policy,
+            policy=policy,
+            dry_run=dry_run,
         )
     if junit is not None:
         junit.write_text(_junit(data), encoding="utf-8")
@@ -229,6 +244,38 @@ def gate_replay(
         raise typer.Exit(EXIT_VERIFY)
 
 
+_DURATION = re.compile(r"^(\d{1,5})([dhm])$")
+
+
+def _expiry(value: str | None) -> str | None:
+    """`--expires`: a timestamp with offset, or a duration from now (`7d`, `72h`, `90m`).
+
+    Garbage is a usage error (exit 2, nothing audited); a well-formed timestamp without an
+    offset goes on to the waiver rules, which refuse it (exit 5, audited, DESIGN.md 9).
+    """
+    from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+
+    if value is None:
+        return None
+    match = _DURATION.match(value.strip())
+    if match:
+        amount, unit = int(match.group(1)), match.group(2)
+        delta = {"d": timedelta(days=amount), "h": timedelta(hours=amount)}.get(
+            unit, timedelta(minutes=amount)
+        )
+        return format_timestamp(now() + delta)
+    try:
+        parse_timestamp(value)
+    except ValueError as exc:
+        if "no offset" not in str(exc):
+            raise InputError(
+                f"{exc}; give an RFC 3339 timestamp with offset (2026-12-15T00:00:00Z) or a "
+                "duration (7d, 72h, 90m)",
+                field="--expires",
+            ) from None
+    return value
+
+
 @waiver_app.command("grant")
 def waiver_grant(
     ctx: typer.Context,
@@ -239,7 +286,11 @@ def waiver_grant(
     owner: Annotated[str | None, typer.Option(help="Who owns the accepted risk.")] = None,
     reason: Annotated[str | None, typer.Option(help="Why it is acceptable.")] = None,
     expires: Annotated[
-        str | None, typer.Option(help="Expiry, RFC 3339 with offset, within max_duration_days.")
+        str | None,
+        typer.Option(
+            help="Expiry: RFC 3339 with offset, or a duration from now (7d, 72h, 90m); within "
+            "max_duration_days."
+        ),
     ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
@@ -253,6 +304,7 @@ def waiver_grant(
     from evalops.services.waivers import grant
 
     state = settings(ctx, json_flag)
+    expires = _expiry(expires)
     request = WaiverRequest(
         task_id=task,
         suite_id=suite,
@@ -306,7 +358,7 @@ def waiver_list(
         rows,
         echo_lines(
             [
-                f"{r['waiver_id']} [{r['status']}] {r['task_id']} {r['build']} "
+                f"{r['waiver_id']} [{r['status'].replace('_', ' ')}] {r['task_id']} {r['build']} "
                 f"{','.join(r['states'])} until {r['expires_at']} (owner {r['owner']})"
                 for r in rows
             ]
@@ -343,6 +395,10 @@ def compare(
     ] = None,
     alpha: Annotated[float | None, typer.Option(help="Significance level.")] = None,
     seed: Annotated[int, typer.Option(help="Seed of paired-bootstrap (recorded).")] = 20261130,
+    policy: Annotated[
+        str | None,
+        typer.Option(help="A registered gate policy id or digest (default: the one in force)."),
+    ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """The paired regression verdict of two builds on a suite (nothing stored).
@@ -362,7 +418,8 @@ def compare(
             method=method,
             alpha=alpha,
             seed=seed,
-            at=now(),
+            now=now(),
+            policy=policy,
         )
     emit(
         ctx,

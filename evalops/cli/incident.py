@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, console, emit, now, settings
+from evalops.cli.context import JsonFlag, add_row, console, emit, now, say, settings
 
 incident_app = typer.Typer(
     help="Real failures, from report to regression task.\n\nExample: evalops incident list",
@@ -17,11 +17,11 @@ IncidentArg = Annotated[str, typer.Argument(metavar="INC", help="Incident id, e.
 
 def _human(data: dict[str, Any]) -> None:
     tasks = ", ".join(data["tasks"]) or "-"
-    typer.echo(f"{data['incident_id']} [{data['state']}] {data['severity']}: {data['title']}")
-    typer.echo(f"  observed {data['observed_at']}  trace {data['trace_uri']}  tasks {tasks}")
+    say(f"{data['incident_id']} [{data['state']}] {data['severity']}: {data['title']}")
+    say(f"  observed {data['observed_at']}  trace {data['trace_uri']}  tasks {tasks}")
     for h in data.get("history", []):
         extra = " ".join(x for x in (h["task_id"] or "", h["reason"] or "") if x)
-        typer.echo(f"  {h['at']} {h['action']:>8} -> {h['state']:<10} {h['actor']} {extra}")
+        say(f"  {h['at']} {h['action']:>8} -> {h['state']:<10} {h['actor']} {extra}")
 
 
 def _run(ctx: typer.Context, json_flag: bool, call: Any) -> None:
@@ -146,8 +146,13 @@ def list_(
         for column in ("incident", "state", "severity", "title", "tasks"):
             table.add_column(column)
         for r in rows:
-            table.add_row(
-                r["incident_id"], r["state"], r["severity"], r["title"], ", ".join(r["tasks"])
+            add_row(
+                table,
+                r["incident_id"],
+                r["state"],
+                r["severity"],
+                r["title"],
+                ", ".join(r["tasks"]),
             )
         console().print(table)
 

@@ -22,14 +22,9 @@ from evalops.cli import (
     trials,
     verify,
 )
-from evalops.cli.context import Settings, print_json, settings
-from evalops.errors import EXIT_INTERNAL, EvalopsError
+from evalops.cli.context import Settings, print_json, settings, shown
+from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError
 from evalops.store.engine import DEFAULT_URL
-
-
-def _printable(text: str) -> str:
-    """Bad input may hold lone surrogates; never let printing an error raise another."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _report(error: EvalopsError, as_json: bool) -> None:
@@ -46,16 +41,19 @@ def _report(error: EvalopsError, as_json: bool) -> None:
             }
         )
     for one in getattr(error, "errors", ()) or (error,):
-        sys.stderr.write(_printable(f"error: {one.one_line()}\n"))
+        sys.stderr.write(shown(f"error: {one.one_line()}") + "\n")
 
 
 class EvalopsGroup(TyperGroup):
     """Maps every EvalopsError raised below it to its exit code, without a traceback."""
 
     def invoke(self, ctx: Any) -> Any:
+        from evalops.store.engine import WriterBusy
+
         try:
             return super().invoke(ctx)
-        except EvalopsError as error:
+        except (EvalopsError, WriterBusy) as raised:
+            error = raised if isinstance(raised, EvalopsError) else BusyError(str(raised))
             obj = ctx.find_root().obj
             _report(error, isinstance(obj, Settings) and obj.json)
             ctx.exit(error.exit_code)
@@ -104,6 +102,15 @@ def root(
     json_output: Annotated[
         bool, typer.Option("--json", help="Machine-readable output: one JSON document.")
     ] = False,
+    lock_timeout: Annotated[
+        float,
+        typer.Option(
+            envvar="EVALOPS_LOCK_TIMEOUT",
+            min=0,
+            help="Seconds a writer waits for another writer's lock before exit 1 "
+            "(registry is busy).",
+        ),
+    ] = 600.0,
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
@@ -115,6 +122,7 @@ def root(
     state.registry = registry
     state.actor = actor
     state.json = json_output
+    state.lock_timeout = lock_timeout
 
 
 db.register(app)
@@ -136,11 +144,18 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as done:
         code = done.code
         return code if isinstance(code, int) else (0 if code is None else EXIT_INTERNAL)
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted: nothing was stored\n")
+        return 130
     except Exception as exc:
         if os.environ.get("EVALOPS_DEBUG"):
             raise
+        message = shown(f"internal error: {type(exc).__name__}: {exc}")
+        if "--json" in (argv if argv is not None else sys.argv[1:]):
+            print_json({"error": {"code": EXIT_INTERNAL, "message": message, "file": None,
+                                  "line": None, "field": None}})  # fmt: skip
         sys.stderr.write(
-            f"internal error: {type(exc).__name__}: {exc}\n"
+            f"{message}\n"
             "(this is a bug in evalops; run again with EVALOPS_DEBUG=1 for the traceback)\n"
         )
         return EXIT_INTERNAL

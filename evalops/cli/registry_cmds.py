@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from evalops.cli.context import JsonFlag, emit, now, settings
+from evalops.cli.context import JsonFlag, add_row, echo_lines, emit, now, say, settings
 from evalops.errors import InputError, InputErrors
 
 schema_app = typer.Typer(
@@ -31,7 +31,7 @@ def _digest_table(rows: list[dict[str, object]], title: str) -> None:
         table.add_column(column, overflow="fold")
     for row in rows:
         digest_key = next(k for k in row if k.endswith("_digest"))
-        table.add_row(str(row["file"]), str(row["kind"]), str(row["id"]), str(row[digest_key]))
+        add_row(table, str(row["file"]), str(row["kind"]), str(row["id"]), str(row[digest_key]))
     console().print(table)
 
 
@@ -50,7 +50,7 @@ def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag =
     emit(
         ctx,
         {"ok": True, "definitions": rows},
-        lambda: typer.echo(f"ok: {len(rows)} definitions valid in {snapshot.root}"),
+        lambda: say(f"ok: {len(rows)} definitions valid in {snapshot.root}"),
     )
 
 
@@ -146,10 +146,10 @@ def sync(
     def human() -> None:
         for entry in result.registered:
             key = next(k for k in entry if k.endswith("_digest"))
-            typer.echo(f"registered {entry['kind']} {entry['id']}: {entry[key]}")
+            say(f"registered {entry['kind']} {entry['id']}: {entry[key]}")
         commit = (provenance.commit or "no commit")[:12]
         flag = " (dirty)" if provenance.dirty else ""
-        typer.echo(
+        say(
             f"{len(result.registered)} registered, {result.unchanged} unchanged "
             f"at git {commit}{flag}"
         )
@@ -171,7 +171,7 @@ def schema_export(
 
     settings(ctx, json_flag)
     written = [str(p) for p in export_schemas(directory)]
-    emit(ctx, {"written": written}, lambda: typer.echo("\n".join(f"wrote {p}" for p in written)))
+    emit(ctx, {"written": written}, echo_lines([f"wrote {p}" for p in written]))
 
 
 def register(app: typer.Typer) -> None:

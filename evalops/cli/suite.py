@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, console, emit, now, settings
+from evalops.cli.context import JsonFlag, add_row, console, emit, now, say, settings
 from evalops.errors import EXIT_REFUSED
 
 suite_app = typer.Typer(
@@ -35,7 +35,7 @@ def list_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
         for column in ("suite", "kind", "members", "suite_digest"):
             table.add_column(column)
         for r in rows:
-            table.add_row(r["suite"], r["kind"], str(r["members"]), r["suite_digest"])
+            add_row(table, r["suite"], r["kind"], str(r["members"]), r["suite_digest"])
         console().print(table)
 
     emit(ctx, rows, human)
@@ -63,13 +63,14 @@ def show(
         data = show_suite(engine, suite, include_removed=all_)
 
     def human() -> None:
-        typer.echo(f"{data['suite']} ({data['kind']})  suite_digest {data['suite_digest']}")
+        say(f"{data['suite']} ({data['kind']})  suite_digest {data['suite_digest']}")
         table = Table()
         for column in ("task", "rev", "task_digest", "added", "by", "via", "removed"):
             table.add_column(column)
         for m in data["members"]:
             removed = m["removed"]
-            table.add_row(
+            add_row(
+                table,
                 m["task_id"],
                 str(m["revision"]),
                 m["task_digest"][:19] + "…",
@@ -103,7 +104,8 @@ def coverage(ctx: typer.Context, suite: SuiteArg, json_flag: JsonFlag = False) -
         for column in ("task", "kind", "item", "primary grader", "evidence", "gate effect", ""):
             table.add_column(column)
         for r in data["rows"]:
-            table.add_row(
+            add_row(
+                table,
                 r["task_id"],
                 r["kind"],
                 r["item"],
@@ -124,12 +126,12 @@ def _checklist(data: dict[str, Any], verb: str) -> None:
         "noop": "already a member with this pin: nothing to do",
         "dry_run": f"dry run: would be {'accepted' if data['accepted'] else 'refused'}",
     }[data["outcome"]]
-    typer.echo(f"{outcome}: {data['subject']} -> {data['suite']}")
+    say(f"{outcome}: {data['subject']} -> {data['suite']}")
     for r in data["requirements"]:
         mark = "ok  " if r["met"] else "FAIL"
-        typer.echo(f"  [{mark}] {r['name']}: {r['evidence']}")
+        say(f"  [{mark}] {r['name']}: {r['evidence']}")
         if r["fix"]:
-            typer.echo(f"         fix: {r['fix']}")
+            say(f"         fix: {r['fix']}")
 
 
 def promote(

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, console, emit, settings
+from evalops.cli.context import JsonFlag, add_row, console, emit, say, settings
 
 task_app = typer.Typer(help="Registered tasks.\n\nExample: evalops task list", no_args_is_help=True)
 
@@ -30,7 +30,8 @@ def list_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
         for column in ("task", "rev", "risk", "task_digest", "grader set", "git"):
             table.add_column(column, overflow="fold")
         for r in rows:
-            table.add_row(
+            add_row(
+                table,
                 r["task_id"],
                 str(r["revision"]),
                 r["risk"],
@@ -71,11 +72,11 @@ def show(
             ("synced", f"{data['synced_at']} by {data['synced_by']}"),
         ]
         for name, value in fields:
-            typer.echo(f"{name:>12}: {value}")
+            say(f"{name:>12}: {value}")
         if len(data["history"]) > 1:
-            typer.echo("     history:")
+            say("     history:")
             for h in data["history"]:
-                typer.echo(f"              r{h['revision']} {h['task_digest']} {h['synced_at']}")
+                say(f"              r{h['revision']} {h['task_digest']} {h['synced_at']}")
 
     emit(ctx, data, human)
 

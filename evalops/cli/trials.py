@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, console, emit, now, settings
+from evalops.cli.context import JsonFlag, add_row, console, emit, now, say, settings
 from evalops.errors import InputError
 
 trials_app = typer.Typer(
@@ -81,7 +81,7 @@ def ingest(
         )
 
     def human() -> None:
-        typer.echo(
+        say(
             f"ingested {result.ingested}, skipped {result.skipped_identical} identical, "
             f"rejected {len(result.rejected)}"
         )
@@ -118,7 +118,8 @@ def list_(
         for column in ("trial", "task", "build", "#", "class", "score", "rerun of", "labels"):
             table.add_column(column)
         for r in rows:
-            table.add_row(
+            add_row(
+                table,
                 r["trial_id"],
                 r["task_id"],
                 r["build"] or "-",
@@ -150,23 +151,21 @@ def show(
         data = show_trial(engine, trial_id)
 
     def human() -> None:
-        typer.echo(f"{data['trial_id']}  {data['task_id']}  build {data['build']}")
-        typer.echo(
-            f"  class: {data['classification']} (at ingest: {data['classification_at_ingest']})"
-        )
+        say(f"{data['trial_id']}  {data['task_id']}  build {data['build']}")
+        say(f"  class: {data['classification']} (at ingest: {data['classification_at_ingest']})")
         for reason in data["reasons"]:
-            typer.echo(f"    because {reason}")
-        typer.echo(f"  labels: {', '.join(data['secondary_labels']) or '-'}")
-        typer.echo(f"  score {data['score']}  gating score {data['gating_score']}")
+            say(f"    because {reason}")
+        say(f"  labels: {', '.join(data['secondary_labels']) or '-'}")
+        say(f"  score {data['score']}  gating score {data['gating_score']}")
         for r in data["grader_results"]:
-            typer.echo(f"  grader {r['grader_id']}@{r['grader_version']}: {r['state']}")
+            say(f"  grader {r['grader_id']}@{r['grader_version']}: {r['state']}")
         for r in data["reviews"]:
-            typer.echo(f"  review {r['grader_id']}: {r['state']} by {r['actor']} ({r['reason']})")
+            say(f"  review {r['grader_id']}: {r['state']} by {r['actor']} ({r['reason']})")
         if data["trajectory"]:
-            typer.echo(f"  trajectory: {json.dumps(data['trajectory'])}")
-        typer.echo(f"  rerun chain: {' -> '.join(data['rerun_chain'])}")
+            say(f"  trajectory: {json.dumps(data['trajectory'])}")
+        say(f"  rerun chain: {' -> '.join(data['rerun_chain'])}")
         for r in data["reconciliations"]:
-            typer.echo(
+            say(
                 f"  reconciled {r['effect_key']} -> {r['status']} by {r['actor']} "
                 f"({r['evidence_uri']})"
             )
@@ -181,9 +180,19 @@ def reconcile(
     effect: Annotated[str, typer.Option(help="The effect_key to reconcile.")],
     status: Annotated[str, typer.Option(help="committed or not_committed.")],
     evidence: Annotated[str, typer.Option(help="URI of the evidence (receipt, log).")],
+    index: Annotated[
+        int | None,
+        typer.Option(
+            help="Position in external_effects, when several requested/unknown effects share "
+            "the key."
+        ),
+    ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
-    """Record what really happened to an ambiguous external effect (a new row).
+    """Settle one `requested` or `unknown` external effect (a new row).
+
+    An effect recorded `committed` or `not_committed` is a fact of the run and is never
+    reconciled, and a settled effect stays settled: both are refused (exit 5, audited).
 
     Example: evalops trials reconcile trial-0007 --effect publish:article-42
     --status not_committed --evidence receipt://publish/none-42
@@ -200,11 +209,12 @@ def reconcile(
             evidence_uri=evidence,
             actor=state.who(),
             now=now(),
+            index=index,
         )
     emit(
         ctx,
         data,
-        lambda: typer.echo(
+        lambda: say(
             f"{trial_id}: {effect} reconciled as {status}; trial is now {data['classification']}"
         ),
     )
@@ -217,7 +227,7 @@ def _read_json(path: Path, what: str) -> Any:
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read {what}: {exc.strerror}", str(path)) from None
-    return parse_json(decode_text(data, str(path)), str(path)).value
+    return parse_json(decode_text(data, str(path)), str(path), spec=False).value
 
 
 @trajectory_app.command("grade")
@@ -286,13 +296,13 @@ def grade(
 
     def human() -> None:
         verdict = "matched" if result.matched else "NOT matched"
-        typer.echo(
+        say(
             f"trajectory {verdict} ({result.mode}): {result.matched_count} of "
             f"{result.expected_count} expected calls matched, {result.observed_count} observed, "
             f"{result.forbidden_count} forbidden"
         )
         for line in result.explanations:
-            typer.echo(f"  - {line}")
+            say(f"  - {line}")
 
     emit(ctx, result.block(), human)
 

@@ -7,27 +7,55 @@ from typing import Annotated
 
 import typer
 
-from evalops.cli.context import JsonFlag, emit, settings
+from evalops.cli.context import JsonFlag, echo_lines, emit, settings
 
 
-def verify(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
-    """Re-hash the audit chain and every stored definition; exit 6 naming the first bad item.
+def verify(
+    ctx: typer.Context,
+    anchor: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="SEQ:HASH",
+            help="A chain head kept outside the database (repeatable); fail unless the chain "
+            "still holds it.",
+        ),
+    ] = None,
+    anchors: Annotated[
+        list[Path] | None,
+        typer.Option(
+            metavar="FILE",
+            help="Reports, attestations or lines of SEQ:HASH holding anchors (repeatable).",
+        ),
+    ] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Re-hash the audit chain, every row it recorded (both directions), every definition
+    and trial, and replay every gate decision; exit 6 naming the first bad item.
 
-    Example: evalops verify
+    A database cannot defend itself against a consistent rewrite of its tail: keep the
+    printed audit head (or any report) elsewhere and pass it back with --anchor/--anchors.
+
+    Example: evalops verify --anchors reports/audit-GATE-3.html
     """
+    from evalops.services.anchors import anchors_in_file, parse_anchor
     from evalops.services.verify import verify_database
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
-        report = verify_database(engine)
-    emit(
-        ctx,
-        report.as_dict(),
-        lambda: typer.echo(
-            f"ok: {report.events} audit events, {report.definitions} definitions, "
-            f"{report.trials} trials and {report.decisions} gate decisions verified"
-        ),
-    )
+    wanted = [parse_anchor(a) for a in anchor or []]
+    for path in anchors or []:
+        wanted += anchors_in_file(path)
+    with state.connect(for_verify=True) as engine:
+        report = verify_database(engine, wanted)
+    head = report.head
+    lines = [
+        f"ok: {report.events} audit events, {report.rows} rows, {report.definitions} "
+        f"definitions, {report.trials} trials and {report.decisions} gate decisions verified"
+    ]
+    if report.anchors:
+        lines.append(f"   {len(report.anchors)} anchor(s) held by the chain")
+    if head is not None:
+        lines.append(f"   audit head {head['seq']}:{head['hash']} (keep it to anchor later checks)")
+    emit(ctx, report.as_dict(), echo_lines(lines))
 
 
 def demo(

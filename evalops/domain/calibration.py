@@ -3,8 +3,9 @@
 Conventions for degenerate data (documented, never NaN):
 - Human majority: the most frequent human label of an item; a tie means no majority and
   the item is left out of precision, recall and model-vs-majority kappa (`no_majority`).
-- Kappa when chance agreement is 1 (every rating is one and the same class): 1.0 if the
-  observed agreement is 1, else 0.0. With no rated items kappa is None.
+- Kappa when chance agreement is 1 (every rating is one and the same class) is undefined:
+  None, as with no rated items. Undefined agreement never meets a requirement (DESIGN.md
+  section 8): a set where everyone says one class shows nothing about telling classes apart.
 - Precision with no model predictions of a class, or recall with no majority items of it:
   None, with the uninformative interval [0.0, 1.0]; a lower bound of 0.0 never passes.
 - An abstention is not a prediction (left out of precision) but counts as a miss in recall.
@@ -43,9 +44,9 @@ def wilson_interval(successes: int, trials: int, z: float = Z95) -> tuple[float,
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def _kappa(observed: float, expected: float) -> float:
+def _kappa(observed: float, expected: float) -> float | None:
     if expected >= 1.0 - 1e-12:
-        return 1.0 if observed >= 1.0 - 1e-12 else 0.0
+        return None  # one class only: chance explains everything, kappa is 0/0
     return (observed - expected) / (1 - expected)
 
 

@@ -16,6 +16,8 @@ from typing import Any, Literal
 from evalops.domain.specs import Grader
 
 CalibrationState = Literal["valid", "stale", "failing", "missing"]
+# Verdicts that fail nothing: a calibration must let the grader block at least one other.
+NOT_FAILING = frozenset({"task_pass", "pass", "abstain"})
 
 
 @dataclass(frozen=True)
@@ -87,7 +89,12 @@ def calibration_validity(
         reasons.append(f"holdout has {holdout_n} items, needs {req.min_holdout_items}")
     agreement = metrics.get("human_agreement", {})
     overall = agreement.get("overall")
-    if overall is None or float(overall) < req.min_human_agreement:
+    if overall is None:
+        reasons.append(
+            "human agreement is undefined (the labels hold a single class): it never meets "
+            "min_human_agreement"
+        )
+    elif float(overall) < req.min_human_agreement:
         reasons.append(
             f"human agreement {overall} is below min_human_agreement {req.min_human_agreement}"
         )
@@ -96,10 +103,18 @@ def calibration_validity(
     notes: list[str] = []
     for label, stats in sorted(metrics.get("holdout", {}).get("per_class", {}).items()):
         kappa = per_class_agreement.get(label)
+        if not stats.get("support"):
+            # No human-majority item of this class in the holdout: no bounds to meet.
+            notes.append(
+                f"class {label}: no holdout support, so no bounds; the model grader may not "
+                "block it"
+            )
+            continue
         if kappa is None or float(kappa) < req.min_human_agreement:
             # Not a failure of the calibration: the model simply may not block this class.
+            shown = "undefined" if kappa is None else kappa
             notes.append(
-                f"class {label}: human agreement {kappa} is below min_human_agreement "
+                f"class {label}: human agreement {shown} is below min_human_agreement "
                 f"{req.min_human_agreement}; the model grader may not block it"
             )
             continue
@@ -122,6 +137,12 @@ def calibration_validity(
             ok = False
         if ok:
             blockable.add(label)
+    failing_classes = sorted(set(grader.produces) - NOT_FAILING)
+    if failing_classes and not blockable & set(failing_classes):
+        reasons.append(
+            f"the grader could block none of its failing classes ({', '.join(failing_classes)}) "
+            "under this calibration"
+        )
     if reasons:
         return Validity(
             "failing",

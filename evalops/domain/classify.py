@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalops.domain.calibration_validity import Validity
-from evalops.domain.specs import EvalTaskSpec, GraderSet
+from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
 from evalops.domain.trajectory import TrajectoryResult
 from evalops.domain.trial_record import GraderResult, TrialRecord
 from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, TrialClass
@@ -60,21 +60,33 @@ class _Candidates:
             self.labels.append(text)
 
 
+AMBIGUOUS_EFFECT_STATUSES = ("requested", "unknown")
+
+
 def effective_effect_statuses(
-    record: TrialRecord, reconciliations: Mapping[str, str]
+    record: TrialRecord, reconciliations: Mapping[int, str]
 ) -> list[tuple[str, str]]:
-    """(effect_key, status) after reconciliation: a reconciled effect takes its new status."""
-    return [
-        (e.effect_key, reconciliations.get(e.effect_key, e.status)) for e in record.external_effects
-    ]
+    """(effect_key, status) after reconciliation, by effect position.
+
+    A reconciliation settles one `requested` or `unknown` effect (DESIGN.md section 6.3);
+    an effect recorded `committed` or `not_committed` is a fact of the run and keeps its
+    status whatever a reconciliation row says.
+    """
+    out: list[tuple[str, str]] = []
+    for index, effect in enumerate(record.external_effects):
+        status: str = effect.status
+        if status in AMBIGUOUS_EFFECT_STATUSES and index in reconciliations:
+            status = reconciliations[index]
+        out.append((effect.effect_key, status))
+    return out
 
 
-def _effects(record: TrialRecord, reconciliations: Mapping[str, str], c: _Candidates) -> None:
+def _effects(record: TrialRecord, reconciliations: Mapping[int, str], c: _Candidates) -> None:
     committed: dict[str, int] = {}
     for key, status in effective_effect_statuses(record, reconciliations):
         if status == "committed":
             committed[key] = committed.get(key, 0) + 1
-        elif status in ("requested", "unknown"):
+        elif status in AMBIGUOUS_EFFECT_STATUSES:
             c.add("ambiguous_external_effect", f"effect {key} is {status} and not reconciled")
     for key, count in committed.items():
         if count > 1:
@@ -89,26 +101,15 @@ def _runtime(record: TrialRecord, c: _Candidates) -> None:
         c.add(status, f"runtime status {status}")
 
 
-def _results_by_grader(
-    record: TrialRecord, reviews: Mapping[str, GraderResult]
-) -> dict[str, GraderResult]:
-    """The last result of each grader; a human review result stands in for its grader's."""
-    out: dict[str, GraderResult] = {}
-    for result in record.grader_results:
-        out[result.grader_id] = result
-    out.update(reviews)
-    return out
-
-
-def _graders(
-    record: TrialRecord,
-    graders: GraderSet,
-    validity: Mapping[str, Validity],
-    reviews: Mapping[str, GraderResult],
-    c: _Candidates,
-) -> None:
+def _check_results(record: TrialRecord, graders: GraderSet, c: _Candidates) -> None:
+    """Results that cannot be trusted make the trial grader_invalid."""
+    seen: set[str] = set()
     for raw in record.grader_results:
         grader = graders.grader(raw.grader_id)
+        if raw.grader_id in seen:
+            # Ingest refuses such records; a pure caller still never gets a pass out of it.
+            c.add("grader_invalid", f"{raw.grader_id} gave more than one result")
+        seen.add(raw.grader_id)
         if grader is None:
             c.add("grader_invalid", f"result from unknown grader {raw.grader_id}")
         elif grader.version != raw.grader_version:
@@ -122,46 +123,115 @@ def _graders(
                 "grader_invalid",
                 f"{grader.id} said {raw.state}, outside its produces {list(grader.produces)}",
             )
-    results = _results_by_grader(record, reviews)
+
+
+def failing_verdict_class(grader: Grader) -> str | None:
+    """The trial class a blocking grader's own failing verdict becomes (None: it has none).
+
+    `suite coverage` shows the gate effect of exactly this, so coverage and the gate agree.
+    """
+    if not grader.blocking:
+        return None
+    for state in ("hard_constraint_fail", "task_fail"):
+        if state in grader.produces:
+            return _verdict_class(grader, state)
+    return None
+
+
+def _verdict_class(grader: Grader, state: str) -> str | None:
+    """The trial class a blocking grader's verdict stands for (None: not a failure)."""
+    if state not in FAILING_STATES:
+        return None
+    if grader.layer == "trajectory_diagnosis" and state == "task_fail":
+        # A blocking_constraint trajectory guard acts as a hard constraint (section 5.3).
+        return "hard_constraint_fail"
+    return state
+
+
+def _queued(
+    grader: Grader,
+    own: list[GraderResult],
+    validity: Mapping[str, Validity],
+) -> str | None:
+    """Why this (trial, grader) pair waits for a person, or None (DESIGN.md section 8)."""
+    if grader.type == "human":
+        return None if own else "blocking human grader has no result"
+    if grader.type != "model" or not own:
+        return None
+    v = validity.get(grader.id)
+    if v is None or v.state != "valid":
+        return None
+    for result in own:
+        if result.state == "abstain":
+            return "abstained"
+        if result.state in FAILING_STATES and result.state not in v.blockable_classes:
+            return f"{result.state} is not blockable by the model"
+    return None
+
+
+def _graders(
+    record: TrialRecord,
+    graders: GraderSet,
+    validity: Mapping[str, Validity],
+    reviews: Mapping[str, GraderResult],
+    c: _Candidates,
+) -> dict[str, GraderResult]:
+    """Add every blocking grader's candidate; returns the result each grader's verdict used."""
+    _check_results(record, graders, c)
+    own: dict[str, list[GraderResult]] = {}
+    for result in record.grader_results:
+        own.setdefault(result.grader_id, []).append(result)
+    used: dict[str, GraderResult] = {}
     runtime_ok = record.runtime.status == "ok"
     for grader in graders.graders:
-        result = results.get(grader.id)
-        human = grader.id in reviews
+        results = own.get(grader.id, [])
         if not grader.blocking:
-            if result is not None:
+            for result in results:
                 c.label(f"diagnostic:{grader.id}:{result.state}")
             continue
-        if grader.type == "model" and not human:
+        if grader.type == "model":
             v = validity.get(grader.id)
             if v is None or v.state != "valid":
                 state = v.state if v else "missing"
                 c.add("grader_invalid", f"blocking model grader {grader.id} calibration {state}")
                 c.label("uncalibrated_model_grader")
-                if result is not None:
-                    c.review.append((grader.id, f"calibration {state}"))
                 continue
-            if (
-                result is not None
-                and result.state in FAILING_STATES
-                and result.state not in v.blockable_classes
-            ):
-                # Humans do not agree enough on this class: the model may not block it.
-                c.label(f"unblockable_model_verdict:{grader.id}:{result.state}")
-                c.review.append((grader.id, f"{result.state} is not blockable by the model"))
+        why = _queued(grader, results, validity)
+        if why is not None:
+            review = reviews.get(grader.id)
+            if review is None:
+                c.review.append((grader.id, why))
+                c.label("awaiting_review")
+                if grader.type == "model" and results[0].state != "abstain":
+                    c.label(f"unblockable_model_verdict:{grader.id}:{results[0].state}")
+                if runtime_ok:
+                    c.add(
+                        "missing_required_evidence",
+                        f"blocking grader {grader.id}: {why}; awaiting human review",
+                    )
                 continue
-        if result is None:
+            # The review queue is the only door for a human verdict; it speaks in place of
+            # a model's abstention or unblockable verdict, or for a missing human result.
+            results = [review]
+            source = "human review"
+        else:
+            source = grader.id
+        if not results:
             if runtime_ok:
                 c.add("missing_required_evidence", f"blocking grader {grader.id} has no result")
             continue
-        if result.state == "abstain":
-            if grader.type == "model":
-                c.review.append((grader.id, "abstained"))
-            if runtime_ok:
-                c.add("missing_required_evidence", f"blocking grader {grader.id} abstained")
-            continue
-        if result.state not in grader.produces or result.state not in FAILING_STATES:
-            continue
-        c.add(result.state, f"{'human review' if human else grader.id} said {result.state}")
+        used[grader.id] = results[0]
+        for result in results:
+            if result.state == "abstain":
+                if runtime_ok:
+                    c.add("missing_required_evidence", f"blocking grader {grader.id} abstained")
+                continue
+            if result.state not in grader.produces:
+                continue  # already grader_invalid
+            cls = _verdict_class(grader, result.state)
+            if cls is not None:
+                c.add(cls, f"{source} ({grader.id}) said {result.state}")
+    return used
 
 
 def _evidence(record: TrialRecord, task: EvalTaskSpec, c: _Candidates) -> None:
@@ -191,25 +261,32 @@ def _score(
     record: TrialRecord,
     task: EvalTaskSpec,
     graders: GraderSet,
-    reviews: Mapping[str, GraderResult],
+    used: Mapping[str, GraderResult],
     primary: str,
     trajectory: TrajectoryResult | None,
     failed_closed: bool,
 ) -> tuple[float, float]:
+    """Trial score and gating score (DESIGN.md section 6.2)."""
     contract = task.contract
     if failed_closed:
         return 0.0, 0.0
     if contract.expected is not None and contract.expected.kind == "trajectory":
-        score = 1.0 if trajectory is not None and trajectory.matched else 0.0
-        return score, score
-    results = _results_by_grader(record, reviews)
-    source = contract.score_from or next(
+        path_score = 1.0 if trajectory is not None and trajectory.matched else 0.0
+        return path_score, path_score
+    first_outcome = next(
         (g.id for g in graders.graders if g.blocking and g.layer == "outcome"), None
     )
-    result = results.get(source) if source else None
-    if result is not None and result.score is not None:
-        score = float(result.score)
-    else:
+    score: float | None = None
+    # The score_from grader's score; when it has none (or there is no score_from), the first
+    # blocking outcome grader's; else 1 for a pass and 0 otherwise.
+    for source in (contract.score_from, first_outcome):
+        result = used.get(source) if source else None
+        if result is None and source:
+            result = next((r for r in record.grader_results if r.grader_id == source), None)
+        if result is not None and result.score is not None:
+            score = float(result.score)
+            break
+    if score is None:
         score = 1.0 if primary == "task_pass" else 0.0
     unmatched = trajectory is not None and not trajectory.matched
     return score, 0.0 if unmatched else score
@@ -222,21 +299,24 @@ def classify(
     *,
     validity: Mapping[str, Validity],
     trajectory: TrajectoryResult | None,
-    reconciliations: Mapping[str, str] | None = None,
+    reconciliations: Mapping[int, str] | None = None,
     reviews: Mapping[str, GraderResult] | None = None,
 ) -> Classification:
     """Derive a trial's one primary class, its secondary labels, score and gating score.
 
     `trajectory` is the graded expectation (None when the task has none); `reconciliations`
-    maps effect keys to their reconciled status; `reviews` maps grader ids to appended
-    human results, which stand in for that grader's own result.
+    maps an effect's position in `external_effects` to its reconciled status (only a
+    `requested` or `unknown` effect can be settled); `reviews` maps grader ids to appended
+    human results, read only for a (trial, grader) pair the review queue holds: a review
+    never replaces a deterministic grader's result, so nothing a person says lifts a
+    hard_constraint_fail.
     """
     reconciliations = reconciliations or {}
     reviews = reviews or {}
     c = _Candidates()
     _effects(record, reconciliations, c)
     _runtime(record, c)
-    _graders(record, graders, validity, reviews, c)
+    used = _graders(record, graders, validity, reviews, c)
     _evidence(record, task, c)
     if trajectory is not None and not trajectory.matched:
         c.add("task_fail", "trajectory expectation unmatched")
@@ -246,6 +326,6 @@ def classify(
     labels = list(ordered[1:])
     labels += [label for label in c.labels if label not in labels]
     labels += [label for label in record.secondary_labels if label not in labels]
-    score, gating = _score(record, task, graders, reviews, primary, trajectory, failed_closed)
+    score, gating = _score(record, task, graders, used, primary, trajectory, failed_closed)
     reasons = tuple(f"{cls}: {why}" for cls in ordered for why in c.found[cls])
     return Classification(primary, tuple(labels), score, gating, reasons, tuple(c.review))

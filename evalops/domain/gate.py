@@ -129,6 +129,12 @@ def summarize_task(task: Mapping[str, Any], policy: GatePolicy) -> TaskSummary:
     )
 
 
+def verdict_effect(state: str, risk: str) -> str:
+    """What the gate does with a task in this state, as `suite coverage` shows it."""
+    effect = _effect(state, risk)
+    return "hold unless waived" if effect == "hold" and state in FAILING else effect
+
+
 def _effect(state: str, risk: str) -> str:
     if state == "hard_constraint_fail":
         return "block"
@@ -137,6 +143,22 @@ def _effect(state: str, risk: str) -> str:
     if state in FAILING:
         return "block" if risk == "critical" else "hold"
     return "pass"
+
+
+EVALUATOR = 2
+"""The rules version new decisions record in their inputs (DESIGN.md section 14)."""
+
+
+def evaluate_stored(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Replay a stored decision under the evaluator it was made with."""
+    version = inputs.get("evaluator", 1)
+    if version == EVALUATOR:
+        return evaluate(inputs)
+    if version == 1:
+        from evalops.domain.legacy.gate_v1 import evaluate as evaluate_v1
+
+        return evaluate_v1(inputs)
+    raise ValueError(f"decision made by evaluator {version}, unknown to this evalops")
 
 
 def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -195,7 +217,7 @@ def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
                 "trajectory": s.trajectory,
                 "efficiency": s.efficiency,
                 "fixtureMissCount": s.fixture_misses,
-                "ignoredTrials": task.get("ignoredTrials", 0),
+                "ignoredTrials": dict(task.get("ignoredTrials", {})),
                 "rerunsNotPermitted": list(s.not_permitted),
                 "firstResults": s.first_results,
                 "reason": s.why,
@@ -203,7 +225,8 @@ def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
         )
     if not inputs["tasks"]:
         holds.append(f"suite {suite_id} has no members: nothing guards this release")
-    regression = _regression(inputs, summaries, policy, blocks, holds)
+    notes: list[str] = []
+    regression = _regression(inputs, summaries, policy, blocks, holds, notes)
     decision = "block" if blocks else ("hold" if holds else "pass")
     trial_stats_out = trial_stats([s.trials for s in summaries.values()])
     return {
@@ -215,13 +238,22 @@ def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
         "policy_digest": inputs["policy_digest"],
         "execution_digest": inputs["execution_digest"],
         "evaluated_at": inputs["evaluated_at"],
-        "reasons": blocks + holds,
+        "reasons": blocks + holds + notes,
         "tasks": tasks_out,
         "trialStats": trial_stats_out,
         "waivers": _waiver_accounting(in_scope, applied, at, inputs.get("refused_waivers", [])),
         "regression": regression,
-        "ignoredTrials": sum(int(t.get("ignoredTrials", 0)) for t in inputs["tasks"]),
+        "ignoredTrials": _ignored_by_reason(inputs["tasks"]),
     }
+
+
+def _ignored_by_reason(tasks: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Trials that are not evidence for the pins, summed by reason over the suite."""
+    out: dict[str, int] = {}
+    for task in tasks:
+        for reason, n in task.get("ignoredTrials", {}).items():
+            out[reason] = out.get(reason, 0) + int(n)
+    return dict(sorted(out.items()))
 
 
 def _regression(
@@ -230,13 +262,29 @@ def _regression(
     policy: GatePolicy,
     blocks: list[str],
     holds: list[str],
+    notes: list[str],
 ) -> dict[str, Any] | None:
     baseline = inputs.get("baseline")
     if baseline is None:
         return None
     if baseline.get("build") is None:
-        holds.append("a baseline is required (critical_regressions.baseline) and none was found")
-        return {"baseline": None, "verdict": "inconclusive", "pairedTaskCount": 0}
+        if baseline.get("required"):
+            why = "a baseline is required (critical_regressions.baseline) and none was found"
+            if baseline.get("note"):
+                why += f" ({baseline['note']})"
+            holds.append(why)
+        else:
+            why = f"no baseline: {baseline.get('note') or 'none given'}"
+            notes.append(why)
+        return {
+            "baseline": None,
+            "verdict": "inconclusive",
+            "method": baseline["method"],
+            "alpha": baseline["alpha"],
+            "pairedTaskCount": 0,
+            "pValue": None,
+            "reason": why,
+        }
     base_summaries = {
         t["task_id"]: summarize_task(t, policy) for t in baseline["tasks"] if t["trials"]
     }
@@ -270,7 +318,7 @@ def _waiver_accounting(
         state = validity_at(w, at)
         if w.waiver_id in applied:
             out["applied"].append(w.waiver_id)
-        elif state in ("expired", "not_yet_valid"):
+        elif state == "expired":
             out["expired"].append(w.waiver_id)
         elif state == "revoked":
             out["revoked"].append(w.waiver_id)

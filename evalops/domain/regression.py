@@ -8,7 +8,9 @@ every pair is identical. Methods:
 - `sign-test`: two-sided binomial test on the signs of per-task meanScore differences;
 - `paired-t`: `scipy.stats.ttest_rel` on per-task meanScore;
 - `paired-bootstrap`: `scipy.stats.bootstrap` of the mean difference, seeded (the seed is
-  recorded); significant when the (1 - alpha) interval excludes 0.
+  recorded); needs at least 10 pairs and some spread in the differences; its p-value is
+  `(count + 1) / (resamples + 1)`, never 0; significant when p < alpha and the (1 - alpha)
+  interval excludes 0.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from typing import Any
 
 METHODS = ("mcnemar", "sign-test", "paired-t", "paired-bootstrap")
 BOOTSTRAP_RESAMPLES = 9999
+# Fewer pairs than this give a bootstrap distribution too coarse to trust (DESIGN.md 9).
+BOOTSTRAP_MIN_PAIRS = 10
 
 
 @dataclass(frozen=True)
@@ -102,7 +106,13 @@ def paired_verdict(
         return out
     # paired-bootstrap
     out["seed"] = seed
-    if len(diffs) < 2:
+    if len(diffs) < BOOTSTRAP_MIN_PAIRS:
+        out["reason"] = (
+            f"paired-bootstrap needs at least {BOOTSTRAP_MIN_PAIRS} paired tasks, got {len(diffs)}"
+        )
+        return out
+    if len(set(diffs)) == 1:
+        out["reason"] = "every paired difference is equal: the bootstrap cannot separate them"
         return out
     boot = stats.bootstrap(
         (diffs,),
@@ -114,13 +124,17 @@ def paired_verdict(
     )
     low, high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
     dist = boot.bootstrap_distribution
-    share_le = float((dist <= 0).mean())
-    share_ge = float((dist >= 0).mean())
+    # Two-sided: resampled means on the far side of 0 from the observed mean, doubled; the
+    # +1s make the p-value that of a permutation-style test and never 0.
+    at_or_below = int((dist <= 0).sum())
+    at_or_above = int((dist >= 0).sum())
+    count = min(BOOTSTRAP_RESAMPLES, 2 * min(at_or_below, at_or_above))
+    p_boot = (count + 1) / (BOOTSTRAP_RESAMPLES + 1)
     out.update(
         interval=[_finite(low), _finite(high)],
-        pValue=min(1.0, 2 * min(share_le, share_ge)),
+        pValue=p_boot,
         resamples=BOOTSTRAP_RESAMPLES,
     )
-    if low > 0 or high < 0:
+    if p_boot < alpha and (low > 0 or high < 0):
         out["verdict"] = direction
     return out

@@ -1,9 +1,15 @@
 """Reruns (DESIGN.md section 6.3): which trials count, without ever dropping one.
 
-A rerun stands in for its parent only when the parent's class is listed in
-`reruns.max_attempts_by_class` and the chain of reruns is within that count. Any other rerun
-(of a confirmed hard failure, of a task failure, ...) is kept, labelled
-`rerun_not_permitted`, and excluded; its parent keeps counting.
+`max_attempts_by_class` counts **attempts, the first included** (as `retry_policy.max_attempts`
+does): the original is attempt 1, its rerun attempt 2, and so on. A chain may reach attempt N
+only when N is at most `max_attempts_by_class[c]` for the class c of every earlier attempt in
+it (a class that is not listed allows 1: no rerun). So `{infrastructure_invalid: 2}` lets one
+rerun stand in for a timed-out trial and no third attempt; `{grader_invalid: 1}` lets no rerun
+stand in for a grader_invalid trial. The last attempt that stood in is the effective one.
+
+Every other rerun (of a confirmed hard failure, of a task failure, a second rerun of one
+trial, a rerun whose parent is not among the trials) is kept, labelled `rerun_not_permitted`,
+and excluded; the trial it would have replaced keeps counting.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 RERUN_NOT_PERMITTED = "rerun_not_permitted"
+INVALID_RUN_CLASSES = ("infrastructure_invalid", "grader_invalid")
 
 
 @dataclass(frozen=True)
@@ -34,38 +41,54 @@ class RerunOutcome:
     """Originals whose first result was an invalid run (infrastructure or grader)."""
 
 
+def attempt_allowed(
+    attempt: int, earlier_classes: Sequence[str], limits: Mapping[str, int]
+) -> bool:
+    """May a chain whose earlier attempts had these classes reach attempt number `attempt`?"""
+    return all(attempt <= limits.get(c, 1) for c in earlier_classes)
+
+
 def resolve_reruns(
     trials: Sequence[TrialNode], max_attempts_by_class: Mapping[str, int]
 ) -> RerunOutcome:
+    """Which trial stands for each original, given the policy's attempt limits.
+
+    `trials` come in stored order; among several reruns of one trial the first stored one is
+    the only candidate to stand in.
+    """
     by_id = {t.trial_id: t for t in trials}
     children: dict[str, list[TrialNode]] = {}
+    orphans: list[TrialNode] = []
     for t in trials:
-        if t.parent_trial_id is not None and t.parent_trial_id in by_id:
+        if t.parent_trial_id is None:
+            continue
+        if t.parent_trial_id in by_id:
             children.setdefault(t.parent_trial_id, []).append(t)
-    originals = [t for t in trials if t.parent_trial_id is None or t.parent_trial_id not in by_id]
+        else:
+            # A rerun whose parent is not evidence here never becomes an extra original.
+            orphans.append(t)
+    originals = [t for t in trials if t.parent_trial_id is None]
     effective: list[str] = []
     not_permitted: set[str] = set()
+    for orphan in orphans:
+        not_permitted.update(_chain(orphan, children))
     for original in originals:
         current = original
-        reruns_so_far = 0
+        classes = [original.classification]
         while True:
             kids = children.get(current.trial_id, [])
             if not kids:
                 break
-            allowed = max_attempts_by_class.get(current.classification, 0)
             rerun, *others = kids
-            # Only one rerun of a trial may stand in for it; any further rerun is excluded.
             for sibling in others:
                 not_permitted.update(_chain(sibling, children))
-            if reruns_so_far >= allowed:
+            if not attempt_allowed(len(classes) + 1, classes, max_attempts_by_class):
                 not_permitted.update(_chain(rerun, children))
                 break
-            reruns_so_far += 1
             current = rerun
+            classes.append(rerun.classification)
         effective.append(current.trial_id)
-    invalid = sum(
-        1 for t in originals if t.classification in ("infrastructure_invalid", "grader_invalid")
-    )
+    invalid = sum(1 for t in originals if t.classification in INVALID_RUN_CLASSES)
     return RerunOutcome(
         tuple(effective),
         frozenset(not_permitted),
@@ -76,7 +99,10 @@ def resolve_reruns(
 
 
 def _chain(start: TrialNode, children: Mapping[str, list[TrialNode]]) -> list[str]:
-    out = [start.trial_id]
-    for kid in children.get(start.trial_id, []):
-        out += _chain(kid, children)
+    out: list[str] = []
+    stack = [start]
+    while stack:
+        node = stack.pop()
+        out.append(node.trial_id)
+        stack.extend(children.get(node.trial_id, []))
     return out

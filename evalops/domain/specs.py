@@ -423,6 +423,21 @@ class Grader(Strict):
                 "model and calibration_requirements are for type: model only",
                 "model" if self.model else "calibration_requirements",
             )
+        allowed = states_allowed(self.layer, self.type)
+        for index, state in enumerate(self.produces):
+            if state not in allowed:
+                raise SpecValueError(
+                    f"a {self.layer} {self.type} grader may not produce {state} (it may "
+                    f"produce {', '.join(sorted(allowed))}; DESIGN.md section 5.3)",
+                    "produces",
+                    index,
+                )
+        if self.rule_state == "blocking_constraint" and not self.blocking:
+            raise SpecValueError(
+                "rule_state: blocking_constraint makes the grader act as a blocking hard "
+                "constraint: set blocking: true (or use guardrail_candidate)",
+                "blocking",
+            )
         if self.type == "model" and self.blocking and self.calibration_requirements is None:
             raise SpecValueError(
                 "a blocking model grader needs calibration_requirements",
@@ -446,6 +461,25 @@ class Grader(Strict):
     @property
     def acts_as_hard_constraint(self) -> bool:
         return self.layer == "hard_constraint" or self.rule_state == "blocking_constraint"
+
+
+# What each layer may say (DESIGN.md section 5.3, "A grader's layer bounds its verdicts").
+# Nobody produces agent_error, runtime_error or infrastructure_invalid: those come from
+# `runtime.status` alone.
+LAYER_STATES: dict[str, frozenset[str]] = {
+    "outcome": frozenset({"task_pass", "task_fail"}),
+    "hard_constraint": frozenset({"pass", "hard_constraint_fail"}),
+    "trajectory_diagnosis": frozenset({"task_pass", "task_fail", "pass"}),
+}
+EVERY_LAYER_STATES = frozenset(
+    {"missing_required_evidence", "ambiguous_external_effect", "grader_invalid"}
+)
+
+
+def states_allowed(layer: str, grader_type: str) -> frozenset[str]:
+    """The states a grader of this layer and type may list in `produces`."""
+    extra = {"abstain"} if grader_type in ("model", "human") else set()
+    return LAYER_STATES[layer] | EVERY_LAYER_STATES | extra
 
 
 class GraderSet(Strict):
@@ -581,18 +615,18 @@ class SuitePolicy(Strict):
     """Format version of this file."""
     id: Id
     """Policy id."""
-    incident_corpus: IncidentCorpusRule = IncidentCorpusRule()
-    """Incident corpus rule."""
-    capability_entry: EntryRule
-    """Capability suite entry rule."""
-    estimation_entry: EstimationEntryRule
-    """Estimation suite entry rule."""
-    regression_entry: EntryRule
-    """Regression suite entry rule."""
-    replacement: ReplacementRule = ReplacementRule()
-    """Replacement rule."""
-    removal: RemovalRule = RemovalRule()
-    """Removal rule."""
+    incident_corpus: IncidentCorpusRule | None = None
+    """Incident corpus rule; absent: nothing enters an incident corpus suite."""
+    capability_entry: EntryRule | None = None
+    """Capability suite entry rule; absent: nothing enters a capability suite."""
+    estimation_entry: EstimationEntryRule | None = None
+    """Estimation suite entry rule; absent: nothing enters an estimation suite."""
+    regression_entry: EntryRule | None = None
+    """Regression suite entry rule; absent: nothing enters a regression suite."""
+    replacement: ReplacementRule | None = None
+    """Replacement rule; absent: no member may be retired as replaced."""
+    removal: RemovalRule | None = None
+    """Removal rule; absent: no member may be retired (a policy never fails open)."""
 
 
 class Rule(Strict):
@@ -640,7 +674,8 @@ class RerunRule(Strict):
     report: list[Literal["first_result", "invalid_rate", "rerun_count", "rerun_results"]] = []
     """What reports show about reruns."""
     max_attempts_by_class: dict[RerunClass, PositiveInt] = {}
-    """Class -> how many reruns of a trial of that class may stand in for it."""
+    """Class -> how many attempts, the first included, a chain that passed through a trial
+    of that class may reach (1: no rerun stands in; 2: one rerun may)."""
     task_is_primary_statistical_unit: bool = True
     """Statistics count tasks, not trials."""
 
@@ -650,8 +685,9 @@ class WaiverRule(Strict):
 
     allowed_layers: list[Literal["quality_signal", "noncritical_regression"]] = []
     """Risk tiers a waiver may cover."""
-    forbidden_states: list[TrialClass]
-    """States no waiver may cover; at least the five evidence and hard-failure states."""
+    forbidden_states: list[TrialClass] = list(MIN_FORBIDDEN_WAIVER_STATES)
+    """States no waiver may cover; at least the five evidence and hard-failure states
+    (omitted: exactly those five)."""
     require: list[Literal["owner", "reason", "build_scope", "expires_at"]] = []
     """Fields a waiver must carry."""
     max_duration_days: PositiveInt
@@ -676,8 +712,8 @@ class GatePolicy(Strict):
     """Format version of this file."""
     id: Id
     """Policy id."""
-    decision_precedence: list[TrialClass]
-    """Must be exactly the canonical precedence."""
+    decision_precedence: list[TrialClass] = list(CANONICAL_PRECEDENCE)
+    """Must be exactly the canonical precedence (omitted: the canonical precedence)."""
     unknown_or_missing_evidence: EvidenceRule
     """Unknown or missing evidence holds."""
     hard_constraints: HardConstraintRule

@@ -72,14 +72,18 @@ class TaskTrials:
 
 
 def task_block(t: TaskTrials) -> dict[str, Any]:
-    """`{n, passedCount, meanScore, passAtK, passHatK}` of one task (k capped at n)."""
-    k = min(t.k, t.n)
+    """`{n, passedCount, meanScore, passAtK, passHatK}` of one task.
+
+    pass@k and pass^k are null when fewer than k trials exist: they are never computed
+    with a smaller k (DESIGN.md section 9), which would overstate pass^k.
+    """
+    defined = t.n >= t.k
     return {
         "n": t.n,
         "passedCount": t.c,
         "meanScore": mean(t.scores),
-        "passAtK": float(pass_at_k(t.n, t.c, k)) if t.n else None,
-        "passHatK": float(pass_hat_k(t.n, t.c, k)) if t.n else None,
+        "passAtK": float(pass_at_k(t.n, t.c, t.k)) if defined else None,
+        "passHatK": float(pass_hat_k(t.n, t.c, t.k)) if defined else None,
     }
 
 
@@ -91,9 +95,11 @@ def trial_stats(tasks: Sequence[TaskTrials]) -> dict[str, Any]:
     ks = {t.k for t in with_trials}
     if len(ks) == 1:
         out["k"] = ks.pop()
-    if blocks:
-        out["passAtK"] = mean([b["passAtK"] for b in blocks])
-        out["passHatK"] = mean([b["passHatK"] for b in blocks])
+    defined = [b for b in blocks if b["passAtK"] is not None]
+    if defined:
+        # Means over the tasks where pass@k is defined (enough trials for k).
+        out["passAtK"] = mean([b["passAtK"] for b in defined])
+        out["passHatK"] = mean([b["passHatK"] for b in defined])
     means = [b["meanScore"] for b in blocks if b["meanScore"] is not None]
     if len(means) >= 2:
         out["scoreStderr"] = statistics.stdev(means) / math.sqrt(len(means))

@@ -2,8 +2,9 @@
 
 `evaluate_entry(...)` answers, for one task and one target suite, a checklist: every
 requirement of the target kind's entry rule, met or unmet, with the evidence looked at and,
-when unmet, how to meet it. Promoting into `regression` checks the capability entry rule
-too. Nothing here reads a database or a clock.
+when unmet, how to meet it. Each entry rule is complete in itself: promoting into
+`regression` checks exactly what `regression_entry` lists. A rule the policy leaves out
+refuses what it governs. Nothing here reads a database or a clock.
 """
 
 from __future__ import annotations
@@ -343,23 +344,48 @@ CHECKS: dict[str, Callable[[EntryFacts, SuiteDeclaration], Requirement]] = {
 }
 
 
-def required_names(policy: SuitePolicy, kind: str) -> list[str]:
-    """The requirement names of a suite kind's entry rule, in policy order, no repeats."""
-    names: list[str] = []
-    if kind == "incident_corpus" and policy.incident_corpus.executable_required:
-        names.append("reproducible_fixture")
-    if kind in ("capability", "regression"):
-        names += policy.capability_entry.requires
-    if kind == "regression":
-        names += policy.regression_entry.requires
-    if kind == "estimation":
-        names += policy.estimation_entry.requires
-    return list(dict.fromkeys(names))
+ENTRY_RULES: dict[str, str] = {
+    "incident_corpus": "incident_corpus",
+    "capability": "capability_entry",
+    "estimation": "estimation_entry",
+    "regression": "regression_entry",
+}
+
+
+def _absent_rule(rule: str, what: str) -> Requirement:
+    return Requirement(
+        "suite_policy_rule",
+        False,
+        f"the suite policy has no {rule} rule",
+        f"add `{rule}` to the suite policy file (its `requires` list) and run `evalops sync`; "
+        f"without it nothing {what} (a policy never fails open)",
+    )
+
+
+def required_names(policy: SuitePolicy, kind: str) -> list[str] | None:
+    """The requirement names of a suite kind's entry rule, in policy order, no repeats.
+
+    Each rule is complete in itself (DESIGN.md section 5.4): `regression_entry` checks
+    exactly what it lists. None when the policy has no rule for the kind.
+    """
+    if kind == "incident_corpus":
+        corpus = policy.incident_corpus
+        if corpus is None:
+            return None
+        return ["reproducible_fixture"] if corpus.executable_required else []
+    rule = getattr(policy, ENTRY_RULES[kind])
+    if rule is None:
+        return None
+    return list(dict.fromkeys(rule.requires))
 
 
 def evaluate_entry(facts: EntryFacts, suite: SuiteDeclaration, policy: SuitePolicy) -> Checklist:
     """Every requirement of `suite.kind`'s entry rule, checked against `facts`."""
-    requirements = [CHECKS[name](facts, suite) for name in required_names(policy, suite.kind)]
+    names = required_names(policy, suite.kind)
+    if names is None:
+        missing = _absent_rule(ENTRY_RULES[suite.kind], f"enters a {suite.kind} suite")
+        return Checklist(suite.id, suite.kind, facts.task.id, (missing,))
+    requirements = [CHECKS[name](facts, suite) for name in names]
     return Checklist(suite.id, suite.kind, facts.task.id, tuple(requirements))
 
 
@@ -393,9 +419,19 @@ def evaluate_retirement(
     replacement: Replacement | None,
     policy: SuitePolicy,
 ) -> Checklist:
-    """Removal needs a reason and a risk-owner approval; replacement a coverage mapping."""
+    """Removal needs what `removal` lists; replacement also what `replacement` lists, and
+    always a coverage mapping. An absent rule refuses (the policy never fails open)."""
+    if policy.removal is None:
+        return Checklist("", "retirement", task.id, (_absent_rule("removal", "may be retired"),))
     names: list[str] = list(policy.removal.requires)
     if reason == "replaced":
+        if policy.replacement is None:
+            return Checklist(
+                "",
+                "retirement",
+                task.id,
+                (_absent_rule("replacement", "may be retired as replaced"),),
+            )
         names += [n for n in policy.replacement.requires if n not in names]
         if "coverage_mapping" not in names:
             names.append("coverage_mapping")

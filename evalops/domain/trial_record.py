@@ -144,7 +144,8 @@ class TrialRecord(Strict):
     eval_case_digest: Digest | None = None
     """Must equal the recomputed eval case digest when present."""
     trial_index: NonNegativeInt
-    """0-based, unique per task and run."""
+    """0-based; an original trial is unique per run, eval case and index; a rerun keeps its
+    parent's."""
     started_at: Timestamp
     """Start, RFC 3339 with offset."""
     completed_at: Timestamp
@@ -158,7 +159,7 @@ class TrialRecord(Strict):
     artifact_manifest: ArtifactManifest | None = None
     """The manifest."""
     grader_results: list[GraderResult]
-    """Grader results."""
+    """Grader results, at most one per grader (a later result never hides an earlier one)."""
     external_effects: list[ExternalEffect] = []
     """External side effects."""
     runtime: Runtime
@@ -184,4 +185,20 @@ class TrialRecord(Strict):
     def _ordered_times(self) -> TrialRecord:
         if parse_timestamp(self.completed_at) < parse_timestamp(self.started_at):
             raise SpecValueError("completed_at is before started_at", "completed_at")
+        return self
+
+    @model_validator(mode="after")
+    def _one_result_per_grader(self) -> TrialRecord:
+        first: dict[str, int] = {}
+        for index, result in enumerate(self.grader_results):
+            if result.grader_id in first:
+                raise SpecValueError(
+                    f"grader {result.grader_id} has two results (grader_results"
+                    f"[{first[result.grader_id]}] and [{index}]); a record carries at most one "
+                    "result per grader",
+                    "grader_results",
+                    index,
+                    "grader_id",
+                )
+            first[result.grader_id] = index
         return self

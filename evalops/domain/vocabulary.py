@@ -88,6 +88,10 @@ PositiveInt = Annotated[int, Field(ge=1)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]
 
+# Timestamps lie between these (DESIGN.md section 3): every engine and clock can hold them.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)
+
 _RFC3339 = re.compile(
     r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:[Zz]|[+-]\d{2}:\d{2})$"
 )
@@ -110,10 +114,14 @@ def parse_timestamp(text: str) -> datetime:
         digits = frac.group(0)
         normalized = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits) :]}"
     try:
-        parsed = datetime.fromisoformat(normalized)
-    except ValueError as exc:
+        parsed = datetime.fromisoformat(normalized).astimezone(UTC)
+    except (ValueError, OverflowError) as exc:
         raise ValueError(f"{text!r} is not a valid timestamp: {exc}") from None
-    return parsed.astimezone(UTC)
+    if not EARLIEST <= parsed < LATEST:
+        raise ValueError(
+            f"timestamp {text!r} is outside 1970-01-01T00:00:00Z .. 9999-01-01T00:00:00Z"
+        )
+    return parsed
 
 
 def _check_timestamp(text: str) -> str:

@@ -24,6 +24,11 @@ from evalops.errors import InputError
 
 JsonPath = tuple[str | int, ...]
 
+# Limits, so that no file can exhaust the machine (DESIGN.md section 3).
+MAX_ALIAS_NODES = 10_000
+MAX_DEPTH = 64
+MAX_SPEC_BYTES = 1024 * 1024
+
 YAML_SUFFIXES = (".yaml", ".yml")
 JSON_SUFFIXES = (".json",)
 SPEC_SUFFIXES = YAML_SUFFIXES + JSON_SUFFIXES
@@ -120,10 +125,23 @@ def _check_number(value: int | float, where: JsonPath, path: str, line: int) -> 
         raise InputError(f"number {value} is not finite", path, line, format_path(where))
 
 
+# Control characters other than tab and newline (DESIGN.md section 3); DEL and C1 too.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def _check_string(value: str, where: JsonPath, path: str, line: int) -> None:
     if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
         raise InputError(
             "string holds a lone surrogate (not valid Unicode)", path, line, format_path(where)
+        )
+    found = _CONTROL.search(value)
+    if found is not None:
+        raise InputError(
+            f"string holds the control character U+{ord(found.group()):04X} (only tab and "
+            "newline are allowed)",
+            path,
+            line,
+            format_path(where),
         )
 
 
@@ -181,9 +199,39 @@ class _Converter:
         self.path = path
         self.lines: dict[JsonPath, int] = {}
         self._active: set[int] = set()
+        self._seen: set[int] = set()
+        self._aliased = 0
+        self._alias_depth = 0
+
+    def _limits(self, node: yaml.Node, where: JsonPath, line: int) -> bool:
+        """Depth and alias-expansion limits; True when `node` is an alias re-expansion."""
+        if len(where) > MAX_DEPTH:
+            raise InputError(
+                f"nested deeper than {MAX_DEPTH} levels", self.path, line, format_path(where)
+            )
+        alias = id(node) in self._seen
+        self._seen.add(id(node))
+        if alias or self._alias_depth:
+            self._aliased += 1
+            if self._aliased > MAX_ALIAS_NODES:
+                raise InputError(
+                    f"YAML aliases expand to more than {MAX_ALIAS_NODES} nodes",
+                    self.path,
+                    line,
+                    format_path(where),
+                )
+        return alias
 
     def convert(self, node: yaml.Node, where: JsonPath, *, record: bool = True) -> Any:
         line = node.start_mark.line + 1
+        alias = self._limits(node, where, line)
+        self._alias_depth += alias
+        try:
+            return self._convert(node, where, line, record=record)
+        finally:
+            self._alias_depth -= alias
+
+    def _convert(self, node: yaml.Node, where: JsonPath, line: int, *, record: bool) -> Any:
         if record:
             self.lines.setdefault(where, line)
         if node.tag not in _ALLOWED_TAGS and node.tag != _PLAIN:
@@ -249,6 +297,8 @@ def parse_yaml(text: str, path: str) -> Document:
             raise InputError(f"invalid YAML: {problem}", path, line) from None
         except yaml.YAMLError as exc:
             raise InputError(f"invalid YAML: {exc}", path) from None
+        except RecursionError:
+            raise InputError(f"YAML is nested deeper than {MAX_DEPTH} levels", path, 1) from None
     finally:
         loader.dispose()
     if node is None:
@@ -257,7 +307,7 @@ def parse_yaml(text: str, path: str) -> Document:
     try:
         value = converter.convert(node, ())
     except RecursionError:
-        raise InputError("YAML is nested too deeply", path, 1) from None
+        raise InputError(f"YAML is nested deeper than {MAX_DEPTH} levels", path, 1) from None
     return Document(path, value, converter.lines)
 
 
@@ -306,8 +356,10 @@ def _walk(value: Any, where: JsonPath = ()) -> Iterator[tuple[JsonPath, Any]]:
             yield from _walk(v, (*where, i))
 
 
-def parse_json(text: str, path: str) -> Document:
-    """Parse one JSON document strictly: duplicate keys, NaN/Infinity and surrogates refused."""
+def parse_json(text: str, path: str, *, spec: bool = True) -> Document:
+    """Parse one JSON document strictly: duplicate keys, NaN/Infinity, surrogates and
+    nesting beyond the limit refused; control characters too in spec files (`spec`), only
+    NUL in records (PostgreSQL cannot store it)."""
     repeated: list[tuple[int, str]] = []  # (id of the object, key) of every duplicate key
 
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -326,13 +378,13 @@ def parse_json(text: str, path: str) -> Document:
     except json.JSONDecodeError as exc:
         raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
     except RecursionError:
-        raise InputError("JSON is nested too deeply", path, 1) from None
+        raise InputError(f"JSON is nested deeper than {MAX_DEPTH} levels", path, 1) from None
     doc = Document(path, value, lines_from=text)
     duplicates = dict(repeated)
     try:
-        _check_json(doc, value, text, duplicates)
+        _check_json(doc, value, text, duplicates, spec)
     except RecursionError:
-        raise InputError("JSON is nested too deeply", path, 1) from None
+        raise InputError(f"JSON is nested deeper than {MAX_DEPTH} levels", path, 1) from None
     return doc
 
 
@@ -345,9 +397,22 @@ def _parse_int(text: str) -> int | _LongInt:
     return _LongInt(text) if len(text.lstrip("-")) > 17 else int(text)
 
 
-def _check_json(doc: Document, value: Any, text: str, duplicates: dict[int, str]) -> None:
+_RECORD_BAD = re.compile("[\x00\ud800-\udfff]")
+
+
+def _check_json(
+    doc: Document, value: Any, text: str, duplicates: dict[int, str], spec: bool
+) -> None:
     path = doc.path
+    bad = _SPEC_BAD if spec else _RECORD_BAD
     for where, item in _walk(value):
+        if len(where) > MAX_DEPTH:
+            raise InputError(
+                f"nested deeper than {MAX_DEPTH} levels",
+                path,
+                doc.line_of(where),
+                format_path(where[: MAX_DEPTH + 1]),
+            )
         if isinstance(item, _LongInt):
             raise InputError(
                 f"integer with {len(item.lstrip('-'))} digits is beyond +-(2^53-1)",
@@ -362,21 +427,26 @@ def _check_json(doc: Document, value: Any, text: str, duplicates: dict[int, str]
             raise InputError(
                 f"duplicate key {key!r}", path, repeats.get(at, doc.line_of(at)), format_path(at)
             )
-        if isinstance(item, str) and _has_surrogate(item):
-            _check_string(item, where, path, doc.line_of(where))
+        if isinstance(item, str) and bad.search(item):
+            _check_bad(item, where, path, doc.line_of(where), spec)
         elif isinstance(item, int | float) and not isinstance(item, bool) and not _number_ok(item):
             _check_number(item, where, path, doc.line_of(where))
         if isinstance(item, dict):
             for key in item:
-                if _has_surrogate(key):
-                    _check_string(key, where, path, doc.line_of((*where, key)))
+                if bad.search(key):
+                    _check_bad(key, where, path, doc.line_of((*where, key)), spec)
 
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+_SPEC_BAD = re.compile("[\ud800-\udfff\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
-def _has_surrogate(text: str) -> bool:
-    return _SURROGATE.search(text) is not None
+def _check_bad(value: str, where: JsonPath, path: str, line: int, spec: bool) -> None:
+    if spec:
+        _check_string(value, where, path, line)
+    elif "\x00" in value:
+        raise InputError("string holds a NUL character (U+0000)", path, line, format_path(where))
+    else:
+        _check_string(value, where, path, line)
 
 
 def _number_ok(value: int | float) -> bool:
@@ -386,9 +456,13 @@ def _number_ok(value: int | float) -> bool:
 
 
 def decode_text(data: bytes, path: str) -> str:
-    """Strict UTF-8 without a byte-order mark."""
+    """Strict UTF-8 without a byte-order mark or a raw NUL byte."""
     if data.startswith(b"\xef\xbb\xbf"):
         raise InputError("file starts with a UTF-8 byte-order mark; save it without one", path, 1)
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        raise InputError(f"raw NUL byte at byte {nul}", path, line)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -408,6 +482,9 @@ def load_document(path: Path, display: str | None = None) -> Document:
     if not path.name.endswith(SPEC_SUFFIXES):
         raise InputError(f"unsupported file type {path.suffix!r} (use .yaml, .yml or .json)", name)
     try:
+        size = path.stat().st_size
+        if size > MAX_SPEC_BYTES:
+            raise InputError(f"file is {size} bytes; a spec file is at most 1 MiB", name)
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", name) from None

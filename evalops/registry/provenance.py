@@ -26,9 +26,35 @@ class GitProvenance:
         }
 
 
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.DOTALL)
+_SCP = re.compile(r"^(?:[^@/]*@)?([^:/]+):(?!//)(.*)$", re.DOTALL)
+
+
 def strip_credentials(url: str) -> str:
-    """`https://user:token@host/repo` -> `https://host/repo`."""
-    return re.sub(r"^([a-z][a-z0-9+.-]*://)[^/@]+@", r"\1", url)
+    """A git remote reduced to scheme, host, port and path (DESIGN.md section 10).
+
+    Userinfo (anything up to the last `@` of the authority, so `@` or `/` inside a
+    password cannot leak), query and fragment are dropped; the scheme may be in any case.
+    scp-like remotes (`user@host:path`) keep `host:path`. What cannot be parsed is replaced,
+    never stored raw: provenance is append-only.
+    """
+    url = url.strip()
+    match = _SCHEME.match(url)
+    if match:
+        scheme, rest = match.group(1).lower(), match.group(2)
+        rest = re.split(r"[?#]", rest, maxsplit=1)[0]
+        # The authority ends at the first "/" after the last "@" (passwords may hold "/").
+        at = rest.rfind("@")
+        if at >= 0:
+            rest = rest[at + 1 :]
+        host, slash, path = rest.partition("/")
+        return f"{scheme}://{host}{slash}{path}"
+    if url.startswith(("/", "./", "../")) or re.match(r"^[A-Za-z]:[\\/]", url):
+        return url.split("?", 1)[0].split("#", 1)[0]  # a local path
+    scp = _SCP.match(url)
+    if scp:
+        return f"{scp.group(1)}:{scp.group(2)}".split("?", 1)[0].split("#", 1)[0]
+    return "<unparsed remote>"
 
 
 def git_provenance(path: Path) -> GitProvenance:

@@ -102,14 +102,38 @@ def _cross_check(defs: list[Definition]) -> list[InputError]:
     return errors
 
 
+def work_tree(root: Path) -> Path:
+    """The git work tree holding `root` (the nearest parent with `.git`), else `root`."""
+    resolved = root.resolve()
+    for folder in (resolved, *resolved.parents):
+        if (folder / ".git").exists():
+            return folder
+    return resolved
+
+
+def _outside(path: Path, boundary: Path) -> bool:
+    """A symlink (or a file in a symlinked directory) leading out of the work tree."""
+    return not path.resolve().is_relative_to(boundary)
+
+
 def load_snapshot(root: Path) -> Snapshot:
     """Read every spec file below `root`; all problems are reported together."""
     if not root.is_dir():
         raise InputError("registry directory not found", display_path(root))
+    boundary = work_tree(root)
     errors: list[InputError] = []
     defs: list[Definition] = []
     for path in spec_files(root):
         display = display_path(path)
+        if _outside(path, boundary):
+            errors.append(
+                InputError(
+                    f"symlink to {path.resolve()} leads outside the registry's git work tree "
+                    f"{boundary}: provenance must describe what was read (copy the file in)",
+                    display,
+                )
+            )
+            continue
         try:
             definition = load_definition(path, display)
         except InputError as exc:

@@ -12,6 +12,7 @@ from pydantic import Field, ValidationError
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
+from evalops.domain import digests
 from evalops.domain.calibration import ABSTAIN, LabelledItem, calibration_metrics, item_json
 from evalops.domain.calibration_validity import Validity
 from evalops.domain.canonical import canonical_text, digest
@@ -22,9 +23,14 @@ from evalops.registry.definitions import pydantic_error
 from evalops.registry.jsonl import Line, read_lines
 from evalops.registry.load import Document, parse_json
 from evalops.store import queries
-from evalops.store.audit import append_event
+from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
-from evalops.store.tables import Calibration, CalibrationInvalidation, GraderConfig
+from evalops.store.tables import (
+    Calibration,
+    CalibrationInvalidation,
+    GraderConfig,
+    SuiteMembership,
+)
 
 
 class HumanLabel(Strict):
@@ -57,7 +63,7 @@ def _parse_line(line: Line, grader: Grader) -> LabelledItem:
     except UnicodeDecodeError as exc:
         raise InputError(f"invalid UTF-8 at byte {exc.start}", line.file, line.number) from None
     try:
-        value = parse_json(text, line.file).value
+        value = parse_json(text, line.file, spec=False).value
     except InputError as exc:
         raise InputError(exc.message, line.file, line.number, exc.field) from None
     if not isinstance(value, dict):
@@ -152,20 +158,38 @@ class GraderRef:
     config_digest: str
 
 
-def _grader(session: Session, ref: str) -> GraderRef:
+def _grader(session: Session, ref: str, config: str | None = None) -> GraderRef:
+    """The config a calibration is for: `--config`, else the grader's config in force."""
     grader_id, _, version = ref.partition("@")
-    current = queries.current_grader(session, grader_id)
-    if current is None:
-        raise InputError(f"grader {grader_id!r} is not registered (run `evalops sync`)")
-    grader, config_digest = current
+    if config is not None:
+        found = queries.grader_config(session, config)
+        if found is None or found[0].id != grader_id:
+            raise InputError(
+                f"{config} is not a registered config of grader {grader_id}", field="--config"
+            )
+    else:
+        found = queries.newest_grader_config(session, grader_id)
+        if found is None:
+            raise InputError(f"grader {grader_id!r} is not registered (run `evalops sync`)")
+    grader, config_digest = found
     if grader.type != "model":
         raise InputError(f"grader {grader_id} is {grader.type}; only model graders calibrate")
     if version and version != str(grader.version):
         raise InputError(
             f"grader {grader_id} is at version {grader.version}, not {version}; calibrate "
-            "the registered version"
+            "the registered version (or name its config with --config)"
         )
     return GraderRef(grader, config_digest)
+
+
+def _validity_of(session: Session, row: Calibration) -> Validity:
+    """The state of one calibration: its config's validity if it is that config's newest."""
+    found = queries.grader_config(session, row.grader_config_digest)
+    assert found is not None
+    newest = queries.calibration_of_config(session, row.grader_config_digest)
+    if newest is not None and newest.calibration_id != row.calibration_id:
+        return Validity("stale", (f"superseded by {newest.calibration_id} for this config",))
+    return queries.config_validity(session, found[0], row.grader_config_digest)
 
 
 def _view(row: Calibration, validity: Validity | None) -> dict[str, Any]:
@@ -195,13 +219,14 @@ def record_calibration(
     grader_ref: str,
     labels: Path,
     *,
+    config: str | None = None,
     annotation_guide: str | None,
     sampling_frame: str | None,
     actor: str,
     now: datetime,
 ) -> dict[str, Any]:
     with read_session(engine) as session:
-        ref = _grader(session, grader_ref)
+        ref = _grader(session, grader_ref, config)
     items = read_labels(labels, ref.grader)
     if not items:
         raise InputError("the labels file holds no items", str(labels), 1)
@@ -226,14 +251,6 @@ def record_calibration(
             "annotator_count": metrics["human_agreement"]["annotators"],
             **metrics,
         }
-        event = append_event(
-            session,
-            at=now,
-            actor=actor,
-            kind="calibration.record",
-            subject=calibration_id,
-            payload=record,
-        )
         row = Calibration(
             calibration_id=calibration_id,
             grader_id=ref.grader.id,
@@ -249,40 +266,96 @@ def record_calibration(
             record_digest=digest(record),
             at=now,
             actor=actor,
-            audit_seq=event.seq,
+            audit_seq=next_seq(session),
         )
         session.add(row)
-        session.flush()
-        return _view(row, queries.grader_validity(session, ref.grader.id))
+        append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind="calibration.record",
+            subject=calibration_id,
+            payload=record,
+            rows=[row],
+        )
+        return _view(row, _validity_of(session, row))
 
 
 def status(engine: Engine) -> list[dict[str, Any]]:
-    """Every registered model grader: valid / stale / failing / missing, and why."""
+    """Every model grader config that matters: the one in force and each one a suite pins.
+
+    Decisions judge the pinned config; `stale` marks a config in force that has no
+    calibration of its own while an earlier config of the grader had one.
+    """
     with read_session(engine) as session:
-        ids = sorted(
+        configs: dict[str, dict[str, Any]] = {}
+        for suite_id in sorted(set(session.exec(select(SuiteMembership.suite_id)).all())):
+            for member in queries.members(session, suite_id):
+                gs_row = queries.grader_set_by_digest(session, member.grader_set_digest)
+                if gs_row is None:
+                    continue
+                spec = queries.grader_set_spec(gs_row)
+                for grader, raw in zip(
+                    spec.graders, json.loads(gs_row.document)["graders"], strict=True
+                ):
+                    if grader.type != "model":
+                        continue
+                    entry = configs.setdefault(
+                        digests.grader_config_digest(raw),
+                        {"grader": grader, "pinned_by": set(), "in_force": False},
+                    )
+                    entry["pinned_by"].add(suite_id)
+        model_ids = sorted(
             set(
                 session.exec(
                     select(GraderConfig.grader_id).where(GraderConfig.type == "model")
                 ).all()
             )
         )
+        for grader_id in model_ids:
+            found = queries.newest_grader_config(session, grader_id)
+            if found is None:
+                continue
+            entry = configs.setdefault(
+                found[1], {"grader": found[0], "pinned_by": set(), "in_force": False}
+            )
+            entry["in_force"] = True
         out = []
-        for grader_id in ids:
-            current = queries.current_grader(session, grader_id)
-            assert current is not None
-            validity = queries.grader_validity(session, grader_id)
+        for config_digest, entry in configs.items():
+            grader = entry["grader"]
+            validity = queries.config_validity(session, grader, config_digest)
+            state, reasons = validity.state, list(validity.reasons)
+            if state == "missing" and entry["in_force"]:
+                older = session.exec(
+                    select(Calibration.calibration_id)
+                    .where(
+                        Calibration.grader_id == grader.id,
+                        Calibration.grader_config_digest != config_digest,
+                    )
+                    .order_by(col(Calibration.id).desc())
+                ).first()
+                if older is not None:
+                    state = "stale"
+                    reasons.insert(
+                        0,
+                        f"{older} calibrated an earlier config; the grader now has config "
+                        f"{config_digest} (prompt, model or rubric changed): recalibrate",
+                    )
             out.append(
                 {
-                    "grader_id": grader_id,
-                    "grader_version": current[0].version,
-                    "blocking": current[0].blocking,
-                    "state": validity.state,
-                    "reasons": list(validity.reasons),
+                    "grader_id": grader.id,
+                    "grader_version": grader.version,
+                    "grader_config_digest": config_digest,
+                    "blocking": grader.blocking,
+                    "in_force": entry["in_force"],
+                    "pinned_by": sorted(entry["pinned_by"]),
+                    "state": state,
+                    "reasons": reasons,
                     "calibration_id": validity.calibration_id,
                     "blockable_classes": sorted(validity.blockable_classes),
                 }
             )
-        return out
+        return sorted(out, key=lambda r: (r["grader_id"], not r["in_force"], r["grader_version"]))
 
 
 def list_calibrations(engine: Engine) -> list[dict[str, Any]]:
@@ -314,12 +387,7 @@ def _row(session: Session, calibration_id: str) -> Calibration:
 def show(engine: Engine, calibration_id: str) -> dict[str, Any]:
     with read_session(engine) as session:
         row = _row(session, calibration_id)
-        latest = queries.calibration_for(session, row.grader_id)
-        validity = (
-            queries.grader_validity(session, row.grader_id)
-            if latest is not None and latest.calibration_id == calibration_id
-            else Validity("stale", (f"superseded by {latest.calibration_id}",) if latest else ())
-        )
+        validity = _validity_of(session, row)
         invalidations = session.exec(
             select(CalibrationInvalidation).where(
                 CalibrationInvalidation.calibration_row_id == row.id
@@ -341,26 +409,36 @@ def invalidate(
     if not reason.strip():
         raise InputError("invalidating a calibration needs a reason", field="--reason")
     with write_session(engine) as session:
-        row = session.exec(
-            select(Calibration)
-            .where(Calibration.grader_id == grader_id)
-            .order_by(col(Calibration.id).desc())
-        ).first()
+        found = queries.newest_grader_config(session, grader_id)
+        row = (
+            session.exec(
+                select(Calibration)
+                .where(Calibration.grader_config_digest == found[1])
+                .order_by(col(Calibration.id).desc())
+            ).first()
+            if found is not None
+            else None
+        )
         if row is None:
-            raise InputError(f"grader {grader_id!r} has no calibration to invalidate")
-        event = append_event(
+            raise InputError(
+                f"grader {grader_id!r} has no calibration of its config in force to invalidate"
+            )
+        assert row.id is not None
+        invalidation = CalibrationInvalidation(
+            calibration_row_id=row.id,
+            reason=reason,
+            at=now,
+            actor=actor,
+            audit_seq=next_seq(session),
+        )
+        session.add(invalidation)
+        append_event(
             session,
             at=now,
             actor=actor,
             kind="calibration.invalidate",
             subject=row.calibration_id,
             payload={"grader_id": grader_id, "reason": reason},
+            rows=[invalidation],
         )
-        assert row.id is not None
-        session.add(
-            CalibrationInvalidation(
-                calibration_row_id=row.id, reason=reason, at=now, actor=actor, audit_seq=event.seq
-            )
-        )
-        session.flush()
-        return _view(row, queries.grader_validity(session, grader_id))
+        return _view(row, _validity_of(session, row))

@@ -1,13 +1,13 @@
-"""Opening the registry database, refusing one that is missing or not at head."""
+"""Opening the registry database: usage errors are exit 2, a schema not at head is exit 2
+outside `verify` (exit 6 inside it), and the URL is shown only with its secrets masked."""
 
 from __future__ import annotations
 
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import OperationalError
 
 from evalops.errors import InputError, VerificationError
-from evalops.store.engine import make_engine, redact, sqlite_path
+from evalops.store.engine import DEFAULT_LOCK_TIMEOUT, make_engine, redact, sqlite_path
 from evalops.store.schema import HEAD_REVISION
 
 
@@ -19,24 +19,73 @@ def stored_revision(engine: Engine) -> str | None:
         return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
-def open_database(url: str) -> Engine:
-    """An engine on a registry database that exists and is migrated to head (else exit 6)."""
+def _reason(exc: BaseException, url: str) -> str:
+    """The driver's message, first line only, with the URL's password never repeated."""
+    from sqlalchemy.engine import make_url
+
+    message = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    first = message[0] if message else type(exc).__name__
+    try:
+        password = make_url(url).password
+    except Exception:
+        password = None
+    if password:
+        first = first.replace(str(password), "***")
+    return first[:300]
+
+
+def engine_for(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engine:
+    """An engine on a well-formed URL whose server answers (else exit 2, URL masked)."""
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        engine = make_engine(url, lock_timeout=lock_timeout)
+    except (ArgumentError, NoSuchModuleError, ValueError) as exc:
+        raise InputError(
+            f"malformed database URL {redact(url)}: {_reason(exc, url)} (expected "
+            "sqlite:///PATH or postgresql://USER@HOST/DB)",
+            field="--db",
+        ) from None
+    return engine
+
+
+def _unreachable(url: str, exc: BaseException) -> InputError:
+    reason = _reason(exc, url)
+    hint = ""
+    if "does not exist" in reason:
+        hint = "; create the database, then run `evalops init`"
+    return InputError(f"cannot open database {redact(url)}: {reason}{hint}", field="--db")
+
+
+def open_database(
+    url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT, for_verify: bool = False
+) -> Engine:
+    """An engine on a registry database that exists and is migrated to head.
+
+    Missing, unreachable or malformed: exit 2 ("run evalops init"). Not at head: exit 2
+    ("run evalops db upgrade"), except for `verify`, where it is a verification failure (6).
+    """
+    engine = engine_for(url, lock_timeout=lock_timeout)
     path = sqlite_path(url)
     if path is not None and not path.exists():
-        raise VerificationError(
+        engine.dispose()
+        raise InputError(
             f"no registry database at {path}: run `evalops init` first "
-            f"(database at revision none, evalops needs {HEAD_REVISION})"
+            f"(database at revision none, evalops needs {HEAD_REVISION})",
+            field="--db",
         )
-    engine = make_engine(url)
     try:
         current = stored_revision(engine)
-    except OperationalError as exc:
+    except Exception as exc:  # the driver's own errors: refused, unknown host, bad auth...
         engine.dispose()
-        raise InputError(f"cannot open database {redact(url)}: {exc.orig}") from None
+        raise _unreachable(url, exc) from None
     if current != HEAD_REVISION:
         engine.dispose()
-        raise VerificationError(
+        message = (
             f"database {redact(url)} is at revision {current or 'none'}, evalops needs "
-            f"{HEAD_REVISION}: run `evalops db upgrade`"
+            f"{HEAD_REVISION}: run `evalops " + ("init`" if current is None else "db upgrade`")
         )
+        if for_verify:
+            raise VerificationError(message)
+        raise InputError(message, field="--db")
     return engine

@@ -31,9 +31,14 @@ from evalops.store.tables import (
 
 @dataclass
 class Definitions:
-    """Per-session caches of registered definitions, looked up by digest."""
+    """Per-session caches of registered definitions, looked up by digest.
+
+    `cutoff` (an audit seq) makes every read see the registry as it stood then: only rows
+    whose event is at or before it count (`gate check --at`, `verify` rebuilding inputs).
+    """
 
     session: Session
+    cutoff: int | None = None
     _tasks: dict[str, list[TaskRevision]] = field(default_factory=dict)
     _specs: dict[int, EvalTaskSpec] = field(default_factory=dict)
     _grader_sets: dict[str, tuple[GraderSet, list[dict[str, Any]], str] | None] = field(
@@ -51,10 +56,18 @@ class Definitions:
         """
         if self._appended is None:
             recon: dict[str, list[Reconciliation]] = {}
-            for r in self.session.exec(select(Reconciliation).order_by(col(Reconciliation.id))):
+            for r in self.session.exec(
+                select(Reconciliation)
+                .where(queries.upto(Reconciliation.audit_seq, self.cutoff))
+                .order_by(col(Reconciliation.id))
+            ):
                 recon.setdefault(r.trial_id, []).append(r)
             reviews: dict[str, list[ReviewResult]] = {}
-            for v in self.session.exec(select(ReviewResult).order_by(col(ReviewResult.id))):
+            for v in self.session.exec(
+                select(ReviewResult)
+                .where(queries.upto(ReviewResult.audit_seq, self.cutoff))
+                .order_by(col(ReviewResult.id))
+            ):
                 reviews.setdefault(v.trial_id, []).append(v)
             self._appended = (recon, reviews)
         return self._appended[0].get(trial_id, []), self._appended[1].get(trial_id, [])
@@ -63,7 +76,10 @@ class Definitions:
         if task_digest not in self._tasks:
             self._tasks[task_digest] = list(
                 self.session.exec(
-                    select(TaskRevision).where(TaskRevision.task_digest == task_digest)
+                    select(TaskRevision).where(
+                        TaskRevision.task_digest == task_digest,
+                        queries.upto(TaskRevision.audit_seq, self.cutoff),
+                    )
                 ).all()
             )
         return self._tasks[task_digest]
@@ -81,7 +97,7 @@ class Definitions:
     def grader_set(self, digest: str) -> tuple[GraderSet, list[dict[str, Any]], str] | None:
         """(spec, raw graders, grader set id) of a registered grader set digest."""
         if digest not in self._grader_sets:
-            row = queries.grader_set_by_digest(self.session, digest)
+            row = queries.grader_set_by_digest(self.session, digest, self.cutoff)
             self._grader_sets[digest] = (
                 (
                     queries.grader_set_spec(row),
@@ -94,10 +110,13 @@ class Definitions:
         return self._grader_sets[digest]
 
     def validity(self, digest: str) -> dict[str, Validity]:
+        """Model graders' validity for the configs of exactly this (pinned) grader set."""
         if digest not in self._validity:
             found = self.grader_set(digest)
             self._validity[digest] = (
-                queries.model_grader_validity(self.session, found[0]) if found else {}
+                queries.model_grader_validity(self.session, found[0], found[1], self.cutoff)
+                if found
+                else {}
             )
         return self._validity[digest]
 
@@ -106,7 +125,8 @@ class Definitions:
             self._executions[digest] = (
                 self.session.exec(
                     select(ExecutionProfileRow.id).where(
-                        ExecutionProfileRow.execution_digest == digest
+                        ExecutionProfileRow.execution_digest == digest,
+                        queries.upto(ExecutionProfileRow.audit_seq, self.cutoff),
                     )
                 ).first()
                 is not None
@@ -114,24 +134,25 @@ class Definitions:
         return self._executions[digest]
 
 
-def reconciliations_of(session: Session, trial_id: str) -> dict[str, str]:
-    """Effect key -> its latest reconciled status."""
-    rows = session.exec(
-        select(Reconciliation)
-        .where(Reconciliation.trial_id == trial_id)
-        .order_by(col(Reconciliation.id))
-    ).all()
-    return latest_statuses(rows)
-
-
-def latest_statuses(rows: Sequence[Reconciliation]) -> dict[str, str]:
-    return {r.effect_key: r.status for r in rows}
+def settled_effects(rows: Sequence[Reconciliation]) -> dict[int, str]:
+    """Effect position -> its reconciled status (the first settlement of each stands)."""
+    out: dict[int, str] = {}
+    for r in rows:
+        if r.effect_index is not None and r.effect_index not in out:
+            out[r.effect_index] = r.status
+    return out
 
 
 def review_results(rows: Sequence[ReviewResult], graders: GraderSet) -> dict[str, GraderResult]:
-    """Grader id -> the latest human review result, as a grader result."""
+    """Grader id -> the first human review result, as a grader result.
+
+    `review resolve` accepts only a queued pair, so a pair has at most one review; should a
+    second row appear, the first stands (a later row can never change a decided review).
+    """
     out: dict[str, GraderResult] = {}
     for r in rows:
+        if r.grader_id in out:
+            continue
         grader = graders.grader(r.grader_id)
         out[r.grader_id] = GraderResult(
             grader_id=r.grader_id,
@@ -165,6 +186,6 @@ def rederive(defs: Definitions, trial: Trial) -> Classification | None:
         graders,
         validity=defs.validity(trial.grader_set_digest),
         trajectory=trajectory_of(trial),
-        reconciliations=latest_statuses(reconciliations),
+        reconciliations=settled_effects(reconciliations),
         reviews=review_results(reviews, graders),
     )

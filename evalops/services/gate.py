@@ -1,8 +1,9 @@
 """`evalops gate check|show|list|replay` and `evalops compare`.
 
-The store loads plain-JSON inputs (members and their pins, re-derived trials, waivers,
-baseline), the pure `evaluate` decides, and the decision is stored with every input so
-`gate replay` and `verify` can re-evaluate it byte for byte.
+`gate_inputs` loads plain-JSON inputs (members and their pins, re-derived trials, waivers,
+baseline) as the registry stood at one audit seq, the pure `evaluate` decides, and the
+decision is stored with every input so `gate replay` and `verify` can re-evaluate it byte
+for byte, and `verify` can rebuild the inputs and compare.
 """
 
 from __future__ import annotations
@@ -16,243 +17,52 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
 from evalops.domain.canonical import canonical_json, canonical_text, digest
-from evalops.domain.gate import evaluate
+from evalops.domain.gate import evaluate, evaluate_stored
 from evalops.domain.regression import METHODS
-from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError, VerificationError
-from evalops.registry.definitions import load_definition
-from evalops.services.evidence import Definitions, rederive
-from evalops.store import queries
-from evalops.store.audit import append_event
-from evalops.store.engine import read_session, write_session
-from evalops.store.tables import (
-    AuditEvent,
-    ExecutionProfileRow,
-    GateDecision,
-    PolicyRow,
-    Trial,
-    Waiver,
-    WaiverRevocation,
+from evalops.services.gate_inputs import (
+    DEFAULT_SEED,
+    GateRequest,
+    build_inputs,
+    evaluated_at,
+    policy_from_file,
+    request_for,
 )
-
-DEFAULT_SEED = 20261130
-
-
-def gate_policy(session: Session, policy_file: Path | None) -> tuple[dict[str, Any], str]:
-    """The policy document and its digest: from --policy FILE, else the newest registered."""
-    if policy_file is not None:
-        definition = load_definition(policy_file)
-        if definition.kind != "gate_policy":
-            raise InputError(f"{policy_file} is a {definition.kind}, not a gate policy")
-        return definition.value, definition.digest
-    row = session.exec(
-        select(PolicyRow).where(PolicyRow.kind == "gate_policy").order_by(col(PolicyRow.id).desc())
-    ).first()
-    if row is None:
-        raise InputError("no gate policy is registered (sync registry/policies/ or --policy)")
-    return json.loads(row.document), row.policy_digest
+from evalops.store.audit import append_event, chain_head, next_seq
+from evalops.store.engine import read_session, write_session
+from evalops.store.tables import AuditEvent, GateDecision
 
 
-def execution_for(session: Session, build: str, execution_id: str | None) -> ExecutionProfileRow:
-    rows = session.exec(
-        select(ExecutionProfileRow)
-        .where(ExecutionProfileRow.system_build == build)
-        .order_by(col(ExecutionProfileRow.id))
-    ).all()
-    latest: dict[str, ExecutionProfileRow] = {}
-    for row in rows:
-        latest[row.execution_id] = row
-    if execution_id is not None:
-        if execution_id not in latest:
-            raise InputError(f"execution profile {execution_id!r} is not for build {build}")
-        return latest[execution_id]
-    if not latest:
-        raise InputError(f"no execution profile has system_build {build!r}", field="--build")
-    if len(latest) > 1:
+def _policy_choice(
+    session: Session, policy: str | None, dry_run: bool
+) -> tuple[str | None, dict[str, Any] | None, str | None]:
+    """(registered ref, document, digest) for `--policy ID|DIGEST|FILE`.
+
+    A stored decision uses only registered definitions (DESIGN.md section 9): a file is
+    read only with `--dry-run`, unless its content is a registered policy anyway.
+    """
+    if policy is None:
+        return None, None, None
+    path = Path(policy)
+    if not path.is_file():
+        return policy, None, None
+    document, policy_digest, registered = policy_from_file(session, path)
+    if registered:
+        return policy_digest, None, None
+    if not dry_run:
         raise InputError(
-            f"several execution profiles have system_build {build}: "
-            f"{', '.join(sorted(latest))}; pick one with --execution",
-            field="--execution",
+            f"{policy} is not a registered gate policy: a stored decision uses only registered "
+            "definitions. Commit it to the registry and run `evalops sync` (then pass "
+            "--policy ID), or add --dry-run to evaluate it without storing anything",
+            field="--policy",
         )
-    return next(iter(latest.values()))
+    return None, document, policy_digest
 
 
-def _trial_input(defs: Definitions, trial: Trial) -> dict[str, Any]:
-    current = rederive(defs, trial)
-    return {
-        "trial_id": trial.trial_id,
-        "parent_trial_id": trial.parent_trial_id,
-        "classification": current.primary if current else trial.classification,
-        "score": current.score if current else trial.score,
-        "gating_score": current.gating_score if current else trial.gating_score,
-        "trajectory": json.loads(trial.trajectory) if trial.trajectory else None,
-        "efficiency": json.loads(trial.efficiency),
-        "fixture_misses": json.loads(trial.record).get("fixture_misses", 0),
-    }
-
-
-def _task_inputs(
-    session: Session, defs: Definitions, members: list[queries.Member], execution_digest: str
-) -> list[dict[str, Any]]:
-    out = []
-    for m in members:
-        revision = queries.task_row(session, m.task_id)
-        pinned = defs.task(m.task_id, m.task_digest)
-        assert revision is not None and pinned is not None
-        labels = queries.task_spec(revision).meta  # risk and protects are current labels
-        plan = pinned.contract.trials
-        trials = session.exec(
-            select(Trial)
-            .where(
-                Trial.task_id == m.task_id,
-                Trial.task_digest == m.task_digest,
-                Trial.grader_set_digest == m.grader_set_digest,
-                Trial.execution_digest == execution_digest,
-            )
-            .order_by(col(Trial.id))
-        ).all()
-        ignored = session.exec(
-            select(func.count())
-            .select_from(Trial)
-            .where(
-                Trial.task_id == m.task_id,
-                Trial.execution_digest == execution_digest,
-                (col(Trial.task_digest) != m.task_digest)
-                | (col(Trial.grader_set_digest) != m.grader_set_digest),
-            )
-        ).one()
-        out.append(
-            {
-                "task_id": m.task_id,
-                "risk": labels.risk,
-                "protects": list(labels.protects),
-                "task_digest": m.task_digest,
-                "grader_set_digest": m.grader_set_digest,
-                "plan": {
-                    "count": plan.count if plan else 1,
-                    "k": (plan.k or plan.count) if plan else 1,
-                    "passRule": plan.passRule if plan else "all",
-                    "passScore": plan.passScore if plan else 1.0,
-                },
-                "trials": [_trial_input(defs, t) for t in trials],
-                "ignoredTrials": int(ignored),
-            }
-        )
-    return out
-
-
-def waiver_facts(session: Session, build: str) -> list[dict[str, Any]]:
-    rows = session.exec(select(Waiver).where(Waiver.build == build).order_by(col(Waiver.id))).all()
-    out = []
-    for w in rows:
-        revoked = session.exec(
-            select(WaiverRevocation)
-            .where(WaiverRevocation.waiver_row_id == w.id)
-            .order_by(col(WaiverRevocation.revoked_at))
-        ).first()
-        out.append(
-            {
-                "waiver_id": w.waiver_id,
-                "task_id": w.task_id,
-                "suite_id": w.suite_id,
-                "build": w.build,
-                "states": json.loads(w.states),
-                "granted_at": format_timestamp(w.granted_at),
-                "expires_at": format_timestamp(w.expires_at),
-                "revoked_at": format_timestamp(revoked.revoked_at) if revoked else None,
-            }
-        )
-    return out
-
-
-def refused_waivers(session: Session, build: str, suite_id: str) -> list[dict[str, Any]]:
-    rows = session.exec(
-        select(AuditEvent).where(AuditEvent.kind == "waiver.refused").order_by(col(AuditEvent.seq))
-    ).all()
-    out = []
-    for row in rows:
-        payload = json.loads(row.payload)
-        request = payload.get("request", {})
-        if request.get("build") == build and request.get("suite_id") == suite_id:
-            out.append(
-                {
-                    "seq": row.seq,
-                    "task_id": request.get("task_id"),
-                    "states": request.get("states"),
-                    "rules": [r["rule"] for r in payload.get("refusals", [])],
-                    "at": format_timestamp(row.at),
-                }
-            )
-    return out
-
-
-def _latest_pass_build(session: Session, suite_id: str) -> str | None:
-    row = session.exec(
-        select(GateDecision)
-        .where(GateDecision.suite_id == suite_id, GateDecision.decision == "pass")
-        .order_by(col(GateDecision.id).desc())
-    ).first()
-    return row.build if row else None
-
-
-def build_inputs(
-    session: Session,
-    *,
-    build: str,
-    suite_id: str,
-    at: datetime,
-    execution_id: str | None = None,
-    baseline: str | None = None,
-    policy_file: Path | None = None,
-    method: str | None = None,
-    alpha: float | None = None,
-    seed: int = DEFAULT_SEED,
-) -> dict[str, Any]:
-    suite = queries.suite_row(session, suite_id)
-    if suite is None:
-        raise InputError(f"suite {suite_id!r} is not registered (run `evalops sync`)")
-    policy_doc, policy_digest = gate_policy(session, policy_file)
-    policy = GatePolicy.model_validate(policy_doc)
-    execution = execution_for(session, build, execution_id)
-    members = queries.members(session, suite_id)
-    defs = Definitions(session)
-    rule = policy.critical_regressions
-    baseline_block: dict[str, Any] | None = None
-    if baseline == "auto":
-        baseline = _latest_pass_build(session, suite_id)
-        if baseline is None and rule.baseline != "required":
-            baseline = None
-    if baseline is not None or rule.baseline == "required":
-        baseline_block = {
-            "build": baseline,
-            "required": rule.baseline == "required",
-            "method": method or rule.method,
-            "alpha": alpha if alpha is not None else rule.alpha,
-            "seed": seed,
-        }
-        if baseline is not None:
-            base_exec = execution_for(session, baseline, None)
-            baseline_block["execution_digest"] = base_exec.execution_digest
-            baseline_block["tasks"] = _task_inputs(
-                session, defs, members, base_exec.execution_digest
-            )
-    return {
-        "build": build,
-        "suite": {
-            "id": suite_id,
-            "kind": suite.kind,
-            "suite_digest": queries.current_suite_digest(session, suite),
-        },
-        "execution_digest": execution.execution_digest,
-        "policy": policy_doc,
-        "policy_digest": policy_digest,
-        "evaluated_at": format_timestamp(at),
-        "tasks": _task_inputs(session, defs, members, execution.execution_digest),
-        "waivers": waiver_facts(session, build),
-        "refused_waivers": refused_waivers(session, build, suite_id),
-        "baseline": baseline_block,
-    }
+def _head(session: Session) -> dict[str, Any] | None:
+    head = chain_head(session)
+    return {"seq": head.seq, "hash": head.hash} if head else None
 
 
 def check(
@@ -260,29 +70,58 @@ def check(
     *,
     build: str,
     suite_id: str,
-    at: datetime,
+    at: datetime | None,
     actor: str,
     now: datetime,
     execution_id: str | None = None,
     baseline: str | None = None,
-    policy_file: Path | None = None,
+    policy: str | None = None,
+    dry_run: bool = False,
 ) -> dict[str, Any]:
-    """Evaluate, store and audit one gate decision; returns the decision."""
-    with write_session(engine) as session:
-        inputs = build_inputs(
+    """Evaluate, store and audit one gate decision; returns the decision.
+
+    With `dry_run` nothing is stored: the decision is evaluated and returned only.
+    """
+    session_for = read_session if dry_run else write_session
+    with session_for(engine) as session:
+        ref, document, policy_digest = _policy_choice(session, policy, dry_run)
+        request = request_for(
             session,
             build=build,
             suite_id=suite_id,
             at=at,
+            now=now,
             execution_id=execution_id,
             baseline=baseline,
-            policy_file=policy_file,
+            policy=ref,
         )
+        inputs = build_inputs(session, request, policy_doc=document, policy_digest=policy_digest)
+        if dry_run:
+            inputs["gate_id"] = "dry-run"
+            return {**evaluate(inputs), "stored": False, "audit_head": _head(session)}
         number = (session.exec(select(func.max(GateDecision.number))).one() or 0) + 1
         inputs["gate_id"] = f"GATE-{number}"
         result = evaluate(inputs)
-        inputs_text = canonical_text(inputs)
-        result_text = canonical_text(result)
+        row = GateDecision(
+            number=number,
+            gate_id=inputs["gate_id"],
+            build=build,
+            suite_id=suite_id,
+            execution_digest=inputs["execution_digest"],
+            suite_digest=inputs["suite"]["suite_digest"],
+            policy_digest=inputs["policy_digest"],
+            sync_run_id=inputs["sync"]["sync_run"] if inputs["sync"] else None,
+            evaluated_at=evaluated_at(request),
+            decision=result["decision"],
+            inputs=canonical_text(inputs),
+            inputs_digest=digest(inputs),
+            result=canonical_text(result),
+            result_digest=digest(result),
+            at=now,
+            actor=actor,
+            audit_seq=next_seq(session),
+        )
+        session.add(row)
         event = append_event(
             session,
             at=now,
@@ -294,31 +133,13 @@ def check(
                 "decision": result["decision"],
                 "build": build,
                 "suite": suite_id,
-                "inputs_digest": digest(inputs),
-                "result_digest": digest(result),
+                "inputs_digest": row.inputs_digest,
+                "result_digest": row.result_digest,
             },
+            rows=[row],
         )
-        session.add(
-            GateDecision(
-                number=number,
-                gate_id=inputs["gate_id"],
-                build=build,
-                suite_id=suite_id,
-                execution_digest=inputs["execution_digest"],
-                suite_digest=inputs["suite"]["suite_digest"],
-                policy_digest=inputs["policy_digest"],
-                evaluated_at=at,
-                decision=result["decision"],
-                inputs=inputs_text,
-                inputs_digest=digest(inputs),
-                result=result_text,
-                result_digest=digest(result),
-                at=now,
-                actor=actor,
-                audit_seq=event.seq,
-            )
-        )
-        return result
+        anchor = {"seq": event.seq, "hash": event.hash}
+        return {**result, "audit_head": anchor, "decision_event": anchor}
 
 
 def _decision(session: Session, gate_id: str) -> GateDecision:
@@ -331,10 +152,13 @@ def _decision(session: Session, gate_id: str) -> GateDecision:
 def show(engine: Engine, gate_id: str) -> dict[str, Any]:
     with read_session(engine) as session:
         row = _decision(session, gate_id)
+        event = session.get(AuditEvent, row.audit_seq)
         return {
             **json.loads(row.result),
             "decided_at": format_timestamp(row.at),
             "actor": row.actor,
+            "decision_event": {"seq": row.audit_seq, "hash": event.hash if event else None},
+            "audit_head": _head(session),
         }
 
 
@@ -381,7 +205,7 @@ def replay_row(row: GateDecision) -> dict[str, Any]:
     stored = json.loads(row.result)
     if digest(stored) != row.result_digest or canonical_text(stored) != row.result:
         problems.append("stored decision does not match result_digest")
-    fresh = evaluate(inputs)
+    fresh = evaluate_stored(inputs)
     identical = canonical_json(fresh) == row.result.encode("utf-8")
     if not identical:
         problems += [f"differs at {p}" for p in _differences(stored, fresh)[:20]]
@@ -418,8 +242,35 @@ def replay(engine: Engine, gate_id: str) -> dict[str, Any]:
         return outcome
 
 
+def rebuilt_inputs_problem(session: Session, row: GateDecision) -> str | None:
+    """Do the stored inputs still match the rows they were loaded from?
+
+    The inputs are rebuilt from the registry as it stood at the decision's cutoff and
+    compared canonically; a dry-run policy file is never stored, so every stored decision's
+    policy is registered and can be rebuilt.
+    """
+    inputs = json.loads(row.inputs)
+    if "request" not in inputs:
+        return None  # decided before requests were recorded (migrated database)
+    request = GateRequest.from_dict(inputs["request"])
+    try:
+        rebuilt = build_inputs(session, request)
+    except InputError as exc:
+        return f"its inputs can no longer be loaded: {exc.message}"
+    rebuilt["gate_id"] = inputs["gate_id"]
+    if canonical_json(rebuilt) == canonical_json(inputs):
+        return None
+    where = _differences(inputs, rebuilt)[:5]
+    return (
+        "stored inputs no longer match the registry rows they were loaded from ("
+        + (", ".join(where) or "differs")
+        + ")"
+    )
+
+
 def verify_decisions(session: Session) -> int:
-    """`verify`: every stored decision replays identically and matches its audit event."""
+    """`verify`: every stored decision replays identically, matches its audit event, and
+    its inputs match the registry rows they were loaded from."""
     count = 0
     for row in session.exec(select(GateDecision).order_by(col(GateDecision.id))):
         count += 1
@@ -431,6 +282,9 @@ def verify_decisions(session: Session) -> int:
         mismatch = _audit_mismatch(session, row)
         if mismatch:
             raise VerificationError(f"gate decision {row.gate_id}: {mismatch}")
+        problem = rebuilt_inputs_problem(session, row)
+        if problem:
+            raise VerificationError(f"gate decision {row.gate_id}: {problem}")
     return count
 
 
@@ -443,24 +297,32 @@ def compare(
     method: str | None,
     alpha: float | None,
     seed: int = DEFAULT_SEED,
-    at: datetime,
+    at: datetime | None = None,
+    now: datetime,
+    policy: str | None = None,
 ) -> dict[str, Any]:
-    """The paired verdict alone (nothing stored)."""
+    """The paired verdict alone (nothing stored), under registered definitions only."""
     if method is not None and method not in METHODS:
         raise InputError(f"method {method!r} is not one of {', '.join(METHODS)}", field="--method")
     if alpha is not None and not 0 < alpha < 1:
         raise InputError("alpha must be between 0 and 1", field="--alpha")
+    if baseline == candidate:
+        raise InputError("the baseline and the candidate are the same build", field="--baseline")
     with read_session(engine) as session:
-        inputs = build_inputs(
+        ref, _, _ = _policy_choice(session, policy, dry_run=False)
+        request = request_for(
             session,
             build=candidate,
             suite_id=suite_id,
             at=at,
+            now=now,
             baseline=baseline,
+            policy=ref,
             method=method,
             alpha=alpha,
             seed=seed,
         )
+        inputs = build_inputs(session, request)
     inputs["gate_id"] = "compare"
     result = evaluate(inputs)
     regression = result["regression"]

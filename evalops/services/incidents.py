@@ -17,7 +17,7 @@ from sqlmodel import Session, col, func, select
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import InputError
 from evalops.store import queries
-from evalops.store.audit import append_event
+from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import Incident, IncidentEvent
 
@@ -118,9 +118,7 @@ def open_incident(
             "trace_uri": trace_uri,
             "description": description,
         }
-        event = append_event(
-            session, at=now, actor=actor, kind="incident.open", subject=incident_id, payload=payload
-        )
+        seq = next_seq(session)
         row = Incident(
             number=number,
             incident_id=incident_id,
@@ -131,22 +129,29 @@ def open_incident(
             description=description,
             opened_at=now,
             opened_by=actor,
-            audit_seq=event.seq,
+            audit_seq=seq,
         )
         session.add(row)
         session.flush()
         assert row.id is not None
-        session.add(
-            IncidentEvent(
-                incident_row_id=row.id,
-                action="open",
-                state="open",
-                at=now,
-                actor=actor,
-                audit_seq=event.seq,
-            )
+        opened = IncidentEvent(
+            incident_row_id=row.id,
+            action="open",
+            state="open",
+            at=now,
+            actor=actor,
+            audit_seq=seq,
         )
-        session.flush()
+        session.add(opened)
+        append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind="incident.open",
+            subject=incident_id,
+            payload=payload,
+            rows=[row, opened],
+        )
         return view(session, row).as_dict()
 
 
@@ -166,27 +171,26 @@ def move(
     payload = {"action": action, "from": current.state, "to": state, "task_id": task_id}
     if reason is not None:
         payload["reason"] = reason
-    event = append_event(
+    moved = IncidentEvent(
+        incident_row_id=current.row.id,
+        action=action,
+        state=state,
+        task_id=task_id,
+        reason=reason,
+        at=now,
+        actor=actor,
+        audit_seq=next_seq(session),
+    )
+    session.add(moved)
+    append_event(
         session,
         at=now,
         actor=actor,
         kind=f"incident.{action}",
         subject=current.row.incident_id,
         payload=payload,
+        rows=[moved],
     )
-    session.add(
-        IncidentEvent(
-            incident_row_id=current.row.id,
-            action=action,
-            state=state,
-            task_id=task_id,
-            reason=reason,
-            at=now,
-            actor=actor,
-            audit_seq=event.seq,
-        )
-    )
-    session.flush()
 
 
 def confirm(engine: Engine, incident_id: str, *, actor: str, now: datetime) -> dict[str, Any]:

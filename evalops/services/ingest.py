@@ -31,8 +31,9 @@ from evalops.registry.definitions import pydantic_error
 from evalops.registry.jsonl import MAX_LINE_BYTES, Line, read_lines
 from evalops.registry.load import Document, parse_json
 from evalops.services.evidence import Definitions
-from evalops.store.audit import append_event
+from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import write_session
+from evalops.store.rowdigest import RowsDigest
 from evalops.store.tables import IngestBatch, Trial
 
 BATCH_SIZE = 500
@@ -80,6 +81,11 @@ class _Ingester:
         self.result = IngestResult(batch_id=batch_id)
         self.hasher = hashlib.sha256()
         self.rejected_count = 0
+        # Under the writer lock: the ingest's one event and the trials' ids are known now,
+        # so every row is digested as it is written (DESIGN.md section 10).
+        self.seq = next_seq(session)
+        self.next_id = (session.exec(select(func.max(Trial.id))).one() or 0) + 1
+        self.rows_digest = RowsDigest()
 
     def reject(self, error: InputError) -> None:
         # Keep counting past the report cap so the abort decision stays right.
@@ -93,7 +99,7 @@ class _Ingester:
         except UnicodeDecodeError as exc:
             raise InputError(f"invalid UTF-8 at byte {exc.start}", line.file, line.number) from None
         try:
-            doc = parse_json(text, line.file)
+            doc = parse_json(text, line.file, spec=False)
         except InputError as exc:
             raise _relocate(exc, line) from None
         value = doc.value
@@ -212,50 +218,121 @@ class _Ingester:
         return _Prepared(line, row, parent)
 
     def flush(self, chunk: list[_Prepared]) -> None:
-        """Resolve duplicates and parents against the database, then insert the chunk."""
+        """Resolve duplicates, parents and trial indexes against the database (which holds
+        this invocation's earlier chunks too), then insert the chunk."""
         if not chunk:
             return
         ids = {p.row["trial_id"] for p in chunk} | {p.parent for p in chunk if p.parent}
-        known = dict(
-            self.session.exec(
-                select(Trial.trial_id, Trial.record_digest).where(col(Trial.trial_id).in_(ids))
+        known: dict[str, tuple[str, str, int]] = {
+            trial_id: (record_digest, case, index)
+            for trial_id, record_digest, case, index in self.session.exec(
+                select(
+                    Trial.trial_id, Trial.record_digest, Trial.eval_case_digest, Trial.trial_index
+                ).where(col(Trial.trial_id).in_(ids))
             ).all()
-        )
+        }
+        taken = self._stored_originals(chunk)
         rows: list[dict[str, Any]] = []
         for p in chunk:
-            trial_id = p.row["trial_id"]
+            row = p.row
+            trial_id = row["trial_id"]
             if trial_id in known:
-                if known[trial_id] == p.row["record_digest"]:
+                if known[trial_id][0] == row["record_digest"]:
                     self.result.skipped_identical += 1
                     continue
                 self.reject(
                     self._fail(
                         p.line,
-                        f"trial_id {trial_id} already has record_digest {known[trial_id]} "
+                        f"trial_id {trial_id} already has record_digest {known[trial_id][0]} "
                         f"(stored, or earlier in this ingest); this line has "
-                        f"{p.row['record_digest']}",
+                        f"{row['record_digest']}",
                         "trial_id",
                     )
                 )
                 continue
-            if p.parent is not None and p.parent not in known:
-                self.reject(
-                    self._fail(
-                        p.line,
-                        f"rerun.parent_trial_id {p.parent} is not ingested (nor earlier in "
-                        "this invocation)",
-                        "rerun.parent_trial_id",
-                    )
-                )
+            problem = self._link_problem(p, known, taken)
+            if problem is not None:
+                self.reject(problem)
                 continue
-            known[trial_id] = p.row["record_digest"]
-            rows.append(p.row)
+            known[trial_id] = (row["record_digest"], row["eval_case_digest"], row["trial_index"])
+            if p.parent is None:
+                taken[_original_key(row)] = trial_id
+            row["id"] = self.next_id
+            row["audit_seq"] = self.seq
+            self.next_id += 1
+            rows.append(row)
+            self.rows_digest.add(Trial.__table__, row)  # type: ignore[attr-defined]
             self.hasher.update(
-                f"{trial_id}\n{p.row['record_digest']}\n{p.row['stored_digest']}\n".encode()
+                f"{trial_id}\n{row['record_digest']}\n{row['stored_digest']}\n".encode()
             )
         if rows:
             self.session.execute(insert(Trial), rows)
             self.result.ingested += len(rows)
+
+    def _stored_originals(self, chunk: list[_Prepared]) -> dict[tuple[Any, str, int], str]:
+        """(run_id, eval_case_digest, trial_index) -> trial_id of stored originals that
+        share a key with an original of this chunk."""
+        cases = {p.row["eval_case_digest"] for p in chunk if p.parent is None}
+        if not cases:
+            return {}
+        indexes = {p.row["trial_index"] for p in chunk if p.parent is None}
+        found = self.session.exec(
+            select(Trial.run_id, Trial.eval_case_digest, Trial.trial_index, Trial.trial_id).where(
+                col(Trial.parent_trial_id).is_(None),
+                col(Trial.eval_case_digest).in_(cases),
+                col(Trial.trial_index).in_(indexes),
+            )
+        ).all()
+        return {(run, case, index): trial_id for run, case, index, trial_id in found}
+
+    def _link_problem(
+        self,
+        p: _Prepared,
+        known: dict[str, tuple[str, str, int]],
+        taken: dict[tuple[Any, str, int], str],
+    ) -> InputError | None:
+        """DESIGN.md 6.1: originals unique per run, eval case and trial_index; a rerun's
+        parent is a trial of the same eval case and the rerun keeps its trial_index."""
+        row = p.row
+        if p.parent is None:
+            other = taken.get(_original_key(row))
+            if other is None:
+                return None
+            run = "no run_id" if row["run_id"] is None else f"run_id {row['run_id']}"
+            return self._fail(
+                p.line,
+                f"trial_index {row['trial_index']} of this eval case ({run}) is already taken "
+                f"by {other}: an original trial is unique per run, eval case and trial_index "
+                "(a rerun names its parent in rerun.parent_trial_id)",
+                "trial_index",
+            )
+        parent = known.get(p.parent)
+        if parent is None:
+            return self._fail(
+                p.line,
+                f"rerun.parent_trial_id {p.parent} is not ingested (nor earlier in this "
+                "invocation)",
+                "rerun.parent_trial_id",
+            )
+        if parent[1] != row["eval_case_digest"]:
+            return self._fail(
+                p.line,
+                f"rerun.parent_trial_id {p.parent} is a trial of another eval case "
+                f"({parent[1]}); a rerun re-executes the same task, grader set and build",
+                "rerun.parent_trial_id",
+            )
+        if parent[2] != row["trial_index"]:
+            return self._fail(
+                p.line,
+                f"a rerun keeps its parent's trial_index ({parent[2]}), this record has "
+                f"{row['trial_index']}",
+                "trial_index",
+            )
+        return None
+
+
+def _original_key(row: dict[str, Any]) -> tuple[Any, str, int]:
+    return (row["run_id"], row["eval_case_digest"], row["trial_index"])
 
 
 def trials_digest(rows: list[tuple[str, str, str]]) -> str:
@@ -317,24 +394,25 @@ def ingest_files(
             ],
             "trials_digest": "sha256:" + ingester.hasher.hexdigest(),
         }
-        event = append_event(
+        batch = IngestBatch(
+            id=batch_id,
+            files=canonical_text(names),
+            ingested=result.ingested,
+            skipped_identical=result.skipped_identical,
+            rejected=len(result.rejected),
+            at=now,
+            actor=actor,
+            audit_seq=ingester.seq,
+        )
+        session.add(batch)
+        append_event(
             session,
             at=now,
             actor=actor,
             kind="trials.ingest",
             subject=f"ingest:{batch_id}",
             payload=payload,
-        )
-        session.add(
-            IngestBatch(
-                id=batch_id,
-                files=canonical_text(names),
-                ingested=result.ingested,
-                skipped_identical=result.skipped_identical,
-                rejected=len(result.rejected),
-                at=now,
-                actor=actor,
-                audit_seq=event.seq,
-            )
+            rows=[batch],
+            rows_digest=ingester.rows_digest,
         )
         return result

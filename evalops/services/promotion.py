@@ -7,6 +7,7 @@ checklist) is recorded in the audit chain and nothing in the lifecycle changes.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,7 +30,7 @@ from evalops.errors import InputError
 from evalops.services import incidents as incident_service
 from evalops.services.evidence import Definitions, rederive
 from evalops.store import queries
-from evalops.store.audit import append_event
+from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import write_session
 from evalops.store.tables import Incident, Promotion, SuiteMembership, TaskRevision, Trial
 
@@ -96,7 +97,13 @@ def entry_facts(session: Session, task: TaskRevision) -> EntryFacts:
     spec = queries.task_spec(task)
     gs_row = queries.grader_set_row(session, spec.grader_set)
     grader_set = queries.grader_set_spec(gs_row) if gs_row else None
-    validity = queries.model_grader_validity(session, grader_set) if grader_set else {}
+    validity = (
+        queries.model_grader_validity(
+            session, grader_set, json.loads(gs_row.document)["graders"], None
+        )
+        if grader_set and gs_row
+        else {}
+    )
     return EntryFacts(
         task=spec,
         task_file=task.file_path,
@@ -177,10 +184,18 @@ def promote(
             "grader_set_digest": facts.grader_set_digest,
         }
         current = {m.task_id: m for m in queries.members(session, suite_id)}.get(task_id)
-        same_pin = current is not None and (
-            current.task_digest,
-            current.grader_set_digest,
-        ) == (pin["task_digest"], pin["grader_set_digest"])
+        pinned_revision = (
+            session.get(TaskRevision, current.added.task_revision_id) if current else None
+        )
+        # A new revision with the same digests (labels only) is a repin too: promoting it is
+        # how a lower risk label takes effect (DESIGN.md section 9, risk labels ratchet).
+        same_pin = (
+            current is not None
+            and (current.task_digest, current.grader_set_digest)
+            == (pin["task_digest"], pin["grader_set_digest"])
+            and pinned_revision is not None
+            and pinned_revision.revision == task.revision
+        )
         if dry_run:
             return PromotionResult(checklist, subject, task_id, suite_id, "dry_run", pin)
         if same_pin:
@@ -194,7 +209,35 @@ def promote(
             )
             return PromotionResult(checklist, subject, task_id, suite_id, "noop", pin)
         action = "repinned" if current is not None else "added"
-        event = append_event(
+        seq = next_seq(session)
+        promotion = Promotion(
+            subject=subject,
+            task_id=task_id,
+            suite_id=suite_id,
+            accepted=True,
+            requirements=canonical_text(checklist.as_dict()["requirements"]),
+            reason=reason,
+            at=now,
+            actor=actor,
+            audit_seq=seq,
+        )
+        session.add(promotion)
+        session.flush()
+        membership = SuiteMembership(
+            suite_id=suite_id,
+            task_id=task_id,
+            action=action,
+            task_digest=task.task_digest,
+            grader_set_digest=str(facts.grader_set_digest),
+            task_revision_id=task.id,
+            promotion_id=promotion.id,
+            reason=reason,
+            at=now,
+            actor=actor,
+            audit_seq=seq,
+        )
+        session.add(membership)
+        append_event(
             session,
             at=now,
             actor=actor,
@@ -207,36 +250,8 @@ def promote(
                 "requirements": checklist.as_dict()["requirements"],
                 "reason": reason,
             },
+            rows=[promotion, membership],
         )
-        promotion = Promotion(
-            subject=subject,
-            task_id=task_id,
-            suite_id=suite_id,
-            accepted=True,
-            requirements=canonical_text(checklist.as_dict()["requirements"]),
-            reason=reason,
-            at=now,
-            actor=actor,
-            audit_seq=event.seq,
-        )
-        session.add(promotion)
-        session.flush()
-        session.add(
-            SuiteMembership(
-                suite_id=suite_id,
-                task_id=task_id,
-                action=action,
-                task_digest=task.task_digest,
-                grader_set_digest=str(facts.grader_set_digest),
-                task_revision_id=task.id,
-                promotion_id=promotion.id,
-                reason=reason,
-                at=now,
-                actor=actor,
-                audit_seq=event.seq,
-            )
-        )
-        session.flush()
         if incident_view is not None and incident_view.state not in ("promoted", "closed"):
             incident_service.move(
                 session,
@@ -267,26 +282,26 @@ def _finish_refusal(
     if dry_run:
         return PromotionResult(checklist, subject, task_id, suite_id, "dry_run")
     requirements = checklist.as_dict()["requirements"]
-    event = append_event(
+    refusal = Promotion(
+        subject=subject,
+        task_id=task_id,
+        suite_id=suite_id,
+        accepted=False,
+        requirements=canonical_text(requirements),
+        reason=reason,
+        at=now,
+        actor=actor,
+        audit_seq=next_seq(session),
+    )
+    session.add(refusal)
+    append_event(
         session,
         at=now,
         actor=actor,
         kind="promotion.refused",
         subject=f"{suite_id}:{task_id or subject}",
         payload={"subject": subject, "task_id": task_id, "requirements": requirements},
-    )
-    session.add(
-        Promotion(
-            subject=subject,
-            task_id=task_id,
-            suite_id=suite_id,
-            accepted=False,
-            requirements=canonical_text(requirements),
-            reason=reason,
-            at=now,
-            actor=actor,
-            audit_seq=event.seq,
-        )
+        rows=[refusal],
     )
     return PromotionResult(checklist, subject, task_id, suite_id, "refused")
 
@@ -356,35 +371,45 @@ def retire(
             policy=queries.suite_policy_spec(policy_row),
         )
         checklist = Checklist(suite_id, "retirement", task_id, (*base.requirements, *extra))
-        event = append_event(
+        payload = {
+            "reason": reason,
+            "approved_by": approved_by,
+            "replaced_by": replaced_by,
+            "requirements": checklist.as_dict()["requirements"],
+        }
+        kind = "retirement.accepted" if checklist.accepted else "retirement.refused"
+        if not checklist.accepted:
+            append_event(
+                session,
+                at=now,
+                actor=actor,
+                kind=kind,
+                subject=f"{suite_id}:{task_id}",
+                payload=payload,
+            )
+            return PromotionResult(checklist, task_id, task_id, suite_id, "refused")
+        retirement = SuiteMembership(
+            suite_id=suite_id,
+            task_id=task_id,
+            action="retired",
+            task_digest=member.task_digest,
+            grader_set_digest=member.grader_set_digest,
+            task_revision_id=member.added.task_revision_id,
+            reason=reason,
+            approved_by=approved_by,
+            replaced_by=replaced_by,
+            at=now,
+            actor=actor,
+            audit_seq=next_seq(session),
+        )
+        session.add(retirement)
+        append_event(
             session,
             at=now,
             actor=actor,
-            kind="retirement.accepted" if checklist.accepted else "retirement.refused",
+            kind=kind,
             subject=f"{suite_id}:{task_id}",
-            payload={
-                "reason": reason,
-                "approved_by": approved_by,
-                "replaced_by": replaced_by,
-                "requirements": checklist.as_dict()["requirements"],
-            },
-        )
-        if not checklist.accepted:
-            return PromotionResult(checklist, task_id, task_id, suite_id, "refused")
-        session.add(
-            SuiteMembership(
-                suite_id=suite_id,
-                task_id=task_id,
-                action="retired",
-                task_digest=member.task_digest,
-                grader_set_digest=member.grader_set_digest,
-                task_revision_id=member.added.task_revision_id,
-                reason=reason,
-                approved_by=approved_by,
-                replaced_by=replaced_by,
-                at=now,
-                actor=actor,
-                audit_seq=event.seq,
-            )
+            payload=payload,
+            rows=[retirement],
         )
         return PromotionResult(checklist, task_id, task_id, suite_id, "accepted")

@@ -1,8 +1,9 @@
 """The human review queue: abstentions and verdicts a model grader may not block on.
 
 `review list` re-derives every trial and lists the (trial, grader) pairs whose
-classification waits for a person; `review resolve` appends a human result, after which the
-trial is re-classified from all its results. Nothing is overwritten.
+classification waits for a person; `review resolve` appends a human result for exactly such
+a pair, after which the trial is re-classified. Nothing is overwritten, and a review never
+replaces a deterministic grader's result.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from evalops.errors import InputError
+from evalops.errors import InputError, RefusedError
 from evalops.services.evidence import Definitions, rederive
 from evalops.services.trials import show_trial
-from evalops.store.audit import append_event
+from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import ReviewResult, Trial
 
@@ -52,8 +53,15 @@ def resolve(
     actor: str,
     now: datetime,
 ) -> dict[str, Any]:
+    """Append a human verdict for a queued (trial, grader) pair (DESIGN.md section 8).
+
+    The review queue is the only door for a human verdict: a pair that is not queued (a
+    deterministic grader's result, a pair already resolved, a calibrated verdict the model
+    may block) or a state outside the grader's `produces` is refused, audited, exit 5.
+    """
     if not reason.strip():
         raise InputError("a review resolution needs a reason", field="--reason")
+    refusal: str | None = None
     with write_session(engine) as session:
         trial = session.exec(select(Trial).where(Trial.trial_id == trial_id)).first()
         if trial is None:
@@ -67,36 +75,55 @@ def resolve(
                 f"grader {grader_id!r} is not in the trial's grader set {found[2]}",
                 field="--grader",
             )
-        decided = [s for s in grader.produces if s != "abstain"]
-        if state not in decided:
-            raise InputError(
-                f"state {state!r} is not one {grader_id} produces ({', '.join(decided)})",
-                field="--state",
-            )
         before = rederive(defs, trial)
-        event = append_event(
-            session,
-            at=now,
-            actor=actor,
-            kind="review.resolve",
-            subject=trial_id,
-            payload={
-                "trial_id": trial_id,
-                "grader_id": grader_id,
-                "state": state,
-                "reason": reason,
-                "classification_before": before.primary if before else None,
-            },
-        )
-        session.add(
-            ReviewResult(
+        queued = dict(before.review) if before else {}
+        decided = [s for s in grader.produces if s != "abstain"]
+        if grader_id not in queued:
+            refusal = (
+                f"({trial_id}, {grader_id}) is not in the review queue: a human verdict is "
+                "taken only for a blocking model grader's abstention or unblockable verdict, "
+                "or a blocking human grader without a result"
+            )
+            if grader.type == "deterministic":
+                refusal += f"; {grader_id} is deterministic and its result stands"
+        elif state not in decided:
+            refusal = f"state {state!r} is not one {grader_id} produces ({', '.join(decided)})"
+        request = {
+            "trial_id": trial_id,
+            "grader_id": grader_id,
+            "state": state,
+            "reason": reason,
+            "classification_before": before.primary if before else None,
+        }
+        if refusal is not None:
+            append_event(
+                session,
+                at=now,
+                actor=actor,
+                kind="review.refused",
+                subject=trial_id,
+                payload={**request, "refusal": refusal},
+            )
+        else:
+            row = ReviewResult(
                 trial_id=trial_id,
                 grader_id=grader_id,
                 state=state,
                 reason=reason,
                 at=now,
                 actor=actor,
-                audit_seq=event.seq,
+                audit_seq=next_seq(session),
             )
-        )
+            session.add(row)
+            append_event(
+                session,
+                at=now,
+                actor=actor,
+                kind="review.resolve",
+                subject=trial_id,
+                payload={**request, "queued_because": queued[grader_id]},
+                rows=[row],
+            )
+    if refusal is not None:
+        raise RefusedError(f"review refused: {refusal}")
     return show_trial(engine, trial_id)

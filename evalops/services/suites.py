@@ -8,6 +8,8 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from evalops.domain.classify import failing_verdict_class
+from evalops.domain.gate import verdict_effect
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
@@ -87,17 +89,22 @@ def show_suite(engine: Engine, suite_id: str, *, include_removed: bool = False) 
         }
 
 
-def _gate_effect(grader: Grader, risk: str, kind: str) -> str:
-    if not grader.blocking:
-        return "none (diagnostic label)"
+def _gate_effect(grader: Grader, risk: str) -> str:
+    """The gate's effect of this grader's failing verdict on a task of this risk: the same
+    classification and effect functions the gate uses (DESIGN.md sections 5.3, 9)."""
+    cls = failing_verdict_class(grader)
+    if cls is None:
+        return "none (diagnostic label)" if not grader.blocking else "hold (evidence only)"
+    effect = verdict_effect(cls, risk)
     if grader.type == "model":
-        return "hold until calibrated, then as its layer"
-    if kind == "forbidden_effect":
-        return "block"
-    return "block" if risk == "critical" else "hold unless waived"
+        return f"{effect} (while calibrated; hold otherwise)"
+    return effect
 
 
-def _coverage_rows(task: EvalTaskSpec, grader_set: GraderSet | None) -> list[dict[str, Any]]:
+def coverage_rows(
+    task: EvalTaskSpec, grader_set: GraderSet | None, risk: str
+) -> list[dict[str, Any]]:
+    """Per forbidden effect and success-state key: its primary grader and gate effect."""
     graders = grader_set.graders if grader_set else []
     rows: list[dict[str, Any]] = []
     items = [("forbidden_effect", e) for e in task.contract.forbidden_effects] + [
@@ -118,7 +125,7 @@ def _coverage_rows(task: EvalTaskSpec, grader_set: GraderSet | None) -> list[dic
                 "primary_grader": chosen.id if chosen else None,
                 "layer": chosen.layer if chosen else None,
                 "evidence": list(chosen.evidence_required) if chosen else [],
-                "gate_effect": _gate_effect(chosen, task.meta.risk, kind) if chosen else "none",
+                "gate_effect": _gate_effect(chosen, risk) if chosen else "none",
                 "gap": not primary,
             }
         )
@@ -135,10 +142,12 @@ def suite_coverage(engine: Engine, suite_id: str) -> dict[str, Any]:
             revision = session.get(TaskRevision, m.added.task_revision_id)
             assert revision is not None
             gs_row = queries.grader_set_by_digest(session, m.grader_set_digest)
+            risk, _ = queries.effective_labels(session, m.task_id, m.added.task_revision_id)
             rows.extend(
-                _coverage_rows(
+                coverage_rows(
                     queries.task_spec(revision),
                     GraderSet.model_validate(json.loads(gs_row.document)) if gs_row else None,
+                    risk,
                 )
             )
         return {"suite": suite_id, "rows": rows, "gaps": sum(1 for r in rows if r["gap"])}

@@ -2,11 +2,13 @@
 
 All-or-nothing: every conflict is found before anything is written, and the whole sync is
 one serialized transaction. A definition already registered with the same document changes
-nothing; a new one gets a row and one audit event.
+nothing; a new one gets a row and one audit event. Each sync that changes what is in force
+(a new definition, a revert, a deleted file) records the whole set its commit holds.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -21,7 +23,8 @@ from evalops.errors import InputError, InputErrors
 from evalops.registry.definitions import Definition
 from evalops.registry.provenance import GitProvenance
 from evalops.registry.snapshot import Snapshot
-from evalops.store.audit import append_event
+from evalops.store import queries
+from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import write_session
 from evalops.store.tables import (
     ExecutionProfileRow,
@@ -29,6 +32,7 @@ from evalops.store.tables import (
     GraderSetRow,
     PolicyRow,
     SuiteRow,
+    SyncInForce,
     SyncRun,
     TaskRevision,
 )
@@ -42,11 +46,19 @@ class SyncResult:
     registered: list[dict[str, Any]] = field(default_factory=list)
     unchanged: int = 0
     provenance: GitProvenance | None = None
+    back_in_force: list[dict[str, str]] = field(default_factory=list)
+    """Definitions registered before that this commit puts back in force (a revert)."""
+    no_longer_in_force: list[dict[str, str]] = field(default_factory=list)
+    """Definitions in force before that this commit no longer holds (deleted files)."""
+    sync_run: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "registered": self.registered,
             "unchanged": self.unchanged,
+            "back_in_force": self.back_in_force,
+            "no_longer_in_force": self.no_longer_in_force,
+            "sync_run": self.sync_run,
             "git": self.provenance.as_dict() if self.provenance else None,
         }
 
@@ -89,6 +101,9 @@ def _conflict(d: Definition, rows: list[Any]) -> InputError | None:
                     line,
                     "revision",
                 )
+        labels = _label_change(d, rows)
+        if labels is not None:
+            return labels
     if isinstance(d.spec, GraderSet):
         for row in rows:
             if row.grader_set_digest != d.digest:
@@ -110,6 +125,30 @@ def _conflict(d: Definition, rows: list[Any]) -> InputError | None:
                 d.lines.get(("kind",), 1),
                 "kind",
             )
+    return None
+
+
+def _label_change(d: Definition, rows: list[Any]) -> InputError | None:
+    """Risk labels ratchet (DESIGN.md section 9): `meta.risk` and `meta.protects` of a
+    registered (id, revision) never change in place; a new revision carries new labels."""
+    assert isinstance(d.spec, EvalTaskSpec)
+    meta = d.spec.meta
+    for row in rows:
+        old = EvalTaskSpec.model_validate(json.loads(row.document)).meta
+        for name, before, after in (
+            ("risk", old.risk, meta.risk),
+            ("protects", sorted(old.protects), sorted(meta.protects)),
+        ):
+            if before != after:
+                return InputError(
+                    f"task {d.id} revision {d.spec.revision} is registered with meta.{name} "
+                    f"{before}, this file says {after}: risk labels never change in place, "
+                    "bump revision (a lower risk takes effect only when that revision is "
+                    "promoted)",
+                    d.file,
+                    d.lines.get(("meta", name), d.lines.get(("meta",), 1)),
+                    f"meta.{name}",
+                )
     return None
 
 
@@ -140,7 +179,7 @@ def _row_for(d: Definition, common: dict[str, Any]) -> SQLModel:
     return PolicyRow(kind=d.kind, policy_id=d.id, policy_digest=d.digest, **common)
 
 
-def _grader_configs(d: Definition, grader_set_row_id: int) -> list[GraderConfig]:
+def _grader_configs(d: Definition, grader_set_row_id: int, seq: int) -> list[GraderConfig]:
     assert isinstance(d.spec, GraderSet)
     return [
         GraderConfig(
@@ -151,9 +190,26 @@ def _grader_configs(d: Definition, grader_set_row_id: int) -> list[GraderConfig]
             layer=g.layer,
             type=g.type,
             blocking=g.blocking,
+            audit_seq=seq,
         )
         for g, raw in zip(d.spec.graders, d.value["graders"], strict=True)
     ]
+
+
+def _in_force_changes(
+    before: dict[tuple[str, str], str], now_forced: dict[tuple[str, str], str], new: set[str]
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    back = [
+        {"kind": kind, "id": ident, "document_digest": dd}
+        for (kind, ident), dd in sorted(now_forced.items())
+        if before.get((kind, ident)) != dd and dd not in new
+    ]
+    gone = [
+        {"kind": kind, "id": ident, "document_digest": dd}
+        for (kind, ident), dd in sorted(before.items())
+        if (kind, ident) not in now_forced
+    ]
+    return back, gone
 
 
 def sync_registry(
@@ -165,7 +221,12 @@ def sync_registry(
     actor: str,
     now: datetime,
 ) -> SyncResult:
-    """Register every new definition of `snapshot`; raise InputErrors on any conflict."""
+    """Register every new definition of `snapshot` and put the snapshot's definitions in
+    force (DESIGN.md section 4); raise InputErrors on any conflict, writing nothing.
+
+    Nothing is written when every definition is registered and already in force; a revert
+    to an earlier content, or a deleted file, changes what is in force and is audited.
+    """
     ordered = sorted(
         snapshot.definitions, key=lambda d: (KIND_ORDER.index(d.kind), d.id, d.revision or 0)
     )
@@ -184,8 +245,12 @@ def sync_registry(
                 new.append(d)
         if conflicts:
             raise InputErrors.of(conflicts)
-        if not new:
+        before = queries.in_force(session)
+        now_forced = {(d.kind, d.id): d.document_digest for d in ordered}
+        if not new and now_forced == before:
             return result
+        first_seq = next_seq(session)
+        run_seq = first_seq + len(new)  # the in-force event comes after every registration
         run = SyncRun(
             at=now,
             actor=actor,
@@ -194,24 +259,19 @@ def sync_registry(
             git_dirty=provenance.dirty,
             git_branch=provenance.branch,
             git_remote=provenance.remote,
+            audit_seq=run_seq,
         )
         session.add(run)
         session.flush()
         assert run.id is not None
+        result.sync_run = run.id
         for d in new:
             entry: dict[str, Any] = {
                 **d.digest_row(),
                 "document_digest": d.document_digest,
                 **provenance.as_dict(),
             }
-            event = append_event(
-                session,
-                at=now,
-                actor=actor,
-                kind=f"sync.{d.kind}",
-                subject=_subject(d),
-                payload=entry,
-            )
+            seq = next_seq(session)
             row = _row_for(
                 d,
                 {
@@ -219,15 +279,61 @@ def sync_registry(
                     "document": canonical_text(d.value),
                     "file_path": d.file,
                     "sync_run_id": run.id,
-                    "audit_seq": event.seq,
+                    "audit_seq": seq,
                 },
             )
             session.add(row)
+            written: list[Any] = [row]
             if isinstance(row, GraderSetRow):
                 session.flush()
                 assert row.id is not None
-                session.add_all(_grader_configs(d, row.id))
+                configs = _grader_configs(d, row.id, seq)
+                session.add_all(configs)
+                written += configs
+            append_event(
+                session,
+                at=now,
+                actor=actor,
+                kind=f"sync.{d.kind}",
+                subject=_subject(d),
+                payload=entry,
+                rows=written,
+            )
             result.registered.append(entry)
+        forced = [
+            SyncInForce(
+                sync_run_id=run.id,
+                kind=kind,
+                definition_id=ident,
+                document_digest=dd,
+                audit_seq=run_seq,
+            )
+            for (kind, ident), dd in sorted(now_forced.items())
+        ]
+        session.add_all(forced)
+        result.back_in_force, result.no_longer_in_force = _in_force_changes(
+            before, now_forced, {d.document_digest for d in new}
+        )
+        append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind="sync.in_force",
+            subject=f"sync:{run.id}",
+            payload={
+                "sync_run": run.id,
+                "registry_path": registry_path,
+                **provenance.as_dict(),
+                "in_force": [
+                    {"kind": k, "id": i, "document_digest": dd}
+                    for (k, i), dd in sorted(now_forced.items())
+                ],
+                "registered": len(new),
+                "back_in_force": result.back_in_force,
+                "no_longer_in_force": result.no_longer_in_force,
+            },
+            rows=[run, *forced],
+        )
     return result
 
 

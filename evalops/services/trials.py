@@ -9,18 +9,18 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from evalops.domain.classify import effective_effect_statuses
+from evalops.domain.classify import AMBIGUOUS_EFFECT_STATUSES
 from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, resolve_reruns
 from evalops.domain.specs import GatePolicy
+from evalops.domain.trial_record import TrialRecord
 from evalops.domain.vocabulary import format_timestamp
-from evalops.errors import InputError
+from evalops.errors import InputError, RefusedError
 from evalops.services.evidence import (
     Definitions,
-    reconciliations_of,
     rederive,
     stored_record,
 )
-from evalops.store.audit import append_event
+from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import (
     ExecutionProfileRow,
@@ -208,6 +208,46 @@ def show_trial(engine: Engine, trial_id: str) -> dict[str, Any]:
         }
 
 
+def _settleable(
+    record: TrialRecord, effect_key: str, index: int | None, settled: dict[int, Reconciliation]
+) -> tuple[int | None, str | None]:
+    """(the effect position to settle, None) or (None, why it may not be settled)."""
+    positions = [i for i, e in enumerate(record.external_effects) if e.effect_key == effect_key]
+    if index is not None:
+        if index not in positions:
+            return None, (
+                f"effect {index} is not {effect_key} (positions with that key: "
+                f"{', '.join(map(str, positions))})"
+            )
+        positions = [index]
+    open_positions = [
+        i
+        for i in positions
+        if record.external_effects[i].status in AMBIGUOUS_EFFECT_STATUSES and i not in settled
+    ]
+    if len(open_positions) == 1:
+        return open_positions[0], None
+    if len(open_positions) > 1:
+        return None, (
+            f"{len(open_positions)} effects {effect_key} are awaiting reconciliation (positions "
+            f"{', '.join(map(str, open_positions))}): name one with --index N"
+        )
+    reasons = []
+    for i in positions:
+        effect = record.external_effects[i]
+        if i in settled:
+            done = settled[i]
+            reasons.append(
+                f"effect {i} was already reconciled as {done.status} at "
+                f"{format_timestamp(done.at)} by {done.actor}"
+            )
+        else:
+            reasons.append(
+                f"effect {i} was recorded {effect.status}: a fact of the run, never reconciled"
+            )
+    return None, "; ".join(reasons)
+
+
 def reconcile(
     engine: Engine,
     trial_id: str,
@@ -217,14 +257,21 @@ def reconcile(
     evidence_uri: str,
     actor: str,
     now: datetime,
+    index: int | None = None,
 ) -> dict[str, Any]:
-    """Append what really happened to one external effect; the trial is re-derived from it."""
+    """Settle one `requested` or `unknown` effect (DESIGN.md section 6.3).
+
+    An effect recorded `committed` or `not_committed` is a fact of the run, and a settled
+    effect stays settled: both refusals are audited and exit 5, so the built-in "committed
+    twice" hard failure can never be reconciled away.
+    """
     if status not in RECONCILED_STATUSES:
         raise InputError(
             f"status {status!r} is not one of {', '.join(RECONCILED_STATUSES)}", field="--status"
         )
     if not evidence_uri.strip():
         raise InputError("a reconciliation needs evidence", field="--evidence")
+    refusal: str | None = None
     with write_session(engine) as session:
         trial = _load(session, trial_id)
         record = stored_record(trial)
@@ -235,32 +282,61 @@ def reconcile(
                 f"(it has: {', '.join(sorted(keys)) or 'none'})",
                 field="--effect",
             )
-        before = dict(effective_effect_statuses(record, reconciliations_of(session, trial_id)))
-        event = append_event(
-            session,
-            at=now,
-            actor=actor,
-            kind="trials.reconcile",
-            subject=trial_id,
-            payload={
-                "trial_id": trial_id,
-                "effect_key": effect_key,
-                "from": before.get(effect_key),
-                "to": status,
-                "evidence_uri": evidence_uri,
-            },
-        )
-        session.add(
-            Reconciliation(
+        settled = {
+            r.effect_index: r
+            for r in session.exec(
+                select(Reconciliation)
+                .where(Reconciliation.trial_id == trial_id)
+                .order_by(col(Reconciliation.id))
+            )
+            if r.effect_index is not None
+        }
+        position, refusal = _settleable(record, effect_key, index, settled)
+        request = {
+            "trial_id": trial_id,
+            "effect_key": effect_key,
+            "index": index,
+            "to": status,
+            "evidence_uri": evidence_uri,
+        }
+        if position is None:
+            append_event(
+                session,
+                at=now,
+                actor=actor,
+                kind="trials.reconcile_refused",
+                subject=trial_id,
+                payload={**request, "refusal": refusal},
+            )
+        else:
+            row = Reconciliation(
                 trial_id=trial_id,
                 effect_key=effect_key,
+                effect_index=position,
                 status=status,
                 evidence_uri=evidence_uri,
                 at=now,
                 actor=actor,
-                audit_seq=event.seq,
+                audit_seq=next_seq(session),
             )
-        )
-        session.flush()
-        summary = _summary(Definitions(session), trial, _builds(session))
-        return {**summary, "reconciled": {"effect_key": effect_key, "status": status}}
+            session.add(row)
+            append_event(
+                session,
+                at=now,
+                actor=actor,
+                kind="trials.reconcile",
+                subject=trial_id,
+                payload={
+                    **request,
+                    "index": position,
+                    "from": record.external_effects[position].status,
+                },
+                rows=[row],
+            )
+            summary = _summary(Definitions(session), trial, _builds(session))
+    if refusal is not None:
+        raise RefusedError(f"reconciliation of {effect_key} in {trial_id} refused: {refusal}")
+    return {
+        **summary,
+        "reconciled": {"effect_key": effect_key, "index": position, "status": status},
+    }

@@ -1,35 +1,49 @@
-"""`evalops verify`: re-hash the audit chain and every stored definition."""
+"""`evalops verify`: what the database holds is exactly what its audit chain recorded.
+
+Checks, streaming (memory does not grow with the number of trials):
+1. the chain: contiguous seqs, every hash re-computed, every payload re-hashed;
+2. every row of lifecycle state, both directions: each event's rows exist and re-hash to the
+   count and digest its payload recorded, and every row belongs to an event that recorded
+   it (so an edited, deleted, inserted or re-pointed row is found);
+3. every stored definition re-hashes to its identity digest, and every trial record to its
+   stored digest;
+4. every stored gate decision replays byte for byte, matches its event, and its inputs
+   still match the registry rows they were loaded from;
+5. optionally, anchors kept outside the database (`--anchor SEQ:HASH`, `--anchors FILE`):
+   the chain must still hold each, which no rewrite of the tail can fake.
+"""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import Table, select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, func, select
+from sqlmodel import Session, SQLModel, col
 
-from evalops.domain.audit_chain import first_chain_problem
+from evalops.domain.audit_chain import ChainEvent, first_chain_problem
 from evalops.domain.canonical import canonical_text, sha256_digest
 from evalops.errors import VerificationError
 from evalops.registry.definitions import spec_digest
+from evalops.services.anchors import Anchor, anchor_problem
 from evalops.services.gate import verify_decisions
 from evalops.store.audit import as_chain_event
 from evalops.store.engine import read_session
+from evalops.store.rowdigest import RowsDigest
 from evalops.store.tables import (
     AuditEvent,
     ExecutionProfileRow,
     GraderSetRow,
-    IngestBatch,
     PolicyRow,
     SuiteRow,
     TaskRevision,
     Trial,
 )
 
-# table -> (kind in the audit subject, how to name a row, its identity-digest column)
+# table -> (kind in messages, its identity-digest column)
 _DEFINITION_TABLES: tuple[tuple[type[Any], str, str], ...] = (
     (TaskRevision, "task", "task_digest"),
     (ExecutionProfileRow, "execution_profile", "execution_digest"),
@@ -37,50 +51,60 @@ _DEFINITION_TABLES: tuple[tuple[type[Any], str, str], ...] = (
     (SuiteRow, "suite", ""),
     (PolicyRow, "", "policy_digest"),
 )
+STREAM = 2000
+RowIds = dict[tuple[int, str], list[int]]
 
 
 @dataclass
 class VerifyReport:
     events: int
+    rows: int
     definitions: int
-    decisions: int = 0
     trials: int = 0
+    decisions: int = 0
+    legacy_decisions: int = 0
+    anchors: list[dict[str, Any]] = field(default_factory=list)
+    head: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "ok": True,
             "events": self.events,
+            "rows": self.rows,
             "definitions": self.definitions,
             "trials": self.trials,
             "decisions": self.decisions,
+            "anchors": self.anchors,
+            "audit_head": self.head,
         }
 
 
-def _events(session: Session) -> Iterator[AuditEvent]:
-    """Stream the chain in seq order; the cursor is closed even when the caller stops early."""
-    result = session.exec(
-        select(AuditEvent).order_by(col(AuditEvent.seq)).execution_options(yield_per=1000)
-    )
+def _stream(session: Session, stmt: Any) -> Iterator[Any]:
+    result = session.execute(stmt.execution_options(yield_per=STREAM))
     try:
         yield from result
     finally:
         result.close()
 
 
-def _check_chain(session: Session) -> int:
+def _check_chain(session: Session) -> tuple[int, dict[str, Any] | None]:
+    """The chain links and every payload re-hashes; returns (events, head)."""
     count = 0
+    head: dict[str, Any] | None = None
     payload_problem: str | None = None
 
-    def rows() -> Generator[Any, None, None]:
-        nonlocal count, payload_problem
-        for row in _events(session):
+    def events() -> Generator[ChainEvent, None, None]:
+        nonlocal count, payload_problem, head
+        for (row,) in _stream(session, select(AuditEvent).order_by(col(AuditEvent.seq))):
             count += 1
-            recomputed = sha256_digest(row.payload.encode("utf-8"))
-            if payload_problem is None and recomputed != row.payload_digest:
+            if payload_problem is None and (
+                sha256_digest(row.payload.encode("utf-8")) != row.payload_digest
+            ):
                 payload_problem = f"audit seq {row.seq}: payload does not match payload_digest"
+            head = {"seq": row.seq, "hash": row.hash}
             yield as_chain_event(row)
 
-    stream = rows()
+    stream = events()
     try:
         problem = first_chain_problem(stream)
     finally:
@@ -89,7 +113,102 @@ def _check_chain(session: Session) -> int:
         raise VerificationError(problem)
     if payload_problem is not None:
         raise VerificationError(payload_problem)
-    return count
+    return count, head
+
+
+def audited_tables() -> list[Table]:
+    """Every table whose rows carry the audit seq of the event that recorded them."""
+    return sorted(
+        (t for t in SQLModel.metadata.tables.values() if "audit_seq" in t.columns),
+        key=lambda t: t.name,
+    )
+
+
+def _stored_rows(
+    session: Session,
+) -> tuple[dict[int, dict[str, Any]], dict[tuple[int, str], list[int]], int]:
+    """Per audit seq, per table: {count, digest} of the stored rows, and a few row ids."""
+    computed: dict[int, dict[str, Any]] = {}
+    ids: RowIds = {}
+    total = 0
+    for table in audited_tables():
+        current: int | None = None
+        digest = RowsDigest()
+        for row in _stream(session, select(table).order_by(table.c.audit_seq, table.c.id)):
+            total += 1
+            seq = row.audit_seq
+            if seq != current:
+                if current is not None:
+                    computed.setdefault(current, {}).update(digest.as_payload())
+                current, digest = seq, RowsDigest()
+            digest.add(table, row._mapping)
+            found = ids.setdefault((seq, table.name), [])
+            if len(found) < 5:
+                found.append(row.id)
+        if current is not None:
+            computed.setdefault(current, {}).update(digest.as_payload())
+    return computed, ids, total
+
+
+def _declared_rows(session: Session) -> Iterator[tuple[AuditEvent, dict[str, Any]]]:
+    """Each event with the rows it recorded (legacy events: as a migration recorded them)."""
+    legacy: dict[str, Any] = {}
+    migrations = select(AuditEvent).where(AuditEvent.kind == "migration.rows")
+    for (event,) in _stream(session, migrations.order_by(col(AuditEvent.seq))):
+        for seq, rows in json.loads(event.payload).get("legacy_rows", {}).items():
+            # A migration vouches only for events before it, and the first one to vouch
+            # for an event stands: a later event can never re-describe older rows.
+            if int(seq) < event.seq and seq not in legacy:
+                legacy[seq] = rows
+    for (event,) in _stream(session, select(AuditEvent).order_by(col(AuditEvent.seq))):
+        payload = json.loads(event.payload)
+        if "rows" in payload:
+            yield event, payload["rows"]
+        else:
+            yield event, legacy.get(str(event.seq), {})
+
+
+def _row_names(table: str, seq: int, ids: RowIds) -> str:
+    found = ids.get((seq, table), [])
+    shown = ", ".join(str(i) for i in found)
+    return f"{table} row{'s' if len(found) != 1 else ''} {shown}" if found else f"{table} rows"
+
+
+def _check_rows(session: Session) -> int:
+    """Both directions: every event's rows as recorded, every row under its event."""
+    computed, ids, total = _stored_rows(session)
+    for event, declared in _declared_rows(session):
+        stored = computed.pop(event.seq, {})
+        what = f"audit seq {event.seq} ({event.kind} {event.subject})"
+        for table in sorted(declared.keys() | stored.keys()):
+            want = declared.get(table)
+            have = stored.get(table)
+            if want == have:
+                continue
+            if want is None:
+                raise VerificationError(
+                    f"{what}: {_row_names(table, event.seq, ids)} claim this event, which "
+                    f"recorded no {table} row (inserted outside evalops)"
+                )
+            if have is None:
+                raise VerificationError(
+                    f"{what}: its {want['count']} {table} row(s) are gone (deleted outside evalops)"
+                )
+            if want["count"] != have["count"]:
+                raise VerificationError(
+                    f"{what}: recorded {want['count']} {table} row(s), "
+                    f"{have['count']} are stored ({_row_names(table, event.seq, ids)})"
+                )
+            raise VerificationError(
+                f"{what}: {_row_names(table, event.seq, ids)} changed since the event recorded them"
+            )
+    if computed:
+        seq = min(computed)
+        table = sorted(computed[seq])[0]
+        raise VerificationError(
+            f"{_row_names(table, seq, ids)} claim audit seq {seq}, which does not exist"
+        )
+    return total
 
 
 def _row_name(kind: str, row: Any) -> str:
@@ -103,9 +222,10 @@ def _row_name(kind: str, row: Any) -> str:
 
 
 def _check_definitions(session: Session) -> int:
+    """Every stored definition is canonical JSON whose digests match its columns."""
     count = 0
     for table, table_kind, digest_column in _DEFINITION_TABLES:
-        for row in session.exec(select(table).order_by(col(table.id))):
+        for (row,) in _stream(session, select(table).order_by(col(table.id))):
             count += 1
             kind = table_kind or row.kind
             name = _row_name(kind, row)
@@ -126,60 +246,38 @@ def _check_definitions(session: Session) -> int:
                     f"{name}: {digest_column} {getattr(row, digest_column)} does not match the "
                     f"stored document ({spec_digest(kind, value)})"
                 )
-            event = session.get(AuditEvent, row.audit_seq)
-            recorded = json.loads(event.payload) if event is not None else {}
-            if event is None or recorded.get("document_digest") != row.document_digest:
-                raise VerificationError(
-                    f"{name}: not the definition its audit event seq {row.audit_seq} recorded"
-                )
-    registered = {
-        seq for table, _, _ in _DEFINITION_TABLES for seq in session.exec(select(table.audit_seq))
-    }
-    for event in session.exec(select(AuditEvent).where(col(AuditEvent.kind).startswith("sync."))):
-        if event.seq not in registered:
-            raise VerificationError(
-                f"audit seq {event.seq}: {event.subject} was registered but its row is gone"
-            )
     return count
 
 
 def _check_trials(session: Session) -> int:
-    """Every stored trial re-hashes, and every ingest batch is the one its event recorded."""
+    """Every stored trial record re-hashes to its stored digest (names the trial)."""
     count = 0
-    for batch in session.exec(select(IngestBatch).order_by(col(IngestBatch.id))):
-        hasher = hashlib.sha256()
-        rows = session.exec(
-            select(Trial).where(Trial.ingest_batch_id == batch.id).order_by(col(Trial.id))
-        )
-        for trial in rows:
-            count += 1
-            if sha256_digest(trial.record.encode("utf-8")) != trial.stored_digest:
-                raise VerificationError(f"trial {trial.trial_id}: stored record was changed")
-            hasher.update(
-                f"{trial.trial_id}\n{trial.record_digest}\n{trial.stored_digest}\n".encode()
-            )
-        event = session.get(AuditEvent, batch.audit_seq)
-        recorded = json.loads(event.payload).get("trials_digest") if event else None
-        if recorded != "sha256:" + hasher.hexdigest():
-            raise VerificationError(
-                f"ingest batch {batch.id}: its trials are not the ones audit seq "
-                f"{batch.audit_seq} recorded"
-            )
-    orphans = session.exec(
-        select(func.count())
-        .select_from(Trial)
-        .where(col(Trial.ingest_batch_id).not_in(select(IngestBatch.id)))
-    ).one()
-    if orphans:
-        raise VerificationError(f"{orphans} trials belong to no recorded ingest batch")
+    stmt = select(  # type: ignore[call-overload]
+        Trial.trial_id, Trial.record, Trial.stored_digest
+    ).order_by(col(Trial.id))
+    for trial_id, record, stored_digest in _stream(session, stmt):
+        count += 1
+        if sha256_digest(record.encode("utf-8")) != stored_digest:
+            raise VerificationError(f"trial {trial_id}: stored record was changed")
     return count
 
 
-def verify_database(engine: Engine) -> VerifyReport:
+def verify_database(engine: Engine, anchors: list[Anchor] | None = None) -> VerifyReport:
     """Raise VerificationError naming the first bad item; else say what was checked."""
     with read_session(engine) as session:
-        events = _check_chain(session)
+        events, head = _check_chain(session)
+        checked_anchors = []
+        for anchor in anchors or []:
+            problem = anchor_problem(session, anchor)
+            if problem is not None:
+                raise VerificationError(problem)
+            checked_anchors.append(anchor.as_dict())
+        # Self-consistency of each row first (it names the row), then every row against
+        # the event that recorded it, then the decisions.
         definitions = _check_definitions(session)
         trials = _check_trials(session)
+        rows = _check_rows(session)
         decisions = verify_decisions(session)
-    return VerifyReport(events, definitions, decisions, trials)
+    return VerifyReport(
+        events, rows, definitions, trials, decisions, anchors=checked_anchors, head=head
+    )

@@ -14,9 +14,9 @@ from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.domain.waivers import WaiverFact, WaiverRequest, grant_refusals, validity_at
 from evalops.errors import InputError
-from evalops.services.gate import gate_policy
+from evalops.services.gate_inputs import registered_policy
 from evalops.store import queries
-from evalops.store.audit import append_event
+from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import Waiver, WaiverRevocation
 
@@ -59,19 +59,34 @@ def grant(
         suite = queries.suite_row(session, request.suite_id)
         if suite is None:
             raise InputError(f"suite {request.suite_id!r} is not registered", field="--suite")
+        if (
+            request.build
+            and request.build.strip()
+            and not any(
+                row.system_build == request.build
+                for row in queries.in_force_rows(session, "execution_profile").values()
+            )
+        ):
+            raise InputError(
+                f"no execution profile in force has system_build {request.build!r}: a waiver "
+                "covers one build that evalops knows",
+                field="--build",
+            )
         member = {m.task_id for m in queries.members(session, request.suite_id)}
         if request.task_id not in member:
             raise InputError(
                 f"task {request.task_id!r} is not a member of {request.suite_id}", field="--task"
             )
-        task = queries.task_row(session, request.task_id)
-        assert task is not None
-        meta = queries.task_spec(task).meta
-        policy_doc, _ = gate_policy(session, None)
+        pinned = {m.task_id: m for m in queries.members(session, request.suite_id)}[request.task_id]
+        # The strictest labels among the pinned revision and every later one (risk ratchet).
+        risk, protects = queries.effective_labels(
+            session, request.task_id, pinned.added.task_revision_id
+        )
+        policy_doc, _ = registered_policy(session, None, None)
         refusals = grant_refusals(
             request,
-            risk=meta.risk,
-            protects=list(meta.protects),
+            risk=risk,
+            protects=protects,
             policy=GatePolicy.model_validate(policy_doc),
             now=now,
         )
@@ -99,19 +114,6 @@ def grant(
         waiver_id = f"WVR-{number}"
         assert request.expires is not None and request.build and request.owner and request.reason
         expires = parse_timestamp(request.expires)
-        event = append_event(
-            session,
-            at=now,
-            actor=actor,
-            kind="waiver.grant",
-            subject=waiver_id,
-            payload={
-                **request_json,
-                "waiver_id": waiver_id,
-                "granted_at": format_timestamp(now),
-                "expires_at": format_timestamp(expires),
-            },
-        )
         row = Waiver(
             number=number,
             waiver_id=waiver_id,
@@ -124,10 +126,23 @@ def grant(
             granted_at=now,
             expires_at=expires,
             granted_by=actor,
-            audit_seq=event.seq,
+            audit_seq=next_seq(session),
         )
         session.add(row)
-        session.flush()
+        append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind="waiver.grant",
+            subject=waiver_id,
+            payload={
+                **request_json,
+                "waiver_id": waiver_id,
+                "granted_at": format_timestamp(now),
+                "expires_at": format_timestamp(expires),
+            },
+            rows=[row],
+        )
         return True, _view(session, row, now)
 
 
@@ -149,23 +164,22 @@ def revoke(
             raise InputError(f"unknown waiver {waiver_id!r}", field="ID")
         if _revocation(session, row) is not None:
             raise InputError(f"{waiver_id} is already revoked")
-        event = append_event(
+        assert row.id is not None
+        revocation = WaiverRevocation(
+            waiver_row_id=row.id,
+            revoked_at=now,
+            reason=reason,
+            actor=actor,
+            audit_seq=next_seq(session),
+        )
+        session.add(revocation)
+        append_event(
             session,
             at=now,
             actor=actor,
             kind="waiver.revoke",
             subject=waiver_id,
             payload={"waiver_id": waiver_id, "reason": reason, "revoked_at": format_timestamp(now)},
+            rows=[revocation],
         )
-        assert row.id is not None
-        session.add(
-            WaiverRevocation(
-                waiver_row_id=row.id,
-                revoked_at=now,
-                reason=reason,
-                actor=actor,
-                audit_seq=event.seq,
-            )
-        )
-        session.flush()
         return _view(session, row, now)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -10,6 +11,7 @@ from sqlmodel import Session, col, select
 from evalops.domain.audit_chain import ChainEvent, event_hash
 from evalops.domain.canonical import GENESIS_HASH, canonical_text, sha256_digest
 from evalops.domain.vocabulary import format_timestamp
+from evalops.store.rowdigest import RowsDigest, rows_payload
 from evalops.store.tables import AuditEvent
 
 
@@ -17,13 +19,44 @@ def chain_head(session: Session) -> AuditEvent | None:
     return session.exec(select(AuditEvent).order_by(col(AuditEvent.seq).desc()).limit(1)).first()
 
 
+def next_seq(session: Session) -> int:
+    """The seq the next event will get: rows written before their event carry it."""
+    head = chain_head(session)
+    return head.seq + 1 if head else 1
+
+
 def append_event(
-    session: Session, *, at: datetime, actor: str, kind: str, subject: str, payload: Any
+    session: Session,
+    *,
+    at: datetime,
+    actor: str,
+    kind: str,
+    subject: str,
+    payload: dict[str, Any],
+    rows: Iterable[Any] = (),
+    rows_digest: RowsDigest | None = None,
 ) -> AuditEvent:
-    """Append one event after the current head. Writers are serialized by the session."""
+    """Append one event after the current head. Writers are serialized by the session.
+
+    `rows` are the ORM rows this change wrote (each with `audit_seq` = `next_seq(session)`);
+    they are flushed and their digests go into the payload, so `verify` can tell an edited,
+    deleted or inserted row from the ones the event recorded. Bulk writers pass the
+    digest they accumulated as `rows_digest` instead.
+    """
     head = chain_head(session)
     seq = head.seq + 1 if head else 1
     prev = head.hash if head else GENESIS_HASH
+    objs = list(rows)
+    if objs:
+        session.flush()
+        for obj in objs:
+            if obj.audit_seq != seq:
+                raise RuntimeError(f"{obj.__table__.name} row carries audit_seq {obj.audit_seq}")
+    digests = rows_payload(objs) if objs else {}
+    if rows_digest is not None:
+        digests.update(rows_digest.as_payload())
+    if digests:
+        payload = {**payload, "rows": digests}
     payload_text = canonical_text(payload)
     payload_digest = sha256_digest(payload_text.encode("utf-8"))
     at_text = format_timestamp(at)

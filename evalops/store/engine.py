@@ -6,6 +6,7 @@ start with `BEGIN IMMEDIATE`, PostgreSQL ones take a transaction-scoped advisory
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,9 +38,30 @@ def sqlite_path(url: str) -> Path | None:
     return Path(parsed.database)
 
 
+SECRET_PARAMS = re.compile(
+    r"(?i)^(password|passwd|pass|pwd|secret|token|access_token|api_key|apikey|sslpassword|"
+    r"sslkey|auth|authorization|credentials?)$"
+)
+
+
 def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    return make_url(url).render_as_string(hide_password=True)
+    """The URL with every secret masked (password, and secret-looking query parameters),
+    for messages; an unparseable URL is shown by its scheme only."""
+    try:
+        parsed = make_url(url)
+    except Exception:  # any malformed URL: never echo it back
+        scheme = url.split(":", 1)[0] if ":" in url else ""
+        return f"{scheme[:20]}:<unparseable URL>" if scheme.isalnum() else "<unparseable URL>"
+    query = {k: ("***" if SECRET_PARAMS.match(k) else v) for k, v in parsed.query.items()}
+    if parsed.password is not None:
+        parsed = parsed.set(password="***")
+    rendered = parsed.set(query=query).render_as_string(hide_password=False)
+    return rendered.replace("%2A%2A%2A", "***")
+
+
+DEFAULT_LOCK_TIMEOUT = 600.0
+_LOCK_TIMEOUT = "evalops_lock_timeout"
+BUSY = "registry is busy: another writer holds it"
 
 
 def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -48,33 +70,69 @@ def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     cursor = dbapi_conn.cursor()
     cursor.execute("PRAGMA journal_mode=WAL")
     cursor.execute("PRAGMA foreign_keys=ON")
-    cursor.execute("PRAGMA busy_timeout=30000")
     cursor.close()
 
 
 def _sqlite_begin(conn: Connection) -> None:
-    write = conn.get_execution_options().get(_WRITE, False)
-    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+    options = conn.get_execution_options()
+    # The busy timeout bounds how long a writer waits for another writer's lock.
+    timeout_ms = int(float(options.get(_LOCK_TIMEOUT, DEFAULT_LOCK_TIMEOUT)) * 1000)
+    conn.exec_driver_sql(f"PRAGMA busy_timeout={timeout_ms}")
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get(_WRITE, False) else "BEGIN")
 
 
-def make_engine(url: str) -> Engine:
+def make_engine(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engine:
+    """An engine whose writers wait at most `lock_timeout` seconds for the writer lock."""
     url = normalize_url(url)
     if make_url(url).get_backend_name() == "sqlite":
-        engine = create_engine(url, connect_args={"timeout": 30})
+        engine = create_engine(url, connect_args={"timeout": lock_timeout})
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
-        return engine
-    return create_engine(url, pool_pre_ping=True)
+    else:
+        engine = create_engine(url, pool_pre_ping=True)
+    return engine.execution_options(**{_LOCK_TIMEOUT: lock_timeout})
+
+
+class WriterBusy(Exception):
+    """Another writer held the lock for longer than the lock timeout."""
+
+
+def _is_lock_timeout(exc: BaseException) -> bool:
+    text_ = str(getattr(exc, "orig", exc)).lower()
+    return (
+        "database is locked" in text_
+        or "lock timeout" in text_
+        or "canceling statement due to lock timeout" in text_
+        or type(getattr(exc, "orig", None)).__name__ == "LockNotAvailable"
+    )
 
 
 @contextmanager
 def write_session(engine: Engine) -> Iterator[Session]:
-    """One serialized write transaction: committed on success, rolled back on any error."""
+    """One serialized write transaction: committed on success, rolled back on any error.
+
+    The writer lock is taken first (BEGIN IMMEDIATE on SQLite, an advisory lock on
+    PostgreSQL); waiting longer than the engine's lock timeout raises WriterBusy and
+    changes nothing.
+    """
+    from sqlalchemy.exc import OperationalError
+
+    timeout = float(engine.get_execution_options().get(_LOCK_TIMEOUT, DEFAULT_LOCK_TIMEOUT))
     writer = engine.execution_options(**{_WRITE: True})
-    with Session(writer, expire_on_commit=False) as session, session.begin():
-        if engine.dialect.name == "postgresql":
-            session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITER_LOCK_KEY})
-        yield session
+    try:
+        with Session(writer, expire_on_commit=False) as session, session.begin():
+            if engine.dialect.name == "postgresql":
+                session.execute(text(f"SET LOCAL lock_timeout = {int(timeout * 1000)}"))
+                session.execute(
+                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITER_LOCK_KEY}
+                )
+            else:
+                session.execute(text("SELECT 1"))  # BEGIN IMMEDIATE: wait for the lock now
+            yield session
+    except OperationalError as exc:
+        if _is_lock_timeout(exc):
+            raise WriterBusy(BUSY) from None
+        raise
 
 
 @contextmanager

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from sqlalchemy import true
 from sqlmodel import Session, SQLModel, col, select
 
 from evalops.domain import digests
@@ -14,6 +15,7 @@ from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet, SuiteDeclarati
 from evalops.store.tables import (
     Calibration,
     CalibrationInvalidation,
+    ExecutionProfileRow,
     GraderConfig,
     GraderSetRow,
     Incident,
@@ -21,6 +23,8 @@ from evalops.store.tables import (
     PolicyRow,
     SuiteMembership,
     SuiteRow,
+    SyncInForce,
+    SyncRun,
     TaskRevision,
 )
 
@@ -33,8 +37,43 @@ def _newest(session: Session, table: type[Row], *where: Any) -> Row | None:
     return session.exec(stmt).first()
 
 
-def task_row(session: Session, task_id: str) -> TaskRevision | None:
-    """The current revision of a task: the highest revision, newest labels."""
+def in_force_row(session: Session, kind: str, definition_id: str, cutoff: int | None = None) -> Any:
+    """The registered row of `kind` `definition_id` in force (DESIGN.md section 4), or None.
+
+    "The newest registered" definition in the contract means this one: the latest sync
+    says what its commit holds, so a revert puts an earlier definition back in force and a
+    deleted file is in force no more.
+    """
+    run = latest_sync_run(session, cutoff)
+    if run is None:
+        return None
+    forced = session.exec(
+        select(SyncInForce).where(
+            SyncInForce.sync_run_id == run.id,
+            SyncInForce.kind == kind,
+            SyncInForce.definition_id == definition_id,
+        )
+    ).first()
+    if forced is None:
+        return None
+    table, id_column = DEFINITION_TABLES[kind]
+    stmt = select(table).where(
+        getattr(table, id_column) == definition_id,
+        table.document_digest == forced.document_digest,  # type: ignore[attr-defined]
+    )
+    if table is PolicyRow:
+        stmt = stmt.where(PolicyRow.kind == kind)
+    return session.exec(stmt.order_by(col(table.id))).first()  # type: ignore[attr-defined]
+
+
+def task_row(session: Session, task_id: str, cutoff: int | None = None) -> TaskRevision | None:
+    """The task revision in force."""
+    row: TaskRevision | None = in_force_row(session, "task", task_id, cutoff)
+    return row
+
+
+def newest_task_row(session: Session, task_id: str) -> TaskRevision | None:
+    """The highest registered revision, newest labels (for history views)."""
     stmt = (
         select(TaskRevision)
         .where(TaskRevision.task_id == task_id)
@@ -48,38 +87,80 @@ def task_spec(row: TaskRevision) -> EvalTaskSpec:
     return EvalTaskSpec.model_validate(json.loads(row.document))
 
 
-def grader_set_row(session: Session, grader_set_id: str) -> GraderSetRow | None:
-    stmt = (
-        select(GraderSetRow)
-        .where(GraderSetRow.grader_set_id == grader_set_id)
-        .order_by(col(GraderSetRow.version).desc(), col(GraderSetRow.id).desc())
-        .limit(1)
+def grader_set_row(
+    session: Session, grader_set_id: str, cutoff: int | None = None
+) -> GraderSetRow | None:
+    """The grader set in force with this id."""
+    row: GraderSetRow | None = in_force_row(session, "grader_set", grader_set_id, cutoff)
+    return row
+
+
+def grader_set_by_digest(
+    session: Session, grader_set_digest: str, cutoff: int | None = None
+) -> GraderSetRow | None:
+    return _newest(
+        session,
+        GraderSetRow,
+        GraderSetRow.grader_set_digest == grader_set_digest,
+        upto(GraderSetRow.audit_seq, cutoff),
     )
-    return session.exec(stmt).first()
-
-
-def grader_set_by_digest(session: Session, grader_set_digest: str) -> GraderSetRow | None:
-    return _newest(session, GraderSetRow, GraderSetRow.grader_set_digest == grader_set_digest)
 
 
 def grader_set_spec(row: GraderSetRow) -> GraderSet:
     return GraderSet.model_validate(json.loads(row.document))
 
 
-def suite_row(session: Session, suite_id: str) -> SuiteRow | None:
-    return _newest(session, SuiteRow, SuiteRow.suite_id == suite_id)
+def suite_row(session: Session, suite_id: str, cutoff: int | None = None) -> SuiteRow | None:
+    """The suite declaration in force."""
+    row: SuiteRow | None = in_force_row(session, "suite", suite_id, cutoff)
+    return row
 
 
 def suite_spec(row: SuiteRow) -> SuiteDeclaration:
     return SuiteDeclaration.model_validate(json.loads(row.document))
 
 
-def suite_policy_row(session: Session) -> PolicyRow | None:
-    return _newest(session, PolicyRow, PolicyRow.kind == "suite_policy")
+def single_policy_row(session: Session, kind: str, cutoff: int | None = None) -> PolicyRow | None:
+    """The newest registered policy of `kind` among those in force (DESIGN.md section 4)."""
+    rows = in_force_rows(session, kind, cutoff)
+    return max(rows.values(), key=lambda r: r.id, default=None)
+
+
+def suite_policy_row(session: Session, cutoff: int | None = None) -> PolicyRow | None:
+    return single_policy_row(session, "suite_policy", cutoff)
 
 
 def suite_policy_spec(row: PolicyRow) -> SuitePolicy:
     return SuitePolicy.model_validate(json.loads(row.document))
+
+
+def effective_labels(
+    session: Session, task_id: str, pinned_revision_id: int | None, cutoff: int | None = None
+) -> tuple[str, list[str]]:
+    """Risk and protects as the gate and waivers read them (DESIGN.md 9, "Risk labels ratchet").
+
+    The strictest labels among the pinned revision and every later registered revision of
+    the task: highest risk, union of `protects`. With no pin (not a member), every
+    registered revision counts.
+    """
+    rows = session.exec(
+        select(TaskRevision)
+        .where(TaskRevision.task_id == task_id, upto(TaskRevision.audit_seq, cutoff))
+        .order_by(col(TaskRevision.id))
+    ).all()
+    pinned = next((r for r in rows if r.id == pinned_revision_id), None)
+    floor = pinned.revision if pinned is not None else 0
+    risk_rank = {"critical": 0, "noncritical_regression": 1, "quality_signal": 2}
+    risk = "quality_signal"
+    protects: set[str] = set()
+    for row in rows:
+        if row.revision < floor:
+            continue
+        meta = task_spec(row).meta
+        if risk_rank[meta.risk] < risk_rank[risk]:
+            risk = meta.risk
+        protects.update(meta.protects)
+    return risk, sorted(protects)
 
 
 @dataclass(frozen=True)
@@ -95,11 +176,13 @@ class Member:
     removed: SuiteMembership | None = None
 
 
-def members(session: Session, suite_id: str, *, include_removed: bool = False) -> list[Member]:
+def members(
+    session: Session, suite_id: str, *, include_removed: bool = False, cutoff: int | None = None
+) -> list[Member]:
     """Fold the append-only membership rows into each task's current state."""
     rows = session.exec(
         select(SuiteMembership)
-        .where(SuiteMembership.suite_id == suite_id)
+        .where(SuiteMembership.suite_id == suite_id, upto(SuiteMembership.audit_seq, cutoff))
         .order_by(col(SuiteMembership.id))
     ).all()
     state: dict[str, Member] = {}
@@ -123,14 +206,14 @@ def members(session: Session, suite_id: str, *, include_removed: bool = False) -
     return out if include_removed else [m for m in out if m.removed is None]
 
 
-def current_suite_digest(session: Session, suite: SuiteRow) -> str:
+def current_suite_digest(session: Session, suite: SuiteRow, cutoff: int | None = None) -> str:
     pins = [
         {
             "task_id": m.task_id,
             "task_digest": m.task_digest,
             "grader_set_digest": m.grader_set_digest,
         }
-        for m in members(session, suite.suite_id)
+        for m in members(session, suite.suite_id, cutoff=cutoff)
     ]
     return digests.suite_digest(suite.suite_id, suite.kind, pins)
 
@@ -149,11 +232,24 @@ def incident_events(session: Session, incident: Incident) -> list[IncidentEvent]
     )
 
 
-def calibration_for(session: Session, grader_id: str) -> StoredCalibration | None:
-    """The newest calibration recorded for a grader id (stale if its config changed since)."""
+def upto(column: Any, cutoff: int | None) -> Any:
+    """`column <= cutoff` (an audit seq), or always true when there is no cutoff."""
+    return true() if cutoff is None else column <= cutoff
+
+
+def calibration_of_config(
+    session: Session, config_digest: str, cutoff: int | None = None
+) -> StoredCalibration | None:
+    """The newest calibration recorded for exactly this grader config (DESIGN.md 8).
+
+    A calibration of any other config of the same grader, newer or looser, never counts.
+    """
     row = session.exec(
         select(Calibration)
-        .where(Calibration.grader_id == grader_id)
+        .where(
+            Calibration.grader_config_digest == config_digest,
+            upto(Calibration.audit_seq, cutoff),
+        )
         .order_by(col(Calibration.id).desc())
         .limit(1)
     ).first()
@@ -161,7 +257,10 @@ def calibration_for(session: Session, grader_id: str) -> StoredCalibration | Non
         return None
     invalidation = session.exec(
         select(CalibrationInvalidation)
-        .where(CalibrationInvalidation.calibration_row_id == row.id)
+        .where(
+            CalibrationInvalidation.calibration_row_id == row.id,
+            upto(CalibrationInvalidation.audit_seq, cutoff),
+        )
         .order_by(col(CalibrationInvalidation.id).desc())
     ).first()
     return StoredCalibration(
@@ -172,35 +271,126 @@ def calibration_for(session: Session, grader_id: str) -> StoredCalibration | Non
     )
 
 
-def current_grader(session: Session, grader_id: str) -> tuple[Grader, str] | None:
-    """The newest registered config of a grader id: its spec and `grader_config_digest`.
+def config_validity(
+    session: Session, grader: Grader, config_digest: str, cutoff: int | None = None
+) -> Validity:
+    """Validity of one grader config, from its own newest calibration only."""
+    record = calibration_of_config(session, config_digest, cutoff)
+    if record is None:
+        others = session.exec(
+            select(Calibration.calibration_id)
+            .where(
+                Calibration.grader_id == grader.id,
+                Calibration.grader_config_digest != config_digest,
+                upto(Calibration.audit_seq, cutoff),
+            )
+            .order_by(col(Calibration.id))
+        ).all()
+        reasons = [f"no calibration recorded for config {config_digest}"]
+        if others:
+            reasons.append(
+                f"calibrations of other configs of {grader.id} ({', '.join(others)}) never "
+                "count for this one"
+            )
+        return Validity("missing", tuple(reasons))
+    return calibration_validity(grader, config_digest, record)
 
-    Calibration staleness is judged against this, not against an old grader set a trial
-    pinned: a judge whose prompt, model or rubric changed no longer has its calibration.
-    """
-    row = session.exec(
+
+def model_grader_validity(
+    session: Session, grader_set: GraderSet, raw_graders: list[dict[str, Any]], cutoff: int | None
+) -> dict[str, Validity]:
+    """Validity of every model grader of a (pinned) grader set, for that set's configs."""
+    out: dict[str, Validity] = {}
+    for grader, raw in zip(grader_set.graders, raw_graders, strict=True):
+        if grader.type == "model":
+            config = digests.grader_config_digest(raw)
+            out[grader.id] = config_validity(session, grader, config, cutoff)
+    return out
+
+
+def newest_grader_config(session: Session, grader_id: str) -> tuple[Grader, str] | None:
+    """The grader config in force: from the in-force grader set holding this grader id,
+    else the newest registered one. `calibration record` calibrates it by default."""
+    for row in in_force_rows(session, "grader_set").values():
+        spec = grader_set_spec(row)
+        grader = spec.grader(grader_id)
+        if grader is not None:
+            raw = json.loads(row.document)["graders"][spec.graders.index(grader)]
+            return grader, digests.grader_config_digest(raw)
+    config = session.exec(
         select(GraderConfig)
         .where(GraderConfig.grader_id == grader_id)
         .order_by(col(GraderConfig.id).desc())
         .limit(1)
     ).first()
-    if row is None:
+    if config is None:
         return None
-    set_row = session.get(GraderSetRow, row.grader_set_row_id)
+    set_row = session.get(GraderSetRow, config.grader_set_row_id)
     assert set_row is not None
     grader = grader_set_spec(set_row).grader(grader_id)
     assert grader is not None
-    return grader, row.grader_config_digest
+    return grader, config.grader_config_digest
 
 
-def grader_validity(session: Session, grader_id: str) -> Validity:
-    current = current_grader(session, grader_id)
-    if current is None:
-        return Validity("missing", (f"grader {grader_id} is not registered",))
-    grader, config_digest = current
-    return calibration_validity(grader, config_digest, calibration_for(session, grader_id))
+def grader_config(session: Session, config_digest: str) -> tuple[Grader, str] | None:
+    """A registered grader config by digest (for `calibration record --config`)."""
+    config = session.exec(
+        select(GraderConfig).where(GraderConfig.grader_config_digest == config_digest).limit(1)
+    ).first()
+    if config is None:
+        return None
+    set_row = session.get(GraderSetRow, config.grader_set_row_id)
+    assert set_row is not None
+    grader = grader_set_spec(set_row).grader(config.grader_id)
+    assert grader is not None
+    return grader, config.grader_config_digest
 
 
-def model_grader_validity(session: Session, grader_set: GraderSet) -> dict[str, Validity]:
-    """Validity of every model grader of a grader set, by grader id."""
-    return {g.id: grader_validity(session, g.id) for g in grader_set.graders if g.type == "model"}
+# ------------------------------------------------------------- definitions in force (4)
+
+DEFINITION_TABLES: dict[str, tuple[type[SQLModel], str]] = {
+    "task": (TaskRevision, "task_id"),
+    "execution_profile": (ExecutionProfileRow, "execution_id"),
+    "grader_set": (GraderSetRow, "grader_set_id"),
+    "suite": (SuiteRow, "suite_id"),
+    "suite_policy": (PolicyRow, "policy_id"),
+    "gate_policy": (PolicyRow, "policy_id"),
+}
+
+
+def latest_sync_run(session: Session, cutoff: int | None = None) -> SyncRun | None:
+    """The sync whose commit's definitions are in force (as of `cutoff`)."""
+    return session.exec(
+        select(SyncRun)
+        .where(upto(SyncRun.audit_seq, cutoff))
+        .order_by(col(SyncRun.id).desc())
+        .limit(1)
+    ).first()
+
+
+def in_force(session: Session, cutoff: int | None = None) -> dict[tuple[str, str], str]:
+    """(kind, id) -> document_digest of every definition in force (DESIGN.md section 4)."""
+    run = latest_sync_run(session, cutoff)
+    if run is None:
+        return {}
+    rows = session.exec(select(SyncInForce).where(SyncInForce.sync_run_id == run.id)).all()
+    return {(r.kind, r.definition_id): r.document_digest for r in rows}
+
+
+def in_force_rows(session: Session, kind: str, cutoff: int | None = None) -> dict[str, Any]:
+    """id -> the registered row of every definition of `kind` in force."""
+    table, id_column = DEFINITION_TABLES[kind]
+    out: dict[str, Any] = {}
+    for (k, definition_id), document_digest in sorted(in_force(session, cutoff).items()):
+        if k != kind:
+            continue
+        stmt = select(table).where(
+            getattr(table, id_column) == definition_id,
+            table.document_digest == document_digest,  # type: ignore[attr-defined]
+        )
+        if table is PolicyRow:
+            stmt = stmt.where(PolicyRow.kind == kind)
+        row = session.exec(stmt.order_by(col(table.id))).first()  # type: ignore[attr-defined]
+        if row is not None:
+            out[definition_id] = row
+    return out

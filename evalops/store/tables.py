@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, Index, Text, UniqueConstraint
+from sqlalchemy import BigInteger, ForeignKey, Index, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from evalops.store.types import UTCDateTime
@@ -27,12 +27,23 @@ def _ts() -> datetime:
     return Field(sa_type=UTCDateTime, nullable=False)  # type: ignore[no-any-return]
 
 
+def _big() -> int:
+    # Integers from user files reach 2^53-1 (DESIGN.md section 3): 64-bit on every engine.
+    return Field(sa_type=BigInteger, nullable=False)  # type: ignore[no-any-return]
+
+
 def _text() -> str:
     return Field(sa_type=Text, nullable=False)  # type: ignore[no-any-return]
 
 
 def _audit_fk() -> int:
-    return Field(foreign_key="audit_event.seq", index=True)  # type: ignore[no-any-return]
+    # Deferred: a change's rows are flushed first, then the event that digests them.
+    return Field(  # type: ignore[no-any-return]
+        sa_column_args=[
+            ForeignKey("audit_event.seq", deferrable=True, initially="DEFERRED"),
+        ],
+        index=True,
+    )
 
 
 class AuditEvent(SQLModel, table=True):
@@ -64,6 +75,21 @@ class SyncRun(SQLModel, table=True):
     git_dirty: bool
     git_branch: str | None = None
     git_remote: str | None = None
+    audit_seq: int = _audit_fk()
+
+
+class SyncInForce(SQLModel, table=True):
+    """One definition a sync's commit holds: in force until the next sync (DESIGN.md 4)."""
+
+    __tablename__ = "sync_in_force"
+    __table_args__ = (UniqueConstraint("sync_run_id", "kind", "definition_id"),)
+
+    id: int | None = Field(default=None, primary_key=True)
+    sync_run_id: int = Field(foreign_key="sync_run.id", index=True)
+    kind: str
+    definition_id: str
+    document_digest: str
+    audit_seq: int = _audit_fk()
 
 
 class _Registered(SQLModel):
@@ -73,7 +99,6 @@ class _Registered(SQLModel):
     document: str = _text()
     file_path: str
     sync_run_id: int = Field(foreign_key="sync_run.id", index=True)
-    audit_seq: int = _audit_fk()
 
 
 class TaskRevision(_Registered, table=True):
@@ -84,10 +109,11 @@ class TaskRevision(_Registered, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     task_id: str = Field(index=True)
-    revision: int
+    revision: int = _big()
     task_digest: str = Field(index=True)
     grader_set_id: str
     risk: str
+    audit_seq: int = _audit_fk()
 
 
 class ExecutionProfileRow(_Registered, table=True):
@@ -100,6 +126,7 @@ class ExecutionProfileRow(_Registered, table=True):
     execution_id: str = Field(index=True)
     system_build: str = Field(index=True)
     execution_digest: str = Field(index=True)
+    audit_seq: int = _audit_fk()
 
 
 class GraderSetRow(_Registered, table=True):
@@ -110,8 +137,9 @@ class GraderSetRow(_Registered, table=True):
 
     id: int | None = Field(default=None, primary_key=True)
     grader_set_id: str = Field(index=True)
-    version: int
+    version: int = _big()
     grader_set_digest: str = Field(index=True)
+    audit_seq: int = _audit_fk()
 
 
 class GraderConfig(SQLModel, table=True):
@@ -123,11 +151,12 @@ class GraderConfig(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     grader_set_row_id: int = Field(foreign_key="grader_set.id", index=True)
     grader_id: str = Field(index=True)
-    grader_version: int
+    grader_version: int = _big()
     grader_config_digest: str = Field(index=True)
     layer: str
     type: str
     blocking: bool
+    audit_seq: int = _audit_fk()
 
 
 class SuiteRow(_Registered, table=True):
@@ -139,6 +168,7 @@ class SuiteRow(_Registered, table=True):
     id: int | None = Field(default=None, primary_key=True)
     suite_id: str = Field(index=True)
     kind: str
+    audit_seq: int = _audit_fk()
 
 
 class PolicyRow(_Registered, table=True):
@@ -151,6 +181,7 @@ class PolicyRow(_Registered, table=True):
     kind: str
     policy_id: str = Field(index=True)
     policy_digest: str = Field(index=True)
+    audit_seq: int = _audit_fk()
 
 
 class Promotion(SQLModel, table=True):
@@ -262,7 +293,7 @@ class Trial(SQLModel, table=True):
     execution_digest: str
     grader_set_digest: str
     eval_case_digest: str
-    trial_index: int
+    trial_index: int = _big()
     started_at: datetime = _ts()
     completed_at: datetime = _ts()
     record_digest: str
@@ -286,6 +317,8 @@ class Trial(SQLModel, table=True):
         sa_column_args=[ForeignKey("ingest_batch.id", deferrable=True, initially="DEFERRED")],
         index=True,
     )
+    audit_seq: int = _audit_fk()
+    """The ingest event that recorded the trial (its batch's)."""
 
 
 class Reconciliation(SQLModel, table=True):
@@ -296,6 +329,8 @@ class Reconciliation(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     trial_id: str = Field(foreign_key="trial.trial_id", index=True)
     effect_key: str
+    effect_index: int | None = None
+    """Position of the settled effect in the record's `external_effects`."""
     status: str
     evidence_uri: str
     at: datetime = _ts()
@@ -326,7 +361,7 @@ class Calibration(SQLModel, table=True):
     id: int | None = Field(default=None, primary_key=True)
     calibration_id: str = Field(unique=True)
     grader_id: str = Field(index=True)
-    grader_version: int
+    grader_version: int = _big()
     grader_config_digest: str = Field(index=True)
     label_set_digest: str
     calibration_split_digest: str
@@ -400,6 +435,8 @@ class GateDecision(SQLModel, table=True):
     execution_digest: str
     suite_digest: str
     policy_digest: str
+    sync_run_id: int | None = Field(default=None, foreign_key="sync_run.id")
+    """The sync whose definitions were in force when the decision was made."""
     evaluated_at: datetime = _ts()
     decision: str
     inputs: str = _text()

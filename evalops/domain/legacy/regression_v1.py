@@ -1,0 +1,128 @@
+"""Evaluator 1, frozen (decisions stored before migration 0002 replay with it).
+
+The paired regression verdict (RFC 0244 section F; DESIGN.md section 9), on scipy.stats.
+
+Tasks present in both builds are paired by task id (the task is the statistical unit).
+`inconclusive` whenever the method cannot separate the runs at alpha; `unchanged` only when
+every pair is identical. Methods:
+- `mcnemar`: exact McNemar (a two-sided binomial test on the discordant pairs of per-task
+  pass);
+- `sign-test`: two-sided binomial test on the signs of per-task meanScore differences;
+- `paired-t`: `scipy.stats.ttest_rel` on per-task meanScore;
+- `paired-bootstrap`: `scipy.stats.bootstrap` of the mean difference, seeded (the seed is
+  recorded); significant when the (1 - alpha) interval excludes 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+METHODS = ("mcnemar", "sign-test", "paired-t", "paired-bootstrap")
+BOOTSTRAP_RESAMPLES = 9999
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    passed: bool
+    mean_score: float
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def paired_verdict(
+    baseline: Mapping[str, TaskOutcome],
+    candidate: Mapping[str, TaskOutcome],
+    *,
+    method: str,
+    alpha: float,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """`{verdict, method, alpha, pairedTaskCount, pValue, ...}` over tasks in both builds."""
+    from scipy import stats
+
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r} (one of {', '.join(METHODS)})")
+    shared = sorted(baseline.keys() & candidate.keys())
+    out: dict[str, Any] = {
+        "verdict": "inconclusive",
+        "method": method,
+        "alpha": alpha,
+        "pairedTaskCount": len(shared),
+        "pValue": None,
+    }
+    if not shared:
+        return out
+    base = [baseline[t] for t in shared]
+    cand = [candidate[t] for t in shared]
+    if method == "mcnemar":
+        b = sum(1 for x, y in zip(base, cand, strict=True) if x.passed and not y.passed)
+        c = sum(1 for x, y in zip(base, cand, strict=True) if not x.passed and y.passed)
+        out["discordant"] = {"baselineOnlyPassed": b, "candidateOnlyPassed": c}
+        if b + c == 0:
+            out.update(verdict="unchanged", pValue=1.0)
+            return out
+        p = float(stats.binomtest(b, b + c, 0.5).pvalue)
+        out["pValue"] = p
+        if p < alpha:
+            out["verdict"] = "regressed" if b > c else "improved"
+        return out
+    diffs = [y.mean_score - x.mean_score for x, y in zip(base, cand, strict=True)]
+    mean_diff = math.fsum(diffs) / len(diffs)
+    out["meanDifference"] = mean_diff
+    if all(d == 0 for d in diffs):
+        out.update(verdict="unchanged", pValue=1.0)
+        return out
+    direction = "improved" if mean_diff > 0 else "regressed"
+    if method == "sign-test":
+        pos = sum(1 for d in diffs if d > 0)
+        neg = sum(1 for d in diffs if d < 0)
+        p = float(stats.binomtest(pos, pos + neg, 0.5).pvalue)
+        out.update(
+            pValue=p, signs={"positive": pos, "negative": neg, "zero": len(diffs) - pos - neg}
+        )
+        if p < alpha:
+            out["verdict"] = "improved" if pos > neg else "regressed"
+        return out
+    if method == "paired-t":
+        if len(diffs) < 2:
+            return out
+        if len(set(diffs)) == 1:
+            # Every task moved by the same amount: zero variance, t is undefined.
+            out["interval"] = [mean_diff, mean_diff]
+            return out
+        result = stats.ttest_rel([y.mean_score for y in cand], [x.mean_score for x in base])
+        p_t = _finite(float(result.pvalue))
+        ci = result.confidence_interval(confidence_level=1 - alpha)
+        out.update(pValue=p_t, interval=[_finite(float(ci.low)), _finite(float(ci.high))])
+        if p_t is not None and p_t < alpha:
+            out["verdict"] = direction
+        return out
+    # paired-bootstrap
+    out["seed"] = seed
+    if len(diffs) < 2:
+        return out
+    boot = stats.bootstrap(
+        (diffs,),
+        lambda d, axis=-1: d.mean(axis=axis),
+        n_resamples=BOOTSTRAP_RESAMPLES,
+        confidence_level=1 - alpha,
+        method="percentile",
+        random_state=seed,
+    )
+    low, high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
+    dist = boot.bootstrap_distribution
+    share_le = float((dist <= 0).mean())
+    share_ge = float((dist >= 0).mean())
+    out.update(
+        interval=[_finite(low), _finite(high)],
+        pValue=min(1.0, 2 * min(share_le, share_ge)),
+        resamples=BOOTSTRAP_RESAMPLES,
+    )
+    if low > 0 or high < 0:
+        out["verdict"] = direction
+    return out

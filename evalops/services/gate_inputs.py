@@ -1,0 +1,469 @@
+"""Loading a gate decision's inputs: plain JSON, from the registry as it stood at one point.
+
+Every read goes through an audit-seq cutoff: the rows a decision may see are those whose
+audit event is at or before it. A live `gate check` sees everything up to the chain head;
+`--at T` sees the registry as it stood at T; `verify` rebuilds a stored decision's inputs at
+the seq it was made and compares them with what was stored.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session, col, func, select
+
+from evalops.domain.gate import EVALUATOR
+from evalops.domain.specs import GatePolicy
+from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+from evalops.errors import InputError
+from evalops.registry.definitions import load_definition
+from evalops.services.evidence import Definitions, rederive
+from evalops.store import queries
+from evalops.store.queries import upto
+from evalops.store.tables import (
+    AuditEvent,
+    ExecutionProfileRow,
+    GateDecision,
+    PolicyRow,
+    Trial,
+    Waiver,
+    WaiverRevocation,
+)
+
+DEFAULT_SEED = 20261130
+DIGEST_PREFIX = "sha256:"
+
+
+@dataclass(frozen=True)
+class GateRequest:
+    """What a user asked for; stored with the inputs so `verify` can rebuild them."""
+
+    build: str
+    suite_id: str
+    at: str
+    """RFC 3339 UTC: the evaluation time (`--at`, else now)."""
+    cutoff: int
+    """The last audit seq whose rows the decision reads."""
+    execution_id: str | None = None
+    baseline: str | None = None
+    """As asked: a build, `auto`, or None."""
+    policy: str | None = None
+    """A registered gate policy's id or digest; None: the one in force."""
+    method: str | None = None
+    alpha: float | None = None
+    seed: int = DEFAULT_SEED
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "build": self.build,
+            "suite": self.suite_id,
+            "at": self.at,
+            "cutoff": self.cutoff,
+            "execution": self.execution_id,
+            "baseline": self.baseline,
+            "policy": self.policy,
+            "method": self.method,
+            "alpha": self.alpha,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> GateRequest:
+        return cls(
+            build=d["build"],
+            suite_id=d["suite"],
+            at=d["at"],
+            cutoff=int(d["cutoff"]),
+            execution_id=d.get("execution"),
+            baseline=d.get("baseline"),
+            policy=d.get("policy"),
+            method=d.get("method"),
+            alpha=d.get("alpha"),
+            seed=int(d.get("seed", DEFAULT_SEED)),
+        )
+
+
+def cutoff_at(session: Session, at: datetime | None) -> int:
+    """The last audit seq recorded at or before `at` (None: the chain head); 0 if none."""
+    stmt = select(func.max(AuditEvent.seq))
+    if at is not None:
+        stmt = stmt.where(AuditEvent.at <= at)
+    return int(session.exec(stmt).one() or 0)
+
+
+# ------------------------------------------------------------------------- definitions
+
+
+def registered_policy(
+    session: Session, ref: str | None, cutoff: int | None
+) -> tuple[dict[str, Any], str]:
+    """A registered gate policy: the one in force, or `ref` (an id or a digest)."""
+    if ref is None:
+        row = queries.single_policy_row(session, "gate_policy", cutoff)
+        if row is None:
+            raise InputError("no gate policy is in force (sync registry/policies/)")
+        return json.loads(row.document), row.policy_digest
+    if ref.startswith(DIGEST_PREFIX):
+        stmt = select(PolicyRow).where(
+            PolicyRow.kind == "gate_policy", PolicyRow.policy_digest == ref
+        )
+    else:
+        forced = queries.in_force_row(session, "gate_policy", ref, cutoff)
+        if forced is not None:
+            return json.loads(forced.document), forced.policy_digest
+        stmt = select(PolicyRow).where(PolicyRow.kind == "gate_policy", PolicyRow.policy_id == ref)
+    row = session.exec(
+        stmt.where(upto(PolicyRow.audit_seq, cutoff)).order_by(col(PolicyRow.id).desc())
+    ).first()
+    if row is None:
+        raise InputError(
+            f"no registered gate policy {ref!r} (give a registered id or digest, or a policy "
+            "file with --dry-run)",
+            field="--policy",
+        )
+    return json.loads(row.document), row.policy_digest
+
+
+def policy_from_file(session: Session, path: Path) -> tuple[dict[str, Any], str, bool]:
+    """A policy file: its document, digest, and whether that digest is registered."""
+    definition = load_definition(path)
+    if definition.kind != "gate_policy":
+        raise InputError(f"{path} is a {definition.kind}, not a gate policy", field="--policy")
+    known = session.exec(
+        select(PolicyRow.id).where(
+            PolicyRow.kind == "gate_policy", PolicyRow.policy_digest == definition.digest
+        )
+    ).first()
+    return definition.value, definition.digest, known is not None
+
+
+def execution_for(
+    session: Session, build: str, execution_id: str | None, cutoff: int | None = None
+) -> ExecutionProfileRow:
+    """The execution profile in force whose `system_build` is `build`."""
+    forced = queries.in_force_rows(session, "execution_profile", cutoff)
+    latest = {eid: row for eid, row in forced.items() if row.system_build == build}
+    if execution_id is not None:
+        if execution_id not in latest:
+            raise InputError(
+                f"execution profile {execution_id!r} in force is not for build {build}",
+                field="--execution",
+            )
+        return latest[execution_id]  # type: ignore[no-any-return]
+    if not latest:
+        raise InputError(
+            f"no execution profile in force has system_build {build!r}", field="--build"
+        )
+    if len(latest) > 1:
+        raise InputError(
+            f"several execution profiles have system_build {build}: "
+            f"{', '.join(sorted(latest))}; pick one with --execution",
+            field="--execution",
+        )
+    return next(iter(latest.values()))  # type: ignore[no-any-return]
+
+
+# ------------------------------------------------------------------------------ trials
+
+
+def _trial_input(defs: Definitions, trial: Trial) -> dict[str, Any]:
+    current = rederive(defs, trial)
+    return {
+        "trial_id": trial.trial_id,
+        "parent_trial_id": trial.parent_trial_id,
+        "classification": current.primary if current else trial.classification,
+        "score": current.score if current else trial.score,
+        "gating_score": current.gating_score if current else trial.gating_score,
+        "trajectory": json.loads(trial.trajectory) if trial.trajectory else None,
+        "efficiency": json.loads(trial.efficiency),
+        "fixture_misses": json.loads(trial.record).get("fixture_misses", 0),
+    }
+
+
+def _ignored(
+    session: Session,
+    member: queries.Member,
+    execution: ExecutionProfileRow,
+    cutoff: int,
+) -> dict[str, int]:
+    """Trials of this task that are not evidence for the pin, counted by reason."""
+    older = [
+        d
+        for d in session.exec(
+            select(ExecutionProfileRow.execution_digest).where(
+                ExecutionProfileRow.execution_id == execution.execution_id,
+                upto(ExecutionProfileRow.audit_seq, cutoff),
+            )
+        ).all()
+        if d != execution.execution_digest
+    ]
+    rows = session.exec(
+        select(Trial.task_digest, Trial.grader_set_digest, Trial.execution_digest).where(
+            Trial.task_id == member.task_id,
+            col(Trial.execution_digest).in_([execution.execution_digest, *older]),
+            upto(Trial.audit_seq, cutoff),
+        )
+    ).all()
+    out: dict[str, int] = {}
+    for task_digest, grader_set_digest, execution_digest in rows:
+        if execution_digest != execution.execution_digest:
+            reason = "older_execution_digest"
+        elif task_digest != member.task_digest:
+            reason = "other_task_revision"
+        elif grader_set_digest != member.grader_set_digest:
+            reason = "other_grader_set_version"
+        else:
+            continue
+        out[reason] = out.get(reason, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def task_inputs(
+    session: Session,
+    defs: Definitions,
+    members: list[queries.Member],
+    execution: ExecutionProfileRow,
+    cutoff: int,
+) -> list[dict[str, Any]]:
+    out = []
+    for m in members:
+        pinned = defs.task(m.task_id, m.task_digest)
+        if pinned is None:
+            raise InputError(
+                f"suite member {m.task_id} pins task_digest {m.task_digest}, which is not "
+                "registered: the database was changed outside evalops (run `evalops verify`)"
+            )
+        risk, protects = queries.effective_labels(
+            session, m.task_id, m.added.task_revision_id, cutoff
+        )
+        plan = pinned.contract.trials
+        trials = session.exec(
+            select(Trial)
+            .where(
+                Trial.task_id == m.task_id,
+                Trial.task_digest == m.task_digest,
+                Trial.grader_set_digest == m.grader_set_digest,
+                Trial.execution_digest == execution.execution_digest,
+                upto(Trial.audit_seq, cutoff),
+            )
+            .order_by(col(Trial.id))
+        ).all()
+        out.append(
+            {
+                "task_id": m.task_id,
+                "risk": risk,
+                "protects": protects,
+                "task_digest": m.task_digest,
+                "grader_set_digest": m.grader_set_digest,
+                "plan": {
+                    "count": plan.count if plan else 1,
+                    "k": (plan.k or plan.count) if plan else 1,
+                    "passRule": plan.passRule if plan else "all",
+                    "passScore": plan.passScore if plan else 1.0,
+                },
+                "trials": [_trial_input(defs, t) for t in trials],
+                "ignoredTrials": _ignored(session, m, execution, cutoff),
+            }
+        )
+    return out
+
+
+# ----------------------------------------------------------------------------- waivers
+
+
+def waiver_facts(session: Session, build: str, cutoff: int | None) -> list[dict[str, Any]]:
+    rows = session.exec(
+        select(Waiver)
+        .where(Waiver.build == build, upto(Waiver.audit_seq, cutoff))
+        .order_by(col(Waiver.id))
+    ).all()
+    out = []
+    for w in rows:
+        revoked = session.exec(
+            select(WaiverRevocation)
+            .where(
+                WaiverRevocation.waiver_row_id == w.id,
+                upto(WaiverRevocation.audit_seq, cutoff),
+            )
+            .order_by(col(WaiverRevocation.revoked_at))
+        ).first()
+        out.append(
+            {
+                "waiver_id": w.waiver_id,
+                "task_id": w.task_id,
+                "suite_id": w.suite_id,
+                "build": w.build,
+                "states": json.loads(w.states),
+                "granted_at": format_timestamp(w.granted_at),
+                "expires_at": format_timestamp(w.expires_at),
+                "revoked_at": format_timestamp(revoked.revoked_at) if revoked else None,
+            }
+        )
+    return out
+
+
+def refused_waivers(
+    session: Session, build: str, suite_id: str, cutoff: int | None
+) -> list[dict[str, Any]]:
+    rows = session.exec(
+        select(AuditEvent)
+        .where(AuditEvent.kind == "waiver.refused", upto(AuditEvent.seq, cutoff))
+        .order_by(col(AuditEvent.seq))
+    ).all()
+    out = []
+    for row in rows:
+        payload = json.loads(row.payload)
+        request = payload.get("request", {})
+        if request.get("build") == build and request.get("suite_id") == suite_id:
+            out.append(
+                {
+                    "seq": row.seq,
+                    "task_id": request.get("task_id"),
+                    "states": request.get("states"),
+                    "rules": [r["rule"] for r in payload.get("refusals", [])],
+                    "at": format_timestamp(row.at),
+                }
+            )
+    return out
+
+
+# ---------------------------------------------------------------------------- baseline
+
+
+def latest_pass_build(session: Session, suite_id: str, candidate: str, cutoff: int) -> str | None:
+    """`--baseline auto`: the build of the latest stored pass for the suite, never the
+    candidate itself (DESIGN.md section 5.4)."""
+    row = session.exec(
+        select(GateDecision)
+        .where(
+            GateDecision.suite_id == suite_id,
+            GateDecision.decision == "pass",
+            GateDecision.build != candidate,
+            upto(GateDecision.audit_seq, cutoff),
+        )
+        .order_by(col(GateDecision.id).desc())
+    ).first()
+    return row.build if row else None
+
+
+def _baseline_block(
+    session: Session,
+    request: GateRequest,
+    policy: GatePolicy,
+    defs: Definitions,
+    members: list[queries.Member],
+) -> dict[str, Any] | None:
+    rule = policy.critical_regressions
+    baseline = request.baseline
+    note = None
+    if baseline == "auto":
+        baseline = latest_pass_build(session, request.suite_id, request.build, request.cutoff)
+        if baseline is None:
+            note = (
+                f"--baseline auto: no stored pass decision for {request.suite_id} on a build "
+                f"other than {request.build}"
+            )
+    if baseline is None and rule.baseline != "required" and note is None:
+        return None
+    block: dict[str, Any] = {
+        "build": baseline,
+        "asked": request.baseline,
+        "note": note,
+        "required": rule.baseline == "required",
+        "method": request.method or rule.method,
+        "alpha": request.alpha if request.alpha is not None else rule.alpha,
+        "seed": request.seed,
+    }
+    if baseline is not None:
+        if baseline == request.build:
+            raise InputError(
+                f"the baseline {baseline} is the candidate build itself", field="--baseline"
+            )
+        base_exec = execution_for(session, baseline, None, request.cutoff)
+        block["execution_digest"] = base_exec.execution_digest
+        block["tasks"] = task_inputs(session, defs, members, base_exec, request.cutoff)
+    return block
+
+
+# ------------------------------------------------------------------------------ inputs
+
+
+def build_inputs(
+    session: Session,
+    request: GateRequest,
+    *,
+    policy_doc: dict[str, Any] | None = None,
+    policy_digest: str | None = None,
+) -> dict[str, Any]:
+    """The plain-JSON inputs of one decision (`policy_doc` only for a dry-run file)."""
+    cutoff = request.cutoff
+    suite = queries.suite_row(session, request.suite_id, cutoff)
+    if suite is None:
+        raise InputError(
+            f"suite {request.suite_id!r} is not in force (declare it and run `evalops sync`)",
+            field="--suite",
+        )
+    if policy_doc is None or policy_digest is None:
+        policy_doc, policy_digest = registered_policy(session, request.policy, cutoff)
+    policy = GatePolicy.model_validate(policy_doc)
+    execution = execution_for(session, request.build, request.execution_id, cutoff)
+    members = queries.members(session, request.suite_id, cutoff=cutoff)
+    defs = Definitions(session, cutoff)
+    run = queries.latest_sync_run(session, cutoff)
+    return {
+        "evaluator": EVALUATOR,
+        "request": request.as_dict(),
+        "build": request.build,
+        "suite": {
+            "id": request.suite_id,
+            "kind": suite.kind,
+            "suite_digest": queries.current_suite_digest(session, suite, cutoff),
+        },
+        "sync": {"sync_run": run.id, "git_commit": run.git_commit} if run else None,
+        "execution_id": execution.execution_id,
+        "execution_digest": execution.execution_digest,
+        "policy": policy_doc,
+        "policy_digest": policy_digest,
+        "evaluated_at": request.at,
+        "tasks": task_inputs(session, defs, members, execution, cutoff),
+        "waivers": waiver_facts(session, request.build, cutoff),
+        "refused_waivers": refused_waivers(session, request.build, request.suite_id, cutoff),
+        "baseline": _baseline_block(session, request, policy, defs, members),
+    }
+
+
+def request_for(
+    session: Session,
+    *,
+    build: str,
+    suite_id: str,
+    at: datetime | None,
+    now: datetime,
+    execution_id: str | None = None,
+    baseline: str | None = None,
+    policy: str | None = None,
+    method: str | None = None,
+    alpha: float | None = None,
+    seed: int = DEFAULT_SEED,
+) -> GateRequest:
+    """A request whose cutoff is the chain head now, or the last event at or before `at`."""
+    return GateRequest(
+        build=build,
+        suite_id=suite_id,
+        at=format_timestamp(at or now),
+        cutoff=cutoff_at(session, at),
+        execution_id=execution_id,
+        baseline=baseline,
+        policy=policy,
+        method=method,
+        alpha=alpha,
+        seed=seed,
+    )
+
+
+def evaluated_at(request: GateRequest) -> datetime:
+    return parse_timestamp(request.at)
