@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from evalops.cli.context import JsonFlag, emit, settings
+from evalops.cli.context import JsonFlag, emit, now, settings
 
 
 def verify(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
@@ -44,7 +44,7 @@ def demo(
     from evalops.services.demo import run_demo
 
     settings(ctx)
-    run_demo(directory)
+    run_demo(directory, now=now())
 
 
 def register(app: typer.Typer) -> None:
