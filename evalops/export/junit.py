@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any
 
-from evalops.report.text import visible
+from evalops.report.text import anchor_token, visible
 
 GATE_CASE = "gate-decision"
 
@@ -43,12 +43,8 @@ def _properties(suite: ET.Element, doc: Mapping[str, Any]) -> None:
         ("evalops.inputs_digest", digests.get("inputs_digest")),
         ("evalops.result_digest", digests.get("result_digest")),
     ]
-    head = doc.get("audit_head")
-    if head:
-        values.append(("evalops.audit_head", f"{head['seq']}:{head['hash']}"))
-    event = doc.get("decision_event")
-    if event:
-        values.append(("evalops.decision_event", f"{event['seq']}:{event['hash']}"))
+    values.append(("evalops.audit_head", anchor_token(doc.get("audit_head"))))
+    values.append(("evalops.decision_event", anchor_token(doc.get("decision_event"))))
     for name, value in values:
         if value is not None:
             ET.SubElement(props, "property", name=name, value=_s(value))

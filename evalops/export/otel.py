@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from evalops.report.text import anchor_token
+
 EVENT_NAME = "gen_ai.evaluation.result"
 SEVERITY_INFO = 9
 SEVERITY_WARN = 13
@@ -61,7 +63,7 @@ def otlp_logs(doc: Mapping[str, Any]) -> dict[str, Any]:
             ("evalops.execution_digest", digests.get("execution_digest")),
             ("evalops.inputs_digest", digests.get("inputs_digest")),
             ("evalops.result_digest", digests.get("result_digest")),
-            ("evalops.audit_head", f"{head['seq']}:{head['hash']}" if head else None),
+            ("evalops.audit_head", anchor_token(head)),
         ]
     )
     observed = _nanos(doc.get("evaluated_at"))

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from evalops.report import svg
-from evalops.report.text import md, safe_url, visible
+from evalops.report.text import anchor_token, md, safe_url, visible
 
 if TYPE_CHECKING:
     import jinja2
@@ -89,7 +89,7 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
     )
     env.filters.update(code=code, md=md, num=num, short=short, url=safe_url, visible=visible)
-    env.globals.update(svg=svg)
+    env.globals.update(svg=svg, anchor_token=anchor_token)
     css = (templates_dir() / STYLESHEET).read_text(encoding="utf-8")
     env.globals["stylesheet"] = Markup(css)
     env.globals["csp"] = content_security_policy(css)

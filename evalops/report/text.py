@@ -75,3 +75,23 @@ def safe_url(value: Any) -> str | None:
     if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co") for c in value):
         return None
     return value
+
+
+_ANCHOR_HASH = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def anchor_token(anchor: Any) -> str | None:
+    """`SEQ:sha256:HEX` of an audit anchor `{"seq", "hash"}`, or None unless well-formed.
+
+    This is the token `evalops verify --anchors` finds in reports
+    (`evalops-audit-head:(\\d+):(sha256:[0-9a-f]{64})`); anything else is never written as
+    an anchor, so a damaged value can neither pose as one nor break out of a comment.
+    """
+    if not isinstance(anchor, dict):
+        return None
+    seq, hash_ = anchor.get("seq"), anchor.get("hash")
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+        return None
+    if not isinstance(hash_, str) or not _ANCHOR_HASH.fullmatch(hash_):
+        return None
+    return f"{seq}:{hash_}"
