@@ -247,7 +247,10 @@ def prepare(directory: Path, now: datetime | None = None) -> Path:
     import git
 
     registry = directory / "registry"
-    shutil.copytree(example_registry_dir(), registry)
+    # Only the registry's own files: a stray bytecode cache would change the commit id.
+    shutil.copytree(
+        example_registry_dir(), registry, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
     repo = git.Repo.init(directory)
     try:
         with repo.config_writer() as config:
