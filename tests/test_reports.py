@@ -380,3 +380,32 @@ def test_every_anchor_is_the_same_head(demo: Path, cli: Cli, gate_id: str) -> No
     for fmt in ("html", "md"):
         text = render(cli, demo, "report", "audit", "--gate", gate_id, "--format", fmt)
         assert {f"{s}:{h}" for s, h in ANCHOR.findall(text)} == {token}
+
+
+def test_an_unstored_decision_renders_as_not_stored(demo: Path) -> None:
+    """A dry run's decision (evaluated, never stored) can be rendered, and says so."""
+    from evalops.domain.gate import evaluate
+    from evalops.domain.vocabulary import parse_timestamp
+    from evalops.report.audit import html, markdown
+    from evalops.services.gate import build_inputs
+    from evalops.services.reports import unstored_document
+    from evalops.store.engine import make_engine, read_session
+
+    before = sqlite_fingerprint(db_of(demo))
+    now = parse_timestamp("2026-11-30T12:00:00Z")
+    engine = make_engine(f"sqlite:///{db_of(demo)}")
+    try:
+        with read_session(engine) as session:
+            inputs = build_inputs(session, build="build-124", suite_id="regression/core", at=now)
+        inputs["gate_id"] = "dry-run"
+        result = evaluate(inputs)
+        doc = unstored_document(engine, result=result, inputs=inputs, now=now)
+    finally:
+        engine.dispose()
+    assert doc["stored"] is False and doc["decision_event"] is None
+    assert doc["audit_head"] == chain_head(demo)
+    assert doc["decision"] == "block"
+    body = "".join(strict_html(html(doc)).find(".//body").itertext())
+    assert "NOT STORED (dry run)" in body
+    assert "**Not stored** (dry run)" in markdown(doc)
+    assert sqlite_fingerprint(db_of(demo)) == before

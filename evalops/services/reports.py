@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 from evalops import __version__
 from evalops.domain import digests
 from evalops.domain.calibration_validity import StoredCalibration, calibration_validity
+from evalops.domain.canonical import digest
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.evidence import Definitions, rederive
@@ -95,6 +96,28 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> di
         decision_event=anchor(session.get(AuditEvent, row.audit_seq)),
         rendered_at=format_timestamp(now),
     )
+
+
+def unstored_document(
+    engine: Engine, *, result: Mapping[str, Any], inputs: Mapping[str, Any], now: datetime
+) -> dict[str, Any]:
+    """The report document of a decision that was evaluated but not stored (a dry run):
+    resolved as of `now`, anchored to the chain head, with no decision event."""
+    with read_session(engine) as session:
+        resolved = resolve(session, result=result, inputs=inputs, decided_at=now)
+        resolved["history"] = decision_history(session, inputs["suite"]["id"])
+        return assemble(
+            result=result,
+            inputs=inputs,
+            resolved=resolved,
+            decided_at=None,
+            decided_by=None,
+            inputs_digest=digest(dict(inputs)),
+            result_digest=digest(dict(result)),
+            audit_head=anchor(chain_head(session)),
+            decision_event=None,
+            rendered_at=format_timestamp(now),
+        )
 
 
 # --- resolution (reads the database) ---------------------------------------------------
