@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast check lint typecheck schemas golden bench clean
+.PHONY: demo test test-fast check lint typecheck schemas golden golden-reports bench report-check clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +39,17 @@ schemas: $(STAMP)
 golden: $(STAMP)
 	$(BIN)/python -m tests.golden_digests
 
+# Regenerate tests/golden/reports/* (only when a report change is intended; review the diff).
+golden-reports: $(STAMP)
+	$(BIN)/python -m tests.golden_reports
+
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
+
+# Render the demo's HTML report and suite card in headless Chromium (screenshots in build/).
+report-check: $(STAMP)
+	$(BIN)/python tools/report_check.py --self-test --out build/report-check-self-test
+	$(BIN)/python tools/report_check.py --out build/report-check
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist *.egg-info

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import ingest_memory
+from benchmarks import ingest_memory, report_scale
 
 
 def main() -> int:
-    return ingest_memory.main()
+    failed = ingest_memory.main()
+    print()
+    failed |= report_scale.main()
+    return failed
 
 
 if __name__ == "__main__":

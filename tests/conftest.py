@@ -126,3 +126,42 @@ def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+PINNED_NOW = "2026-11-30T12:00:00Z"
+"""The clock of the shared demo database (EVALOPS_NOW, test-only): reports are reproducible."""
+
+
+def build_demo(directory: Path) -> Path:
+    """Run `evalops demo` into `directory` with the pinned clock; returns the directory."""
+    import contextlib
+    import io
+
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("EVALOPS_")}
+    os.environ["EVALOPS_NOW"] = PINNED_NOW
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            code = main(["demo", "--dir", str(directory)])
+    finally:
+        os.environ.pop("EVALOPS_NOW", None)
+        os.environ.update(saved)
+    assert code == 0, out.getvalue()
+    return directory
+
+
+@pytest.fixture(scope="session")
+def demo_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One demo database per test session (the demo takes seconds); never modified."""
+    return build_demo(tmp_path_factory.mktemp("demo-master") / "demo")
+
+
+@pytest.fixture
+def demo(demo_master: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private copy of the demo directory (registry, git, database), clock pinned."""
+    import shutil
+
+    copy = tmp_path / "demo"
+    shutil.copytree(demo_master, copy, symlinks=True)
+    monkeypatch.setenv("EVALOPS_NOW", PINNED_NOW)
+    return copy

@@ -28,11 +28,16 @@ def test_demo_runs_to_the_end(tmp_path: Path, cli: Cli) -> None:
         assert cli("gate", "replay", d["gate_id"], "--json", cwd=demo).json()["identical"]
     incident = cli("incident", "show", "INC-1", "--json", cwd=demo).json()
     assert incident["state"] == "promoted"
-    assert (
-        (demo / "gate-report.md")
-        .read_text(encoding="utf-8")
-        .startswith("## evalops gate: **PASS**")
-    )
+    report = (demo / "gate-report.md").read_text(encoding="utf-8").splitlines()
+    assert report[0].startswith("<!-- evalops-audit-head:")
+    assert report[1].startswith("## evalops gate: **PASS**")
+    # The demo ends with the paths of the reports of its final decision.
+    tail = result.stdout.strip().splitlines()[-3:]
+    names = ["audit-GATE-3.html", "audit-GATE-3.md", "suite-regression-core.html"]
+    assert [Path(line.strip()).name for line in tail] == names
+    for line in tail:
+        assert Path(line.strip()).is_file()
+        assert Path(line.strip()).parent == (demo / "reports").resolve()
 
 
 def test_demo_refuses_a_non_empty_directory(tmp_path: Path, cli: Cli) -> None:
@@ -74,3 +79,27 @@ def test_wheel_install_runs_from_another_directory(tmp_path: Path) -> None:
         assert done.returncode == 0, (args, done.stdout, done.stderr)
     demo = run("demo", "--dir", str(tmp_path / "demo"))
     assert demo.returncode == 0, demo.stdout + demo.stderr
+
+
+@pytest.mark.slow
+def test_report_check_sees_csp_violations(tmp_path: Path) -> None:
+    """`make report-check` is only as good as its eyes: a page that breaks the CSP fails."""
+    if shutil.which("chromium") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is required in CI (.ci/run installs it)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(REPO_ROOT / "tools" / "report_check.py"),
+            "--self-test",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Content Security Policy" in done.stdout

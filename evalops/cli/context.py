@@ -88,8 +88,25 @@ def resolve_actor() -> str:
         return "unknown"
 
 
+NOW_ENV = "EVALOPS_NOW"
+
+
 def now() -> datetime:
-    """The only place the CLI reads the clock; services and the domain take time as input."""
+    """The only place the CLI reads the clock; services and the domain take time as input.
+
+    `EVALOPS_NOW` (RFC 3339 with offset) pins the clock. It exists for tests and golden
+    files only (a reproducible demo database); never set it in real use: every timestamp
+    evalops records would lie.
+    """
+    pinned = os.environ.get(NOW_ENV)
+    if pinned:
+        from evalops.domain.vocabulary import parse_timestamp
+        from evalops.errors import InputError
+
+        try:
+            return parse_timestamp(pinned)
+        except ValueError as exc:
+            raise InputError(str(exc), field=NOW_ENV) from None
     return datetime.now(UTC)
 
 

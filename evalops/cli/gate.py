@@ -76,44 +76,33 @@ def _render_decision(data: dict[str, Any]) -> None:
     say(f"  evaluated at {data['evaluated_at']}; suite_digest {data['suite_digest']}")
 
 
-def _junit(data: dict[str, Any]) -> str:
-    from xml.sax.saxutils import escape, quoteattr
+def _write_artifacts(
+    engine: Any,
+    gate_id: str,
+    junit: Path | None,
+    report: Path | None,
+    unstored: tuple[dict[str, Any], dict[str, Any]] | None = None,
+) -> None:
+    """`--junit` / `--report`: render the decision with the exporters (read-only); a dry
+    run's `unstored` (result, inputs) is rendered marked as not stored.
 
-    cases = []
-    failures = 0
-    for t in data["tasks"]:
-        body = ""
-        if t["effect"] != "pass":
-            failures += 1
-            body = (
-                f"<failure type={quoteattr(t['effect'])} message={quoteattr(t['state'])}>"
-                f"{escape(t['reason'])}</failure>"
-            )
-        cases.append(
-            f"    <testcase classname={quoteattr(data['suite'])} name={quoteattr(t['task_id'])}>"
-            f"{body}</testcase>"
-        )
-    return (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        f"<testsuites>\n  <testsuite name={quoteattr(data['suite'] + ' @ ' + data['build'])} "
-        f'tests="{len(cases)}" failures="{failures}">\n'
-        + "\n".join(cases)
-        + "\n  </testsuite>\n</testsuites>\n"
-    )
+    The report's format follows its suffix: .html, .json, else Markdown.
+    """
+    if junit is None and report is None:
+        return
+    from evalops.cli.output import format_for, write_output
+    from evalops.export.junit import junit_xml
+    from evalops.report.audit import render_audit
+    from evalops.services.reports import audit_document, unstored_document
 
-
-def _report(data: dict[str, Any]) -> str:
-    import jinja2
-
-    from evalops.resources import templates_dir
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(templates_dir()),
-        autoescape=False,
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-    )
-    return env.get_template("gate_report.md.j2").render(d=data)
+    if unstored is not None:
+        doc = unstored_document(engine, result=unstored[0], inputs=unstored[1], now=now())
+    else:
+        doc = audit_document(engine, gate_id, now=now())
+    if junit is not None:
+        write_output(str(junit), junit_xml(doc))
+    if report is not None:
+        write_output(str(report), render_audit(doc, format_for(None, str(report), "md")))
 
 
 @gate_app.command("check")
@@ -143,7 +132,9 @@ def gate_check(
         typer.Option("--dry-run", help="Evaluate and print the decision without storing anything."),
     ] = False,
     junit: Annotated[Path | None, typer.Option(help="Also write JUnit XML here.")] = None,
-    report: Annotated[Path | None, typer.Option(help="Also write a Markdown report here.")] = None,
+    report: Annotated[
+        Path | None, typer.Option(help="Also write the audit report here (.html, .json, else .md).")
+    ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Decide pass (exit 0), hold (3) or block (4) for a build on a suite; stored and audited.
@@ -153,26 +144,25 @@ def gate_check(
 
     Example: evalops gate check --build build-124 --suite regression/core --baseline build-123
     """
-    from evalops.services.gate import check
+    from evalops.services.gate import check, dry_run_check
 
     state = settings(ctx, json_flag)
+    options: dict[str, Any] = {
+        "build": build,
+        "suite_id": suite,
+        "at": _at_or_none(at),
+        "now": now(),
+        "execution_id": execution,
+        "baseline": baseline,
+        "policy": policy,
+    }
     with state.connect() as engine:
-        data = check(
-            engine,
-            build=build,
-            suite_id=suite,
-            at=_at_or_none(at),
-            actor=state.who(),
-            now=now(),
-            execution_id=execution,
-            baseline=baseline,
-            policy=policy,
-            dry_run=dry_run,
-        )
-    if junit is not None:
-        junit.write_text(_junit(data), encoding="utf-8")
-    if report is not None:
-        report.write_text(_report(data), encoding="utf-8")
+        if dry_run:
+            data, inputs = dry_run_check(engine, **options)
+            _write_artifacts(engine, data["gate_id"], junit, report, (data, inputs))
+        else:
+            data = check(engine, actor=state.who(), **options)
+            _write_artifacts(engine, data["gate_id"], junit, report)
     emit(ctx, data, lambda: _render_decision(data))
     raise typer.Exit(EXIT_BY_DECISION[data["decision"]])
 
@@ -181,17 +171,22 @@ def gate_check(
 def gate_show(
     ctx: typer.Context,
     gate_id: Annotated[str, typer.Argument(metavar="ID", help="Gate decision id.")],
+    junit: Annotated[Path | None, typer.Option(help="Also write JUnit XML here.")] = None,
+    report: Annotated[
+        Path | None, typer.Option(help="Also write the audit report here (.html, .json, else .md).")
+    ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
-    """Show a stored gate decision.
+    """Show a stored gate decision; --junit / --report re-render it (nothing is recorded).
 
-    Example: evalops gate show GATE-3
+    Example: evalops gate show GATE-3 --junit gate.xml --report gate-report.md
     """
     from evalops.services.gate import show
 
     state = settings(ctx, json_flag)
     with state.connect() as engine:
         data = show(engine, gate_id)
+        _write_artifacts(engine, gate_id, junit, report)
     emit(ctx, data, lambda: _render_decision(data))
 
 

@@ -14,9 +14,11 @@ from evalops import __version__
 from evalops.cli import (
     calibration,
     db,
+    export,
     gate,
     incident,
     registry_cmds,
+    report,
     suite,
     task,
     trials,
@@ -133,6 +135,8 @@ suite.register(app)
 trials.register(app)
 calibration.register(app)
 gate.register(app)
+report.register(app)
+export.register(app)
 verify.register(app)
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from evalops.cli.context import JsonFlag, echo_lines, emit, settings
+from evalops.cli.context import JsonFlag, echo_lines, emit, now, settings
 
 
 def verify(
@@ -72,7 +72,7 @@ def demo(
     from evalops.services.demo import run_demo
 
     settings(ctx)
-    run_demo(directory)
+    run_demo(directory, now=now())
 
 
 def register(app: typer.Typer) -> None:

@@ -230,7 +230,8 @@ def _graders(
                 continue  # already grader_invalid
             cls = _verdict_class(grader, result.state)
             if cls is not None:
-                c.add(cls, f"{source} ({grader.id}) said {result.state}")
+                who = grader.id if source == grader.id else f"{source} ({grader.id})"
+                c.add(cls, f"{who} said {result.state}")
     return used
 
 

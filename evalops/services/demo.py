@@ -194,6 +194,35 @@ def steps(now: datetime) -> list[Step]:
         ),
         Step("Replay the decision from its stored inputs", ("gate", "replay", "GATE-3")),
         Step("Re-hash the audit chain, every definition and every decision", ("verify",)),
+        *report_steps(),
+    ]
+
+
+FINAL_GATE = "GATE-3"
+DEMO_SUITE = "regression/core"
+REPORTS = (
+    f"reports/audit-{FINAL_GATE}.html",
+    f"reports/audit-{FINAL_GATE}.md",
+    "reports/suite-regression-core.html",
+)
+
+
+def report_steps() -> list[Step]:
+    """The demo's last steps: the audit reports of its final decision and the suite card."""
+    html, markdown, card = REPORTS
+    return [
+        Step(
+            "The audit report of the final decision: one self-contained HTML file",
+            ("report", "audit", "--gate", FINAL_GATE, "--format", "html", "-o", html),
+        ),
+        Step(
+            "The same report in Markdown, sized for a pull-request comment",
+            ("report", "audit", "--gate", FINAL_GATE, "--format", "md", "-o", markdown),
+        ),
+        Step(
+            "The suite card: members, coverage, calibration, pass^k across builds",
+            ("report", "suite", DEMO_SUITE, "--format", "html", "-o", card),
+        ),
     ]
 
 
@@ -212,12 +241,16 @@ def _cwd(path: Path) -> Iterator[None]:
         os.chdir(before)
 
 
-def prepare(directory: Path) -> Path:
-    """Copy the example registry into `directory` and commit it to a fresh git repository."""
+def prepare(directory: Path, now: datetime | None = None) -> Path:
+    """Copy the example registry into `directory` and commit it to a fresh git repository
+    (dated `now`, so a pinned clock gives the same commit id every time)."""
     import git
 
     registry = directory / "registry"
-    shutil.copytree(example_registry_dir(), registry)
+    # Only the registry's own files: a stray bytecode cache would change the commit id.
+    shutil.copytree(
+        example_registry_dir(), registry, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
     repo = git.Repo.init(directory)
     try:
         with repo.config_writer() as config:
@@ -225,7 +258,8 @@ def prepare(directory: Path) -> Path:
             config.set_value("user", "email", "demo@evalops.invalid")
         (directory / ".gitignore").write_text(".evalops/\n", encoding="utf-8")
         repo.index.add([".gitignore", "registry"])
-        repo.index.commit("example registry")
+        when = f"{int(now.timestamp())} +0000" if now is not None else None
+        repo.index.commit("example registry", author_date=when, commit_date=when)
     finally:
         repo.close()
     return registry
@@ -252,7 +286,7 @@ def _render_summary(directory: Path, results: list[StepResult]) -> Path:
     return path
 
 
-def run_demo(directory: Path | None) -> list[StepResult]:
+def run_demo(directory: Path | None, now: datetime | None = None) -> list[StepResult]:
     from evalops.cli.main import main
 
     if directory is None:
@@ -261,14 +295,15 @@ def run_demo(directory: Path | None) -> list[StepResult]:
         raise InputError("demo directory is not empty; give an empty or new one", str(directory))
     directory.mkdir(parents=True, exist_ok=True)
     directory = directory.resolve()
-    prepare(directory)
+    started = now or datetime.now(UTC)
+    prepare(directory, started)
     typer.echo(f"evalops demo in {directory}\n")
     results: list[StepResult] = []
     env = {"EVALOPS_DATABASE_URL": None, "EVALOPS_REGISTRY": None, "EVALOPS_ACTOR": None}
     saved = {k: os.environ.pop(k, None) for k in env}
     try:
         with _cwd(directory):
-            for number, step in enumerate(steps(datetime.now(UTC)), start=1):
+            for number, step in enumerate(steps(started), start=1):
                 typer.secho(f"## {number}. {step.title}", bold=True)
                 typer.echo(f"$ evalops {shlex.join(step.args)}")
                 code = main(["--actor", "demo@evalops.invalid", *step.args])
@@ -284,4 +319,7 @@ def run_demo(directory: Path | None) -> list[StepResult]:
                 os.environ[k] = v
     summary = _render_summary(directory, results)
     typer.echo(f"demo complete: {len(results)} steps; summary in {summary}")
+    typer.echo("reports (open the HTML files in a browser; the Markdown fits a PR comment):")
+    for report in REPORTS:
+        typer.echo(f"  {directory / report}")
     return results

@@ -65,26 +65,20 @@ def _head(session: Session) -> dict[str, Any] | None:
     return {"seq": head.seq, "hash": head.hash} if head else None
 
 
-def check(
+def dry_run_check(
     engine: Engine,
     *,
     build: str,
     suite_id: str,
     at: datetime | None,
-    actor: str,
     now: datetime,
     execution_id: str | None = None,
     baseline: str | None = None,
     policy: str | None = None,
-    dry_run: bool = False,
-) -> dict[str, Any]:
-    """Evaluate, store and audit one gate decision; returns the decision.
-
-    With `dry_run` nothing is stored: the decision is evaluated and returned only.
-    """
-    session_for = read_session if dry_run else write_session
-    with session_for(engine) as session:
-        ref, document, policy_digest = _policy_choice(session, policy, dry_run)
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Evaluate without storing anything (a policy FILE is allowed): (decision, inputs)."""
+    with read_session(engine) as session:
+        ref, document, policy_digest = _policy_choice(session, policy, dry_run=True)
         request = request_for(
             session,
             build=build,
@@ -96,9 +90,37 @@ def check(
             policy=ref,
         )
         inputs = build_inputs(session, request, policy_doc=document, policy_digest=policy_digest)
-        if dry_run:
-            inputs["gate_id"] = "dry-run"
-            return {**evaluate(inputs), "stored": False, "audit_head": _head(session)}
+        inputs["gate_id"] = "dry-run"
+        result = {**evaluate(inputs), "stored": False, "audit_head": _head(session)}
+        return result, inputs
+
+
+def check(
+    engine: Engine,
+    *,
+    build: str,
+    suite_id: str,
+    at: datetime | None,
+    actor: str,
+    now: datetime,
+    execution_id: str | None = None,
+    baseline: str | None = None,
+    policy: str | None = None,
+) -> dict[str, Any]:
+    """Evaluate, store and audit one gate decision; returns the decision."""
+    with write_session(engine) as session:
+        ref, document, policy_digest = _policy_choice(session, policy, dry_run=False)
+        request = request_for(
+            session,
+            build=build,
+            suite_id=suite_id,
+            at=at,
+            now=now,
+            execution_id=execution_id,
+            baseline=baseline,
+            policy=ref,
+        )
+        inputs = build_inputs(session, request, policy_doc=document, policy_digest=policy_digest)
         number = (session.exec(select(func.max(GateDecision.number))).one() or 0) + 1
         inputs["gate_id"] = f"GATE-{number}"
         result = evaluate(inputs)

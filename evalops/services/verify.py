@@ -153,7 +153,7 @@ def _stored_rows(
 def _declared_rows(session: Session) -> Iterator[tuple[AuditEvent, dict[str, Any]]]:
     """Each event with the rows it recorded (legacy events: as a migration recorded them)."""
     legacy: dict[str, Any] = {}
-    migrations = select(AuditEvent).where(AuditEvent.kind == "migration.rows")
+    migrations = select(AuditEvent).where(col(AuditEvent.kind) == "migration.rows")
     for (event,) in _stream(session, migrations.order_by(col(AuditEvent.seq))):
         for seq, rows in json.loads(event.payload).get("legacy_rows", {}).items():
             # A migration vouches only for events before it, and the first one to vouch

@@ -1,0 +1,156 @@
+"""`evalops export junit|otel|summary|attestation` and `evalops verify-attestation`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from evalops.cli.context import JsonFlag, echo_lines, emit, note, now, settings
+from evalops.cli.output import OutputOption, write_output
+from evalops.errors import InputError
+from evalops.report.text import visible
+
+export_app = typer.Typer(
+    help="Exports of a stored gate decision: JUnit XML, OTLP JSON logs, RFC 0244 "
+    "EvalSummary, in-toto attestation.\n\nExample: evalops export junit --gate GATE-3 -o "
+    "gate.xml",
+    no_args_is_help=True,
+)
+
+GateOption = Annotated[str, typer.Option("--gate", help="Stored gate decision id (GATE-<n>).")]
+
+
+def _document(ctx: typer.Context, gate: str, json_flag: bool) -> dict[str, Any]:
+    from evalops.services.reports import audit_document
+
+    state = settings(ctx, json_flag)
+    with state.connect() as engine:
+        return audit_document(engine, gate, now=now())
+
+
+def _finish(ctx: typer.Context, what: str, doc: dict[str, Any], output: str, text: str) -> None:
+    path = write_output(output, text)
+    if path is not None:
+        emit(
+            ctx,
+            {
+                "gate_id": doc["gate_id"],
+                "export": what,
+                "path": path,
+                "audit_head": doc["audit_head"],
+            },
+            lambda: note(f"wrote {what} of {doc['gate_id']} to {path}"),
+        )
+
+
+@export_app.command("junit")
+def junit(
+    ctx: typer.Context, gate: GateOption, output: OutputOption = "-", json_flag: JsonFlag = False
+) -> None:
+    """JUnit XML: a testcase per member task and one `gate-decision` case that fails unless
+    the decision is pass.
+
+    Example: evalops export junit --gate GATE-3 -o gate.xml
+    """
+    from evalops.export.junit import junit_xml
+
+    doc = _document(ctx, gate, json_flag)
+    _finish(ctx, "junit", doc, output, junit_xml(doc))
+
+
+@export_app.command("otel")
+def otel(
+    ctx: typer.Context, gate: GateOption, output: OutputOption = "-", json_flag: JsonFlag = False
+) -> None:
+    """OTLP JSON logs: one gen_ai.evaluation.result event per trial.
+
+    Example: evalops export otel --gate GATE-3 -o gate-otlp.json
+    """
+    from evalops.export.otel import otlp_json
+
+    doc = _document(ctx, gate, json_flag)
+    _finish(ctx, "otel", doc, output, otlp_json(doc))
+
+
+@export_app.command("summary")
+def summary(
+    ctx: typer.Context, gate: GateOption, output: OutputOption = "-", json_flag: JsonFlag = False
+) -> None:
+    """The RFC 0244 EvalSummary: ids, enums, counts, scores and digests, no content.
+
+    Example: evalops export summary --gate GATE-3 -o summary.json
+    """
+    from evalops.export.summary import summary_json
+
+    doc = _document(ctx, gate, json_flag)
+    _finish(ctx, "summary", doc, output, summary_json(doc))
+
+
+@export_app.command("attestation")
+def attestation(
+    ctx: typer.Context,
+    gate: GateOption,
+    output: OutputOption = "-",
+    sign_key: Annotated[
+        Path | None,
+        typer.Option(
+            help="Ed25519 private key (PEM): wrap the statement in a signed DSSE envelope."
+        ),
+    ] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """An in-toto Statement v1 of the decision (subject: the execution digest), optionally
+    signed in a DSSE envelope.
+
+    Example: evalops export attestation --gate GATE-3 --sign-key release.pem -o gate.intoto.json
+    """
+    from evalops.export.attestation import attestation_json
+
+    doc = _document(ctx, gate, json_flag)
+    _finish(ctx, "attestation", doc, output, attestation_json(doc, sign_key))
+
+
+def verify_attestation(
+    ctx: typer.Context,
+    file: Annotated[Path, typer.Argument(metavar="FILE", help="A DSSE envelope (JSON).")],
+    key: Annotated[Path, typer.Option(help="Ed25519 public key (PEM) that must have signed it.")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Check a signed attestation: the signature verifies with KEY and the payload is an
+    evalops in-toto Statement v1; exit 6 otherwise.
+
+    Example: evalops verify-attestation gate.intoto.json --key release.pub
+    """
+    from evalops.export.attestation import load_public_key, verify_envelope
+
+    settings(ctx, json_flag)
+    try:
+        value = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError("attestation file not found", str(file)) from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"not JSON: {exc}", str(file)) from None
+    stmt = verify_envelope(value, load_public_key(key))
+    predicate = stmt["predicate"]
+    data = {
+        "verified": True,
+        "subject": stmt["subject"],
+        "predicateType": stmt["predicateType"],
+        "gate_id": predicate.get("gate_id"),
+        "decision": predicate.get("decision"),
+        "audit_head": predicate.get("audit_head"),
+    }
+    subject = stmt["subject"][0]
+    line = (
+        f"verified: {predicate.get('gate_id')} {str(predicate.get('decision')).upper()} "
+        f"for {subject.get('name')} (sha256:{subject['digest']['sha256']})"
+    )
+    emit(ctx, data, echo_lines([visible(line)]))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(export_app, name="export")
+    app.command("verify-attestation")(verify_attestation)

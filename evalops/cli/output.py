@@ -1,0 +1,62 @@
+"""Writing a rendered report or export: to a file (atomically) or to stdout (`-`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from evalops.errors import InputError
+
+FORMAT_BY_SUFFIX = {
+    ".html": "html",
+    ".htm": "html",
+    ".md": "md",
+    ".markdown": "md",
+    ".json": "json",
+}
+
+OutputOption = Annotated[
+    str,
+    typer.Option("-o", "--output", help="File to write, or `-` for stdout."),
+]
+
+
+def format_for(fmt: str | None, output: str, default: str = "html") -> str:
+    """`--format`, else the output file's suffix, else `default`."""
+    if fmt is not None:
+        if fmt not in ("html", "md", "json"):
+            raise InputError(f"format {fmt!r} is not one of html, md, json", field="--format")
+        return fmt
+    return FORMAT_BY_SUFFIX.get(Path(output).suffix.lower(), default)
+
+
+def write_output(output: str, text: str) -> str | None:
+    """Write `text` to `output` (parents created, replaced atomically); `-` is stdout.
+
+    Returns the path written, or None for stdout.
+    """
+    if output == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return None
+    path = Path(output)
+    if path.is_dir():
+        raise InputError("is a directory; give a file name", str(path), field="--output")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as stream:
+                stream.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror}", str(path), field="--output") from None
+    return str(path)

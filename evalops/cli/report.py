@@ -1,0 +1,95 @@
+"""`evalops report audit|suite`: audit reports and suite cards (read-only)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from evalops.cli.context import JsonFlag, emit, note, now, settings
+from evalops.cli.output import OutputOption, format_for, write_output
+
+report_app = typer.Typer(
+    help="Audit reports of stored gate decisions, and suite cards (HTML, Markdown, JSON).\n\n"
+    "Example: evalops report audit --gate GATE-3 --format html -o audit.html",
+    no_args_is_help=True,
+)
+
+FormatOption = Annotated[
+    str | None,
+    typer.Option("--format", help="html, md or json (default: from the -o suffix, else html)."),
+]
+
+
+def _written(
+    ctx: typer.Context, what: str, path: str | None, fmt: str, data: dict[str, Any]
+) -> None:
+    if path is None:
+        return  # the report itself went to stdout
+    emit(ctx, {**data, "format": fmt, "path": path}, lambda: note(f"wrote {what} to {path}"))
+
+
+@report_app.command("audit")
+def audit(
+    ctx: typer.Context,
+    gate: Annotated[str, typer.Option("--gate", help="Stored gate decision id (GATE-<n>).")],
+    fmt: FormatOption = None,
+    output: OutputOption = "-",
+    json_flag: JsonFlag = False,
+) -> None:
+    """Render the audit report of a stored gate decision; nothing is evaluated or stored.
+
+    Example: evalops report audit --gate GATE-3 --format html -o reports/audit-GATE-3.html
+    """
+    from evalops.report.audit import render_audit
+    from evalops.services.reports import audit_document
+
+    state = settings(ctx, json_flag)
+    chosen = format_for(fmt, output)
+    with state.connect() as engine:
+        doc = audit_document(engine, gate, now=now())
+    path = write_output(output, render_audit(doc, chosen))
+    _written(
+        ctx,
+        f"{chosen} audit report of {gate}",
+        path,
+        chosen,
+        {"gate_id": gate, "decision": doc["decision"], "audit_head": doc["audit_head"]},
+    )
+
+
+@report_app.command("suite")
+def suite(
+    ctx: typer.Context,
+    suite_id: Annotated[str, typer.Argument(metavar="SUITE", help="Suite id.")],
+    fmt: FormatOption = None,
+    output: OutputOption = "-",
+    builds: Annotated[
+        int, typer.Option(help="How many of the latest decided builds to chart.", min=1)
+    ] = 10,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Render a suite card: members and pins, coverage, calibration, recent decisions, pass^k
+    per task across the last builds, flaky tasks.
+
+    Example: evalops report suite regression/core --format html -o reports/suite.html
+    """
+    from evalops.report.suite_card import render_suite_card
+    from evalops.services.suite_cards import suite_card_document
+
+    state = settings(ctx, json_flag)
+    chosen = format_for(fmt, output)
+    with state.connect() as engine:
+        doc = suite_card_document(engine, suite_id, builds=builds, now=now())
+    path = write_output(output, render_suite_card(doc, chosen))
+    _written(
+        ctx,
+        f"{chosen} suite card of {suite_id}",
+        path,
+        chosen,
+        {"suite": suite_id, "audit_head": doc["audit_head"]},
+    )
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(report_app, name="report")

@@ -1,0 +1,111 @@
+"""The one jinja2 Environment every report is rendered with.
+
+HTML templates (`*.html.j2`) are autoescaped; Markdown templates (`*.md.j2`) escape free
+text with the `md` filter; every template runs under `StrictUndefined`, so a missing key is
+an error rather than an empty cell. Every value printed passes through `finalize`, which
+makes control characters visible whatever the format.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import re
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+from evalops.report import svg
+from evalops.report.text import anchor_token, md, safe_url, visible
+
+if TYPE_CHECKING:
+    import jinja2
+
+FORMATS = ("html", "md", "json")
+STYLESHEET = "report.css"
+
+
+def _autoescape(name: str | None) -> bool:
+    return name is not None and name.endswith((".html.j2", ".svg.j2"))
+
+
+def _finalize(value: Any) -> Any:
+    from markupsafe import Markup
+
+    if isinstance(value, Markup):
+        return value  # already safe: written by evalops (SVG charts, the stylesheet)
+    if isinstance(value, str):
+        return visible(value)
+    return value
+
+
+def num(value: Any, digits: int = 3) -> str:
+    """A score or ratio for a table cell: fixed digits, `–` when absent or not finite."""
+    if value is None or isinstance(value, bool):
+        return "–"
+    if isinstance(value, int):
+        value = float(value)  # canonical JSON stores 1.0 as 1: still a ratio
+    if isinstance(value, float):
+        return f"{value:.{digits}f}" if math.isfinite(value) else "–"
+    return visible(value)
+
+
+_PLAIN = re.compile(r"[A-Za-z0-9 :._/@+=,#-]+")
+
+
+def code(value: Any) -> str:
+    """A plain id, digest or command as an inline code span; anything else escaped text.
+
+    A code span cannot be escaped from inside (backslashes are literal there), so only
+    strings made of harmless characters become one.
+    """
+    text = visible(value if value is not None else "")
+    if not text:
+        return ""
+    return f"`{text}`" if _PLAIN.fullmatch(text) else md(text)
+
+
+def short(digest: Any, length: int = 12) -> str:
+    """`sha256:` plus the first hex digits, for tables (the full digest is shown elsewhere)."""
+    text = visible(digest or "")
+    return text[: len("sha256:") + length] if text.startswith("sha256:") else text
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The shared Environment (built once per process; templates are compiled once)."""
+    import jinja2
+    from markupsafe import Markup
+
+    from evalops.resources import templates_dir
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(templates_dir()),
+        autoescape=_autoescape,
+        undefined=jinja2.StrictUndefined,
+        finalize=_finalize,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(code=code, md=md, num=num, short=short, url=safe_url, visible=visible)
+    env.globals.update(svg=svg, anchor_token=anchor_token)
+    css = (templates_dir() / STYLESHEET).read_text(encoding="utf-8")
+    env.globals["stylesheet"] = Markup(css)
+    env.globals["csp"] = content_security_policy(css)
+    return env
+
+
+def content_security_policy(css: str) -> str:
+    """Nothing may load or run; only the report's own stylesheet (by hash) applies."""
+    digest = base64.b64encode(hashlib.sha256(css.encode("utf-8")).digest()).decode("ascii")
+    return (
+        "default-src 'none'; "
+        f"style-src 'sha256-{digest}'; "
+        "img-src 'none'; script-src 'none'; object-src 'none'; "
+        "base-uri 'none'; form-action 'none'"
+    )
+
+
+def render(template: str, **context: Any) -> str:
+    return environment().get_template(template).render(**context)

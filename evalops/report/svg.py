@@ -1,0 +1,182 @@
+"""Inline SVG charts for the HTML reports: no script, no external reference, no style
+attribute (the page's CSP allows only its own stylesheet), every text escaped.
+
+Colours come from CSS classes (`k-pass`, `k-hold`, `k-block`, `k-fail`, `k-none`), and every
+bar also carries its number as text, so a chart reads in grey print and to a screen reader.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+from markupsafe import Markup
+
+from evalops.report.text import visible
+
+EVIDENCE_BLOCKED = (
+    "ambiguous_external_effect",
+    "missing_required_evidence",
+    "grader_invalid",
+    "infrastructure_invalid",
+)
+LABEL_CHARS = 44
+
+
+def kind_of_class(classification: str) -> str:
+    """The colour class of a trial or task class."""
+    if classification == "task_pass":
+        return "k-pass"
+    if classification == "hard_constraint_fail":
+        return "k-block"
+    if classification in EVIDENCE_BLOCKED:
+        return "k-hold"
+    return "k-fail"
+
+
+def kind_of_decision(decision: str) -> str:
+    return {"pass": "k-pass", "hold": "k-hold", "block": "k-block"}.get(decision, "k-none")
+
+
+def _t(value: Any) -> str:
+    return escape(visible(value), quote=True)
+
+
+def _label(value: Any, chars: int = LABEL_CHARS) -> str:
+    text = visible(value)
+    return text if len(text) <= chars else text[: chars - 1] + "…"
+
+
+def _frame(chart_id: str, title: str, width: int, height: int, body: list[str]) -> Markup:
+    return Markup(
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" '
+        f'role="img" aria-labelledby="{chart_id}-t"><title id="{chart_id}-t">{_t(title)}</title>'
+        + "".join(body)
+        + "</svg>"
+    )
+
+
+def class_breakdown(chart_id: str, by_class: Sequence[Mapping[str, Any]]) -> Markup:
+    """Trials per primary class, one horizontal bar each."""
+    rows = list(by_class)
+    width, label_w, row_h = 640, 220, 22
+    top = max((int(r["trials"]) for r in rows), default=0) or 1
+    height = max(row_h * len(rows) + 8, 30)
+    body: list[str] = []
+    if not rows:
+        body.append('<text x="8" y="20" class="note">no trials</text>')
+    for i, r in enumerate(rows):
+        y = 4 + i * row_h
+        w = round((width - label_w - 60) * int(r["trials"]) / top, 1)
+        body.append(
+            f'<text x="{label_w - 6}" y="{y + 15}" class="lbl" text-anchor="end">'
+            f"{_t(r['classification'])}</text>"
+            f'<rect x="{label_w}" y="{y + 3}" width="{w}" height="{row_h - 6}" '
+            f'class="{kind_of_class(str(r["classification"]))}"/>'
+            f'<text x="{label_w + w + 6}" y="{y + 15}" class="val">{int(r["trials"])}</text>'
+        )
+    return _frame(chart_id, "Trials by primary classification", width, height, body)
+
+
+def pass_hat_k(chart_id: str, tasks: Sequence[Mapping[str, Any]], limit: int = 40) -> Markup:
+    """pass^k per task, lowest first (tasks without enough trials first of all)."""
+    ordered = sorted(
+        tasks,
+        key=lambda t: (
+            t.get("passHatK") is not None,
+            t.get("passHatK") or 0.0,
+            str(t["task_id"]),
+        ),
+    )
+    shown = ordered[:limit]
+    width, label_w, row_h = 640, 300, 20
+    height = row_h * len(shown) + (24 if len(ordered) > limit else 8)
+    body: list[str] = []
+    for i, t in enumerate(shown):
+        y = 4 + i * row_h
+        value = t.get("passHatK")
+        w = round((width - label_w - 60) * float(value), 1) if value is not None else 0
+        text = f"{float(value):.2f}" if value is not None else "n < k"
+        body.append(
+            f'<text x="{label_w - 6}" y="{y + 14}" class="lbl" text-anchor="end">'
+            f"{_t(_label(t['task_id']))}</text>"
+            f'<rect x="{label_w}" y="{y + 3}" width="{w}" height="{row_h - 6}" '
+            f'class="{kind_of_class(str(t.get("state")))}"/>'
+            f'<text x="{label_w + w + 6}" y="{y + 14}" class="val">{_t(text)}</text>'
+        )
+    if len(ordered) > limit:
+        body.append(
+            f'<text x="8" y="{height - 6}" class="note">the {limit} lowest of {len(ordered)} '
+            "tasks; every task is in the table</text>"
+        )
+    if not shown:
+        height = 30
+        body.append('<text x="8" y="20" class="note">no member tasks</text>')
+    return _frame(chart_id, "pass^k per task, lowest first", width, height, body)
+
+
+def history(chart_id: str, decisions: Sequence[Mapping[str, Any]], current: str | None) -> Markup:
+    """The suite's decisions, oldest first: one labelled box each."""
+    box, gap = 64, 6
+    width = max(len(decisions) * (box + gap) + gap, 200)
+    height = 70
+    body: list[str] = []
+    for i, d in enumerate(decisions):
+        x = gap + i * (box + gap)
+        mark = " cur" if d.get("gate_id") == current else ""
+        body.append(
+            f'<rect x="{x}" y="6" width="{box}" height="34" rx="3" '
+            f'class="{kind_of_decision(str(d.get("decision")))}{mark}"/>'
+            f'<text x="{x + box / 2}" y="28" class="dec" text-anchor="middle">'
+            f"{_t(str(d.get('decision', '')).upper())}</text>"
+            f'<text x="{x + box / 2}" y="56" class="lbl" text-anchor="middle">'
+            f"{_t(d.get('gate_id', ''))}</text>"
+        )
+    if not decisions:
+        body.append('<text x="8" y="20" class="note">no decisions</text>')
+    return _frame(chart_id, "Decision history of the suite, oldest first", width, height, body)
+
+
+def small_multiples(
+    chart_id: str, series: Sequence[Mapping[str, Any]], builds: Sequence[Mapping[str, Any]]
+) -> Markup:
+    """pass^k of every task across the shown builds: one small panel per task."""
+    cols = 3
+    panel_w, panel_h, bar_area = 210, 96, 56
+    n_builds = max(len(builds), 1)
+    rows = (len(series) + cols - 1) // cols
+    width, height = cols * panel_w, max(rows * panel_h, 30)
+    body: list[str] = []
+    for i, s in enumerate(series):
+        px, py = (i % cols) * panel_w, (i // cols) * panel_h
+        body.append(
+            f'<rect x="{px + 2}" y="{py + 2}" width="{panel_w - 4}" height="{panel_h - 4}" '
+            'class="panel"/>'
+            f'<text x="{px + 8}" y="{py + 16}" class="lbl">{_t(_label(s["task_id"], 27))}</text>'
+            f'<line x1="{px + 8}" y1="{py + 22 + bar_area}" x2="{px + panel_w - 8}" '
+            f'y2="{py + 22 + bar_area}" class="axis"/>'
+        )
+        bar_w = (panel_w - 16) / n_builds
+        for j, p in enumerate(s.get("points", [])):
+            value = p.get("passHatK")
+            x = px + 8 + j * bar_w
+            base = py + 22 + bar_area
+            if value is None:
+                body.append(
+                    f'<text x="{x + bar_w / 2:.1f}" y="{base - 2}" class="note" '
+                    'text-anchor="middle">–</text>'
+                )
+                continue
+            h = round((bar_area - 12) * float(value), 1)
+            body.append(
+                f'<rect x="{x + 1:.1f}" y="{base - h:.1f}" width="{max(bar_w - 2, 1):.1f}" '
+                f'height="{h}" class="{kind_of_class(str(p.get("state")))}">'
+                f"<title>{_t(p.get('build'))}: pass^k {float(value):.2f}</title></rect>"
+                f'<text x="{x + bar_w / 2:.1f}" y="{base - h - 3:.1f}" class="val" '
+                f'text-anchor="middle">{float(value):.2f}</text>'
+            )
+    if not series:
+        body.append('<text x="8" y="20" class="note">no member tasks</text>')
+    return _frame(chart_id, "pass^k per task across the last builds", width, height, body)

@@ -1,0 +1,97 @@
+"""Free text made safe to show: visible control characters, Markdown escapes, link checks.
+
+Free text (titles, reasons, owners, evidence URIs, build names) is stored as given; these
+functions decide how it is shown. HTML escaping itself is jinja2's autoescape; XML escaping
+is the serializer's; what neither does is make control characters visible, which every
+format needs (a newline must never start a Markdown line, and XML 1.0 cannot carry most C0
+controls at all).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Any
+
+# Characters that must never reach a report raw: C0/C1 controls, DEL, line and paragraph
+# separators, bidirectional overrides and isolates (they can reorder what a reader sees),
+# lone surrogates (not encodable) and noncharacters (HTML parse errors).
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_UNSAFE = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u2028\u2029"
+    + _BIDI
+    + "\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]"
+    + "|[\U0001fffe\U0001ffff\U0002fffe\U0002ffff\U0003fffe\U0003ffff\U0004fffe\U0004ffff"
+    + "\U0005fffe\U0005ffff\U0006fffe\U0006ffff\U0007fffe\U0007ffff\U0008fffe\U0008ffff"
+    + "\U0009fffe\U0009ffff\U000afffe\U000affff\U000bfffe\U000bffff\U000cfffe\U000cffff"
+    + "\U000dfffe\U000dffff\U000efffe\U000effff\U000ffffe\U000fffff\U0010fffe\U0010ffff]"
+)
+
+
+def _picture(match: re.Match[str]) -> str:
+    char = match.group(0)
+    code = ord(char)
+    if code <= 0x1F:
+        return chr(0x2400 + code)  # U+2400 CONTROL PICTURES: NUL -> ␀, LF -> ␊, ...
+    if code == 0x7F:
+        return "\u2421"  # ␡
+    return f"<U+{code:04X}>"
+
+
+def visible(value: Any) -> str:
+    """`value` as text with every unsafe character replaced by a visible marker.
+
+    Control characters become U+2400 control pictures (a newline is `␊`); other unsafe
+    characters become `<U+XXXX>` (escaped again by the output format, like any text).
+    """
+    text = value if isinstance(value, str) else str(value)
+    return _UNSAFE.sub(_picture, text)
+
+
+# Every ASCII punctuation character that CommonMark or GitHub Flavored Markdown can read as
+# markup: emphasis, code, links, images, headings, lists, block quotes, tables, HTML,
+# entities, strikethrough, URL and e-mail autolinks (`:` and `@`), math (`$`). A backslash
+# escape makes each of them literal.
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>&~:@$])")
+
+
+def md(value: Any) -> str:
+    """Markdown-escape free text so it can never add lines, links, images or markup.
+
+    The result is one line of literal text in any inline context (a paragraph, a list
+    item, a table cell). Never use it inside raw HTML blocks: there Markdown escapes are
+    not read.
+    """
+    return _MD_SPECIAL.sub(r"\\\1", visible(value))
+
+
+_SAFE_URL = re.compile(r"^https?://[^\s\x00-\x1f\x7f-\x9f\"'<>\\^`{|}]+$", re.IGNORECASE)
+
+
+def safe_url(value: Any) -> str | None:
+    """`value` when it is an http(s) URL that is safe in an href, else None (shown as text)."""
+    if not isinstance(value, str) or not _SAFE_URL.match(value):
+        return None
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Zl", "Zp", "Cs", "Co") for c in value):
+        return None
+    return value
+
+
+_ANCHOR_HASH = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def anchor_token(anchor: Any) -> str | None:
+    """`SEQ:sha256:HEX` of an audit anchor `{"seq", "hash"}`, or None unless well-formed.
+
+    This is the token `evalops verify --anchors` finds in reports
+    (`evalops-audit-head:(\\d+):(sha256:[0-9a-f]{64})`); anything else is never written as
+    an anchor, so a damaged value can neither pose as one nor break out of a comment.
+    """
+    if not isinstance(anchor, dict):
+        return None
+    seq, hash_ = anchor.get("seq"), anchor.get("hash")
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 1:
+        return None
+    if not isinstance(hash_, str) or not _ANCHOR_HASH.fullmatch(hash_):
+        return None
+    return f"{seq}:{hash_}"

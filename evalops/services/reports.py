@@ -1,0 +1,740 @@
+"""The report document: one stored gate decision and everything a reader needs to follow it.
+
+Reports and exports read stored decisions only: nothing here evaluates a gate or writes a
+row. `audit_document` loads one `GateDecision` (its stored `result` and `inputs`, verbatim),
+resolves what the decision only names (task titles and incidents, trial rows, waiver owners
+and reasons, calibration state of every model grader for the pinned config, git provenance,
+the suite's decision history, eval case digests) and anchors it to the audit chain: the
+decision's own event and the chain head as of rendering. `assemble` is the pure part, so
+renderers, exporters and benchmarks can build documents without a database.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from evalops import __version__
+from evalops.domain import digests
+from evalops.domain.calibration_validity import StoredCalibration, calibration_validity
+from evalops.domain.canonical import digest
+from evalops.domain.vocabulary import format_timestamp
+from evalops.errors import InputError
+from evalops.services.evidence import Definitions, rederive
+from evalops.store import queries
+from evalops.store.audit import chain_head
+from evalops.store.engine import read_session
+from evalops.store.tables import (
+    AuditEvent,
+    Calibration,
+    CalibrationInvalidation,
+    ExecutionProfileRow,
+    GateDecision,
+    Incident,
+    IncidentEvent,
+    PolicyRow,
+    SuiteRow,
+    SyncRun,
+    TaskRevision,
+    Trial,
+    Waiver,
+    WaiverRevocation,
+)
+
+REPORT_SCHEMA = "evalops.audit-report/v1"
+SUITE_CARD_SCHEMA = "evalops.suite-card/v1"
+EFFECT_ORDER = {"block": 0, "hold": 1, "waived": 2, "pass": 3}
+EFFICIENCY_KEYS = ("toolCallCount", "modelCallCount", "inputTokens", "outputTokens")
+HISTORY_LIMIT = 50
+_CHUNK = 500
+
+
+def anchor(event: AuditEvent | None) -> dict[str, Any] | None:
+    """`{"seq", "hash"}` of an audit event: what `evalops verify --anchors` checks."""
+    return {"seq": event.seq, "hash": event.hash} if event is not None else None
+
+
+def head_token(head: Mapping[str, Any] | None) -> str | None:
+    """`SEQ:sha256:HEX`, the spelling of an anchor inside HTML, Markdown and JUnit."""
+    return f"{head['seq']}:{head['hash']}" if head else None
+
+
+def _decision_row(session: Session, gate_id: str) -> GateDecision:
+    row = session.exec(select(GateDecision).where(GateDecision.gate_id == gate_id)).first()
+    if row is None:
+        raise InputError(f"unknown gate decision {gate_id!r}", field="--gate")
+    return row
+
+
+def audit_document(engine: Engine, gate_id: str, *, now: datetime) -> dict[str, Any]:
+    """The report document of one stored decision (read-only)."""
+    with read_session(engine) as session:
+        row = _decision_row(session, gate_id)
+        return stored_document(session, row, now=now)
+
+
+def stored_document(session: Session, row: GateDecision, *, now: datetime) -> dict[str, Any]:
+    result = json.loads(row.result)
+    inputs = json.loads(row.inputs)
+    resolved = resolve(session, result=result, inputs=inputs, decided_at=row.at)
+    resolved["history"] = decision_history(session, row.suite_id, up_to=row.number)
+    return assemble(
+        result=result,
+        inputs=inputs,
+        resolved=resolved,
+        decided_at=format_timestamp(row.at),
+        decided_by=row.actor,
+        inputs_digest=row.inputs_digest,
+        result_digest=row.result_digest,
+        audit_head=anchor(chain_head(session)),
+        decision_event=anchor(session.get(AuditEvent, row.audit_seq)),
+        rendered_at=format_timestamp(now),
+    )
+
+
+def unstored_document(
+    engine: Engine, *, result: Mapping[str, Any], inputs: Mapping[str, Any], now: datetime
+) -> dict[str, Any]:
+    """The report document of a decision that was evaluated but not stored (a dry run):
+    resolved as of `now`, anchored to the chain head, with no decision event."""
+    with read_session(engine) as session:
+        resolved = resolve(session, result=result, inputs=inputs, decided_at=now)
+        resolved["history"] = decision_history(session, inputs["suite"]["id"])
+        return assemble(
+            result=result,
+            inputs=inputs,
+            resolved=resolved,
+            decided_at=None,
+            decided_by=None,
+            inputs_digest=digest(dict(inputs)),
+            result_digest=digest(dict(result)),
+            audit_head=anchor(chain_head(session)),
+            decision_event=None,
+            rendered_at=format_timestamp(now),
+        )
+
+
+# --- resolution (reads the database) ---------------------------------------------------
+
+
+def resolve(
+    session: Session,
+    *,
+    result: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    decided_at: datetime,
+) -> dict[str, Any]:
+    """What the decision names, looked up as of `decided_at` (rows recorded later do not
+    change what the decision saw; a later revocation is still shown, dated)."""
+    defs = Definitions(session)
+    tasks = list(inputs.get("tasks", []))
+    return {
+        "tasks": _task_facts(session, defs, tasks, inputs["execution_digest"]),
+        "trials": _trial_facts(session, defs, tasks, decided_at),
+        "layers": _layer_counts(session, defs, tasks),
+        "waivers": _waiver_facts(session, result.get("waivers") or {}),
+        "calibration": calibration_facts(session, defs, tasks, decided_at),
+        "provenance": _provenance(session, inputs, decided_at),
+    }
+
+
+EVALUATOR_TYPES = {"deterministic": "deterministic", "model": "llm_judge", "human": "human"}
+
+
+def _score_grader(defs: Definitions, task: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(grader id, RFC 0244 evaluatorType) of the grader whose score is the trial score:
+    `score_from`, else the first blocking outcome grader (DESIGN.md 6.2)."""
+    spec = defs.task(task["task_id"], task["task_digest"])
+    found = defs.grader_set(task["grader_set_digest"])
+    if spec is None or found is None:
+        return None, None
+    graders = found[0].graders
+    chosen = next((g for g in graders if g.id == spec.contract.score_from), None) or next(
+        (g for g in graders if g.blocking and g.layer == "outcome"), None
+    )
+    if chosen is None:
+        return None, None
+    return chosen.id, EVALUATOR_TYPES.get(chosen.type)
+
+
+def _task_facts(
+    session: Session,
+    defs: Definitions,
+    tasks: Sequence[Mapping[str, Any]],
+    execution_digest: str,
+) -> dict[str, dict[str, Any]]:
+    links: dict[str, list[int]] = {}
+    for event in session.exec(
+        select(IncidentEvent).where(IncidentEvent.action == "link").order_by(col(IncidentEvent.id))
+    ):
+        if event.task_id:
+            links.setdefault(event.task_id, []).append(event.incident_row_id)
+    out: dict[str, dict[str, Any]] = {}
+    for t in tasks:
+        revision = session.exec(
+            select(TaskRevision)
+            .where(
+                TaskRevision.task_id == t["task_id"], TaskRevision.task_digest == t["task_digest"]
+            )
+            .order_by(col(TaskRevision.id).desc())
+        ).first()
+        meta = queries.task_spec(revision).meta if revision is not None else None
+        incidents = []
+        for row_id in dict.fromkeys(links.get(t["task_id"], [])):
+            incident = session.get(Incident, row_id)
+            if incident is None:
+                continue
+            last = session.exec(
+                select(IncidentEvent)
+                .where(IncidentEvent.incident_row_id == row_id)
+                .order_by(col(IncidentEvent.id).desc())
+            ).first()
+            incidents.append(
+                {
+                    "incident_id": incident.incident_id,
+                    "title": incident.title,
+                    "severity": incident.severity,
+                    "state": last.state if last else "open",
+                    "trace_uri": incident.trace_uri,
+                }
+            )
+        score_grader, evaluator_type = _score_grader(defs, t)
+        out[t["task_id"]] = {
+            "score_grader": score_grader,
+            "evaluator_type": evaluator_type,
+            "title": meta.title if meta else None,
+            "owner": meta.owner if meta else None,
+            "failure_owner": meta.failure_owner if meta else None,
+            "revision": revision.revision if revision else None,
+            "task_digest": t["task_digest"],
+            "grader_set_digest": t["grader_set_digest"],
+            "eval_case_digest": digests.eval_case_digest(
+                t["task_digest"], execution_digest, t["grader_set_digest"]
+            ),
+            "incidents": incidents,
+        }
+    return out
+
+
+def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
+    for start in range(0, len(items), _CHUNK):
+        yield items[start : start + _CHUNK]
+
+
+def _trial_rows(session: Session, ids: Sequence[str]) -> dict[str, Trial]:
+    rows: dict[str, Trial] = {}
+    for chunk in _chunks(ids):
+        for trial in session.exec(select(Trial).where(col(Trial.trial_id).in_(chunk))):
+            rows[trial.trial_id] = trial
+    return rows
+
+
+def _explanation(defs: Definitions, trial: Trial, stored_class: str) -> str:
+    """Why the trial has its class, from the classifier's own reasons.
+
+    Evidence added after the decision (a reconciliation, a review) can change the class;
+    then the explanation says both, and the decision's class stands.
+    """
+    current = rederive(defs, trial)
+    if current is None:
+        return f"{stored_class} (its definitions are no longer registered)"
+    reasons = "; ".join(current.reasons) or current.primary
+    if current.primary == stored_class:
+        return reasons
+    return f"{stored_class} when decided; with evidence recorded since: {reasons}"
+
+
+def _trial_facts(
+    session: Session,
+    defs: Definitions,
+    tasks: Sequence[Mapping[str, Any]],
+    decided_at: datetime,
+) -> dict[str, dict[str, Any]]:
+    ids = [t["trial_id"] for task in tasks for t in task.get("trials", [])]
+    rows = _trial_rows(session, ids)
+    classes = {t["trial_id"]: t["classification"] for task in tasks for t in task["trials"]}
+    out: dict[str, dict[str, Any]] = {}
+    for trial_id in ids:
+        trial = rows.get(trial_id)
+        if trial is None:
+            continue
+        record = json.loads(trial.record)
+        recon, reviews = defs.appended(trial_id)
+        out[trial_id] = {
+            "trial_index": trial.trial_index,
+            "run_id": trial.run_id,
+            "started_at": format_timestamp(trial.started_at),
+            "completed_at": format_timestamp(trial.completed_at),
+            "record_digest": trial.record_digest,
+            "trace_uri": record.get("trace_uri"),
+            "rerun_reason": trial.rerun_reason,
+            "runtime_status": (record.get("runtime") or {}).get("status"),
+            "explanation": _explanation(defs, trial, classes[trial_id]),
+            "reconciliations": [
+                {
+                    "effect_key": r.effect_key,
+                    "status": r.status,
+                    "evidence_uri": r.evidence_uri,
+                    "at": format_timestamp(r.at),
+                    "actor": r.actor,
+                }
+                for r in recon
+                if r.at <= decided_at
+            ],
+            "reviews": [
+                {
+                    "grader_id": r.grader_id,
+                    "state": r.state,
+                    "reason": r.reason,
+                    "at": format_timestamp(r.at),
+                    "actor": r.actor,
+                }
+                for r in reviews
+                if r.at <= decided_at
+            ],
+        }
+    return out
+
+
+def _layer_counts(
+    session: Session, defs: Definitions, tasks: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """Grader verdicts other than a pass, by the layer of the grader that gave them."""
+    counts: Counter[tuple[str, str]] = Counter()
+    ids = [t["trial_id"] for task in tasks for t in task.get("trials", [])]
+    for trial in _trial_rows(session, ids).values():
+        record = json.loads(trial.record)
+        found = defs.grader_set(trial.grader_set_digest)
+        status = (record.get("runtime") or {}).get("status", "ok")
+        if status != "ok":
+            counts[("runtime", status)] += 1
+        for result in record.get("grader_results", []):
+            state = result.get("state")
+            if state in ("task_pass", "pass"):
+                continue
+            grader = found[0].grader(result.get("grader_id", "")) if found else None
+            counts[(grader.layer if grader else "unknown_grader", str(state))] += 1
+    order = {"hard_constraint": 0, "outcome": 1, "trajectory_diagnosis": 2, "runtime": 3}
+    return [
+        {"layer": layer, "state": state, "count": n}
+        for (layer, state), n in sorted(
+            counts.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0])
+        )
+    ]
+
+
+def _waiver_facts(session: Session, accounting: Mapping[str, Any]) -> dict[str, Any]:
+    ids = [
+        w for key in ("applied", "expired", "unused", "revoked") for w in accounting.get(key, [])
+    ]
+    out: dict[str, Any] = {}
+    for waiver_id in ids:
+        w = session.exec(select(Waiver).where(Waiver.waiver_id == waiver_id)).first()
+        if w is None:
+            continue
+        revocation = session.exec(
+            select(WaiverRevocation)
+            .where(WaiverRevocation.waiver_row_id == w.id)
+            .order_by(col(WaiverRevocation.revoked_at))
+        ).first()
+        out[waiver_id] = {
+            "task_id": w.task_id,
+            "build": w.build,
+            "states": json.loads(w.states),
+            "owner": w.owner,
+            "reason": w.reason,
+            "granted_at": format_timestamp(w.granted_at),
+            "expires_at": format_timestamp(w.expires_at),
+            "granted_by": w.granted_by,
+            "revocation": (
+                {
+                    "revoked_at": format_timestamp(revocation.revoked_at),
+                    "reason": revocation.reason,
+                    "actor": revocation.actor,
+                }
+                if revocation
+                else None
+            ),
+        }
+    refused = []
+    for entry in accounting.get("refused", []):
+        event = session.get(AuditEvent, entry.get("seq")) if entry.get("seq") else None
+        request = json.loads(event.payload).get("request", {}) if event else {}
+        refused.append(
+            {
+                **entry,
+                "owner": request.get("owner"),
+                "reason": request.get("reason"),
+                "build": request.get("build"),
+                "expires": request.get("expires"),
+                "actor": event.actor if event else None,
+            }
+        )
+    return {"rows": out, "refused": refused}
+
+
+def calibration_facts(
+    session: Session,
+    defs: Definitions,
+    tasks: Sequence[Mapping[str, Any]],
+    decided_at: datetime,
+) -> list[dict[str, Any]]:
+    """Every model grader of every pinned grader set, judged for the pinned config with the
+    newest calibration of exactly that config recorded by the decision (DESIGN.md 8)."""
+    out: list[dict[str, Any]] = []
+    for grader_set_digest in dict.fromkeys(t["grader_set_digest"] for t in tasks):
+        found = defs.grader_set(grader_set_digest)
+        if found is None:
+            continue
+        spec, raw, set_id = found
+        for grader, entry in zip(spec.graders, raw, strict=True):
+            if grader.type != "model":
+                continue
+            config = digests.grader_config_digest(entry)
+            row = session.exec(
+                select(Calibration)
+                .where(Calibration.grader_config_digest == config, Calibration.at <= decided_at)
+                .order_by(col(Calibration.id).desc())
+            ).first()
+            stored = None
+            if row is not None:
+                invalidation = session.exec(
+                    select(CalibrationInvalidation)
+                    .where(
+                        CalibrationInvalidation.calibration_row_id == row.id,
+                        CalibrationInvalidation.at <= decided_at,
+                    )
+                    .order_by(col(CalibrationInvalidation.id).desc())
+                ).first()
+                stored = StoredCalibration(
+                    calibration_id=row.calibration_id,
+                    grader_config_digest=row.grader_config_digest,
+                    metrics=json.loads(row.record),
+                    invalidated_reason=invalidation.reason if invalidation else None,
+                )
+            validity = calibration_validity(grader, config, stored)
+            out.append(
+                {
+                    "grader_set_id": set_id,
+                    "grader_set_digest": grader_set_digest,
+                    "grader_id": grader.id,
+                    "grader_version": grader.version,
+                    "grader_config_digest": config,
+                    "layer": grader.layer,
+                    "blocking": grader.blocking,
+                    "state": validity.state,
+                    "reasons": list(validity.reasons),
+                    "blockable_classes": sorted(validity.blockable_classes),
+                    "calibration_id": validity.calibration_id,
+                    "recorded_at": format_timestamp(row.at) if row else None,
+                    "recorded_by": row.actor if row else None,
+                }
+            )
+    return out
+
+
+def _sync_view(run: SyncRun | None) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    return {
+        "sync_run": run.id,
+        "at": format_timestamp(run.at),
+        "actor": run.actor,
+        "git_commit": run.git_commit,
+        "git_branch": run.git_branch,
+        "git_remote": run.git_remote,
+        "git_dirty": run.git_dirty,
+    }
+
+
+def _provenance(
+    session: Session, inputs: Mapping[str, Any], decided_at: datetime
+) -> dict[str, Any]:
+    """The registry's git provenance: every sync up to the decision, and where each input
+    definition the decision names was registered from."""
+    runs = session.exec(
+        select(SyncRun).where(SyncRun.at <= decided_at).order_by(col(SyncRun.id))
+    ).all()
+    definitions: list[dict[str, Any]] = []
+
+    def add(kind: str, ident: str, digest: str, row: Any) -> None:
+        definitions.append(
+            {
+                "kind": kind,
+                "id": ident,
+                "digest": digest,
+                "file_path": row.file_path if row else None,
+                "sync": _sync_view(session.get(SyncRun, row.sync_run_id)) if row else None,
+            }
+        )
+
+    policy = session.exec(
+        select(PolicyRow)
+        .where(PolicyRow.policy_digest == inputs.get("policy_digest"))
+        .order_by(col(PolicyRow.id))
+    ).first()
+    add("gate_policy", policy.policy_id if policy else "?", inputs.get("policy_digest", ""), policy)
+    execution = session.exec(
+        select(ExecutionProfileRow)
+        .where(ExecutionProfileRow.execution_digest == inputs["execution_digest"])
+        .order_by(col(ExecutionProfileRow.id))
+    ).first()
+    add(
+        "execution_profile",
+        execution.execution_id if execution else "?",
+        inputs["execution_digest"],
+        execution,
+    )
+    suite_id = inputs["suite"]["id"]
+    suite = session.exec(
+        select(SuiteRow).where(SuiteRow.suite_id == suite_id).order_by(col(SuiteRow.id).desc())
+    ).first()
+    add("suite", suite_id, suite.document_digest if suite else "", suite)
+    for t in inputs.get("tasks", []):
+        revision = session.exec(
+            select(TaskRevision)
+            .where(
+                TaskRevision.task_id == t["task_id"], TaskRevision.task_digest == t["task_digest"]
+            )
+            .order_by(col(TaskRevision.id))
+        ).first()
+        add("task", t["task_id"], t["task_digest"], revision)
+    return {
+        "syncs": [_sync_view(r) for r in runs],
+        "in_force": _sync_view(runs[-1]) if runs else None,
+        "definitions": definitions,
+    }
+
+
+def decision_history(
+    session: Session, suite_id: str, *, up_to: int | None = None, limit: int = HISTORY_LIMIT
+) -> list[dict[str, Any]]:
+    """The suite's decisions, oldest first, up to and including decision number `up_to`."""
+    stmt = select(GateDecision).where(GateDecision.suite_id == suite_id)
+    if up_to is not None:
+        stmt = stmt.where(GateDecision.number <= up_to)
+    rows = session.exec(stmt.order_by(col(GateDecision.number).desc()).limit(limit)).all()
+    out = []
+    for row in reversed(rows):
+        result = json.loads(row.result)
+        effects = Counter(
+            "waived" if t.get("waiver_id") else t.get("effect") for t in result.get("tasks", [])
+        )
+        out.append(
+            {
+                "gate_id": row.gate_id,
+                "decision": row.decision,
+                "build": row.build,
+                "evaluated_at": format_timestamp(row.evaluated_at),
+                "tasks": {k: effects.get(k, 0) for k in ("block", "hold", "waived", "pass")},
+            }
+        )
+    return out
+
+
+# --- assembly (pure) ---------------------------------------------------------------------
+
+
+def ignored_by_reason(value: Any) -> dict[str, int]:
+    """`ignoredTrials` as `{"<reason>": n}` whether stored as a count or already by reason."""
+    if isinstance(value, Mapping):
+        return {str(k): int(v) for k, v in value.items() if v}
+    if isinstance(value, int | float) and value:
+        return {"other_revision_or_grader_set": int(value)}
+    return {}
+
+
+def _first_results(first: Mapping[str, str]) -> str:
+    counts = Counter(first.values())
+    return ", ".join(
+        f"{n} {cls}" for cls, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    )
+
+
+def _effect_key(task: Mapping[str, Any]) -> str:
+    return "waived" if task.get("waiver_id") else str(task.get("effect"))
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def assemble(
+    *,
+    result: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    resolved: Mapping[str, Any],
+    decided_at: str | None,
+    decided_by: str | None,
+    inputs_digest: str,
+    result_digest: str,
+    audit_head: Mapping[str, Any] | None,
+    decision_event: Mapping[str, Any] | None,
+    rendered_at: str,
+) -> dict[str, Any]:
+    """The report document: the stored decision and inputs verbatim, plus resolved facts
+    arranged the way a reader follows them. Renderers and exporters read only this."""
+    task_facts: Mapping[str, Any] = resolved.get("tasks", {})
+    trial_facts: Mapping[str, Any] = resolved.get("trials", {})
+    waiver_rows: Mapping[str, Any] = resolved.get("waivers", {}).get("rows", {})
+    tasks_in = {t["task_id"]: t for t in inputs.get("tasks", [])}
+    tasks: list[dict[str, Any]] = []
+    trials: list[dict[str, Any]] = []
+    for t in result.get("tasks", []):
+        facts = task_facts.get(t["task_id"], {})
+        first = t.get("firstResults") or {}
+        waiver = waiver_rows.get(t["waiver_id"]) if t.get("waiver_id") else None
+        tasks.append(
+            {
+                **t,
+                "outcome": _effect_key(t),
+                "title": facts.get("title"),
+                "owner": facts.get("owner"),
+                "failure_owner": facts.get("failure_owner"),
+                "revision": facts.get("revision"),
+                "task_digest": facts.get(
+                    "task_digest", tasks_in.get(t["task_id"], {}).get("task_digest")
+                ),
+                "grader_set_digest": facts.get(
+                    "grader_set_digest", tasks_in.get(t["task_id"], {}).get("grader_set_digest")
+                ),
+                "eval_case_digest": facts.get("eval_case_digest"),
+                "incidents": facts.get("incidents", []),
+                "first_result": _first_results(first),
+                "score_grader": facts.get("score_grader"),
+                "evaluator_type": facts.get("evaluator_type"),
+                "ignored": ignored_by_reason(t.get("ignoredTrials")),
+                "waiver": waiver,
+            }
+        )
+        task_in = tasks_in.get(t["task_id"], {})
+        not_permitted = set(t.get("rerunsNotPermitted") or [])
+        for trial in task_in.get("trials", []):
+            fact = trial_facts.get(trial["trial_id"], {})
+            trials.append(
+                {
+                    "trial_id": trial["trial_id"],
+                    "task_id": t["task_id"],
+                    "evaluator_type": facts.get("evaluator_type"),
+                    "classification": trial["classification"],
+                    "score": trial.get("score"),
+                    "gating_score": trial.get("gating_score"),
+                    "parent_trial_id": trial.get("parent_trial_id"),
+                    "first_result": trial["trial_id"] in first,
+                    "rerun_not_permitted": trial["trial_id"] in not_permitted,
+                    "fixture_misses": trial.get("fixture_misses", 0),
+                    "trial_index": fact.get("trial_index"),
+                    "run_id": fact.get("run_id"),
+                    "started_at": fact.get("started_at"),
+                    "completed_at": fact.get("completed_at"),
+                    "record_digest": fact.get("record_digest"),
+                    "trace_uri": fact.get("trace_uri"),
+                    "runtime_status": fact.get("runtime_status"),
+                    "rerun_reason": fact.get("rerun_reason"),
+                    "explanation": fact.get("explanation", trial["classification"]),
+                    "reconciliations": fact.get("reconciliations", []),
+                    "reviews": fact.get("reviews", []),
+                }
+            )
+    tasks.sort(key=lambda t: (EFFECT_ORDER.get(t["outcome"], 9), t["task_id"]))
+    outcomes = Counter(t["outcome"] for t in tasks)
+    by_class = Counter(t["classification"] for t in trials)
+    for t in trials:
+        t["notable"] = bool(
+            t["classification"] != "task_pass"
+            or t["parent_trial_id"]
+            or t["rerun_not_permitted"]
+            or t["reconciliations"]
+            or t["reviews"]
+        )
+    accounting = result.get("waivers") or {}
+    waivers = {
+        key: [{"waiver_id": w, **(waiver_rows.get(w) or {})} for w in accounting.get(key, [])]
+        for key in ("applied", "expired", "unused", "revoked")
+    }
+    waivers["refused"] = list(
+        resolved.get("waivers", {}).get("refused", accounting.get("refused", []))
+    )
+    efficiency = {
+        key: _mean(
+            [
+                float(t["efficiency"][key])
+                for t in tasks
+                if isinstance(t.get("efficiency"), Mapping) and t["efficiency"].get(key) is not None
+            ]
+        )
+        for key in EFFICIENCY_KEYS
+    }
+    baseline = inputs.get("baseline") or {}
+    return {
+        "report": REPORT_SCHEMA,
+        "evalops_version": __version__,
+        "rendered_at": rendered_at,
+        "gate_id": result["gate_id"],
+        "decision": result["decision"],
+        "build": result["build"],
+        "suite": result["suite"],
+        "suite_kind": (inputs.get("suite") or {}).get("kind"),
+        "evaluated_at": result["evaluated_at"],
+        "decided_at": decided_at,
+        "decided_by": decided_by,
+        "stored": decision_event is not None,
+        "reasons": list(result.get("reasons", [])),
+        "audit_head": dict(audit_head) if audit_head else None,
+        "decision_event": dict(decision_event) if decision_event else None,
+        "summary": {
+            "tasks": len(tasks),
+            "block": outcomes.get("block", 0),
+            "hold": outcomes.get("hold", 0),
+            "waived": outcomes.get("waived", 0),
+            "pass": outcomes.get("pass", 0),
+            "trials": len(trials),
+            "ignored_trials": ignored_by_reason(result.get("ignoredTrials")),
+        },
+        "tasks": tasks,
+        "trialStats": result.get("trialStats") or {},
+        "failure_classes": {
+            "by_class": [
+                {"classification": c, "trials": n}
+                for c, n in sorted(by_class.items(), key=lambda kv: (-kv[1], kv[0]))
+            ],
+            "by_layer": list(resolved.get("layers", [])),
+        },
+        "trials": trials,
+        "waivers": waivers,
+        "calibration": list(resolved.get("calibration", [])),
+        "regression": result.get("regression"),
+        "efficiency": efficiency,
+        "digests": {
+            "suite_digest": result.get("suite_digest"),
+            "policy_digest": result.get("policy_digest"),
+            "execution_digest": result.get("execution_digest"),
+            "baseline_execution_digest": baseline.get("execution_digest"),
+            "inputs_digest": inputs_digest,
+            "result_digest": result_digest,
+            "eval_cases": [
+                {
+                    "task_id": t["task_id"],
+                    "eval_case_digest": t["eval_case_digest"],
+                    "task_digest": t["task_digest"],
+                    "grader_set_digest": t["grader_set_digest"],
+                }
+                for t in sorted(tasks, key=lambda t: t["task_id"])
+            ],
+        },
+        "provenance": resolved.get("provenance")
+        or {"syncs": [], "in_force": None, "definitions": []},
+        "history": list(resolved.get("history", [])),
+        "recompute": [
+            f"evalops gate replay {result['gate_id']}",
+            "evalops verify --anchors THIS-REPORT-FILE",
+        ],
+        "decision_document": dict(result),
+        "inputs": dict(inputs),
+    }

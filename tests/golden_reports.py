@@ -1,0 +1,59 @@
+"""Regenerate the golden audit reports: `make golden-reports` (python -m tests.golden_reports).
+
+Builds the demo database with the pinned clock of the test suite and writes the HTML,
+Markdown and JSON audit reports of its final decision, and its suite card, to
+`tests/golden/reports/`. Run it only when a change to the reports is intended, and review
+the diff: `tests/test_report_golden.py` compares every rendering to these files byte for byte.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+GOLDEN = Path(__file__).resolve().parent / "golden" / "reports"
+GATE = "GATE-3"
+SUITE = "regression/core"
+
+
+def render_all(demo: Path) -> dict[str, str]:
+    """Every golden file's name and its text, rendered from the demo directory `demo`."""
+    from evalops.domain.vocabulary import parse_timestamp
+    from evalops.report.audit import render_audit
+    from evalops.report.suite_card import render_suite_card
+    from evalops.services.reports import audit_document
+    from evalops.services.suite_cards import suite_card_document
+    from evalops.store.engine import make_engine
+    from tests.conftest import PINNED_NOW
+
+    now = parse_timestamp(PINNED_NOW)
+    engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
+    try:
+        doc = audit_document(engine, GATE, now=now)
+        card = suite_card_document(engine, SUITE, now=now)
+    finally:
+        engine.dispose()
+    out = {f"audit-{GATE}.{fmt}": render_audit(doc, fmt) for fmt in ("html", "md", "json")}
+    out["suite-card.html"] = render_suite_card(card, "html")
+    out["suite-card.md"] = render_suite_card(card, "md")
+    return out
+
+
+def main() -> int:
+    from tests.conftest import build_demo
+
+    with tempfile.TemporaryDirectory(prefix="evalops-golden-") as tmp:
+        demo = build_demo(Path(tmp) / "demo")
+        files = render_all(demo)
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    for name, text in sorted(files.items()):
+        (GOLDEN / name).write_text(text, encoding="utf-8", newline="\n")
+        print(f"wrote {GOLDEN / name} ({len(text)} characters)")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.pop("EVALOPS_DATABASE_URL", None)
+    sys.exit(main())

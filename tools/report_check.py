@@ -1,0 +1,341 @@
+"""`make report-check`: open the demo's HTML reports in headless Chromium and look at them.
+
+Runs the demo into `build/report-check/demo` (with a pinned clock), then, for the audit
+report of its final decision and for the suite card, drives Chromium over the DevTools
+protocol (`--remote-debugging-pipe`): it loads the file, collects every console message,
+exception, log entry and CSP issue, saves full-page PNG screenshots (desktop and phone
+width, details collapsed and expanded) and a printed PDF under `build/report-check/`, and
+fails unless the rendered text shows the decision and every task id, the page does not
+scroll sideways on a phone, and nothing was reported (a CSP violation included).
+
+`--self-test` checks the checker: a page with an inline script and a style attribute under
+the same CSP must fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PINNED_NOW = "2026-11-30T12:00:00Z"
+DESKTOP = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
+TIMEOUT_S = 60.0
+
+
+def chromium_binary() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@dataclass
+class PageResult:
+    url: str
+    problems: list[str] = field(default_factory=list)
+    text: str = ""
+    files: list[Path] = field(default_factory=list)
+
+
+class DevTools:
+    """A minimal Chrome DevTools Protocol client over --remote-debugging-pipe."""
+
+    def __init__(self, binary: str, profile: Path) -> None:
+        self._to_browser_r, self._to_browser_w = os.pipe()
+        self._from_browser_r, self._from_browser_w = os.pipe()
+        args = [
+            binary,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-extensions",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            "--remote-debugging-pipe",
+            "about:blank",
+        ]
+
+        def child_fds() -> None:
+            # Through fresh copies, so dup2 never sees the same number on both sides (then it
+            # would leave the close-on-exec flag set), and inheritable explicitly.
+            read_end, write_end = os.dup(self._to_browser_r), os.dup(self._from_browser_w)
+            os.dup2(read_end, 3)
+            os.dup2(write_end, 4)
+            os.set_inheritable(3, True)
+            os.set_inheritable(4, True)
+
+        self.process = subprocess.Popen(
+            args,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            # The protocol's pipes must be fds 3 and 4 in the child: dup2 there (the copies are
+            # inheritable; every other descriptor of ours is close-on-exec).
+            close_fds=False,
+            preexec_fn=child_fds,  # noqa: PLW1509
+        )
+        os.close(self._to_browser_r)
+        os.close(self._from_browser_w)
+        self._buffer = b""
+        self._next = 0
+        self.events: list[dict[str, Any]] = []
+
+    def _read_message(self) -> dict[str, Any]:
+        import select
+
+        while b"\0" not in self._buffer:
+            ready, _, _ = select.select([self._from_browser_r], [], [], TIMEOUT_S)
+            if not ready:
+                raise TimeoutError("Chromium did not answer in time")
+            chunk = os.read(self._from_browser_r, 1 << 20)
+            if not chunk:
+                raise RuntimeError("Chromium closed the DevTools pipe")
+            self._buffer += chunk
+        raw, _, self._buffer = self._buffer.partition(b"\0")
+        message: dict[str, Any] = json.loads(raw)
+        return message
+
+    def send(self, method: str, session: str | None = None, **params: Any) -> dict[str, Any]:
+        self._next += 1
+        ident = self._next
+        message: dict[str, Any] = {"id": ident, "method": method, "params": params}
+        if session:
+            message["sessionId"] = session
+        os.write(self._to_browser_w, json.dumps(message).encode("utf-8") + b"\0")
+        while True:
+            reply = self._read_message()
+            if reply.get("id") == ident:
+                if "error" in reply:
+                    raise RuntimeError(f"{method}: {reply['error']}")
+                result: dict[str, Any] = reply.get("result", {})
+                return result
+            self.events.append(reply)
+
+    def wait_for(self, method: str, session: str) -> dict[str, Any]:
+        for i, event in enumerate(self.events):
+            if event.get("method") == method and event.get("sessionId") == session:
+                return self.events.pop(i)
+        while True:
+            event = self._read_message()
+            if event.get("method") == method and event.get("sessionId") == session:
+                return event
+            self.events.append(event)
+
+    def close(self) -> None:
+        with contextlib.suppress(RuntimeError, TimeoutError, OSError):
+            self.send("Browser.close")
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        os.close(self._to_browser_w)
+        os.close(self._from_browser_r)
+
+
+def _problems(events: list[dict[str, Any]]) -> list[str]:
+    """Every console error or warning, exception, error log entry and CSP issue."""
+    found = []
+    for e in events:
+        method, params = e.get("method"), e.get("params", {})
+        if method == "Runtime.consoleAPICalled" and params.get("type") in (
+            "error",
+            "warning",
+            "assert",
+        ):
+            args = " ".join(
+                str(a.get("value", a.get("description", ""))) for a in params.get("args", [])
+            )
+            found.append(f"console.{params['type']}: {args}")
+        elif method == "Runtime.exceptionThrown":
+            found.append(f"exception: {params.get('exceptionDetails', {}).get('text')}")
+        elif method == "Log.entryAdded":
+            entry = params.get("entry", {})
+            if entry.get("level") in ("error", "warning") or entry.get("source") == "security":
+                found.append(
+                    f"log ({entry.get('source')}, {entry.get('level')}): {entry.get('text')}"
+                )
+        elif method == "Audits.issueAdded":
+            issue = params.get("issue", {})
+            found.append(
+                f"issue: {issue.get('code')}: {json.dumps(issue.get('details', {}))[:300]}"
+            )
+    return found
+
+
+def _screenshot(tools: DevTools, session: str, path: Path) -> Path:
+    metrics = tools.send("Page.getLayoutMetrics", session)
+    size = metrics.get("cssContentSize") or metrics["contentSize"]
+    shot = tools.send(
+        "Page.captureScreenshot",
+        session,
+        format="png",
+        captureBeyondViewport=True,
+        clip={"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 1},
+    )
+    path.write_bytes(base64.b64decode(shot["data"]))
+    return path
+
+
+def inspect_page(binary: str, page: Path, out: Path, stem: str) -> PageResult:
+    """Load `page` at desktop and phone width; screenshots, text and every problem."""
+    result = PageResult(page.resolve().as_uri())
+    with tempfile.TemporaryDirectory(prefix="evalops-chromium-") as profile:
+        tools = DevTools(binary, Path(profile))
+        try:
+            target = tools.send("Target.createTarget", url="about:blank")["targetId"]
+            session = tools.send("Target.attachToTarget", targetId=target, flatten=True)[
+                "sessionId"
+            ]
+            for domain in ("Page", "Runtime", "Log", "Audits"):
+                tools.send(f"{domain}.enable", session)
+            for label, metrics in (("desktop", DESKTOP), ("phone", PHONE)):
+                tools.send("Emulation.setDeviceMetricsOverride", session, **metrics)
+                tools.send("Page.navigate", session, url=result.url)
+                tools.wait_for("Page.loadEventFired", session)
+                result.files.append(_screenshot(tools, session, out / f"{stem}-{label}.png"))
+                if label == "phone":
+                    overflow = tools.send(
+                        "Runtime.evaluate",
+                        session,
+                        expression="document.documentElement.scrollWidth - window.innerWidth",
+                        returnByValue=True,
+                    )["result"]["value"]
+                    if overflow > 1:
+                        result.problems.append(f"scrolls sideways on a phone by {overflow}px")
+            tools.send("Emulation.setDeviceMetricsOverride", session, **DESKTOP)
+            text = tools.send(
+                "Runtime.evaluate",
+                session,
+                expression=(
+                    "document.querySelectorAll('details').forEach(d => d.open = true);"
+                    "document.body.innerText"
+                ),
+                returnByValue=True,
+            )["result"]["value"]
+            result.text = str(text)
+            result.files.append(_screenshot(tools, session, out / f"{stem}-expanded.png"))
+            pdf = tools.send("Page.printToPDF", session, printBackground=False)
+            (out / f"{stem}.pdf").write_bytes(base64.b64decode(pdf["data"]))
+            result.files.append(out / f"{stem}.pdf")
+            # Let late events (issues are reported asynchronously) arrive.
+            tools.send("Runtime.evaluate", session, expression="1")
+            result.problems += _problems(tools.events)
+        finally:
+            tools.close()
+    return result
+
+
+def _evalops(args: list[str], cwd: Path) -> str:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
+    env["EVALOPS_NOW"] = PINNED_NOW
+    done = subprocess.run(
+        [sys.executable, "-m", "evalops", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"evalops {' '.join(args)} exited {done.returncode}:\n{done.stderr}")
+    return done.stdout
+
+
+def check(out: Path, binary: str) -> int:
+    out = out.resolve()
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    demo = out / "demo"
+    _evalops(["demo", "--dir", str(demo)], cwd=out)
+    gate = json.loads(_evalops(["gate", "list", "--json"], cwd=demo))[-1]["gate_id"]
+    report = demo / "reports" / f"audit-{gate}.html"
+    card = demo / "reports" / "suite-regression-core.html"
+    doc = json.loads(_evalops(["report", "audit", "--gate", gate, "--format", "json"], cwd=demo))
+    suite = json.loads(_evalops(["report", "suite", doc["suite"], "--format", "json"], cwd=demo))
+    failures = []
+    for page, stem, must_show in (
+        (
+            report,
+            "audit",
+            [doc["decision"].upper(), doc["gate_id"], *[t["task_id"] for t in doc["tasks"]]],
+        ),
+        (card, "suite-card", [suite["suite"], *[m["task_id"] for m in suite["members"]]]),
+    ):
+        result = inspect_page(binary, page, out, stem)
+        missing = [s for s in must_show if s not in result.text]
+        print(
+            f"{page.name}: {len(result.text)} characters of text; wrote "
+            + ", ".join(str(f) for f in result.files)
+        )
+        for s in missing:
+            failures.append(f"{page.name}: the rendered page does not show {s!r}")
+        failures += [f"{page.name}: {p}" for p in result.problems]
+    for f in failures:
+        print(f"FAIL {f}")
+    print(
+        "report-check: "
+        + (
+            "FAILED"
+            if failures
+            else "ok: decision and every task id shown, no console error or CSP violation"
+        )
+    )
+    return 1 if failures else 0
+
+
+BAD_PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'none'">
+<title>bad</title></head><body><p style="color:red">styled</p>
+<script>console.log("ran")</script><img src="https://example.invalid/x.png" alt=""></body></html>
+"""
+
+
+def self_test(out: Path, binary: str) -> int:
+    """The checker must see the CSP violations of a page that breaks the policy."""
+    out = out.resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    page = out / "self-test-bad.html"
+    page.write_text(BAD_PAGE, encoding="utf-8")
+    result = inspect_page(binary, page, out, "self-test-bad")
+    for p in result.problems:
+        print(f"seen: {p}")
+    ok = len(result.problems) >= 2 and "styled" in result.text
+    print("self-test: " + ("ok: violations caught" if ok else "FAILED: violations not seen"))
+    return 0 if ok else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=Path("build/report-check"))
+    parser.add_argument("--self-test", action="store_true")
+    args = parser.parse_args(argv)
+    binary = chromium_binary()
+    if binary is None:
+        print("report-check: chromium is not installed (apt-get install chromium)", file=sys.stderr)
+        return 2
+    if args.self_test:
+        return self_test(args.out, binary)
+    return check(args.out, binary)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
