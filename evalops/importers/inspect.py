@@ -595,11 +595,8 @@ def read_inspect(
     )
 
     def items() -> Iterator[Item]:
-        invalidated = bool(header.invalidated)
+        # `header.invalidated` only says some sample is; each sample's `invalidation` says which.
         for raw in samples:
-            if invalidated:
-                yield Skipped(name, f"{raw.get('id')}/{raw.get('epoch')}", "invalidated")
-                continue
             yield from _translate(raw, ctx)
         _reductions(ctx, log.reductions)
 

@@ -83,15 +83,15 @@ PLAN: dict[str, dict[int, dict[str, Any]]] = {
         }
         for e in range(1, EPOCHS + 1)
     },
-    # support-reply-tone: epoch 4 crashes on every attempt; epoch 1's judge cannot decide
-    # (a value the map does not list).
+    # support-reply-tone: epoch 4 crashes on every attempt; epoch 1's judge answers a value
+    # the map does not list (P) and epoch 5's gives no score at all (NaN, Score.unscored).
     "A-3": {
         e: {
             "calls": [("support", "lookup_order", {"orderId": "C-12"})],
             "scores": {
                 "refund_check": "C",
                 "ticket_check": "C",
-                "reply_judge": "P" if e == 1 else "C",
+                "reply_judge": {1: "P", 5: None}.get(e, "C"),
                 "effect_guard": "C",
             },
             "fail_attempts": 1 + RETRIES if e == 4 else 0,
@@ -218,8 +218,11 @@ def _plan_scorer(name: str, *, judge: bool = False) -> Scorer:
         if judge:
             # A model-graded scorer: its model usage is the grader's, not the agent's.
             await get_model().generate("judge the reply")
+        value = plan["scores"][name]
+        if value is None:
+            return Score.unscored(reason="judge output unparseable")
         return Score(
-            value=plan["scores"][name],
+            value=value,
             explanation=f"{name} for {state.sample_id}/{state.epoch}",
             metadata={"scorer": name, "epoch": state.epoch},
         )
