@@ -418,8 +418,8 @@ def test_an_unmapped_scorer_value_is_grader_invalid_not_a_pass(
     bad = write_map(
         ws,
         inspect_map_text().replace(
-            "ticket_check: {grader_id: ticket-outcome, grader_version: 1, values: {C: task_pass, I: task_fail}}",
-            "ticket_check: {grader_id: ticket-outcome, grader_version: 1, values: {I: task_fail}}",
+            "grader_version: 1, values: {C: task_pass, I: task_fail}}",
+            "grader_version: 1, values: {I: task_fail}}",
         ),
     )
     run_import(cli, ws, str(logs["eval"]), "--map", bad)
