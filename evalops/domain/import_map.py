@@ -14,7 +14,7 @@ import math
 import re
 from typing import Literal
 
-from pydantic import model_validator
+from pydantic import PrivateAttr, model_validator
 
 from evalops.domain.canonical import canonical_text
 from evalops.domain.specs import Strict
@@ -70,27 +70,25 @@ class ScorerMap(Strict):
     promptfoo: the assertion's `pass` as `"true"` / `"false"`. A value with no entry, or
     NaN, makes the result `grader_invalid`."""
 
+    _lookup: dict[str, GraderState] = PrivateAttr(default_factory=dict)
+
     @model_validator(mode="after")
     def _distinct_keys(self) -> ScorerMap:
         seen: dict[str, str] = {}
-        for key in self.values:
+        for key, state in self.values.items():
             normal = _map_key(key)
             if normal in seen:
                 raise SpecValueError(
                     f"{key!r} and {seen[normal]!r} are the same value", "values", key
                 )
             seen[normal] = key
+            self._lookup[normal] = state
         return self
 
     def state_of(self, value: object) -> GraderState | None:
         """The grader state a source value maps to (None: unmapped or NaN)."""
         key = value_key(value)
-        if key is None:
-            return None
-        for written, state in self.values.items():
-            if _map_key(written) == key:
-                return state
-        return None
+        return None if key is None else self._lookup.get(key)
 
 
 class TaskMap(Strict):

@@ -8,6 +8,7 @@ same ingest path as `trials ingest`.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -150,6 +151,11 @@ def check_execution(resolved: Resolved, execution_id: str) -> ResolvedExecution:
     return found
 
 
+@functools.lru_cache(maxsize=4096)
+def _case_digest(task_digest: str, execution_digest: str, grader_set_digest: str) -> str:
+    return eval_case_digest(task_digest, execution_digest, grader_set_digest)
+
+
 def base_record(
     *,
     trial: str,
@@ -171,7 +177,7 @@ def base_record(
         "task_digest": target.task_digest,
         "execution_digest": execution.execution_digest,
         "grader_set_digest": target.grader_set_digest,
-        "eval_case_digest": eval_case_digest(
+        "eval_case_digest": _case_digest(
             target.task_digest, execution.execution_digest, target.grader_set_digest
         ),
         "trial_index": trial_index,

@@ -15,13 +15,16 @@ model events outside the scorers (input tokens include cache reads and writes).
 
 from __future__ import annotations
 
-import json
+import functools
 import math
 import zipfile
 from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from pydantic_core import from_json
 
 from evalops.domain.import_map import TaskMap
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
@@ -127,7 +130,8 @@ class _Log:
 
     def _member(self, archive: zipfile.ZipFile, name: str) -> Any:
         try:
-            return json.loads(archive.read(name))
+            # pydantic-core's parser: faster than json.loads, and reads Inspect's NaN.
+            return from_json(archive.read(name))
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
             raise self._fail(f"cannot read {name} from the .eval log: {exc}") from None
 
@@ -203,24 +207,12 @@ class _Context:
     location_name: str = ""
 
 
-def _span_tree(events: list[Any]) -> dict[str, tuple[str | None, str | None, str]]:
-    """Span id -> (parent id, type, name)."""
-    spans: dict[str, tuple[str | None, str | None, str]] = {}
-    for e in events:
-        if isinstance(e, dict) and e.get("event") == "span_begin" and isinstance(e.get("id"), str):
-            spans[e["id"]] = (e.get("parent_id"), e.get("type"), str(e.get("name") or ""))
-    return spans
-
-
-def _ancestors(
-    spans: Mapping[str, tuple[str | None, str | None, str]], span_id: Any
-) -> Iterator[tuple[str | None, str]]:
-    seen: set[str] = set()
-    while isinstance(span_id, str) and span_id in spans and span_id not in seen:
-        seen.add(span_id)
-        parent, kind, name = spans[span_id]
-        yield kind, name
-        span_id = parent
+@dataclass(frozen=True)
+class _Span:
+    agent: str | None
+    """Name of the nearest enclosing agent span (itself included)."""
+    scoring: bool
+    """Inside Inspect's scorers: model calls there are the grader's, not the agent's."""
 
 
 def _resolve_attachments(value: Any, attachments: Mapping[str, Any]) -> Any:
@@ -248,10 +240,15 @@ class _Observed:
 def _observe(
     events: list[Any], ctx: _Context, attachments: Mapping[str, Any], label: str, task_id: str
 ) -> _Observed:
-    """Tool calls (with their agent) and the agent's own model usage, from the events."""
-    spans = _span_tree(events)
+    """Tool calls (with their agent) and the agent's own model usage, in one pass.
+
+    A span begins before anything inside it, so each span's agent and scoring flag are
+    known from its parent's when it begins.
+    """
     tools = ctx.resolved.map.spec.tools
     target = ctx.resolved.map.spec.target_agent_id
+    spans: dict[Any, _Span] = {}
+    root = _Span(None, False)
     out = _Observed()
     for e in events:
         if not isinstance(e, dict):
@@ -261,29 +258,34 @@ def _observe(
             out.first = out.first or stamp
             out.last = stamp
         kind = e.get("event")
-        if kind == "tool":
+        if kind == "span_begin":
+            parent = spans.get(e.get("parent_id"), root)
+            span_type = e.get("type")
+            name = e.get("name")
+            spans[e.get("id")] = _Span(
+                str(name) if span_type == "agent" and name else parent.agent,
+                parent.scoring or span_type in _SCORING_SPANS,
+            )
+        elif kind == "tool":
             function, arguments = e.get("function"), e.get("arguments")
             if not isinstance(function, str) or not isinstance(arguments, dict):
                 raise at(
                     ctx.name, label, "a tool event has no function name or arguments", "events"
                 )
-            agent = next(
-                (name for k, name in _ancestors(spans, e.get("span_id")) if k == "agent"), None
-            )
+            agent = spans.get(e.get("span_id"), root).agent or target
             call: dict[str, Any] = {
                 "tool": tools.get(function, function),
                 "args": _resolve_attachments(arguments, attachments),
             }
-            if agent or target:
-                call["agent_id"] = agent or target
+            if agent:
+                call["agent_id"] = agent
             out.tool_calls.append(call)
         elif kind == "model":
-            if any(k in _SCORING_SPANS for k, _ in _ancestors(spans, e.get("span_id"))):
+            if spans.get(e.get("span_id"), root).scoring:
                 continue  # the scorer's own model usage is the grader's, not the agent's
             out.model_calls += 1
-            usage = (
-                (e.get("output") or {}).get("usage") if isinstance(e.get("output"), dict) else None
-            )
+            output = e.get("output")
+            usage = output.get("usage") if isinstance(output, dict) else None
             if isinstance(usage, dict):
                 out.input_tokens += _tokens(usage, "input_tokens")
                 out.input_tokens += _tokens(usage, "input_tokens_cache_read")
@@ -308,17 +310,73 @@ def _usage(observed: _Observed) -> dict[str, int]:
     }
 
 
-def _timestamp(text: str | None) -> str | None:
+def _moment(text: str | None) -> datetime | None:
     if not text:
         return None
     try:
-        return format_timestamp(parse_timestamp(text))
+        return parse_timestamp(text)
     except ValueError:
         return None
 
 
-def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
+def _timestamp(text: str | None) -> str | None:
+    moment = _moment(text)
+    return format_timestamp(moment) if moment else None
+
+
+def _validate(raw: dict[str, Any], ctx: _Context, label: str) -> Any:
+    """The parts of a sample an import reads, validated with Inspect's own models.
+
+    A sample in a legacy shape (`score`, `transcript`) goes through Inspect's whole
+    `EvalSample` model and its migrations; a current one through its parts alone, which is
+    several times faster than validating the transcript nobody reads.
+    """
+    from pydantic import ValidationError
+
+    legacy = "score" in raw or "transcript" in raw
+    lean = {k: v for k, v in raw.items() if k not in _UNREAD and k != "events"}
+    lean["error_retries"] = [
+        {k: v for k, v in r.items() if k != "events"} if isinstance(r, dict) else r
+        for r in raw.get("error_retries") or []
+    ]
+    try:
+        if legacy:
+            lean["input"] = ""
+            return inspect_api().EvalSample.model_validate(lean)
+        return _parts_model().model_validate(lean)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise at(ctx.name, label, f"not a valid Inspect sample: {first['msg']}", where) from None
+
+
+@functools.cache
+def _parts_model() -> Any:
+    """A model of the sample fields an import reads, built from Inspect's types."""
+    from pydantic import ConfigDict, create_model
+
     api = inspect_api()
+    from inspect_ai.model import ModelUsage
+    from inspect_ai.scorer import Score
+
+    retry: Any = api.EvalRetryError
+    return create_model(
+        "InspectSampleParts",
+        __config__=ConfigDict(extra="ignore"),
+        scores=(dict[str, Score] | None, None),
+        error=(api.EvalError | None, None),
+        error_retries=(list[retry] | None, None),
+        limit=(api.EvalSampleLimit | None, None),
+        invalidation=(api.ProvenanceData | None, None),
+        model_usage=(dict[str, ModelUsage], {}),
+        started_at=(str | None, None),
+        completed_at=(str | None, None),
+        store=(dict[str, Any], {}),
+        attachments=(dict[str, str], {}),
+    )
+
+
+def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
     sample_id, epoch = raw.get("id"), raw.get("epoch")
     label = f"{sample_id}/{epoch}"
     if not isinstance(sample_id, int | str) or isinstance(sample_id, bool):
@@ -347,32 +405,20 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
 
     events = raw.get("events") or []
     retries_raw = raw.get("error_retries") or []
-    lean = {k: v for k, v in raw.items() if k not in _UNREAD and k != "events"}
-    lean["input"] = ""
-    lean["error_retries"] = [
-        {k: v for k, v in r.items() if k != "events"} if isinstance(r, dict) else r
-        for r in retries_raw
-    ]
-    from pydantic import ValidationError
-
-    try:
-        sample = api.EvalSample.model_validate(lean)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise at(ctx.name, label, f"not a valid Inspect sample: {first['msg']}", where) from None
+    sample = _validate(raw, ctx, label)
     attachments = sample.attachments or {}
 
     labels: list[str] = []
-    started = _timestamp(sample.started_at)
-    completed = _timestamp(sample.completed_at)
-    if started is None:
-        started = _timestamp(ctx.header.eval.created) or "1970-01-01T00:00:00.000000Z"
+    begin = _moment(sample.started_at)
+    end = _moment(sample.completed_at)
+    if begin is None:
+        begin = _moment(ctx.header.eval.created) or datetime(1970, 1, 1, tzinfo=UTC)
         labels.append("timestamps_synthesized")
-    if completed is None or parse_timestamp(completed) < parse_timestamp(started):
-        completed = started
+    if end is None or end < begin:
+        end = begin
         if "timestamps_synthesized" not in labels:
             labels.append("timestamps_synthesized")
+    started, completed = format_timestamp(begin), format_timestamp(end)
 
     source_ids = (ctx.id_base, sample_id, epoch)
     attempts = len(retries_raw) + 1

@@ -44,7 +44,7 @@ from evalops.registry.load import Document
 from evalops.services.ingest import IngestResult, ingest_records
 from evalops.store import queries
 from evalops.store.engine import read_session
-from evalops.store.tables import ExecutionProfileRow, PolicyRow
+from evalops.store.tables import ExecutionProfileRow, GraderSetRow, PolicyRow, TaskRevision
 
 Source = Literal["inspect", "promptfoo"]
 MAX_LISTED = 100
@@ -125,7 +125,10 @@ def resolve(session: Session, loaded: LoadedMap) -> Resolved:
         executions[execution_id] = _resolve_execution(
             loaded, rows, execution_id, "providers", provider
         )
-    tasks: dict[str, tuple[ResolvedTask, GraderSet]] = {}
+    rows_by_task = _task_rows(session, spec.task_ids())
+    grader_sets: dict[str, tuple[GraderSetRow, GraderSet] | None] = {}
+    tasks: dict[str, ResolvedTask] = {}
+    checked: set[tuple[str, str]] = set()
     for key, task_map in spec.tasks.items():
         placements: list[tuple[str, tuple[str, ...]]] = [
             (task_id, ("tasks", key, "samples", sample))
@@ -134,36 +137,54 @@ def resolve(session: Session, loaded: LoadedMap) -> Resolved:
         if task_map.task is not None:
             placements.append((task_map.task, ("tasks", key, "task")))
         for task_id, loc in placements:
+            row = rows_by_task.get(task_id)
+            if row is None:
+                raise loaded.error(f"task {task_id!r} is not registered (run evalops sync)", *loc)
+            if row.grader_set_id not in grader_sets:
+                found = queries.grader_set_row(session, row.grader_set_id)
+                grader_sets[row.grader_set_id] = (
+                    (found, queries.grader_set_spec(found)) if found else None
+                )
+            grader_set = grader_sets[row.grader_set_id]
+            if grader_set is None:
+                raise loaded.error(
+                    f"task {task_id}'s grader set {row.grader_set_id!r} is not registered", *loc
+                )
+            grader_row, graders = grader_set
             if task_id not in tasks:
-                tasks[task_id] = _resolve_task(session, loaded, task_id, loc)
-            _check_scorers(loaded, key, *tasks[task_id])
-    return Resolved(loaded, {t: target for t, (target, _) in tasks.items()}, executions)
+                tasks[task_id] = _target(row, grader_row, graders)
+            if (key, grader_row.grader_set_digest) not in checked:
+                checked.add((key, grader_row.grader_set_digest))
+                _check_scorers(loaded, key, tasks[task_id], graders)
+    return Resolved(loaded, tasks, executions)
 
 
-def _resolve_task(
-    session: Session, loaded: LoadedMap, task_id: str, loc: tuple[str, ...]
-) -> tuple[ResolvedTask, GraderSet]:
-    row = queries.task_row(session, task_id)
-    if row is None:
-        raise loaded.error(f"task {task_id!r} is not registered (run evalops sync)", *loc)
-    spec = queries.task_spec(row)
-    grader_row = queries.grader_set_row(session, spec.grader_set)
-    if grader_row is None:
-        raise loaded.error(
-            f"task {task_id}'s grader set {spec.grader_set!r} is not registered", *loc
+def _task_rows(session: Session, task_ids: list[str]) -> dict[str, TaskRevision]:
+    """The current revision of each task (as `queries.task_row`), in a few queries."""
+    found: dict[str, TaskRevision] = {}
+    for start in range(0, len(task_ids), 500):
+        chunk = task_ids[start : start + 500]
+        rows = session.exec(
+            select(TaskRevision)
+            .where(col(TaskRevision.task_id).in_(chunk))
+            .order_by(col(TaskRevision.revision).desc(), col(TaskRevision.id).desc())
         )
-    graders = queries.grader_set_spec(grader_row)
-    plan = spec.contract.trials
-    k = (plan.k or plan.count) if plan is not None else 1
-    target = ResolvedTask(
-        task_id=task_id,
+        for row in rows:
+            found.setdefault(row.task_id, row)
+    return found
+
+
+def _target(row: TaskRevision, grader_row: GraderSetRow, graders: GraderSet) -> ResolvedTask:
+    # The stored document was validated when it was synced; only the trial plan is read.
+    plan = json.loads(row.document)["contract"].get("trials") or {}
+    return ResolvedTask(
+        task_id=row.task_id,
         task_digest=row.task_digest,
         grader_set_digest=grader_row.grader_set_digest,
         graders={g.id: g.version for g in graders.graders},
         blocking=tuple(g.id for g in graders.graders if g.blocking),
-        k=k,
+        k=int(plan.get("k") or plan.get("count") or 1),
     )
-    return target, graders
 
 
 def _check_scorers(loaded: LoadedMap, key: str, target: ResolvedTask, graders: GraderSet) -> None:
