@@ -122,9 +122,12 @@ class TrialBuilder:
         target_agent_id: str | None = None,
     ) -> Trial:
         """Start one record; datetimes must carry an offset."""
-        record: dict[str, Any] = {
-            "schema": SCHEMA,
-            "trial_id": trial_id,
+        record: dict[str, Any] = {"schema": SCHEMA, "trial_id": trial_id}
+        if run_id is not None:
+            record["run_id"] = run_id
+        if attempt_id is not None:
+            record["attempt_id"] = attempt_id
+        record |= {
             "task_id": self.task_id,
             "task_digest": self.task_digest,
             "execution_digest": self.execution_digest,
@@ -136,10 +139,6 @@ class TrialBuilder:
             "grader_results": [],
             "runtime": {"status": "ok"},
         }
-        if run_id is not None:
-            record["run_id"] = run_id
-        if attempt_id is not None:
-            record["attempt_id"] = attempt_id
         if target_agent_id is not None:
             record["target_agent_id"] = target_agent_id
         return Trial(self, record)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,16 @@ def test_example_maps_are_valid(path: Path) -> None:
         "support-refund-policy-explanation",
         "support-reply-tone",
     ]
+
+
+def test_the_maps_shown_in_the_readme_are_valid(tmp_path: Path) -> None:
+    text = (EXAMPLE_REGISTRY.parent / "README.md").read_text(encoding="utf-8")
+    maps = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "import-map/v1" in b]
+    assert {yaml.safe_load(b)["source"] for b in maps} == {"inspect", "promptfoo"}
+    for i, block in enumerate(maps):
+        path = tmp_path / f"readme-{i}.yaml"
+        path.write_text(block, encoding="utf-8")
+        assert load_import_map(path).spec.task_ids()
 
 
 def write(tmp_path: Path, text: str) -> Path:

@@ -51,7 +51,7 @@ def import_summary_lines(data: dict[str, Any]) -> list[str]:
                     f"    {source}'s own reduction: {_reduction(task['source_reduction'])}"
                 )
                 for why in task.get("differences") or []:
-                    lines.append(f"      differs: {why}")
+                    lines.append(f"      evalops counts differently: {why}")
             if task.get("graders_without_scorer"):
                 lines.append(
                     "    blocking graders with no scorer (trials missing_required_evidence): "
