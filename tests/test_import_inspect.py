@@ -367,6 +367,14 @@ def test_invalidated_samples_are_skipped_and_edited_scores_labelled(
     edited = found[("A-3", 1)]
     assert [t["class"] for t in edited] == ["task_pass"]
     assert "edited_score" in edited[0]["labels"]
+    # The map's runtime.limits: working -> timeout (infrastructure_invalid); a limit it does
+    # not list leaves the run ok, labelled, and its scores decide.
+    working = found[("A-2", 3)][0]
+    assert working["record"]["runtime"] == {"status": "timeout", "message": "working limit reached"}
+    assert working["class"] == "infrastructure_invalid"
+    context = found[("A-2", 4)][0]
+    assert context["record"]["runtime"] == {"status": "ok"}
+    assert (context["class"], "limit:context" in context["labels"]) == ("task_pass", True)
 
 
 # ------------------------------------------------------------------------- bad inputs

@@ -25,7 +25,7 @@ FailStatus = Literal["agent_error", "runtime_error", "infrastructure_error", "ti
 
 # Inspect's sample limit types (`EvalSampleLimit.type`, inspect-ai 0.3.285).
 InspectLimit = Literal[
-    "context", "time", "working", "message", "token", "cost", "operator", "custom"
+    "context", "time", "working", "message", "token", "turn", "cost", "operator", "custom"
 ]
 
 

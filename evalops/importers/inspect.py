@@ -166,7 +166,11 @@ class _Log:
         except BaseException:
             stream.close()
             raise
-        header = self._header(api, raw_header)
+        try:
+            header = self._header(api, raw_header)
+        except BaseException:
+            stream.close()
+            raise
         return header, self._json_samples(stream, members, samples)
 
     def _json_samples(
@@ -367,7 +371,7 @@ def _parts_model() -> Any:
         error=(api.EvalError | None, None),
         error_retries=(list[retry] | None, None),
         limit=(api.EvalSampleLimit | None, None),
-        invalidation=(api.ProvenanceData | None, None),
+        invalidation=(dict[str, Any] | None, None),  # only whether a sample is invalidated
         model_usage=(dict[str, ModelUsage], {}),
         started_at=(str | None, None),
         completed_at=(str | None, None),
@@ -491,7 +495,7 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
         results.append(result)
         if problem:
             labels.append(f"{problem}:{name}")
-        if any(edit.provenance is not None for edit in score.history):
+        if any(edit.provenance is not None for edit in getattr(score, "history", None) or []):
             labels.append("edited_score")
     rec["grader_results"] = results
     runtime: dict[str, Any] = {"status": "ok"}

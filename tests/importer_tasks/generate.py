@@ -4,7 +4,8 @@
 
 Writes `refund.eval` and `refund.json` (the same task, two runs, Inspect's two log formats)
 and `edited.json`: a copy of `refund.json` edited with Inspect's own API, one sample
-invalidated (A-1, epoch 5) and one score edited (A-3 epoch 1, reply_judge P -> C). Run in a
+invalidated (A-1, epoch 5), one score edited (A-3 epoch 1, reply_judge P -> C), and two
+samples marked as stopped by a limit (A-2 epochs 3 and 4: working, context). Run in a
 subprocess by the tests: Inspect sets up logging and an event loop of its own.
 """
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import (
+    EvalSampleLimit,
     ProvenanceData,
     edit_score,
     invalidate_samples,
@@ -59,6 +61,10 @@ def edited(source: Path, target: Path) -> Path:
         ScoreEdit(value="C", provenance=ProvenanceData(author="qa@example.com", reason="re-read")),
         epoch=1,
     )
+    # Two samples stopped by limits: one the map lists (working -> timeout), one it does not.
+    for epoch, kind in ((3, "working"), (4, "context")):
+        stopped = next(s for s in log.samples if s.id == "A-2" and s.epoch == epoch)
+        stopped.limit = EvalSampleLimit(type=kind, limit=30)  # type: ignore[arg-type]
     write_eval_log(log, str(target))
     return target
 
