@@ -523,3 +523,54 @@ def test_help_does_not_import_inspect() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, check=False
     )
     assert done.stdout.strip().splitlines()[-1] == "False", done.stdout + done.stderr
+
+
+@pytest.mark.postgres
+def test_import_into_a_postgresql_registry(
+    logs: dict[str, Path], pg_url: str, tmp_path: Path, cli: Cli
+) -> None:
+    from tests.helpers import commit_all, copy_example_registry, write_yaml
+
+    ws = tmp_path / "pg"
+    registry = copy_example_registry(ws / "registry")
+    write_yaml(
+        registry / "executions" / "inspect-mock.yaml",
+        {
+            "spec_schema_version": "execution-profile/v1",
+            "id": "inspect-mock",
+            "system_build": INSPECT_BUILD,
+            "model": {"provider": "mockllm", "name": "model"},
+        },
+    )
+    (ws / "map.yaml").write_text(inspect_map_text(), encoding="utf-8")
+    commit_all(ws)
+    for args in (("init",), ("sync",)):
+        assert cli("--db", pg_url, *args, cwd=ws).code == 0
+    first = cli(
+        "--db",
+        pg_url,
+        "trials",
+        "import",
+        "inspect",
+        str(logs["eval"]),
+        "--map",
+        "map.yaml",
+        "--json",
+        cwd=ws,
+    )
+    assert first.code == 0, first.stdout + first.stderr
+    assert first.json()["ingested"] == 18
+    again = cli(
+        "--db",
+        pg_url,
+        "trials",
+        "import",
+        "inspect",
+        str(logs["eval"]),
+        "--map",
+        "map.yaml",
+        "--json",
+        cwd=ws,
+    )
+    assert (again.json()["ingested"], again.json()["skipped_identical"]) == (0, 18)
+    assert cli("--db", pg_url, "verify", cwd=ws).code == 0
