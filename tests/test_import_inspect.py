@@ -456,6 +456,27 @@ def test_two_samples_mapped_to_one_task_are_refused(
     assert "one task receives at most one sample" in error["message"]
 
 
+def test_sample_ids_1_and_text_1_are_two_samples_for_one_task(
+    logs: dict[str, Path], ws: Path, cli: Cli
+) -> None:
+    doc = json.loads(logs["json"].read_text(encoding="utf-8"))  # json reads Inspect's NaN
+    for sample in doc["samples"]:
+        sample["id"] = {"A-1": 1, "A-2": "1"}.get(sample["id"], sample["id"])
+    doc.pop("reductions", None)
+    odd = ws / "odd.json"
+    odd.write_text(json.dumps(doc), encoding="utf-8")
+    text = inspect_map_text().replace("      A-1: support-refund-in-order\n", "")
+    bad = write_map(
+        ws,
+        text.replace(
+            "A-2: support-refund-policy-explanation", "'1': support-refund-policy-explanation"
+        ),
+    )
+    error = refused(cli, ws, str(odd), "--map", bad)
+    assert error["file"] == str(odd) and error["field"].endswith(": id")
+    assert "one task receives at most one sample" in error["message"]
+
+
 def test_a_log_whose_model_is_not_the_execution_profiles_is_refused(
     logs: dict[str, Path], ws: Path, cli: Cli
 ) -> None:

@@ -209,6 +209,8 @@ class _Context:
     id_base: str = ""
     """`eval_id` (else `run_id`): unique per log, the root of every trial id."""
     location_name: str = ""
+    owners: dict[str, int | str] = field(default_factory=dict)
+    """evalops task id -> the sample id it received."""
 
 
 @dataclass(frozen=True)
@@ -405,6 +407,16 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
             )
         yield Skipped(ctx.name, label, "unmapped_sample", str(sample_id))
         return
+    # Map keys are text: the ids 1 and "1" are one key, but two samples of the log.
+    owner = ctx.owners.setdefault(task_id, sample_id)
+    if owner != sample_id or type(owner) is not type(sample_id):
+        raise at(
+            ctx.name,
+            label,
+            f"samples {owner!r} and {sample_id!r} both map to task {task_id} "
+            "(one task receives at most one sample per log)",
+            "id",
+        )
     target = ctx.resolved.tasks[task_id]
 
     events = raw.get("events") or []
