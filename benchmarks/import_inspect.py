@@ -312,6 +312,7 @@ def main() -> int:
     root, url, map_path = _registry(args.samples)
     records, small_records = args.samples * args.epochs, small * args.epochs
     size = big_log.stat().st_size / 2**20
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}")
     print(
         f"log: {args.samples} samples x {args.epochs} epochs = {records} sample records, "
         f"{size:.1f} MiB ({big_log.name})"

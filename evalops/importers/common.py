@@ -14,7 +14,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,8 +42,6 @@ class ResolvedTask:
     task_id: str
     task_digest: str
     grader_set_digest: str
-    graders: Mapping[str, int]
-    """Grader id -> version, for every grader of the task's grader set."""
     blocking: tuple[str, ...]
     """Blocking graders: each needs a result, else the trial is missing evidence."""
     k: int
@@ -136,19 +134,8 @@ def file_digest(path: Path) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def utc_text(moment: datetime) -> str:
-    return format_timestamp(moment)
-
-
 def plus_ms(start: str, milliseconds: float) -> str:
     return format_timestamp(parse_timestamp(start) + timedelta(milliseconds=milliseconds))
-
-
-def check_execution(resolved: Resolved, execution_id: str) -> ResolvedExecution:
-    found = resolved.executions.get(execution_id)
-    if found is None:  # the service resolves every execution the map names
-        raise InputError(f"execution profile {execution_id!r} is not resolved")
-    return found
 
 
 @functools.lru_cache(maxsize=4096)

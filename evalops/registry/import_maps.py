@@ -11,7 +11,7 @@ from evalops.domain import digests
 from evalops.domain.import_map import ImportMap
 from evalops.errors import InputError
 from evalops.registry.definitions import pydantic_error
-from evalops.registry.load import Document, load_document
+from evalops.registry.load import Document, format_path, load_document
 
 MAP_VERSION = "import-map/v1"
 
@@ -33,8 +33,6 @@ class LoadedMap:
 
     def error(self, message: str, *loc: str | int) -> InputError:
         """An error at a field of the map file (`map.yaml:12: tasks.x.samples.A-1: ...`)."""
-        from evalops.registry.load import format_path
-
         return InputError(message, self.path, self.line_of(*loc), format_path(tuple(loc)))
 
 

@@ -181,7 +181,6 @@ def _target(row: TaskRevision, grader_row: GraderSetRow, graders: GraderSet) -> 
         task_id=row.task_id,
         task_digest=row.task_digest,
         grader_set_digest=grader_row.grader_set_digest,
-        graders={g.id: g.version for g in graders.graders},
         blocking=tuple(g.id for g in graders.graders if g.blocking),
         k=int(plan.get("k") or plan.get("count") or 1),
     )
