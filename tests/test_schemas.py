@@ -22,6 +22,7 @@ def test_committed_schemas_match_a_fresh_export(tmp_path: Path, cli: Cli) -> Non
             "execution-profile.schema.json",
             "gate-policy.schema.json",
             "grader-set.schema.json",
+            "import-map.schema.json",
             "suite-policy.schema.json",
             "suite.schema.json",
             "trial.schema.json",

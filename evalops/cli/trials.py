@@ -307,6 +307,182 @@ def grade(
     emit(ctx, result.block(), human)
 
 
+import_app = typer.Typer(
+    help="Import trials from the harnesses teams already run: Inspect AI logs and promptfoo "
+    "results, through an import map (registry/imports/).\n\nExample: evalops trials import "
+    "inspect logs/refund.eval --map registry/imports/inspect-support.yaml --dry-run",
+    no_args_is_help=True,
+)
+trials_app.add_typer(import_app, name="import")
+
+MapOption = Annotated[
+    Path,
+    typer.Option(
+        "--map", help="The import map (import-map/v1): samples -> tasks, scorers -> graders."
+    ),
+]
+OutputOption = Annotated[
+    Path | None,
+    typer.Option(
+        "-o", "--output", help="Write the trial records to this JSONL file instead of ingesting."
+    ),
+]
+DryRunOption = Annotated[
+    bool,
+    typer.Option(
+        "--dry-run",
+        help="Ingest nothing; print per task the trials, pass@k / pass^k beside the source "
+        "tool's own reduction, unmapped samples and scorers, blocking graders with no scorer.",
+    ),
+]
+SkipUnmappedOption = Annotated[
+    bool,
+    typer.Option(
+        "--skip-unmapped",
+        help="Skip (and count) samples, scorers and providers the map does not name, "
+        "instead of refusing the import.",
+    ),
+]
+
+
+def _run_import(
+    ctx: typer.Context,
+    source: str,
+    files: list[Path],
+    map_file: Path,
+    *,
+    output: Path | None,
+    dry_run: bool,
+    skip_unmapped: bool,
+    started_at: str | None,
+    json_flag: bool,
+) -> None:
+    from evalops.services.imports import import_trials
+
+    state = settings(ctx, json_flag)
+    with state.connect() as engine:
+        result = import_trials(
+            engine,
+            source,  # type: ignore[arg-type]
+            files,
+            map_file,
+            actor=state.who(),
+            now=now(),
+            dry_run=dry_run,
+            output=output,
+            skip_unmapped=skip_unmapped,
+            started_at=started_at,
+        )
+    emit(ctx, result.as_dict(), lambda: _print_import(result.as_dict()))
+
+
+def _print_import(data: dict[str, Any]) -> None:
+    from evalops.cli.imports_text import import_summary_lines
+
+    for line in import_summary_lines(data):
+        typer.echo(line)
+    for e in data["rejected"]:
+        where = ": ".join(str(p) for p in (e["file"], e["field"]) if p)
+        sys.stderr.write(f"rejected: {where}: {e['error']}\n")
+
+
+@import_app.command("inspect")
+def import_inspect(
+    ctx: typer.Context,
+    logs: Annotated[
+        list[Path], typer.Argument(metavar="LOG...", help="Inspect .eval or .json logs.")
+    ],
+    map_file: MapOption,
+    output: OutputOption = None,
+    dry_run: DryRunOption = False,
+    skip_unmapped: SkipUnmappedOption = False,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Import Inspect AI logs (.eval or .json): each sample and epoch becomes a trial.
+
+    Each of a sample's error_retries is its own trial, a rerun of the attempt before it.
+    Scores map through the map's values (unlisted or NaN: grader_invalid). All or nothing;
+    re-importing a log is a counted no-op. Needs the extra: pip install 'evalops[inspect]'.
+
+    Example: evalops trials import inspect refund.eval --map registry/imports/inspect-support.yaml
+    """
+    _run_import(
+        ctx,
+        "inspect",
+        logs,
+        map_file,
+        output=output,
+        dry_run=dry_run,
+        skip_unmapped=skip_unmapped,
+        started_at=None,
+        json_flag=json_flag,
+    )
+
+
+@import_app.command("promptfoo")
+def import_promptfoo(
+    ctx: typer.Context,
+    results: Annotated[
+        list[Path],
+        typer.Argument(metavar="RESULTS...", help="promptfoo -o results.json or .jsonl files."),
+    ],
+    map_file: MapOption,
+    output: OutputOption = None,
+    dry_run: DryRunOption = False,
+    skip_unmapped: SkipUnmappedOption = False,
+    started_at: Annotated[
+        str | None,
+        typer.Option(
+            "--started-at",
+            help="Start of the run (RFC 3339 with offset); required for .jsonl results, "
+            "whose rows carry no timestamp.",
+        ),
+    ] = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Import promptfoo results (promptfoo eval --repeat N -o results.json): a row, a trial.
+
+    A test is a task, a provider an execution; trial_index is the repeat ordinal; an
+    assertion's pass maps through the map's values. All or nothing; re-import is a no-op.
+
+    Example: evalops trials import promptfoo out.json --map registry/imports/promptfoo-support.yaml
+    """
+    _run_import(
+        ctx,
+        "promptfoo",
+        results,
+        map_file,
+        output=output,
+        dry_run=dry_run,
+        skip_unmapped=skip_unmapped,
+        started_at=started_at,
+        json_flag=json_flag,
+    )
+
+
+@trials_app.command()
+def template(
+    ctx: typer.Context,
+    task: Annotated[str, typer.Option(help="Registered task id.")],
+    execution: Annotated[str, typer.Option(help="Registered execution profile id.")],
+    json_flag: JsonFlag = False,
+) -> None:
+    """Print a valid skeleton trial record for a task and execution, digests filled in.
+
+    One result per grader of the task's grader set, the expected tool calls, runtime ok:
+    edit what your harness observed, or build records in Python with
+    evalops.record.TrialBuilder.
+
+    Example: evalops trials template --task support-refund-in-order --execution candidate-b124
+    """
+    from evalops.record import TrialBuilder
+
+    state = settings(ctx, json_flag)
+    builder = TrialBuilder.from_database(state.db_url, task=task, execution=execution)
+    record = builder.template(now())
+    emit(ctx, record, lambda: typer.echo(json.dumps(record, indent=2, ensure_ascii=False)))
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(trials_app, name="trials")
     app.add_typer(trajectory_app, name="trajectory")

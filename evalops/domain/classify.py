@@ -19,6 +19,9 @@ from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, TrialClass
 
 RANK: dict[str, int] = {c: i for i, c in enumerate(CANONICAL_PRECEDENCE)}
 FAILING_STATES = frozenset(CANONICAL_PRECEDENCE) - {"task_pass"}
+# A grader's own failing verdicts (its layer's), the ones a calibration may or may not let a
+# model block; the evidence states hold on their own.
+VERDICTS = frozenset({"task_fail", "hard_constraint_fail"})
 
 
 @dataclass(frozen=True)
@@ -162,9 +165,11 @@ def _queued(
     if v is None or v.state != "valid":
         return None
     for result in own:
+        if result.state not in grader.produces:
+            continue  # grader_invalid already; nothing for a person to settle
         if result.state == "abstain":
             return "abstained"
-        if result.state in FAILING_STATES and result.state not in v.blockable_classes:
+        if result.state in VERDICTS and result.state not in v.blockable_classes:
             return f"{result.state} is not blockable by the model"
     return None
 

@@ -18,6 +18,8 @@ class Line:
     file: str
     number: int
     data: bytes
+    label: str | None = None
+    """Where in the file, for records that are not lines (an import's `sample/epoch`)."""
 
 
 def read_lines(

@@ -9,7 +9,7 @@ than N). Every problem is reported as `file:line: field.path: what is wrong`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -39,7 +39,7 @@ from evalops.store.tables import IngestBatch, Trial
 BATCH_SIZE = 500
 MAX_REPORTED = 1000
 
-__all__ = ["MAX_LINE_BYTES", "IngestResult", "ingest_files", "trials_digest"]
+__all__ = ["MAX_LINE_BYTES", "IngestResult", "ingest_files", "ingest_records", "trials_digest"]
 
 
 @dataclass
@@ -61,9 +61,17 @@ class IngestResult:
         }
 
 
+def _at(line: Line, message: str, field_path: str | None) -> InputError:
+    """`file:line: field: what`, or `file: sample/epoch: field: what` for an imported record."""
+    if line.label is None:
+        return InputError(message, line.file, line.number, field_path)
+    where = f"{line.label}: {field_path}" if field_path else line.label
+    return InputError(message, line.file, None, where)
+
+
 def _relocate(error: InputError, line: Line) -> InputError:
     """Errors from parsing one line name that line of the file."""
-    return InputError(error.message, line.file, line.number, error.field)
+    return _at(line, error.message, error.field)
 
 
 @dataclass
@@ -74,7 +82,12 @@ class _Prepared:
 
 
 class _Ingester:
-    def __init__(self, session: Session, batch_id: int) -> None:
+    def __init__(
+        self,
+        session: Session,
+        batch_id: int,
+        observe: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.session = session
         self.defs = Definitions(session)
         self.batch_id = batch_id
@@ -86,6 +99,8 @@ class _Ingester:
         self.seq = next_seq(session)
         self.next_id = (session.exec(select(func.max(Trial.id))).one() or 0) + 1
         self.rows_digest = RowsDigest()
+        # Sees every accepted or identical row (an import's dry run reads classifications).
+        self.observe = observe
 
     def reject(self, error: InputError) -> None:
         # Keep counting past the report cap so the abort decision stays right.
@@ -105,6 +120,10 @@ class _Ingester:
         value = doc.value
         if not isinstance(value, dict):
             raise InputError("a trial record must be a JSON object", line.file, line.number)
+        return self.prepare_value(line, value)
+
+    def prepare_value(self, line: Line, value: dict[str, Any]) -> _Prepared:
+        """Validate and classify one record already parsed (a line, or an imported trial)."""
         try:
             record = TrialRecord.model_validate(value)
         except ValidationError as exc:
@@ -112,7 +131,7 @@ class _Ingester:
         return self._check(line, value, record)
 
     def _fail(self, line: Line, message: str, field_path: str) -> InputError:
-        return InputError(message, line.file, line.number, field_path)
+        return _at(line, message, field_path)
 
     def _check(self, line: Line, value: dict[str, Any], record: TrialRecord) -> _Prepared:
         task = self.defs.task(record.task_id, record.task_digest)
@@ -239,6 +258,8 @@ class _Ingester:
             if trial_id in known:
                 if known[trial_id][0] == row["record_digest"]:
                     self.result.skipped_identical += 1
+                    if self.observe is not None:
+                        self.observe(p.row)
                     continue
                 self.reject(
                     self._fail(
@@ -262,6 +283,8 @@ class _Ingester:
             self.next_id += 1
             rows.append(row)
             self.rows_digest.add(Trial.__table__, row)  # type: ignore[attr-defined]
+            if self.observe is not None:
+                self.observe(row)
             self.hasher.update(
                 f"{trial_id}\n{row['record_digest']}\n{row['stored_digest']}\n".encode()
             )
@@ -376,43 +399,121 @@ def ingest_files(
                         ingester.flush(chunk)
                         chunk = []
                 ingester.flush(chunk)
-        result = ingester.result
-        if ingester.rejected_count > max_bad_records:
-            # Rolls the whole transaction back: nothing of this invocation is stored.
-            raise InputErrors.of(result.rejected)
-        if result.ingested == 0:
-            result.batch_id = None
-            return result
-        payload = {
-            "batch": batch_id,
-            "files": names,
-            "ingested": result.ingested,
-            "skipped_identical": result.skipped_identical,
-            "rejected": [
-                {"file": e.file, "line": e.line, "field": e.field, "error": e.message}
-                for e in result.rejected
-            ],
-            "trials_digest": "sha256:" + ingester.hasher.hexdigest(),
-        }
-        batch = IngestBatch(
-            id=batch_id,
-            files=canonical_text(names),
-            ingested=result.ingested,
-            skipped_identical=result.skipped_identical,
-            rejected=len(result.rejected),
-            at=now,
-            actor=actor,
-            audit_seq=ingester.seq,
+        return _record_batch(
+            session, ingester, names, actor=actor, now=now, max_bad_records=max_bad_records
         )
-        session.add(batch)
-        append_event(
-            session,
-            at=now,
-            actor=actor,
-            kind="trials.ingest",
-            subject=f"ingest:{batch_id}",
-            payload=payload,
-            rows=[batch],
-            rows_digest=ingester.rows_digest,
-        )
+
+
+def _record_batch(
+    session: Session,
+    ingester: _Ingester,
+    names: list[str],
+    *,
+    actor: str,
+    now: datetime,
+    max_bad_records: int,
+    audit_extra: dict[str, Any] | None = None,
+) -> IngestResult:
+    """Abort on too many bad records, else record the batch and its audit event."""
+    result = ingester.result
+    if ingester.rejected_count > max_bad_records:
+        # Rolls the whole transaction back: nothing of this invocation is stored.
+        raise InputErrors.of(result.rejected)
+    if result.ingested == 0:
+        result.batch_id = None
         return result
+    batch_id = ingester.batch_id
+    payload = {
+        **(audit_extra or {}),
+        "batch": batch_id,
+        "files": names,
+        "ingested": result.ingested,
+        "skipped_identical": result.skipped_identical,
+        "rejected": [
+            {"file": e.file, "line": e.line, "field": e.field, "error": e.message}
+            for e in result.rejected
+        ],
+        "trials_digest": "sha256:" + ingester.hasher.hexdigest(),
+    }
+    batch = IngestBatch(
+        id=batch_id,
+        files=canonical_text(names),
+        ingested=result.ingested,
+        skipped_identical=result.skipped_identical,
+        rejected=len(result.rejected),
+        at=now,
+        actor=actor,
+        audit_seq=ingester.seq,
+    )
+    session.add(batch)
+    append_event(
+        session,
+        at=now,
+        actor=actor,
+        kind="trials.ingest",
+        subject=f"ingest:{batch_id}",
+        payload=payload,
+        rows=[batch],
+        rows_digest=ingester.rows_digest,
+    )
+    return result
+
+
+class _DryRun(Exception):
+    """Raised inside the write transaction to roll a dry run back."""
+
+    def __init__(self, result: IngestResult) -> None:
+        super().__init__("dry run")
+        self.result = result
+
+
+def ingest_records(
+    engine: Engine,
+    items: Iterable[tuple[str, str, dict[str, Any]]],
+    *,
+    files: list[str],
+    actor: str,
+    now: datetime,
+    max_bad_records: int = 0,
+    audit_extra: dict[str, Any] | None = None,
+    dry_run: bool = False,
+    observe: Callable[[dict[str, Any]], None] | None = None,
+) -> IngestResult:
+    """Ingest records already parsed (an importer's output) exactly as `ingest_files` does.
+
+    Each item is (source file, location such as `A-1/2`, record); errors read
+    `file: location: field: what`. `audit_extra` joins the batch's audit payload (an
+    import's `source` and `map_digest`). `dry_run` validates, classifies and resolves
+    everything in the same transaction, reports every rejected record and rolls back.
+    `observe` sees each accepted or identical row (its classification included).
+    """
+    try:
+        with write_session(engine) as session:
+            batch_id = (session.exec(select(func.max(IngestBatch.id))).one() or 0) + 1
+            ingester = _Ingester(session, batch_id, observe)
+            chunk: list[_Prepared] = []
+            for file, label, value in items:
+                line = Line(file, 0, b"", label)
+                try:
+                    chunk.append(ingester.prepare_value(line, value))
+                except InputError as exc:
+                    ingester.reject(exc)
+                    continue
+                if len(chunk) >= BATCH_SIZE:
+                    ingester.flush(chunk)
+                    chunk = []
+            ingester.flush(chunk)
+            if dry_run:
+                raise _DryRun(ingester.result)
+            return _record_batch(
+                session,
+                ingester,
+                files,
+                actor=actor,
+                now=now,
+                max_bad_records=max_bad_records,
+                audit_extra=audit_extra,
+            )
+    except _DryRun as done:
+        done.result.batch_id = None
+        return done.result

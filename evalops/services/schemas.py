@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from evalops.domain.import_map import ImportMap
 from evalops.domain.specs import SPEC_MODELS
 from evalops.domain.trial_record import TrialRecord
 
@@ -13,9 +14,10 @@ SCHEMA_BASE = "https://evalops.dev/schemas/"
 
 
 def schema_documents() -> dict[str, dict[str, Any]]:
-    """File name -> JSON Schema, one per spec format and one for TrialRecord."""
+    """File name -> JSON Schema: one per spec format, TrialRecord and the import map."""
     models: dict[str, Any] = {v.replace("/v1", ""): m for v, m in SPEC_MODELS.items()}
     models["trial"] = TrialRecord
+    models["import-map"] = ImportMap
     out: dict[str, dict[str, Any]] = {}
     for name, model in models.items():
         schema = model.model_json_schema(by_alias=True, mode="validation")

@@ -1,0 +1,75 @@
+"""Human rendering of `evalops trials import` results (the --json shape is the data)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def visible(text: object) -> str:
+    """Names from a source log, with control characters shown, never acted on by a terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", str(text))
+
+
+def _number(value: Any) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _reduction(reduction: Any) -> str:
+    if not isinstance(reduction, dict):
+        return visible(reduction)
+    parts = []
+    for scorer, reducers in reduction.items():
+        if isinstance(reducers, dict):
+            values = ", ".join(f"{visible(r)} {visible(v)}" for r, v in reducers.items())
+            parts.append(f"{visible(scorer)}: {values}")
+    return "; ".join(parts)
+
+
+def import_summary_lines(data: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    source = data["source"]
+    skipped = data.get("skipped") or {}
+    if data.get("tasks") is not None:
+        lines.append(f"dry run of {source} import: nothing stored (map {data['map_digest']})")
+        lines.append(
+            f"{'task':<36} {'execution':<16} {'trials':>6} {'n':>3} {'pass':>4} {'k':>2} "
+            f"{'pass@k':>6} {'pass^k':>6}  classes"
+        )
+        for task in data["tasks"]:
+            classes = ", ".join(f"{c} {n}" for c, n in task["classes"].items()) or "-"
+            lines.append(
+                f"{visible(task['task_id']):<36} {visible(task['execution']):<16} "
+                f"{task['trials']:>6} {task['n']:>3} "
+                f"{task['passedCount']:>4} {task['k']:>2} {_number(task['passAtK']):>6} "
+                f"{_number(task['passHatK']):>6}  {classes}"
+            )
+            if task.get("source_reduction"):
+                lines.append(
+                    f"    {source}'s own reduction: {_reduction(task['source_reduction'])}"
+                )
+                for why in task.get("differences") or []:
+                    lines.append(f"      evalops counts differently: {why}")
+            if task.get("graders_without_scorer"):
+                lines.append(
+                    "    blocking graders with no scorer (trials missing_required_evidence): "
+                    + ", ".join(task["graders_without_scorer"])
+                )
+        for kind, names in (data.get("unmapped") or {}).items():
+            if names:
+                lines.append(f"unmapped {kind}: " + ", ".join(visible(n) for n in names))
+        verb = "would ingest"
+    else:
+        verb = "ingested"
+    if data.get("output") is not None:
+        lines.append(f"wrote {data['written']} trial records to {visible(data['output'])}")
+    else:
+        lines.append(
+            f"{verb} {data['ingested']}, skipped {data['skipped_identical']} identical, "
+            f"rejected {len(data['rejected'])}"
+        )
+    if skipped:
+        lines.append("left out: " + ", ".join(f"{r} {n}" for r, n in skipped.items()))
+    return lines

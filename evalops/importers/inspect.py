@@ -1,0 +1,665 @@
+"""Inspect AI logs (`.eval` and `.json`) -> `evalops.trial/v1` records (DESIGN.md 10.1).
+
+Reading: the header, the reductions and each sample are parsed once and validated with
+Inspect's own log models (`inspect_ai.log`). A `.eval` log is a zip opened once; a `.json`
+log is streamed member by member (`json_stream`). Only one sample is in memory at a time,
+and the bulky parts an import never reads (messages, model output, pooled event data) are
+dropped before validation, which is what keeps reading well above 1,000 samples/s.
+
+Translation, per sample and epoch: each of Inspect's `error_retries` is a failed attempt and
+becomes its own trial; the first attempt is the original (`trial_index` = epoch - 1), each
+later attempt a rerun of the one before it. Scores go through the map's `values`; tool calls
+come from the `ToolEvent`s, attributed to the nearest enclosing agent span; usage sums the
+model events outside the scorers (input tokens include cache reads and writes).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import zipfile
+from collections.abc import Generator, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic_core import from_json
+
+from evalops.domain.import_map import TaskMap
+from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+from evalops.errors import InputError
+from evalops.importers.common import (
+    Item,
+    Resolved,
+    ResolvedExecution,
+    Skipped,
+    SourceSummary,
+    Translated,
+    Unmapped,
+    at,
+    base_record,
+    file_digest,
+    grader_result,
+    short_message,
+    trial_id,
+)
+from evalops.importers.json_stream import JsonStreamError, iter_object
+
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog
+
+EXTRA_HINT = "pip install 'evalops[inspect]'"
+TRIAL_PREFIX = "insp"
+# Parts of a sample an import never reads; dropped before validation (they are most of it).
+_UNREAD = ("messages", "output", "events_data", "timelines", "sandbox", "files", "setup")
+_SCORING_SPANS = frozenset({"scorers", "scorer"})
+_STORE_EFFECTS = "evalops:external_effects"
+_STORE_MISSES = "evalops:fixture_misses"
+_STORE_ARTIFACTS = "evalops:artifacts"
+_ATTACHMENT = "attachment://"
+
+
+def inspect_api() -> Any:
+    """`inspect_ai.log`, imported only when a log is read (it is large and optional)."""
+    try:
+        import inspect_ai.log as api
+    except ImportError:
+        raise InputError(
+            f"reading Inspect AI logs needs inspect-ai, the optional extra: {EXTRA_HINT}",
+            field="inspect",
+        ) from None
+    return api
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+class _Log:
+    """One Inspect log: its header, then its samples (raw JSON) one at a time."""
+
+    def __init__(self, path: Path, name: str) -> None:
+        self.path = path
+        self.name = name
+        self.reductions: list[Any] = []
+
+    def _fail(self, message: str, field_path: str | None = None) -> InputError:
+        return InputError(message, self.name, None, field_path)
+
+    def read(self) -> tuple[EvalLog, Generator[dict[str, Any], None, None]]:
+        api = inspect_api()  # also teaches zipfile Inspect's zstd compression
+        if self.name.endswith(".eval"):
+            return self._read_eval(api)
+        if self.name.endswith(".json"):
+            return self._read_json(api)
+        raise self._fail("not an Inspect log: expected a .eval or .json file")
+
+    def _header(self, api: Any, raw: Any) -> EvalLog:
+        from pydantic import ValidationError
+
+        if not isinstance(raw, dict):
+            raise self._fail("the log header is not a JSON object")
+        try:
+            header: EvalLog = api.EvalLog.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise self._fail(f"not a valid Inspect log header: {first['msg']}", where) from None
+        return header
+
+    def _read_eval(self, api: Any) -> tuple[EvalLog, Generator[dict[str, Any], None, None]]:
+        try:
+            archive = zipfile.ZipFile(self.path)
+        except (zipfile.BadZipFile, OSError) as exc:
+            raise self._fail(f"cannot open the .eval log (a zip archive): {exc}") from None
+        try:
+            names = list(dict.fromkeys(i.filename for i in archive.infolist()))
+            if "header.json" in names:
+                header = self._header(api, self._member(archive, "header.json"))
+            else:
+                # A log still being written has no header yet: Inspect reads its journal.
+                header = api.read_eval_log(str(self.path), header_only=True)
+            if "reductions.json" in names:
+                reductions = self._member(archive, "reductions.json")
+                self.reductions = reductions if isinstance(reductions, list) else []
+        except BaseException:
+            archive.close()
+            raise
+        samples = [n for n in names if n.startswith("samples/") and n.endswith(".json")]
+        return header, self._eval_samples(archive, samples)
+
+    def _member(self, archive: zipfile.ZipFile, name: str) -> Any:
+        try:
+            # pydantic-core's parser: faster than json.loads, and reads Inspect's NaN.
+            return from_json(archive.read(name))
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
+            raise self._fail(f"cannot read {name} from the .eval log: {exc}") from None
+
+    def _eval_samples(
+        self, archive: zipfile.ZipFile, names: list[str]
+    ) -> Generator[dict[str, Any], None, None]:
+        with archive:
+            for name in names:
+                raw = self._member(archive, name)
+                if not isinstance(raw, dict):
+                    raise self._fail(f"{name} is not a JSON object")
+                yield raw
+
+    def _read_json(self, api: Any) -> tuple[EvalLog, Generator[dict[str, Any], None, None]]:
+        try:
+            stream = self.path.open("rb")
+        except OSError as exc:
+            raise self._fail(f"cannot read the log: {exc.strerror}") from None
+        members = iter_object(stream, frozenset({"samples", "reductions"}))
+        raw_header: dict[str, Any] = {}
+        samples: Iterator[Any] = iter(())
+        try:
+            for key, value in members:
+                if key == "samples":
+                    samples = value
+                    break
+                if key != "reductions":
+                    raw_header[key] = value
+        except JsonStreamError as exc:
+            stream.close()
+            raise self._fail(f"cannot read the JSON log: {exc}") from None
+        except BaseException:
+            stream.close()
+            raise
+        try:
+            header = self._header(api, raw_header)
+        except BaseException:
+            stream.close()
+            raise
+        return header, self._json_samples(stream, members, samples)
+
+    def _json_samples(
+        self, stream: Any, members: Iterator[tuple[str, Any]], samples: Iterator[Any]
+    ) -> Generator[dict[str, Any], None, None]:
+        with stream:
+            try:
+                for raw in samples:
+                    if not isinstance(raw, dict):
+                        raise self._fail("a sample is not a JSON object", "samples")
+                    yield raw
+                for key, value in members:
+                    if key == "reductions":
+                        self.reductions = list(value)
+            except JsonStreamError as exc:
+                raise self._fail(f"cannot read the JSON log: {exc}") from None
+
+
+# -------------------------------------------------------------------------- translation
+
+
+@dataclass
+class _Context:
+    """What translating one log's samples needs."""
+
+    resolved: Resolved
+    name: str
+    header: EvalLog
+    task_map: TaskMap | None
+    execution: ResolvedExecution
+    digest: str
+    producer: str
+    unmapped: Unmapped
+    summary: SourceSummary
+    run_id: str = ""
+    id_base: str = ""
+    """`eval_id` (else `run_id`): unique per log, the root of every trial id."""
+    location_name: str = ""
+    owners: dict[str, int | str] = field(default_factory=dict)
+    """evalops task id -> the sample id it received."""
+
+
+@dataclass(frozen=True)
+class _Span:
+    agent: str | None
+    """Name of the nearest enclosing agent span (itself included)."""
+    scoring: bool
+    """Inside Inspect's scorers: model calls there are the grader's, not the agent's."""
+
+
+def _resolve_attachments(value: Any, attachments: Mapping[str, Any]) -> Any:
+    """Inspect moves long strings to `attachments` and leaves `attachment://<id>` behind."""
+    if isinstance(value, str) and value.startswith(_ATTACHMENT):
+        found = attachments.get(value[len(_ATTACHMENT) :])
+        return found if isinstance(found, str) else value
+    if isinstance(value, dict):
+        return {k: _resolve_attachments(v, attachments) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve_attachments(v, attachments) for v in value]
+    return value
+
+
+@dataclass
+class _Observed:
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    first: str | None = None
+    last: str | None = None
+
+
+def _observe(
+    events: list[Any], ctx: _Context, attachments: Mapping[str, Any], label: str, task_id: str
+) -> _Observed:
+    """Tool calls (with their agent) and the agent's own model usage, in one pass.
+
+    A span begins before anything inside it, so each span's agent and scoring flag are
+    known from its parent's when it begins.
+    """
+    tools = ctx.resolved.map.spec.tools
+    target = ctx.resolved.map.spec.target_agent_id
+    spans: dict[Any, _Span] = {}
+    root = _Span(None, False)
+    out = _Observed()
+    for e in events:
+        if not isinstance(e, dict):
+            continue
+        stamp = e.get("timestamp")
+        if isinstance(stamp, str):
+            out.first = out.first or stamp
+            out.last = stamp
+        kind = e.get("event")
+        if kind == "span_begin":
+            parent = spans.get(e.get("parent_id"), root)
+            span_type = e.get("type")
+            name = e.get("name")
+            spans[e.get("id")] = _Span(
+                str(name) if span_type == "agent" and name else parent.agent,
+                parent.scoring or span_type in _SCORING_SPANS,
+            )
+        elif kind == "tool":
+            function, arguments = e.get("function"), e.get("arguments")
+            if not isinstance(function, str) or not isinstance(arguments, dict):
+                raise at(
+                    ctx.name, label, "a tool event has no function name or arguments", "events"
+                )
+            agent = spans.get(e.get("span_id"), root).agent or target
+            call: dict[str, Any] = {
+                "tool": tools.get(function, function),
+                "args": _resolve_attachments(arguments, attachments),
+            }
+            if agent:
+                call["agent_id"] = agent
+            out.tool_calls.append(call)
+        elif kind == "model":
+            if spans.get(e.get("span_id"), root).scoring:
+                continue  # the scorer's own model usage is the grader's, not the agent's
+            out.model_calls += 1
+            output = e.get("output")
+            usage = output.get("usage") if isinstance(output, dict) else None
+            if isinstance(usage, dict):
+                out.input_tokens += _tokens(usage, "input_tokens")
+                out.input_tokens += _tokens(usage, "input_tokens_cache_read")
+                out.input_tokens += _tokens(usage, "input_tokens_cache_write")
+                out.output_tokens += _tokens(usage, "output_tokens")
+    ctx.summary.agents.setdefault(task_id, set()).update(
+        c.get("agent_id") or "-" for c in out.tool_calls
+    )
+    return out
+
+
+def _tokens(usage: Mapping[str, Any], key: str) -> int:
+    value = usage.get(key)
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def _usage(observed: _Observed) -> dict[str, int]:
+    return {
+        "model_calls": observed.model_calls,
+        "input_tokens": observed.input_tokens,
+        "output_tokens": observed.output_tokens,
+    }
+
+
+def _moment(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return parse_timestamp(text)
+    except ValueError:
+        return None
+
+
+def _timestamp(text: str | None) -> str | None:
+    moment = _moment(text)
+    return format_timestamp(moment) if moment else None
+
+
+def _validate(raw: dict[str, Any], ctx: _Context, label: str) -> Any:
+    """The parts of a sample an import reads, validated with Inspect's own models.
+
+    A sample in a legacy shape (`score`, `transcript`) goes through Inspect's whole
+    `EvalSample` model and its migrations; a current one through its parts alone, which is
+    several times faster than validating the transcript nobody reads.
+    """
+    from pydantic import ValidationError
+
+    legacy = "score" in raw or "transcript" in raw
+    lean = {k: v for k, v in raw.items() if k not in _UNREAD and k != "events"}
+    lean["error_retries"] = [
+        {k: v for k, v in r.items() if k != "events"} if isinstance(r, dict) else r
+        for r in raw.get("error_retries") or []
+    ]
+    try:
+        if legacy:
+            lean["input"] = ""
+            return inspect_api().EvalSample.model_validate(lean)
+        return _parts_model().model_validate(lean)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise at(ctx.name, label, f"not a valid Inspect sample: {first['msg']}", where) from None
+
+
+@functools.cache
+def _parts_model() -> Any:
+    """A model of the sample fields an import reads, built from Inspect's types."""
+    from pydantic import ConfigDict, create_model
+
+    api = inspect_api()
+    from inspect_ai.model import ModelUsage
+    from inspect_ai.scorer import Score
+
+    retry: Any = api.EvalRetryError
+    return create_model(
+        "InspectSampleParts",
+        __config__=ConfigDict(extra="ignore"),
+        scores=(dict[str, Score] | None, None),
+        error=(api.EvalError | None, None),
+        error_retries=(list[retry] | None, None),
+        limit=(api.EvalSampleLimit | None, None),
+        invalidation=(dict[str, Any] | None, None),  # only whether a sample is invalidated
+        model_usage=(dict[str, ModelUsage], {}),
+        started_at=(str | None, None),
+        completed_at=(str | None, None),
+        store=(dict[str, Any], {}),
+        attachments=(dict[str, str], {}),
+    )
+
+
+def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
+    sample_id, epoch = raw.get("id"), raw.get("epoch")
+    label = f"{sample_id}/{epoch}"
+    if not isinstance(sample_id, int | str) or isinstance(sample_id, bool):
+        raise at(ctx.name, label, "a sample has no id", "id")
+    if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 1:
+        raise at(ctx.name, label, "a sample has no epoch (a whole number from 1)", "epoch")
+    if raw.get("invalidation"):
+        yield Skipped(ctx.name, label, "invalidated", str(sample_id))
+        return
+    if ctx.task_map is None:
+        yield Skipped(ctx.name, label, "unmapped_task", str(ctx.header.eval.task))
+        return
+    task_id = (ctx.task_map.samples or {}).get(str(sample_id))
+    if task_id is None:
+        if ctx.unmapped == "error":
+            raise at(
+                ctx.name,
+                label,
+                f"sample {sample_id} of task {ctx.header.eval.task} is not in the map "
+                "(map it, or pass --skip-unmapped)",
+                "id",
+            )
+        yield Skipped(ctx.name, label, "unmapped_sample", str(sample_id))
+        return
+    # Map keys are text: the ids 1 and "1" are one key, but two samples of the log.
+    owner = ctx.owners.setdefault(task_id, sample_id)
+    if owner != sample_id or type(owner) is not type(sample_id):
+        raise at(
+            ctx.name,
+            label,
+            f"samples {owner!r} and {sample_id!r} both map to task {task_id} "
+            "(one task receives at most one sample per log)",
+            "id",
+        )
+    target = ctx.resolved.tasks[task_id]
+
+    events = raw.get("events") or []
+    retries_raw = raw.get("error_retries") or []
+    sample = _validate(raw, ctx, label)
+    attachments = sample.attachments or {}
+
+    labels: list[str] = []
+    begin = _moment(sample.started_at)
+    end = _moment(sample.completed_at)
+    if begin is None:
+        begin = _moment(ctx.header.eval.created) or datetime(1970, 1, 1, tzinfo=UTC)
+        labels.append("timestamps_synthesized")
+    if end is None or end < begin:
+        end = begin
+        if "timestamps_synthesized" not in labels:
+            labels.append("timestamps_synthesized")
+    started, completed = format_timestamp(begin), format_timestamp(end)
+
+    source_ids = (ctx.id_base, sample_id, epoch)
+    attempts = len(retries_raw) + 1
+    ids = [trial_id(TRIAL_PREFIX, *source_ids, a) for a in range(1, attempts + 1)]
+    location = f"{ctx.location_name}#{sample_id}/{epoch}"
+    source_artifact = {
+        "kind": "source_log",
+        "digest": ctx.digest,
+        "producer": ctx.producer,
+        "location": location,
+    }
+
+    def record(attempt: int, start: str, end: str) -> dict[str, Any]:
+        rec = base_record(
+            trial=ids[attempt - 1],
+            run_id=ctx.run_id,
+            attempt_id=f"{ctx.id_base}/{sample_id}/{epoch}/{attempt}",
+            target=target,
+            execution=ctx.execution,
+            trial_index=epoch - 1,
+            started_at=start,
+            completed_at=end,
+        )
+        if attempt > 1:
+            rec["rerun"] = {
+                "parent_trial_id": ids[attempt - 2],
+                "reason": "error_retry",
+                "ordinal": attempt - 1,
+            }
+        target_agent = ctx.resolved.map.spec.target_agent_id
+        if target_agent:
+            rec["target_agent_id"] = target_agent
+        return rec
+
+    # The failed attempts: Inspect keeps their error and the events since the last model call.
+    for attempt, (retry, retry_raw) in enumerate(
+        zip(sample.error_retries or [], retries_raw, strict=True), start=1
+    ):
+        retry_events = retry_raw.get("events") if isinstance(retry_raw, dict) else None
+        observed = _observe(retry_events or [], ctx, attachments, label, task_id)
+        begun, ended = _timestamp(observed.first), _timestamp(observed.last)
+        rec = record(attempt, begun or started, ended or begun or started)
+        rec["grader_results"] = []
+        rec["runtime"] = {
+            "status": ctx.resolved.map.spec.runtime.status_of(retry.message),
+            "message": short_message(retry.message),
+        }
+        rec["tool_calls"] = observed.tool_calls
+        rec["usage"] = _usage(observed)
+        rec["artifact_manifest"] = {"artifacts": [source_artifact]}
+        rec["secondary_labels"] = ["error_retry"] + ([] if begun else ["timestamps_synthesized"])
+        yield Translated(ctx.name, f"{label}#{attempt}", task_id, rec)
+
+    rec = record(attempts, started, completed)
+    results: list[dict[str, Any]] = []
+    for name, score in (sample.scores or {}).items():
+        scorer = ctx.task_map.scorers.get(name)
+        if scorer is None:
+            if ctx.unmapped == "error":
+                raise at(
+                    ctx.name,
+                    label,
+                    f"scorer {name!r} is not in the map for task {ctx.header.eval.task} "
+                    "(map it, or pass --skip-unmapped)",
+                    f"scores.{name}",
+                )
+            yield Skipped(ctx.name, label, "unmapped_scorer", name)
+            continue
+        result, problem = grader_result(scorer, score.value, score.value)
+        results.append(result)
+        if problem:
+            labels.append(f"{problem}:{name}")
+        if any(edit.provenance is not None for edit in getattr(score, "history", None) or []):
+            labels.append("edited_score")
+    rec["grader_results"] = results
+    runtime: dict[str, Any] = {"status": "ok"}
+    if sample.error is not None:
+        runtime = {
+            "status": ctx.resolved.map.spec.runtime.status_of(sample.error.message),
+            "message": short_message(sample.error.message),
+        }
+    elif sample.limit is not None:
+        status = ctx.resolved.map.spec.runtime.limits.get(sample.limit.type)
+        if status is None:
+            labels.append(f"limit:{sample.limit.type}")
+        else:
+            runtime = {"status": status, "message": f"{sample.limit.type} limit reached"}
+    rec["runtime"] = runtime
+    observed = _observe(events, ctx, attachments, label, task_id)
+    rec["tool_calls"] = observed.tool_calls
+    if observed.model_calls or not sample.model_usage:
+        rec["usage"] = _usage(observed)
+    else:
+        # No model events (events were not logged): the sample's totals, scorers included.
+        totals = list(sample.model_usage.values())
+        rec["usage"] = {
+            "model_calls": 0,
+            "input_tokens": sum(
+                u.input_tokens
+                + (u.input_tokens_cache_read or 0)
+                + (u.input_tokens_cache_write or 0)
+                for u in totals
+            ),
+            "output_tokens": sum(u.output_tokens for u in totals),
+        }
+        labels.append("usage_includes_scorers")
+    store = sample.store or {}
+    if _STORE_EFFECTS in store:
+        rec["external_effects"] = store[_STORE_EFFECTS]
+    if _STORE_MISSES in store:
+        rec["fixture_misses"] = store[_STORE_MISSES]
+    artifacts = store.get(_STORE_ARTIFACTS, [])
+    if not isinstance(artifacts, list):
+        raise at(ctx.name, label, "must be a list of artifacts", f"store.{_STORE_ARTIFACTS}")
+    rec["artifact_manifest"] = {"artifacts": [*artifacts, source_artifact]}
+    if attempts > 1:
+        labels.insert(0, "after_error_retries")
+    rec["secondary_labels"] = list(dict.fromkeys(labels))
+    yield Translated(ctx.name, label, task_id, rec)
+
+
+def _reductions(ctx: _Context, reductions: list[Any]) -> None:
+    """The source tool's own per-sample reduction of the epochs, by evalops task."""
+    if ctx.task_map is None:
+        return
+    samples = ctx.task_map.samples or {}
+    for entry in reductions:
+        if not isinstance(entry, dict):
+            continue
+        scorer, reducer = entry.get("scorer"), entry.get("reducer") or "mean"
+        for item in entry.get("samples") or []:
+            if not isinstance(item, dict):
+                continue
+            task_id = samples.get(str(item.get("sample_id")))
+            if task_id is None or not isinstance(scorer, str):
+                continue
+            value = _finite(item.get("value"))
+            ctx.summary.reductions.setdefault(task_id, {}).setdefault(scorer, {})[str(reducer)] = (
+                value
+            )
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    return value
+
+
+def _check_header(header: EvalLog, name: str, resolved: Resolved, unmapped: Unmapped) -> None:
+    """Refuse a log the map or the execution profile rules out, before reading samples."""
+    spec = resolved.map.spec
+    execution = resolved.executions[str(spec.execution)]
+    task_map = spec.tasks.get(header.eval.task)
+    if task_map is None and unmapped == "error":
+        raise InputError(
+            f"Inspect task {header.eval.task!r} is not in the map (tasks: "
+            f"{', '.join(spec.tasks) or 'none'}); map it, or pass --skip-unmapped",
+            name,
+            None,
+            "eval.task",
+        )
+    if (
+        task_map is not None
+        and task_map.task_version is not None
+        and str(task_map.task_version) != str(header.eval.task_version)
+    ):
+        raise InputError(
+            f"the log's task_version is {header.eval.task_version!r}; the map "
+            f"({resolved.map.path}) requires {task_map.task_version!r}",
+            name,
+            None,
+            "eval.task_version",
+        )
+    if header.eval.model != execution.model:
+        raise InputError(
+            f"the log evaluated model {header.eval.model!r}; execution profile "
+            f"{execution.execution_id} is {execution.model!r}",
+            name,
+            None,
+            "eval.model",
+        )
+    if not (header.eval.eval_id or header.eval.run_id):
+        raise InputError("the log has neither an eval_id nor a run_id", name, None, "eval.eval_id")
+
+
+def read_inspect(
+    path: Path, name: str, resolved: Resolved, *, unmapped: Unmapped
+) -> tuple[SourceSummary, Iterator[Item]]:
+    """Open one log, check it against the map, and translate its samples lazily.
+
+    Header problems (a task, task_version or model the map and the execution profile
+    refuse) are raised here, before any sample is read.
+    """
+    spec = resolved.map.spec
+    log = _Log(path, name)
+    header, samples = log.read()
+    try:
+        _check_header(header, name, resolved, unmapped)
+    except InputError:
+        samples.close()
+        raise
+    version = header.eval.packages.get("inspect_ai")
+    producer = f"inspect-ai {version}" if version else "inspect-ai"
+    run_id = header.eval.run_id or header.eval.eval_id
+    ctx = _Context(
+        resolved=resolved,
+        name=name,
+        header=header,
+        task_map=spec.tasks.get(header.eval.task),
+        execution=resolved.executions[str(spec.execution)],
+        digest=file_digest(path),
+        producer=producer,
+        unmapped=unmapped,
+        summary=SourceSummary(name, producer, run_id),
+        run_id=run_id,
+        id_base=header.eval.eval_id or run_id,
+        location_name=path.name,
+    )
+
+    def items() -> Iterator[Item]:
+        # `header.invalidated` only says some sample is; each sample's `invalidation` says which.
+        for raw in samples:
+            yield from _translate(raw, ctx)
+        _reductions(ctx, log.reductions)
+
+    return ctx.summary, items()
