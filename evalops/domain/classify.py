@@ -107,8 +107,9 @@ def _runtime(record: TrialRecord, c: _Candidates) -> None:
 def _check_results(record: TrialRecord, graders: GraderSet, c: _Candidates) -> None:
     """Results that cannot be trusted make the trial grader_invalid."""
     seen: set[str] = set()
+    by_id = {g.id: g for g in graders.graders}
     for raw in record.grader_results:
-        grader = graders.grader(raw.grader_id)
+        grader = by_id.get(raw.grader_id)
         if raw.grader_id in seen:
             # Ingest refuses such records; a pure caller still never gets a pass out of it.
             c.add("grader_invalid", f"{raw.grader_id} gave more than one result")

@@ -489,3 +489,90 @@ def load_document(path: Path, display: str | None = None) -> Document:
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", name) from None
     return parse_text(decode_text(data, name), name)
+
+
+# --- trial records: a fast path that falls back to parse_json for exact errors -----------
+
+# A JSON escape of a NUL or a surrogate, or an astral character: the rare cases that need
+# the strict walk (errors) or the reference canonicalizer (key sorting by UTF-16 units).
+_RECORD_SUSPECT = re.compile(r"\\u0000|\\u[dD][89a-fA-F]|[\U00010000-\U0010ffff]")
+
+
+@dataclass
+class ParsedRecord:
+    """A trial record's value, and whether the C encoder gives its RFC 8785 form as is."""
+
+    document: Document
+    encoder_safe: bool
+
+
+class _Irregular(Exception):
+    """Something the fast path leaves to the strict parser (which names it precisely)."""
+
+
+def _record_float(text: str) -> int | float:
+    value = float(text)
+    if value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+        return int(value)  # JCS writes an integral number without a fraction anyway
+    if math.isfinite(value) and 1e-4 <= abs(value) < 1e16:
+        return value
+    raise _Irregular  # needs the reference canonicalizer, or is not finite
+
+
+def _record_int(text: str) -> int:
+    if len(text) > 17 or (len(text) >= 16 and abs(int(text)) > MAX_SAFE_INTEGER):
+        raise _Irregular
+    return int(text)
+
+
+def _record_constant(text: str) -> Any:
+    raise _Irregular  # NaN, Infinity, -Infinity
+
+
+def _record_object(items: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(items)
+    if len(out) != len(items):
+        raise _Irregular  # a duplicate key
+    return out
+
+
+def _depth_ok(value: Any) -> bool:
+    """Nesting within MAX_DEPTH, iteratively (no recursion, no paths)."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        children = list(item.values()) if isinstance(item, dict) else item
+        if children and depth + 1 > MAX_DEPTH:
+            return False  # a child (scalar or not) at a path longer than the limit
+        stack.extend((v, depth + 1) for v in children if isinstance(v, dict | list))
+    return True
+
+
+def parse_record(text: str, path: str) -> ParsedRecord:
+    """Parse one JSONL trial record as strictly as `parse_json(spec=False)`, fast.
+
+    The C parser's hooks see every number and object; anything irregular (a duplicate
+    key, a long or unsafe number, NaN, a NUL or surrogate escape, deep nesting) sends the
+    line to `parse_json`, which refuses it naming line and field. Integral floats become
+    ints (their RFC 8785 form is the same), so the encoder can canonicalize the value.
+    """
+    # Cheap C-level tests first: most records hold no escape and no non-ASCII character.
+    suspect = ("\\u" in text or not text.isascii()) and _RECORD_SUSPECT.search(text) is not None
+    if not suspect:
+        try:
+            value = json.loads(
+                text,
+                object_pairs_hook=_record_object,
+                parse_float=_record_float,
+                parse_int=_record_int,
+                parse_constant=_record_constant,
+            )
+        except (_Irregular, RecursionError):
+            pass
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
+        else:
+            containers = text.count("{") + text.count("[")
+            if containers <= MAX_DEPTH or _depth_ok(value):
+                return ParsedRecord(Document(path, value, lines_from=text), True)
+    return ParsedRecord(parse_json(text, path, spec=False), False)

@@ -41,6 +41,7 @@ class Definitions:
     cutoff: int | None = None
     _tasks: dict[str, list[TaskRevision]] = field(default_factory=dict)
     _specs: dict[int, EvalTaskSpec] = field(default_factory=dict)
+    _task_specs: dict[tuple[str, str], EvalTaskSpec | None] = field(default_factory=dict)
     _grader_sets: dict[str, tuple[GraderSet, list[dict[str, Any]], str] | None] = field(
         default_factory=dict
     )
@@ -85,14 +86,19 @@ class Definitions:
         return self._tasks[task_digest]
 
     def task(self, task_id: str, task_digest: str) -> EvalTaskSpec | None:
+        key = (task_id, task_digest)
+        if key in self._task_specs:
+            return self._task_specs[key]
         rows = [r for r in self.task_rows(task_digest) if r.task_id == task_id]
-        if not rows:
-            return None
-        row = rows[-1]
-        assert row.id is not None
-        if row.id not in self._specs:
-            self._specs[row.id] = queries.task_spec(row)
-        return self._specs[row.id]
+        spec = None
+        if rows:
+            row = rows[-1]
+            assert row.id is not None
+            if row.id not in self._specs:
+                self._specs[row.id] = queries.task_spec(row)
+            spec = self._specs[row.id]
+        self._task_specs[key] = spec
+        return spec
 
     def grader_set(self, digest: str) -> tuple[GraderSet, list[dict[str, Any]], str] | None:
         """(spec, raw graders, grader set id) of a registered grader set digest."""

@@ -16,12 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import insert
+from sqlalchemy import Table, bindparam
+from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, func, select
+from sqlmodel import Session, func, select
 
 from evalops.domain import digests
-from evalops.domain.canonical import canonical_text, sha256_digest
+from evalops.domain.canonical import (
+    canonical_json,
+    canonical_text,
+    encode_trusted,
+    sha256_digest,
+)
 from evalops.domain.classify import classify
 from evalops.domain.trajectory import ObservedCall, grade
 from evalops.domain.trial_record import TrialRecord
@@ -29,9 +35,10 @@ from evalops.domain.vocabulary import parse_timestamp
 from evalops.errors import InputError, InputErrors
 from evalops.registry.definitions import pydantic_error
 from evalops.registry.jsonl import MAX_LINE_BYTES, Line, read_lines
-from evalops.registry.load import Document, parse_json
+from evalops.registry.load import Document, parse_record
 from evalops.services.evidence import Definitions
 from evalops.store.audit import append_event, next_seq
+from evalops.store.bulk import insert_rows
 from evalops.store.engine import write_session
 from evalops.store.rowdigest import RowsDigest
 from evalops.store.tables import IngestBatch, Trial
@@ -99,6 +106,7 @@ class _Ingester:
         self.seq = next_seq(session)
         self.next_id = (session.exec(select(func.max(Trial.id))).one() or 0) + 1
         self.rows_digest = RowsDigest()
+        self.cases: dict[tuple[str, str, str], str] = {}
         # Sees every accepted or identical row (an import's dry run reads classifications).
         self.observe = observe
 
@@ -114,26 +122,34 @@ class _Ingester:
         except UnicodeDecodeError as exc:
             raise InputError(f"invalid UTF-8 at byte {exc.start}", line.file, line.number) from None
         try:
-            doc = parse_json(text, line.file, spec=False)
+            parsed = parse_record(text, line.file)
         except InputError as exc:
             raise _relocate(exc, line) from None
-        value = doc.value
+        value = parsed.document.value
         if not isinstance(value, dict):
             raise InputError("a trial record must be a JSON object", line.file, line.number)
-        return self.prepare_value(line, value)
+        return self.prepare_value(line, value, encoder_safe=parsed.encoder_safe)
 
-    def prepare_value(self, line: Line, value: dict[str, Any]) -> _Prepared:
-        """Validate and classify one record already parsed (a line, or an imported trial)."""
+    def prepare_value(
+        self, line: Line, value: dict[str, Any], *, encoder_safe: bool = False
+    ) -> _Prepared:
+        """Validate and classify one record already parsed (a line, or an imported trial).
+
+        `encoder_safe`: the parser vouched that the C encoder gives the value's RFC 8785
+        form (see `registry.load.parse_record`), so it is canonicalized once, fast.
+        """
         try:
             record = TrialRecord.model_validate(value)
         except ValidationError as exc:
             raise _relocate(pydantic_error(Document(line.file, value, {}), exc), line) from None
-        return self._check(line, value, record)
+        return self._check(line, value, record, encoder_safe)
 
     def _fail(self, line: Line, message: str, field_path: str) -> InputError:
         return _at(line, message, field_path)
 
-    def _check(self, line: Line, value: dict[str, Any], record: TrialRecord) -> _Prepared:
+    def _check(
+        self, line: Line, value: dict[str, Any], record: TrialRecord, encoder_safe: bool
+    ) -> _Prepared:
         task = self.defs.task(record.task_id, record.task_digest)
         if task is None:
             if self.defs.task_rows(record.task_digest):
@@ -168,9 +184,10 @@ class _Ingester:
                 f"{task.grader_set}",
                 "grader_set_digest",
             )
-        case = digests.eval_case_digest(
-            record.task_digest, record.execution_digest, record.grader_set_digest
-        )
+        key = (record.task_digest, record.execution_digest, record.grader_set_digest)
+        case = self.cases.get(key)
+        if case is None:
+            case = self.cases[key] = digests.eval_case_digest(*key)
         if record.eval_case_digest is not None and record.eval_case_digest != case:
             raise self._fail(
                 line,
@@ -198,9 +215,9 @@ class _Ingester:
                 f"({why})",
                 "primary_classification",
             )
-        stored = {k: v for k, v in value.items() if k != "tool_calls"}
-        stored_text = canonical_text(stored)
-        record_digest = digests.record_digest(value)
+        whole, stored_bytes = _canonical_forms(value, encoder_safe)
+        stored_text = stored_bytes.decode("utf-8")
+        record_digest = sha256_digest(whole)
         parent = record.rerun.parent_trial_id if record.rerun else None
         row = {
             "trial_id": record.trial_id,
@@ -216,20 +233,21 @@ class _Ingester:
             "completed_at": parse_timestamp(record.completed_at),
             "record_digest": record_digest,
             "record": stored_text,
-            "stored_digest": sha256_digest(stored_text.encode("utf-8")),
+            "stored_digest": sha256_digest(stored_bytes),
             "classification": derived.primary,
-            "secondary_labels": canonical_text(list(derived.secondary_labels)),
+            # Lists of strings and counts: on the encoder's fast path by construction.
+            "secondary_labels": encode_trusted(list(derived.secondary_labels)).decode(),
             "score": derived.score,
             "gating_score": derived.gating_score,
-            "trajectory": canonical_text(trajectory.block()) if trajectory else None,
-            "efficiency": canonical_text(
+            "trajectory": encode_trusted(trajectory.block()).decode() if trajectory else None,
+            "efficiency": encode_trusted(
                 {
                     "toolCallCount": len(record.tool_calls),
                     "modelCallCount": record.usage.model_calls if record.usage else 0,
                     "inputTokens": record.usage.input_tokens if record.usage else 0,
                     "outputTokens": record.usage.output_tokens if record.usage else 0,
                 }
-            ),
+            ).decode(),
             "parent_trial_id": parent,
             "rerun_reason": record.rerun.reason if record.rerun else None,
             "ingest_batch_id": self.batch_id,
@@ -242,13 +260,12 @@ class _Ingester:
         if not chunk:
             return
         ids = {p.row["trial_id"] for p in chunk} | {p.parent for p in chunk if p.parent}
+        connection = self.session.connection()
         known: dict[str, tuple[str, str, int]] = {
             trial_id: (record_digest, case, index)
-            for trial_id, record_digest, case, index in self.session.exec(
-                select(
-                    Trial.trial_id, Trial.record_digest, Trial.eval_case_digest, Trial.trial_index
-                ).where(col(Trial.trial_id).in_(ids))
-            ).all()
+            for trial_id, record_digest, case, index in connection.execute(
+                _KNOWN, {"ids": list(ids)}
+            )
         }
         taken = self._stored_originals(chunk)
         rows: list[dict[str, Any]] = []
@@ -282,31 +299,35 @@ class _Ingester:
             row["audit_seq"] = self.seq
             self.next_id += 1
             rows.append(row)
-            self.rows_digest.add(Trial.__table__, row)  # type: ignore[attr-defined]
+            self.rows_digest.add(TRIAL, row)
             if self.observe is not None:
                 self.observe(row)
             self.hasher.update(
                 f"{trial_id}\n{row['record_digest']}\n{row['stored_digest']}\n".encode()
             )
         if rows:
-            self.session.execute(insert(Trial), rows)
+            insert_rows(self.session, TRIAL, rows)
             self.result.ingested += len(rows)
 
     def _stored_originals(self, chunk: list[_Prepared]) -> dict[tuple[Any, str, int], str]:
         """(run_id, eval_case_digest, trial_index) -> trial_id of stored originals that
-        share a key with an original of this chunk."""
-        cases = {p.row["eval_case_digest"] for p in chunk if p.parent is None}
-        if not cases:
+        share a key with an original of this chunk (ix_trial_run_case_index)."""
+        keys = {_original_key(p.row) for p in chunk if p.parent is None}
+        if not keys:
             return {}
-        indexes = {p.row["trial_index"] for p in chunk if p.parent is None}
-        found = self.session.exec(
-            select(Trial.run_id, Trial.eval_case_digest, Trial.trial_index, Trial.trial_id).where(
-                col(Trial.parent_trial_id).is_(None),
-                col(Trial.eval_case_digest).in_(cases),
-                col(Trial.trial_index).in_(indexes),
-            )
-        ).all()
-        return {(run, case, index): trial_id for run, case, index, trial_id in found}
+        runs = {run for run, _, _ in keys}
+        params = {
+            "runs": [r for r in runs if r is not None] or [""],
+            "cases": list({case for _, case, _ in keys}),
+            "indexes": list({index for _, _, index in keys}),
+        }
+        statement = _ORIGINALS_OR_NO_RUN if None in runs else _ORIGINALS
+        found = self.session.connection().execute(statement, params)
+        return {
+            (run, case, index): trial_id
+            for run, case, index, trial_id in found
+            if (run, case, index) in keys
+        }
 
     def _link_problem(
         self,
@@ -352,6 +373,63 @@ class _Ingester:
                 "trial_index",
             )
         return None
+
+
+TRIAL: Table = Trial.__table__  # type: ignore[attr-defined]
+# Core statements built once (the ORM's per-query bookkeeping costs more than the lookup).
+_KNOWN = sa_select(
+    TRIAL.c.trial_id, TRIAL.c.record_digest, TRIAL.c.eval_case_digest, TRIAL.c.trial_index
+).where(TRIAL.c.trial_id.in_(bindparam("ids", expanding=True)))
+_ORIGINALS_WHERE = (
+    TRIAL.c.eval_case_digest.in_(bindparam("cases", expanding=True)),
+    TRIAL.c.trial_index.in_(bindparam("indexes", expanding=True)),
+    TRIAL.c.parent_trial_id.is_(None),
+)
+_ORIGINAL_COLUMNS = (
+    TRIAL.c.run_id,
+    TRIAL.c.eval_case_digest,
+    TRIAL.c.trial_index,
+    TRIAL.c.trial_id,
+)
+_ORIGINALS = sa_select(*_ORIGINAL_COLUMNS).where(
+    TRIAL.c.run_id.in_(bindparam("runs", expanding=True)), *_ORIGINALS_WHERE
+)
+_ORIGINALS_OR_NO_RUN = sa_select(*_ORIGINAL_COLUMNS).where(
+    TRIAL.c.run_id.in_(bindparam("runs", expanding=True)) | TRIAL.c.run_id.is_(None),
+    *_ORIGINALS_WHERE,
+)
+
+
+_TOOL_CALLS = "tool_calls"
+_TOOL_CALLS_KEY = b'"tool_calls":'
+
+
+def _canonical_forms(value: dict[str, Any], encoder_safe: bool) -> tuple[bytes, bytes]:
+    """RFC 8785 bytes of the whole record (its `record_digest`) and of what is stored
+    (without `tool_calls`): from the C encoder when the parser vouched for it (see
+    `registry.load.parse_record`), else through the reference path.
+
+    Keys are sorted, so the whole record is `{A,"tool_calls":T,S}` with A the keys before
+    `tool_calls` and S those after: the stored form is cut out of it, encoding only T and
+    the short suffix S again instead of the whole record.
+    """
+    if encoder_safe:
+        try:
+            whole = encode_trusted(value)
+            if _TOOL_CALLS not in value:
+                return whole, whole
+            calls = encode_trusted(value[_TOOL_CALLS])
+            suffix = encode_trusted({k: v for k, v in value.items() if k > _TOOL_CALLS})
+        except UnicodeEncodeError:
+            pass  # a lone surrogate: the reference path raises its own error
+        else:
+            tail = _TOOL_CALLS_KEY + calls + (b"," + suffix[1:] if suffix != b"{}" else b"}")
+            if whole.endswith(tail):
+                head = whole[: len(whole) - len(tail)]  # b"{" + A + b"," or b"{"
+                parts = (head[1:-1], suffix[1:-1])  # A and S, either may be empty
+                return whole, b"{" + b",".join(p for p in parts if p) + b"}"
+    stored_value = {k: v for k, v in value.items() if k != _TOOL_CALLS}
+    return canonical_json(value), canonical_json(stored_value)
 
 
 def _original_key(row: dict[str, Any]) -> tuple[Any, str, int]:

@@ -282,6 +282,10 @@ class Trial(SQLModel, table=True):
     __tablename__ = "trial"
     __table_args__ = (
         Index("ix_trial_eval_case", "task_digest", "grader_set_digest", "execution_digest"),
+        # Ingest: is (run, eval case, trial_index) of an original taken? (DESIGN.md 6.1)
+        Index("ix_trial_run_case_index", "run_id", "eval_case_digest", "trial_index"),
+        # The gate reads one build's trials and counts those it ignores, per task.
+        Index("ix_trial_execution_task", "execution_digest", "task_id"),
     )
 
     id: int | None = Field(default=None, primary_key=True)

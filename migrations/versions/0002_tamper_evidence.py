@@ -129,6 +129,11 @@ def upgrade() -> None:
             batch_op.alter_column(
                 column, existing_type=sa.Integer(), type_=sa.BigInteger(), existing_nullable=False
             )
+    with op.batch_alter_table("trial", schema=None) as batch_op:
+        batch_op.create_index(
+            "ix_trial_run_case_index", ["run_id", "eval_case_digest", "trial_index"]
+        )
+        batch_op.create_index("ix_trial_execution_task", ["execution_digest", "task_id"])
     with op.batch_alter_table("reconciliation", schema=None) as batch_op:
         batch_op.add_column(sa.Column("effect_index", sa.Integer(), nullable=True))
     with op.batch_alter_table("gate_decision", schema=None) as batch_op:
@@ -296,6 +301,9 @@ def downgrade() -> None:
         batch_op.drop_column("sync_run_id")
     with op.batch_alter_table("reconciliation", schema=None) as batch_op:
         batch_op.drop_column("effect_index")
+    with op.batch_alter_table("trial", schema=None) as batch_op:
+        batch_op.drop_index("ix_trial_execution_task")
+        batch_op.drop_index("ix_trial_run_case_index")
     for table, column in BIG_COLUMNS:
         with op.batch_alter_table(table, schema=None) as batch_op:
             batch_op.alter_column(
