@@ -319,10 +319,13 @@ def _node_lines(text: str) -> tuple[dict[JsonPath, int], dict[JsonPath, int]]:
     """
     lines: dict[JsonPath, int] = {}
     repeats: dict[JsonPath, int] = {}
-    loader = _Composer(text)
+    try:
+        loader = _Composer(text)  # the reader refuses some characters JSON allows
+    except yaml.YAMLError:
+        return lines, repeats
     try:
         root = loader.get_single_node()
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):
         return lines, repeats
     finally:
         loader.dispose()
@@ -495,7 +498,7 @@ def load_document(path: Path, display: str | None = None) -> Document:
 
 # A JSON escape of a NUL or a surrogate, or an astral character: the rare cases that need
 # the strict walk (errors) or the reference canonicalizer (key sorting by UTF-16 units).
-_RECORD_SUSPECT = re.compile(r"\\u0000|\\u[dD][89a-fA-F]|[\U00010000-\U0010ffff]")
+_RECORD_SUSPECT = re.compile(r"\\u0000|\\u[dD][89a-fA-F]|[\U00010000-\U0010ffff]|[\ud800-\udfff]")
 
 
 @dataclass

@@ -15,6 +15,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from evalops.domain.calibration_validity import Validity
+from evalops.domain.canonical import digest
 from evalops.domain.classify import Classification, classify
 from evalops.domain.specs import EvalTaskSpec, GraderSet
 from evalops.domain.trajectory import TrajectoryResult
@@ -138,6 +139,12 @@ class Definitions:
                 is not None
             )
         return self._executions[digest]
+
+
+def validity_digest(validity: dict[str, Validity]) -> str:
+    """What a classification depended on of its grader set's calibrations, as one digest
+    (recorded per ingest batch, compared by the gate to know what to re-derive)."""
+    return digest({gid: v.as_dict() for gid, v in sorted(validity.items())})
 
 
 def settled_effects(rows: Sequence[Reconciliation]) -> dict[int, str]:

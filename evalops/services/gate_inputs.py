@@ -21,14 +21,16 @@ from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import InputError
 from evalops.registry.definitions import load_definition
-from evalops.services.evidence import Definitions, rederive
+from evalops.services.evidence import Definitions, rederive, validity_digest
 from evalops.store import queries
 from evalops.store.queries import upto
 from evalops.store.tables import (
     AuditEvent,
     ExecutionProfileRow,
     GateDecision,
+    IngestBatch,
     PolicyRow,
+    TaskRevision,
     Trial,
     Waiver,
     WaiverRevocation,
@@ -170,27 +172,93 @@ def execution_for(
 # ------------------------------------------------------------------------------ trials
 
 
-def _trial_input(defs: Definitions, trial: Trial) -> dict[str, Any]:
-    current = rederive(defs, trial)
-    return {
-        "trial_id": trial.trial_id,
-        "parent_trial_id": trial.parent_trial_id,
-        "classification": current.primary if current else trial.classification,
-        "score": current.score if current else trial.score,
-        "gating_score": current.gating_score if current else trial.gating_score,
-        "trajectory": json.loads(trial.trajectory) if trial.trajectory else None,
-        "efficiency": json.loads(trial.efficiency),
-        "fixture_misses": json.loads(trial.record).get("fixture_misses", 0),
+_TRIAL_COLUMNS = (
+    Trial.id,
+    Trial.trial_id,
+    Trial.parent_trial_id,
+    Trial.classification,
+    Trial.score,
+    Trial.gating_score,
+    Trial.trajectory,
+    Trial.efficiency,
+    Trial.task_id,
+    Trial.task_digest,
+    Trial.grader_set_digest,
+    Trial.ingest_batch_id,
+)
+
+
+def _efficiency(text: str) -> tuple[dict[str, Any], int | None]:
+    """The stored efficiency counts, and the fixture misses when ingest recorded them."""
+    counts: dict[str, Any] = json.loads(text)
+    misses = counts.pop("fixtureMisses", None)
+    return counts, misses
+
+
+class _Rederive:
+    """Which trials must be re-derived: those with a reconciliation or a review, or whose
+    pinned grader set's calibration state differs from the one they were classified under
+    (recorded per ingest batch). Every other trial's stored classification is what
+    re-deriving would give (same record, definitions, trajectory and validity)."""
+
+    def __init__(self, session: Session, defs: Definitions) -> None:
+        self.session = session
+        self.defs = defs
+        self.batches: dict[int, dict[str, str] | None] = {}
+        self.current: dict[str, str] = {}
+
+    def _batch(self, batch_id: int) -> dict[str, str] | None:
+        if batch_id not in self.batches:
+            row = self.session.exec(
+                select(AuditEvent.payload)
+                .join(IngestBatch, col(IngestBatch.audit_seq) == col(AuditEvent.seq))
+                .where(IngestBatch.id == batch_id)
+            ).first()
+            self.batches[batch_id] = json.loads(row).get("validity") if row else None
+        return self.batches[batch_id]
+
+    def needed(self, trial_id: str, grader_set_digest: str, batch_id: int) -> bool:
+        reconciliations, reviews = self.defs.appended(trial_id)
+        if reconciliations or reviews:
+            return True
+        recorded = self._batch(batch_id)
+        if recorded is None or grader_set_digest not in recorded:
+            return True
+        if grader_set_digest not in self.current:
+            self.current[grader_set_digest] = validity_digest(self.defs.validity(grader_set_digest))
+        return recorded[grader_set_digest] != self.current[grader_set_digest]
+
+
+def _trial_input(
+    session: Session, defs: Definitions, rederive_: _Rederive, row: Any
+) -> dict[str, Any]:
+    efficiency, misses = _efficiency(row.efficiency)
+    out = {
+        "trial_id": row.trial_id,
+        "parent_trial_id": row.parent_trial_id,
+        "classification": row.classification,
+        "score": row.score,
+        "gating_score": row.gating_score,
+        "trajectory": json.loads(row.trajectory) if row.trajectory else None,
+        "efficiency": efficiency,
+        "fixture_misses": misses,
     }
+    if misses is None or rederive_.needed(row.trial_id, row.grader_set_digest, row.ingest_batch_id):
+        trial = session.get(Trial, row.id)
+        assert trial is not None
+        if misses is None:
+            out["fixture_misses"] = json.loads(trial.record).get("fixture_misses", 0)
+        if rederive_.needed(row.trial_id, row.grader_set_digest, row.ingest_batch_id):
+            current = rederive(defs, trial)
+            if current is not None:
+                out["classification"] = current.primary
+                out["score"] = current.score
+                out["gating_score"] = current.gating_score
+    return out
 
 
-def _ignored(
-    session: Session,
-    member: queries.Member,
-    execution: ExecutionProfileRow,
-    cutoff: int,
-) -> dict[str, int]:
-    """Trials of this task that are not evidence for the pin, counted by reason."""
+def _older_counts(session: Session, execution: ExecutionProfileRow, cutoff: int) -> dict[str, int]:
+    """Per task: trials under an older digest of the same execution profile."""
     older = [
         d
         for d in session.exec(
@@ -201,25 +269,33 @@ def _ignored(
         ).all()
         if d != execution.execution_digest
     ]
+    if not older:
+        return {}
     rows = session.exec(
-        select(Trial.task_digest, Trial.grader_set_digest, Trial.execution_digest).where(
-            Trial.task_id == member.task_id,
-            col(Trial.execution_digest).in_([execution.execution_digest, *older]),
-            upto(Trial.audit_seq, cutoff),
-        )
+        select(Trial.task_id, func.count())
+        .where(col(Trial.execution_digest).in_(older), upto(Trial.audit_seq, cutoff))
+        .group_by(col(Trial.task_id))
     ).all()
-    out: dict[str, int] = {}
-    for task_digest, grader_set_digest, execution_digest in rows:
-        if execution_digest != execution.execution_digest:
-            reason = "older_execution_digest"
-        elif task_digest != member.task_digest:
-            reason = "other_task_revision"
-        elif grader_set_digest != member.grader_set_digest:
-            reason = "other_grader_set_version"
-        else:
-            continue
-        out[reason] = out.get(reason, 0) + 1
-    return dict(sorted(out.items()))
+    return {task_id: int(n) for task_id, n in rows}
+
+
+def _labels_by_task(
+    session: Session, members: list[queries.Member], cutoff: int
+) -> dict[str, tuple[str, list[str]]]:
+    """Each member's ratcheted risk labels, from one read of the task revisions."""
+    wanted = {m.task_id for m in members}
+    revisions: dict[str, list[TaskRevision]] = {}
+    for row in session.exec(
+        select(TaskRevision)
+        .where(upto(TaskRevision.audit_seq, cutoff))
+        .order_by(col(TaskRevision.id))
+    ):
+        if row.task_id in wanted:
+            revisions.setdefault(row.task_id, []).append(row)
+    return {
+        m.task_id: queries.strictest_labels(revisions.get(m.task_id, []), m.added.task_revision_id)
+        for m in members
+    }
 
 
 def task_inputs(
@@ -229,6 +305,24 @@ def task_inputs(
     execution: ExecutionProfileRow,
     cutoff: int,
 ) -> list[dict[str, Any]]:
+    """Every member's plan, ratcheted labels, trials and ignored trials, from one indexed
+    read of the build's trials (other builds' trials are never scanned)."""
+    by_task: dict[str, list[Any]] = {}
+    members_by_id = {m.task_id: m for m in members}
+    rows: Any = session.exec(
+        select(*_TRIAL_COLUMNS)  # type: ignore[call-overload]
+        .where(
+            Trial.execution_digest == execution.execution_digest,
+            upto(Trial.audit_seq, cutoff),
+        )
+        .order_by(col(Trial.id))
+    )
+    for row in rows:
+        if row.task_id in members_by_id:
+            by_task.setdefault(row.task_id, []).append(row)
+    labels = _labels_by_task(session, members, cutoff)
+    older = _older_counts(session, execution, cutoff)
+    rederive_ = _Rederive(session, defs)
     out = []
     for m in members:
         pinned = defs.task(m.task_id, m.task_digest)
@@ -237,21 +331,20 @@ def task_inputs(
                 f"suite member {m.task_id} pins task_digest {m.task_digest}, which is not "
                 "registered: the database was changed outside evalops (run `evalops verify`)"
             )
-        risk, protects = queries.effective_labels(
-            session, m.task_id, m.added.task_revision_id, cutoff
-        )
+        risk, protects = labels[m.task_id]
         plan = pinned.contract.trials
-        trials = session.exec(
-            select(Trial)
-            .where(
-                Trial.task_id == m.task_id,
-                Trial.task_digest == m.task_digest,
-                Trial.grader_set_digest == m.grader_set_digest,
-                Trial.execution_digest == execution.execution_digest,
-                upto(Trial.audit_seq, cutoff),
-            )
-            .order_by(col(Trial.id))
-        ).all()
+        ignored: dict[str, int] = {}
+        if older.get(m.task_id):
+            ignored["older_execution_digest"] = older[m.task_id]
+        trials = []
+        for row in by_task.get(m.task_id, []):
+            if row.task_digest != m.task_digest:
+                ignored["other_task_revision"] = ignored.get("other_task_revision", 0) + 1
+            elif row.grader_set_digest != m.grader_set_digest:
+                key = "other_grader_set_version"
+                ignored[key] = ignored.get(key, 0) + 1
+            else:
+                trials.append(_trial_input(session, defs, rederive_, row))
         out.append(
             {
                 "task_id": m.task_id,
@@ -265,8 +358,8 @@ def task_inputs(
                     "passRule": plan.passRule if plan else "all",
                     "passScore": plan.passScore if plan else 1.0,
                 },
-                "trials": [_trial_input(defs, t) for t in trials],
-                "ignoredTrials": _ignored(session, m, execution, cutoff),
+                "trials": trials,
+                "ignoredTrials": dict(sorted(ignored.items())),
             }
         )
     return out

@@ -36,7 +36,7 @@ from evalops.errors import InputError, InputErrors
 from evalops.registry.definitions import pydantic_error
 from evalops.registry.jsonl import MAX_LINE_BYTES, Line, read_lines
 from evalops.registry.load import Document, parse_record
-from evalops.services.evidence import Definitions
+from evalops.services.evidence import Definitions, validity_digest
 from evalops.store.audit import append_event, next_seq
 from evalops.store.bulk import insert_rows
 from evalops.store.engine import write_session
@@ -107,6 +107,7 @@ class _Ingester:
         self.next_id = (session.exec(select(func.max(Trial.id))).one() or 0) + 1
         self.rows_digest = RowsDigest()
         self.cases: dict[tuple[str, str, str], str] = {}
+        self.grader_sets: set[str] = set()
         # Sees every accepted or identical row (an import's dry run reads classifications).
         self.observe = observe
 
@@ -184,6 +185,7 @@ class _Ingester:
                 f"{task.grader_set}",
                 "grader_set_digest",
             )
+        self.grader_sets.add(record.grader_set_digest)
         key = (record.task_digest, record.execution_digest, record.grader_set_digest)
         case = self.cases.get(key)
         if case is None:
@@ -246,6 +248,7 @@ class _Ingester:
                     "modelCallCount": record.usage.model_calls if record.usage else 0,
                     "inputTokens": record.usage.input_tokens if record.usage else 0,
                     "outputTokens": record.usage.output_tokens if record.usage else 0,
+                    "fixtureMisses": record.fixture_misses,
                 }
             ).decode(),
             "parent_trial_id": parent,
@@ -512,6 +515,11 @@ def _record_batch(
             for e in result.rejected
         ],
         "trials_digest": "sha256:" + ingester.hasher.hexdigest(),
+        # What each grader set's calibrations were when these trials were classified: the
+        # gate re-derives a trial only when that changed (or evidence was appended).
+        "validity": {
+            gs: validity_digest(ingester.defs.validity(gs)) for gs in sorted(ingester.grader_sets)
+        },
     }
     batch = IngestBatch(
         id=batch_id,

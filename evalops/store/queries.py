@@ -148,16 +148,25 @@ def effective_labels(
         .where(TaskRevision.task_id == task_id, upto(TaskRevision.audit_seq, cutoff))
         .order_by(col(TaskRevision.id))
     ).all()
+    return strictest_labels(list(rows), pinned_revision_id)
+
+
+RISK_RANK = {"critical": 0, "noncritical_regression": 1, "quality_signal": 2}
+
+
+def strictest_labels(
+    rows: list[TaskRevision], pinned_revision_id: int | None
+) -> tuple[str, list[str]]:
+    """The ratchet over one task's registered rows (see `effective_labels`)."""
     pinned = next((r for r in rows if r.id == pinned_revision_id), None)
     floor = pinned.revision if pinned is not None else 0
-    risk_rank = {"critical": 0, "noncritical_regression": 1, "quality_signal": 2}
     risk = "quality_signal"
     protects: set[str] = set()
     for row in rows:
         if row.revision < floor:
             continue
         meta = task_spec(row).meta
-        if risk_rank[meta.risk] < risk_rank[risk]:
+        if RISK_RANK[meta.risk] < RISK_RANK[risk]:
             risk = meta.risk
         protects.update(meta.protects)
     return risk, sorted(protects)

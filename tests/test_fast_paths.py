@@ -1,0 +1,184 @@
+"""The fast paths of issue 13 give exactly what the reference paths give.
+
+- `parse_record` (the ingest parser) accepts and refuses exactly what `parse_json` does,
+  with the same value, and vouches for the C encoder only when it is byte-identical to
+  RFC 8785 (`rfc8785`, the reference);
+- the stored and whole canonical forms cut from one encoding equal the reference;
+- a row's digest line equals the reference canonical JSON of its values;
+- the gate's inputs, which re-derive only trials whose evidence changed, equal inputs that
+  re-derive every trial, after reconciliations, reviews and calibration changes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rfc8785
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalops.errors import InputError
+from evalops.registry.load import parse_json, parse_record
+from evalops.services.ingest import _canonical_forms
+from evalops.store.rowdigest import row_line
+from tests.conftest import Cli
+
+SAFE = 2**53 - 1
+numbers = (
+    st.integers(-(2**60), 2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1.0, 0.0, -0.0, 1e-5, 1e16, 1e21, 5e-324, 0.1, 4200.0])
+)
+text = st.text(max_size=8) | st.sampled_from(["\x00", "\ud800", "😀", "a\U0001f600b", "é"])
+scalars = st.none() | st.booleans() | numbers | text
+values = st.recursive(
+    scalars,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(text, children, max_size=3),
+    max_leaves=12,
+)
+records = st.dictionaries(text | st.just("tool_calls"), values, max_size=6)
+
+
+def _outcome(parse: Any, raw: str) -> tuple[str, Any]:
+    try:
+        return "ok", parse(raw)
+    except InputError as exc:
+        return "error", (exc.line, exc.field)
+
+
+def _dumps(value: Any) -> str | None:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=True)
+    except (ValueError, UnicodeEncodeError):
+        return None
+
+
+@settings(max_examples=500, deadline=None)
+@given(records)
+def test_parse_record_agrees_with_the_strict_parser(value: dict[str, Any]) -> None:
+    raw = _dumps(value)
+    if raw is None:
+        return
+    fast = _outcome(lambda t: parse_record(t, "r.jsonl"), raw)
+    strict = _outcome(lambda t: parse_json(t, "r.jsonl", spec=False), raw)
+    assert fast[0] == strict[0], (raw, fast, strict)
+    if fast[0] == "error":
+        assert fast[1] == strict[1]
+        return
+    parsed = fast[1]
+    assert rfc8785.dumps(parsed.document.value) == rfc8785.dumps(strict[1].value)
+    if parsed.encoder_safe:
+        from evalops.domain.canonical import encode_trusted
+
+        assert encode_trusted(parsed.document.value) == rfc8785.dumps(strict[1].value)
+
+
+@settings(max_examples=400, deadline=None)
+@given(records)
+def test_stored_and_whole_forms_equal_the_reference(value: dict[str, Any]) -> None:
+    raw = _dumps(value)
+    if raw is None:
+        return
+    try:
+        parsed = parse_record(raw, "r.jsonl")
+    except InputError:
+        return
+    record = parsed.document.value
+    try:
+        expected_whole = rfc8785.dumps(record)
+        expected_stored = rfc8785.dumps({k: v for k, v in record.items() if k != "tool_calls"})
+    except Exception:
+        with pytest.raises(Exception):  # noqa: B017 - the reference's own error, any kind
+            _canonical_forms(record, parsed.encoder_safe)
+        return
+    assert _canonical_forms(record, parsed.encoder_safe) == (expected_whole, expected_stored)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.none()
+        | st.text(max_size=6)
+        | st.integers(-SAFE, SAFE)
+        | st.floats(allow_nan=False, allow_infinity=False).filter(
+            lambda f: abs(f) <= SAFE or not f.is_integer()
+        )
+        | st.datetimes(
+            min_value=datetime(1970, 1, 2), max_value=datetime(9998, 1, 1), timezones=st.just(UTC)
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_row_lines_equal_the_reference(cells: list[Any]) -> None:
+    from evalops.domain.vocabulary import format_timestamp
+
+    if any(isinstance(c, str) and any(0xD800 <= ord(ch) <= 0xDFFF for ch in c) for c in cells):
+        return
+    columns = [f"c{i}" for i in range(len(cells))]
+    row = dict(zip(columns, cells, strict=True))
+    shown = [format_timestamp(c) if isinstance(c, datetime) else c for c in cells]
+    if any(isinstance(c, float) and not math.isfinite(c) for c in shown):
+        return
+    assert row_line(columns, row) == rfc8785.dumps(shown) + b"\n"
+
+
+# ------------------------------------------------- the gate re-derives only what changed
+
+
+NOW = datetime(2030, 1, 1, tzinfo=UTC)  # after every event of the demo
+
+
+def _inputs(demo: Path, *, everything: bool) -> dict[str, Any]:
+    from evalops.services import gate_inputs
+    from evalops.services.gate_inputs import build_inputs, request_for
+    from evalops.store.engine import make_engine, read_session
+
+    engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
+    saved = gate_inputs._Rederive.needed
+    if everything:
+        gate_inputs._Rederive.needed = lambda self, *a: True  # type: ignore[method-assign]
+    try:
+        with read_session(engine) as session:
+            out = {}
+            for build in ("build-123", "build-124", "build-125"):
+                request = request_for(
+                    session, build=build, suite_id="regression/core", at=None, now=NOW
+                )
+                out[build] = build_inputs(session, request)
+            return out
+    finally:
+        gate_inputs._Rederive.needed = saved  # type: ignore[method-assign]
+        engine.dispose()
+
+
+def test_gate_inputs_equal_a_full_rederivation(tmp_path: Path, cli: Cli) -> None:
+    from evalops.services.demo import run_demo
+
+    demo = tmp_path / "demo"
+    with contextlib.redirect_stdout(io.StringIO()):
+        run_demo(demo)
+    assert _inputs(demo, everything=False) == _inputs(demo, everything=True)
+    # Change the evidence behind stored classifications: a review of a queued pair, an
+    # invalidated calibration (the pinned judge's state changes for every support trial).
+    queue = json.loads(cli("review", "list", "--json", cwd=demo).stdout)
+    for item in queue[:1]:
+        assert cli("review", "resolve", item["trial_id"], "--grader", item["grader_id"],
+                   "--state", "task_fail", "--reason", "r", cwd=demo).code == 0  # fmt: skip
+    fast = _inputs(demo, everything=False)
+    assert fast == _inputs(demo, everything=True)
+    assert (
+        cli("calibration", "invalidate", "reply-quality", "--reason", "drift", cwd=demo).code == 0
+    )
+    after = _inputs(demo, everything=False)
+    assert after == _inputs(demo, everything=True)
+    assert after != fast  # the invalidation did change classifications
+    shutil.rmtree(demo)
