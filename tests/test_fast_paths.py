@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from evalops.errors import InputError
 from evalops.registry.load import parse_json, parse_record
 from evalops.services.ingest import _canonical_forms
-from evalops.store.rowdigest import row_line
+from evalops.store.rowdigest import PLAIN, TIMESTAMP, cell, line_of
 from tests.conftest import Cli
 
 SAFE = 2**53 - 1
@@ -123,12 +123,15 @@ def test_row_lines_equal_the_reference(cells: list[Any]) -> None:
 
     if any(isinstance(c, str) and any(0xD800 <= ord(ch) <= 0xDFFF for ch in c) for c in cells):
         return
-    columns = [f"c{i}" for i in range(len(cells))]
-    row = dict(zip(columns, cells, strict=True))
     shown = [format_timestamp(c) if isinstance(c, datetime) else c for c in cells]
     if any(isinstance(c, float) and not math.isfinite(c) for c in shown):
         return
-    assert row_line(columns, row) == rfc8785.dumps(shown) + b"\n"
+    kinds = [TIMESTAMP if isinstance(c, datetime) else PLAIN for c in cells]
+    line = line_of([cell(k, c) for k, c in zip(kinds, cells, strict=True)])
+    assert line == rfc8785.dumps(shown) + b"\n"
+    # Read back raw from SQLite, a timestamp is its stored text: the same line.
+    raw = [c.strftime("%Y-%m-%d %H:%M:%S.%f") if isinstance(c, datetime) else c for c in cells]
+    assert line_of([cell(k, c) for k, c in zip(kinds, raw, strict=True)]) == line
 
 
 # ------------------------------------------------- the gate re-derives only what changed

@@ -32,7 +32,7 @@ from evalops.services.anchors import Anchor, anchor_problem
 from evalops.services.gate import verify_decisions
 from evalops.store.audit import as_chain_event
 from evalops.store.engine import read_session
-from evalops.store.rowdigest import RowsDigest
+from evalops.store.rowdigest import RowsDigest, cell, digest_plan, line_of
 from evalops.store.tables import (
     AuditEvent,
     ExecutionProfileRow,
@@ -40,7 +40,6 @@ from evalops.store.tables import (
     PolicyRow,
     SuiteRow,
     TaskRevision,
-    Trial,
 )
 
 # table -> (kind in messages, its identity-digest column)
@@ -124,27 +123,53 @@ def audited_tables() -> list[Table]:
     )
 
 
-def _stored_rows(
-    session: Session,
-) -> tuple[dict[int, dict[str, Any]], dict[tuple[int, str], list[int]], int]:
+def _raw_rows(session: Session, sql: str) -> Iterator[tuple[Any, ...]]:
+    """Stream rows straight from the driver (a server-side cursor on PostgreSQL), so memory
+    stays flat and no ORM type processing runs per row."""
+    connection = session.connection()
+    raw = connection.connection.driver_connection
+    assert raw is not None
+    if connection.dialect.name == "postgresql":
+        cursor = raw.cursor(name="evalops_verify")
+        cursor.itersize = STREAM
+    else:
+        cursor = raw.cursor()
+    try:
+        cursor.execute(sql)
+        while True:
+            batch = cursor.fetchmany(STREAM)
+            if not batch:
+                break
+            yield from batch
+    finally:
+        cursor.close()
+
+
+def _stored_rows(session: Session) -> tuple[dict[int, dict[str, Any]], RowIds, int]:
     """Per audit seq, per table: {count, digest} of the stored rows, and a few row ids."""
     computed: dict[int, dict[str, Any]] = {}
     ids: RowIds = {}
     total = 0
     for table in audited_tables():
+        plan = digest_plan(table)
+        names = ", ".join(f'"{name}"' for name, _ in plan)
+        sql = f'SELECT audit_seq, id, {names} FROM "{table.name}" ORDER BY audit_seq, id'
+        kinds = [kind for _, kind in plan]
         current: int | None = None
         digest = RowsDigest()
-        for row in _stream(session, select(table).order_by(table.c.audit_seq, table.c.id)):
+        for raw in _raw_rows(session, sql):
             total += 1
-            seq = row.audit_seq
+            seq = raw[0]
             if seq != current:
                 if current is not None:
                     computed.setdefault(current, {}).update(digest.as_payload())
                 current, digest = seq, RowsDigest()
-            digest.add(table, row._mapping)
+            digest.add_line(
+                table.name, line_of([cell(k, v) for k, v in zip(kinds, raw[2:], strict=True)])
+            )
             found = ids.setdefault((seq, table.name), [])
             if len(found) < 5:
-                found.append(row.id)
+                found.append(raw[1])
         if current is not None:
             computed.setdefault(current, {}).update(digest.as_payload())
     return computed, ids, total
@@ -252,10 +277,8 @@ def _check_definitions(session: Session) -> int:
 def _check_trials(session: Session) -> int:
     """Every stored trial record re-hashes to its stored digest (names the trial)."""
     count = 0
-    stmt = select(  # type: ignore[call-overload]
-        Trial.trial_id, Trial.record, Trial.stored_digest
-    ).order_by(col(Trial.id))
-    for trial_id, record, stored_digest in _stream(session, stmt):
+    sql = 'SELECT trial_id, record, stored_digest FROM "trial" ORDER BY id'
+    for trial_id, record, stored_digest in _raw_rows(session, sql):
         count += 1
         if sha256_digest(record.encode("utf-8")) != stored_digest:
             raise VerificationError(f"trial {trial_id}: stored record was changed")

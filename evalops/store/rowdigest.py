@@ -6,81 +6,112 @@ those rows: every column but `audit_seq`, the row id included (other rows refer 
 `verify` recomputes the same digests from the stored rows and compares both directions:
 an edited, deleted, inserted or re-pointed row anywhere changes a digest or a count.
 
-A row's canonical content is the JSON list of its column values in sorted column-name
-order, timestamps in the one UTC spelling, so the same row read back from SQLite or
-PostgreSQL hashes the same.
+A row's canonical content is the RFC 8785 JSON list of its column values in sorted
+column-name order, timestamps in the one UTC spelling and booleans as booleans, so the same
+row written from Python or read back raw from SQLite or PostgreSQL hashes the same.
 """
 
 from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table
+from sqlalchemy import Boolean, Table
 
 from evalops.domain.canonical import MAX_SAFE_INTEGER, canonical_json, encode_trusted
-from evalops.domain.vocabulary import format_timestamp
+from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+from evalops.store.types import UTCDateTime
 
 # Bump only with a migration that re-records what older events committed to.
 ROWS_VERSION = 1
 
-
-_COLUMNS: dict[str, list[str]] = {}
 # Columns a row digest leaves to a digest column beside them, which it covers and which
 # `verify` re-computes from the column itself: a trial's stored record (`stored_digest`).
 COVERED_ELSEWHERE = {("trial", "record")}
 
+TIMESTAMP, BOOLEAN, PLAIN = "timestamp", "boolean", "plain"
+_PLANS: dict[str, list[tuple[str, str]]] = {}
+
+
+def digest_plan(table: Table) -> list[tuple[str, str]]:
+    """(column, kind) of every column a row digest covers, in their fixed (sorted) order."""
+    plan = _PLANS.get(table.name)
+    if plan is None:
+        plan = _PLANS[table.name] = [
+            (
+                c.name,
+                TIMESTAMP
+                if isinstance(c.type, UTCDateTime)
+                else BOOLEAN
+                if isinstance(c.type, Boolean)
+                else PLAIN,
+            )
+            for c in sorted(table.columns, key=lambda c: c.name)
+            if c.name != "audit_seq" and (table.name, c.name) not in COVERED_ELSEWHERE
+        ]
+    return plan
+
 
 def digest_columns(table: Table) -> list[str]:
     """The columns a row digest covers, in their fixed order."""
-    columns = _COLUMNS.get(table.name)
-    if columns is None:
-        columns = _COLUMNS[table.name] = sorted(
-            c.name
-            for c in table.columns
-            if c.name != "audit_seq" and (table.name, c.name) not in COVERED_ELSEWHERE
-        )
-    return columns
+    return [name for name, _ in digest_plan(table)]
+
+
+def _timestamp(value: Any) -> str:
+    if isinstance(value, datetime):
+        return format_timestamp(value)
+    text = str(value)
+    # SQLite's stored spelling (naive UTC with microseconds) -> the canonical one.
+    if len(text) == 26 and text[10] == " " and text[19] == ".":
+        return f"{text[:10]}T{text[11:]}Z"
+    try:
+        return format_timestamp(parse_timestamp(text.replace(" ", "T") + "Z"))
+    except ValueError:
+        return text  # not a timestamp at all: it hashes as itself, and will not match
+
+
+def cell(kind: str, value: Any) -> Any:
+    """A stored value as the row digest reads it, whatever the driver returned."""
+    if value is None:
+        return None
+    if kind == TIMESTAMP:
+        return _timestamp(value)
+    if kind == BOOLEAN:
+        return bool(value)
+    return value
 
 
 class _Slow(Exception):
     pass
 
 
-def _value(value: Any) -> Any:
-    """A column value as its canonical JSON scalar, on the C encoder's fast path."""
-    if value is None or isinstance(value, str):
-        return value
-    if isinstance(value, datetime):
-        return format_timestamp(value)
+def _fast(value: Any) -> Any:
+    """A scalar on the C encoder's RFC 8785 fast path, or _Slow."""
     if isinstance(value, float):
         if value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
             return int(value)
         if math.isfinite(value) and 1e-4 <= abs(value) < 1e16:
             return value
         raise _Slow
-    if isinstance(value, int) and abs(value) > MAX_SAFE_INTEGER:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
         raise _Slow
     return value
 
 
-def row_line(columns: list[str], row: Mapping[str, Any]) -> bytes:
-    """One row's canonical content (RFC 8785 of the list of its values), newline-ended."""
+def line_of(cells: Sequence[Any]) -> bytes:
+    """One row's canonical content (RFC 8785 of the list of its cells), newline-ended."""
     try:
-        return encode_trusted([_value(row[name]) for name in columns]) + b"\n"
+        return encode_trusted([_fast(v) for v in cells]) + b"\n"
     except (_Slow, UnicodeEncodeError):
-        return (
-            canonical_json(
-                [
-                    format_timestamp(row[n]) if isinstance(row[n], datetime) else row[n]
-                    for n in columns
-                ]
-            )
-            + b"\n"
-        )
+        return canonical_json(list(cells)) + b"\n"
+
+
+def row_line(table: Table, row: Mapping[str, Any]) -> bytes:
+    """The canonical line of a row given as a mapping of column name to value."""
+    return line_of([cell(kind, row[name]) for name, kind in digest_plan(table)])
 
 
 class RowsDigest:
@@ -89,20 +120,15 @@ class RowsDigest:
     def __init__(self) -> None:
         self._tables: dict[str, tuple[int, Any]] = {}
 
-    def add(self, table: Table, row: Mapping[str, Any]) -> None:
-        count, hasher = self._tables.get(table.name, (0, None))
-        if hasher is None:
-            hasher = hashlib.sha256()
-        hasher.update(row_line(digest_columns(table), row))
-        self._tables[table.name] = (count + 1, hasher)
-
     def add_line(self, table_name: str, line: bytes) -> None:
-        """A row already rendered by `row_line` (bulk writers render once)."""
         count, hasher = self._tables.get(table_name, (0, None))
         if hasher is None:
             hasher = hashlib.sha256()
         hasher.update(line)
         self._tables[table_name] = (count + 1, hasher)
+
+    def add(self, table: Table, row: Mapping[str, Any]) -> None:
+        self.add_line(table.name, row_line(table, row))
 
     def as_payload(self) -> dict[str, dict[str, Any]]:
         return {
