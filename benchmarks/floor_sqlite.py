@@ -32,6 +32,7 @@ def main(path: str, database: str) -> dict[str, float]:
     wall = time.perf_counter()
     con = sqlite3.connect(database, isolation_level=None)
     con.execute("PRAGMA journal_mode=WAL")
+    con.execute("PRAGMA foreign_keys=ON")  # the schema's constraints, as evalops runs them
     con.execute("BEGIN IMMEDIATE")
     batch = (con.execute("SELECT coalesce(max(id), 0) + 1 FROM ingest_batch").fetchone())[0]
     seq = (con.execute("SELECT coalesce(max(seq), 0) + 1 FROM audit_event").fetchone())[0]
@@ -91,7 +92,6 @@ def main(path: str, database: str) -> dict[str, float]:
                 rows = []
     con.executemany(sql, rows)
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
-    con.execute("PRAGMA defer_foreign_keys=ON")
     con.execute(
         "INSERT INTO ingest_batch (id, files, ingested, skipped_identical, rejected, at, actor,"
         " audit_seq) VALUES (?, ?, ?, 0, 0, ?, 'floor', ?)",

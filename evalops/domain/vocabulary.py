@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from datetime import UTC, datetime
 from typing import Annotated, Literal, get_args
 
@@ -97,6 +98,7 @@ _RFC3339 = re.compile(
 )
 
 
+@lru_cache(maxsize=8192)
 def parse_timestamp(text: str) -> datetime:
     """An RFC 3339 timestamp with an explicit offset, as an aware datetime in UTC.
 
@@ -132,6 +134,7 @@ def _check_timestamp(text: str) -> str:
 Timestamp = Annotated[str, AfterValidator(_check_timestamp)]
 
 
+@lru_cache(maxsize=8192)
 def format_timestamp(moment: datetime) -> str:
     """UTC, microseconds, `Z`: the one spelling evalops stores and prints."""
     if moment.tzinfo is None or moment.utcoffset() is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Table
@@ -17,6 +18,7 @@ from sqlmodel import Session
 from evalops.store.types import UTCDateTime
 
 
+@lru_cache(maxsize=8192)
 def _sqlite_value(value: Any) -> Any:
     if isinstance(value, datetime):
         # The text UTCDateTime stores on SQLite (naive UTC, microseconds).

@@ -1,0 +1,86 @@
+"""Measure one evalops command (or a floor script) in a fresh process.
+
+    python -m benchmarks.measure RESULT.json -- evalops ARGS...
+    python -m benchmarks.measure RESULT.json -- script MODULE ARGS...
+
+The child runs the command in-process and writes `{"code", "cpu", "wall", "peak_kib"}` to
+RESULT.json: CPU time (user + system) and wall time of the command itself (start-up
+included, as a user sees it) and the process's peak resident memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import resource
+import runpy
+import subprocess
+import sys
+import time
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def child(result: str, argv: list[str]) -> None:
+    start_cpu, start_wall = _cpu(), time.perf_counter()
+    code = 0
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        if argv[0] == "evalops":
+            from evalops.cli.main import main
+
+            code = main(argv[1:])
+        else:  # a floor script: `script MODULE ARGS...`
+            sys.argv = [argv[1], *argv[2:]]
+            try:
+                runpy.run_module(argv[1], run_name="__main__")
+            except SystemExit as done:
+                code = int(done.code or 0)
+    Path(result).write_text(
+        json.dumps(
+            {
+                "code": code,
+                "cpu": _cpu() - start_cpu,
+                "wall": time.perf_counter() - start_wall,
+                "peak_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            }
+        ),
+        encoding="utf-8",
+    )
+
+
+def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Measure `argv` (`["evalops", ...]` or `["script", MODULE, ...]`) in a new process."""
+    result = cwd / f".measure-{os.getpid()}-{time.monotonic_ns()}.json"
+    base = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
+    base["EVALOPS_ACTOR"] = "bench@evalops.invalid"
+    base["PYTHONPATH"] = str(Path(__file__).resolve().parent.parent)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.measure", str(result), "--", *argv],
+        cwd=cwd,
+        env={**base, **(env or {})},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0 or not result.exists():
+        raise RuntimeError(f"{' '.join(argv)} failed: {done.stderr[-2000:]}")
+    data: dict[str, Any] = json.loads(result.read_text(encoding="utf-8"))
+    result.unlink()
+    return data
+
+
+def medians(samples: list[dict[str, Any]]) -> dict[str, float]:
+    return {key: median(float(s[key]) for s in samples) for key in ("cpu", "wall", "peak_kib")}
+
+
+if __name__ == "__main__":
+    separator = sys.argv.index("--")
+    child(sys.argv[1], sys.argv[separator + 1 :])

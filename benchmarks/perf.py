@@ -1,0 +1,409 @@
+"""Issue 13's performance targets, measured side by side in one run: `make bench`.
+
+    python -m benchmarks.perf [--records 200000] [--runs 5] [--big 1000000] [--only P1,P4]
+
+Every figure prints one line: the measured ratio, its target, PASS/FAIL, and the CPU and
+wall seconds (medians of `--runs` runs) behind it. Floors are plain-driver scripts in this
+directory (floor_sqlite.py, floor_postgres.py, floor_gate_read.py); evalops and each floor
+run in their own fresh processes (benchmarks/measure.py), on copies of the same database.
+Databases are built once under build/bench/ and reused by later runs.
+
+- P1 ingest, SQLite: N records, evalops CPU / floor CPU <= 2.0.
+- P2 ingest, PostgreSQL: N records, evalops CPU / COPY floor CPU <= 3.0 (a third as fast).
+- P3 memory: peak RSS of ingest, gate check, verify, trials list, review list, report audit
+  at the big database within 1.5x of the peak at a tenth of it.
+- P4 gate check of 10,000 tasks x 5 trials: within 3x of a plain read of the same trial
+  rows; with 2,000,000 trials of other builds in the database, within 1.2x.
+- P5 scaling: gate check, verify, report audit from 1,000 to 10,000 tasks grow at most 12x;
+  `trials list --limit 50` at the big database within 1.5x of a small one.
+- P7 verify of the big database: under 60 s CPU (flat memory is P3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from benchmarks.measure import medians, run
+from benchmarks.workload import REPO, example_workspace, write_jsonl
+
+WORK = REPO / "build" / "bench"
+PG_ADMIN = os.environ.get("EVALOPS_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
+RESULTS: list[dict[str, Any]] = []
+
+
+def figure(
+    name: str, ratio: float, target: float, detail: str, *, lower_is_better: bool = True
+) -> bool:
+    ok = ratio <= target if lower_is_better else ratio >= target
+    sign = "<=" if lower_is_better else ">="
+    line = f"{name}: {ratio:.2f} (target {sign} {target}) {'PASS' if ok else 'FAIL'}  [{detail}]"
+    print(line, flush=True)
+    RESULTS.append(
+        {"figure": name, "ratio": round(ratio, 3), "target": target, "ok": ok, "detail": detail}
+    )
+    return ok
+
+
+def _fmt(m: dict[str, float]) -> str:
+    return f"cpu {m['cpu']:.2f}s wall {m['wall']:.2f}s peak {m['peak_kib'] / 1024:.0f} MiB"
+
+
+def _copy_db(source: Path, dest: Path) -> Path:
+    if dest.exists():
+        shutil.rmtree(dest)
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("reports", "*.jsonl"))
+    return dest
+
+
+# ------------------------------------------------------------------------- fixtures
+
+
+def example_base() -> Path:
+    """The example registry, synced and calibrated, with no trials (cached)."""
+    base = WORK / "example-empty"
+    if not (base / ".evalops" / "registry.db").exists():
+        if base.exists():
+            shutil.rmtree(base)
+        example_workspace(base)
+    return base
+
+
+def records_file(count: int, prefix: str = "b") -> Path:
+    path = WORK / f"records-{prefix}-{count}.jsonl"
+    if not path.exists():
+        WORK.mkdir(parents=True, exist_ok=True)
+        write_jsonl(path, count, prefix)
+    return path
+
+
+def populated(count: int) -> Path:
+    """The example with `count` trials ingested and two critical tasks promoted (cached)."""
+    ws = WORK / f"example-{count}"
+    if (ws / ".evalops" / "registry.db").exists():
+        return ws
+    _copy_db(example_base(), ws)
+    for path in _chunks(count):
+        done = run(["evalops", "trials", "ingest", str(path)], cwd=ws)
+        assert done["code"] == 0, done
+    for task in ("article-publish-approved-revision", "support-refund-in-order"):
+        done = run(["evalops", "promote", task, "--to", "regression/core"], cwd=ws)
+        assert done["code"] == 0, (task, done)
+    return ws
+
+
+def _chunks(count: int, size: int = 200_000) -> list[Path]:
+    """`count` records as files of at most `size`, with ids that never collide."""
+    out = []
+    for start in range(0, count, size):
+        n = min(size, count - start)
+        path = WORK / f"records-c{start}-{n}.jsonl"
+        if not path.exists():
+            WORK.mkdir(parents=True, exist_ok=True)
+            write_jsonl(path, n, prefix=f"c{start}")
+        out.append(path)
+    return out
+
+
+# -------------------------------------------------------------------------- P1 / P2
+
+
+def p1_ingest_sqlite(records: int, runs: int) -> bool:
+    data = records_file(records)
+    ours, floor = [], []
+    for i in range(runs):
+        ws = _copy_db(example_base(), WORK / "p1-run")
+        ours.append(run(["evalops", "trials", "ingest", str(data)], cwd=ws))
+        assert ours[-1]["code"] == 0, ours[-1]
+        fl = _copy_db(example_base(), WORK / "p1-floor")
+        floor.append(
+            run(["script", "benchmarks.floor_sqlite", str(data), ".evalops/registry.db"], cwd=fl)
+        )
+        print(
+            f"  P1 run {i + 1}/{runs}: evalops {_fmt(ours[-1])}; floor {_fmt(floor[-1])}",
+            flush=True,
+        )
+    a, b = medians(ours), medians(floor)
+    return figure(
+        f"P1 ingest SQLite {records:,} records, evalops/floor CPU",
+        a["cpu"] / b["cpu"],
+        2.0,
+        f"evalops {_fmt(a)}; sqlite3 floor {_fmt(b)}; {records / a['wall']:,.0f} records/s",
+    )
+
+
+def _pg(sql: str, db: str = "test") -> None:
+    import psycopg
+
+    base = PG_ADMIN.rsplit("/", 1)[0]
+    with psycopg.connect(f"{base}/{db}", autocommit=True) as conn:
+        conn.execute(sql)  # type: ignore[arg-type]
+
+
+def _pg_url(name: str) -> str:
+    return PG_ADMIN.rsplit("/", 1)[0] + "/" + name
+
+
+def p2_ingest_postgres(records: int, runs: int) -> bool:
+    data = records_file(records)
+    template = "evalops_bench_template"
+    _pg(f"DROP DATABASE IF EXISTS {template}")
+    _pg(f"CREATE DATABASE {template}")
+    ws = WORK / "p2-ws"
+    if ws.exists():
+        shutil.rmtree(ws)
+    example_workspace(ws, db_url=_pg_url(template))
+    ours, floor = [], []
+    for i in range(runs):
+        for name in ("evalops_bench_run", "evalops_bench_floor"):
+            _pg(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+            _pg(f"CREATE DATABASE {name} TEMPLATE {template}")
+        ours.append(
+            run(
+                ["evalops", "--db", _pg_url("evalops_bench_run"), "trials", "ingest", str(data)],
+                cwd=ws,
+            )
+        )
+        assert ours[-1]["code"] == 0, ours[-1]
+        floor.append(
+            run(
+                ["script", "benchmarks.floor_postgres", str(data), _pg_url("evalops_bench_floor")],
+                cwd=ws,
+            )
+        )
+        print(
+            f"  P2 run {i + 1}/{runs}: evalops {_fmt(ours[-1])}; floor {_fmt(floor[-1])}",
+            flush=True,
+        )
+    for name in ("evalops_bench_run", "evalops_bench_floor", template):
+        _pg(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+    a, b = medians(ours), medians(floor)
+    return figure(
+        f"P2 ingest PostgreSQL {records:,} records, evalops/COPY floor CPU",
+        a["cpu"] / b["cpu"],
+        3.0,
+        f"evalops {_fmt(a)}; psycopg COPY floor {_fmt(b)}; wall ratio {a['wall'] / b['wall']:.2f}",
+    )
+
+
+# ---------------------------------------------------------------------- P3 / P5 / P7
+
+
+def _read_commands(ws: Path) -> dict[str, list[str]]:
+    report = str(WORK / "p3-report.html")
+    return {
+        "gate check": [
+            "evalops",
+            "gate",
+            "check",
+            "--build",
+            "build-124",
+            "--suite",
+            "regression/core",
+            "--dry-run",
+        ],
+        "verify": ["evalops", "verify"],
+        "trials list": ["evalops", "trials", "list", "--limit", "50"],
+        "review list": ["evalops", "review", "list", "--limit", "50"],
+        "report audit": [
+            "evalops",
+            "report",
+            "audit",
+            "--gate",
+            "GATE-1",
+            "--format",
+            "html",
+            "-o",
+            report,
+        ],
+    }
+
+
+def _gate_once(ws: Path) -> None:
+    if not list((ws / ".evalops").glob("gated")):
+        done = run(
+            ["evalops", "gate", "check", "--build", "build-124", "--suite", "regression/core"],
+            cwd=ws,
+        )
+        assert done["code"] in (0, 3, 4), done
+        (ws / ".evalops" / "gated").write_text("", encoding="utf-8")
+
+
+def p3_p5_p7(big: int, runs: int) -> bool:
+    small = big // 10
+    ok = True
+    peaks: dict[str, dict[int, dict[str, float]]] = {}
+    for size in (small, big):
+        ws = populated(size)
+        _gate_once(ws)
+        extra = records_file(10_000, prefix=f"x{size}")
+        copy = _copy_db(ws, WORK / f"p3-ingest-{size}")
+        peaks.setdefault("ingest 10,000 more", {})[size] = medians(
+            [run(["evalops", "trials", "ingest", str(extra)], cwd=copy)]
+        )
+        for name, argv in _read_commands(ws).items():
+            samples = [run(argv, cwd=ws) for _ in range(max(1, runs // 2))]
+            for s in samples:
+                assert s["code"] in (0, 3, 4), (name, s)
+            peaks.setdefault(name, {})[size] = medians(samples)
+    for name, by_size in peaks.items():
+        a, b = by_size[big], by_size[small]
+        ok &= figure(
+            f"P3 peak memory of {name} at {big:,} vs {small:,} trials",
+            a["peak_kib"] / b["peak_kib"],
+            1.5,
+            f"{big:,}: {_fmt(a)}; {small:,}: {_fmt(b)}",
+        )
+    listed = peaks["trials list"]
+    ok &= figure(
+        f"P5 trials list --limit 50 at {big:,} vs {small:,} trials (time)",
+        listed[big]["cpu"] / listed[small]["cpu"],
+        1.5,
+        f"{big:,}: {_fmt(listed[big])}; {small:,}: {_fmt(listed[small])}",
+    )
+    verified = peaks["verify"][big]
+    ok &= figure(
+        f"P7 verify of {big:,} trials, CPU seconds",
+        verified["cpu"],
+        60.0,
+        _fmt(verified),
+    )
+    return ok
+
+
+# ---------------------------------------------------------------------------- P4 / P5
+
+
+def big_suite(tasks: int, other_builds: int = 0) -> Path:
+    """A registry of `tasks` tasks in one regression suite, 5 trials each (cached)."""
+    from benchmarks.suite_fixture import add_other_builds, build_suite
+
+    ws = WORK / f"suite-{tasks}"
+    if not (ws / ".evalops" / "registry.db").exists():
+        build_suite(ws, tasks)
+    if not other_builds:
+        return ws
+    wide = WORK / f"suite-{tasks}-other-{other_builds}"
+    if not (wide / ".evalops" / "registry.db").exists():
+        _copy_db(ws, wide)
+        add_other_builds(wide, other_builds)
+    return wide
+
+
+def _gate(ws: Path, runs: int) -> dict[str, float]:
+    argv = ["evalops", "gate", "check", "--build", "build-1", "--suite", "regression/bench"]
+    samples = []
+    for _ in range(runs):
+        copy = _copy_db(ws, WORK / "p4-run")
+        samples.append(run(argv, cwd=copy))
+        assert samples[-1]["code"] in (0, 3, 4), samples[-1]
+    return medians(samples)
+
+
+def p4_p5(runs: int) -> bool:
+    ok = True
+    ten = big_suite(10_000)
+    ours = _gate(ten, runs)
+    floor = medians(
+        [
+            run(
+                ["script", "benchmarks.floor_gate_read", ".evalops/registry.db", "build-1"], cwd=ten
+            )
+            for _ in range(runs)
+        ]
+    )
+    ok &= figure(
+        "P4 gate check 10,000 tasks x 5 trials, evalops/plain read CPU",
+        ours["cpu"] / floor["cpu"],
+        3.0,
+        f"evalops {_fmt(ours)}; sqlite3 read {_fmt(floor)}",
+    )
+    wide = _gate(big_suite(10_000, other_builds=2_000_000), runs)
+    ok &= figure(
+        "P4 gate check with 2,000,000 trials of other builds / without (CPU)",
+        wide["cpu"] / ours["cpu"],
+        1.2,
+        f"with {_fmt(wide)}; without {_fmt(ours)}",
+    )
+    one = big_suite(1_000)
+    scaling: dict[str, tuple[dict[str, float], dict[str, float]]] = {
+        "gate check": (_gate(one, runs), ours)
+    }
+    for name, argv in {
+        "verify": ["evalops", "verify"],
+        "report audit": [
+            "evalops",
+            "report",
+            "audit",
+            "--gate",
+            "GATE-1",
+            "--format",
+            "html",
+            "-o",
+            str(WORK / "p5-report.html"),
+        ],
+    }.items():
+        pair = []
+        for ws in (one, ten):
+            _gate_stored(ws)
+            pair.append(medians([run(argv, cwd=ws) for _ in range(max(1, runs // 2))]))
+        scaling[name] = (pair[0], pair[1])
+    for name, (small, large) in scaling.items():
+        ok &= figure(
+            f"P5 {name} from 1,000 to 10,000 tasks (CPU growth)",
+            large["cpu"] / small["cpu"],
+            12.0,
+            f"10,000: {_fmt(large)}; 1,000: {_fmt(small)}",
+        )
+    return ok
+
+
+def _gate_stored(ws: Path) -> None:
+    if not (ws / ".evalops" / "gated").exists():
+        done = run(
+            ["evalops", "gate", "check", "--build", "build-1", "--suite", "regression/bench"],
+            cwd=ws,
+        )
+        assert done["code"] in (0, 3, 4), done
+        (ws / ".evalops" / "gated").write_text("", encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------ main
+
+STEPS: dict[str, Callable[[argparse.Namespace], bool]] = {
+    "P1": lambda a: p1_ingest_sqlite(a.records, a.runs),
+    "P2": lambda a: p2_ingest_postgres(a.records, a.runs),
+    "P3": lambda a: p3_p5_p7(a.big, a.runs),
+    "P4": lambda a: p4_p5(a.runs),
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--big", type=int, default=1_000_000)
+    parser.add_argument("--only", default=",".join(STEPS))
+    args = parser.parse_args()
+    WORK.mkdir(parents=True, exist_ok=True)
+    print(
+        f"issue 13 targets ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs, "
+        f"load {os.getloadavg()[0]:.1f})",
+        flush=True,
+    )
+    ok = True
+    for key in args.only.split(","):
+        ok &= STEPS[key.strip()](args)
+    (WORK / "perf-results.json").write_text(json.dumps(RESULTS, indent=2), encoding="utf-8")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
