@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, Field, StringConstraints

@@ -41,6 +41,7 @@ class Definitions:
     session: Session
     cutoff: int | None = None
     _tasks: dict[str, list[TaskRevision]] = field(default_factory=dict)
+    _all_tasks: dict[str, list[TaskRevision]] | None = None
     _specs: dict[int, EvalTaskSpec] = field(default_factory=dict)
     _task_specs: dict[tuple[str, str], EvalTaskSpec | None] = field(default_factory=dict)
     _grader_sets: dict[str, tuple[GraderSet, list[dict[str, Any]], str] | None] = field(
@@ -75,6 +76,8 @@ class Definitions:
         return self._appended[0].get(trial_id, []), self._appended[1].get(trial_id, [])
 
     def task_rows(self, task_digest: str) -> list[TaskRevision]:
+        if self._all_tasks is not None:
+            return self._all_tasks.get(task_digest, [])
         if task_digest not in self._tasks:
             self._tasks[task_digest] = list(
                 self.session.exec(
@@ -86,18 +89,34 @@ class Definitions:
             )
         return self._tasks[task_digest]
 
+    def preload_tasks(self) -> list[TaskRevision]:
+        """Read every task revision once (a gate over thousands of members needs them all);
+        returns them in registration order."""
+        rows = list(
+            self.session.exec(
+                select(TaskRevision)
+                .where(queries.upto(TaskRevision.audit_seq, self.cutoff))
+                .order_by(col(TaskRevision.id))
+            ).all()
+        )
+        self._all_tasks = {}
+        for row in rows:
+            self._all_tasks.setdefault(row.task_digest, []).append(row)
+        return rows
+
+    def spec_of(self, row: TaskRevision) -> EvalTaskSpec:
+        """A registered task revision's spec, parsed once per session."""
+        assert row.id is not None
+        if row.id not in self._specs:
+            self._specs[row.id] = queries.task_spec(row)
+        return self._specs[row.id]
+
     def task(self, task_id: str, task_digest: str) -> EvalTaskSpec | None:
         key = (task_id, task_digest)
         if key in self._task_specs:
             return self._task_specs[key]
         rows = [r for r in self.task_rows(task_digest) if r.task_id == task_id]
-        spec = None
-        if rows:
-            row = rows[-1]
-            assert row.id is not None
-            if row.id not in self._specs:
-                self._specs[row.id] = queries.task_spec(row)
-            spec = self._specs[row.id]
+        spec = self.spec_of(rows[-1]) if rows else None
         self._task_specs[key] = spec
         return spec
 

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
-from evalops.domain.canonical import canonical_json, canonical_text, digest
+from evalops.domain.canonical import canonical_json, canonical_text, digest, sha256_digest
 from evalops.domain.gate import evaluate, evaluate_stored
 from evalops.domain.regression import METHODS
 from evalops.domain.vocabulary import format_timestamp
@@ -124,6 +124,7 @@ def check(
         number = (session.exec(select(func.max(GateDecision.number))).one() or 0) + 1
         inputs["gate_id"] = f"GATE-{number}"
         result = evaluate(inputs)
+        inputs_bytes, result_bytes = canonical_json(inputs), canonical_json(result)
         row = GateDecision(
             number=number,
             gate_id=inputs["gate_id"],
@@ -135,10 +136,10 @@ def check(
             sync_run_id=inputs["sync"]["sync_run"] if inputs["sync"] else None,
             evaluated_at=evaluated_at(request),
             decision=result["decision"],
-            inputs=canonical_text(inputs),
-            inputs_digest=digest(inputs),
-            result=canonical_text(result),
-            result_digest=digest(result),
+            inputs=inputs_bytes.decode("utf-8"),
+            inputs_digest=sha256_digest(inputs_bytes),
+            result=result_bytes.decode("utf-8"),
+            result_digest=sha256_digest(result_bytes),
             at=now,
             actor=actor,
             audit_seq=next_seq(session),

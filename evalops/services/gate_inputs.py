@@ -280,20 +280,18 @@ def _older_counts(session: Session, execution: ExecutionProfileRow, cutoff: int)
 
 
 def _labels_by_task(
-    session: Session, members: list[queries.Member], cutoff: int
+    defs: Definitions, members: list[queries.Member]
 ) -> dict[str, tuple[str, list[str]]]:
     """Each member's ratcheted risk labels, from one read of the task revisions."""
     wanted = {m.task_id for m in members}
     revisions: dict[str, list[TaskRevision]] = {}
-    for row in session.exec(
-        select(TaskRevision)
-        .where(upto(TaskRevision.audit_seq, cutoff))
-        .order_by(col(TaskRevision.id))
-    ):
+    for row in defs.preload_tasks():
         if row.task_id in wanted:
             revisions.setdefault(row.task_id, []).append(row)
     return {
-        m.task_id: queries.strictest_labels(revisions.get(m.task_id, []), m.added.task_revision_id)
+        m.task_id: queries.strictest_labels(
+            revisions.get(m.task_id, []), m.added.task_revision_id, defs.spec_of
+        )
         for m in members
     }
 
@@ -320,7 +318,7 @@ def task_inputs(
     for row in rows:
         if row.task_id in members_by_id:
             by_task.setdefault(row.task_id, []).append(row)
-    labels = _labels_by_task(session, members, cutoff)
+    labels = _labels_by_task(defs, members)
     older = _older_counts(session, execution, cutoff)
     rederive_ = _Rederive(session, defs)
     out = []

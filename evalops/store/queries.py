@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -155,7 +156,9 @@ RISK_RANK = {"critical": 0, "noncritical_regression": 1, "quality_signal": 2}
 
 
 def strictest_labels(
-    rows: list[TaskRevision], pinned_revision_id: int | None
+    rows: list[TaskRevision],
+    pinned_revision_id: int | None,
+    spec_of: Callable[[TaskRevision], EvalTaskSpec] = task_spec,
 ) -> tuple[str, list[str]]:
     """The ratchet over one task's registered rows (see `effective_labels`)."""
     pinned = next((r for r in rows if r.id == pinned_revision_id), None)
@@ -165,7 +168,7 @@ def strictest_labels(
     for row in rows:
         if row.revision < floor:
             continue
-        meta = task_spec(row).meta
+        meta = spec_of(row).meta
         if RISK_RANK[meta.risk] < RISK_RANK[risk]:
             risk = meta.risk
         protects.update(meta.protects)
