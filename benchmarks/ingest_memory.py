@@ -49,7 +49,13 @@ def _write(path: Path, case: dict[str, str], count: int) -> int:
     ]
     with path.open("w", encoding="utf-8") as out:
         for i in range(count):
-            rec = record(case, trial_id=f"bench-{i:07d}", trial_index=i % 5, tool_calls=calls)
+            rec = record(
+                case,
+                trial_id=f"bench-{i:07d}",
+                run_id=f"run-{i // 5}",
+                trial_index=i % 5,
+                tool_calls=calls,
+            )
             out.write(json.dumps(rec) + "\n")
     return path.stat().st_size
 
