@@ -10,7 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalops.domain.canonical import canonical_json, canonical_json_reference
+from evalops.domain.canonical import (
+    canonical_json,
+    canonical_json_document,
+    canonical_json_reference,
+)
 
 # RFC 8785 Appendix B: IEEE 754 bit patterns and their JCS spellings.
 NUMBER_VECTORS = [
@@ -105,3 +109,46 @@ def test_values_outside_json_are_refused_like_the_reference(value: Any) -> None:
         canonical_json_reference(value)
     with pytest.raises(type(reference.value)):
         canonical_json(value)
+
+
+# Strings that look like the number tokens the scan looks for, so that both of its answers
+# (C encoder text as is, or the walk) are exercised inside strings as well as outside.
+tricky_text = st.text(max_size=10) | st.sampled_from(
+    [":1.0,", "[2e-05]", ",1234567890123456}", "x:-0.0]", "\U0001f600", "a:1.5,b"]
+)
+documents = st.recursive(
+    st.none() | st.booleans() | st.integers(min_value=-SAFE, max_value=SAFE) | floats | tricky_text,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(keys, children, max_size=4),
+    max_leaves=25,
+).filter(lambda v: isinstance(v, dict | list))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(value=documents)
+def test_scanned_document_path_is_byte_identical_to_rfc8785(value: Any) -> None:
+    assert canonical_json_document(value) == canonical_json_reference(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": 1.0},
+        {"a": [-0.0]},
+        {"a": 1e-05},
+        {"a": 1e16},
+        {"a": 9007199254740991},
+        {"b": 2, "\U0001f600": 1, "\ufb33": 0},
+        [0.0001, 123456789.5, 1e-07],
+        {"s": ":1.0,", "n": 0.5},
+    ],
+)
+def test_scanned_document_path_on_every_form_it_must_notice(value: Any) -> None:
+    assert canonical_json_document(value) == canonical_json_reference(value)
+
+
+@pytest.mark.parametrize("value", [[float("nan")], {"k": float("inf")}, [2**53], {"k": "\ud800"}])
+def test_scanned_document_path_refuses_like_the_reference(value: Any) -> None:
+    with pytest.raises(Exception) as reference:
+        canonical_json_reference(value)
+    with pytest.raises(type(reference.value)):
+        canonical_json_document(value)

@@ -88,6 +88,34 @@ def canonical_json(value: Any) -> bytes:
         return rfc8785.dumps(value)
 
 
+# Number tokens where the C encoder's text and JCS's may differ: integral floats ("1.0",
+# "-0.0"), exponents ("1e-05", "1e+16"), integers of 16 digits or more (beyond 2^53 JCS
+# refuses). A token follows ":", "," or "[" and ends before ",", "]" or "}"; the same text
+# inside a string only costs the slow path. Any astral character may change key order.
+_SUSPECT = re.compile(
+    r"[:,\[]-?\d+(?:\.0|(?:\.\d+)?e[+-]?\d+)(?=[,\]}])"
+    r"|[:,\[]-?\d{16,}(?=[,\]}])"
+    r"|[\U00010000-\U0010ffff]"
+)
+
+
+def canonical_json_document(value: dict[str, Any] | list[Any]) -> bytes:
+    """`canonical_json` of a large object or array whose object keys are all `str` (parsed
+    JSON, or built by evalops): the C encoder's text, scanned once for the only forms in
+    which it can differ from RFC 8785, instead of a Python walk over every node.
+    tests/test_canonical.py proves it byte-identical to `rfc8785` on generated values."""
+    try:
+        text = _ENCODER.encode(value)
+    except (ValueError, TypeError):
+        return canonical_json(value)  # NaN, Infinity or a non-JSON type: as the reference
+    if _SUSPECT.search(text) is not None:
+        return canonical_json(value)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return canonical_json(value)  # a lone surrogate
+
+
 def encode_trusted(value: Any) -> bytes:
     """The C encoder's bytes of a value the caller has vouched is on the fast path (finite
     floats of plain magnitude or integral ones already ints, safe ints, keys in the BMP):

@@ -16,7 +16,11 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
-from evalops.domain.canonical import canonical_json, canonical_text, digest, sha256_digest
+from evalops.domain.canonical import (
+    canonical_json,
+    canonical_json_document,
+    sha256_digest,
+)
 from evalops.domain.gate import evaluate, evaluate_stored
 from evalops.domain.regression import METHODS
 from evalops.domain.vocabulary import format_timestamp
@@ -124,7 +128,8 @@ def check(
         number = (session.exec(select(func.max(GateDecision.number))).one() or 0) + 1
         inputs["gate_id"] = f"GATE-{number}"
         result = evaluate(inputs)
-        inputs_bytes, result_bytes = canonical_json(inputs), canonical_json(result)
+        inputs_bytes = canonical_json_document(inputs)
+        result_bytes = canonical_json_document(result)
         row = GateDecision(
             number=number,
             gate_id=inputs["gate_id"],
@@ -223,13 +228,19 @@ def replay_row(row: GateDecision) -> dict[str, Any]:
     """Re-evaluate a stored decision from its stored inputs; compare canonical JSON."""
     problems: list[str] = []
     inputs = json.loads(row.inputs)
-    if digest(inputs) != row.inputs_digest or canonical_text(inputs) != row.inputs:
+    inputs_bytes = canonical_json_document(inputs)
+    if sha256_digest(inputs_bytes) != row.inputs_digest or inputs_bytes != row.inputs.encode(
+        "utf-8"
+    ):
         problems.append("stored inputs do not match inputs_digest")
     stored = json.loads(row.result)
-    if digest(stored) != row.result_digest or canonical_text(stored) != row.result:
+    result_bytes = canonical_json_document(stored)
+    if sha256_digest(result_bytes) != row.result_digest or result_bytes != row.result.encode(
+        "utf-8"
+    ):
         problems.append("stored decision does not match result_digest")
     fresh = evaluate_stored(inputs)
-    identical = canonical_json(fresh) == row.result.encode("utf-8")
+    identical = canonical_json_document(fresh) == row.result.encode("utf-8")
     if not identical:
         problems += [f"differs at {p}" for p in _differences(stored, fresh)[:20]]
     return {
@@ -281,7 +292,7 @@ def rebuilt_inputs_problem(session: Session, row: GateDecision) -> str | None:
     except InputError as exc:
         return f"its inputs can no longer be loaded: {exc.message}"
     rebuilt["gate_id"] = inputs["gate_id"]
-    if canonical_json(rebuilt) == canonical_json(inputs):
+    if canonical_json_document(rebuilt) == canonical_json_document(inputs):
         return None
     where = _differences(inputs, rebuilt)[:5]
     return (

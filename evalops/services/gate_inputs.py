@@ -512,7 +512,7 @@ def build_inputs(
         "suite": {
             "id": request.suite_id,
             "kind": suite.kind,
-            "suite_digest": queries.current_suite_digest(session, suite, cutoff),
+            "suite_digest": queries.current_suite_digest(session, suite, cutoff, members),
         },
         "sync": {"sync_run": run.id, "git_commit": run.git_commit} if run else None,
         "execution_id": execution.execution_id,

@@ -218,14 +218,22 @@ def members(
     return out if include_removed else [m for m in out if m.removed is None]
 
 
-def current_suite_digest(session: Session, suite: SuiteRow, cutoff: int | None = None) -> str:
+def current_suite_digest(
+    session: Session,
+    suite: SuiteRow,
+    cutoff: int | None = None,
+    current: list[Member] | None = None,
+) -> str:
+    """The suite digest of the current pins (`current`: the members, when already read)."""
+    if current is None:
+        current = members(session, suite.suite_id, cutoff=cutoff)
     pins = [
         {
             "task_id": m.task_id,
             "task_digest": m.task_digest,
             "grader_set_digest": m.grader_set_digest,
         }
-        for m in members(session, suite.suite_id, cutoff=cutoff)
+        for m in current
     ]
     return digests.suite_digest(suite.suite_id, suite.kind, pins)
 
