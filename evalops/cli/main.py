@@ -17,6 +17,7 @@ from evalops.cli import (
     export,
     gate,
     incident,
+    new,
     registry_cmds,
     report,
     suite,
@@ -129,6 +130,7 @@ def root(
 
 db.register(app)
 registry_cmds.register(app)
+new.register(app)
 task.register(app)
 incident.register(app)
 suite.register(app)
