@@ -75,7 +75,7 @@ def digest(
     files: Annotated[list[Path], typer.Argument(help="Spec files (or directories of them).")],
     json_flag: JsonFlag = False,
 ) -> None:
-    """Print each spec's digests (DESIGN.md section 4); no database needed.
+    """Print each spec's digests (recipes in docs/digests.md); no database needed.
 
     Example: evalops digest registry/tasks/*.yaml --json
     """
