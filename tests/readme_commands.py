@@ -134,9 +134,10 @@ _NORMALIZE = [
 def normalize(lines: list[str]) -> list[str]:
     out = []
     for line in lines:
+        text = line
         for pattern, placeholder in _NORMALIZE:
-            line = pattern.sub(placeholder, line)
-        out.append(line.rstrip())
+            text = pattern.sub(placeholder, text)
+        out.append(text.rstrip())
     while out and not out[-1]:
         out.pop()
     return out

@@ -51,7 +51,8 @@ $ printf 'a\\nb\\nc\\nd\\n'
 a
 ...
 d
-$ echo sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef at 2026-01-01T00:00:00Z
+$ echo sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef \
+    at 2026-01-01T00:00:00Z
 sha256:ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff at 2027-02-02T10:00:00.5Z
 $ false
 $ echo $?
