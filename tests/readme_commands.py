@@ -127,7 +127,8 @@ _NORMALIZE = [
         "<time>",
     ),
     (re.compile(r"\b[0-9a-f]{40}\b"), "<commit>"),
-    (re.compile(r"\bgit [0-9a-f]{12}\b"), "git <commit>"),
+    # A short commit id: 7 to 12 hex digits, letters and digits both.
+    (re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,12}\b"), "<commit>"),
 ]
 
 

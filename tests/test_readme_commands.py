@@ -32,8 +32,9 @@ def test_every_skipped_block_says_why() -> None:
     blocks = rc.parse(rc.README.read_text(encoding="utf-8"))
     skipped = [b for b in blocks if b.skip is not None]
     assert all(b.skip.strip() for b in skipped)
-    # Most of the README runs: only installing, servers and the reader's own files may not.
-    assert len(skipped) <= len(blocks) // 3, [b.line for b in skipped]
+    # Most of the README runs: only installing, servers, the reader's own files and
+    # commands that would change what later examples show may not.
+    assert len(skipped) < len(blocks) // 2, [b.line for b in skipped]
 
 
 SAMPLE = """\
