@@ -145,3 +145,17 @@ def test_new_refuses_an_existing_file_and_a_bad_id(cli: Cli, repo: Path) -> None
     assert bad.code == 2
     assert "invalid id 'Bad Id'" in bad.stderr
     assert not (repo / "r" / "tasks").exists()
+
+
+def test_new_task_reuses_a_grader_set_kept_under_another_file_name(cli: Cli, repo: Path) -> None:
+    graders = repo / "registry" / "graders"
+    graders.mkdir(parents=True)
+    text = (
+        Path(__file__).parent.parent / "registry" / "graders" / "support-graders.yaml"
+    ).read_text(encoding="utf-8")
+    (graders / "support.yaml").write_text(text, encoding="utf-8")
+    done = cli("new", "task", "t1", "--grader-set", "support-graders", "--registry", "registry",
+               cwd=repo)  # fmt: skip
+    assert done.code == 0, done.stderr
+    assert sorted(p.name for p in graders.iterdir()) == ["support.yaml"]
+    assert "grader_set" not in done.stdout

@@ -190,8 +190,23 @@ def _write(root: Path, kind: str, definition_id: str, text: str, folder: str) ->
     return Written(path, kind, definition_id)
 
 
+_TOP_ID = re.compile(r"""^id:\s*["']?([^"'\s#]+)""", re.M)
+_JSON_ID = re.compile(r'"id"\s*:\s*"([^"]+)"')
+
+
 def _existing_ids(root: Path, folder: str) -> set[str]:
-    return {p.stem for p in (root / folder).glob("*.y*ml")} if (root / folder).is_dir() else set()
+    """The ids the files of `root/folder` define (read loosely: validate reads them
+    strictly), so a starter never duplicates an id kept under another file name."""
+    ids: set[str] = set()
+    if not (root / folder).is_dir():
+        return ids
+    for path in (root / folder).rglob("*"):
+        if path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        found = (_JSON_ID if path.suffix == ".json" else _TOP_ID).search(text)
+        ids.add(found.group(1) if found else path.stem)
+    return ids
 
 
 def new_definition(
@@ -206,7 +221,7 @@ def new_definition(
     if kind == "task":
         graders = check_id(grader_set or f"{definition_id}-graders")
         written = [_write(root, "task", definition_id, task_yaml(definition_id, graders), "tasks")]
-        if file_name(graders)[:-5] not in _existing_ids(root, "graders"):
+        if graders not in _existing_ids(root, "graders"):
             written.append(_write(root, "grader_set", graders, grader_set_yaml(graders), "graders"))
         return written
     if kind == "grader-set":
