@@ -153,6 +153,10 @@ def sync(
             f"{len(result.registered)} registered, {result.unchanged} unchanged "
             f"at git {commit}{flag}"
         )
+        for entry in result.back_in_force:
+            say(f"back in force: {entry['kind']} {entry['id']}")
+        for entry in result.no_longer_in_force:
+            say(f"no longer in force: {entry['kind']} {entry['id']}")
 
     emit(ctx, result.as_dict(), human)
 
