@@ -5,6 +5,9 @@ output shown (the way cog and sqlite-utils keep their docs true).
   `\\` continues on the next), the lines after it up to the next `$ ` are its output
   (stdout and stderr together). A line `...` in the output stands for any number of lines.
 - A ```sh block is a list of commands; each must exit 0 (their output is not compared).
+- A ```text block right after a line `<!-- excerpt of the output above -->` is part of the
+  output of the last command run before it (its lines in order, `...` for any lines, and
+  any lines before and after): for long outputs shown in pieces.
 - A block right after a line `<!-- not run: REASON -->` is skipped (installing, a server,
   files that exist only on the reader's machine); the reason is required.
 
@@ -36,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 ELLIPSIS = "..."
 NOT_RUN = re.compile(r"^<!-- not run: (?P<reason>\S.*?) -->$")
+EXCERPT = "<!-- excerpt of the output above -->"
 
 
 @dataclass
@@ -60,11 +64,11 @@ def parse(text: str) -> list[Block]:
     blocks: list[Block] = []
     i = 0
     while i < len(lines):
-        fence = re.fullmatch(r"```(console|sh)\s*", lines[i])
-        if not fence:
+        fence = re.fullmatch(r"```(console|sh|text)\s*", lines[i])
+        before = lines[i - 1].strip() if i else ""
+        if not fence or (fence.group(1) == "text" and before != EXCERPT):
             i += 1
             continue
-        before = lines[i - 1].strip() if i else ""
         skip = NOT_RUN.match(before)
         block = Block(fence.group(1), i + 1, skip=skip.group("reason") if skip else None)
         j = i + 1
@@ -72,7 +76,13 @@ def parse(text: str) -> list[Block]:
         while j < len(lines) and not lines[j].startswith("```"):
             body.append((j, lines[j]))
             j += 1
-        block.steps = _console_steps(body) if block.kind == "console" else _sh_steps(body)
+        if block.kind == "text":
+            block.kind = "excerpt"
+            block.steps = [Step("", [ELLIPSIS, *(t for _, t in body), ELLIPSIS], i + 1)]
+        elif block.kind == "console":
+            block.steps = _console_steps(body)
+        else:
+            block.steps = _sh_steps(body)
         blocks.append(block)
         i = j + 1
     return blocks
@@ -216,12 +226,18 @@ class Session:
 
 def run_all(blocks: list[Block], scratch: Path) -> list[Outcome]:
     session = Session(scratch)
-    outcomes = []
+    outcomes: list[Outcome] = []
+    last: list[str] = []
     for block in blocks:
         if block.skip is not None:
             continue
+        if block.kind == "excerpt":
+            step = block.steps[0]
+            outcomes.append(Outcome(step, 0, last, matches(step.expected, last)))
+            continue
         for step in block.steps:
             code, output = session.run(step.command)
+            last = output
             ok = matches(step.expected, output) if step.compare else code == 0
             outcomes.append(Outcome(step, code, output, ok))
     return outcomes
@@ -248,6 +264,9 @@ def update(readme: Path = README) -> int:
     changed = 0
     for outcome in reversed(outcomes):  # bottom up: earlier line numbers stay valid
         step = outcome.step
+        if not outcome.ok and not step.command:
+            print(f"README.md:{step.line}: this excerpt no longer matches: update it by hand")
+            continue
         if outcome.ok or not step.compare:
             if not step.compare and not outcome.ok:
                 print(f"README.md:{step.line}: exit {outcome.code}: {step.command}")

@@ -103,3 +103,15 @@ def test_update_rewrites_only_what_differs_and_keeps_elisions(tmp_path: Path) ->
         "```console\n$ printf 'a\\nb\\nc\\nd\\n'\na\n...\nd\n$ echo new\nnew\n$ echo same\nsame\n"
         "$ printf '1\\n2\\n3\\n4\\n'\n1\n...\n```\n"
     )
+
+
+def test_an_excerpt_is_checked_against_the_output_before_it(tmp_path: Path) -> None:
+    text = (
+        "```console\n$ printf 'a\\nb\\nc\\nd\\n'\na\n...\n```\n\n"
+        "<!-- excerpt of the output above -->\n```text\nb\nc\n```\n\n"
+        "<!-- excerpt of the output above -->\n```text\nc\nb\n```\n\n"
+        "```text\nnot checked\n```\n"
+    )
+    blocks = rc.parse(text)
+    assert [b.kind for b in blocks] == ["console", "excerpt", "excerpt"]
+    assert [o.ok for o in rc.run_all(blocks, tmp_path)] == [True, True, False]
