@@ -7,7 +7,9 @@ output shown (the way cog and sqlite-utils keep their docs true).
 - A ```sh block is a list of commands; each must exit 0 (their output is not compared).
 - A ```text block right after a line `<!-- excerpt of the output above -->` is part of the
   output of the last command run before it (its lines in order, `...` for any lines, and
-  any lines before and after): for long outputs shown in pieces.
+  any lines before and after): for long outputs shown in pieces. After
+  `<!-- excerpt of the output of: PREFIX -->` it is part of the output of the latest
+  command starting with PREFIX (e.g. `evalops demo`).
 - A block right after a line `<!-- not run: REASON -->` is skipped (installing, a server,
   files that exist only on the reader's machine); the reason is required.
 
@@ -39,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 ELLIPSIS = "..."
 NOT_RUN = re.compile(r"^<!-- not run: (?P<reason>\S.*?) -->$")
-EXCERPT = "<!-- excerpt of the output above -->"
+EXCERPT = re.compile(r"^<!-- excerpt of the output (?:above|of: (?P<prefix>\S.*?)) -->$")
 
 
 @dataclass
@@ -57,6 +59,7 @@ class Block:
     line: int
     steps: list[Step] = field(default_factory=list)
     skip: str | None = None
+    excerpt_of: str = ""  # an excerpt: the command prefix whose output it shows ("": last)
 
 
 def parse(text: str) -> list[Block]:
@@ -66,7 +69,8 @@ def parse(text: str) -> list[Block]:
     while i < len(lines):
         fence = re.fullmatch(r"```(console|sh|text)\s*", lines[i])
         before = lines[i - 1].strip() if i else ""
-        if not fence or (fence.group(1) == "text" and before != EXCERPT):
+        excerpt = EXCERPT.match(before)
+        if not fence or (fence.group(1) == "text" and not excerpt):
             i += 1
             continue
         skip = NOT_RUN.match(before)
@@ -78,7 +82,9 @@ def parse(text: str) -> list[Block]:
             j += 1
         if block.kind == "text":
             block.kind = "excerpt"
+            of = (excerpt.group("prefix") or "") if excerpt else ""
             block.steps = [Step("", [ELLIPSIS, *(t for _, t in body), ELLIPSIS], i + 1)]
+            block.excerpt_of = of
         elif block.kind == "console":
             block.steps = _console_steps(body)
         else:
@@ -228,16 +234,22 @@ def run_all(blocks: list[Block], scratch: Path) -> list[Outcome]:
     session = Session(scratch)
     outcomes: list[Outcome] = []
     last: list[str] = []
+    outputs: list[tuple[str, list[str]]] = []
     for block in blocks:
         if block.skip is not None:
             continue
         if block.kind == "excerpt":
             step = block.steps[0]
-            outcomes.append(Outcome(step, 0, last, matches(step.expected, last)))
+            source = last
+            if block.excerpt_of:
+                found = [out for cmd, out in outputs if cmd.startswith(block.excerpt_of)]
+                source = found[-1] if found else []
+            outcomes.append(Outcome(step, 0, source, matches(step.expected, source)))
             continue
         for step in block.steps:
             code, output = session.run(step.command)
             last = output
+            outputs.append((step.command, output))
             ok = matches(step.expected, output) if step.compare else code == 0
             outcomes.append(Outcome(step, code, output, ok))
     return outcomes

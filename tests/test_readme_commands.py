@@ -111,7 +111,17 @@ def test_an_excerpt_is_checked_against_the_output_before_it(tmp_path: Path) -> N
         "<!-- excerpt of the output above -->\n```text\nb\nc\n```\n\n"
         "<!-- excerpt of the output above -->\n```text\nc\nb\n```\n\n"
         "```text\nnot checked\n```\n"
+        "```console\n$ echo later\nlater\n```\n"
+        "<!-- excerpt of the output of: printf -->\n```text\nc\n...\nd\n```\n"
+        "<!-- excerpt of the output of: printf -->\n```text\nlater\n```\n"
     )
     blocks = rc.parse(text)
-    assert [b.kind for b in blocks] == ["console", "excerpt", "excerpt"]
-    assert [o.ok for o in rc.run_all(blocks, tmp_path)] == [True, True, False]
+    assert [b.kind for b in blocks] == [
+        "console",
+        "excerpt",
+        "excerpt",
+        "console",
+        "excerpt",
+        "excerpt",
+    ]
+    assert [o.ok for o in rc.run_all(blocks, tmp_path)] == [True, True, False, True, True, False]
