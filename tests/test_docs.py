@@ -138,3 +138,12 @@ def test_nothing_a_user_reads_cites_a_file_that_does_not_ship() -> None:
             if stripped.startswith(("#", '"""')):
                 continue
             assert not re.search(r"""["'][^"']*DESIGN""", stripped), f"{source}:{number}"
+
+
+def test_every_docs_page_the_code_cites_exists() -> None:
+    cited = set()
+    for source in (ROOT / "evalops").rglob("*.py"):
+        cited |= set(re.findall(r"docs/([a-z_-]+\.md)", source.read_text(encoding="utf-8")))
+    assert cited, "help texts and errors should point at docs/"
+    for page in sorted(cited):
+        assert (DOCS / page).is_file(), f"the code cites docs/{page}, which does not exist"
