@@ -235,8 +235,8 @@ def resolve(
 ) -> None:
     """Append a human grader result; the trial is re-classified from all its results.
 
-    Example: evalops review resolve trial-0031 --grader reply-quality --state task_pass
-    --reason "reply cites the refund policy correctly"
+    Example: evalops review resolve trial-b125-support-reply-tone-1 --grader reply-quality
+    --state task_pass --reason "reply cites the refund policy correctly"
     """
     from evalops.services.review import resolve as run
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -52,8 +53,6 @@ def _upgrade(url: str, revision: str) -> None:
 def _ignore_dot_evalops() -> None:
     """`evalops init` keeps the database out of git: `.evalops/` goes into the repository's
     .gitignore (created if absent) when the working directory is in a git work tree."""
-    from pathlib import Path
-
     try:
         import git
 
@@ -73,16 +72,49 @@ def _ignore_dot_evalops() -> None:
         repo.close()
 
 
-def init(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
+def init(
+    ctx: typer.Context,
+    starter: Annotated[
+        Path | None,
+        typer.Option(
+            "--registry",
+            metavar="DIR",
+            help="Also write a starter registry into DIR (a task, its grader set, an "
+            "execution profile, a suite and both policies) that validates as written.",
+        ),
+    ] = None,
+    json_flag: JsonFlag = False,
+) -> None:
     """Create the registry database (if needed) and migrate it to head.
 
-    Example: evalops --db postgresql://ci@db/evalops init
+    Inside a git work tree, `.evalops/` (where the SQLite database lives) is added to the
+    repository's .gitignore. With --registry DIR, starter files are written too (exit 2 and
+    nothing written if one of them exists).
+
+    Example: evalops init --registry registry
     """
+    from evalops.services.scaffold import starter_registry
+
     state = settings(ctx, json_flag)
+    written = starter_registry(starter) if starter is not None else []
     _upgrade(state.db_url, "head")
     _ignore_dot_evalops()
     status = _status(state.db_url)
-    emit(ctx, status, lambda: say(f"initialized {status['database']} at {status['head']}"))
+    data: dict[str, object] = dict(status)
+    if starter is not None:
+        data["written"] = [{"file": str(w.path), "kind": w.kind, "id": w.id} for w in written]
+
+    def human() -> None:
+        say(f"initialized {status['database']} at {status['head']}")
+        for w in written:
+            say(f"wrote {w.path} ({w.kind} {w.id})")
+        if starter is not None:
+            say(
+                f"next: edit the files, then `evalops validate {starter}` "
+                f"and `evalops sync {starter}`"
+            )
+
+    emit(ctx, data, human)
 
 
 @db_app.command()

@@ -17,6 +17,7 @@ from evalops.cli import (
     export,
     gate,
     incident,
+    new,
     registry_cmds,
     report,
     suite,
@@ -66,7 +67,9 @@ app = typer.Typer(
     name="evalops",
     help=(
         "Eval-asset lifecycle manager for AI-agent evaluations.\n\n"
-        "Example: evalops validate && evalops sync && evalops verify"
+        "Reference: docs/ in the project (docs/cli.md: every command, option and exit "
+        "code).\n\n"
+        "Example: evalops init --registry registry && evalops validate && evalops sync"
     ),
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,
@@ -129,6 +132,7 @@ def root(
 
 db.register(app)
 registry_cmds.register(app)
+new.register(app)
 task.register(app)
 incident.register(app)
 suite.register(app)

@@ -75,7 +75,7 @@ def digest(
     files: Annotated[list[Path], typer.Argument(help="Spec files (or directories of them).")],
     json_flag: JsonFlag = False,
 ) -> None:
-    """Print each spec's digests (DESIGN.md section 4); no database needed.
+    """Print each spec's digests (recipes in docs/digests.md); no database needed.
 
     Example: evalops digest registry/tasks/*.yaml --json
     """
@@ -153,6 +153,10 @@ def sync(
             f"{len(result.registered)} registered, {result.unchanged} unchanged "
             f"at git {commit}{flag}"
         )
+        for entry in result.back_in_force:
+            say(f"back in force: {entry['kind']} {entry['id']}")
+        for entry in result.no_longer_in_force:
+            say(f"no longer in force: {entry['kind']} {entry['id']}")
 
     emit(ctx, result.as_dict(), human)
 

@@ -65,7 +65,7 @@ def ingest(
     Re-ingesting an identical record is a counted no-op; the same trial_id with other
     content is an error. Every problem is reported as file:line, field.
 
-    Example: evalops trials ingest runs/build-124.jsonl
+    Example: evalops trials ingest registry/trials/candidate-b124.jsonl
     """
     from evalops.services.ingest import ingest_files
 

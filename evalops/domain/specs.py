@@ -428,7 +428,7 @@ class Grader(Strict):
             if state not in allowed:
                 raise SpecValueError(
                     f"a {self.layer} {self.type} grader may not produce {state} (it may "
-                    f"produce {', '.join(sorted(allowed))}; DESIGN.md section 5.3)",
+                    f"produce {', '.join(sorted(allowed))}; see docs/formats.md, grader sets)",
                     "produces",
                     index,
                 )

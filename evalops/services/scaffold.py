@@ -1,0 +1,270 @@
+"""Starter files: `evalops init --registry DIR` and `evalops new KIND ID`.
+
+Each template is commented YAML that `evalops validate` accepts as written; the comments say
+what every field means and what to change. Nothing here overwrites a file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalops.errors import InputError
+
+# `evalops new KIND`: the kinds and the registry folder each is written to.
+KINDS: dict[str, str] = {
+    "task": "tasks",
+    "grader-set": "graders",
+    "execution": "executions",
+    "suite": "suites",
+    "policy": "policies",
+}
+POLICY_KINDS = ("gate", "suite")
+
+_ID = re.compile(r"[a-z0-9][a-z0-9._/-]{0,127}")
+
+
+@dataclass(frozen=True)
+class Written:
+    """One starter file: where it went and what it defines."""
+
+    path: Path
+    kind: str
+    id: str
+
+
+def check_id(value: str) -> str:
+    if not _ID.fullmatch(value):
+        raise InputError(
+            f"invalid id {value!r}: use [a-z0-9][a-z0-9._/-]{{0,127}} (e.g. refund-once)",
+            field="id",
+        )
+    return value
+
+
+def file_name(definition_id: str) -> str:
+    """`regression/core` -> `regression-core.yaml`: one file per id, no sub-folders."""
+    return definition_id.replace("/", "-") + ".yaml"
+
+
+def task_yaml(task_id: str, grader_set: str) -> str:
+    return f"""\
+# An eval task: one reproducible situation, graded the same way every time.
+# Only spec_schema_version, contract and fixtures make up its task_digest; id, revision and
+# meta are labels. Bump `revision` whenever contract or fixtures change.
+spec_schema_version: eval-task/v1
+id: {task_id}
+revision: 1
+meta:                                # labels: not in task_digest
+  title: Describe what the agent must get right
+  owner: you@example.com             # review_owner: who reviews this task
+  risk: noncritical_regression       # critical | noncritical_regression | quality_signal
+  protects: []                       # permissions, secrets, human_approval, external_effect,
+                                     #   required_evidence; non-empty => risk: critical
+  failure_owner: your-team           # who fixes a failure (needed for regression suites)
+  # invariant: "state the rule this task guards" # or confirm an incident it reproduces
+contract:
+  goal: describe_the_goal
+  environment:
+    clock: "2026-01-01T00:00:00Z"    # a frozen clock: RFC 3339 with an offset
+    network_policy: deny             # deny | allowlist | live
+  success_state:                     # each key is checked by a blocking outcome grader
+    task_done: true
+  forbidden_effects:                 # each item is checked by a blocking hard-constraint grader
+    - act_more_than_once
+  # expected:                        # optional: a trajectory expectation (see docs/formats.md)
+  # trials: {{count: 5, k: 3, passRule: all}}   # optional: repeated trials (default count 1)
+fixtures:                            # in task_digest: canned tool responses
+  onMiss: fail                       # fail closed: a call without a fixture fails the trial
+  toolResponses: []                  # - {{tool: "crm:lookup", args: {{...}}, response: {{...}}}}
+grader_set: {grader_set}
+"""
+
+
+def grader_set_yaml(grader_set_id: str) -> str:
+    return f"""\
+# A grader set: versioned graders in layers. grader_set_digest is this file without meta.
+spec_schema_version: grader-set/v1
+id: {grader_set_id}
+version: 1                           # bump when any grader changes
+graders:
+  - id: outcome-check
+    version: 1
+    layer: outcome                   # outcome: may produce task_pass, task_fail
+    type: deterministic              # deterministic | model | human
+    produces: [task_pass, task_fail]
+    blocking: true
+    covers: [task_done]              # success_state keys this grader checks
+  - id: effect-guard
+    version: 1
+    layer: hard_constraint           # hard_constraint: may produce pass, hard_constraint_fail
+    type: deterministic
+    produces: [pass, hard_constraint_fail]
+    blocking: true
+    covers: [act_more_than_once]     # forbidden_effects this grader checks
+  # A model grader blocks only with a valid calibration; it needs `model:` and
+  # `calibration_requirements:` (see docs/formats.md, "Grader sets").
+"""
+
+
+def execution_yaml(execution_id: str) -> str:
+    return f"""\
+# An execution profile: what is being evaluated. execution_digest is this file without id
+# and meta; the gate finds a build's trials through system_build.
+spec_schema_version: execution-profile/v1
+id: {execution_id}
+meta: {{title: Describe this build}}   # labels: not in execution_digest
+system_build: build-1                # the build name `evalops gate check --build` takes
+model:
+  provider: example-provider
+  name: example-model
+  # api_version: "2026-10-01"
+  # sampling: {{temperature: 0.2, top_p: 1}}
+# Optional, part of the digest when present: prompt, runner, tools, retry_policy, concurrency.
+"""
+
+
+def suite_yaml(suite_id: str) -> str:
+    return f"""\
+# A suite declaration. Membership is not in this file: tasks enter with `evalops promote`
+# and leave with `evalops retire`.
+spec_schema_version: suite/v1
+id: {suite_id}
+kind: regression                     # incident_corpus | capability | estimation | regression
+owner: you@example.com
+description: Invariants that guard every release.
+# kind: estimation also needs sampling_frame, population, weights and update_policy.
+"""
+
+
+def gate_policy_yaml(policy_id: str) -> str:
+    return f"""\
+# Release-gate rules: pass / hold / block by risk and failure class. policy_digest is this
+# whole file. decision_precedence may be omitted: it is always the canonical order.
+spec_schema_version: gate-policy/v1
+id: {policy_id}
+unknown_or_missing_evidence: {{rule: block_until_resolved}}   # -> hold
+hard_constraints: {{rule: any_confirmed_failure_blocks}}     # -> block
+critical_regressions:
+  rule: no_unapproved_regression_against_baseline
+  baseline: optional                 # optional | required
+  method: mcnemar                    # mcnemar | sign-test | paired-t | paired-bootstrap
+  alpha: 0.05
+reruns:
+  preserve_all_trials: true
+  # class -> attempts (the first included) a rerun chain may reach and still stand in
+  max_attempts_by_class: {{infrastructure_invalid: 2}}
+waivers:
+  allowed_layers: [quality_signal, noncritical_regression]
+  # forbidden_states defaults to the five states no waiver may ever cover; add more if needed.
+  require: [owner, reason, build_scope, expires_at]
+  max_duration_days: 30
+"""
+
+
+def suite_policy_yaml(policy_id: str) -> str:
+    return f"""\
+# What a task must show to enter each kind of suite, to be replaced and to be removed.
+# Each rule is complete in itself; a rule left out refuses what it governs.
+spec_schema_version: suite-policy/v1
+id: {policy_id}
+incident_corpus: {{accepts: [raw_failure, unresolved_failure], executable_required: false}}
+capability_entry:
+  requires: [reproducible_fixture, task_digest, minimum_grader_coverage, review_owner]
+regression_entry:
+  requires: [reproducible_fixture, task_digest, minimum_grader_coverage, review_owner,
+             confirmed_failure_or_invariant, stable_success_state, calibrated_graders,
+             versioned_fixture, grader_set_digest, failure_owner]
+replacement: {{requires: [coverage_mapping, review]}}
+removal: {{requires: [obsolete_reason, risk_owner_approval]}}
+"""
+
+
+def _write(root: Path, kind: str, definition_id: str, text: str, folder: str) -> Written:
+    path = root / folder / file_name(definition_id)
+    if path.exists():
+        raise InputError("file already exists: nothing was written", str(path))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return Written(path, kind, definition_id)
+
+
+_TOP_ID = re.compile(r"""^id:\s*["']?([^"'\s#]+)""", re.M)
+_JSON_ID = re.compile(r'"id"\s*:\s*"([^"]+)"')
+
+
+def _existing_ids(root: Path, folder: str) -> set[str]:
+    """The ids the files of `root/folder` define (read loosely: validate reads them
+    strictly), so a starter never duplicates an id kept under another file name."""
+    ids: set[str] = set()
+    if not (root / folder).is_dir():
+        return ids
+    for path in (root / folder).rglob("*"):
+        if path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        found = (_JSON_ID if path.suffix == ".json" else _TOP_ID).search(text)
+        ids.add(found.group(1) if found else path.stem)
+    return ids
+
+
+def new_definition(
+    root: Path, kind: str, definition_id: str, *, grader_set: str | None = None,
+    policy_kind: str = "gate",
+) -> list[Written]:  # fmt: skip
+    """Write the starter file of one definition into registry `root`; a new task whose
+    grader set has no file yet gets a starter grader set too, so the registry validates."""
+    if kind not in KINDS:
+        raise InputError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}", field="kind")
+    check_id(definition_id)
+    if kind == "task":
+        graders = check_id(grader_set or f"{definition_id}-graders")
+        written = [_write(root, "task", definition_id, task_yaml(definition_id, graders), "tasks")]
+        if graders not in _existing_ids(root, "graders"):
+            written.append(_write(root, "grader_set", graders, grader_set_yaml(graders), "graders"))
+        return written
+    if kind == "grader-set":
+        return [
+            _write(root, "grader_set", definition_id, grader_set_yaml(definition_id), "graders")
+        ]
+    if kind == "execution":
+        return [
+            _write(root, "execution_profile", definition_id, execution_yaml(definition_id),
+                   "executions")
+        ]  # fmt: skip
+    if kind == "suite":
+        return [_write(root, "suite", definition_id, suite_yaml(definition_id), "suites")]
+    if policy_kind not in POLICY_KINDS:
+        raise InputError(f"unknown policy kind {policy_kind!r}: gate or suite", field="--kind")
+    if policy_kind == "gate":
+        return [
+            _write(root, "gate_policy", definition_id, gate_policy_yaml(definition_id), "policies")
+        ]
+    return [
+        _write(root, "suite_policy", definition_id, suite_policy_yaml(definition_id), "policies")
+    ]
+
+
+def starter_registry(root: Path) -> list[Written]:
+    """A complete starter registry in `root`: a task with its grader set, an execution
+    profile, a regression suite, a gate policy and a suite policy. Refuses (exit 2, nothing
+    written) when `root` already holds any of those files."""
+    plan = [
+        ("tasks", "first-task"),
+        ("graders", "first-task-graders"),
+        ("executions", "dev-build"),
+        ("suites", "regression/main"),
+        ("policies", "release-gate"),
+        ("policies", "default-suite-policy"),
+    ]
+    taken = [root / folder / file_name(i) for folder, i in plan]
+    clash = [str(p) for p in taken if p.exists()]
+    if clash:
+        raise InputError("file already exists: nothing was written", clash[0])
+    written = new_definition(root, "task", "first-task")
+    written += new_definition(root, "execution", "dev-build")
+    written += new_definition(root, "suite", "regression/main")
+    written += new_definition(root, "policy", "release-gate", policy_kind="gate")
+    written += new_definition(root, "policy", "default-suite-policy", policy_kind="suite")
+    return written

@@ -1,0 +1,298 @@
+"""Run the command blocks of README.md in order, in a scratch directory, and compare the
+output shown (the way cog and sqlite-utils keep their docs true).
+
+- A ```console block is a terminal session: each `$ ` line is a command (a line ending in
+  `\\` continues on the next), the lines after it up to the next `$ ` are its output
+  (stdout and stderr together). A line `...` in the output stands for any number of lines.
+- A ```sh block is a list of commands; each must exit 0 (their output is not compared).
+- A ```text block right after a line `<!-- excerpt of the output above -->` is part of the
+  output of the last command run before it (its lines in order, `...` for any lines, and
+  any lines before and after): for long outputs shown in pieces. After
+  `<!-- excerpt of the output of: PREFIX -->` it is part of the output of the latest
+  command starting with PREFIX (e.g. `evalops demo`).
+- A block right after a line `<!-- not run: REASON -->` is skipped (installing, a server,
+  files that exist only on the reader's machine); the reason is required.
+
+Commands run one after another in one scratch directory, as a reader would type them:
+`cd DIR` changes the directory for the commands after it, and `echo $?` prints the exit
+code of the command before. `/tmp/` in a command means the scratch directory, and the
+scratch directory prints as `/tmp/`.
+
+Before comparing, both sides are normalized: digests (`sha256:` + hex, whole or cut),
+RFC 3339 timestamps, git commit ids, and trailing spaces. So the README may show any real
+digest or time, and a change of a digest alone never fails the test.
+
+`python -m tests.readme_commands --update` runs every block and rewrites the output of the
+console commands whose output no longer matches (keeping each `...` elision's first and
+last lines), for when an output format changes on purpose. Review the diff.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+ELLIPSIS = "..."
+NOT_RUN = re.compile(r"^<!-- not run: (?P<reason>\S.*?) -->$")
+EXCERPT = re.compile(r"^<!-- excerpt of the output (?:above|of: (?P<prefix>\S.*?)) -->$")
+
+
+@dataclass
+class Step:
+    command: str
+    expected: list[str]  # console output lines (None-like empty for sh)
+    line: int  # 1-based README line of the command
+    output_span: tuple[int, int] = (0, 0)  # README line indexes [start, end) of the output
+    compare: bool = True
+
+
+@dataclass
+class Block:
+    kind: str
+    line: int
+    steps: list[Step] = field(default_factory=list)
+    skip: str | None = None
+    excerpt_of: str = ""  # an excerpt: the command prefix whose output it shows ("": last)
+
+
+def parse(text: str) -> list[Block]:
+    lines = text.split("\n")
+    blocks: list[Block] = []
+    i = 0
+    while i < len(lines):
+        fence = re.fullmatch(r"```(console|sh|text)\s*", lines[i])
+        before = lines[i - 1].strip() if i else ""
+        excerpt = EXCERPT.match(before)
+        if not fence or (fence.group(1) == "text" and not excerpt):
+            i += 1
+            continue
+        skip = NOT_RUN.match(before)
+        block = Block(fence.group(1), i + 1, skip=skip.group("reason") if skip else None)
+        j = i + 1
+        body: list[tuple[int, str]] = []
+        while j < len(lines) and not lines[j].startswith("```"):
+            body.append((j, lines[j]))
+            j += 1
+        if block.kind == "text":
+            block.kind = "excerpt"
+            of = (excerpt.group("prefix") or "") if excerpt else ""
+            block.steps = [Step("", [ELLIPSIS, *(t for _, t in body), ELLIPSIS], i + 1)]
+            block.excerpt_of = of
+        elif block.kind == "console":
+            block.steps = _console_steps(body)
+        else:
+            block.steps = _sh_steps(body)
+        blocks.append(block)
+        i = j + 1
+    return blocks
+
+
+def _join(body: list[tuple[int, str]], k: int) -> tuple[str, int]:
+    """The command starting at body[k] with its `\\` continuations; the next index."""
+    command = body[k][1]
+    while command.rstrip().endswith("\\") and k + 1 < len(body):
+        k += 1
+        command = command.rstrip()[:-1].rstrip() + " " + body[k][1].strip()
+    return command, k + 1
+
+
+def _console_steps(body: list[tuple[int, str]]) -> list[Step]:
+    steps: list[Step] = []
+    k = 0
+    while k < len(body):
+        index, text = body[k]
+        if not text.startswith("$ "):
+            k += 1  # text before the first prompt: not a command
+            continue
+        command, k = _join(body, k)
+        start = body[k - 1][0] + 1
+        expected = []
+        while k < len(body) and not body[k][1].startswith("$ "):
+            expected.append(body[k][1])
+            k += 1
+        end = start + len(expected)
+        steps.append(Step(command[2:], expected, index + 1, (start, end)))
+    return steps
+
+
+def _sh_steps(body: list[tuple[int, str]]) -> list[Step]:
+    steps: list[Step] = []
+    k = 0
+    while k < len(body):
+        index, text = body[k]
+        if not text.strip() or text.lstrip().startswith("#"):
+            k += 1
+            continue
+        command, k = _join(body, k)
+        steps.append(Step(command, [], index + 1, compare=False))
+    return steps
+
+
+_NORMALIZE = [
+    (re.compile(r"sha256:[0-9a-f]{64}"), "sha256:<digest>"),
+    (re.compile(r"sha256:[0-9a-f]{4,63}(?:…|\.\.\.)?"), "sha256:<digest>"),
+    (
+        re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})"),
+        "<time>",
+    ),
+    (re.compile(r"\b[0-9a-f]{40}\b"), "<commit>"),
+    # A short commit id: 7 to 12 hex digits, letters and digits both.
+    (re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,12}\b"), "<commit>"),
+]
+
+
+def normalize(lines: list[str]) -> list[str]:
+    out = []
+    for line in lines:
+        text = line
+        for pattern, placeholder in _NORMALIZE:
+            text = pattern.sub(placeholder, text)
+        out.append(text.rstrip())
+    while out and not out[-1]:
+        out.pop()
+    return out
+
+
+def matches(expected: list[str], actual: list[str]) -> bool:
+    """Normalized lines equal, a line `...` in `expected` standing for any lines."""
+    want, got = normalize(expected), normalize(actual)
+    pattern = "".join(
+        r"(?:[^\n]*\n)*?" if line.strip() == ELLIPSIS else re.escape(line) + r"\n" for line in want
+    )
+    return re.fullmatch(pattern, "".join(line + "\n" for line in got)) is not None
+
+
+@dataclass
+class Outcome:
+    step: Step
+    code: int
+    output: list[str]
+    ok: bool
+
+
+class Session:
+    """One reader at one shell: a working directory and the last exit code."""
+
+    def __init__(self, scratch: Path) -> None:
+        self.scratch = scratch
+        self.cwd = scratch
+        self.last = 0
+        bin_dir = str(Path(sys.executable).parent)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
+        env.update(
+            PATH=bin_dir + os.pathsep + env.get("PATH", ""),
+            PYTHONUNBUFFERED="1",
+            EVALOPS_ACTOR="you@example.com",
+            GIT_AUTHOR_NAME="You",
+            GIT_AUTHOR_EMAIL="you@example.com",
+            GIT_COMMITTER_NAME="You",
+            GIT_COMMITTER_EMAIL="you@example.com",
+            TZ="UTC",
+        )
+        env.pop("COLUMNS", None)
+        self.env = env
+
+    def run(self, command: str) -> tuple[int, list[str]]:
+        command = command.replace("/tmp/", f"{self.scratch}/")
+        if command.strip() == "echo $?":
+            return 0, [str(self.last)]
+        cd = re.fullmatch(r"cd (\S+)", command.strip())
+        if cd:
+            target = (self.cwd / cd.group(1)).resolve()
+            if not target.is_dir():
+                self.last = 1
+                return 1, [f"cd: {cd.group(1)}: No such file or directory"]
+            self.cwd = target
+            self.last = 0
+            return 0, []
+        done = subprocess.run(
+            ["bash", "-c", command],
+            cwd=self.cwd,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        self.last = done.returncode
+        output = done.stdout.replace(f"{self.scratch}/", "/tmp/").replace(str(self.scratch), "/tmp")
+        lines = output.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        return done.returncode, lines
+
+
+def run_all(blocks: list[Block], scratch: Path) -> list[Outcome]:
+    session = Session(scratch)
+    outcomes: list[Outcome] = []
+    last: list[str] = []
+    outputs: list[tuple[str, list[str]]] = []
+    for block in blocks:
+        if block.skip is not None:
+            continue
+        if block.kind == "excerpt":
+            step = block.steps[0]
+            source = last
+            if block.excerpt_of:
+                found = [out for cmd, out in outputs if cmd.startswith(block.excerpt_of)]
+                source = found[-1] if found else []
+            outcomes.append(Outcome(step, 0, source, matches(step.expected, source)))
+            continue
+        for step in block.steps:
+            code, output = session.run(step.command)
+            last = output
+            outputs.append((step.command, output))
+            ok = matches(step.expected, output) if step.compare else code == 0
+            outcomes.append(Outcome(step, code, output, ok))
+    return outcomes
+
+
+def _elided(expected: list[str], actual: list[str]) -> list[str]:
+    """The new output, keeping an elision: as many first and last lines as were shown."""
+    if ELLIPSIS not in [line.strip() for line in expected]:
+        return actual
+    marks = [i for i, line in enumerate(expected) if line.strip() == ELLIPSIS]
+    head, tail = marks[0], len(expected) - marks[-1] - 1
+    if head + tail >= len(actual):
+        return actual
+    return actual[:head] + [ELLIPSIS] + (actual[len(actual) - tail :] if tail else [])
+
+
+def update(readme: Path = README) -> int:
+    """Rewrite the output of every console command that no longer matches; the count."""
+    text = readme.read_text(encoding="utf-8")
+    blocks = parse(text)
+    with tempfile.TemporaryDirectory(prefix="readme-") as scratch:
+        outcomes = run_all(blocks, Path(scratch))
+    lines = text.split("\n")
+    changed = 0
+    for outcome in reversed(outcomes):  # bottom up: earlier line numbers stay valid
+        step = outcome.step
+        if not outcome.ok and not step.command:
+            print(f"README.md:{step.line}: this excerpt no longer matches: update it by hand")
+            continue
+        if outcome.ok or not step.compare:
+            if not step.compare and not outcome.ok:
+                print(f"README.md:{step.line}: exit {outcome.code}: {step.command}")
+            continue
+        start, end = step.output_span
+        new = _elided(step.expected, outcome.output)
+        lines[start:end] = new
+        changed += 1
+    readme.write_text("\n".join(lines), encoding="utf-8")
+    return changed
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--update"]:
+        print(f"rewrote the output of {update()} command(s) in README.md")
+    else:
+        sys.exit("usage: python -m tests.readme_commands --update")
