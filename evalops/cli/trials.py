@@ -12,6 +12,7 @@ from typing import Annotated, Any
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, console, emit, now, say, settings
+from evalops.cli.listing import AllOption, LimitOption, Page, emit_page, row_limit
 from evalops.errors import InputError
 
 trials_app = typer.Typer(
@@ -99,9 +100,18 @@ def list_(
     cls: Annotated[
         str | None, typer.Option("--class", help="Only trials currently of this class.")
     ] = None,
+    suite: Annotated[
+        str | None,
+        typer.Option(help="Only trials of this suite's members at their pinned digests."),
+    ] = None,
+    limit: LimitOption = None,
+    all_rows: AllOption = False,
     json_flag: JsonFlag = False,
 ) -> None:
     """List trials with their current classification (re-derived from current evidence).
+
+    Shows the first 50 matching trials (oldest first) and "showing N of M" on stderr;
+    --limit N or --all for more. --json lists every match unless --limit is given.
 
     Example: evalops trials list --task support-refund-in-order --class task_fail
     """
@@ -110,8 +120,11 @@ def list_(
     from evalops.services.trials import list_trials
 
     state = settings(ctx, json_flag)
+    shown_limit = row_limit(ctx, limit, all_rows)
     with state.connect() as engine:
-        rows = list_trials(engine, task=task, build=build, cls=cls)
+        rows, total = list_trials(
+            engine, task=task, build=build, cls=cls, suite=suite, limit=shown_limit
+        )
 
     def human() -> None:
         table = Table()
@@ -131,7 +144,7 @@ def list_(
             )
         console().print(table)
 
-    emit(ctx, rows, human)
+    emit_page(ctx, Page(rows, total), "trials", human)
 
 
 @trials_app.command()
