@@ -8,6 +8,7 @@ every row (the document stays a plain list) and a limited list says so on stderr
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -77,4 +78,5 @@ def emit_page(ctx: typer.Context, page: Page, noun: str, human: Callable[[], Non
     """
     emit(ctx, page.rows, human)
     if not settings(ctx).json or page.truncated:
+        sys.stdout.flush()  # the table first, then the footer, on a shared terminal
         say(footer(page, noun), err=True)
