@@ -1,0 +1,125 @@
+"""Progress of long work on stderr: a bar in a terminal, plain periodic lines elsewhere.
+
+`--progress auto` (the default) draws a rich bar when stderr is a terminal and prints a plain
+line every `EVALOPS_PROGRESS_INTERVAL` seconds (default 10) when it is not, so that a long
+ingest in CI shows it is alive; `bar` and `plain` force one of the two, `none` prints nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Literal
+
+import typer
+
+from evalops.cli.context import console, settings
+from evalops.errors import InputError
+
+ProgressMode = Literal["auto", "bar", "plain", "none"]
+MODES: tuple[ProgressMode, ...] = ("auto", "bar", "plain", "none")
+INTERVAL_ENV = "EVALOPS_PROGRESS_INTERVAL"
+DEFAULT_INTERVAL = 10.0
+
+ProgressOption = Annotated[
+    str | None,
+    typer.Option(
+        "--progress",
+        metavar="auto|bar|plain|none",
+        help="Progress on stderr: a bar in a terminal, plain lines every "
+        f"{INTERVAL_ENV} seconds (default {DEFAULT_INTERVAL:g}) otherwise (auto), or "
+        "forced bar, plain, or none.",
+    ),
+]
+
+
+def progress_mode(ctx: typer.Context, option: str | None) -> ProgressMode:
+    """The command's `--progress`, else the global one; `auto` resolved against stderr."""
+    chosen = option if option is not None else settings(ctx).progress
+    if chosen not in MODES:
+        raise InputError(f"--progress must be one of {', '.join(MODES)}", field="--progress")
+    if chosen == "auto":
+        return "bar" if sys.stderr.isatty() else "plain"
+    return chosen
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
+        n /= 1000
+    return f"{n:,.1f} GB"  # pragma: no cover
+
+
+def _interval() -> float:
+    raw = os.environ.get(INTERVAL_ENV)
+    if not raw:
+        return DEFAULT_INTERVAL
+    try:
+        value = float(raw)
+    except ValueError:
+        raise InputError(
+            f"{INTERVAL_ENV} must be a number of seconds", field=INTERVAL_ENV
+        ) from None
+    return max(value, 0.0)
+
+
+class PlainProgress:
+    """Prints `ingesting: 12,000 lines, 3.2 MB of 9.6 MB (33%), 20s` every interval."""
+
+    def __init__(self, label: str, total: int | None, interval: float) -> None:
+        self.label = label
+        self.total = total
+        self.interval = interval
+        self.started = time.monotonic()
+        self.last = self.started
+        self.done = 0
+        self.calls = 0
+
+    def line(self) -> str:
+        elapsed = time.monotonic() - self.started
+        text = f"{self.label}: {self.calls:,} lines, {_size(self.done)}"
+        if self.total:
+            text += f" of {_size(self.total)} ({min(100, 100 * self.done // self.total)}%)"
+        return f"{text}, {elapsed:.0f}s"
+
+    def __call__(self, n: int) -> None:
+        self.done += n
+        self.calls += 1
+        now = time.monotonic()
+        if now - self.last >= self.interval:
+            self.last = now
+            sys.stderr.write(self.line() + "\n")
+            sys.stderr.flush()
+
+
+@contextmanager
+def progress(
+    mode: ProgressMode, label: str, total: int | None
+) -> Iterator[Callable[[int], None] | None]:
+    """A callback taking a number of bytes done, or None for `none`."""
+    if mode == "none":
+        yield None
+        return
+    if mode == "plain":
+        plain = PlainProgress(label, total, _interval())
+        sys.stderr.write(f"{label}: started" + (f", {_size(total)}" if total else "") + "\n")
+        sys.stderr.flush()
+        yield plain
+        sys.stderr.write(f"{plain.line()} (done)\n")
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=total)
+        yield lambda n: bar.advance(task, n)
