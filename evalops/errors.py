@@ -98,10 +98,11 @@ class InputErrors(InputError):
 class RejectedRecords(InputErrors):
     """An all-or-nothing ingest refused: every bad record (up to `cap`), nothing stored.
 
-    The headline counts the bad records; each one keeps its own file, line and field. With
-    `--json` the error document also carries the ingest shape (DESIGN.md section 11):
-    `ingested` (0), `skipped_identical`, `rejected` (every bad record up to the cap),
-    `rejected_total` and `rejected_cap`.
+    The headline is the first bad record itself (its file, line, field and message, nothing
+    appended), so editors and CI annotations jump to it. With `--json` the error document
+    also carries the ingest shape (DESIGN.md section 11): `ingested` (0),
+    `skipped_identical`, `rejected` (every bad record up to the cap), `rejected_total` and
+    `rejected_cap`; people read every record and a count on stderr.
     """
 
     total: int = 0
@@ -113,12 +114,11 @@ class RejectedRecords(InputErrors):
         cls, errors: list[InputError], *, total: int, cap: int, skipped_identical: int
     ) -> RejectedRecords:
         first = errors[0] if errors else InputError("input rejected")
-        records = "record" if total == 1 else "records"
         return cls(
-            message=f"{total} bad {records}; nothing was stored (all or nothing: fix them, or "
-            "allow some with --max-bad-records N)",
+            message=first.message,
             file=first.file,
             line=first.line,
+            field=first.field,
             errors=tuple(errors),
             total=total,
             cap=cap,
@@ -141,7 +141,12 @@ class RejectedRecords(InputErrors):
                 f"rejected: {self.total - len(self.errors)} more bad records not listed "
                 f"(the report stops at {self.cap})"
             )
-        return [*lines, f"error: {self.message}"]
+        records = "bad record" if self.total == 1 else "bad records"
+        return [
+            *lines,
+            f"error: {self.total} {records}; nothing was stored (all or nothing: fix them, "
+            "or allow some with --max-bad-records N)",
+        ]
 
 
 def rejected_entry(error: InputError) -> dict[str, object]:

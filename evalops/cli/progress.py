@@ -20,6 +20,7 @@ from evalops.cli.context import console, settings
 from evalops.errors import InputError
 
 ProgressMode = Literal["auto", "bar", "plain", "none"]
+Unit = Literal["bytes", "records"]
 MODES: tuple[ProgressMode, ...] = ("auto", "bar", "plain", "none")
 INTERVAL_ENV = "EVALOPS_PROGRESS_INTERVAL"
 DEFAULT_INTERVAL = 10.0
@@ -68,22 +69,28 @@ def _interval() -> float:
 
 
 class PlainProgress:
-    """Prints `ingesting: 12,000 lines, 3.2 MB of 9.6 MB (33%), 20s` every interval."""
+    """Prints `ingesting: 12,000 lines, 3.2 MB of 9.6 MB (33%), 20s` (bytes) or
+    `importing: 1,200 records, 20s` (records) every interval."""
 
-    def __init__(self, label: str, total: int | None, interval: float) -> None:
+    def __init__(self, label: str, total: int | None, interval: float, unit: Unit) -> None:
         self.label = label
         self.total = total
         self.interval = interval
+        self.unit = unit
         self.started = time.monotonic()
         self.last = self.started
         self.done = 0
         self.calls = 0
+        self.printed = 0
 
     def line(self) -> str:
         elapsed = time.monotonic() - self.started
-        text = f"{self.label}: {self.calls:,} lines, {_size(self.done)}"
-        if self.total:
-            text += f" of {_size(self.total)} ({min(100, 100 * self.done // self.total)}%)"
+        if self.unit == "records":
+            text = f"{self.label}: {self.done:,} records"
+        else:
+            text = f"{self.label}: {self.calls:,} lines, {_size(self.done)}"
+            if self.total:
+                text += f" of {_size(self.total)} ({min(100, 100 * self.done // self.total)}%)"
         return f"{text}, {elapsed:.0f}s"
 
     def __call__(self, n: int) -> None:
@@ -92,32 +99,41 @@ class PlainProgress:
         now = time.monotonic()
         if now - self.last >= self.interval:
             self.last = now
+            self.printed += 1
             sys.stderr.write(self.line() + "\n")
             sys.stderr.flush()
 
 
 @contextmanager
 def progress(
-    mode: ProgressMode, label: str, total: int | None
+    mode: ProgressMode, label: str, total: int | None, unit: Unit = "bytes"
 ) -> Iterator[Callable[[int], None] | None]:
-    """A callback taking a number of bytes done, or None for `none`."""
+    """A callback taking how much was done (bytes or records), or None for `none`."""
     if mode == "none":
         yield None
         return
     if mode == "plain":
-        plain = PlainProgress(label, total, _interval())
-        sys.stderr.write(f"{label}: started" + (f", {_size(total)}" if total else "") + "\n")
-        sys.stderr.flush()
+        # Quiet for work shorter than one interval; then a line per interval and a last one.
+        plain = PlainProgress(label, total, _interval(), unit)
         yield plain
-        sys.stderr.write(f"{plain.line()} (done)\n")
+        if plain.printed:
+            sys.stderr.write(f"{plain.line()} (done)\n")
         return
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        MofNCompleteColumn,
+        Progress,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
+    amount = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
     with Progress(
         "[progress.description]{task.description}",
         BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
+        amount,
+        TimeRemainingColumn() if total else TimeElapsedColumn(),
         console=console(stderr=True),
         transient=True,
     ) as bar:

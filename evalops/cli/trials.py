@@ -377,23 +377,34 @@ def _run_import(
     skip_unmapped: bool,
     started_at: str | None,
     json_flag: bool,
+    progress_option: str | None = None,
 ) -> None:
     from evalops.services.imports import import_trials
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
-        result = import_trials(
-            engine,
-            source,  # type: ignore[arg-type]
-            files,
-            map_file,
-            actor=state.who(),
-            now=now(),
-            dry_run=dry_run,
-            output=output,
-            skip_unmapped=skip_unmapped,
-            started_at=started_at,
-        )
+    mode = progress_mode(ctx, progress_option)
+    try:
+        with (
+            state.connect() as engine,
+            progress(mode, "importing", None, unit="records") as on_record,
+        ):
+            result = import_trials(
+                engine,
+                source,  # type: ignore[arg-type]
+                files,
+                map_file,
+                actor=state.who(),
+                now=now(),
+                dry_run=dry_run,
+                output=output,
+                skip_unmapped=skip_unmapped,
+                started_at=started_at,
+                on_record=on_record,
+            )
+    except KeyboardInterrupt:
+        # The write transaction rolled back, and -o writes its file only when complete.
+        say("interrupted: nothing was stored", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     emit(ctx, result.as_dict(), lambda: _print_import(result.as_dict()))
 
 
@@ -417,6 +428,7 @@ def import_inspect(
     output: OutputOption = None,
     dry_run: DryRunOption = False,
     skip_unmapped: SkipUnmappedOption = False,
+    progress_option: ProgressOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Import Inspect AI logs (.eval or .json): each sample and epoch becomes a trial.
@@ -437,6 +449,7 @@ def import_inspect(
         skip_unmapped=skip_unmapped,
         started_at=None,
         json_flag=json_flag,
+        progress_option=progress_option,
     )
 
 
@@ -459,6 +472,7 @@ def import_promptfoo(
             "whose rows carry no timestamp.",
         ),
     ] = None,
+    progress_option: ProgressOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Import promptfoo results (promptfoo eval --repeat N -o results.json): a row, a trial.
@@ -478,6 +492,7 @@ def import_promptfoo(
         skip_unmapped=skip_unmapped,
         started_at=started_at,
         json_flag=json_flag,
+        progress_option=progress_option,
     )
 
 

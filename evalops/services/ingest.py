@@ -599,6 +599,7 @@ def ingest_records(
     audit_extra: dict[str, Any] | None = None,
     dry_run: bool = False,
     observe: Callable[[dict[str, Any]], None] | None = None,
+    on_record: Callable[[int], None] | None = None,
 ) -> IngestResult:
     """Ingest records already parsed (an importer's output) exactly as `ingest_files` does.
 
@@ -606,7 +607,8 @@ def ingest_records(
     `file: location: field: what`. `audit_extra` joins the batch's audit payload (an
     import's `source` and `map_digest`). `dry_run` validates, classifies and resolves
     everything in the same transaction, reports every rejected record and rolls back.
-    `observe` sees each accepted or identical row (its classification included).
+    `observe` sees each accepted or identical row (its classification included);
+    `on_record` hears each record as it is read (a progress display).
     """
     try:
         with write_session(engine) as session:
@@ -614,6 +616,8 @@ def ingest_records(
             ingester = _Ingester(session, batch_id, observe)
             chunk: list[_Prepared] = []
             for file, label, value in items:
+                if on_record is not None:
+                    on_record(1)
                 line = Line(file, 0, b"", label)
                 try:
                     chunk.append(ingester.prepare_value(line, value))
