@@ -275,3 +275,23 @@ def test_gate_check_piped_to_head_under_pipefail(demo: Path) -> None:
     )
     assert done.returncode == 4, done.stderr.decode()
     assert done.stdout.decode().startswith("BLOCK")
+
+
+def test_verify_prints_its_stages_outside_a_terminal(
+    synced: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    quiet = cli("verify", cwd=synced)  # shorter than the 10 s interval: nothing printed
+    assert quiet.code == 0, quiet.stderr
+    assert "verifying" not in quiet.stderr
+    monkeypatch.setenv("EVALOPS_PROGRESS_INTERVAL", "0")
+    result = cli("verify", "--progress", "plain", cwd=synced)
+    assert result.code == 0, result.stderr
+    stages = re.findall(r"^verifying: ([a-z ]+) \(\d+s\)$", result.stderr, re.MULTILINE)
+    assert stages == ["audit chain", "definitions", "trials", "rows", "gate decisions"]
+
+
+@pytest.mark.parametrize("source", ["inspect", "promptfoo"])
+def test_imports_take_the_progress_option(cli: Cli, source: str) -> None:
+    result = cli("trials", "import", source, "--help")
+    assert result.code == 0
+    assert "--progress" in result.stdout

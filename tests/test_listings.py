@@ -172,3 +172,20 @@ def test_waiver_list_filters_and_limits(demo: Path, cli: Cli) -> None:
     assert cli("waiver", "list", "--all", "--task", "no-such-task", "--json", cwd=demo).json() == []
     human = cli("waiver", "list", "--all", cwd=demo)
     assert f"showing {len(every)} of {len(every)} waivers" in human.stderr
+
+
+def test_trials_list_suite_filter_keeps_the_members_trials(demo: Path, cli: Cli) -> None:
+    import sqlite3
+
+    members = cli("suite", "show", "regression/core", "--json", cwd=demo).json()["members"]
+    pins = {(m["task_digest"], m["grader_set_digest"]) for m in members}
+    con = sqlite3.connect(demo / ".evalops" / "registry.db")
+    try:
+        rows = con.execute("SELECT trial_id, task_digest, grader_set_digest FROM trial").fetchall()
+    finally:
+        con.close()
+    expected = {trial_id for trial_id, task, graders in rows if (task, graders) in pins}
+    in_suite = cli("trials", "list", "--suite", "regression/core", "--json", cwd=demo).json()
+    assert expected
+    assert len(expected) < len(rows)
+    assert {r["trial_id"] for r in in_suite} == expected

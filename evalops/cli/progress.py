@@ -139,3 +139,31 @@ def progress(
     ) as bar:
         task = bar.add_task(label, total=total)
         yield lambda n: bar.advance(task, n)
+
+
+@contextmanager
+def stages(mode: ProgressMode, label: str) -> Iterator[Callable[[str], None] | None]:
+    """A callback taking the name of each stage of long work as it starts.
+
+    `plain` prints `verifying: trials (42s)` for a stage that starts at least an interval
+    after the last line printed (quiet for short work); `bar` shows a spinner with the stage.
+    """
+    if mode == "none":
+        yield None
+        return
+    if mode == "plain":
+        interval = _interval()
+        started = last = time.monotonic()
+
+        def plain(name: str) -> None:
+            nonlocal last
+            now = time.monotonic()
+            if now - last >= interval:
+                last = now
+                sys.stderr.write(f"{label}: {name} ({now - started:.0f}s)\n")
+                sys.stderr.flush()
+
+        yield plain
+        return
+    with console(stderr=True).status(label) as status:
+        yield lambda name: status.update(f"{label}: {name}")
