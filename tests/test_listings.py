@@ -189,3 +189,32 @@ def test_trials_list_suite_filter_keeps_the_members_trials(demo: Path, cli: Cli)
     assert expected
     assert len(expected) < len(rows)
     assert {r["trial_id"] for r in in_suite} == expected
+
+
+@pytest.mark.postgres
+def test_trials_list_pages_on_postgresql(workspace: Path, cli: Cli, pg_url: str) -> None:
+    assert cli("--db", pg_url, "init", cwd=workspace).code == 0
+    assert cli("--db", pg_url, "sync", cwd=workspace).code == 0
+    case = mini_case(workspace)
+    records = [
+        record(
+            case,
+            trial_id=f"t-{i:03d}",
+            trial_index=i,
+            **({"grader_results": FAIL_RESULTS} if i % 2 else {}),
+        )
+        for i in range(7)
+    ]
+    path = write_jsonl(workspace / "seven.jsonl", records)
+    assert cli("--db", pg_url, "trials", "ingest", str(path), cwd=workspace).code == 0
+    two = cli("--db", pg_url, "trials", "list", "--limit", "2", "--json", cwd=workspace)
+    assert [r["trial_id"] for r in two.json()] == ["t-000", "t-001"]
+    assert "showing 2 of 7 trials" in two.stderr
+    failing = cli(
+        "--db", pg_url, "trials", "list", "--class", "task_fail", "--build", "build-1",
+        "--json", cwd=workspace,
+    )  # fmt: skip
+    assert [r["trial_id"] for r in failing.json()] == ["t-001", "t-003", "t-005"]
+    decisions = cli("--db", pg_url, "gate", "list", "--limit", "1", cwd=workspace)
+    assert decisions.code == 0
+    assert "showing 0 of 0 gate decisions" in decisions.stderr
