@@ -295,3 +295,22 @@ def test_imports_take_the_progress_option(cli: Cli, source: str) -> None:
     result = cli("trials", "import", source, "--help")
     assert result.code == 0
     assert "--progress" in result.stdout
+
+
+def test_a_table_written_to_a_closed_pipe_is_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rich's own broken-pipe handling exits 1; ours drops the rest of the output instead,
+    so a gate decision printed as a table keeps its exit code."""
+    from evalops.cli.context import console
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone
+    stream = os.fdopen(write_end, "w")
+    monkeypatch.setattr(sys, "stdout", stream)
+    try:
+        out = console()
+        out.print("a row of the decision table\n" * 100)  # raised SystemExit(1) before
+        out.print("and more")
+        assert out.quiet
+    finally:
+        monkeypatch.undo()
+        stream.close()

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -167,11 +168,24 @@ def add_row(table: Any, *cells: object) -> None:
     table.add_row(*(shown(c) for c in cells))
 
 
-def console(stderr: bool = False) -> Console:
+@cache
+def _console_class() -> type[Console]:
     from rich.console import Console
 
+    class QuietPipeConsole(Console):
+        """Rich exits 1 on a broken pipe; here the rest of the output goes to /dev/null and
+        the command keeps its own exit code (`evalops gate check | head -1`)."""
+
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            reader_gone(self.file)
+
+    return QuietPipeConsole
+
+
+def console(stderr: bool = False) -> Console:
     # markup=False: a stored "[red]" must print as itself, never as a style.
-    out = Console(stderr=stderr, highlight=False, soft_wrap=True, markup=False)
+    out = _console_class()(stderr=stderr, highlight=False, soft_wrap=True, markup=False)
     if not out.is_terminal:
         # Piped or captured output: never wrap digests and ids at 80 columns.
         out.width = 200
