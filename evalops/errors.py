@@ -92,3 +92,63 @@ class InputErrors(InputError):
             field=first.field,
             errors=tuple(errors),
         )
+
+
+@dataclass
+class RejectedRecords(InputErrors):
+    """An all-or-nothing ingest refused: every bad record (up to `cap`), nothing stored.
+
+    The headline is the first bad record itself (its file, line, field and message, nothing
+    appended), so editors and CI annotations jump to it. With `--json` the error document
+    also carries the ingest shape (DESIGN.md section 11): `ingested` (0),
+    `skipped_identical`, `rejected` (every bad record up to the cap), `rejected_total` and
+    `rejected_cap`; people read every record and a count on stderr.
+    """
+
+    total: int = 0
+    cap: int = 0
+    skipped_identical: int = 0
+
+    @classmethod
+    def of_records(
+        cls, errors: list[InputError], *, total: int, cap: int, skipped_identical: int
+    ) -> RejectedRecords:
+        first = errors[0] if errors else InputError("input rejected")
+        return cls(
+            message=first.message,
+            file=first.file,
+            line=first.line,
+            field=first.field,
+            errors=tuple(errors),
+            total=total,
+            cap=cap,
+            skipped_identical=skipped_identical,
+        )
+
+    def json_extra(self) -> dict[str, object]:
+        return {
+            "ingested": 0,
+            "skipped_identical": self.skipped_identical,
+            "rejected": [rejected_entry(e) for e in self.errors],
+            "rejected_total": self.total,
+            "rejected_cap": self.cap,
+        }
+
+    def human_lines(self) -> list[str]:
+        lines = [f"rejected: {e.one_line()}" for e in self.errors]
+        if self.total > len(self.errors):
+            lines.append(
+                f"rejected: {self.total - len(self.errors)} more bad records not listed "
+                f"(the report stops at {self.cap})"
+            )
+        records = "bad record" if self.total == 1 else "bad records"
+        return [
+            *lines,
+            f"error: {self.total} {records}; nothing was stored (all or nothing: fix them, "
+            "or allow some with --max-bad-records N)",
+        ]
+
+
+def rejected_entry(error: InputError) -> dict[str, object]:
+    """One rejected record as `trials ingest --json` lists it."""
+    return {"file": error.file, "line": error.line, "field": error.field, "error": error.message}

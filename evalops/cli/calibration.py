@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, console, echo_lines, emit, now, say, settings
+from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
 
 calibration_app = typer.Typer(
     help="Model-grader calibration against human labels.\n\nExample: evalops calibration status",
@@ -140,24 +141,32 @@ def status_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
 
 
 @calibration_app.command("list")
-def list_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
-    """List every calibration record.
+def list_(
+    ctx: typer.Context,
+    limit: LimitOption = None,
+    all_rows: AllOption = False,
+    json_flag: JsonFlag = False,
+) -> None:
+    """List calibration records (50 unless --limit N or --all).
 
     Example: evalops calibration list
     """
     from evalops.services.calibration import list_calibrations
 
     state = settings(ctx, json_flag)
+    shown_limit = row_limit(ctx, limit, all_rows)
     with state.connect() as engine:
         rows = list_calibrations(engine)
-    emit(
+    page = page_of(rows, shown_limit)
+    emit_page(
         ctx,
-        rows,
+        page,
+        "calibration records",
         echo_lines(
             [
                 f"{r['calibration_id']} {r['grader_id']}@{r['grader_version']} "
                 f"{r['recorded_at']} {r['recorded_by']}"
-                for r in rows
+                for r in page.rows
             ]
         ),
     )
@@ -201,24 +210,41 @@ def invalidate(
 
 
 @review_app.command("list")
-def review_list(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
+def review_list(
+    ctx: typer.Context,
+    task: Annotated[str | None, typer.Option(help="Only this task id.")] = None,
+    grader: Annotated[str | None, typer.Option(help="Only this grader id.")] = None,
+    limit: LimitOption = None,
+    all_rows: AllOption = False,
+    json_flag: JsonFlag = False,
+) -> None:
     """Trials waiting for a person: abstentions and verdicts a model grader may not block on.
+
+    Shows 50 (--limit N or --all for more) and "showing N of M" on stderr.
 
     Example: evalops review list
     """
     from evalops.services.review import review_queue
 
     state = settings(ctx, json_flag)
+    shown_limit = row_limit(ctx, limit, all_rows)
     with state.connect() as engine:
         rows = review_queue(engine)
-    emit(
+    rows = [
+        r
+        for r in rows
+        if (task is None or r["task_id"] == task) and (grader is None or r["grader_id"] == grader)
+    ]
+    page = page_of(rows, shown_limit)
+    emit_page(
         ctx,
-        rows,
+        page,
+        "trials waiting for review",
         echo_lines(
             [
                 f"{r['trial_id']} {r['task_id']} {r['grader_id']}: {r['why']} "
                 f"(now {r['classification']})"
-                for r in rows
+                for r in page.rows
             ]
         ),
     )

@@ -9,9 +9,10 @@ import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -33,6 +34,7 @@ class Settings:
     actor: str | None = None
     json: bool = False
     lock_timeout: float = 600.0
+    progress: str = "auto"
 
     def engine(self, *, for_verify: bool = False) -> Engine:
         """The registry database, refused unless it exists and is at head (exit 2; 6 for
@@ -129,7 +131,36 @@ def shown(text: object) -> str:
 
 def say(text: object = "", err: bool = False) -> None:
     """One line of human output with every control character made visible."""
-    typer.echo(shown(text), err=err)
+    try:
+        typer.echo(shown(text), err=err)
+    except BrokenPipeError:
+        reader_gone(sys.stderr if err else sys.stdout)
+
+
+def reader_gone(stream: Any) -> None:
+    """The reader of `stream` went away (`evalops gate check | head -1`): the rest of the
+    output goes to /dev/null, so the command finishes its work and exits with its own code
+    (a gate decision's 0, 3 or 4), quietly, instead of dying of a broken pipe."""
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def flush_stdout() -> None:
+    """Flush stdout now, so that a closed pipe shows here (and is made quiet) rather than at
+    interpreter exit."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        reader_gone(sys.stdout)
+        with suppress(OSError):
+            sys.stdout.flush()  # what was buffered now goes to /dev/null
 
 
 def add_row(table: Any, *cells: object) -> None:
@@ -137,11 +168,24 @@ def add_row(table: Any, *cells: object) -> None:
     table.add_row(*(shown(c) for c in cells))
 
 
-def console(stderr: bool = False) -> Console:
+@cache
+def _console_class() -> type[Console]:
     from rich.console import Console
 
+    class QuietPipeConsole(Console):
+        """Rich exits 1 on a broken pipe; here the rest of the output goes to /dev/null and
+        the command keeps its own exit code (`evalops gate check | head -1`)."""
+
+        def on_broken_pipe(self) -> None:
+            self.quiet = True
+            reader_gone(self.file)
+
+    return QuietPipeConsole
+
+
+def console(stderr: bool = False) -> Console:
     # markup=False: a stored "[red]" must print as itself, never as a style.
-    out = Console(stderr=stderr, highlight=False, soft_wrap=True, markup=False)
+    out = _console_class()(stderr=stderr, highlight=False, soft_wrap=True, markup=False)
     if not out.is_terminal:
         # Piped or captured output: never wrap digests and ids at 80 columns.
         out.width = 200
@@ -155,11 +199,18 @@ def print_json(data: Any) -> None:
 
 
 def emit(ctx: typer.Context, data: Any, human: Callable[[], None]) -> None:
-    """One JSON document on stdout with `--json`, else the human rendering."""
-    if settings(ctx).json:
-        print_json(data)
-    else:
-        human()
+    """One JSON document on stdout with `--json`, else the human rendering.
+
+    A reader that stops early (`| head -1`) does not change the command's exit code.
+    """
+    try:
+        if settings(ctx).json:
+            print_json(data)
+        else:
+            human()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        reader_gone(sys.stdout)
 
 
 def note(message: str) -> None:

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, console, echo_lines, emit, now, say, settings
+from evalops.cli.listing import AllOption, LimitOption, Page, emit_page, page_of, row_limit
 from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_REFUSED, EXIT_VERIFY, InputError
 
 gate_app = typer.Typer(
@@ -194,20 +195,25 @@ def gate_show(
 def gate_list(
     ctx: typer.Context,
     suite: Annotated[str | None, typer.Option(help="Only this suite.")] = None,
+    build: Annotated[str | None, typer.Option(help="Only this system build.")] = None,
+    limit: LimitOption = None,
+    all_rows: AllOption = False,
     json_flag: JsonFlag = False,
 ) -> None:
-    """List stored gate decisions.
+    """List stored gate decisions: the newest 50 (--limit N, --all), oldest first.
 
     Example: evalops gate list --suite regression/core
     """
     from evalops.services.gate import list_decisions
 
     state = settings(ctx, json_flag)
+    shown_limit = row_limit(ctx, limit, all_rows)
     with state.connect() as engine:
-        rows = list_decisions(engine, suite)
-    emit(
+        rows, total = list_decisions(engine, suite, build=build, limit=shown_limit)
+    emit_page(
         ctx,
-        rows,
+        Page(rows, total),
+        "gate decisions",
         echo_lines(
             [
                 f"{r['gate_id']} {r['decision']:<5} {r['build']} {r['suite']} {r['evaluated_at']}"
@@ -336,26 +342,35 @@ def waiver_grant(
 @waiver_app.command("list")
 def waiver_list(
     ctx: typer.Context,
-    all_: Annotated[bool, typer.Option("--all", help="Also expired and revoked ones.")] = False,
+    all_: Annotated[
+        bool, typer.Option("--all", help="Every waiver, expired and revoked too, with no limit.")
+    ] = False,
+    build: Annotated[str | None, typer.Option(help="Only waivers of this build.")] = None,
+    task: Annotated[str | None, typer.Option(help="Only waivers of this task.")] = None,
+    limit: LimitOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
-    """List waivers valid now (or all of them).
+    """List waivers valid now (50 unless --limit N), or with --all every waiver ever granted.
 
     Example: evalops waiver list --all
     """
     from evalops.services.waivers import list_waivers
 
     state = settings(ctx, json_flag)
+    # `--all` (the contract's "also expired and revoked") lists every waiver unless --limit.
+    shown_limit = limit if all_ else row_limit(ctx, limit, False)
     with state.connect() as engine:
-        rows = list_waivers(engine, include_all=all_, now=now())
-    emit(
+        rows = list_waivers(engine, include_all=all_, now=now(), build=build, task=task)
+    page = page_of(rows, shown_limit)
+    emit_page(
         ctx,
-        rows,
+        page,
+        "waivers",
         echo_lines(
             [
                 f"{r['waiver_id']} [{r['status'].replace('_', ' ')}] {r['task_id']} {r['build']} "
                 f"{','.join(r['states'])} until {r['expires_at']} (owner {r['owner']})"
-                for r in rows
+                for r in page.rows
             ]
         ),
     )

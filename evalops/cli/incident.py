@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, console, emit, now, say, settings
+from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
 
 incident_app = typer.Typer(
     help="Real failures, from report to regression task.\n\nExample: evalops incident list",
@@ -127,9 +128,12 @@ def list_(
     state_filter: Annotated[
         str | None, typer.Option("--state", help="Only incidents in this state.")
     ] = None,
+    task: Annotated[str | None, typer.Option(help="Only incidents linked to this task.")] = None,
+    limit: LimitOption = None,
+    all_rows: AllOption = False,
     json_flag: JsonFlag = False,
 ) -> None:
-    """List incidents with their state and linked tasks.
+    """List incidents with their state and linked tasks (50 unless --limit N or --all).
 
     Example: evalops incident list --state open
     """
@@ -140,12 +144,16 @@ def list_(
     state = settings(ctx, json_flag)
     with state.connect() as engine:
         rows = list_incidents(engine, state_filter)
+    page = page_of(
+        [r for r in rows if task is None or task in r["tasks"]],
+        row_limit(ctx, limit, all_rows),
+    )
 
     def human() -> None:
         table = Table()
         for column in ("incident", "state", "severity", "title", "tasks"):
             table.add_column(column)
-        for r in rows:
+        for r in page.rows:
             add_row(
                 table,
                 r["incident_id"],
@@ -156,7 +164,7 @@ def list_(
             )
         console().print(table)
 
-    emit(ctx, rows, human)
+    emit_page(ctx, page, "incidents", human)
 
 
 @incident_app.command()

@@ -25,12 +25,13 @@ from evalops.cli import (
     trials,
     verify,
 )
-from evalops.cli.context import Settings, print_json, settings, shown
-from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError
+from evalops.cli.context import Settings, flush_stdout, print_json, settings, shown
+from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError, RejectedRecords
 from evalops.store.engine import DEFAULT_URL
 
 
 def _report(error: EvalopsError, as_json: bool) -> None:
+    rejected = error if isinstance(error, RejectedRecords) else None
     if as_json:
         print_json(
             {
@@ -40,9 +41,14 @@ def _report(error: EvalopsError, as_json: bool) -> None:
                     "file": error.file,
                     "line": error.line,
                     "field": error.field,
-                }
+                },
+                **(rejected.json_extra() if rejected else {}),
             }
         )
+    if rejected is not None:
+        for text in rejected.human_lines():
+            sys.stderr.write(shown(text) + "\n")
+        return
     for one in getattr(error, "errors", ()) or (error,):
         sys.stderr.write(shown(f"error: {one.one_line()}") + "\n")
 
@@ -55,6 +61,10 @@ class EvalopsGroup(TyperGroup):
 
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            # Commands that know what a stop leaves behind say so themselves (ingest).
+            sys.stderr.write("interrupted\n")
+            ctx.exit(130)
         except (EvalopsError, WriterBusy) as raised:
             error = raised if isinstance(raised, EvalopsError) else BusyError(str(raised))
             obj = ctx.find_root().obj
@@ -116,6 +126,16 @@ def root(
             "(registry is busy).",
         ),
     ] = 600.0,
+    progress: Annotated[
+        str,
+        typer.Option(
+            "--progress",
+            envvar="EVALOPS_PROGRESS",
+            metavar="auto|bar|plain|none",
+            help="Progress of long work (ingest) on stderr: a bar in a terminal and plain "
+            "periodic lines otherwise (auto), or forced bar, plain or none.",
+        ),
+    ] = "auto",
     version: Annotated[
         bool,
         typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
@@ -128,6 +148,7 @@ def root(
     state.actor = actor
     state.json = json_output
     state.lock_timeout = lock_timeout
+    state.progress = progress
 
 
 db.register(app)
@@ -150,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         command.main(args=argv, prog_name="evalops", standalone_mode=True)
     except SystemExit as done:
+        flush_stdout()
         code = done.code
         return code if isinstance(code, int) else (0 if code is None else EXIT_INTERNAL)
     except KeyboardInterrupt:

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from evalops.cli.context import reader_gone
 from evalops.errors import InputError
 
 FORMAT_BY_SUFFIX = {
@@ -41,8 +42,11 @@ def write_output(output: str, text: str) -> str | None:
     Returns the path written, or None for stdout.
     """
     if output == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            reader_gone(sys.stdout)  # the reader stopped early: keep the exit code
         return None
     path = Path(output)
     if path.is_dir():

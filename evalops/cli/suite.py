@@ -7,6 +7,7 @@ from typing import Annotated, Any
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, console, emit, now, say, settings
+from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
 from evalops.errors import EXIT_REFUSED
 
 suite_app = typer.Typer(
@@ -17,8 +18,14 @@ SuiteArg = Annotated[str, typer.Argument(metavar="SUITE", help="Suite id.")]
 
 
 @suite_app.command("list")
-def list_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
-    """List suites with their kind, member count and current suite_digest.
+def list_(
+    ctx: typer.Context,
+    limit: LimitOption = None,
+    all_rows: AllOption = False,
+    json_flag: JsonFlag = False,
+) -> None:
+    """List suites with their kind, member count and current suite_digest (50 unless
+    --limit N or --all).
 
     Example: evalops suite list
     """
@@ -29,16 +36,17 @@ def list_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
     state = settings(ctx, json_flag)
     with state.connect() as engine:
         rows = list_suites(engine)
+    page = page_of(rows, row_limit(ctx, limit, all_rows))
 
     def human() -> None:
         table = Table()
         for column in ("suite", "kind", "members", "suite_digest"):
             table.add_column(column)
-        for r in rows:
+        for r in page.rows:
             add_row(table, r["suite"], r["kind"], str(r["members"]), r["suite_digest"])
         console().print(table)
 
-    emit(ctx, rows, human)
+    emit_page(ctx, page, "suites", human)
 
 
 @suite_app.command()

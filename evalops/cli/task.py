@@ -7,13 +7,20 @@ from typing import Annotated, Any
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, console, emit, say, settings
+from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
 
 task_app = typer.Typer(help="Registered tasks.\n\nExample: evalops task list", no_args_is_help=True)
 
 
 @task_app.command("list")
-def list_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
-    """List the latest registered revision of every task.
+def list_(
+    ctx: typer.Context,
+    suite: Annotated[str | None, typer.Option(help="Only this suite's current members.")] = None,
+    limit: LimitOption = None,
+    all_rows: AllOption = False,
+    json_flag: JsonFlag = False,
+) -> None:
+    """List the latest registered revision of every task (50 unless --limit N or --all).
 
     Example: evalops task list --json
     """
@@ -23,13 +30,14 @@ def list_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
 
     state = settings(ctx, json_flag)
     with state.connect() as engine:
-        rows = list_tasks(engine)
+        rows = list_tasks(engine, suite=suite)
+    page = page_of(rows, row_limit(ctx, limit, all_rows))
 
     def human() -> None:
         table = Table()
         for column in ("task", "rev", "risk", "task_digest", "grader set", "git"):
             table.add_column(column, overflow="fold")
-        for r in rows:
+        for r in page.rows:
             add_row(
                 table,
                 r["task_id"],
@@ -41,7 +49,7 @@ def list_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
             )
         console().print(table)
 
-    emit(ctx, rows, human)
+    emit_page(ctx, page, "tasks", human)
 
 
 @task_app.command("show")

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, console, emit, now, say, settings
+from evalops.cli.listing import AllOption, LimitOption, Page, emit_page, row_limit
+from evalops.cli.progress import ProgressOption, progress, progress_mode
 from evalops.errors import InputError
 
 trials_app = typer.Typer(
@@ -26,31 +26,26 @@ trajectory_app = typer.Typer(
 )
 
 
-@contextmanager
-def _progress(files: list[Path]) -> Iterator[Callable[[int], None] | None]:
-    """A byte-based progress bar on a terminal; nothing when output is captured."""
-    if not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+EXIT_INTERRUPTED = 130
 
-    total = sum(f.stat().st_size for f in files if f.is_file())
-    with Progress(
-        "[progress.description]{task.description}",
-        BarColumn(),
-        DownloadColumn(),
-        TimeRemainingColumn(),
-        console=console(stderr=True),
-        transient=True,
-    ) as progress:
-        task = progress.add_task("ingesting", total=total)
-        yield lambda n: progress.advance(task, n)
+
+def _total(files: list[Path]) -> int | None:
+    """The bytes to read, when every input is a regular file (not a pipe)."""
+    if any(str(f) == "-" or not f.is_file() for f in files):
+        return None
+    return sum(f.stat().st_size for f in files)
 
 
 @trials_app.command()
 def ingest(
     ctx: typer.Context,
-    files: Annotated[list[Path], typer.Argument(help="evalops.trial/v1 JSONL files.")],
+    files: Annotated[
+        list[Path],
+        typer.Argument(
+            help="evalops.trial/v1 JSONL files; `-` (or /dev/stdin) reads standard input; "
+            "gzip (.jsonl.gz) and zstd (.jsonl.zst) files are decompressed as they are read."
+        ),
+    ],
     max_bad_records: Annotated[
         int,
         typer.Option(
@@ -58,35 +53,49 @@ def ingest(
             help="Commit the valid lines if at most N lines are bad (default: all or nothing).",
         ),
     ] = 0,
+    progress_option: ProgressOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Ingest trial records: validated, classified by evalops, all-or-nothing by default.
 
     Re-ingesting an identical record is a counted no-op; the same trial_id with other
-    content is an error. Every problem is reported as file:line, field.
+    content is an error. Every bad line is reported as file:line: field (up to 1,000, and
+    how many in all). Ctrl-C stops the ingest with nothing stored (exit 130).
 
     Example: evalops trials ingest registry/trials/candidate-b124.jsonl
     """
     from evalops.services.ingest import ingest_files
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine, _progress(files) as on_bytes:
-        result = ingest_files(
-            engine,
-            files,
-            actor=state.who(),
-            now=now(),
-            max_bad_records=max_bad_records,
-            on_bytes=on_bytes,
-        )
+    mode = progress_mode(ctx, progress_option)
+    try:
+        with state.connect() as engine, progress(mode, "ingesting", _total(files)) as on_bytes:
+            result = ingest_files(
+                engine,
+                files,
+                actor=state.who(),
+                now=now(),
+                max_bad_records=max_bad_records,
+                on_bytes=on_bytes,
+            )
+    except KeyboardInterrupt:
+        # The write transaction rolled back on the way out: the registry is unchanged.
+        say("interrupted: nothing was stored", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
 
     def human() -> None:
         say(
             f"ingested {result.ingested}, skipped {result.skipped_identical} identical, "
-            f"rejected {len(result.rejected)}"
+            f"rejected {result.rejected_total}"
         )
         for e in result.rejected:
-            sys.stderr.write(f"rejected: {e.one_line()}\n")
+            say(f"rejected: {e.one_line()}", err=True)
+        if result.rejected_total > len(result.rejected):
+            say(
+                f"rejected: {result.rejected_total - len(result.rejected)} more bad records not "
+                f"listed (the report stops at {len(result.rejected)})",
+                err=True,
+            )
 
     emit(ctx, result.as_dict(), human)
 
@@ -99,9 +108,18 @@ def list_(
     cls: Annotated[
         str | None, typer.Option("--class", help="Only trials currently of this class.")
     ] = None,
+    suite: Annotated[
+        str | None,
+        typer.Option(help="Only trials of this suite's members at their pinned digests."),
+    ] = None,
+    limit: LimitOption = None,
+    all_rows: AllOption = False,
     json_flag: JsonFlag = False,
 ) -> None:
     """List trials with their current classification (re-derived from current evidence).
+
+    Shows the first 50 matching trials (oldest first) and "showing N of M" on stderr;
+    --limit N or --all for more. --json lists every match unless --limit is given.
 
     Example: evalops trials list --task support-refund-in-order --class task_fail
     """
@@ -110,8 +128,11 @@ def list_(
     from evalops.services.trials import list_trials
 
     state = settings(ctx, json_flag)
+    shown_limit = row_limit(ctx, limit, all_rows)
     with state.connect() as engine:
-        rows = list_trials(engine, task=task, build=build, cls=cls)
+        rows, total = list_trials(
+            engine, task=task, build=build, cls=cls, suite=suite, limit=shown_limit
+        )
 
     def human() -> None:
         table = Table()
@@ -131,7 +152,7 @@ def list_(
             )
         console().print(table)
 
-    emit(ctx, rows, human)
+    emit_page(ctx, Page(rows, total), "trials", human)
 
 
 @trials_app.command()
@@ -356,23 +377,34 @@ def _run_import(
     skip_unmapped: bool,
     started_at: str | None,
     json_flag: bool,
+    progress_option: str | None = None,
 ) -> None:
     from evalops.services.imports import import_trials
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
-        result = import_trials(
-            engine,
-            source,  # type: ignore[arg-type]
-            files,
-            map_file,
-            actor=state.who(),
-            now=now(),
-            dry_run=dry_run,
-            output=output,
-            skip_unmapped=skip_unmapped,
-            started_at=started_at,
-        )
+    mode = progress_mode(ctx, progress_option)
+    try:
+        with (
+            state.connect() as engine,
+            progress(mode, "importing", None, unit="records") as on_record,
+        ):
+            result = import_trials(
+                engine,
+                source,  # type: ignore[arg-type]
+                files,
+                map_file,
+                actor=state.who(),
+                now=now(),
+                dry_run=dry_run,
+                output=output,
+                skip_unmapped=skip_unmapped,
+                started_at=started_at,
+                on_record=on_record,
+            )
+    except KeyboardInterrupt:
+        # The write transaction rolled back, and -o writes its file only when complete.
+        say("interrupted: nothing was stored", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     emit(ctx, result.as_dict(), lambda: _print_import(result.as_dict()))
 
 
@@ -396,6 +428,7 @@ def import_inspect(
     output: OutputOption = None,
     dry_run: DryRunOption = False,
     skip_unmapped: SkipUnmappedOption = False,
+    progress_option: ProgressOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Import Inspect AI logs (.eval or .json): each sample and epoch becomes a trial.
@@ -416,6 +449,7 @@ def import_inspect(
         skip_unmapped=skip_unmapped,
         started_at=None,
         json_flag=json_flag,
+        progress_option=progress_option,
     )
 
 
@@ -438,6 +472,7 @@ def import_promptfoo(
             "whose rows carry no timestamp.",
         ),
     ] = None,
+    progress_option: ProgressOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Import promptfoo results (promptfoo eval --repeat N -o results.json): a row, a trial.
@@ -457,6 +492,7 @@ def import_promptfoo(
         skip_unmapped=skip_unmapped,
         started_at=started_at,
         json_flag=json_flag,
+        progress_option=progress_option,
     )
 
 

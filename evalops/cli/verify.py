@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from evalops.cli.context import JsonFlag, echo_lines, emit, now, settings
+from evalops.cli.progress import ProgressOption, progress_mode, stages
 
 
 def verify(
@@ -27,6 +28,7 @@ def verify(
             help="Reports, attestations or lines of SEQ:HASH holding anchors (repeatable).",
         ),
     ] = None,
+    progress_option: ProgressOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Re-hash the audit chain, every row it recorded (both directions), every definition
@@ -44,8 +46,9 @@ def verify(
     wanted = [parse_anchor(a) for a in anchor or []]
     for path in anchors or []:
         wanted += anchors_in_file(path)
-    with state.connect(for_verify=True) as engine:
-        report = verify_database(engine, wanted)
+    mode = progress_mode(ctx, progress_option)
+    with state.connect(for_verify=True) as engine, stages(mode, "verifying") as on_stage:
+        report = verify_database(engine, wanted, on_stage)
     head = report.head
     lines = [
         f"ok: {report.events} audit events, {report.rows} rows, {report.definitions} "

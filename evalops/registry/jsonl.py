@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import BinaryIO
+from typing import Any, BinaryIO, cast
 
 from evalops.errors import InputError
 
@@ -55,3 +56,92 @@ def read_lines(
         yield Line(name, number, data)
     if number == 0:
         yield InputError("file holds no records", name, 1)
+
+
+STDIN = "-"
+"""The file name that means standard input (`evalops trials ingest -`)."""
+
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+@dataclass
+class Source:
+    """An opened JSONL input: its lines, the name errors use, and how far it has been read."""
+
+    stream: BinaryIO
+    name: str
+    compressed: str | None
+    """`gzip` or `zstd` when the bytes were compressed (detected by magic number)."""
+    raw: BinaryIO
+    """The underlying file: its `tell()` counts the bytes consumed, compressed or not."""
+
+    def consumed(self) -> int | None:
+        """Bytes of the underlying file read so far (None for a pipe)."""
+        try:
+            return self.raw.tell() if self.raw.seekable() else None
+        except OSError:
+            return None
+
+
+@contextmanager
+def open_source(name: str) -> Iterator[Source]:
+    """Open a JSONL file, `-` (standard input) or `/dev/stdin`; gzip and zstd content (by its
+    magic number, whatever the suffix: `.jsonl.gz`, `.jsonl.zst`) is decompressed as it is
+    read. Unreadable or undecodable input is an InputError naming the file."""
+    import sys
+
+    shown = "<stdin>" if name == STDIN else name
+    try:
+        raw: BinaryIO = sys.stdin.buffer if name == STDIN else open(name, "rb")  # noqa: SIM115
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", name) from None
+    try:
+        head = _peek(raw, 4)
+        if head.startswith(_GZIP_MAGIC):
+            import gzip
+
+            inner: Any = gzip.GzipFile(fileobj=raw, mode="rb")
+            yield Source(cast(BinaryIO, _Decompressing(inner, shown, "gzip")), shown, "gzip", raw)
+        elif head.startswith(_ZSTD_MAGIC):
+            import io
+
+            try:
+                import zstandard
+            except ImportError:
+                raise InputError(
+                    "zstd input needs the zstandard package: pip install zstandard", shown
+                ) from None
+            reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
+            inner = io.BufferedReader(cast(Any, reader))
+            yield Source(cast(BinaryIO, _Decompressing(inner, shown, "zstd")), shown, "zstd", raw)
+        else:
+            yield Source(raw, shown, None, raw)
+    finally:
+        if name != STDIN:
+            raw.close()
+
+
+class _Decompressing:
+    """A decompressing reader whose failures (truncated or corrupt data) name the file."""
+
+    def __init__(self, inner: Any, name: str, kind: str) -> None:
+        self.inner = inner
+        self.name = name
+        self.kind = kind
+
+    def readline(self, size: int = -1) -> bytes:
+        try:
+            data: bytes = self.inner.readline(size)
+        except Exception as exc:  # gzip: OSError, EOFError, zlib.error; zstd: ZstdError
+            raise InputError(f"cannot decompress ({self.kind}): {exc}", self.name) from None
+        return data
+
+
+def _peek(raw: BinaryIO, n: int) -> bytes:
+    """The first `n` bytes without consuming them (buffered files and stdin can peek)."""
+    peek = getattr(raw, "peek", None)
+    if peek is not None:
+        data: bytes = peek(n)
+        return data[:n]
+    return b""

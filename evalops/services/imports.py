@@ -13,7 +13,7 @@ import json
 import os
 import tempfile
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -323,8 +323,10 @@ def import_trials(
     output: Path | None = None,
     skip_unmapped: bool = False,
     started_at: str | None = None,
+    on_record: Callable[[int], None] | None = None,
 ) -> ImportResult:
-    """Import source files through the map (see the module docstring)."""
+    """Import source files through the map (see the module docstring); `on_record` hears
+    each record translated (a progress display)."""
     if dry_run and output is not None:
         raise InputError("give --dry-run or -o, not both", field="--dry-run")
     loaded = load_import_map(map_path)
@@ -365,6 +367,7 @@ def import_trials(
         audit_extra=feed.audit,
         dry_run=dry_run,
         observe=stats.observe if stats else None,
+        on_record=on_record,
     )
     if stats is not None:
         result.tasks = stats.report(resolved, result.sources, max_attempts)

@@ -32,9 +32,9 @@ from evalops.domain.classify import classify
 from evalops.domain.trajectory import ObservedCall, grade
 from evalops.domain.trial_record import TrialRecord
 from evalops.domain.vocabulary import parse_timestamp
-from evalops.errors import InputError, InputErrors
+from evalops.errors import InputError, RejectedRecords, rejected_entry
 from evalops.registry.definitions import pydantic_error
-from evalops.registry.jsonl import MAX_LINE_BYTES, Line, read_lines
+from evalops.registry.jsonl import MAX_LINE_BYTES, STDIN, Line, Source, open_source, read_lines
 from evalops.registry.load import Document, parse_record
 from evalops.services.evidence import Definitions, validity_digest
 from evalops.store.audit import append_event, next_seq
@@ -54,16 +54,18 @@ class IngestResult:
     ingested: int = 0
     skipped_identical: int = 0
     rejected: list[InputError] = field(default_factory=list)
+    """The bad records, up to MAX_REPORTED."""
     batch_id: int | None = None
+    rejected_total: int = 0
+    """Every bad record, listed or not."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "ingested": self.ingested,
             "skipped_identical": self.skipped_identical,
-            "rejected": [
-                {"file": e.file, "line": e.line, "field": e.field, "error": e.message}
-                for e in self.rejected
-            ],
+            "rejected": [rejected_entry(e) for e in self.rejected],
+            "rejected_total": self.rejected_total,
+            "rejected_cap": MAX_REPORTED,
             "batch": self.batch_id,
         }
 
@@ -114,6 +116,7 @@ class _Ingester:
     def reject(self, error: InputError) -> None:
         # Keep counting past the report cap so the abort decision stays right.
         self.rejected_count += 1
+        self.result.rejected_total = self.rejected_count
         if len(self.result.rejected) < MAX_REPORTED:
             self.result.rejected.append(error)
 
@@ -456,18 +459,27 @@ def ingest_files(
     max_bad_records: int = 0,
     on_bytes: Callable[[int], None] | None = None,
 ) -> IngestResult:
-    """Ingest every line of `files` in one transaction (see the module docstring)."""
+    """Ingest every line of `files` in one transaction (see the module docstring).
+
+    A file may be `-` (standard input) or `/dev/stdin`, and gzip or zstd compressed.
+    `on_bytes` hears how many bytes of each file were consumed (compressed bytes for a
+    compressed file), for a progress display.
+    """
     names = [str(f) for f in files]
     for f, name in zip(files, names, strict=True):
-        if not f.is_file():
+        if name == STDIN:
+            continue
+        if f.is_dir():
+            raise InputError("is a directory, not a trial file", name)
+        if not f.exists():
             raise InputError("trial file not found", name)
     with write_session(engine) as session:
         batch_id = (session.exec(select(func.max(IngestBatch.id))).one() or 0) + 1
         ingester = _Ingester(session, batch_id)
-        for path, name in zip(files, names, strict=True):
-            with path.open("rb") as stream:
+        for name in names:
+            with open_source(name) as source:
                 chunk: list[_Prepared] = []
-                for item in read_lines(stream, name, on_bytes):
+                for item in read_lines(source.stream, source.name, _counter(source, on_bytes)):
                     if isinstance(item, InputError):
                         ingester.reject(item)
                         continue
@@ -485,6 +497,24 @@ def ingest_files(
         )
 
 
+def _counter(
+    source: Source, on_bytes: Callable[[int], None] | None
+) -> Callable[[int], None] | None:
+    """Line lengths for a plain file; the compressed file's own position otherwise."""
+    if on_bytes is None or source.compressed is None:
+        return on_bytes
+    last = 0
+
+    def advance(_decompressed: int) -> None:
+        nonlocal last
+        position = source.consumed()
+        if position is not None and position > last:
+            on_bytes(position - last)
+            last = position
+
+    return advance
+
+
 def _record_batch(
     session: Session,
     ingester: _Ingester,
@@ -499,7 +529,12 @@ def _record_batch(
     result = ingester.result
     if ingester.rejected_count > max_bad_records:
         # Rolls the whole transaction back: nothing of this invocation is stored.
-        raise InputErrors.of(result.rejected)
+        raise RejectedRecords.of_records(
+            result.rejected,
+            total=ingester.rejected_count,
+            cap=MAX_REPORTED,
+            skipped_identical=result.skipped_identical,
+        )
     if result.ingested == 0:
         result.batch_id = None
         return result
@@ -564,6 +599,7 @@ def ingest_records(
     audit_extra: dict[str, Any] | None = None,
     dry_run: bool = False,
     observe: Callable[[dict[str, Any]], None] | None = None,
+    on_record: Callable[[int], None] | None = None,
 ) -> IngestResult:
     """Ingest records already parsed (an importer's output) exactly as `ingest_files` does.
 
@@ -571,7 +607,8 @@ def ingest_records(
     `file: location: field: what`. `audit_extra` joins the batch's audit payload (an
     import's `source` and `map_digest`). `dry_run` validates, classifies and resolves
     everything in the same transaction, reports every rejected record and rolls back.
-    `observe` sees each accepted or identical row (its classification included).
+    `observe` sees each accepted or identical row (its classification included);
+    `on_record` hears each record as it is read (a progress display).
     """
     try:
         with write_session(engine) as session:
@@ -579,6 +616,8 @@ def ingest_records(
             ingester = _Ingester(session, batch_id, observe)
             chunk: list[_Prepared] = []
             for file, label, value in items:
+                if on_record is not None:
+                    on_record(1)
                 line = Line(file, 0, b"", label)
                 try:
                     chunk.append(ingester.prepare_value(line, value))

@@ -11,6 +11,7 @@ from sqlmodel import col, select
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.sync import latest_task_revisions
+from evalops.store import queries
 from evalops.store.engine import read_session
 from evalops.store.tables import SyncRun, TaskRevision
 
@@ -32,9 +33,15 @@ def _summary(row: TaskRevision, run: SyncRun | None) -> dict[str, Any]:
     }
 
 
-def list_tasks(engine: Engine) -> list[dict[str, Any]]:
+def list_tasks(engine: Engine, *, suite: str | None = None) -> list[dict[str, Any]]:
+    """The latest revision of every task; with `suite`, of the suite's current members."""
     with read_session(engine) as session:
         rows = latest_task_revisions(session)
+        if suite is not None:
+            if queries.suite_row(session, suite) is None:
+                raise InputError(f"suite {suite!r} is not registered", field="--suite")
+            members = {m.task_id for m in queries.members(session, suite)}
+            rows = [r for r in rows if r.task_id in members]
         return [_summary(r, session.get(SyncRun, r.sync_run_id)) for r in rows]
 
 

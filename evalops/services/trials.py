@@ -6,20 +6,22 @@ import json
 from datetime import datetime
 from typing import Any
 
+from sqlalchemy import and_, false, or_
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from evalops.domain.classify import AMBIGUOUS_EFFECT_STATUSES
 from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, resolve_reruns
 from evalops.domain.specs import GatePolicy
 from evalops.domain.trial_record import TrialRecord
-from evalops.domain.vocabulary import format_timestamp
+from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, format_timestamp
 from evalops.errors import InputError, RefusedError
 from evalops.services.evidence import (
     Definitions,
     rederive,
     stored_record,
 )
+from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import (
@@ -103,27 +105,59 @@ def list_trials(
     task: str | None = None,
     build: str | None = None,
     cls: str | None = None,
-    limit: int = 1000,
-) -> list[dict[str, Any]]:
+    suite: str | None = None,
+    limit: int | None = None,
+) -> tuple[list[dict[str, Any]], int]:
+    """The first `limit` matching trials (every one for None), oldest first, and how many
+    match in all.
+
+    Without `cls` the limit and the count are SQL (`LIMIT`, `COUNT`): listing 50 trials
+    costs the same at 10k and at 1M stored trials. A trial's current class is re-derived
+    from current evidence, so `cls` re-derives every trial the other filters leave.
+    `suite` keeps the trials of the suite's current members at their pinned task and grader
+    set digests (the trials the gate counts).
+    """
+    if cls is not None and cls not in CANONICAL_PRECEDENCE:
+        raise InputError(
+            f"unknown class {cls!r}; one of: {', '.join(CANONICAL_PRECEDENCE)}", field="--class"
+        )
     with read_session(engine) as session:
         builds = _builds(session)
-        stmt = select(Trial).order_by(col(Trial.id))
+        where: list[Any] = []
         if task:
-            stmt = stmt.where(Trial.task_id == task)
+            where.append(Trial.task_id == task)
         if build:
             digests_for_build = [d for d, b in builds.items() if b == build]
-            stmt = stmt.where(col(Trial.execution_digest).in_(digests_for_build))
+            where.append(col(Trial.execution_digest).in_(digests_for_build))
+        if suite:
+            if queries.suite_row(session, suite) is None:
+                raise InputError(f"suite {suite!r} is not registered", field="--suite")
+            pins = [
+                and_(
+                    col(Trial.task_digest) == m.task_digest,
+                    col(Trial.grader_set_digest) == m.grader_set_digest,
+                )
+                for m in queries.members(session, suite)
+            ]
+            where.append(or_(false(), *pins))
         defs = Definitions(session)
         reruns = _Reruns(session)
-        out = []
+        stmt = select(Trial).where(*where).order_by(col(Trial.id))
+        if cls is None:
+            total = session.exec(select(func.count()).select_from(Trial).where(*where)).one()
+            if limit is not None:
+                stmt = stmt.limit(limit)
+            return [_summary(defs, t, builds, reruns) for t in session.exec(stmt)], total
+        out: list[dict[str, Any]] = []
+        total = 0
         for trial in session.exec(stmt):
-            row = _summary(defs, trial, builds, reruns)
-            if cls and row["classification"] != cls:
+            current = rederive(defs, trial)
+            if (current.primary if current else trial.classification) != cls:
                 continue
-            out.append(row)
-            if len(out) >= limit:
-                break
-        return out
+            total += 1
+            if limit is None or len(out) < limit:
+                out.append(_summary(defs, trial, builds, reruns))
+        return out, total
 
 
 def _chain(session: Session, trial: Trial) -> list[str]:

@@ -16,7 +16,7 @@ Checks, streaming (memory does not grow with the number of trials):
 from __future__ import annotations
 
 import json
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -285,9 +285,22 @@ def _check_trials(session: Session) -> int:
     return count
 
 
-def verify_database(engine: Engine, anchors: list[Anchor] | None = None) -> VerifyReport:
-    """Raise VerificationError naming the first bad item; else say what was checked."""
+def verify_database(
+    engine: Engine,
+    anchors: list[Anchor] | None = None,
+    on_stage: Callable[[str], None] | None = None,
+) -> VerifyReport:
+    """Raise VerificationError naming the first bad item; else say what was checked.
+
+    `on_stage` hears the name of each stage as it starts (a progress display).
+    """
+
+    def stage(name: str) -> None:
+        if on_stage is not None:
+            on_stage(name)
+
     with read_session(engine) as session:
+        stage("audit chain")
         events, head = _check_chain(session)
         checked_anchors = []
         for anchor in anchors or []:
@@ -297,9 +310,13 @@ def verify_database(engine: Engine, anchors: list[Anchor] | None = None) -> Veri
             checked_anchors.append(anchor.as_dict())
         # Self-consistency of each row first (it names the row), then every row against
         # the event that recorded it, then the decisions.
+        stage("definitions")
         definitions = _check_definitions(session)
+        stage("trials")
         trials = _check_trials(session)
+        stage("rows")
         rows = _check_rows(session)
+        stage("gate decisions")
         decisions = verify_decisions(session)
     return VerifyReport(
         events, rows, definitions, trials, decisions, anchors=checked_anchors, head=head

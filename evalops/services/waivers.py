@@ -146,10 +146,22 @@ def grant(
         return True, _view(session, row, now)
 
 
-def list_waivers(engine: Engine, *, include_all: bool, now: datetime) -> list[dict[str, Any]]:
+def list_waivers(
+    engine: Engine,
+    *,
+    include_all: bool,
+    now: datetime,
+    build: str | None = None,
+    task: str | None = None,
+) -> list[dict[str, Any]]:
+    """Waivers valid at `now` (every one with `include_all`), of one build or task if given."""
     with read_session(engine) as session:
-        rows = session.exec(select(Waiver).order_by(col(Waiver.id))).all()
-        views = [_view(session, w, now) for w in rows]
+        stmt = select(Waiver).order_by(col(Waiver.id))
+        if build is not None:
+            stmt = stmt.where(Waiver.build == build)
+        if task is not None:
+            stmt = stmt.where(Waiver.task_id == task)
+        views = [_view(session, w, now) for w in session.exec(stmt).all()]
     return views if include_all else [v for v in views if v["status"] == "valid"]
 
 

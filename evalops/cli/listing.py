@@ -1,0 +1,82 @@
+"""What every list command shares: `--limit N`, `--all`, and the "showing N of M" footer.
+
+Human output shows at most `DEFAULT_LIMIT` rows unless told otherwise, in a terminal or a
+pipe alike (the same command prints the same rows wherever it runs), and always ends with a
+footer on stderr. `--json` is complete unless `--limit N` is given: a script reading JSON gets
+every row (the document stays a plain list) and a limited list says so on stderr.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import typer
+
+from evalops.cli.context import emit, say, settings
+from evalops.errors import InputError
+
+DEFAULT_LIMIT = 50
+
+LimitOption = Annotated[
+    int | None,
+    typer.Option(
+        "--limit",
+        min=1,
+        metavar="N",
+        help=f"Show at most N rows (default {DEFAULT_LIMIT}; with --json every row unless "
+        "--limit is given).",
+    ),
+]
+AllOption = Annotated[bool, typer.Option("--all", help="Show every row (no limit).")]
+
+
+def row_limit(ctx: typer.Context, limit: int | None, all_rows: bool) -> int | None:
+    """The number of rows to show, or None for every row."""
+    if all_rows and limit is not None:
+        raise InputError("give --limit N or --all, not both", field="--limit")
+    if all_rows:
+        return None
+    if limit is not None:
+        return limit
+    return None if settings(ctx).json else DEFAULT_LIMIT
+
+
+@dataclass
+class Page:
+    """The rows shown and how many matched in all."""
+
+    rows: list[dict[str, Any]]
+    total: int
+
+    @property
+    def truncated(self) -> bool:
+        return len(self.rows) < self.total
+
+
+def page_of(rows: Sequence[dict[str, Any]], limit: int | None) -> Page:
+    """A page cut from rows already in memory (small tables: suites, tasks, waivers...)."""
+    shown = list(rows) if limit is None else list(rows[:limit])
+    return Page(shown, len(rows))
+
+
+def footer(page: Page, noun: str) -> str:
+    """`showing 50 of 200,080 trials (--limit N or --all for more)`."""
+    text = f"showing {len(page.rows):,} of {page.total:,} {noun}"
+    if page.truncated:
+        text += " (--limit N or --all for more)"
+    return text
+
+
+def emit_page(ctx: typer.Context, page: Page, noun: str, human: Callable[[], None]) -> None:
+    """The rows as JSON (a list) or the human rendering, then the footer on stderr.
+
+    The footer is always printed after human output; after JSON only when rows were left
+    out, so that a complete JSON listing stays quiet.
+    """
+    emit(ctx, page.rows, human)
+    if not settings(ctx).json or page.truncated:
+        sys.stdout.flush()  # the table first, then the footer, on a shared terminal
+        say(footer(page, noun), err=True)
