@@ -22,13 +22,9 @@ DirArg = Annotated[
 
 
 def _digest_table(rows: list[dict[str, object]], title: str) -> None:
-    from rich.table import Table
+    from evalops.cli.context import console, new_table
 
-    from evalops.cli.context import console
-
-    table = Table(title=title, title_justify="left")
-    for column in ("file", "kind", "id", "digest"):
-        table.add_column(column, overflow="fold")
+    table = new_table("file", "kind", "id", "digest", title=title)
     for row in rows:
         digest_key = next(k for k in row if k.endswith("_digest"))
         add_row(table, str(row["file"]), str(row["kind"]), str(row["id"]), str(row[digest_key]))

@@ -11,7 +11,8 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, add_row, console, emit, now, say, settings
+from evalops.cli.context import JsonFlag, add_row, console, emit, new_table, now, say, settings
+from evalops.domain.humanize import text
 from evalops.errors import InputError
 
 trials_app = typer.Typer(
@@ -105,8 +106,6 @@ def list_(
 
     Example: evalops trials list --task support-refund-in-order --class task_fail
     """
-    from rich.table import Table
-
     from evalops.services.trials import list_trials
 
     state = settings(ctx, json_flag)
@@ -114,9 +113,7 @@ def list_(
         rows = list_trials(engine, task=task, build=build, cls=cls)
 
     def human() -> None:
-        table = Table()
-        for column in ("trial", "task", "build", "#", "class", "score", "rerun of", "labels"):
-            table.add_column(column)
+        table = new_table("trial", "task", "build", "#", "class", "score", "rerun of", "labels")
         for r in rows:
             add_row(
                 table,
@@ -151,23 +148,23 @@ def show(
         data = show_trial(engine, trial_id)
 
     def human() -> None:
-        say(f"{data['trial_id']}  {data['task_id']}  build {data['build']}")
+        say(f"{data['trial_id']}  {data['task_id']}  build {text(data['build'])}")
         say(f"  class: {data['classification']} (at ingest: {data['classification_at_ingest']})")
         for reason in data["reasons"]:
             say(f"    because {reason}")
         say(f"  labels: {', '.join(data['secondary_labels']) or '-'}")
-        say(f"  score {data['score']}  gating score {data['gating_score']}")
+        say(f"  score {text(data['score'])}  gating score {text(data['gating_score'])}")
         for r in data["grader_results"]:
             say(f"  grader {r['grader_id']}@{r['grader_version']}: {r['state']}")
         for r in data["reviews"]:
-            say(f"  review {r['grader_id']}: {r['state']} by {r['actor']} ({r['reason']})")
+            say(f"  review {r['grader_id']}: {r['state']} by {r['actor']} ({text(r['reason'])})")
         if data["trajectory"]:
             say(f"  trajectory: {json.dumps(data['trajectory'])}")
         say(f"  rerun chain: {' -> '.join(data['rerun_chain'])}")
         for r in data["reconciliations"]:
             say(
                 f"  reconciled {r['effect_key']} -> {r['status']} by {r['actor']} "
-                f"({r['evidence_uri']})"
+                f"({text(r['evidence_uri'])})"
             )
 
     emit(ctx, data, human)
