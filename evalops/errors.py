@@ -12,6 +12,9 @@ EXIT_HOLD = 3
 EXIT_BLOCK = 4
 EXIT_REFUSED = 5
 EXIT_VERIFY = 6
+#: `trajectory grade` when the trajectory is not matched: the check fails the way a gate
+#: block does (0 is matched; 2 stays a bad input, 6 tampering).
+EXIT_UNMATCHED = EXIT_BLOCK
 
 
 @dataclass

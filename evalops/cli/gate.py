@@ -392,7 +392,8 @@ def waiver_list(
         echo_lines(
             [
                 f"{r['waiver_id']} [{r['status'].replace('_', ' ')}] {r['task_id']} {r['build']} "
-                f"{','.join(r['states'])} until {r['expires_at']} (owner {r['owner']})"
+                f"{','.join(r['states'])} from {r['granted_at']} until {r['expires_at']} "
+                f"(owner {r['owner']})"
                 for r in rows
             ]
         ),

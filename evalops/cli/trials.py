@@ -12,8 +12,8 @@ from typing import Annotated, Any
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, console, emit, new_table, now, say, settings
-from evalops.domain.humanize import text
-from evalops.errors import InputError
+from evalops.domain.humanize import plural, text
+from evalops.errors import EXIT_UNMATCHED, InputError
 
 trials_app = typer.Typer(
     help="Trial records: ingest, inspect, reconcile.\n\nExample: evalops trials list --build "
@@ -295,13 +295,17 @@ def grade(
         verdict = "matched" if result.matched else "NOT matched"
         say(
             f"trajectory {verdict} ({result.mode}): {result.matched_count} of "
-            f"{result.expected_count} expected calls matched, {result.observed_count} observed, "
-            f"{result.forbidden_count} forbidden"
+            f"{plural(result.expected_count, 'expected call')} matched, "
+            f"{result.observed_count} observed, {result.forbidden_count} forbidden"
         )
         for line in result.explanations:
             say(f"  - {line}")
 
-    emit(ctx, result.block(), human)
+    # The RFC 0244 block, plus why it is not matched (empty when it is).
+    emit(ctx, {**result.block(), "reasons": list(result.explanations)}, human)
+    if not result.matched:
+        # An unmatched trajectory fails the check: the contract's failing-decision code.
+        raise typer.Exit(EXIT_UNMATCHED)
 
 
 import_app = typer.Typer(
