@@ -83,6 +83,8 @@ class InputErrors(InputError):
 
     @classmethod
     def of(cls, errors: list[InputError]) -> InputError:
+        # A file with several problems contributes each of them, not its headline.
+        errors = [one for e in errors for one in (getattr(e, "errors", ()) or (e,))]
         if not errors:
             return InputError("input rejected")
         if len(errors) == 1:

@@ -29,20 +29,25 @@ from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError
 from evalops.store.engine import DEFAULT_URL
 
 
+def _error_json(error: EvalopsError, code: int) -> dict[str, Any]:
+    return {
+        "code": code,
+        "message": error.message,
+        "file": error.file,
+        "line": error.line,
+        "field": error.field,
+    }
+
+
 def _report(error: EvalopsError, as_json: bool) -> None:
+    several = getattr(error, "errors", ()) or ()
     if as_json:
-        print_json(
-            {
-                "error": {
-                    "code": error.exit_code,
-                    "message": error.message,
-                    "file": error.file,
-                    "line": error.line,
-                    "field": error.field,
-                }
-            }
-        )
-    for one in getattr(error, "errors", ()) or (error,):
+        document: dict[str, Any] = {"error": _error_json(error, error.exit_code)}
+        if several:
+            # Every problem, each with its own file, line and field (the headline is first).
+            document["errors"] = [_error_json(one, error.exit_code) for one in several]
+        print_json(document)
+    for one in several or (error,):
         sys.stderr.write(shown(f"error: {one.one_line()}") + "\n")
 
 
