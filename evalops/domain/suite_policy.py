@@ -126,11 +126,14 @@ def _reproducible_fixture(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
     not_counted = sum(f.uncounted_trials.values())
     if not_counted:
         total = not_counted + sum(f.valid_trials_by_execution.values())
-        causes = ", ".join(
+        causes = [
             f"{n} {'is' if n == 1 else 'are'} {cause}"
             for cause, n in sorted(f.uncounted_trials.items(), key=lambda kv: (-kv[1], kv[0]))
-        )
-        trials_text += f"; not counted: of {plural(total, 'trial')}, {causes}"
+        ]
+        # "5 of 6 trials are grader_invalid (...), 1 is infrastructure_invalid (...)"
+        first_n, _, first_rest = causes[0].partition(" ")
+        causes[0] = f"{first_n} of {plural(total, 'trial')} {first_rest}"
+        trials_text += f"; not counted: {', '.join(causes)}"
     met = fixtures_ok and best >= MIN_VALID_TRIALS
     fix = None
     if not fixtures_ok:
