@@ -131,7 +131,7 @@ def _reproducible_fixture(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
             for cause, n in sorted(f.uncounted_trials.items(), key=lambda kv: (-kv[1], kv[0]))
         ]
         # "5 of 6 trials are grader_invalid (...), 1 is infrastructure_invalid (...)"
-        first_n, _, first_rest = causes[0].partition(" ")
+        first_n, _space, first_rest = causes[0].partition(" ")
         causes[0] = f"{first_n} of {plural(total, 'trial')} {first_rest}"
         trials_text += f"; not counted: {', '.join(causes)}"
     met = fixtures_ok and best >= MIN_VALID_TRIALS
