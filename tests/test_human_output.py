@@ -256,3 +256,11 @@ def test_the_gate_names_the_refused_waivers(demo: Path, cli: Cli) -> None:
         f"({', '.join(entry['rules'])})" in result.stdout
     )
     assert "applied 1: WVR-1" in result.stdout
+
+
+def test_an_import_dry_run_rounds_the_source_reduction() -> None:
+    from evalops.cli.imports_text import _reduction
+
+    shown = _reduction({"reply_judge": {"mean": 0.8333333333333334, "pass_at_3": 1.0}})
+
+    assert shown == "reply_judge: mean 0.8333, pass_at_3 1"
