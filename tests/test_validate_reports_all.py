@@ -175,3 +175,8 @@ def test_a_gate_policy_may_omit_precedence_and_forbidden_states(tmp_path: Path, 
     assert digest == "sha256:" + hashlib.sha256(rfc8785.dumps(short)).hexdigest()
     assert full_digest == "sha256:" + hashlib.sha256(rfc8785.dumps(full)).hexdigest()
     assert digest != full_digest
+
+
+def test_the_cap_is_stated_in_the_help(cli: Cli) -> None:
+    shown = " ".join(cli("validate", "--help").stdout.split())
+    assert f"at most {MAX_REPORTED_ERRORS}" in shown

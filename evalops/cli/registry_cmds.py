@@ -34,7 +34,9 @@ def _digest_table(rows: list[dict[str, object]], title: str) -> None:
 def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag = False) -> None:
     """Validate every spec file of a registry, and their references; no database needed.
 
-    Exit 2 with every problem as `file:line, field` when anything is wrong.
+    Exit 2 when anything is wrong, listing every problem of every file in one run as
+    `file:line: field: what` (at most 200; the rest are counted); `--json` lists them
+    under `errors`.
 
     Example: evalops validate registry
     """
