@@ -1,8 +1,8 @@
 """`evalops validate` reports everything in one run (issue 14, finding 13; DESIGN.md 3, 5.4).
 
 - Every error of every file, each at file:line and field, in one run, up to a stated cap
-  (MAX_REPORTED_ERRORS; the rest are counted); `--json` lists them under `errors` next to
-  the headline `error` of the contract.
+  (MAX_REPORTED_ERRORS; the rest are counted); `--json` lists them under `errors` inside
+  the contract's `error` object, whose own fields are the first problem.
 - No follow-on "grader set ... is not in the registry" for a task whose grader-set file
   exists but is invalid (it is reported once, as itself); a grader set that is really
   missing is still reported.
@@ -72,7 +72,7 @@ def test_every_error_of_every_file_in_one_run(tmp_path: Path, cli: Cli) -> None:
     code, data, stderr = validate(cli, root)
 
     assert code == 2
-    found = {(Path(e["file"]).name, e["line"], e["field"]) for e in data["errors"]}
+    found = {(Path(e["file"]).name, e["line"], e["field"]) for e in data["error"]["errors"]}
     assert found == {
         ("support-reply-tone.yaml", line_of(root, TASK, "revision: x"), "revision"),
         ("article-publish-graders.yaml", line_of(root, GRADERS, "version: five"), "version"),
@@ -83,14 +83,14 @@ def test_every_error_of_every_file_in_one_run(tmp_path: Path, cli: Cli) -> None:
             "graders[3].layer",
         ),
     }
-    assert all(e["code"] == 2 for e in data["errors"])
+    assert all(e["code"] == 2 for e in data["error"]["errors"])
     headline = data["error"]
-    found_line = data["errors"][0]["line"]
-    assert (headline["file"], headline["line"]) == (data["errors"][0]["file"], found_line)
+    found_line = data["error"]["errors"][0]["line"]
+    assert (headline["file"], headline["line"]) == (data["error"]["errors"][0]["file"], found_line)
     assert headline["message"].endswith("(and 3 more)")
     # Human output: one `error:` line per problem, each with its file:line.
     lines = [ln for ln in stderr.splitlines() if ln.startswith("error: ")]
-    assert len(lines) == len(data["errors"]) == 4
+    assert len(lines) == len(data["error"]["errors"]) == 4
     assert any("article-publish-graders.yaml" in ln and ": colour: " in ln for ln in lines)
 
 
@@ -103,7 +103,7 @@ def test_no_follow_on_error_for_a_grader_set_file_already_reported(
 
     _, data, stderr = validate(cli, root)
 
-    assert not [e for e in data["errors"] if "not in the registry" in e["message"]]
+    assert not [e for e in data["error"]["errors"] if "not in the registry" in e["message"]]
     assert "not in the registry" not in stderr
 
 
@@ -114,7 +114,7 @@ def test_no_follow_on_error_for_an_unparseable_grader_set_file(tmp_path: Path, c
     code, data, _ = validate(cli, root)
 
     assert code == 2
-    assert [Path(e["file"]).name for e in data.get("errors", [data["error"]])] == [
+    assert [Path(e["file"]).name for e in data["error"].get("errors", [data["error"]])] == [
         "article-publish-graders.yaml"
     ]
 
@@ -126,7 +126,7 @@ def test_a_grader_set_that_is_really_missing_is_still_reported(tmp_path: Path, c
 
     _, data, _ = validate(cli, root)
 
-    missing = [e for e in data["errors"] if "not in the registry" in e["message"]]
+    missing = [e for e in data["error"]["errors"] if "not in the registry" in e["message"]]
     assert [(Path(e["file"]).name, e["field"]) for e in missing] == [
         ("support-refund-in-order.yaml", "grader_set")
     ]
@@ -145,8 +145,8 @@ def test_errors_beyond_the_cap_are_counted_not_listed(tmp_path: Path, cli: Cli) 
     code, data, stderr = validate(cli, root)
 
     assert code == 2
-    assert len(data["errors"]) == MAX_REPORTED_ERRORS + 1
-    last = data["errors"][-1]["message"]
+    assert len(data["error"]["errors"]) == MAX_REPORTED_ERRORS + 1
+    last = data["error"]["errors"][-1]["message"]
     assert last.startswith("50 more errors not listed")
     assert f"at most {MAX_REPORTED_ERRORS}" in last
     assert "50 more errors not listed" in stderr

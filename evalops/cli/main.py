@@ -42,11 +42,11 @@ def _error_json(error: EvalopsError, code: int) -> dict[str, Any]:
 def _report(error: EvalopsError, as_json: bool) -> None:
     several = getattr(error, "errors", ()) or ()
     if as_json:
-        document: dict[str, Any] = {"error": _error_json(error, error.exit_code)}
+        headline = _error_json(error, error.exit_code)
         if several:
             # Every problem, each with its own file, line and field (the headline is first).
-            document["errors"] = [_error_json(one, error.exit_code) for one in several]
-        print_json(document)
+            headline["errors"] = [_error_json(one, error.exit_code) for one in several]
+        print_json({"error": headline})
     for one in several or (error,):
         sys.stderr.write(shown(f"error: {one.one_line()}") + "\n")
 

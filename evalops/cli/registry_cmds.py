@@ -36,7 +36,7 @@ def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag =
 
     Exit 2 when anything is wrong, listing every problem of every file in one run as
     `file:line: field: what` (at most 200; the rest are counted); `--json` lists them
-    under `errors`.
+    in `error.errors`.
 
     Example: evalops validate registry
     """
