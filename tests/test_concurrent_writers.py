@@ -62,13 +62,17 @@ def _run_concurrently(url: str, tmp_path: Path) -> None:
         check=False,
     )
     assert verified.returncode == 0, verified.stderr
-    assert json.loads(verified.stdout) == {
+    report = json.loads(verified.stdout)
+    # Each sync appends one event per definition plus one for the in-force set it records
+    # (DESIGN section 10: every change appends one event); one chain, no fork, no loss.
+    assert {k: report[k] for k in ("ok", "events", "definitions", "trials", "decisions")} == {
         "ok": True,
-        "events": 3 * WRITERS,
+        "events": 4 * WRITERS,
         "definitions": 3 * WRITERS,
         "trials": 0,
         "decisions": 0,
     }
+    assert report["audit_head"]["seq"] == 4 * WRITERS
 
 
 @pytest.mark.load

@@ -34,7 +34,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -829,14 +829,18 @@ def test_hold_wins_over_pass_and_reasons_name_only_the_holding_task(shared: Path
 
 
 def test_gate_check_json_shape(shared: Path, cli: Cli) -> None:
-    data = gate(cli, shared, "build-mixed", MIXED, "--at", "2026-12-01T09:00:00+09:00")
+    # A moment after everything was recorded, written with a +09:00 offset: the decision
+    # stores it in UTC with a Z (DESIGN: timestamps carry an offset, stored as UTC).
+    tokyo = timezone(timedelta(hours=9))
+    at = (datetime.now(UTC) + timedelta(minutes=1)).replace(microsecond=0)
+    data = gate(cli, shared, "build-mixed", MIXED, "--at", at.astimezone(tokyo).isoformat())
     assert set(data) >= {
         "gate_id", "decision", "build", "suite", "suite_digest", "policy_digest",
         "execution_digest", "evaluated_at", "reasons", "tasks", "trialStats", "waivers",
         "regression",
     }  # fmt: skip
     assert data["gate_id"].startswith("GATE-")
-    assert data["evaluated_at"].startswith("2026-12-01T00:00:00")
+    assert data["evaluated_at"].startswith(at.strftime("%Y-%m-%dT%H:%M:%S"))
     assert data["evaluated_at"].endswith("Z")
     for task in data["tasks"]:
         assert set(task) >= {

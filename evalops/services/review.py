@@ -26,7 +26,9 @@ def review_queue(engine: Engine) -> list[dict[str, Any]]:
     with read_session(engine) as session:
         defs = Definitions(session)
         out = []
-        for trial in session.exec(select(Trial).order_by(col(Trial.id))):
+        # Streamed in batches: the queue is small, the trial table is not (flat memory).
+        stmt = select(Trial).order_by(col(Trial.id)).execution_options(yield_per=1000)
+        for trial in session.exec(stmt):
             current = rederive(defs, trial)
             if current is None:
                 continue
