@@ -149,7 +149,10 @@ def show(
 
     def human() -> None:
         say(f"{data['trial_id']}  {data['task_id']}  build {text(data['build'])}")
-        say(f"  class: {data['classification']} (at ingest: {data['classification_at_ingest']})")
+        say(
+            f"  class: {data['classification']} "
+            f"(at ingest: {text(data['classification_at_ingest'])})"
+        )
         for reason in data["reasons"]:
             say(f"    because {reason}")
         say(f"  labels: {', '.join(data['secondary_labels']) or '-'}")
