@@ -25,6 +25,7 @@ from rich.console import Console
 from evalops.cli.context import new_table
 from evalops.cli.gate import _regression_line, _render_decision
 from evalops.domain.humanize import number, plural, text
+from evalops.domain.vocabulary import parse_timestamp
 from tests.conftest import Cli
 
 ELLIPSIS = ("…", "...")
@@ -264,3 +265,23 @@ def test_an_import_dry_run_rounds_the_source_reduction() -> None:
     shown = _reduction({"reply_judge": {"mean": 0.8333333333333334, "pass_at_3": 1.0}})
 
     assert shown == "reply_judge: mean 0.8333, pass_at_3 1"
+
+
+def test_the_markdown_report_says_1_paired_task(demo: Path) -> None:
+    """The PR-comment report agrees its count with its noun too (GATE-1 has a baseline)."""
+    from evalops.report.audit import render_audit
+    from evalops.services.reports import audit_document
+    from evalops.store.engine import make_engine
+    from tests.conftest import PINNED_NOW
+
+    engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
+    try:
+        doc = audit_document(engine, "GATE-1", now=parse_timestamp(PINNED_NOW))
+    finally:
+        engine.dispose()
+    assert doc["regression"]["pairedTaskCount"] == 3
+    assert "3 paired tasks," in render_audit(doc, "md")
+
+    doc["regression"] = {**doc["regression"], "pairedTaskCount": 1}
+
+    assert "1 paired task," in render_audit(doc, "md")
