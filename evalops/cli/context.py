@@ -143,7 +143,9 @@ def console(stderr: bool = False) -> Console:
 
     # markup=False: a stored "[red]" must print as itself, never as a style.
     out = Console(stderr=stderr, highlight=False, soft_wrap=True, markup=False)
-    if not out.is_terminal:
+    stream = sys.stderr if stderr else sys.stdout
+    # The stream itself decides (FORCE_COLOR makes rich call a pipe a terminal of 80 columns).
+    if not out.is_terminal or not stream.isatty():
         # Piped or captured output: no terminal to fit, so no width limit; a table takes
         # its natural width and never wraps or cuts an id or a digest.
         out.width = UNLIMITED_WIDTH
