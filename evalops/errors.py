@@ -12,6 +12,9 @@ EXIT_HOLD = 3
 EXIT_BLOCK = 4
 EXIT_REFUSED = 5
 EXIT_VERIFY = 6
+#: `trajectory grade` when the trajectory is not matched: the check fails the way a gate
+#: block does (0 is matched; 2 stays a bad input, 6 tampering).
+EXIT_UNMATCHED = EXIT_BLOCK
 
 
 @dataclass
@@ -80,6 +83,8 @@ class InputErrors(InputError):
 
     @classmethod
     def of(cls, errors: list[InputError]) -> InputError:
+        # A file with several problems contributes each of them, not its headline.
+        errors = [one for e in errors for one in (getattr(e, "errors", ()) or (e,))]
         if not errors:
             return InputError("input rejected")
         if len(errors) == 1:

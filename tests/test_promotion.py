@@ -615,6 +615,50 @@ def test_uncalibrated_model_grader_also_leaves_no_valid_trials(ws: Path, cli: Cl
     assert [e["kind"] for e in audit(ws)[len(events) :]] == ["promotion.refused"]
 
 
+def test_too_few_valid_trials_names_the_classes_not_counted(ws: Path, cli: Cli) -> None:
+    """Issue 14, finding 14: "ingest at least 2 valid trials" alone hides the cause when
+    the trials exist but do not count; the refusal names their classes and why."""
+
+    def add_judge(graders: dict[str, Any]) -> None:
+        graders["version"] = 2
+        graders["graders"].append(copy.deepcopy(JUDGE))
+
+    change(ws, GRADERS_FILE, add_judge, "blocking model grader")
+    sync(cli, ws)
+    results = [
+        {"grader_id": "outcome", "grader_version": 1, "state": "task_pass", "score": 1.0},
+        {"grader_id": "no-twice", "grader_version": 1, "state": "pass"},
+        {"grader_id": "judge", "grader_version": 1, "state": "pass"},
+    ]
+    ingest(cli, ws, 5, grader_results=results)
+    ingest(cli, ws, 1, grader_results=results, runtime="infrastructure_error")
+
+    result = promote(cli, ws, "mini-task", REGRESSION)
+    human = cli("promote", "mini-task", "--to", REGRESSION, cwd=ws)
+
+    assert result.code == human.code == 5, result.stdout + result.stderr
+    [refusal] = [r for r in unmet(result.json()) if r["name"] == "reproducible_fixture"]
+    assert refusal["evidence"].endswith(
+        "no valid trials of this task's eval case; not counted: 6 of 6 trials are "
+        "grader_invalid (blocking model grader judge calibration missing)"
+    )
+    assert "fix what made the trials invalid" in refusal["fix"]
+    assert "a model grader needs a valid calibration" in refusal["fix"]
+    assert "6 of 6 trials are grader_invalid (blocking model grader judge calibration" in (
+        human.stdout
+    )
+
+
+def test_trials_not_counted_are_named_by_class_beside_the_valid_ones(seed: Path, cli: Cli) -> None:
+    ingest(cli, seed, 1)
+    ingest(cli, seed, 1, runtime="infrastructure_error")
+
+    refusal = assert_refused_only(cli, seed, "reproducible_fixture")
+
+    assert "1 valid trial of one eval case" in refusal["evidence"]
+    assert "; not counted: 1 of 2 trials is infrastructure_invalid (" in refusal["evidence"]
+
+
 @pytest.mark.parametrize(
     ("requirement", "field"),
     [

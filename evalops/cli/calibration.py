@@ -7,8 +7,19 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, add_row, console, echo_lines, emit, now, say, settings
+from evalops.cli.context import (
+    JsonFlag,
+    add_row,
+    console,
+    echo_lines,
+    emit,
+    new_table,
+    now,
+    say,
+    settings,
+)
 from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
+from evalops.domain.humanize import interval, number, plural
 
 calibration_app = typer.Typer(
     help="Model-grader calibration against human labels.\n\nExample: evalops calibration status",
@@ -25,20 +36,21 @@ def _human(data: dict[str, Any]) -> None:
         say(f"  - {reason}")
     agreement = data["human_agreement"]
     say(
-        f"  human agreement ({agreement['method']}, {agreement['annotators']} annotators): "
-        f"{agreement['overall']}"
+        f"  human agreement ({agreement['method']}, "
+        f"{plural(agreement['annotators'], 'annotator')}): "
+        f"{number(agreement['overall'], missing='undefined')}"
     )
     counts = data["counts"]
     say(f"  items: {counts['calibration']} calibration, {counts['holdout']} holdout")
     holdout = data["holdout"]
     say(
-        f"  holdout kappa vs majority {holdout['kappa_vs_majority']}, "
-        f"abstain rate {holdout['abstain_rate']:.3f}"
+        f"  holdout kappa vs majority {number(holdout['kappa_vs_majority'], missing='undefined')}"
+        f", abstain rate {number(holdout['abstain_rate'])}"
     )
     for label, s in holdout["per_class"].items():
         say(
-            f"    {label}: precision {s['precision']} {s['precision_ci']}, recall {s['recall']} "
-            f"{s['recall_ci']}, support {s['support']}"
+            f"    {label}: precision {number(s['precision'])} {interval(s['precision_ci'])}, "
+            f"recall {number(s['recall'])} {interval(s['recall_ci'])}, support {s['support']}"
         )
     say(f"  blockable classes: {', '.join(data['blockable_classes']) or 'none'}")
 
@@ -94,8 +106,6 @@ def status_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
 
     Example: evalops calibration status --json
     """
-    from rich.table import Table
-
     from evalops.services.calibration import status
 
     state = settings(ctx, json_flag)
@@ -103,9 +113,7 @@ def status_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
         rows = status(engine)
 
     def human() -> None:
-        table = Table()
-        for column in ("grader", "version", "config", "in force", "pinned by", "state", "why"):
-            table.add_column(column, overflow="fold")
+        table = new_table("grader", "version", "config", "in force", "pinned by", "state", "why")
         for r in rows:
             add_row(
                 table,

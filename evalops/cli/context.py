@@ -22,6 +22,7 @@ from evalops.store.engine import DEFAULT_URL
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
     from sqlalchemy.engine import Engine
 
 
@@ -186,10 +187,32 @@ def _console_class() -> type[Console]:
 def console(stderr: bool = False) -> Console:
     # markup=False: a stored "[red]" must print as itself, never as a style.
     out = _console_class()(stderr=stderr, highlight=False, soft_wrap=True, markup=False)
-    if not out.is_terminal:
-        # Piped or captured output: never wrap digests and ids at 80 columns.
-        out.width = 200
+    stream = sys.stderr if stderr else sys.stdout
+    # The stream itself decides (FORCE_COLOR makes rich call a pipe a terminal of 80 columns).
+    if not out.is_terminal or not stream.isatty():
+        # Piped or captured output: no terminal to fit, so no width limit; a table takes
+        # its natural width and never wraps or cuts an id or a digest.
+        out.width = UNLIMITED_WIDTH
     return out
+
+
+#: The width given to a console that is not a terminal (a table is only as wide as it needs).
+UNLIMITED_WIDTH = 1_000_000
+
+
+def new_table(*columns: str, title: str | None = None) -> Table:
+    """A table for people: every column labelled, and a cell too long for the terminal
+    folds onto the next line instead of being cut with an ellipsis, so no id or digest is
+    ever shortened. (Rich's `no_wrap` would crop an id once the terminal is too narrow,
+    so no column uses it.)"""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    for column in columns:
+        if not column:
+            raise ValueError("every column needs a label")
+        table.add_column(column, overflow="fold")
+    return table
 
 
 def print_json(data: Any) -> None:

@@ -130,7 +130,11 @@ def upgrade(
     state = settings(ctx, json_flag)
     _upgrade(state.db_url, revision)
     status = _status(state.db_url)
-    emit(ctx, status, lambda: say(f"{status['database']} at {status['revision']}"))
+    emit(
+        ctx,
+        status,
+        lambda: say(f"{status['database']} at {status['revision'] or 'base (empty)'}"),
+    )
 
 
 @db_app.command()

@@ -9,8 +9,19 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, add_row, console, echo_lines, emit, now, say, settings
+from evalops.cli.context import (
+    JsonFlag,
+    add_row,
+    console,
+    echo_lines,
+    emit,
+    new_table,
+    now,
+    say,
+    settings,
+)
 from evalops.cli.listing import AllOption, LimitOption, Page, emit_page, page_of, row_limit
+from evalops.domain.humanize import number, plural
 from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_REFUSED, EXIT_VERIFY, InputError
 
 gate_app = typer.Typer(
@@ -37,19 +48,50 @@ def _at_or_none(value: str | None) -> Any:
         raise InputError(str(exc), field="--at") from None
 
 
-def _render_decision(data: dict[str, Any]) -> None:
-    from rich.table import Table
+def _refused_text(refused: dict[str, Any]) -> str:
+    """A refused waiver request: it never got a WVR id, so it is named by its audit event."""
+    rules = ", ".join(refused.get("rules") or []) or "refused"
+    return f"audit #{refused.get('seq')} {refused.get('task_id')} ({rules})"
 
+
+def _waiver_lines(waivers: dict[str, list[Any]]) -> list[str]:
+    """Every waiver the decision considered, by id (nothing is counted without a name)."""
+    lines = []
+    for kind in ("applied", "expired", "unused", "revoked"):
+        if waivers.get(kind):
+            lines.append(f"{kind} {len(waivers[kind])}: {', '.join(waivers[kind])}")
+    refused = waivers.get("refused") or []
+    if refused:
+        listed = "; ".join(_refused_text(r) for r in refused)
+        lines.append(f"refused {len(refused)}: {listed}")
+    return lines
+
+
+def _regression_line(r: dict[str, Any], alpha: bool = False) -> str:
+    """`inconclusive (mcnemar, 1 paired task, no p-value): why`, rounded for people."""
+    p_value = r.get("pValue")
+    detail = [str(r["method"])]
+    if alpha:
+        detail.append(f"alpha {number(r.get('alpha'))}")
+    detail.append(plural(r["pairedTaskCount"], "paired task"))
+    detail.append("no p-value" if p_value is None else f"p={number(p_value)}")
+    line = f"{r['verdict']} ({', '.join(detail)})"
+    if r.get("reason"):
+        line += f": {r['reason']}"
+    return line
+
+
+def _render_decision(data: dict[str, Any]) -> None:
     decision = data["decision"].upper()
     say(f"{decision}: {data['build']} on {data['suite']} ({data['gate_id']})")
     for reason in data["reasons"]:
         say(f"  - {reason}")
-    not_passing = [t for t in data["tasks"] if t["effect"] != "pass" or t["waiver_id"]]
-    if not_passing:
-        table = Table()
-        for column in ("task", "risk", "state", "effect", "n", "passed", "pass^k", "waiver"):
-            table.add_column(column)
-        for t in not_passing:
+    if data["tasks"]:
+        # Every task, for every decision: a pass shows what it rests on too.
+        table = new_table(
+            "task", "risk", "state", "effect", "n", "passed", "pass@k", "pass^k", "waiver"
+        )
+        for t in data["tasks"]:
             add_row(
                 table,
                 t["task_id"],
@@ -58,22 +100,18 @@ def _render_decision(data: dict[str, Any]) -> None:
                 t["effect"],
                 str(t["n"]),
                 str(t["passedCount"]),
-                "-" if t["passHatK"] is None else f"{t['passHatK']:.3f}",
-                t["waiver_id"] or "",
+                number(t.get("passAtK")),
+                number(t.get("passHatK")),
+                t["waiver_id"] or "-",
             )
         console().print(table)
-    waivers = data["waivers"]
-    if any(waivers[k] for k in ("applied", "expired", "unused", "revoked", "refused")):
-        say(
-            "  waivers: applied {applied}, expired {expired}, unused {unused}, revoked "
-            "{revoked}, refused {refused}".format(**{k: len(v) for k, v in waivers.items()})
-        )
+    waiver_lines = _waiver_lines(data["waivers"])
+    if waiver_lines:
+        say("  waivers: " + "; ".join(waiver_lines))
     if data["regression"]:
         r = data["regression"]
-        say(
-            f"  regression vs {r.get('baseline')}: {r['verdict']} ({r['method']}, "
-            f"{r['pairedTaskCount']} paired tasks, p={r['pValue']})"
-        )
+        baseline = r.get("baseline") or "-"
+        say(f"  regression vs {baseline}: {_regression_line(r)}")
     say(f"  evaluated at {data['evaluated_at']}; suite_digest {data['suite_digest']}")
 
 
@@ -369,7 +407,8 @@ def waiver_list(
         echo_lines(
             [
                 f"{r['waiver_id']} [{r['status'].replace('_', ' ')}] {r['task_id']} {r['build']} "
-                f"{','.join(r['states'])} until {r['expires_at']} (owner {r['owner']})"
+                f"{','.join(r['states'])} from {r['granted_at']} until {r['expires_at']} "
+                f"(owner {r['owner']})"
                 for r in page.rows
             ]
         ),
@@ -435,11 +474,7 @@ def compare(
         ctx,
         data,
         echo_lines(
-            [
-                f"{data['verdict']}: {candidate} vs {baseline} on {suite} ({data['method']}, "
-                f"alpha {data['alpha']}, {data['pairedTaskCount']} paired tasks, "
-                f"p={data['pValue']})"
-            ]
+            [f"{candidate} vs {baseline} on {suite}: " + _regression_line(data, alpha=True)]
         ),
     )
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from evalops.domain.humanize import number
+
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
@@ -23,7 +25,11 @@ def _reduction(reduction: Any) -> str:
     parts = []
     for scorer, reducers in reduction.items():
         if isinstance(reducers, dict):
-            values = ", ".join(f"{visible(r)} {visible(v)}" for r, v in reducers.items())
+            # Rounded for people (`0.8333`, not `0.8333333333333334`); --json is exact.
+            values = ", ".join(
+                f"{visible(r)} {number(v) if isinstance(v, float) else visible(v)}"
+                for r, v in reducers.items()
+            )
             parts.append(f"{visible(scorer)}: {values}")
     return "; ".join(parts)
 

@@ -6,8 +6,9 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, add_row, console, emit, now, say, settings
+from evalops.cli.context import JsonFlag, add_row, console, emit, new_table, now, say, settings
 from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
+from evalops.domain.humanize import text
 
 incident_app = typer.Typer(
     help="Real failures, from report to regression task.\n\nExample: evalops incident list",
@@ -19,7 +20,7 @@ IncidentArg = Annotated[str, typer.Argument(metavar="INC", help="Incident id, e.
 def _human(data: dict[str, Any]) -> None:
     tasks = ", ".join(data["tasks"]) or "-"
     say(f"{data['incident_id']} [{data['state']}] {data['severity']}: {data['title']}")
-    say(f"  observed {data['observed_at']}  trace {data['trace_uri']}  tasks {tasks}")
+    say(f"  observed {text(data['observed_at'])}  trace {text(data['trace_uri'])}  tasks {tasks}")
     for h in data.get("history", []):
         extra = " ".join(x for x in (h["task_id"] or "", h["reason"] or "") if x)
         say(f"  {h['at']} {h['action']:>8} -> {h['state']:<10} {h['actor']} {extra}")
@@ -137,8 +138,6 @@ def list_(
 
     Example: evalops incident list --state open
     """
-    from rich.table import Table
-
     from evalops.services.incidents import list_incidents
 
     state = settings(ctx, json_flag)
@@ -150,9 +149,7 @@ def list_(
     )
 
     def human() -> None:
-        table = Table()
-        for column in ("incident", "state", "severity", "title", "tasks"):
-            table.add_column(column)
+        table = new_table("incident", "state", "severity", "title", "tasks")
         for r in page.rows:
             add_row(
                 table,

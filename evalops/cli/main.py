@@ -30,26 +30,30 @@ from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError, RejectedRecor
 from evalops.store.engine import DEFAULT_URL
 
 
+def _error_json(error: EvalopsError, code: int) -> dict[str, Any]:
+    return {
+        "code": code,
+        "message": error.message,
+        "file": error.file,
+        "line": error.line,
+        "field": error.field,
+    }
+
+
 def _report(error: EvalopsError, as_json: bool) -> None:
     rejected = error if isinstance(error, RejectedRecords) else None
+    several = getattr(error, "errors", ()) or ()
     if as_json:
-        print_json(
-            {
-                "error": {
-                    "code": error.exit_code,
-                    "message": error.message,
-                    "file": error.file,
-                    "line": error.line,
-                    "field": error.field,
-                },
-                **(rejected.json_extra() if rejected else {}),
-            }
-        )
+        headline = _error_json(error, error.exit_code)
+        if several and rejected is None:
+            # Every problem, each with its own file, line and field (the headline is first).
+            headline["errors"] = [_error_json(one, error.exit_code) for one in several]
+        print_json({"error": headline, **(rejected.json_extra() if rejected else {})})
     if rejected is not None:
         for text in rejected.human_lines():
             sys.stderr.write(shown(text) + "\n")
         return
-    for one in getattr(error, "errors", ()) or (error,):
+    for one in several or (error,):
         sys.stderr.write(shown(f"error: {one.one_line()}") + "\n")
 
 

@@ -22,13 +22,9 @@ DirArg = Annotated[
 
 
 def _digest_table(rows: list[dict[str, object]], title: str) -> None:
-    from rich.table import Table
+    from evalops.cli.context import console, new_table
 
-    from evalops.cli.context import console
-
-    table = Table(title=title, title_justify="left")
-    for column in ("file", "kind", "id", "digest"):
-        table.add_column(column, overflow="fold")
+    table = new_table("file", "kind", "id", "digest", title=title)
     for row in rows:
         digest_key = next(k for k in row if k.endswith("_digest"))
         add_row(table, str(row["file"]), str(row["kind"]), str(row["id"]), str(row[digest_key]))
@@ -38,7 +34,9 @@ def _digest_table(rows: list[dict[str, object]], title: str) -> None:
 def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag = False) -> None:
     """Validate every spec file of a registry, and their references; no database needed.
 
-    Exit 2 with every problem as `file:line, field` when anything is wrong.
+    Exit 2 when anything is wrong, listing every problem of every file in one run as
+    `file:line: field: what` (at most 200; the rest are counted); `--json` lists them
+    in `error.errors`.
 
     Example: evalops validate registry
     """

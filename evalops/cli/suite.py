@@ -6,8 +6,9 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, add_row, console, emit, now, say, settings
+from evalops.cli.context import JsonFlag, add_row, console, emit, new_table, now, say, settings
 from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
+from evalops.domain.humanize import plural
 from evalops.errors import EXIT_REFUSED
 
 suite_app = typer.Typer(
@@ -29,8 +30,6 @@ def list_(
 
     Example: evalops suite list
     """
-    from rich.table import Table
-
     from evalops.services.suites import list_suites
 
     state = settings(ctx, json_flag)
@@ -39,9 +38,7 @@ def list_(
     page = page_of(rows, row_limit(ctx, limit, all_rows))
 
     def human() -> None:
-        table = Table()
-        for column in ("suite", "kind", "members", "suite_digest"):
-            table.add_column(column)
+        table = new_table("suite", "kind", "members", "suite_digest")
         for r in page.rows:
             add_row(table, r["suite"], r["kind"], str(r["members"]), r["suite_digest"])
         console().print(table)
@@ -62,8 +59,6 @@ def show(
 
     Example: evalops suite show regression/core --all
     """
-    from rich.table import Table
-
     from evalops.services.suites import show_suite
 
     state = settings(ctx, json_flag)
@@ -72,16 +67,14 @@ def show(
 
     def human() -> None:
         say(f"{data['suite']} ({data['kind']})  suite_digest {data['suite_digest']}")
-        table = Table()
-        for column in ("task", "rev", "task_digest", "added", "by", "via", "removed"):
-            table.add_column(column)
+        table = new_table("task", "rev", "task_digest", "added", "by", "via", "removed")
         for m in data["members"]:
             removed = m["removed"]
             add_row(
                 table,
                 m["task_id"],
                 str(m["revision"]),
-                m["task_digest"][:19] + "…",
+                m["task_digest"],
                 m["added_at"],
                 m["added_by"],
                 (m["promotion"] or {}).get("subject", "-"),
@@ -99,8 +92,6 @@ def coverage(ctx: typer.Context, suite: SuiteArg, json_flag: JsonFlag = False) -
 
     Example: evalops suite coverage regression/core
     """
-    from rich.table import Table
-
     from evalops.services.suites import suite_coverage
 
     state = settings(ctx, json_flag)
@@ -108,9 +99,16 @@ def coverage(ctx: typer.Context, suite: SuiteArg, json_flag: JsonFlag = False) -
         data = suite_coverage(engine, suite)
 
     def human() -> None:
-        table = Table(title=f"{suite}: {data['gaps']} gaps", title_justify="left")
-        for column in ("task", "kind", "item", "primary grader", "evidence", "gate effect", ""):
-            table.add_column(column)
+        table = new_table(
+            "task",
+            "kind",
+            "item",
+            "primary grader",
+            "evidence",
+            "gate effect",
+            "gap",
+            title=f"{suite}: {plural(data['gaps'], 'gap')}",
+        )
         for r in data["rows"]:
             add_row(
                 table,
@@ -120,7 +118,7 @@ def coverage(ctx: typer.Context, suite: SuiteArg, json_flag: JsonFlag = False) -
                 r["primary_grader"] or "-",
                 ", ".join(r["evidence"]),
                 r["gate_effect"],
-                "GAP" if r["gap"] else "",
+                "GAP" if r["gap"] else "-",
             )
         console().print(table)
 

@@ -6,8 +6,9 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, add_row, console, emit, say, settings
+from evalops.cli.context import JsonFlag, add_row, console, emit, new_table, say, settings
 from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
+from evalops.domain.humanize import text
 
 task_app = typer.Typer(help="Registered tasks.\n\nExample: evalops task list", no_args_is_help=True)
 
@@ -24,8 +25,6 @@ def list_(
 
     Example: evalops task list --json
     """
-    from rich.table import Table
-
     from evalops.services.tasks import list_tasks
 
     state = settings(ctx, json_flag)
@@ -34,16 +33,14 @@ def list_(
     page = page_of(rows, row_limit(ctx, limit, all_rows))
 
     def human() -> None:
-        table = Table()
-        for column in ("task", "rev", "risk", "task_digest", "grader set", "git"):
-            table.add_column(column, overflow="fold")
+        table = new_table("task", "rev", "risk", "task_digest", "grader set", "git")
         for r in page.rows:
             add_row(
                 table,
                 r["task_id"],
                 str(r["revision"]),
                 r["risk"],
-                r["task_digest"][:19] + "…",
+                r["task_digest"],
                 r["grader_set"],
                 (r["git_commit"] or "-")[:10] + (" dirty" if r["git_dirty"] else ""),
             )
@@ -69,15 +66,16 @@ def show(
         data = show_task(engine, task_id)
 
     def human() -> None:
+        dirty = " (dirty)" if data["git_dirty"] else ""
         fields: list[tuple[str, Any]] = [
             ("task", f"{data['task_id']} revision {data['revision']}"),
-            ("title", data["title"]),
+            ("title", text(data["title"])),
             ("risk", data["risk"]),
             ("task_digest", data["task_digest"]),
             ("grader set", data["grader_set"]),
             ("file", data["file"]),
-            ("git", f"{data['git_commit']}" + (" (dirty)" if data["git_dirty"] else "")),
-            ("synced", f"{data['synced_at']} by {data['synced_by']}"),
+            ("git", text(data["git_commit"], missing="no commit") + dirty),
+            ("synced", f"{text(data['synced_at'])} by {text(data['synced_by'])}"),
         ]
         for name, value in fields:
             say(f"{name:>12}: {value}")

@@ -9,10 +9,11 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, add_row, console, emit, now, say, settings
+from evalops.cli.context import JsonFlag, add_row, console, emit, new_table, now, say, settings
 from evalops.cli.listing import AllOption, LimitOption, Page, emit_page, row_limit
 from evalops.cli.progress import ProgressOption, progress, progress_mode
-from evalops.errors import InputError
+from evalops.domain.humanize import plural, text
+from evalops.errors import EXIT_UNMATCHED, InputError
 
 trials_app = typer.Typer(
     help="Trial records: ingest, inspect, reconcile.\n\nExample: evalops trials list --build "
@@ -123,8 +124,6 @@ def list_(
 
     Example: evalops trials list --task support-refund-in-order --class task_fail
     """
-    from rich.table import Table
-
     from evalops.services.trials import list_trials
 
     state = settings(ctx, json_flag)
@@ -135,9 +134,7 @@ def list_(
         )
 
     def human() -> None:
-        table = Table()
-        for column in ("trial", "task", "build", "#", "class", "score", "rerun of", "labels"):
-            table.add_column(column)
+        table = new_table("trial", "task", "build", "#", "class", "score", "rerun of", "labels")
         for r in rows:
             add_row(
                 table,
@@ -172,23 +169,26 @@ def show(
         data = show_trial(engine, trial_id)
 
     def human() -> None:
-        say(f"{data['trial_id']}  {data['task_id']}  build {data['build']}")
-        say(f"  class: {data['classification']} (at ingest: {data['classification_at_ingest']})")
+        say(f"{data['trial_id']}  {data['task_id']}  build {text(data['build'])}")
+        say(
+            f"  class: {data['classification']} "
+            f"(at ingest: {text(data['classification_at_ingest'])})"
+        )
         for reason in data["reasons"]:
             say(f"    because {reason}")
         say(f"  labels: {', '.join(data['secondary_labels']) or '-'}")
-        say(f"  score {data['score']}  gating score {data['gating_score']}")
+        say(f"  score {text(data['score'])}  gating score {text(data['gating_score'])}")
         for r in data["grader_results"]:
             say(f"  grader {r['grader_id']}@{r['grader_version']}: {r['state']}")
         for r in data["reviews"]:
-            say(f"  review {r['grader_id']}: {r['state']} by {r['actor']} ({r['reason']})")
+            say(f"  review {r['grader_id']}: {r['state']} by {r['actor']} ({text(r['reason'])})")
         if data["trajectory"]:
             say(f"  trajectory: {json.dumps(data['trajectory'])}")
         say(f"  rerun chain: {' -> '.join(data['rerun_chain'])}")
         for r in data["reconciliations"]:
             say(
                 f"  reconciled {r['effect_key']} -> {r['status']} by {r['actor']} "
-                f"({r['evidence_uri']})"
+                f"({text(r['evidence_uri'])})"
             )
 
     emit(ctx, data, human)
@@ -319,13 +319,17 @@ def grade(
         verdict = "matched" if result.matched else "NOT matched"
         say(
             f"trajectory {verdict} ({result.mode}): {result.matched_count} of "
-            f"{result.expected_count} expected calls matched, {result.observed_count} observed, "
-            f"{result.forbidden_count} forbidden"
+            f"{plural(result.expected_count, 'expected call')} matched, "
+            f"{result.observed_count} observed, {result.forbidden_count} forbidden"
         )
         for line in result.explanations:
             say(f"  - {line}")
 
-    emit(ctx, result.block(), human)
+    # The RFC 0244 block, plus why it is not matched (empty when it is).
+    emit(ctx, {**result.block(), "reasons": list(result.explanations)}, human)
+    if not result.matched:
+        # An unmatched trajectory fails the check: the contract's failing-decision code.
+        raise typer.Exit(EXIT_UNMATCHED)
 
 
 import_app = typer.Typer(

@@ -9,6 +9,7 @@ import typer
 
 from evalops.cli.context import JsonFlag, echo_lines, emit, now, settings
 from evalops.cli.progress import ProgressOption, progress_mode, stages
+from evalops.domain.humanize import plural
 
 
 def verify(
@@ -51,11 +52,12 @@ def verify(
         report = verify_database(engine, wanted, on_stage)
     head = report.head
     lines = [
-        f"ok: {report.events} audit events, {report.rows} rows, {report.definitions} "
-        f"definitions, {report.trials} trials and {report.decisions} gate decisions verified"
+        f"ok: {plural(report.events, 'audit event')}, {plural(report.rows, 'row')}, "
+        f"{plural(report.definitions, 'definition')}, {plural(report.trials, 'trial')} and "
+        f"{plural(report.decisions, 'gate decision')} verified"
     ]
     if report.anchors:
-        lines.append(f"   {len(report.anchors)} anchor(s) held by the chain")
+        lines.append(f"   {plural(len(report.anchors), 'anchor')} held by the chain")
     if head is not None:
         lines.append(f"   audit head {head['seq']}:{head['hash']} (keep it to anchor later checks)")
     emit(ctx, report.as_dict(), echo_lines(lines))

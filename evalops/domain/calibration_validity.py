@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from evalops.domain.humanize import number
 from evalops.domain.specs import Grader
 
 CalibrationState = Literal["valid", "stale", "failing", "missing"]
@@ -96,7 +97,8 @@ def calibration_validity(
         )
     elif float(overall) < req.min_human_agreement:
         reasons.append(
-            f"human agreement {overall} is below min_human_agreement {req.min_human_agreement}"
+            f"human agreement {number(overall)} is below min_human_agreement "
+            f"{number(req.min_human_agreement)}"
         )
     per_class_agreement: Mapping[str, Any] = agreement.get("per_class", {})
     blockable: set[str] = set()
@@ -112,10 +114,10 @@ def calibration_validity(
             continue
         if kappa is None or float(kappa) < req.min_human_agreement:
             # Not a failure of the calibration: the model simply may not block this class.
-            shown = "undefined" if kappa is None else kappa
+            shown = number(kappa, missing="undefined")
             notes.append(
                 f"class {label}: human agreement {shown} is below min_human_agreement "
-                f"{req.min_human_agreement}; the model grader may not block it"
+                f"{number(req.min_human_agreement)}; the model grader may not block it"
             )
             continue
         precision_lb = _lower(stats.get("precision_ci"))

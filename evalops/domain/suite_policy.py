@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalops.domain.humanize import plural
 from evalops.domain.specs import EvalTaskSpec, GraderSet, SuiteDeclaration, SuitePolicy
 
 # Incident states from which an incident counts as confirmed.
@@ -43,6 +44,9 @@ class EntryFacts:
     calibration_reasons: Mapping[str, Sequence[str]] = field(default_factory=dict)
     valid_trials_by_execution: Mapping[str, int] = field(default_factory=dict)
     """execution_digest -> valid trials of this task's eval case under that execution."""
+    uncounted_trials: Mapping[str, int] = field(default_factory=dict)
+    """Trials of this task revision that are not valid, by class and cause (e.g.
+    `grader_invalid (blocking model grader judge calibration missing)`) -> count."""
     incidents: Sequence[LinkedIncident] = ()
 
 
@@ -115,10 +119,21 @@ def _reproducible_fixture(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
     live = fixtures is not None and fixtures.onMiss == "live"
     fixtures_ok = (fail_closed or none_needed) and not live
     trials_text = (
-        f"{best} valid trials of one eval case (execution {best_execution})"
+        f"{plural(best, 'valid trial')} of one eval case (execution {best_execution})"
         if best
         else "no valid trials of this task's eval case"
     )
+    not_counted = sum(f.uncounted_trials.values())
+    if not_counted:
+        total = not_counted + sum(f.valid_trials_by_execution.values())
+        causes = [
+            f"{n} {'is' if n == 1 else 'are'} {cause}"
+            for cause, n in sorted(f.uncounted_trials.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
+        # "5 of 6 trials are grader_invalid (...), 1 is infrastructure_invalid (...)"
+        first_n, _space, first_rest = causes[0].partition(" ")
+        causes[0] = f"{first_n} of {plural(total, 'trial')} {first_rest}"
+        trials_text += f"; not counted: {', '.join(causes)}"
     met = fixtures_ok and best >= MIN_VALID_TRIALS
     fix = None
     if not fixtures_ok:
@@ -128,6 +143,12 @@ def _reproducible_fixture(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
             f"ingest at least {MIN_VALID_TRIALS} valid trials of one eval case of this task "
             "revision: `evalops trials ingest FILE`"
         )
+        if not_counted:
+            fix = (
+                "fix what made the trials invalid (above: an infrastructure_invalid or "
+                "grader_invalid trial never counts; a model grader needs a valid calibration), "
+                f"then {fix}"
+            )
     return Requirement("reproducible_fixture", met, f"{fixture_text}; {trials_text}", fix)
 
 

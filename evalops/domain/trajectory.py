@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from evalops.domain.humanize import plural
 from evalops.domain.specs import ExpectedCall, TrajectoryExpectation
 
 
@@ -188,17 +189,20 @@ def grade(
                 explanations.append(f"expected {_describe(call)}, but no observed call matched")
         if mode == "exact" and len(expected) != len(observed):
             explanations.append(
-                f"exact mode needs {len(expected)} calls in order, {len(observed)} were made"
+                f"exact mode needs {plural(len(expected), 'call')} in order, "
+                f"{len(observed)} {'was' if len(observed) == 1 else 'were'} made"
             )
         elif mode == "in-order" and matched_count == len(expected):
             explanations.append("every expected call was made, but not in the expected order")
         elif mode == "subset" and matched_count < len(observed):
             explanations.append(
-                f"{len(observed) - matched_count} observed calls are beyond the expected ones"
+                f"{plural(len(observed) - matched_count, 'observed call')} beyond the expected ones"
             )
         if forbidden_count:
             tools = sorted({c.tool for c in observed if c.tool in forbidden})
-            explanations.append(f"{forbidden_count} calls to forbidden tools: {', '.join(tools)}")
+            explanations.append(
+                f"{plural(forbidden_count, 'call')} to forbidden tools: {', '.join(tools)}"
+            )
     return TrajectoryResult(
         mode,
         matched,

@@ -18,7 +18,7 @@ from evalops.domain.specs import (
     Strict,
 )
 from evalops.domain.vocabulary import DIGEST_PATTERN, ID_PATTERN, SpecValueError
-from evalops.errors import InputError
+from evalops.errors import InputError, InputErrors
 from evalops.registry.load import Document, format_path, load_document
 
 _DIGEST_FIELD = {
@@ -100,29 +100,48 @@ _PATTERN_HELP = {
 }
 
 
-def pydantic_error(doc: Document, exc: ValidationError) -> InputError:
-    errors = exc.errors(include_url=False)
-    first = errors[0]
+def _one_error(doc: Document, error: Any) -> InputError:
     # pydantic marks dict-key errors with a "[key]" step; users think of the key itself.
-    loc = tuple(p for p in first["loc"] if isinstance(p, str | int) and p != "[key]")
-    message = str(first["msg"]).removeprefix("Value error, ")
-    cause = first.get("ctx", {}).get("error")
+    loc = tuple(p for p in error["loc"] if isinstance(p, str | int) and p != "[key]")
+    message = str(error["msg"]).removeprefix("Value error, ")
+    cause = error.get("ctx", {}).get("error")
     if isinstance(cause, SpecValueError):
         # Model-level validators name the field at fault below the model they check.
         loc = (*loc, *cause.loc)
         message = str(cause)
-    if first["type"] == "extra_forbidden":
+    if error["type"] == "extra_forbidden":
         message = f"unknown field {loc[-1]!r}"
-    elif first["type"] == "missing":
+    elif error["type"] == "missing":
         message = f"required field {loc[-1]!r} is missing"
-    elif first["type"] == "literal_error":
-        message = f"{first['input']!r} is not allowed: {message.lower()}"
-    elif first["type"] == "string_pattern_mismatch":
-        pattern = str(first.get("ctx", {}).get("pattern"))
-        message = f"{first['input']!r} " + _PATTERN_HELP.get(pattern, message)
-    if len(errors) > 1:
-        message += f" (and {len(errors) - 1} more)"
+    elif error["type"] == "literal_error":
+        message = f"{error['input']!r} is not allowed: {message.lower()}"
+    elif error["type"] == "string_pattern_mismatch":
+        pattern = str(error.get("ctx", {}).get("pattern"))
+        message = f"{error['input']!r} " + _PATTERN_HELP.get(pattern, message)
     return InputError(message, doc.path, doc.line_of(loc), format_path(loc))
+
+
+def pydantic_errors(doc: Document, exc: ValidationError) -> list[InputError]:
+    """Every problem pydantic found in a document, each at its file:line and field, in
+    document order of discovery and without repeats."""
+    out: list[InputError] = []
+    seen: set[tuple[int | None, str | None, str]] = set()
+    for error in exc.errors(include_url=False):
+        one = _one_error(doc, error)
+        key = (one.line, one.field, one.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(one)
+    return out
+
+
+def pydantic_error(doc: Document, exc: ValidationError) -> InputError:
+    """The first problem, noting how many more there are (for one-error contexts)."""
+    errors = exc.errors(include_url=False)
+    first = _one_error(doc, errors[0])
+    if len(errors) > 1:
+        first.message += f" (and {len(errors) - 1} more)"
+    return first
 
 
 def definition_from_document(doc: Document) -> Definition:
@@ -147,7 +166,8 @@ def definition_from_document(doc: Document) -> Definition:
     try:
         spec = model.model_validate(value)
     except ValidationError as exc:
-        raise pydantic_error(doc, exc) from None
+        # Every problem of the file at once: one run of `validate` shows them all.
+        raise InputErrors.of(pydantic_errors(doc, exc)) from None
     return Definition(doc.path, SPEC_KINDS[version], spec, value, doc.lines)
 
 

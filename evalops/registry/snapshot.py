@@ -56,7 +56,41 @@ def spec_files(root: Path) -> list[Path]:
     return files
 
 
-def _cross_check(defs: list[Definition]) -> list[InputError]:
+#: At most this many errors are reported by one run of `validate` / `sync` (the rest are
+#: counted); every file is still read.
+MAX_REPORTED_ERRORS = 200
+
+
+def _declared_id(path: Path, display: str) -> str:
+    """The id an invalid file declares, as far as it can be read (else its file name), so
+    that nothing else is reported as missing it: it is there, and already reported."""
+    from evalops.registry.load import load_document
+
+    try:
+        value = load_document(path, display).value
+    except InputError:
+        value = None
+    declared = value.get("id") if isinstance(value, dict) else None
+    return declared if isinstance(declared, str) else path.name.split(".")[0]
+
+
+def _capped(errors: list[InputError]) -> list[InputError]:
+    flat = [one for e in errors for one in (getattr(e, "errors", ()) or (e,))]
+    if len(flat) <= MAX_REPORTED_ERRORS:
+        return flat
+    more = len(flat) - MAX_REPORTED_ERRORS
+    return [
+        *flat[:MAX_REPORTED_ERRORS],
+        InputError(
+            f"{more} more errors not listed (at most {MAX_REPORTED_ERRORS} are reported per "
+            "run; fix these and run again)"
+        ),
+    ]
+
+
+def _cross_check(defs: list[Definition], broken: frozenset[str] = frozenset()) -> list[InputError]:
+    """Problems between files; `broken` holds the ids of grader-set files that exist but are
+    invalid (already reported: a task naming one is not reported again)."""
     errors: list[InputError] = []
     seen: dict[tuple[str, str], Definition] = {}
     for d in defs:
@@ -76,6 +110,8 @@ def _cross_check(defs: list[Definition]) -> list[InputError]:
         if not isinstance(d.spec, EvalTaskSpec):
             continue
         graders = grader_sets.get(d.spec.grader_set)
+        if graders is None and d.spec.grader_set in broken:
+            continue
         if graders is None:
             errors.append(
                 InputError(
@@ -117,12 +153,14 @@ def _outside(path: Path, boundary: Path) -> bool:
 
 
 def load_snapshot(root: Path) -> Snapshot:
-    """Read every spec file below `root`; all problems are reported together."""
+    """Read every spec file below `root`; all problems of all files are reported together
+    (up to MAX_REPORTED_ERRORS), with no follow-on error about a file already reported."""
     if not root.is_dir():
         raise InputError("registry directory not found", display_path(root))
     boundary = work_tree(root)
     errors: list[InputError] = []
     defs: list[Definition] = []
+    broken_grader_sets: set[str] = set()
     for path in spec_files(root):
         display = display_path(path)
         if _outside(path, boundary):
@@ -138,6 +176,8 @@ def load_snapshot(root: Path) -> Snapshot:
             definition = load_definition(path, display)
         except InputError as exc:
             errors.append(exc)
+            if path.relative_to(root).parts[0] == "graders":
+                broken_grader_sets.add(_declared_id(path, display))
             continue
         sub = path.relative_to(root).parts[0]
         if definition.kind not in SPEC_DIRS[sub]:
@@ -151,9 +191,9 @@ def load_snapshot(root: Path) -> Snapshot:
             )
             continue
         defs.append(definition)
-    errors.extend(_cross_check(defs))
+    errors.extend(_cross_check(defs, frozenset(broken_grader_sets)))
     if errors:
-        raise InputErrors.of(errors)
+        raise InputErrors.of(_capped(errors))
     if not defs:
         raise InputError(
             "no spec files found (expected tasks/, executions/, graders/, suites/, policies/)",

@@ -64,11 +64,15 @@ class PromotionResult:
         }
 
 
-def _valid_trials(session: Session, task: TaskRevision, grader_set_digest: str) -> dict[str, int]:
-    """Valid trials per execution, classified from current evidence (not the ingest-time
-    class: a calibration or reconciliation recorded since may have changed it)."""
+def _valid_trials(
+    session: Session, task: TaskRevision, grader_set_digest: str
+) -> tuple[dict[str, int], dict[str, int]]:
+    """(valid trials per execution, trials not counted by class and cause), classified from
+    current evidence (not the ingest-time class: a calibration or reconciliation recorded
+    since may have changed it)."""
     defs = Definitions(session)
     counts: dict[str, int] = {}
+    uncounted: dict[str, int] = {}
     trials = session.exec(
         select(Trial).where(
             Trial.task_id == task.task_id,
@@ -81,7 +85,16 @@ def _valid_trials(session: Session, task: TaskRevision, grader_set_digest: str) 
         cls = current.primary if current else trial.classification
         if cls not in INVALID_RUNS:
             counts[trial.execution_digest] = counts.get(trial.execution_digest, 0) + 1
-    return counts
+            continue
+        # Name the cause, so a refusal says why the trials did not count.
+        why = next(
+            (r.removeprefix(f"{cls}: ") for r in (current.reasons if current else ())
+             if r.startswith(f"{cls}: ")),
+            None,
+        )  # fmt: skip
+        key = f"{cls} ({why})" if why else cls
+        uncounted[key] = uncounted.get(key, 0) + 1
+    return counts, uncounted
 
 
 def _linked_incidents(session: Session, task_id: str) -> list[LinkedIncident]:
@@ -104,6 +117,9 @@ def entry_facts(session: Session, task: TaskRevision) -> EntryFacts:
         if grader_set and gs_row
         else {}
     )
+    valid, uncounted = (
+        _valid_trials(session, task, gs_row.grader_set_digest) if gs_row else ({}, {})
+    )
     return EntryFacts(
         task=spec,
         task_file=task.file_path,
@@ -112,9 +128,8 @@ def entry_facts(session: Session, task: TaskRevision) -> EntryFacts:
         grader_set_digest=gs_row.grader_set_digest if gs_row else None,
         calibration_states={gid: v.state for gid, v in validity.items()},
         calibration_reasons={gid: v.reasons for gid, v in validity.items()},
-        valid_trials_by_execution=(
-            _valid_trials(session, task, gs_row.grader_set_digest) if gs_row else {}
-        ),
+        valid_trials_by_execution=valid,
+        uncounted_trials=uncounted,
         incidents=_linked_incidents(session, task.task_id),
     )
 

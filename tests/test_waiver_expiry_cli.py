@@ -1,0 +1,111 @@
+"""`waiver grant --expires` and `waiver list` states (issue 14, finding 11; DESIGN.md 9).
+
+`--expires` is an RFC 3339 timestamp with an offset or a duration from now (`7d`, `72h`,
+`90m`); anything else is a usage error (exit 2) that records nothing, not even a refusal.
+`waiver list` says `not yet valid` for a waiver whose validity starts after the time it is
+listed at, never `expired`, and shows the interval. Runs on a copy of the demo database,
+whose clock is pinned at tests/conftest.py PINNED_NOW.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+from tests.conftest import PINNED_NOW, Cli
+
+NOW = parse_timestamp(PINNED_NOW)
+TASK = "support-refund-policy-explanation"
+
+
+def grant(cli: Cli, demo: Path, expires: str) -> Any:
+    return cli(
+        "waiver", "grant", "--task", TASK, "--suite", "regression/core", "--states",
+        "task_fail", "--build", "build-125", "--owner", "lead@example.com", "--reason",
+        "copy fix ships next sprint", "--expires", expires, "--json", cwd=demo,
+    )  # fmt: skip
+
+
+def audit_count(demo: Path) -> int:
+    with sqlite3.connect(demo / ".evalops" / "registry.db") as con:
+        count: int = con.execute("SELECT count(*) FROM audit_event").fetchone()[0]
+    return count
+
+
+@pytest.mark.parametrize(
+    ("expires", "delta"),
+    [("7d", timedelta(days=7)), ("72h", timedelta(hours=72)), ("90m", timedelta(minutes=90))],
+)
+def test_a_duration_counts_from_now(demo: Path, cli: Cli, expires: str, delta: timedelta) -> None:
+    result = grant(cli, demo, expires)
+
+    assert result.code == 0, result.stdout + result.stderr
+    assert result.json()["expires_at"] == format_timestamp(NOW + delta)
+
+
+def test_a_timestamp_with_an_offset_is_stored_in_utc(demo: Path, cli: Cli) -> None:
+    result = grant(cli, demo, "2026-12-04T00:00:00+09:00")
+
+    assert result.code == 0, result.stdout + result.stderr
+    assert result.json()["expires_at"] == "2026-12-03T15:00:00.000000Z"
+
+
+@pytest.mark.parametrize("garbage", ["tomorrow", "+24:00", "7 days", "7w", "-7d", "2026-13-01"])
+def test_garbage_is_a_usage_error_that_records_nothing(demo: Path, cli: Cli, garbage: str) -> None:
+    before = audit_count(demo)
+
+    result = grant(cli, demo, garbage)
+
+    assert result.code == 2, result.stdout + result.stderr
+    error = result.json()["error"]
+    assert error["code"] == 2 and error["field"] == "--expires"
+    assert "7d, 72h" in error["message"]  # says which forms work
+    assert audit_count(demo) == before  # not even a refusal is recorded
+
+
+def test_a_naive_timestamp_is_refused_by_the_waiver_rules(demo: Path, cli: Cli) -> None:
+    """Well-formed but without an offset: a policy refusal (exit 5, audited), as before."""
+    before = audit_count(demo)
+
+    result = grant(cli, demo, "2026-12-04T00:00:00")
+
+    assert result.code == 5
+    assert [r["rule"] for r in result.json()["refusals"]] == ["expires_at_naive"]
+    assert audit_count(demo) == before + 1
+
+
+def test_a_waiver_listed_before_its_validity_starts_is_not_yet_valid(
+    demo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    granted = grant(cli, demo, "7d").json()
+    earlier = NOW - timedelta(days=1)
+    monkeypatch.setenv("EVALOPS_NOW", format_timestamp(earlier))
+
+    listed = cli("waiver", "list", "--all", "--json", cwd=demo).json()
+    shown = cli("waiver", "list", "--all", cwd=demo).stdout
+
+    row = next(r for r in listed if r["waiver_id"] == granted["waiver_id"])
+    assert row["status"] == "not_yet_valid"
+    line = next(ln for ln in shown.splitlines() if ln.startswith(granted["waiver_id"] + " "))
+    assert "[not yet valid]" in line and "expired" not in line
+    assert f"from {granted['granted_at']} until {granted['expires_at']}" in line
+    # Not valid now, so not in the default listing either.
+    assert granted["waiver_id"] not in cli("waiver", "list", cwd=demo).stdout
+
+
+def test_an_expired_waiver_is_listed_as_expired(
+    demo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    granted = grant(cli, demo, "1h").json()
+    later: datetime = NOW + timedelta(hours=2)
+    monkeypatch.setenv("EVALOPS_NOW", format_timestamp(later))
+
+    shown = cli("waiver", "list", "--all", cwd=demo).stdout
+
+    line = next(ln for ln in shown.splitlines() if ln.startswith(granted["waiver_id"] + " "))
+    assert "[expired]" in line
