@@ -20,14 +20,14 @@ import os
 import random
 import shutil
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, Table, create_engine, func, select, text
+from sqlalchemy import Connection, Engine, Table, create_engine, func, select, text
 from sqlmodel import SQLModel
 
 import evalops.store.tables  # noqa: F401  (registers every table in the metadata)
@@ -43,21 +43,75 @@ SEED = 20261201
 # What the populated registry adds to the finished demo, with each step's exit code.
 EXTRA_STEPS: list[tuple[tuple[str, ...], int]] = [
     (("trials", "ingest", "review-me.jsonl"), 0),
-    (("review", "resolve", "review-me", "--grader", "reply-quality", "--state", "task_pass",
-      "--reason", "a person read the reply"), 0),
-    (("waiver", "grant", "--task", POLICY_TASK, "--suite", SUITE, "--states", "task_fail",
-      "--build", "build-125", "--owner", "owner@example.com", "--reason", "second",
-      "--expires", "2026-12-10T00:00:00Z"), 0),
+    (
+        (
+            "review",
+            "resolve",
+            "review-me",
+            "--grader",
+            "reply-quality",
+            "--state",
+            "task_pass",
+            "--reason",
+            "a person read the reply",
+        ),
+        0,
+    ),
+    (
+        (
+            "waiver",
+            "grant",
+            "--task",
+            POLICY_TASK,
+            "--suite",
+            SUITE,
+            "--states",
+            "task_fail",
+            "--build",
+            "build-125",
+            "--owner",
+            "owner@example.com",
+            "--reason",
+            "second",
+            "--expires",
+            "2026-12-10T00:00:00Z",
+        ),
+        0,
+    ),
     (("waiver", "revoke", "WVR-2", "--reason", "changed our mind"), 0),
     (("calibration", "invalidate", "reply-quality", "--reason", "judge drift"), 0),
-    (("incident", "open", "--title", "a duplicate report", "--severity", "low",
-      "--observed-at", "2026-11-03T00:00:00Z", "--trace-uri", "trace://prod/dup"), 0),
+    (
+        (
+            "incident",
+            "open",
+            "--title",
+            "a duplicate report",
+            "--severity",
+            "low",
+            "--observed-at",
+            "2026-11-03T00:00:00Z",
+            "--trace-uri",
+            "trace://prod/dup",
+        ),
+        0,
+    ),
     (("incident", "close", "INC-2", "--reason", "duplicate of INC-1"), 0),
-    (("retire", POLICY_TASK, "--from", SUITE, "--reason", "obsolete",
-      "--approved-by", "risk@example.com"), 0),
+    (
+        (
+            "retire",
+            POLICY_TASK,
+            "--from",
+            SUITE,
+            "--reason",
+            "obsolete",
+            "--approved-by",
+            "risk@example.com",
+        ),
+        0,
+    ),
     (("gate", "check", "--build", "build-125", "--suite", SUITE), 3),  # hold: judge stale
     (("report", "audit", "--gate", "GATE-4", "--format", "html", "-o", REPORT), 0),
-]  # fmt: skip
+]
 
 
 def run(*args: str, cwd: Path, db: str | None = None) -> tuple[int, str]:
@@ -139,6 +193,16 @@ class Copies:
         raise NotImplementedError
         yield ""
 
+    @contextlib.contextmanager
+    def mutated(self, mutation: Mutation) -> Iterator[str]:
+        """A database holding the populated registry with `mutation` applied."""
+        with self.copy() as url:
+            apply(url, mutation)
+            yield url
+
+    def close(self) -> None:
+        pass
+
 
 class SqliteCopies(Copies):
     name = "sqlite"
@@ -164,10 +228,14 @@ def _admin() -> Any:
 
 
 class PostgresCopies(Copies):
+    """Copies from a template database; mutations run on one working copy and are undone
+    after each check (a template copy per mutation would take a second each)."""
+
     name = "postgresql"
 
     def __init__(self, template: str) -> None:
         self.template = template
+        self.work: str | None = None
 
     @contextlib.contextmanager
     def copy(self) -> Iterator[str]:
@@ -180,6 +248,28 @@ class PostgresCopies(Copies):
         finally:
             with _admin() as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    @contextlib.contextmanager
+    def mutated(self, mutation: Mutation) -> Iterator[str]:
+        if self.work is None:
+            self._work = self.copy()
+            self.work = self._work.__enter__()
+        undo = apply(self.work, mutation)
+        try:
+            yield self.work
+        finally:
+            engine = _open(self.work)
+            try:
+                with engine.begin() as conn:
+                    _constraints_off(conn)
+                    undo(conn)
+            finally:
+                engine.dispose()
+
+    def close(self) -> None:
+        if self.work is not None:
+            self._work.__exit__(None, None, None)
+            self.work = None
 
 
 def _copy_rows(source: str, target: str) -> None:
@@ -232,12 +322,17 @@ def pg_template(populated: Path) -> Iterator[str]:
 )
 def copies(
     request: pytest.FixtureRequest, populated: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Copies:
+) -> Iterator[Copies]:
     if request.param == "sqlite":
-        return SqliteCopies(
+        yield SqliteCopies(
             populated / ".evalops" / "registry.db", tmp_path_factory.mktemp("copies")
         )
-    return PostgresCopies(request.getfixturevalue("pg_template"))
+        return
+    copies = PostgresCopies(request.getfixturevalue("pg_template"))
+    try:
+        yield copies
+    finally:
+        copies.close()
 
 
 def _open(url: str) -> Engine:
@@ -294,45 +389,68 @@ def _unique_columns(table: Table) -> set[str]:
     return names
 
 
-def apply(url: str, mutation: Mutation) -> dict[str, Any]:
-    """Make the change as an attacker would (constraints off); returns the row before it."""
+Undo = Callable[[Connection], None]
+
+
+def apply(url: str, mutation: Mutation) -> Undo:
+    """Make the change as an attacker would (constraints off); returns how to undo it."""
     table = SQLModel.metadata.tables[mutation.table]
     key = table.c[_key(table)]
     engine = _open(url)
     try:
         with engine.begin() as conn:
-            if engine.dialect.name == "postgresql":
-                conn.execute(text("SET session_replication_role = replica"))
+            _constraints_off(conn)
             row = dict(conn.execute(select(table).where(key == mutation.key)).one()._mapping)
             unique = _unique_columns(table)
             if mutation.action == "delete":
                 conn.execute(table.delete().where(key == mutation.key))
-            elif mutation.action == "edit":
-                assert mutation.column is not None
-                new = _changed(row[mutation.column], table.c[mutation.column], table, unique)
-                conn.execute(table.update().where(key == mutation.key).values({mutation.column: new}))
-            elif mutation.action == "insert":
+
+                def reinsert(c: Connection) -> None:
+                    c.execute(table.insert().values(row))
+
+                return reinsert
+            if mutation.action == "edit":
+                column = mutation.column
+                assert column is not None
+                new = _changed(row[column], table.c[column], table, unique)
+                conn.execute(table.update().where(key == mutation.key).values({column: new}))
+                now_key = new if column == key.name else mutation.key
+
+                def restore(c: Connection) -> None:
+                    c.execute(table.update().where(key == now_key).values({column: row[column]}))
+
+                return restore
+            if mutation.action == "insert":
                 copy = dict(row)
                 top = conn.execute(select(func.max(key))).scalar_one()
                 copy[key.name] = top + (1 if key.name == "seq" else 100_000)
                 for name in unique - {key.name}:
                     copy[name] = _changed(copy[name], table.c[name], table, unique)
                 conn.execute(table.insert().values(copy))
-            elif mutation.action == "swap":
-                assert mutation.column is not None and mutation.other is not None
-                other = conn.execute(
-                    select(table.c[mutation.column]).where(key == mutation.other)
-                ).scalar_one()
-                column = mutation.column
-                conn.execute(table.update().where(key == mutation.key).values({column: other}))
-                conn.execute(
-                    table.update().where(key == mutation.other).values({column: row[column]})
-                )
-            else:
-                raise AssertionError(mutation.action)
-            return row
+
+                def remove(c: Connection) -> None:
+                    c.execute(table.delete().where(key == copy[key.name]))
+
+                return remove
+            if mutation.action == "swap":
+                column, other_key = mutation.column, mutation.other
+                assert column is not None and other_key is not None
+                other = conn.execute(select(table.c[column]).where(key == other_key)).scalar_one()
+
+                def swap(c: Connection, a: Any, b: Any) -> None:
+                    c.execute(table.update().where(key == mutation.key).values({column: a}))
+                    c.execute(table.update().where(key == other_key).values({column: b}))
+
+                swap(conn, other, row[column])
+                return lambda c: swap(c, row[column], other)
+            raise AssertionError(mutation.action)
     finally:
         engine.dispose()
+
+
+def _constraints_off(conn: Connection) -> None:
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SET session_replication_role = replica"))
 
 
 def _names(table: Table, row: dict[str, Any], extra: list[int] | None = None) -> list[str]:
@@ -367,17 +485,23 @@ def named_mutations(rows: dict[str, list[dict[str, Any]]]) -> list[Mutation]:
         for column in table.columns:
             extra = [row["audit_seq"] + 1] if column.name == "audit_seq" else None
             out.append(
-                Mutation(f"edit-{table.name}.{column.name}", table.name, "edit", key,
-                         column.name, names=_names(table, row, extra))  # fmt: skip
+                Mutation(
+                    f"edit-{table.name}.{column.name}",
+                    table.name,
+                    "edit",
+                    key,
+                    column.name,
+                    names=_names(table, row, extra),
+                )
             )
-        out.append(Mutation(f"delete-{table.name}", table.name, "delete", key,
-                            names=_names(table, row)))  # fmt: skip
+        out.append(
+            Mutation(f"delete-{table.name}", table.name, "delete", key, names=_names(table, row))
+        )
         top = max(r[_key(table)] for r in rows[table.name])
         insert_names = [*_names(table, row), f"(row {top + 100_000})"]
         if table.name == "audit_event":
             insert_names = [f"audit seq {rows['audit_event'][-1]['seq'] + 1}:"]
-        out.append(Mutation(f"insert-{table.name}", table.name, "insert", key,
-                            names=insert_names))  # fmt: skip
+        out.append(Mutation(f"insert-{table.name}", table.name, "insert", key, names=insert_names))
     return out
 
 
@@ -396,8 +520,9 @@ def random_mutations(rows: dict[str, list[dict[str, Any]]], count: int) -> list[
         other: int | None = None
         names = _names(table, row)
         if action == "swap":
+            assert column is not None
             partner = rng.choice(table_rows)
-            if partner[column] == row[column] or column in _unique_columns(table):
+            if partner[column] == row[column] or column in {*_unique_columns(table), _key(table)}:
                 continue
             other = partner[_key(table)]
             names += _names(table, partner)
@@ -414,8 +539,15 @@ def random_mutations(rows: dict[str, list[dict[str, Any]]], count: int) -> list[
             continue
         seen.add(signature)
         out.append(
-            Mutation(f"random-{len(out)}-{action}-{table.name}.{column or ''}-{key}",
-                     table.name, action, key, column, other, names)  # fmt: skip
+            Mutation(
+                f"random-{len(out)}-{action}-{table.name}.{column or ''}-{key}",
+                table.name,
+                action,
+                key,
+                column,
+                other,
+                names,
+            )
         )
     return out
 
@@ -424,13 +556,15 @@ def check(copies: Copies, cwd: Path, mutations: list[Mutation]) -> list[str]:
     """Apply each mutation to a fresh copy; list every one that verify missed or misnamed."""
     problems = []
     for mutation in mutations:
-        with copies.copy() as url:
-            apply(url, mutation)
+        with copies.mutated(mutation) as url:
             code, output = run("verify", cwd=cwd, db=url)
         if code != 6:
             problems.append(f"{mutation.name}: exit {code}: {output.strip()}")
         elif "Traceback" in output or not any(n in output for n in mutation.names):
             problems.append(f"{mutation.name}: does not name {mutation.names}: {output.strip()}")
+    if isinstance(copies, PostgresCopies) and copies.work is not None:
+        code, output = run("verify", cwd=cwd, db=copies.work)
+        assert code == 0, f"the working copy was not restored: {output}"
     return problems
 
 
@@ -453,17 +587,20 @@ def test_named_mutations_cover_every_table_and_column(populated: Path) -> None:
         assert {f"delete-{table.name}", f"insert-{table.name}"} <= names
         assert {f"edit-{table.name}.{c.name}" for c in table.columns} <= names
     # The columns decisions read are among them (issue 10's list of what slipped through).
-    for column in ("trial.trajectory", "trial.execution_digest", "trial.classification",
-                   "waiver.expires_at", "suite_membership.task_id",
-                   "waiver_revocation.waiver_row_id"):  # fmt: skip
+    for column in (
+        "trial.trajectory",
+        "trial.execution_digest",
+        "trial.classification",
+        "waiver.expires_at",
+        "suite_membership.task_id",
+        "waiver_revocation.waiver_row_id",
+    ):
         assert f"edit-{column}" in names
     assert {"delete-waiver_revocation", "delete-ingest_batch", "delete-gate_decision"} <= names
 
 
 @pytest.mark.parametrize("table", [t.name for t in TABLES])
-def test_every_named_mutation_is_caught(
-    copies: Copies, populated: Path, table: str
-) -> None:
+def test_every_named_mutation_is_caught(copies: Copies, populated: Path, table: str) -> None:
     mutations = [m for m in named_mutations(_rows_of(copies, populated)) if m.table == table]
     assert mutations
     problems = check(copies, populated, mutations)
@@ -509,8 +646,9 @@ def test_a_rewritten_tail_passes_plain_verify_and_fails_the_anchor(
         finally:
             engine.dispose()
         # evalops itself re-hashes the forged tail: a blocking decision in place of the pass.
-        code, output = run("gate", "check", "--build", "build-124", "--suite", SUITE,
-                           cwd=populated, db=url)  # fmt: skip
+        code, output = run(
+            "gate", "check", "--build", "build-124", "--suite", SUITE, cwd=populated, db=url
+        )
         assert code == 4, output
         forged = _rows(url)["audit_event"][-1]
         assert forged["seq"] == head["seq"] and forged["hash"] != head["hash"]
@@ -519,4 +657,3 @@ def test_a_rewritten_tail_passes_plain_verify_and_fails_the_anchor(
         anchored, output = run("verify", "--anchors", REPORT, cwd=populated, db=url)
     assert anchored == 6, output
     assert f"{head['seq']}" in output and "Traceback" not in output
-
