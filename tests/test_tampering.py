@@ -33,6 +33,7 @@ from sqlmodel import SQLModel
 import evalops.store.tables  # noqa: F401  (registers every table in the metadata)
 from evalops.store.types import UTCDateTime
 from tests.conftest import PG_ADMIN_URL, PINNED_NOW, _pg_reachable, build_demo
+from tests.helpers import copy_rows
 
 POLICY_TASK = "support-refund-policy-explanation"
 SUITE = "regression/core"
@@ -272,28 +273,6 @@ class PostgresCopies(Copies):
             self.work = None
 
 
-def _copy_rows(source: str, target: str) -> None:
-    """Every row of the populated SQLite registry into a PostgreSQL database at head."""
-    src, dst = create_engine(source), create_engine(target)
-    try:
-        with src.connect() as s, dst.begin() as d:
-            d.execute(text("SET session_replication_role = replica"))
-            for table in TABLES:
-                rows = [dict(r._mapping) for r in s.execute(select(table))]
-                d.execute(table.insert(), rows)
-                column = table.c.get("id")
-                if column is not None and column.autoincrement is not False:
-                    d.execute(
-                        text(
-                            f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
-                            f"(SELECT max(id) FROM {table.name}))"
-                        )
-                    )
-    finally:
-        src.dispose()
-        dst.dispose()
-
-
 @pytest.fixture(scope="module")
 def pg_template(populated: Path) -> Iterator[str]:
     """A PostgreSQL template database holding the populated registry's rows."""
@@ -310,7 +289,7 @@ def pg_template(populated: Path) -> Iterator[str]:
     try:
         code, output = run("db", "upgrade", cwd=populated, db=url)
         assert code == 0, output
-        _copy_rows(f"sqlite:///{populated / '.evalops' / 'registry.db'}", url)
+        copy_rows(f"sqlite:///{populated / '.evalops' / 'registry.db'}", url)
         yield name
     finally:
         with _admin() as conn:

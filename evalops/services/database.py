@@ -7,7 +7,13 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 
 from evalops.errors import InputError, VerificationError
-from evalops.store.engine import DEFAULT_LOCK_TIMEOUT, make_engine, redact, sqlite_path
+from evalops.store.engine import (
+    DEFAULT_LOCK_TIMEOUT,
+    make_engine,
+    normalize_url,
+    redact,
+    sqlite_path,
+)
 from evalops.store.schema import HEAD_REVISION
 
 
@@ -41,7 +47,7 @@ def engine_for(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engin
 
     expected = "(expected sqlite:///PATH or postgresql://USER@HOST/DB)"
     try:
-        backend = make_url(url).get_backend_name()
+        backend = make_url(normalize_url(url)).get_backend_name()
     except (ArgumentError, ValueError) as exc:
         raise InputError(
             f"malformed database URL {redact(url)}: {_reason(exc, url)} {expected}", field="--db"
