@@ -341,3 +341,33 @@ def test_no_database_secret_reaches_output_rows_or_the_audit_chain(
                 assert SECRET not in dump, table
     finally:
         engine.dispose()
+
+
+@pytest.mark.tampers
+def test_gate_check_on_an_edited_membership_pin_points_to_verify(demo: Path, cli: Cli) -> None:
+    """Issue 10: an edited pin made `gate check` die with an AssertionError (exit 1)."""
+    con = sqlite3.connect(demo / DB)
+    con.execute(
+        "UPDATE suite_membership SET task_digest = 'sha256:' || substr(task_digest, 8, 63) "
+        "|| '0' WHERE task_id = 'support-refund-in-order'"
+    )
+    con.commit()
+    con.close()
+    gate = cli("--json", "gate", "check", "--build", "build-124", "--suite", "regression/core",
+               cwd=demo)  # fmt: skip
+    assert gate.code == 2, gate.stdout + gate.stderr
+    assert "evalops verify" in str(_one_json_error(gate.stdout, 2)["message"])
+    verified = cli("verify", cwd=demo)
+    assert verified.code == 6
+    assert "suite_membership row" in verified.stderr
+
+
+def test_a_waiver_for_a_build_no_execution_profile_names_is_exit_2(demo: Path, cli: Cli) -> None:
+    before = sqlite_fingerprint(demo / DB)
+    result = cli("--json", "waiver", "grant", "--task", "support-refund-policy-explanation",
+                 "--suite", "regression/core", "--states", "task_fail", "--build", "no-such",
+                 "--owner", "o", "--reason", "r", "--expires", "2026-12-10T00:00:00Z",
+                 cwd=demo)  # fmt: skip
+    assert result.code == 2
+    assert _one_json_error(result.stdout, 2)["field"] == "--build"
+    assert sqlite_fingerprint(demo / DB) == before
