@@ -320,3 +320,24 @@ def test_trial_index_at_2_53_minus_1_is_stored_on_postgresql_and_2_53_is_refused
     shown = cli("--db", pg_url, "--json", "trials", "show", "t-top", cwd=workspace)
     assert str(2**53 - 1) in shown.stdout
     assert cli("--db", pg_url, "verify", cwd=workspace).code == 0
+
+
+def test_nul_in_every_string_field_of_a_spec_is_exit_2_naming_file_line_and_field(
+    workspace: Path, cli: Cli
+) -> None:
+    task = copy.deepcopy(MINI_TASK)
+    paths = _string_paths(task)
+    assert len(paths) >= 8
+    target = workspace / "registry" / "tasks" / "mini-task.yaml"
+    for path in paths:
+        hostile = _set(task, path, lambda s: s + "\x00")
+        dumped = yaml.safe_dump(hostile, sort_keys=False)
+        target.write_text(dumped, encoding="utf-8")
+        line = next(n for n, text in enumerate(dumped.splitlines(), 1) if "\\0" in text)
+        result = cli("--json", "validate", cwd=workspace)
+        assert result.code == 2, (path, result.stdout, result.stderr)
+        error = result.json()["error"]
+        assert error["file"].endswith("mini-task.yaml"), (path, error)
+        assert error["line"] == line, (path, error)
+        assert error["field"] is not None, (path, error)
+        assert path.split(".")[-1].split("[")[0] in error["field"], (path, error)
