@@ -2,8 +2,8 @@
 
 Every payload of the corpus goes into the free-text fields a user can set on the demo
 registry: incident title and trace URI, the acting user (`--actor`), waiver owner and
-reason, incident closing reason. The same run with harmless text of the same displayed
-width is the baseline. Then:
+reason, incident closing reason, calibration invalidation reason. The same run with
+harmless text of the same displayed width is the baseline. Then:
 - terminal output holds no raw control character and exactly the baseline's lines;
 - the `--junit` file of a gate decision parses as XML;
 - the `--report` Markdown, rendered by a CommonMark parser, holds exactly the baseline's
@@ -69,6 +69,11 @@ def _populate(cli: Cli, demo: Path, texts: list[str]) -> list[str]:
                "--junit", "gate.xml", "--report", "gate.md", cwd=demo)  # fmt: skip
     assert gate.code == 0, gate.stdout + gate.stderr
     outputs.append(gate.stdout + gate.stderr)
+    for value in texts:
+        invalidated = cli("--actor", value, "calibration", "invalidate", "reply-quality",
+                          "--reason", value, cwd=demo)  # fmt: skip
+        assert invalidated.code == 0, (value, invalidated.stderr)
+        outputs.append(invalidated.stdout + invalidated.stderr)
     for args in (("incident", "list"), ("waiver", "list", "--all"),
                  *(("incident", "show", f"INC-{n + 2}") for n in range(len(texts))),
                  ("report", "audit", "--gate", "GATE-4", "--format", "md")):  # fmt: skip
