@@ -202,3 +202,35 @@ MINI_JUDGE: dict[str, Any] = {
         "min_human_agreement": 0.6,
     },
 }
+
+
+def copy_rows(source: str, target: str) -> None:
+    """Every row of one registry database into another at the same revision (empty), with
+    foreign keys off on PostgreSQL; its id sequences are moved past the copied rows."""
+    from sqlalchemy import create_engine, select, text
+    from sqlmodel import SQLModel
+
+    import evalops.store.tables  # noqa: F401  (registers every table)
+
+    src = create_engine(source.replace("postgresql://", "postgresql+psycopg://"))
+    dst = create_engine(target.replace("postgresql://", "postgresql+psycopg://"))
+    try:
+        with src.connect() as s, dst.begin() as d:
+            postgres = dst.dialect.name == "postgresql"
+            if postgres:
+                d.execute(text("SET session_replication_role = replica"))
+            for table in SQLModel.metadata.sorted_tables:
+                rows = [dict(r._mapping) for r in s.execute(select(table))]
+                if rows:
+                    d.execute(table.insert(), rows)
+                column = table.c.get("id")
+                if postgres and rows and column is not None and column.autoincrement is not False:
+                    d.execute(
+                        text(
+                            f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
+                            f"(SELECT max(id) FROM {table.name}))"
+                        )
+                    )
+    finally:
+        src.dispose()
+        dst.dispose()

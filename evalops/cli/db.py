@@ -16,13 +16,16 @@ db_app = typer.Typer(
 
 
 def _status(url: str) -> dict[str, str | None]:
-    from evalops.services.database import engine_for, stored_revision
+    from evalops.services.database import engine_for, require_database_file, stored_revision
     from evalops.store.engine import redact
     from evalops.store.schema import HEAD_REVISION
 
     engine = engine_for(url)
     try:
+        require_database_file(url)
         return {"database": redact(url), "revision": stored_revision(engine), "head": HEAD_REVISION}
+    except InputError:
+        raise
     except Exception as exc:
         from evalops.services.database import _unreachable
 
@@ -43,11 +46,20 @@ def _upgrade(url: str, revision: str) -> None:
     except (OSError, InputError):
         raise
     except Exception as exc:
+        _bad_revision(exc, revision)
         if type(exc).__module__.startswith(("sqlalchemy", "psycopg")):
             raise _unreachable(url, exc) from None
         raise
     finally:
         engine.dispose()
+
+
+def _bad_revision(exc: Exception, revision: str) -> None:
+    """Alembic's refusal of a revision it cannot resolve is a usage error (exit 2)."""
+    from alembic.util import CommandError
+
+    if isinstance(exc, CommandError):
+        raise InputError(f"cannot migrate to revision {revision!r}: {exc}", field="revision")
 
 
 def _ignore_dot_evalops() -> None:
@@ -157,14 +169,25 @@ def downgrade(
 
     Example: evalops db downgrade base --force-destroy-data
     """
-    from evalops.services.database import engine_for
+    from evalops.services.database import (
+        engine_for,
+        is_driver_error,
+        require_database_file,
+        unreachable,
+    )
     from evalops.services.destroy import at_risk
     from evalops.store import migrate
 
     state = settings(ctx, json_flag)
     engine = engine_for(state.db_url)
     try:
-        lost = at_risk(engine)
+        require_database_file(state.db_url)
+        try:
+            lost = at_risk(engine)
+        except Exception as exc:
+            if is_driver_error(exc):
+                raise unreachable(state.db_url, exc) from None
+            raise
         if lost and not force_destroy_data:
             summary = ", ".join(f"{n} {what}" for what, n in lost.items())
             say(f"would be lost: {summary}", err=True)
@@ -172,7 +195,11 @@ def downgrade(
                 f"db downgrade would destroy {summary}; the audit chain cannot be recovered. "
                 "Export what you need, then pass --force-destroy-data"
             )
-        migrate.downgrade(state.db_url, engine, revision)
+        try:
+            migrate.downgrade(state.db_url, engine, revision)
+        except Exception as exc:
+            _bad_revision(exc, revision)
+            raise
     finally:
         engine.dispose()
     status = _status(state.db_url)

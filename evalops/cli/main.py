@@ -172,20 +172,31 @@ verify.register(app)
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (1 for an unexpected internal error)."""
     command = typer.main.get_command(app)
+    as_json = "--json" in (argv if argv is not None else sys.argv[1:])
     try:
-        command.main(args=argv, prog_name="evalops", standalone_mode=True)
+        result = command.main(args=argv, prog_name="evalops", standalone_mode=False)
     except SystemExit as done:
         flush_stdout()
         code = done.code
         return code if isinstance(code, int) else (0 if code is None else EXIT_INTERNAL)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, typer.Abort):
         sys.stderr.write("interrupted: nothing was stored\n")
         return 130
     except Exception as exc:
+        if _is_usage_error(exc):
+            # Found by the option parser (click's UsageError family): exit 2, and a JSON
+            # error under --json like every other failure.
+            usage_code: int = exc.exit_code  # type: ignore[attr-defined]
+            if as_json:
+                message = shown(exc.format_message())  # type: ignore[attr-defined]
+                print_json({"error": {"code": usage_code, "message": message, "file": None,
+                                      "line": None, "field": None}})  # fmt: skip
+            exc.show()  # type: ignore[attr-defined]
+            return usage_code
         if os.environ.get("EVALOPS_DEBUG"):
             raise
         message = shown(f"internal error: {type(exc).__name__}: {exc}")
-        if "--json" in (argv if argv is not None else sys.argv[1:]):
+        if as_json:
             print_json({"error": {"code": EXIT_INTERNAL, "message": message, "file": None,
                                   "line": None, "field": None}})  # fmt: skip
         sys.stderr.write(
@@ -193,7 +204,16 @@ def main(argv: list[str] | None = None) -> int:
             "(this is a bug in evalops; run again with EVALOPS_DEBUG=1 for the traceback)\n"
         )
         return EXIT_INTERNAL
-    return 0
+    return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+def _is_usage_error(exc: BaseException) -> bool:
+    """click's ClickException family (typer vendors its own click, so match by shape)."""
+    return (
+        any(k.__name__ == "ClickException" for k in type(exc).__mro__)
+        and isinstance(getattr(exc, "exit_code", None), int)
+        and callable(getattr(exc, "show", None))
+    )
 
 
 def run() -> None:

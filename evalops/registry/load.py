@@ -487,7 +487,7 @@ def load_document(path: Path, display: str | None = None) -> Document:
     try:
         size = path.stat().st_size
         if size > MAX_SPEC_BYTES:
-            raise InputError(f"file is {size} bytes; a spec file is at most 1 MiB", name)
+            raise InputError(f"file is {size} bytes; a spec file is at most 1 MiB", name, 1)
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", name) from None

@@ -27,7 +27,7 @@ class GitProvenance:
 
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://(.*)$", re.DOTALL)
-_SCP = re.compile(r"^(?:[^@/]*@)?([^:/]+):(?!//)(.*)$", re.DOTALL)
+_SCP = re.compile(r"^([^:/@]+):(?!//)(.*)$", re.DOTALL)
 
 
 def strip_credentials(url: str) -> str:
@@ -51,7 +51,8 @@ def strip_credentials(url: str) -> str:
         return f"{scheme}://{host}{slash}{path}"
     if url.startswith(("/", "./", "../")) or re.match(r"^[A-Za-z]:[\\/]", url):
         return url.split("?", 1)[0].split("#", 1)[0]  # a local path
-    scp = _SCP.match(url)
+    # scp-like: everything up to the last "@" is userinfo (a password may hold "@" or ":").
+    scp = _SCP.match(url[url.rfind("@") + 1 :])
     if scp:
         return f"{scp.group(1)}:{scp.group(2)}".split("?", 1)[0].split("#", 1)[0]
     return "<unparsed remote>"

@@ -43,16 +43,28 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
+def _walk(folder: Path) -> list[Path]:
+    """Every file below `folder`, symlinked directories followed (once each, so a link
+    cycle ends): a file reached through a link out of the work tree must be seen to be
+    refused, never silently skipped."""
+    files: list[Path] = []
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(folder, followlinks=True):
+        real = os.path.realpath(dirpath)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        files.extend(Path(dirpath) / name for name in filenames)
+    return sorted(files)
+
+
 def spec_files(root: Path) -> list[Path]:
     files: list[Path] = []
     for sub in SPEC_DIRS:
         folder = root / sub
         if folder.is_dir():
-            files.extend(
-                p
-                for p in sorted(folder.rglob("*"))
-                if p.is_file() and p.name.endswith(SPEC_SUFFIXES)
-            )
+            files.extend(p for p in _walk(folder) if p.is_file() and p.name.endswith(SPEC_SUFFIXES))
     return files
 
 

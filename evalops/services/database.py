@@ -7,7 +7,13 @@ from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 
 from evalops.errors import InputError, VerificationError
-from evalops.store.engine import DEFAULT_LOCK_TIMEOUT, make_engine, redact, sqlite_path
+from evalops.store.engine import (
+    DEFAULT_LOCK_TIMEOUT,
+    make_engine,
+    normalize_url,
+    redact,
+    sqlite_path,
+)
 from evalops.store.schema import HEAD_REVISION
 
 
@@ -36,17 +42,53 @@ def _reason(exc: BaseException, url: str) -> str:
 
 def engine_for(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engine:
     """An engine on a well-formed URL whose server answers (else exit 2, URL masked)."""
+    from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+    expected = "(expected sqlite:///PATH or postgresql://USER@HOST/DB)"
+    try:
+        backend = make_url(normalize_url(url)).get_backend_name()
+    except (ArgumentError, ValueError) as exc:
+        raise InputError(
+            f"malformed database URL {redact(url)}: {_reason(exc, url)} {expected}", field="--db"
+        ) from None
+    if backend not in SUPPORTED_BACKENDS:
+        raise InputError(
+            f"unsupported database URL {redact(url)}: evalops stores its registry in SQLite "
+            f"or PostgreSQL {expected}",
+            field="--db",
+        )
     try:
         engine = make_engine(url, lock_timeout=lock_timeout)
-    except (ArgumentError, NoSuchModuleError, ValueError) as exc:
+    except (ArgumentError, NoSuchModuleError, ValueError, ImportError) as exc:
         raise InputError(
-            f"malformed database URL {redact(url)}: {_reason(exc, url)} (expected "
-            "sqlite:///PATH or postgresql://USER@HOST/DB)",
-            field="--db",
+            f"malformed database URL {redact(url)}: {_reason(exc, url)} {expected}", field="--db"
         ) from None
     return engine
+
+
+SUPPORTED_BACKENDS = ("sqlite", "postgresql")
+
+
+def require_database_file(url: str) -> None:
+    """A SQLite URL must name an existing file (opening it would create an empty one)."""
+    path = sqlite_path(url)
+    if path is not None and not path.exists():
+        raise InputError(
+            f"no registry database at {path}: run `evalops init` first "
+            f"(database at revision none, evalops needs {HEAD_REVISION})",
+            field="--db",
+        )
+
+
+def unreachable(url: str, exc: BaseException) -> InputError:
+    """The usage error (exit 2) for a database the driver cannot open, URL masked."""
+    return _unreachable(url, exc)
+
+
+def is_driver_error(exc: BaseException) -> bool:
+    """An error raised by SQLAlchemy or the database driver (not by evalops itself)."""
+    return type(exc).__module__.startswith(("sqlalchemy", "psycopg", "sqlite3"))
 
 
 def _unreachable(url: str, exc: BaseException) -> InputError:
@@ -66,14 +108,11 @@ def open_database(
     ("run evalops db upgrade"), except for `verify`, where it is a verification failure (6).
     """
     engine = engine_for(url, lock_timeout=lock_timeout)
-    path = sqlite_path(url)
-    if path is not None and not path.exists():
+    try:
+        require_database_file(url)
+    except InputError:
         engine.dispose()
-        raise InputError(
-            f"no registry database at {path}: run `evalops init` first "
-            f"(database at revision none, evalops needs {HEAD_REVISION})",
-            field="--db",
-        )
+        raise
     try:
         current = stored_revision(engine)
     except Exception as exc:  # the driver's own errors: refused, unknown host, bad auth...

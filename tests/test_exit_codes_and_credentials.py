@@ -1,0 +1,373 @@
+"""Exit codes, destructive operations and credentials (issue 10; DESIGN.md section 10,
+"Destructive and failing operations").
+
+- every bad database URL form exits 2 with the URL masked, never its secret; a missing
+  database exits 2 with "run evalops init" and is not created;
+- `--json` gives one JSON error document for every failure, internal errors included;
+- `db downgrade` on a populated database exits 5 and changes nothing, and proceeds with
+  `--force-destroy-data` (SQLite and PostgreSQL);
+- git remotes and database URLs carrying secrets: no secret in any output, stored row or
+  audit event.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import git
+import pytest
+from sqlalchemy import create_engine, text
+
+from tests.conftest import Cli
+from tests.helpers import sqlite_fingerprint
+
+SECRET = "pw9Zq7xK"
+DB = Path(".evalops") / "registry.db"
+
+# Database URLs that cannot be used (unreachable, missing, malformed, unsupported), each
+# with a secret in it; `masked` is what the message shows instead of the URL's secrets.
+BAD_URLS = [
+    pytest.param(f"postgresql://u:{SECRET}@127.0.0.1:1/db", "***", id="refused"),
+    pytest.param(f"postgresql://u:{SECRET}@nohost.invalid/db", "***", id="unknown-host"),
+    pytest.param(
+        f"postgresql://postgres:{SECRET}@127.0.0.1:5432/evalops_no_such_db", "***",
+        id="missing-pg-database",
+    ),
+    pytest.param(f"postgresql://u@127.0.0.1:1/db?password={SECRET}", "password=***",
+                 id="query-password"),
+    pytest.param(f"postgresql://127.0.0.1:1/db?sslmode=disable&password={SECRET}",
+                 "password=***", id="query-password-second"),
+    pytest.param(f"postgresql://u:{SECRET}@127.0.0.1:1/db?PASSWORD={SECRET}", "PASSWORD=***",
+                 id="query-password-upper-case"),
+    pytest.param(f"postgresql://127.0.0.1:1/db?sslpassword={SECRET}", "sslpassword=***",
+                 id="query-sslpassword"),
+    pytest.param(f"postgresql+psycopg://u:{SECRET}@127.0.0.1:1/db?token={SECRET}", "token=***",
+                 id="query-token"),
+    pytest.param(f"postgres://u:{SECRET}@127.0.0.1:1/db", "***", id="postgres-scheme"),
+    pytest.param(f"POSTGRESQL://u:{SECRET}@127.0.0.1:1/db", "***", id="upper-case-scheme"),
+    pytest.param(f"mysql://u:{SECRET}@h/db", "***", id="unsupported-backend"),
+    pytest.param(f"nosuchdb://u:{SECRET}@h/db", "***", id="unknown-backend"),
+    pytest.param(f"postgresql://u:{SECRET}@x/y@127.0.0.1:1/db", "***", id="slash-in-password"),
+    pytest.param(f"postgresql://u:{SECRET}@127.0.0.1:99999/db", "***", id="port-out-of-range"),
+    pytest.param(f"postgresql://u:{SECRET}@h:abc/db", "<unparseable URL>", id="port-not-a-number"),
+    pytest.param(f"not a url {SECRET}", "<unparseable URL>", id="not-a-url"),
+]  # fmt: skip
+
+COMMANDS = [
+    ("init",),
+    ("task", "list"),
+    ("sync",),
+    ("verify",),
+    ("db", "current"),
+    ("db", "upgrade"),
+    ("db", "downgrade", "base"),
+    ("gate", "check", "--build", "b", "--suite", "s"),
+]
+
+
+def _no_leak(*texts: str) -> None:
+    for text_ in texts:
+        assert SECRET not in text_
+        assert "Traceback" not in text_
+        assert "internal error" not in text_
+
+
+@pytest.mark.parametrize(("url", "masked"), BAD_URLS)
+def test_a_bad_database_url_is_exit_2_with_the_url_masked(
+    workspace: Path, cli: Cli, url: str, masked: str
+) -> None:
+    runs = [["--db", url, "--json", *c] for c in COMMANDS]
+    runs += [["--db", url, *c] for c in (COMMANDS[0], COMMANDS[1])]  # human output too
+    for args in runs:
+        result = cli(*args, cwd=workspace)
+        assert result.code == 2, (args, result.stdout, result.stderr)
+        _no_leak(result.stdout, result.stderr)
+        assert masked in result.stderr, (args, result.stderr)
+        if "--json" in args:
+            error = result.json()["error"]
+            assert error["code"] == 2 and error["field"] == "--db"
+            assert masked in error["message"]
+    assert not (workspace / ".evalops").exists()
+
+
+def test_the_bad_url_forms_are_distinct_and_enough() -> None:
+    urls = [p.values[0] for p in BAD_URLS]
+    assert len(set(urls)) == len(urls) >= 15
+
+
+def test_a_missing_database_is_exit_2_run_evalops_init_and_is_not_created(
+    workspace: Path, cli: Cli
+) -> None:
+    for db in ("", "sqlite:///elsewhere/registry.db"):
+        for command in [c for c in COMMANDS if c not in (("init",), ("db", "upgrade"))]:
+            args = [*(["--db", db] if db else []), "--json", *command]
+            result = cli(*args, cwd=workspace)
+            assert result.code == 2, (args, result.stdout, result.stderr)
+            assert "run `evalops init`" in result.json()["error"]["message"], args
+            assert "Traceback" not in result.stderr
+    assert not (workspace / ".evalops").exists()
+    assert not (workspace / "elsewhere").exists()
+
+
+# ------------------------------------------------------------- --json for every failure
+
+
+def _one_json_error(stdout: str, code: int) -> dict[str, object]:
+    document = json.loads(stdout)  # exactly one JSON document on stdout
+    assert set(document) == {"error"}
+    error: dict[str, object] = document["error"]
+    assert set(error) == {"code", "message", "file", "line", "field"}
+    assert error["code"] == code
+    return error
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "says"),
+    [
+        pytest.param(["task", "list", "--bogus"], 2, "No such option", id="unknown-option"),
+        pytest.param(["no-such-command"], 2, "No such command", id="unknown-command"),
+        pytest.param(["--lock-timeout", "-1", "task", "list"], 2, "--lock-timeout",
+                     id="bad-global-option"),
+        pytest.param(["task", "show"], 2, "Missing argument", id="missing-argument"),
+        pytest.param(["db", "upgrade", "nonsense"], 2, "nonsense", id="unknown-revision"),
+        pytest.param(["db", "downgrade", "nonsense", "--force-destroy-data"], 2, "nonsense",
+                     id="unknown-downgrade"),
+        pytest.param(["task", "show", "no-such-task"], 2, "no-such-task", id="unknown-task"),
+        pytest.param(["trials", "ingest", "missing.jsonl"], 2, "not found",
+                     id="missing-file"),
+        pytest.param(["db", "downgrade", "base"], 5, "--force-destroy-data", id="refused"),
+    ],
+)  # fmt: skip
+def test_every_failure_gives_a_json_error(
+    synced: Path, cli: Cli, args: list[str], code: int, says: str
+) -> None:
+    result = cli("--json", *args, cwd=synced)
+    assert result.code == code, result.stdout + result.stderr
+    error = _one_json_error(result.stdout, code)
+    assert says in str(error["message"])
+    assert "Traceback" not in result.stderr
+
+
+def test_a_verification_failure_gives_a_json_error(synced: Path, cli: Cli) -> None:
+    con = sqlite3.connect(synced / DB)
+    con.execute("UPDATE audit_event SET actor = 'mallory' WHERE seq = 1")
+    con.commit()
+    con.close()
+    result = cli("verify", "--json", cwd=synced)
+    assert result.code == 6
+    assert "audit seq 1" in str(_one_json_error(result.stdout, 6)["message"])
+
+
+def test_an_internal_error_gives_a_json_error_without_a_traceback(
+    synced: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import evalops.services.database
+
+    def broken(*_args: object, **_kwargs: object) -> None:
+        raise RuntimeError("simulated failure")
+
+    monkeypatch.setattr(evalops.services.database, "make_engine", broken)
+    result = cli("--json", "task", "list", cwd=synced)
+    assert result.code == 1
+    error = _one_json_error(result.stdout, 1)
+    assert "internal error: RuntimeError: simulated failure" in str(error["message"])
+    assert "Traceback" not in result.stderr and "this is a bug" in result.stderr
+
+
+# ------------------------------------------------------------------ db downgrade
+
+
+def _pg_state(url: str) -> list[tuple[str, int, str]]:
+    """Every table with its row count and a digest of its rows: equal means unchanged."""
+    import hashlib
+
+    engine = create_engine(url.replace("postgresql://", "postgresql+psycopg://"))
+    try:
+        with engine.connect() as conn:
+            tables = conn.execute(
+                text("SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1")
+            ).scalars()
+            state = []
+            for table in list(tables):
+                rows = conn.execute(text(f'SELECT * FROM "{table}" ORDER BY 1')).all()
+                digest = hashlib.sha256(repr(rows).encode()).hexdigest()
+                state.append((table, len(rows), digest))
+            return state
+    finally:
+        engine.dispose()
+
+
+def _downgrade_is_refused_then_forced(cli: Cli, cwd: Path, db: list[str]) -> None:
+    refused = cli(*db, "--json", "db", "downgrade", "base", cwd=cwd)
+    assert refused.code == 5, refused.stdout + refused.stderr
+    message = str(_one_json_error(refused.stdout, 5)["message"])
+    assert "--force-destroy-data" in message
+    assert "would be lost:" in refused.stderr and "audit events" in refused.stderr
+    assert cli(*db, "verify", cwd=cwd).code == 0
+    one_step = cli(*db, "db", "downgrade", "0001", cwd=cwd)
+    assert one_step.code == 5, one_step.stdout + one_step.stderr
+    forced = cli(*db, "--json", "db", "downgrade", "base", "--force-destroy-data", cwd=cwd)
+    assert forced.code == 0, forced.stdout + forced.stderr
+    data = forced.json()
+    assert data["revision"] is None and data["destroyed"]["audit events"] >= 37  # the demo's
+    assert cli(*db, "task", "list", cwd=cwd).code == 2  # gone: run evalops init
+
+
+def test_downgrade_of_the_populated_demo_is_refused_on_sqlite(demo: Path, cli: Cli) -> None:
+    before = sqlite_fingerprint(demo / DB)
+    refused = cli("db", "downgrade", "base", cwd=demo)
+    assert refused.code == 5
+    assert sqlite_fingerprint(demo / DB) == before
+    _downgrade_is_refused_then_forced(cli, demo, [])
+
+
+@pytest.mark.postgres
+def test_downgrade_of_a_populated_registry_is_refused_on_postgresql(
+    demo: Path, cli: Cli, pg_url: str
+) -> None:
+    from tests.helpers import copy_rows
+
+    assert cli("--db", pg_url, "init", cwd=demo).code == 0
+    copy_rows(f"sqlite:///{demo / DB}", pg_url)
+    assert cli("--db", pg_url, "verify", cwd=demo).code == 0
+    before = _pg_state(pg_url)
+    refused = cli("--db", pg_url, "db", "downgrade", "base", cwd=demo)
+    assert refused.code == 5
+    assert _pg_state(pg_url) == before
+    _downgrade_is_refused_then_forced(cli, demo, ["--db", pg_url])
+
+
+# ----------------------------------------------------------- credentials in git remotes
+
+# (remote, what provenance keeps); every secret fragment below must appear nowhere.
+FRAGMENTS = (SECRET, "Zq7x", "tok3nABC", "p4ss@w0rd", "w0rd", "p4ss/w0rd", "p4ss%40w0rd")
+REMOTES = [
+    (f"https://user:{SECRET}@github.com/org/repo.git", "https://github.com/org/repo.git"),
+    (f"HTTPS://user:{SECRET}@github.com/org/repo.git", "https://github.com/org/repo.git"),
+    (f"HtTpS://user:{SECRET}@github.com:8443/org/repo", "https://github.com:8443/org/repo"),
+    ("https://user:p4ss@w0rd@github.com/org/repo.git", "https://github.com/org/repo.git"),
+    ("https://user:p4ss/w0rd@github.com/org/repo.git", "https://github.com/org/repo.git"),
+    ("https://user:p4ss%40w0rd@github.com/org/repo.git", "https://github.com/org/repo.git"),
+    ("https://github.com/org/repo.git?access_token=tok3nABC", "https://github.com/org/repo.git"),
+    ("https://github.com/org/repo.git?ref=main&token=tok3nABC#frag",
+     "https://github.com/org/repo.git"),
+    ("https://github.com/org/repo.git#tok3nABC", "https://github.com/org/repo.git"),
+    ("https://tok3nABC@github.com/org/repo.git", "https://github.com/org/repo.git"),
+    ("https://x-access-token:tok3nABC@github.com/org/repo", "https://github.com/org/repo"),
+    (f"ssh://git:{SECRET}@git.example.com:2222/org/repo.git",
+     "ssh://git.example.com:2222/org/repo.git"),
+    (f"git+ssh://user:{SECRET}@git.example.com/org/repo.git",
+     "git+ssh://git.example.com/org/repo.git"),
+    (f"user:{SECRET}@git.example.com:org/repo.git", "git.example.com:org/repo.git"),
+    ("user:p4ss@w0rd@git.example.com:org/repo.git", "git.example.com:org/repo.git"),
+    (f"ssh://user:{SECRET}@[::1]:2222/org/repo.git", "ssh://[::1]:2222/org/repo.git"),
+]  # fmt: skip
+
+
+def test_the_remote_forms_are_distinct_and_enough() -> None:
+    assert len({r for r, _ in REMOTES}) == len(REMOTES) >= 15
+
+
+def _everything_stored(db: Path) -> str:
+    con = sqlite3.connect(db)
+    try:
+        return "\n".join(con.iterdump())
+    finally:
+        con.close()
+
+
+@pytest.mark.parametrize(("remote", "kept"), REMOTES, ids=[f"remote-{i}" for i in range(16)])
+def test_no_git_credential_reaches_output_rows_or_the_audit_chain(
+    workspace: Path, cli: Cli, remote: str, kept: str
+) -> None:
+    repo = git.Repo(workspace)
+    repo.create_remote("origin", remote)
+    repo.close()
+    outputs = []
+    for args in (("init",), ("sync", "--json"), ("task", "list", "--json"),
+                 ("task", "show", "mini-task"), ("task", "show", "mini-task", "--json"),
+                 ("verify", "--json")):  # fmt: skip
+        result = cli(*args, cwd=workspace)
+        assert result.code == 0, (args, result.stdout, result.stderr)
+        outputs += [result.stdout, result.stderr]
+    stored = _everything_stored(workspace / DB)
+    for fragment in FRAGMENTS:
+        for where in (*outputs, stored):
+            assert fragment not in where
+    con = sqlite3.connect(workspace / DB)
+    try:
+        (git_remote,) = con.execute("SELECT git_remote FROM sync_run").fetchone()
+    finally:
+        con.close()
+    assert git_remote == kept
+
+
+# ------------------------------------------------------- secrets in working database URLs
+
+
+@pytest.mark.postgres
+def test_no_database_secret_reaches_output_rows_or_the_audit_chain(
+    workspace: Path, cli: Cli, pg_url: str
+) -> None:
+    """The server trusts local connections, so URLs holding a password still connect."""
+    rest = pg_url.split("://", 1)[1].split("@", 1)[1]
+    forms = [
+        f"postgresql://postgres:{SECRET}@{rest}",
+        f"postgresql+psycopg://postgres:{SECRET}@{rest}",
+        f"postgres://postgres:{SECRET}@{rest}",
+        f"postgresql://postgres@{rest}?password={SECRET}",
+        f"postgresql://postgres:{SECRET}@{rest}?sslmode=disable&password={SECRET}",
+    ]
+    outputs = []
+    for n, url in enumerate(forms):
+        for args in (("init",), ("db", "current"), ("db", "current", "--json"),
+                     ("sync", "--json"), ("verify",), ("task", "list")):  # fmt: skip
+            result = cli("--db", url, *args, cwd=workspace)
+            assert result.code == 0, (n, args, result.stdout, result.stderr)
+            outputs += [result.stdout, result.stderr]
+        assert "***" in "".join(outputs[-12:])  # the URL is shown, masked
+    for output in outputs:
+        assert SECRET not in output
+    engine = create_engine(pg_url)
+    try:
+        with engine.connect() as conn:
+            tables = conn.execute(
+                text("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+            ).scalars()
+            for table in list(tables):
+                dump = repr(conn.execute(text(f'SELECT * FROM "{table}"')).all())
+                assert SECRET not in dump, table
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.tampers
+def test_gate_check_on_an_edited_membership_pin_points_to_verify(demo: Path, cli: Cli) -> None:
+    """Issue 10: an edited pin made `gate check` die with an AssertionError (exit 1)."""
+    con = sqlite3.connect(demo / DB)
+    con.execute(
+        "UPDATE suite_membership SET task_digest = 'sha256:' || substr(task_digest, 8, 63) "
+        "|| '0' WHERE task_id = 'support-refund-in-order'"
+    )
+    con.commit()
+    con.close()
+    gate = cli("--json", "gate", "check", "--build", "build-124", "--suite", "regression/core",
+               cwd=demo)  # fmt: skip
+    assert gate.code == 2, gate.stdout + gate.stderr
+    assert "evalops verify" in str(_one_json_error(gate.stdout, 2)["message"])
+    verified = cli("verify", cwd=demo)
+    assert verified.code == 6
+    assert "suite_membership row" in verified.stderr
+
+
+def test_a_waiver_for_a_build_no_execution_profile_names_is_exit_2(demo: Path, cli: Cli) -> None:
+    before = sqlite_fingerprint(demo / DB)
+    result = cli("--json", "waiver", "grant", "--task", "support-refund-policy-explanation",
+                 "--suite", "regression/core", "--states", "task_fail", "--build", "no-such",
+                 "--owner", "o", "--reason", "r", "--expires", "2026-12-10T00:00:00Z",
+                 cwd=demo)  # fmt: skip
+    assert result.code == 2
+    assert _one_json_error(result.stdout, 2)["field"] == "--build"
+    assert sqlite_fingerprint(demo / DB) == before
