@@ -185,3 +185,34 @@ def test_gate_inputs_equal_a_full_rederivation(tmp_path: Path, cli: Cli) -> None
     assert after == _inputs(demo, everything=True)
     assert after != fast  # the invalidation did change classifications
     shutil.rmtree(demo)
+
+
+@pytest.mark.parametrize("with_null_run", [False, True])
+def test_the_originals_lookup_searches_the_run_case_index(
+    synced: Path, with_null_run: bool
+) -> None:
+    """Ingest looks up stored originals once per batch; a plan that scans the trial table
+    makes ingest quadratic (it did: SQLite chose ix_trial_parent_trial_id, which every
+    original matches). The plan must search ix_trial_run_case_index, on every branch."""
+    import sqlite3
+
+    from sqlalchemy.dialects import sqlite as sqlite_dialect
+
+    from evalops.services.ingest import _ORIGINALS, _ORIGINALS_OR_NO_RUN
+
+    statement = (_ORIGINALS_OR_NO_RUN if with_null_run else _ORIGINALS).params(
+        runs=["run-1", "run-2"], cases=["sha256:a", "sha256:b"], indexes=[0, 1]
+    )
+    sql = str(
+        statement.compile(
+            dialect=sqlite_dialect.dialect(),
+            compile_kwargs={"literal_binds": True, "render_postcompile": True},
+        )
+    )
+    con = sqlite3.connect(synced / ".evalops" / "registry.db")
+    try:
+        plan = " ".join(str(row[-1]) for row in con.execute(f"EXPLAIN QUERY PLAN {sql}"))
+    finally:
+        con.close()
+    assert "ix_trial_run_case_index" in plan, plan
+    assert "SCAN" not in plan and "ix_trial_parent_trial_id" not in plan, plan

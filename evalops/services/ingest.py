@@ -331,8 +331,8 @@ class _Ingester:
         found = self.session.connection().execute(statement, params)
         return {
             (run, case, index): trial_id
-            for run, case, index, trial_id in found
-            if (run, case, index) in keys
+            for run, case, index, trial_id, parent in found
+            if parent is None and (run, case, index) in keys
         }
 
     def _link_problem(
@@ -386,16 +386,19 @@ TRIAL: Table = Trial.__table__  # type: ignore[attr-defined]
 _KNOWN = sa_select(
     TRIAL.c.trial_id, TRIAL.c.record_digest, TRIAL.c.eval_case_digest, TRIAL.c.trial_index
 ).where(TRIAL.c.trial_id.in_(bindparam("ids", expanding=True)))
+# `parent_trial_id IS NULL` is tested in Python, not in SQL: given it, SQLite's planner
+# picks ix_trial_parent_trial_id, which matches nearly every row (a scan per batch, so
+# ingest grew quadratically); without it, it searches ix_trial_run_case_index.
 _ORIGINALS_WHERE = (
     TRIAL.c.eval_case_digest.in_(bindparam("cases", expanding=True)),
     TRIAL.c.trial_index.in_(bindparam("indexes", expanding=True)),
-    TRIAL.c.parent_trial_id.is_(None),
 )
 _ORIGINAL_COLUMNS = (
     TRIAL.c.run_id,
     TRIAL.c.eval_case_digest,
     TRIAL.c.trial_index,
     TRIAL.c.trial_id,
+    TRIAL.c.parent_trial_id,
 )
 _ORIGINALS = sa_select(*_ORIGINAL_COLUMNS).where(
     TRIAL.c.run_id.in_(bindparam("runs", expanding=True)), *_ORIGINALS_WHERE
