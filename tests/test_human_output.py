@@ -236,6 +236,45 @@ def test_every_decision_shows_every_task() -> None:
     assert "waivers:" not in shown  # nothing considered, nothing to list
 
 
+def test_a_large_suite_shows_a_compact_table_with_every_task_that_is_not_a_plain_pass() -> None:
+    """10,000 tasks: the terminal shows every failing or waived task and passing ones up to
+    the cap, then says how many it left out and where they all are."""
+    from evalops.cli.gate import TASK_ROWS, _render_decision
+
+    def task(i: int, state: str, effect: str, waiver: str | None = None) -> dict[str, Any]:
+        return {
+            "task_id": f"task-{i:05d}", "risk": "critical", "state": state, "effect": effect,
+            "n": 5, "passedCount": 5 if effect == "pass" else 0, "passAtK": 1.0,
+            "passHatK": 1.0, "waiver_id": waiver,
+        }  # fmt: skip
+
+    tasks = [task(i, "task_pass", "pass") for i in range(10_000)]
+    failing = {7: "block", 4_242: "hold", 9_999: "hold"}
+    for i, effect in failing.items():
+        tasks[i] = task(i, "task_fail", effect)
+    tasks[5_000] = task(5_000, "task_fail", "pass", waiver="WVR-1")  # waived: worth a row
+    decision = {
+        "decision": "block", "build": "b", "suite": "s", "gate_id": "GATE-9", "reasons": [],
+        "tasks": tasks, "regression": None, "evaluated_at": "2026-11-30T12:00:00.000000Z",
+        "waivers": {"applied": ["WVR-1"], "expired": [], "unused": [], "revoked": [],
+                    "refused": []},
+        "suite_digest": "sha256:" + "0" * 64,
+    }  # fmt: skip
+    out = io.StringIO()
+    import contextlib
+
+    with contextlib.redirect_stdout(out):
+        _render_decision(decision)
+    shown = out.getvalue()
+    rows = [line for line in shown.splitlines() if line.startswith("│")]
+    assert len(rows) == TASK_ROWS
+    for i in [*failing, 5_000]:
+        assert f"│ task-{i:05d} " in shown
+    left = 10_000 - TASK_ROWS
+    assert f"... and {left:,} more tasks ({left:,} task_pass)" in shown
+    assert "evalops report audit --gate GATE-9" in shown
+
+
 def test_the_gate_names_the_refused_waivers(demo: Path, cli: Cli) -> None:
     """A refused request never gets a WVR id: the gate names it by its audit event."""
     refused = cli(

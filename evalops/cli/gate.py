@@ -81,17 +81,44 @@ def _regression_line(r: dict[str, Any], alpha: bool = False) -> str:
     return line
 
 
+TASK_ROWS = 100
+"""Rows of the terminal's task table beyond which it turns compact (a 10,000-task suite
+would print for longer than anyone reads it)."""
+
+
+def _compact(tasks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """Every task when there are few; else the tasks that are not a plain pass first (those
+    are what a reader is looking for), then passing ones, up to TASK_ROWS rows."""
+    if len(tasks) <= TASK_ROWS:
+        return tasks, 0
+    plain = [t for t in tasks if t["effect"] == "pass" and not t["waiver_id"]]
+    others = [t for t in tasks if not (t["effect"] == "pass" and not t["waiver_id"])]
+    shown = (others + plain)[:TASK_ROWS]
+    return shown, len(tasks) - len(shown)
+
+
+def _states(tasks: list[dict[str, Any]], shown: list[dict[str, Any]]) -> list[str]:
+    """`9,900 task_pass` and the like: what the rows left out of the table hold."""
+    ids = {t["task_id"] for t in shown}
+    counts: dict[str, int] = {}
+    for t in tasks:
+        if t["task_id"] not in ids:
+            counts[t["state"]] = counts.get(t["state"], 0) + 1
+    return [f"{n:,} {state}" for state, n in sorted(counts.items())]
+
+
 def _render_decision(data: dict[str, Any]) -> None:
     decision = data["decision"].upper()
     say(f"{decision}: {data['build']} on {data['suite']} ({data['gate_id']})")
     for reason in data["reasons"]:
         say(f"  - {reason}")
     if data["tasks"]:
-        # Every task, for every decision: a pass shows what it rests on too.
+        # A table for every decision: a pass shows what it rests on too.
+        shown, left_out = _compact(data["tasks"])
         table = new_table(
             "task", "risk", "state", "effect", "n", "passed", "pass@k", "pass^k", "waiver"
         )
-        for t in data["tasks"]:
+        for t in shown:
             add_row(
                 table,
                 t["task_id"],
@@ -105,6 +132,13 @@ def _render_decision(data: dict[str, Any]) -> None:
                 t["waiver_id"] or "-",
             )
         console().print(table)
+        if left_out:
+            states = ", ".join(_states(data["tasks"], shown))
+            more = f"{left_out:,} more task{'s' if left_out != 1 else ''}"
+            say(
+                f"  ... and {more} ({states}): every task is in "
+                f"--json and in `evalops report audit --gate {data['gate_id']}`"
+            )
     waiver_lines = _waiver_lines(data["waivers"])
     if waiver_lines:
         say("  waivers: " + "; ".join(waiver_lines))
