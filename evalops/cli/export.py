@@ -1,7 +1,5 @@
 """`evalops export junit|otel|summary|attestation` and `evalops verify-attestation`."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated, Any

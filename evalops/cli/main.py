@@ -1,7 +1,5 @@
 """The `evalops` command: global options, sub-commands, and errors -> exit codes."""
 
-from __future__ import annotations
-
 import os
 import sys
 from pathlib import Path
