@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -70,19 +73,74 @@ def cli(capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest) -> I
         assert not problems, f"stored gate decisions do not replay: {problems}"
 
 
+@contextlib.contextmanager
+def _test_environment() -> Iterator[None]:
+    """The environment `_clean_env` gives a test, for session fixtures (which precede it)."""
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("EVALOPS_")}
+    os.environ["EVALOPS_ACTOR"] = "tester@example.com"
+    try:
+        yield
+    finally:
+        for name in [k for k in os.environ if k.startswith("EVALOPS_")]:
+            del os.environ[name]
+        os.environ.update(saved)
+
+
+def _run_quietly(args: list[str], cwd: Path) -> None:
+    """`evalops ARGS` in `cwd` for a session fixture; it must succeed."""
+    out = io.StringIO()
+    before = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            code = main(args)
+    finally:
+        os.chdir(before)
+    assert code == 0, (args, out.getvalue())
+
+
+@pytest.fixture(scope="session")
+def workspace_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The `workspace` repository, written and committed once per test process."""
+    root = tmp_path_factory.mktemp("workspace-master")
+    write_mini_registry(root / "registry")
+    commit_all(root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def synced_master(workspace_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`workspace_master` after `evalops init` and `evalops sync`, once per test process.
+
+    `init` (every migration) costs far more than copying its result, and most tests only
+    need a synced registry to start from; the tests of `init` and `sync` themselves run
+    them on a fresh `workspace`.
+    """
+    root = tmp_path_factory.mktemp("synced-master") / "ws"
+    shutil.copytree(workspace_master, root, symlinks=True)
+    with _test_environment():
+        _run_quietly(["init"], root)
+        _run_quietly(["sync"], root)
+    return root
+
+
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """A git repository holding a small valid registry in `registry/` (committed)."""
-    write_mini_registry(tmp_path / "registry")
-    commit_all(tmp_path)
+def workspace(workspace_master: Path, tmp_path: Path) -> Path:
+    """A git repository holding a small valid registry in `registry/` (committed).
+
+    A private copy (git history included) of one repository per test process.
+    """
+    shutil.copytree(workspace_master, tmp_path, symlinks=True, dirs_exist_ok=True)
     return tmp_path
 
 
 @pytest.fixture
-def synced(workspace: Path, cli: Cli) -> Iterator[Path]:
-    """`workspace` with an initialized SQLite database and the registry synced."""
-    assert cli("init", cwd=workspace).code == 0
-    assert cli("sync", cwd=workspace).code == 0
+def synced(workspace: Path, synced_master: Path) -> Iterator[Path]:
+    """`workspace` with an initialized SQLite database and the registry synced.
+
+    The database is a private copy of `synced_master`'s, made from the very same commit.
+    """
+    shutil.copytree(synced_master / ".evalops", workspace / ".evalops", symlinks=True)
     yield workspace
 
 
@@ -134,9 +192,6 @@ PINNED_NOW = "2026-11-30T12:00:00Z"
 
 def build_demo(directory: Path) -> Path:
     """Run `evalops demo` into `directory` with the pinned clock; returns the directory."""
-    import contextlib
-    import io
-
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("EVALOPS_")}
     os.environ["EVALOPS_NOW"] = PINNED_NOW
     out = io.StringIO()
@@ -159,8 +214,6 @@ def demo_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def demo(demo_master: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private copy of the demo directory (registry, git, database), clock pinned."""
-    import shutil
-
     copy = tmp_path / "demo"
     shutil.copytree(demo_master, copy, symlinks=True)
     monkeypatch.setenv("EVALOPS_NOW", PINNED_NOW)
