@@ -218,3 +218,40 @@ def demo(demo_master: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     shutil.copytree(demo_master, copy, symlinks=True)
     monkeypatch.setenv("EVALOPS_NOW", PINNED_NOW)
     return copy
+
+
+# ----------------------------------------------------------- parallel runs (pytest-xdist)
+#
+# `make test` runs `pytest -n auto --dist loadgroup`: tests go one by one to whichever worker
+# is free, except that the tests sharing a module- or class-scoped fixture stay together
+# (one worker builds that fixture once). The longest groups and the tests marked slow or
+# load are handed out first, so no worker is left with a long one at the end.
+
+_WIDE_SCOPES = ("module", "class", "package")
+
+
+def _group_of(item: pytest.Item) -> str | None:
+    """The module whose shared (module- or class-scoped) fixture this test uses, if any."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for defs in info.name2fixturedefs.values():
+        if any(d.scope in _WIDE_SCOPES for d in defs):
+            return item.nodeid.split("::", 1)[0]
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups: dict[str, int] = {}
+    for item in items:
+        group = _group_of(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+            groups[group] = groups.get(group, 0) + 1
+
+    def weight(item: pytest.Item) -> int:
+        if item.get_closest_marker("slow") or item.get_closest_marker("load"):
+            return 0
+        return 1 if _group_of(item) is not None else 2
+
+    items.sort(key=weight)  # stable: the order within a group and a module is kept
