@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalops.cli.main import main
-from tests.helpers import CliResult, commit_all, write_mini_registry
+from tests.helpers import CliResult, built_once, commit_all, write_mini_registry
 
 Cli = Callable[..., CliResult]
 
@@ -74,7 +74,7 @@ def cli(capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest) -> I
 
 
 @contextlib.contextmanager
-def _test_environment() -> Iterator[None]:
+def evalops_test_env() -> Iterator[None]:
     """The environment `_clean_env` gives a test, for session fixtures (which precede it)."""
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("EVALOPS_")}
     os.environ["EVALOPS_ACTOR"] = "tester@example.com"
@@ -86,7 +86,7 @@ def _test_environment() -> Iterator[None]:
         os.environ.update(saved)
 
 
-def _run_quietly(args: list[str], cwd: Path) -> None:
+def run_quietly(args: list[str], cwd: Path) -> None:
     """`evalops ARGS` in `cwd` for a session fixture; it must succeed."""
     out = io.StringIO()
     before = Path.cwd()
@@ -118,9 +118,9 @@ def synced_master(workspace_master: Path, tmp_path_factory: pytest.TempPathFacto
     """
     root = tmp_path_factory.mktemp("synced-master") / "ws"
     shutil.copytree(workspace_master, root, symlinks=True)
-    with _test_environment():
-        _run_quietly(["init"], root)
-        _run_quietly(["sync"], root)
+    with evalops_test_env():
+        run_quietly(["init"], root)
+        run_quietly(["sync"], root)
     return root
 
 
@@ -207,8 +207,8 @@ def build_demo(directory: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def demo_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One demo database per test session (the demo takes seconds); never modified."""
-    return build_demo(tmp_path_factory.mktemp("demo-master") / "demo")
+    """One demo database per test run (the demo takes seconds); never modified."""
+    return built_once(tmp_path_factory, "demo", build_demo)
 
 
 @pytest.fixture
