@@ -195,6 +195,18 @@ def sqlite_fingerprint(db_path: Path) -> str:
     return h.hexdigest()
 
 
+def _build_real_clock_demo(root: Path) -> None:
+    from evalops.services.demo import run_demo
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        run_demo(root)
+
+
+def real_clock_demo(factory: pytest.TempPathFactory) -> Path:
+    """The finished demo on the real clock, built once per run: copy it before changing it."""
+    return built_once(factory, "demo-real-clock", _build_real_clock_demo)
+
+
 def run_quiet(*args: str, cwd: Path, db: str | None = None, actor: str) -> tuple[int, str]:
     """Run the CLI in-process outside a test function (module-scoped setup), with no
     EVALOPS_* environment; returns (code, stdout + stderr)."""
