@@ -9,6 +9,7 @@ its usual error messages. If typer's internals ever change shape, nothing is rep
 typer coerces everything as before.
 """
 
+import functools
 import math
 import os
 import re
@@ -75,12 +76,13 @@ def _simple(descriptor: Any) -> bool:
     )
 
 
-def install(params: list[Any]) -> None:
-    """Give each of `params` (typer parameters of one command) the plain coercion."""
+@functools.cache
+def _plain_first() -> type | None:
+    """typer's runtime-coercion class extended with the plain path (None: another typer)."""
     try:
         from typer._coercion import RuntimeParam, build_runtime_param
     except ImportError:  # another typer: it coerces everything itself
-        return
+        return None
 
     class PlainFirst(RuntimeParam):
         """Ordinary values directly; anything else through typer's own coercion."""
@@ -91,27 +93,42 @@ def install(params: list[Any]) -> None:
                 return plain
             return build_runtime_param(param.type_descriptor)._coerce_value(value, param, ctx)
 
+    return PlainFirst
+
+
+def install(params: list[Any]) -> None:
+    """Give each of `params` (typer parameters of one command) the plain coercion."""
+    plain_first = _plain_first()
+    if plain_first is None:
+        return
     for param in params:
         descriptor = getattr(param, "type_descriptor", None)
         if descriptor is None or getattr(param, "_runtime_param", False) is not None:
             continue
         if _simple(descriptor):
-            param._runtime_param = PlainFirst(
+            param._runtime_param = plain_first(
                 parameter_info=descriptor.parameter_info, annotation=descriptor.annotation
             )
 
 
 def install_tree(command: Any, help_names: list[str]) -> None:
-    """`install` on every command below `command` (itself included) and their help options."""
+    """`install` on every command below `command` (itself included) and their help options.
+
+    Only an optimization: if typer's internals do not have the expected shape, nothing is
+    installed and typer parses every option itself.
+    """
     try:
         from typer._click import Context
     except ImportError:
         return
     params = list(getattr(command, "params", []))
-    if hasattr(command, "get_help_option"):
-        helper = command.get_help_option(Context(command, help_option_names=help_names))
-        if helper is not None:
-            params.append(helper)
-    install(params)
+    try:
+        if hasattr(command, "get_help_option"):
+            helper = command.get_help_option(Context(command, help_option_names=help_names))
+            if helper is not None:
+                params.append(helper)
+        install(params)
+    except (TypeError, AttributeError):
+        return
     for sub in getattr(command, "commands", {}).values():
         install_tree(sub, help_names)
