@@ -15,12 +15,13 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/evalops demo
 
+# Every test, in parallel: one worker per CPU (tests sharing a module fixture stay together).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup
 
 # The default run without the slow, load and PostgreSQL tests.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow and not load and not postgres"
+	$(BIN)/python -m pytest -q -n auto --dist loadgroup -m "not slow and not load and not postgres"
 
 check: lint typecheck
 

@@ -18,6 +18,7 @@ import resource
 import runpy
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from statistics import median
@@ -75,6 +76,34 @@ def run(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> dict[s
     data: dict[str, Any] = json.loads(result.read_text(encoding="utf-8"))
     result.unlink()
     return data
+
+
+def process(argv: list[str], cwd: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Measure a whole process, interpreter start-up included (what `time` would say).
+
+    CPU is the child's own user + system time (from `wait4`, so other processes on the
+    machine do not count); wall is from spawn to exit.
+    """
+    base = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
+    base["EVALOPS_ACTOR"] = "bench@evalops.invalid"
+    with tempfile.TemporaryFile() as errors:
+        start = time.perf_counter()
+        child_process = subprocess.Popen(
+            argv, cwd=cwd, env={**base, **(env or {})}, stdout=subprocess.DEVNULL, stderr=errors
+        )
+        _, status, usage = os.wait4(child_process.pid, 0)
+        wall = time.perf_counter() - start
+        child_process.returncode = code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            errors.seek(0)
+            message = errors.read().decode("utf-8", "replace")[-2000:]
+            raise RuntimeError(f"{' '.join(argv)} exited {code}: {message}")
+    return {
+        "code": code,
+        "cpu": usage.ru_utime + usage.ru_stime,
+        "wall": wall,
+        "peak_kib": usage.ru_maxrss,
+    }
 
 
 def medians(samples: list[dict[str, Any]]) -> dict[str, float]:

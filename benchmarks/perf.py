@@ -16,6 +16,8 @@ Databases are built once under build/bench/ and reused by later runs.
   rows; with 2,000,000 trials of other builds in the database, within 1.2x.
 - P5 scaling: gate check, verify, report audit from 1,000 to 10,000 tasks grow at most 12x;
   `trials list --limit 50` at the big database within 1.5x of a small one.
+- P6 start-up: `evalops --help`, `evalops gate check --help` and `evalops validate` of the
+  example registry within 2.0x of `python -c "import typer"`, CPU and wall (cli_start.py).
 - P7 verify of the big database: under 60 s CPU (flat memory is P3).
 """
 
@@ -377,11 +379,19 @@ def _gate_stored(ws: Path) -> None:
 
 # ------------------------------------------------------------------------------ main
 
+
+def _p6(runs: int) -> bool:
+    from benchmarks.cli_start import p6_cli_start
+
+    return p6_cli_start(max(runs, 5))
+
+
 STEPS: dict[str, Callable[[argparse.Namespace], bool]] = {
     "P1": lambda a: p1_ingest_sqlite(a.records, a.runs),
     "P2": lambda a: p2_ingest_postgres(a.records, a.runs),
     "P3": lambda a: p3_p5_p7(a.big, a.runs),
     "P4": lambda a: p4_p5(a.runs),
+    "P6": lambda a: _p6(a.runs),
 }
 
 

@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from evalops.cli.main import main
-from tests.helpers import CliResult, commit_all, write_mini_registry
+from tests.helpers import CliResult, built_once, commit_all, write_mini_registry
 
 Cli = Callable[..., CliResult]
 
@@ -70,19 +73,74 @@ def cli(capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest) -> I
         assert not problems, f"stored gate decisions do not replay: {problems}"
 
 
+@contextlib.contextmanager
+def evalops_test_env() -> Iterator[None]:
+    """The environment `_clean_env` gives a test, for session fixtures (which precede it)."""
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("EVALOPS_")}
+    os.environ["EVALOPS_ACTOR"] = "tester@example.com"
+    try:
+        yield
+    finally:
+        for name in [k for k in os.environ if k.startswith("EVALOPS_")]:
+            del os.environ[name]
+        os.environ.update(saved)
+
+
+def run_quietly(args: list[str], cwd: Path) -> None:
+    """`evalops ARGS` in `cwd` for a session fixture; it must succeed."""
+    out = io.StringIO()
+    before = Path.cwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            code = main(args)
+    finally:
+        os.chdir(before)
+    assert code == 0, (args, out.getvalue())
+
+
+@pytest.fixture(scope="session")
+def workspace_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The `workspace` repository, written and committed once per test process."""
+    root = tmp_path_factory.mktemp("workspace-master")
+    write_mini_registry(root / "registry")
+    commit_all(root)
+    return root
+
+
+@pytest.fixture(scope="session")
+def synced_master(workspace_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`workspace_master` after `evalops init` and `evalops sync`, once per test process.
+
+    `init` (every migration) costs far more than copying its result, and most tests only
+    need a synced registry to start from; the tests of `init` and `sync` themselves run
+    them on a fresh `workspace`.
+    """
+    root = tmp_path_factory.mktemp("synced-master") / "ws"
+    shutil.copytree(workspace_master, root, symlinks=True)
+    with evalops_test_env():
+        run_quietly(["init"], root)
+        run_quietly(["sync"], root)
+    return root
+
+
 @pytest.fixture
-def workspace(tmp_path: Path) -> Path:
-    """A git repository holding a small valid registry in `registry/` (committed)."""
-    write_mini_registry(tmp_path / "registry")
-    commit_all(tmp_path)
+def workspace(workspace_master: Path, tmp_path: Path) -> Path:
+    """A git repository holding a small valid registry in `registry/` (committed).
+
+    A private copy (git history included) of one repository per test process.
+    """
+    shutil.copytree(workspace_master, tmp_path, symlinks=True, dirs_exist_ok=True)
     return tmp_path
 
 
 @pytest.fixture
-def synced(workspace: Path, cli: Cli) -> Iterator[Path]:
-    """`workspace` with an initialized SQLite database and the registry synced."""
-    assert cli("init", cwd=workspace).code == 0
-    assert cli("sync", cwd=workspace).code == 0
+def synced(workspace: Path, synced_master: Path) -> Iterator[Path]:
+    """`workspace` with an initialized SQLite database and the registry synced.
+
+    The database is a private copy of `synced_master`'s, made from the very same commit.
+    """
+    shutil.copytree(synced_master / ".evalops", workspace / ".evalops", symlinks=True)
     yield workspace
 
 
@@ -134,9 +192,6 @@ PINNED_NOW = "2026-11-30T12:00:00Z"
 
 def build_demo(directory: Path) -> Path:
     """Run `evalops demo` into `directory` with the pinned clock; returns the directory."""
-    import contextlib
-    import io
-
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("EVALOPS_")}
     os.environ["EVALOPS_NOW"] = PINNED_NOW
     out = io.StringIO()
@@ -152,16 +207,51 @@ def build_demo(directory: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def demo_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One demo database per test session (the demo takes seconds); never modified."""
-    return build_demo(tmp_path_factory.mktemp("demo-master") / "demo")
+    """One demo database per test run (the demo takes seconds); never modified."""
+    return built_once(tmp_path_factory, "demo", build_demo)
 
 
 @pytest.fixture
 def demo(demo_master: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A private copy of the demo directory (registry, git, database), clock pinned."""
-    import shutil
-
     copy = tmp_path / "demo"
     shutil.copytree(demo_master, copy, symlinks=True)
     monkeypatch.setenv("EVALOPS_NOW", PINNED_NOW)
     return copy
+
+
+# ----------------------------------------------------------- parallel runs (pytest-xdist)
+#
+# `make test` runs `pytest -n auto --dist loadgroup`: tests go one by one to whichever worker
+# is free, except that the tests sharing a module- or class-scoped fixture stay together
+# (one worker builds that fixture once). The longest groups and the tests marked slow or
+# load are handed out first, so no worker is left with a long one at the end.
+
+_WIDE_SCOPES = ("module", "class", "package")
+
+
+def _group_of(item: pytest.Item) -> str | None:
+    """The module whose shared (module- or class-scoped) fixture this test uses, if any."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for defs in info.name2fixturedefs.values():
+        if any(d.scope in _WIDE_SCOPES for d in defs):
+            return item.nodeid.split("::", 1)[0]
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    groups: dict[str, int] = {}
+    for item in items:
+        group = _group_of(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+            groups[group] = groups.get(group, 0) + 1
+
+    def weight(item: pytest.Item) -> int:
+        if item.get_closest_marker("slow") or item.get_closest_marker("load"):
+            return 0
+        return 1 if _group_of(item) is not None else 2
+
+    items.sort(key=weight)  # stable: the order within a group and a module is kept

@@ -3,21 +3,54 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import io
 import json
 import os
 import shutil
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import git
+import pytest
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_REGISTRY = REPO_ROOT / "registry"
+
+
+def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """A fixture directory built once per test run, even across xdist workers.
+
+    `build(path)` creates `path` (it does not exist yet). Under pytest-xdist the first
+    worker to arrive builds it under a lock; every worker then takes its own copy (so that
+    a SQLite reader in one worker never races a copy in another). Tests must copy the
+    returned directory before changing anything in it.
+    """
+    mine = factory.mktemp(name) / name
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:
+        build(mine)
+        return mine
+    shared = factory.getbasetemp().parent  # common to every worker of this run
+    path = shared / f"built-{name}" / name
+    marker = shared / f"built-{name}.done"
+    with open(shared / f"built-{name}.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if not marker.exists():
+                if path.parent.exists():
+                    shutil.rmtree(path.parent)  # a build that failed half-way
+                path.parent.mkdir()
+                build(path)
+                marker.touch()
+            shutil.copytree(path, mine, symlinks=True)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+    return mine
 
 
 @dataclass
@@ -160,6 +193,18 @@ def sqlite_fingerprint(db_path: Path) -> str:
     finally:
         con.close()
     return h.hexdigest()
+
+
+def _build_real_clock_demo(root: Path) -> None:
+    from evalops.services.demo import run_demo
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        run_demo(root)
+
+
+def real_clock_demo(factory: pytest.TempPathFactory) -> Path:
+    """The finished demo on the real clock, built once per run: copy it before changing it."""
+    return built_once(factory, "demo-real-clock", _build_real_clock_demo)
 
 
 def run_quiet(*args: str, cwd: Path, db: str | None = None, actor: str) -> tuple[int, str]:

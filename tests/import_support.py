@@ -19,7 +19,14 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import EXAMPLE_REGISTRY, REPO_ROOT, commit_all, run_quiet, write_yaml
+from tests.helpers import (
+    EXAMPLE_REGISTRY,
+    REPO_ROOT,
+    built_once,
+    commit_all,
+    run_quiet,
+    write_yaml,
+)
 
 ACTOR = "importer-tests@example.com"
 DB = Path(".evalops") / "registry.db"
@@ -41,23 +48,26 @@ SAMPLE_TASKS = {
 _CACHE: dict[str, Path] = {}
 
 
+def _generate_logs(out: Path) -> None:
+    out.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("INSPECT_", "EVALOPS_"))}
+    env["INSPECT_LOG_DIR"] = str(out / "unused")
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.importer_tasks.generate", str(out)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def inspect_logs(factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Run the refund task (tests/importer_tasks) with mockllm, once per session."""
     if "logs" not in _CACHE:
-        out = factory.mktemp("inspect-logs")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("INSPECT_", "EVALOPS_"))}
-        env["INSPECT_LOG_DIR"] = str(out / "unused")
-        done = subprocess.run(
-            [sys.executable, "-m", "tests.importer_tasks.generate", str(out)],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        _CACHE["logs"] = out
+        _CACHE["logs"] = built_once(factory, "inspect-logs", _generate_logs)
     out = _CACHE["logs"]
     return {"eval": out / "refund.eval", "json": out / "refund.json", "edited": out / "edited.json"}
 
@@ -93,12 +103,15 @@ def promptfoo_map_text() -> str:
 
 
 def import_base(factory: pytest.TempPathFactory) -> Path:
-    if "base" in _CACHE:
-        return _CACHE["base"]
-    root = factory.mktemp("import-base")
-    code, output = run_quiet("demo", "--dir", str(root / "ws"), cwd=root, actor=ACTOR)
+    if "base" not in _CACHE:
+        _CACHE["base"] = built_once(factory, "ws", _build_import_base)
+    return _CACHE["base"]
+
+
+def _build_import_base(ws: Path) -> None:
+    root = ws.parent
+    code, output = run_quiet("demo", "--dir", str(ws), cwd=root, actor=ACTOR)
     assert code == 0, output
-    ws = root / "ws"
     executions = ws / "registry" / "executions"
     write_yaml(
         executions / "inspect-mock.yaml",
@@ -134,8 +147,6 @@ def import_base(factory: pytest.TempPathFactory) -> Path:
     for args in (("sync",), *(("promote", t, "--to", SUPPORT_SUITE) for t in SUPPORT_TASKS)):
         code, output = run_quiet(*args, cwd=ws, actor=ACTOR)
         assert code == 0, output
-    _CACHE["base"] = ws
-    return ws
 
 
 def copy_workspace(base: Path, dest: Path) -> Path:

@@ -8,9 +8,7 @@ rulings of DESIGN.md section 14.
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import io
 import json
 import shutil
 import time
@@ -25,7 +23,13 @@ import yaml
 from evalops.domain import digests
 from evalops.domain.vocabulary import format_timestamp
 from tests.conftest import Cli
-from tests.helpers import EXAMPLE_REGISTRY, commit_all, sqlite_fingerprint, write_yaml
+from tests.helpers import (
+    EXAMPLE_REGISTRY,
+    commit_all,
+    real_clock_demo,
+    sqlite_fingerprint,
+    write_yaml,
+)
 from tests.trial_factory import write_jsonl
 
 SUITE = "regression/core"
@@ -37,14 +41,9 @@ _DEMO: dict[str, Path] = {}
 
 
 def _demo_base(factory: pytest.TempPathFactory) -> Path:
-    """The finished demo, built once per worker (copy it before changing it)."""
+    """The finished demo (real clock), built once per run (copy it before changing it)."""
     if "base" not in _DEMO:
-        from evalops.services.demo import run_demo
-
-        root = factory.mktemp("demo-base") / "demo"
-        with contextlib.redirect_stdout(io.StringIO()):
-            run_demo(root)
-        _DEMO["base"] = root
+        _DEMO["base"] = real_clock_demo(factory)
     return _DEMO["base"]
 
 

@@ -11,8 +11,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
 import shutil
@@ -30,6 +28,7 @@ from evalops.registry.load import parse_json, parse_record
 from evalops.services.ingest import _canonical_forms
 from evalops.store.rowdigest import PLAIN, TIMESTAMP, cell, line_of
 from tests.conftest import Cli
+from tests.helpers import real_clock_demo
 
 SAFE = 2**53 - 1
 numbers = (
@@ -163,12 +162,11 @@ def _inputs(demo: Path, *, everything: bool) -> dict[str, Any]:
         engine.dispose()
 
 
-def test_gate_inputs_equal_a_full_rederivation(tmp_path: Path, cli: Cli) -> None:
-    from evalops.services.demo import run_demo
-
+def test_gate_inputs_equal_a_full_rederivation(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, cli: Cli
+) -> None:
     demo = tmp_path / "demo"
-    with contextlib.redirect_stdout(io.StringIO()):
-        run_demo(demo)
+    shutil.copytree(real_clock_demo(tmp_path_factory), demo, symlinks=True)
     assert _inputs(demo, everything=False) == _inputs(demo, everything=True)
     # Change the evidence behind stored classifications: a review of a queued pair, an
     # invalidated calibration (the pinned judge's state changes for every support trial).

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -44,38 +43,61 @@ class Measured:
     wall_seconds: float
 
 
-def _cap_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_CAP, ADDRESS_SPACE_CAP))
+# The child is started from a small Python process rather than from the test process: a
+# forked child's peak RSS starts at its parent's resident size, and a pytest worker that ran
+# big tests before this one can hold hundreds of MB (pytest-xdist runs tests in any order).
+_PROBE = """
+import json, os, resource, subprocess, sys
+cap, result, *argv = sys.argv[1:]
+def limit():
+    resource.setrlimit(resource.RLIMIT_AS, (int(cap), int(cap)))
+proc = subprocess.Popen(argv, preexec_fn=limit)
+_, status, usage = os.wait4(proc.pid, 0)
+with open(result, "w") as out:
+    json.dump({"code": os.waitstatus_to_exitcode(status),
+               "cpu": usage.ru_utime + usage.ru_stime, "rss_kib": usage.ru_maxrss}, out)
+"""
 
 
 def measure(*args: str, cwd: Path) -> Measured:
     """Run `evalops ARGS` in a child process; its exit code, output, CPU time and peak RSS."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
     env["EVALOPS_ACTOR"] = "hostile@example.com"
+    result = cwd / ".measured.json"
     started = time.monotonic()
     with (
         open(cwd / ".out", "w+b") as out,
         open(cwd / ".err", "w+b") as err,
     ):
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "evalops", *args],
+        subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                _PROBE,
+                str(ADDRESS_SPACE_CAP),
+                str(result),
+                sys.executable,
+                "-m",
+                "evalops",
+                *args,
+            ],
             cwd=cwd,
             env=env,
             stdout=out,
             stderr=err,
-            preexec_fn=_cap_memory,  # noqa: PLW1509 (no threads in the parent at this point)
+            check=True,
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode()
+    child = json.loads(result.read_text(encoding="utf-8"))
+    result.unlink()
     return Measured(
-        proc.returncode,
+        child["code"],
         stdout,
         stderr,
-        usage.ru_utime + usage.ru_stime,
-        usage.ru_maxrss / 1024,  # kilobytes on Linux
+        child["cpu"],
+        child["rss_kib"] / 1024,  # kilobytes on Linux
         time.monotonic() - started,
     )
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import shutil
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +34,7 @@ import pytest
 import rfc8785
 
 from evalops.services.ingest import BATCH_SIZE, MAX_LINE_BYTES
-from tests.conftest import Cli
+from tests.conftest import Cli, evalops_test_env, run_quietly
 from tests.helpers import (
     MINI_EXECUTION,
     MINI_GRADERS,
@@ -593,15 +594,26 @@ CASES: list[Bad] = [
 # --------------------------------------------------------------------------- fixtures and helpers
 
 
+@pytest.fixture(scope="session")
+def two_tasks_master(workspace_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The mini registry plus other-task (with its own grader set other-graders), committed,
+    initialized and synced once per test process."""
+    root = tmp_path_factory.mktemp("two-tasks-master") / "ws"
+    shutil.copytree(workspace_master, root, symlinks=True)
+    write_yaml(root / "registry" / "tasks" / "other-task.yaml", OTHER_TASK)
+    write_yaml(root / "registry" / "graders" / "other-graders.yaml", OTHER_GRADERS)
+    commit_all(root, "add other-task")
+    with evalops_test_env():
+        run_quietly(["init"], root)
+        run_quietly(["sync"], root)
+    return root
+
+
 @pytest.fixture
-def two_tasks(workspace: Path, cli: Cli) -> Path:
-    """The mini registry plus other-task (with its own grader set other-graders), synced."""
-    write_yaml(workspace / "registry" / "tasks" / "other-task.yaml", OTHER_TASK)
-    write_yaml(workspace / "registry" / "graders" / "other-graders.yaml", OTHER_GRADERS)
-    commit_all(workspace, "add other-task")
-    assert cli("init", cwd=workspace).code == 0
-    sync = cli("sync", cwd=workspace)
-    assert sync.code == 0, sync.stdout + sync.stderr
+def two_tasks(workspace: Path, two_tasks_master: Path) -> Path:
+    """`workspace` plus other-task and other-graders (committed), initialized and synced: a
+    private copy of `two_tasks_master`."""
+    shutil.copytree(two_tasks_master, workspace, symlinks=True, dirs_exist_ok=True)
     return workspace
 
 

@@ -90,8 +90,14 @@ def _lock_held(url: str) -> bool:
     engine = create_engine(_engine_url(url))
     try:
         with engine.connect() as conn:
+            # This database's locks only: other tests (other xdist workers) run in their own
+            # databases on the same server at the same time.
             held = conn.execute(
-                text("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted")
+                text(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                    " AND database = (SELECT oid FROM pg_database"
+                    " WHERE datname = current_database())"
+                )
             ).scalar_one()
             return bool(held)
     finally:

@@ -1,7 +1,5 @@
 """`evalops calibration record|status|list|show|invalidate` and `evalops review list|resolve`."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from evalops.store.engine import DEFAULT_URL
+from evalops.store.defaults import DEFAULT_URL
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -1,7 +1,5 @@
 """`evalops init` and `evalops db upgrade|downgrade|current|check`."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

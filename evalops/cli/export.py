@@ -1,7 +1,5 @@
 """`evalops export junit|otel|summary|attestation` and `evalops verify-attestation`."""
 
-from __future__ import annotations
-
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -11,7 +9,6 @@ import typer
 from evalops.cli.context import JsonFlag, echo_lines, emit, note, now, settings
 from evalops.cli.output import OutputOption, write_output
 from evalops.errors import InputError
-from evalops.report.text import visible
 
 export_app = typer.Typer(
     help="Exports of a stored gate decision: JUnit XML, OTLP JSON logs, RFC 0244 "
@@ -148,6 +145,8 @@ def verify_attestation(
         f"verified: {predicate.get('gate_id')} {str(predicate.get('decision')).upper()} "
         f"for {subject.get('name')} (sha256:{subject['digest']['sha256']})"
     )
+    from evalops.report.text import visible
+
     emit(ctx, data, echo_lines([visible(line)]))
 
 

@@ -1,7 +1,5 @@
 """`evalops gate check|show|list|replay`, `evalops waiver grant|list|revoke`, `evalops compare`."""
 
-from __future__ import annotations
-
 import re
 from datetime import timedelta
 from pathlib import Path

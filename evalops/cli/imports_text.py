@@ -1,7 +1,5 @@
 """Human rendering of `evalops trials import` results (the --json shape is the data)."""
 
-from __future__ import annotations
-
 import re
 from typing import Any
 

@@ -1,7 +1,5 @@
 """`evalops incident open|confirm|link|close|list|show`."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

@@ -1,7 +1,5 @@
 """The `evalops` command: global options, sub-commands, and errors -> exit codes."""
 
-from __future__ import annotations
-
 import os
 import sys
 from pathlib import Path
@@ -15,6 +13,7 @@ from evalops.cli import (
     calibration,
     db,
     export,
+    fastparams,
     gate,
     incident,
     new,
@@ -27,7 +26,7 @@ from evalops.cli import (
 )
 from evalops.cli.context import Settings, flush_stdout, print_json, settings, shown
 from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError, RejectedRecords
-from evalops.store.engine import DEFAULT_URL
+from evalops.store.defaults import DEFAULT_URL
 
 
 def _error_json(error: EvalopsError, code: int) -> dict[str, Any]:
@@ -61,20 +60,26 @@ class EvalopsGroup(TyperGroup):
     """Maps every EvalopsError raised below it to its exit code, without a traceback."""
 
     def invoke(self, ctx: Any) -> Any:
-        from evalops.store.engine import WriterBusy
-
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
             # Commands that know what a stop leaves behind say so themselves (ingest).
             sys.stderr.write("interrupted\n")
             ctx.exit(130)
-        except (EvalopsError, WriterBusy) as raised:
+        except Exception as raised:
+            # The engine module is not imported here (the CLI starts without it): if it
+            # raised WriterBusy, it is loaded already.
+            engine = sys.modules.get("evalops.store.engine")
+            busy = engine is not None and isinstance(raised, engine.WriterBusy)
+            if not (isinstance(raised, EvalopsError) or busy):
+                raise
             error = raised if isinstance(raised, EvalopsError) else BusyError(str(raised))
             obj = ctx.find_root().obj
             _report(error, isinstance(obj, Settings) and obj.json)
             ctx.exit(error.exit_code)
 
+
+HELP_NAMES = ["-h", "--help"]
 
 app = typer.Typer(
     cls=EvalopsGroup,
@@ -89,7 +94,7 @@ app = typer.Typer(
     pretty_exceptions_show_locals=False,
     add_completion=False,
     rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
+    context_settings={"help_option_names": HELP_NAMES},
 )
 
 
@@ -172,6 +177,8 @@ verify.register(app)
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (1 for an unexpected internal error)."""
     command = typer.main.get_command(app)
+    # Ordinary option values parse without pydantic: `--help` and simple commands start fast.
+    fastparams.install_tree(command, HELP_NAMES)
     as_json = "--json" in (argv if argv is not None else sys.argv[1:])
     try:
         result = command.main(args=argv, prog_name="evalops", standalone_mode=False)

@@ -1,7 +1,5 @@
 """`evalops new task|grader-set|execution|suite|policy ID`: commented starter files."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Literal
 

@@ -1,7 +1,5 @@
 """Writing a rendered report or export: to a file (atomically) or to stdout (`-`)."""
 
-from __future__ import annotations
-
 import os
 import sys
 import tempfile

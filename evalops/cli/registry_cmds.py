@@ -1,7 +1,5 @@
 """`evalops validate`, `digest`, `sync` and `schema export`: registry files in, digests out."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

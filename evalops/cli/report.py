@@ -1,7 +1,5 @@
 """`evalops report audit|suite`: audit reports and suite cards (read-only)."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

@@ -1,7 +1,5 @@
 """`evalops suite list|show|coverage`, `evalops promote`, `evalops retire`."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

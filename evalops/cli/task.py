@@ -1,7 +1,5 @@
 """`evalops task list|show`."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 import typer

@@ -1,7 +1,5 @@
 """`evalops trials ingest|list|show|reconcile` and `evalops trajectory grade`."""
 
-from __future__ import annotations
-
 import json
 import sys
 from pathlib import Path

@@ -1,7 +1,5 @@
 """`evalops verify` and `evalops demo`."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

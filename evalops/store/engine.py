@@ -16,7 +16,6 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlmodel import Session, create_engine
 
-DEFAULT_URL = "sqlite:///.evalops/registry.db"
 # The advisory lock that serializes every writer of one PostgreSQL registry.
 WRITER_LOCK_KEY = 0x6576616C6F7073  # "evalops"
 _WRITE = "evalops_write"

@@ -1,0 +1,77 @@
+"""Issue 13 P6: the CLI starts instantly. `python -m benchmarks.cli_start [--runs 7]`
+
+Three commands, each in a fresh process, against the floor `python -c "import typer"` (the
+least any typer CLI can cost): `evalops --help`, `evalops gate check --help` and
+`evalops validate registry` (the 17-file example registry). Target: each within 2.0x of the
+floor, in CPU time (the child's own user + system time, so other load on the machine does
+not count) and in wall time. Figures are medians of `--runs` rounds (at least 5); a round
+runs the floor and the three commands one after another, so a burst of load hits all four.
+
+Whole processes are measured, interpreter start-up included (what a user waits for). The
+package is byte-compiled first, as `pip install` of the wheel would have done: with
+PYTHONDONTWRITEBYTECODE set, an editable install would otherwise recompile evalops's
+modules on every start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import sys
+from pathlib import Path
+
+from benchmarks.measure import medians, process
+from benchmarks.perf import figure
+from benchmarks.workload import REPO
+
+TARGET = 2.0
+FLOOR = [sys.executable, "-c", "import typer"]
+EVALOPS = [sys.executable, "-m", "evalops"]
+COMMANDS = {
+    "evalops --help": [*EVALOPS, "--help"],
+    "evalops gate check --help": [*EVALOPS, "gate", "check", "--help"],
+    "evalops validate registry": [*EVALOPS, "validate", "registry"],
+}
+
+
+def _fmt(m: dict[str, float]) -> str:
+    return f"cpu {m['cpu'] * 1000:.0f} ms wall {m['wall'] * 1000:.0f} ms"
+
+
+def p6_cli_start(runs: int = 7) -> bool:
+    runs = max(runs, 5)
+    compileall.compile_dir(REPO / "evalops", quiet=1)
+    samples: dict[str, list[dict[str, float]]] = {"floor": [], **{k: [] for k in COMMANDS}}
+    for round_ in range(runs + 1):  # the first round only warms the page cache
+        for name, argv in (("floor", FLOOR), *COMMANDS.items()):
+            result = process(argv, cwd=REPO)
+            if round_:
+                samples[name].append(result)
+    floor = medians(samples["floor"])
+    print(f"  P6 floor `python -c 'import typer'`: {_fmt(floor)} (median of {runs})")
+    ok = True
+    for name in COMMANDS:
+        ours = medians(samples[name])
+        detail = f"{_fmt(ours)}; floor {_fmt(floor)}"
+        ok &= figure(f"P6 {name}, CPU / import typer", ours["cpu"] / floor["cpu"], TARGET, detail)
+        ok &= figure(
+            f"P6 {name}, wall / import typer", ours["wall"] / floor["wall"], TARGET, detail
+        )
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--runs", type=int, default=7, help="rounds (at least 5)")
+    args = parser.parse_args()
+    print(
+        f"CLI start-up ({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, "
+        f"{Path(sys.executable).name} {sys.version.split()[0]})",
+        flush=True,
+    )
+    return 0 if p6_cli_start(args.runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
