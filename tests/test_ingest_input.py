@@ -3,6 +3,7 @@ exit code; progress outside a terminal and Ctrl-C; stdin, gzip and zstd input.""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
@@ -11,6 +12,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -221,20 +223,39 @@ def test_progress_none_and_a_bad_mode(
 def test_sigint_during_ingest_stores_nothing(synced: Path) -> None:
     db = synced / ".evalops" / "registry.db"
     before = sqlite_fingerprint(db)
-    path = write_jsonl(synced / "big.jsonl", _records(synced, 20000))
+    path = write_jsonl(synced / "big.jsonl", _records(synced, 2000))
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "EVALOPS_PROGRESS_INTERVAL": "0"}
+    # The records arrive on a pipe that stays open, so the ingest is still under way (it
+    # waits for more input) however fast it is: the interrupt never races its commit.
     proc = subprocess.Popen(
-        [sys.executable, "-m", "evalops", "trials", "ingest", str(path), "--progress", "plain"],
-        cwd=synced, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        [sys.executable, "-m", "evalops", "trials", "ingest", "-", "--progress", "plain"],
+        cwd=synced, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )  # fmt: skip
-    assert proc.stderr is not None
+    assert proc.stdin is not None and proc.stderr is not None
+    stdin = proc.stdin
+
+    def feed() -> None:  # a thread: the child's stderr is read below while it is fed
+        with contextlib.suppress(BrokenPipeError):
+            stdin.write(path.read_bytes())
+            stdin.flush()
+
+    feeder = threading.Thread(target=feed, daemon=True)
+    feeder.start()
     # Wait until the ingest is under way (a progress line past the first hundred lines).
     for raw in proc.stderr:
         match = re.match(rb"ingesting: ([\d,]+) lines, ", raw)
         if match and int(match.group(1).replace(b",", b"")) > 100:
             break
     proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    feeder.join(timeout=60)
+    with contextlib.suppress(BrokenPipeError):
+        stdin.close()
+    proc.stderr.close()
+    if proc.stdout is not None:
+        proc.stdout.close()
     assert proc.returncode == 130, err.decode()[-2000:]
     assert b"interrupted: nothing was stored" in err
     assert b"Traceback" not in err
