@@ -227,11 +227,17 @@ def test_sigint_during_ingest_stores_nothing(synced: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "EVALOPS_PROGRESS_INTERVAL": "0"}
     # The records arrive on a pipe that stays open, so the ingest is still under way (it
     # waits for more input) however fast it is: the interrupt never races its commit.
+    # A pytest-xdist worker ignores SIGINT and a child inherits that: restore the default,
+    # as in a shell, so that Ctrl-C reaches evalops as it would a user's.
     proc = subprocess.Popen(
         [sys.executable, "-m", "evalops", "trials", "ingest", "-", "--progress", "plain"],
         cwd=synced, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # noqa: PLW1509
     )  # fmt: skip
+    # Never hang the suite: a child still running after two minutes is killed (and fails).
+    watchdog = threading.Timer(120, proc.kill)
+    watchdog.start()
     assert proc.stdin is not None and proc.stderr is not None
     stdin = proc.stdin
 
@@ -250,6 +256,7 @@ def test_sigint_during_ingest_stores_nothing(synced: Path) -> None:
     proc.send_signal(signal.SIGINT)
     err = proc.stderr.read()
     proc.wait(timeout=60)
+    watchdog.cancel()
     feeder.join(timeout=60)
     with contextlib.suppress(BrokenPipeError):
         stdin.close()
