@@ -366,7 +366,7 @@ def test_a_waiver_for_a_build_no_execution_profile_names_is_exit_2(demo: Path, c
     before = sqlite_fingerprint(demo / DB)
     result = cli("--json", "waiver", "grant", "--task", "support-refund-policy-explanation",
                  "--suite", "regression/core", "--states", "task_fail", "--build", "no-such",
-                 "--owner", "o", "--reason", "r", "--expires", "2026-12-10T00:00:00Z",
+                 "--owner", "o", "--reason", "r", "--expires", "7d",
                  cwd=demo)  # fmt: skip
     assert result.code == 2
     assert _one_json_error(result.stdout, 2)["field"] == "--build"

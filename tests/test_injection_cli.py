@@ -62,7 +62,7 @@ def _populate(cli: Cli, demo: Path, texts: list[str]) -> list[str]:
         assert closed.code == 0, (value, closed.stderr)
         granted = cli("--actor", value, "waiver", "grant", "--task", POLICY_TASK, "--suite",
                       SUITE, "--states", "task_fail", "--build", "build-125", "--owner", value,
-                      "--reason", value, "--expires", "2026-12-10T00:00:00Z", cwd=demo)  # fmt: skip
+                      "--reason", value, "--expires", "7d", cwd=demo)  # fmt: skip
         assert granted.code == 0, (value, granted.stderr)
         outputs += [opened.stdout + opened.stderr, closed.stdout, granted.stdout]
     gate = cli("gate", "check", "--build", "build-125", "--suite", SUITE,

@@ -298,7 +298,7 @@ def test_payloads_entered_through_the_cli_reach_the_reports_escaped(
         "--reason",
         reason,
         "--expires",
-        "2026-12-10T00:00:00Z",
+        "7d",
     ]
     assert cli(*waiver, "--task", "support-refund-policy-explanation", cwd=demo).code == 0
     # Refused (a critical task): the refusal, with its owner and reason, is in the report too.

@@ -75,7 +75,7 @@ EXTRA_STEPS: list[tuple[tuple[str, ...], int]] = [
             "--reason",
             "second",
             "--expires",
-            "2026-12-10T00:00:00Z",
+            "7d",
         ),
         0,
     ),
