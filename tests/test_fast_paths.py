@@ -214,3 +214,76 @@ def test_the_originals_lookup_searches_the_run_case_index(
         con.close()
     assert "ix_trial_run_case_index" in plan, plan
     assert "SCAN" not in plan and "ix_trial_parent_trial_id" not in plan, plan
+
+
+# --------------------------------------------- the review queue reads only what can queue
+
+
+def _brute_force_queue(engine: Any) -> list[tuple[str, str, str]]:
+    """Every trial re-derived, the queue taken from each classification (no pre-filter)."""
+    from sqlmodel import select
+
+    from evalops.services.evidence import Definitions, rederive
+    from evalops.store.engine import read_session
+    from evalops.store.tables import Trial
+
+    out = []
+    with read_session(engine) as session:
+        defs = Definitions(session)
+        for trial in session.exec(select(Trial).order_by(Trial.id)):  # type: ignore[arg-type]
+            current = rederive(defs, trial)
+            for grader_id, why in current.review if current else ():
+                out.append((trial.trial_id, grader_id, why))
+    return out
+
+
+def test_the_review_queue_equals_a_rederivation_of_every_trial(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, cli: Cli
+) -> None:
+    """`review list` skips trials whose grader set has no blocking model or human grader;
+    the queue must be the one a re-derivation of every trial gives, before and after a
+    review and a calibration change."""
+    from evalops.services.review import review_queue
+    from evalops.store.engine import make_engine
+
+    demo = tmp_path / "demo"
+    shutil.copytree(real_clock_demo(tmp_path_factory), demo, symlinks=True)
+    engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
+    try:
+
+        def queue() -> list[tuple[str, str, str]]:
+            return [(r["trial_id"], r["grader_id"], r["why"]) for r in review_queue(engine)]
+
+        # Two trials the calibrated judge abstains on: they wait for a person.
+        template = next(
+            json.loads(line)
+            for line in (demo / "registry" / "trials" / "fix-b125.jsonl").read_text().splitlines()
+            if '"reply-quality"' in line
+        )
+        records = []
+        for n in range(2):
+            record = {
+                k: v for k, v in template.items() if k not in ("primary_classification", "rerun")
+            }
+            record.update(trial_id=f"abstained-{n}", run_id="run-review", trial_index=n)
+            record["grader_results"] = [
+                {**g, "state": "abstain"} if g["grader_id"] == "reply-quality" else g
+                for g in template["grader_results"]
+            ]
+            records.append(json.dumps(record))
+        (demo / "abstained.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
+        ingested = cli("trials", "ingest", "abstained.jsonl", cwd=demo)
+        assert ingested.code == 0, ingested.stderr
+        first = queue()
+        assert [t for t, _, _ in first][-2:] == ["abstained-0", "abstained-1"], first
+        assert first == _brute_force_queue(engine)
+        trial_id, grader_id, _ = first[0]
+        assert cli("review", "resolve", trial_id, "--grader", grader_id, "--state",
+                   "task_fail", "--reason", "r", cwd=demo).code == 0  # fmt: skip
+        second = queue()
+        assert second == _brute_force_queue(engine) and len(second) == len(first) - 1
+        assert cli("calibration", "invalidate", "reply-quality", "--reason", "drift",
+                   cwd=demo).code == 0  # fmt: skip
+        assert queue() == _brute_force_queue(engine)
+    finally:
+        engine.dispose()

@@ -12,22 +12,43 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from evalops.errors import InputError, RefusedError
 from evalops.services.evidence import Definitions, rederive
 from evalops.services.trials import show_trial
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
-from evalops.store.tables import ReviewResult, Trial
+from evalops.store.tables import GraderSetRow, ReviewResult, Trial
+
+
+def reviewable_grader_sets(session: Session, defs: Definitions) -> list[str]:
+    """Digests of registered grader sets with a blocking model or human grader."""
+    digests = session.exec(select(GraderSetRow.grader_set_digest).distinct()).all()
+    out = []
+    for digest in digests:
+        found = defs.grader_set(digest)
+        if found and any(g.blocking and g.type in ("model", "human") for g in found[0].graders):
+            out.append(digest)
+    return sorted(out)
 
 
 def review_queue(engine: Engine) -> list[dict[str, Any]]:
     with read_session(engine) as session:
         defs = Definitions(session)
         out = []
-        # Streamed in batches: the queue is small, the trial table is not (flat memory).
-        stmt = select(Trial).order_by(col(Trial.id)).execution_options(yield_per=1000)
+        # Only a blocking model or human grader ever queues a trial (classify._queued), so
+        # trials of other grader sets are never read; the rest stream in batches (the queue
+        # is small, the trial table is not: flat memory).
+        reviewable = reviewable_grader_sets(session, defs)
+        if not reviewable:
+            return []
+        stmt = (
+            select(Trial)
+            .where(col(Trial.grader_set_digest).in_(reviewable))
+            .order_by(col(Trial.id))
+            .execution_options(yield_per=1000)
+        )
         for trial in session.exec(stmt):
             current = rederive(defs, trial)
             if current is None:
