@@ -4,17 +4,22 @@
 
 Parses the same JSONL with `json.loads` and copies the same rows (every column of the
 `trial` table) into a database migrated by evalops, in one transaction, the way
-benchmarks/floor_sqlite.py does for SQLite (see there for what is copied or constant).
+benchmarks/floor_sqlite.py does for SQLite (the row is `floor_rows.trial_values`'s).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 from datetime import UTC, datetime
 
 import psycopg
+
+from benchmarks.floor_rows import trial_values
+
+
+def _timestamp(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
 
 def main(path: str, url: str) -> int:
@@ -39,49 +44,9 @@ def main(path: str, url: str) -> int:
         with cur.copy(copy_sql) as copy, open(path, "rb") as stream:
             for line in stream:
                 record = json.loads(line)
-                calls = record.get("tool_calls", [])
-                stored = {k: v for k, v in record.items() if k != "tool_calls"}
-                text = json.dumps(stored, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-                whole = json.dumps(
-                    record, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+                values = trial_values(
+                    record, row_id=next_id, batch=batch, seq=seq, timestamp=_timestamp
                 )
-                usage = record.get("usage") or {}
-                values = {
-                    "id": next_id,
-                    "trial_id": record["trial_id"],
-                    "run_id": record.get("run_id"),
-                    "attempt_id": record.get("attempt_id"),
-                    "task_id": record["task_id"],
-                    "task_digest": record["task_digest"],
-                    "execution_digest": record["execution_digest"],
-                    "grader_set_digest": record["grader_set_digest"],
-                    "eval_case_digest": record.get("eval_case_digest") or "",
-                    "trial_index": record["trial_index"],
-                    "started_at": datetime.fromisoformat(
-                        record["started_at"].replace("Z", "+00:00")
-                    ),
-                    "completed_at": datetime.fromisoformat(
-                        record["completed_at"].replace("Z", "+00:00")
-                    ),
-                    "record_digest": "sha256:" + hashlib.sha256(whole.encode()).hexdigest(),
-                    "record": text,
-                    "stored_digest": "sha256:" + hashlib.sha256(text.encode()).hexdigest(),
-                    "classification": record.get("primary_classification") or "task_pass",
-                    "secondary_labels": "[]",
-                    "score": 1.0,
-                    "gating_score": 1.0,
-                    "trajectory": None,
-                    "efficiency": json.dumps(
-                        {
-                            "toolCallCount": len(calls),
-                            "inputTokens": usage.get("input_tokens", 0),
-                        }
-                    ),
-                    "parent_trial_id": (record.get("rerun") or {}).get("parent_trial_id"),
-                    "rerun_reason": (record.get("rerun") or {}).get("reason"),
-                    "ingest_batch_id": batch,
-                    "audit_seq": seq,
-                }
                 copy.write_row([values[c] for c in columns])
                 next_id += 1
                 count += 1

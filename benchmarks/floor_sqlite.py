@@ -4,22 +4,20 @@
 
 Parses the same JSONL with `json.loads` and inserts the same rows (every column of the
 `trial` table, one `ingest_batch` row) into the same tables and indexes of a database
-migrated by evalops, with `executemany` in one transaction. Text columns are the record
-without `tool_calls` as sorted compact JSON and sha256 digests of it; what evalops derives
-(classification, scores, trajectory) is copied from the record or set to constants, since
-the floor measures what parsing and storing cost, not what deciding costs. Prints the CPU
-seconds it used as JSON.
+migrated by evalops, with `executemany` in one transaction (the row is
+`floor_rows.trial_values`'s). Prints the CPU seconds it used as JSON.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import resource
 import sqlite3
 import sys
 import time
 from datetime import UTC, datetime
+
+from benchmarks.floor_rows import trial_values
 
 
 def _ts(text: str) -> str:
@@ -44,46 +42,7 @@ def main(path: str, database: str) -> dict[str, float]:
     with open(path, "rb") as stream:
         for line in stream:
             record = json.loads(line)
-            calls = record.get("tool_calls", [])
-            stored = {k: v for k, v in record.items() if k != "tool_calls"}
-            text = json.dumps(stored, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-            whole = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-            usage = record.get("usage") or {}
-            values = {
-                "id": next_id,
-                "trial_id": record["trial_id"],
-                "run_id": record.get("run_id"),
-                "attempt_id": record.get("attempt_id"),
-                "task_id": record["task_id"],
-                "task_digest": record["task_digest"],
-                "execution_digest": record["execution_digest"],
-                "grader_set_digest": record["grader_set_digest"],
-                "eval_case_digest": record.get("eval_case_digest") or "",
-                "trial_index": record["trial_index"],
-                "started_at": _ts(record["started_at"]),
-                "completed_at": _ts(record["completed_at"]),
-                "record_digest": "sha256:" + hashlib.sha256(whole.encode()).hexdigest(),
-                "record": text,
-                "stored_digest": "sha256:" + hashlib.sha256(text.encode()).hexdigest(),
-                "classification": record.get("primary_classification") or "task_pass",
-                "secondary_labels": "[]",
-                "score": 1.0,
-                "gating_score": 1.0,
-                "trajectory": None,
-                "efficiency": json.dumps(
-                    {
-                        "inputTokens": usage.get("input_tokens", 0),
-                        "modelCallCount": usage.get("model_calls", 0),
-                        "outputTokens": usage.get("output_tokens", 0),
-                        "toolCallCount": len(calls),
-                    },
-                    separators=(",", ":"),
-                ),
-                "parent_trial_id": (record.get("rerun") or {}).get("parent_trial_id"),
-                "rerun_reason": (record.get("rerun") or {}).get("reason"),
-                "ingest_batch_id": batch,
-                "audit_seq": seq,
-            }
+            values = trial_values(record, row_id=next_id, batch=batch, seq=seq, timestamp=_ts)
             rows.append([values[c] for c in columns])
             next_id += 1
             count += 1

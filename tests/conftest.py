@@ -159,6 +159,16 @@ def _pg_reachable() -> str | None:
         return str(exc).strip()
 
 
+def require_postgres() -> None:
+    """Fail in CI (CI=true: PostgreSQL tests must run), skip elsewhere, when the server at
+    PG_ADMIN_URL is unreachable."""
+    problem = _pg_reachable()
+    if problem is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"PostgreSQL is required in CI and unreachable: {problem}")
+        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN_URL}: {problem}")
+
+
 @pytest.fixture
 def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh, empty PostgreSQL database for one test, dropped afterwards.
@@ -169,11 +179,7 @@ def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
 
     import psycopg
 
-    problem = _pg_reachable()
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"PostgreSQL is required in CI and unreachable: {problem}")
-        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN_URL}: {problem}")
+    require_postgres()
     name = f"evalops_test_{uuid.uuid4().hex[:12]}"
     admin = PG_ADMIN_URL.replace("+psycopg", "")
     with psycopg.connect(admin, autocommit=True) as conn:

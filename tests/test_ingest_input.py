@@ -159,7 +159,8 @@ def test_ingest_reads_dev_stdin(synced: Path) -> None:
 
 
 def _zstd(data: bytes) -> bytes:
-    zstandard = pytest.importorskip("zstandard")
+    import zstandard  # a dependency of evalops (pyproject.toml)
+
     compressed: bytes = zstandard.ZstdCompressor().compress(data)
     return compressed
 

@@ -32,7 +32,7 @@ from sqlmodel import SQLModel
 
 import evalops.store.tables  # noqa: F401  (registers every table in the metadata)
 from evalops.store.types import UTCDateTime
-from tests.conftest import PG_ADMIN_URL, PINNED_NOW, _pg_reachable, build_demo
+from tests.conftest import PG_ADMIN_URL, PINNED_NOW, build_demo, require_postgres
 from tests.helpers import copy_rows
 
 POLICY_TASK = "support-refund-policy-explanation"
@@ -276,11 +276,7 @@ class PostgresCopies(Copies):
 @pytest.fixture(scope="module")
 def pg_template(populated: Path) -> Iterator[str]:
     """A PostgreSQL template database holding the populated registry's rows."""
-    problem = _pg_reachable()
-    if problem is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"PostgreSQL is required in CI and unreachable: {problem}")
-        pytest.skip(f"PostgreSQL not reachable at {PG_ADMIN_URL}: {problem}")
+    require_postgres()
     name = f"evalops_tamper_tpl_{uuid.uuid4().hex[:8]}"
     with _admin() as conn:
         conn.execute(f'CREATE DATABASE "{name}"')

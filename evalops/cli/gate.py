@@ -89,10 +89,9 @@ def _compact(tasks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
     are what a reader is looking for), then passing ones, up to TASK_ROWS rows."""
     if len(tasks) <= TASK_ROWS:
         return tasks, 0
-    plain = [t for t in tasks if t["effect"] == "pass" and not t["waiver_id"]]
-    others = [t for t in tasks if not (t["effect"] == "pass" and not t["waiver_id"])]
-    shown = (others + plain)[:TASK_ROWS]
-    return shown, len(tasks) - len(shown)
+    # A stable sort keeps the decision's order within each group.
+    shown = sorted(tasks, key=lambda t: t["effect"] == "pass" and not t["waiver_id"])
+    return shown[:TASK_ROWS], len(tasks) - TASK_ROWS
 
 
 def _states(tasks: list[dict[str, Any]], shown: list[dict[str, Any]]) -> list[str]:

@@ -29,24 +29,29 @@ from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError, RejectedRecor
 from evalops.store.defaults import DEFAULT_URL
 
 
-def _error_json(error: EvalopsError, code: int) -> dict[str, Any]:
-    return {
-        "code": code,
-        "message": error.message,
-        "file": error.file,
-        "line": error.line,
-        "field": error.field,
-    }
+def _error_json(
+    code: int,
+    message: str,
+    file: str | None = None,
+    line: int | None = None,
+    field: str | None = None,
+) -> dict[str, Any]:
+    """The contract's `--json` error object (DESIGN section 11)."""
+    return {"code": code, "message": message, "file": file, "line": line, "field": field}
+
+
+def _of(error: EvalopsError, code: int) -> dict[str, Any]:
+    return _error_json(code, error.message, error.file, error.line, error.field)
 
 
 def _report(error: EvalopsError, as_json: bool) -> None:
     rejected = error if isinstance(error, RejectedRecords) else None
     several = getattr(error, "errors", ()) or ()
     if as_json:
-        headline = _error_json(error, error.exit_code)
+        headline = _of(error, error.exit_code)
         if several and rejected is None:
             # Every problem, each with its own file, line and field (the headline is first).
-            headline["errors"] = [_error_json(one, error.exit_code) for one in several]
+            headline["errors"] = [_of(one, error.exit_code) for one in several]
         print_json({"error": headline, **(rejected.json_extra() if rejected else {})})
     if rejected is not None:
         for text in rejected.human_lines():
@@ -196,16 +201,14 @@ def main(argv: list[str] | None = None) -> int:
             usage_code: int = exc.exit_code  # type: ignore[attr-defined]
             if as_json:
                 message = shown(exc.format_message())  # type: ignore[attr-defined]
-                print_json({"error": {"code": usage_code, "message": message, "file": None,
-                                      "line": None, "field": None}})  # fmt: skip
+                print_json({"error": _error_json(usage_code, message)})
             exc.show()  # type: ignore[attr-defined]
             return usage_code
         if os.environ.get("EVALOPS_DEBUG"):
             raise
         message = shown(f"internal error: {type(exc).__name__}: {exc}")
         if as_json:
-            print_json({"error": {"code": EXIT_INTERNAL, "message": message, "file": None,
-                                  "line": None, "field": None}})  # fmt: skip
+            print_json({"error": _error_json(EXIT_INTERNAL, message)})
         sys.stderr.write(
             f"{message}\n"
             "(this is a bug in evalops; run again with EVALOPS_DEBUG=1 for the traceback)\n"
