@@ -198,6 +198,11 @@ def p2_ingest_postgres(records: int, runs: int) -> bool:
 # ---------------------------------------------------------------------- P3 / P5 / P7
 
 
+def _report_audit(out: str) -> list[str]:
+    """The HTML audit report of the first stored decision, written to `out`."""
+    return ["evalops", "report", "audit", "--gate", "GATE-1", "--format", "html", "-o", out]
+
+
 def _read_commands(ws: Path) -> dict[str, list[str]]:
     report = str(WORK / "p3-report.html")
     return {
@@ -214,17 +219,7 @@ def _read_commands(ws: Path) -> dict[str, list[str]]:
         "verify": ["evalops", "verify"],
         "trials list": ["evalops", "trials", "list", "--limit", "50"],
         "review list": ["evalops", "review", "list", "--limit", "50"],
-        "report audit": [
-            "evalops",
-            "report",
-            "audit",
-            "--gate",
-            "GATE-1",
-            "--format",
-            "html",
-            "-o",
-            report,
-        ],
+        "report audit": _report_audit(report),
     }
 
 
@@ -340,17 +335,7 @@ def p4_p5(runs: int) -> bool:
     }
     for name, argv in {
         "verify": ["evalops", "verify"],
-        "report audit": [
-            "evalops",
-            "report",
-            "audit",
-            "--gate",
-            "GATE-1",
-            "--format",
-            "html",
-            "-o",
-            str(WORK / "p5-report.html"),
-        ],
+        "report audit": _report_audit(str(WORK / "p5-report.html")),
     }.items():
         pair = []
         for ws in (one, ten):
