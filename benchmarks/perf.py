@@ -11,7 +11,9 @@ Databases are built once under build/bench/ and reused by later runs.
 - P1 ingest, SQLite: N records, evalops CPU / floor CPU <= 2.0.
 - P2 ingest, PostgreSQL: N records, evalops CPU / COPY floor CPU <= 3.0 (a third as fast).
 - P3 memory: peak RSS of ingest, gate check, verify, trials list, review list, report audit
-  at the big database within 1.5x of the peak at a tenth of it.
+  at the big database within 1.5x of the peak at a tenth of it. The big database is the
+  small one plus nine earlier builds' trials (`with_history`): stored trials grow 10x, the
+  gated build and its stored decision stay the same size.
 - P4 gate check of 10,000 tasks x 5 trials: within 3x of a plain read of the same trial
   rows; with 2,000,000 trials of other builds in the database, within 1.2x.
 - P5 scaling: gate check, verify, report audit from 1,000 to 10,000 tasks grow at most 12x;
@@ -34,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.measure import medians, run
-from benchmarks.workload import REPO, example_workspace, write_jsonl
+from benchmarks.workload import REPO, example_workspace, records, write_jsonl
 
 WORK = REPO / "build" / "bench"
 PG_ADMIN = os.environ.get("EVALOPS_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/test")
@@ -112,6 +114,62 @@ def _chunks(count: int, size: int = 200_000) -> list[Path]:
             write_jsonl(path, n, prefix=f"c{start}")
         out.append(path)
     return out
+
+
+HISTORY_BUILDS = 9
+"""The big database is the small one plus this many earlier builds' trials (P3, P5, P7)."""
+
+
+def _history_profiles(ws: Path) -> list[str]:
+    """Execution profiles of the history builds, committed and synced; their digests."""
+    import git
+
+    from evalops.registry.definitions import load_definition
+
+    source = (ws / "registry" / "executions" / "candidate-b124.yaml").read_text(encoding="utf-8")
+    paths = []
+    for n in range(HISTORY_BUILDS):
+        path = ws / "registry" / "executions" / f"history-b{n}.yaml"
+        text = source.replace("id: candidate-b124", f"id: history-b{n}")
+        path.write_text(text.replace("build-124", f"build-h{n}"), encoding="utf-8")
+        paths.append(path)
+    repo = git.Repo(ws)
+    repo.index.add([str(p.relative_to(ws)) for p in paths])
+    repo.index.commit("history builds")
+    repo.close()
+    done = run(["evalops", "sync"], cwd=ws)
+    assert done["code"] == 0, done
+    return [load_definition(p).digest for p in paths]
+
+
+def _history_records(path: Path, count: int, digest: str, prefix: str) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for record in records(count, prefix):
+            record["execution_digest"] = digest
+            out.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+
+def with_history(count: int, small: int) -> Path:
+    """The example with `small` trials (as `populated`, a gate decision stored), history
+    builds' profiles synced, and `count - small` trials of those builds: what a year of
+    nightly runs leaves. Every size built this way differs only in history (cached)."""
+    ws = WORK / f"history-{small}-{count}"
+    if (ws / ".evalops" / "history-done").exists():
+        return ws
+    _copy_db(populated(small), ws)
+    _gate_once(ws)
+    digests = _history_profiles(ws)
+    per_build = (count - small) // HISTORY_BUILDS
+    for n, digest in enumerate(digests):
+        for start in range(0, per_build, 200_000):
+            size = min(200_000, per_build - start)
+            path = WORK / f"history-records-{n}-{start}-{size}.jsonl"
+            if not path.exists():
+                _history_records(path, size, digest, prefix=f"h{n}-{start}")
+            done = run(["evalops", "trials", "ingest", str(path)], cwd=ws)
+            assert done["code"] == 0, done
+    (ws / ".evalops" / "history-done").write_text("", encoding="utf-8")
+    return ws
 
 
 # -------------------------------------------------------------------------- P1 / P2
@@ -238,8 +296,7 @@ def p3_p5_p7(big: int, runs: int) -> bool:
     ok = True
     peaks: dict[str, dict[int, dict[str, float]]] = {}
     for size in (small, big):
-        ws = populated(size)
-        _gate_once(ws)
+        ws = with_history(size, small)
         extra = records_file(10_000, prefix=f"x{size}")
         copy = _copy_db(ws, WORK / f"p3-ingest-{size}")
         peaks.setdefault("ingest 10,000 more", {})[size] = medians(

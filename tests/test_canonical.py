@@ -14,6 +14,7 @@ from evalops.domain.canonical import (
     canonical_json,
     canonical_json_document,
     canonical_json_reference,
+    plain_number,
 )
 
 # RFC 8785 Appendix B: IEEE 754 bit patterns and their JCS spellings.
@@ -140,6 +141,11 @@ def test_scanned_document_path_is_byte_identical_to_rfc8785(value: Any) -> None:
         {"b": 2, "\U0001f600": 1, "\ufb33": 0},
         [0.0001, 123456789.5, 1e-07],
         {"s": ":1.0,", "n": 0.5},
+        {"s": ":1.0,", "n": 1.0, "t": "[2.0]"},
+        [1.0, "x:2.0]", {"k": -0.0, "e": 2.5e-05}],
+        {"big": 1e16, "small": 1.0},
+        {"n": 1.0, "int16": 1234567890123456},
+        {"n": 1.0, "\U0001f600": "astral key", "\ufb33": 2.0},
     ],
 )
 def test_scanned_document_path_on_every_form_it_must_notice(value: Any) -> None:
@@ -152,3 +158,8 @@ def test_scanned_document_path_refuses_like_the_reference(value: Any) -> None:
         canonical_json_reference(value)
     with pytest.raises(type(reference.value)):
         canonical_json_document(value)
+
+
+@pytest.mark.parametrize("value", [1.0, -0.0, 0.5, 2.0**53, 3, None, 1e-7])
+def test_plain_number_keeps_the_canonical_bytes(value: Any) -> None:
+    assert canonical_json(plain_number(value)) == canonical_json_reference(value)

@@ -99,17 +99,45 @@ _SUSPECT = re.compile(
 )
 
 
+# What may only need the reference: an integer of 16 digits or more, an astral character.
+# Inside a string either one only costs the reference path, never a wrong byte.
+_REFERENCE_ONLY = re.compile(r"[:,\[]-?\d{16,}(?=[,\]}])|[\U00010000-\U0010ffff]")
+
+
+def _jcs_float(token: str) -> int | float:
+    """A float token of the C encoder as a value it writes in JCS form: integral floats as
+    ints (JCS writes 1.0 as 1), plain-notation magnitudes as they are; else _NotFast."""
+    value = float(token)
+    if value.is_integer():
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise _NotFast
+        return int(value)
+    if not 1e-4 <= abs(value) < 1e16:
+        raise _NotFast
+    return value
+
+
+_FLOAT_DECODER = json.JSONDecoder(parse_float=_jcs_float)
+
+
 def canonical_json_document(value: dict[str, Any] | list[Any]) -> bytes:
     """`canonical_json` of a large object or array whose object keys are all `str` (parsed
     JSON, or built by evalops): the C encoder's text, scanned once for the only forms in
-    which it can differ from RFC 8785, instead of a Python walk over every node.
-    tests/test_canonical.py proves it byte-identical to `rfc8785` on generated values."""
+    which it can differ from RFC 8785, instead of a Python walk over every node. Where only
+    float forms differ (1.0 for 1), the C decoder reads the text back with those floats in
+    JCS form and the C encoder writes it again: its tokenizer, not a regex, tells numbers
+    from strings. tests/test_canonical.py proves it byte-identical to `rfc8785`."""
     try:
         text = _ENCODER.encode(value)
     except (ValueError, TypeError):
         return canonical_json(value)  # NaN, Infinity or a non-JSON type: as the reference
     if _SUSPECT.search(text) is not None:
-        return canonical_json(value)
+        if _REFERENCE_ONLY.search(text) is not None:
+            return canonical_json(value)
+        try:
+            text = _ENCODER.encode(_FLOAT_DECODER.decode(text))
+        except _NotFast:
+            return canonical_json(value)
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
@@ -121,6 +149,15 @@ def encode_trusted(value: Any) -> bytes:
     floats of plain magnitude or integral ones already ints, safe ints, keys in the BMP):
     then they are its RFC 8785 form (tests/test_canonical.py)."""
     return _ENCODER.encode(value).encode("utf-8")
+
+
+def plain_number(value: float | None) -> float | None:
+    """A score as canonical JSON writes it (an integral float as an int), so a document
+    built from stored floats takes `canonical_json_document`'s first path. Its bytes are
+    the same either way."""
+    if isinstance(value, float) and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+        return int(value)
+    return value
 
 
 def sha256_digest(data: bytes) -> str:

@@ -16,6 +16,7 @@ from typing import Any
 
 from sqlmodel import Session, col, func, select
 
+from evalops.domain.canonical import plain_number
 from evalops.domain.gate import EVALUATOR
 from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
@@ -237,8 +238,8 @@ def _trial_input(
         "trial_id": row.trial_id,
         "parent_trial_id": row.parent_trial_id,
         "classification": row.classification,
-        "score": row.score,
-        "gating_score": row.gating_score,
+        "score": plain_number(row.score),
+        "gating_score": plain_number(row.gating_score),
         "trajectory": json.loads(row.trajectory) if row.trajectory else None,
         "efficiency": efficiency,
         "fixture_misses": misses,
@@ -252,8 +253,8 @@ def _trial_input(
             current = rederive(defs, trial)
             if current is not None:
                 out["classification"] = current.primary
-                out["score"] = current.score
-                out["gating_score"] = current.gating_score
+                out["score"] = plain_number(current.score)
+                out["gating_score"] = plain_number(current.gating_score)
     return out
 
 
@@ -354,7 +355,7 @@ def task_inputs(
                     "count": plan.count if plan else 1,
                     "k": (plan.k or plan.count) if plan else 1,
                     "passRule": plan.passRule if plan else "all",
-                    "passScore": plan.passScore if plan else 1.0,
+                    "passScore": plain_number(plan.passScore if plan else 1.0),
                 },
                 "trials": trials,
                 "ignoredTrials": dict(sorted(ignored.items())),
