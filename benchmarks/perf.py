@@ -134,7 +134,7 @@ def _history_profiles(ws: Path) -> list[str]:
         path.write_text(text.replace("build-124", f"build-h{n}"), encoding="utf-8")
         paths.append(path)
     repo = git.Repo(ws)
-    repo.index.add([str(p.relative_to(ws)) for p in paths])
+    repo.git.add(A=True)  # the copy left out the example's *.jsonl files
     repo.index.commit("history builds")
     repo.close()
     done = run(["evalops", "sync"], cwd=ws)
@@ -143,9 +143,16 @@ def _history_profiles(ws: Path) -> list[str]:
 
 
 def _history_records(path: Path, count: int, digest: str, prefix: str) -> None:
+    from evalops.domain.digests import eval_case_digest
+
     with path.open("w", encoding="utf-8") as out:
-        for record in records(count, prefix):
+        for n, record in enumerate(records(count, prefix)):
+            # The three example builds' templates share one execution here: one run each.
+            record["run_id"] = f"{prefix}-run-{n}"
             record["execution_digest"] = digest
+            record["eval_case_digest"] = eval_case_digest(
+                record["task_digest"], digest, record["grader_set_digest"]
+            )
             out.write(json.dumps(record, separators=(",", ":")) + "\n")
 
 

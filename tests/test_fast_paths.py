@@ -140,14 +140,14 @@ NOW = datetime(2030, 1, 1, tzinfo=UTC)  # after every event of the demo
 
 
 def _inputs(demo: Path, *, everything: bool) -> dict[str, Any]:
-    from evalops.services import gate_inputs
+    from evalops.services.evidence import StaleClassifications
     from evalops.services.gate_inputs import build_inputs, request_for
     from evalops.store.engine import make_engine, read_session
 
     engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
-    saved = gate_inputs._Rederive.needed
+    saved = StaleClassifications.needed
     if everything:
-        gate_inputs._Rederive.needed = lambda self, *a: True  # type: ignore[method-assign]
+        StaleClassifications.needed = lambda self, *a: True  # type: ignore[method-assign]
     try:
         with read_session(engine) as session:
             out = {}
@@ -158,7 +158,7 @@ def _inputs(demo: Path, *, everything: bool) -> dict[str, Any]:
                 out[build] = build_inputs(session, request)
             return out
     finally:
-        gate_inputs._Rederive.needed = saved  # type: ignore[method-assign]
+        StaleClassifications.needed = saved  # type: ignore[method-assign]
         engine.dispose()
 
 
@@ -237,6 +237,27 @@ def _brute_force_queue(engine: Any) -> list[tuple[str, str, str]]:
     return out
 
 
+def _ingest_abstained(demo: Path, cli: Cli) -> None:
+    """Two trials the calibrated judge abstains on: they wait for a person."""
+    template = next(
+        json.loads(line)
+        for line in (demo / "registry" / "trials" / "fix-b125.jsonl").read_text().splitlines()
+        if '"reply-quality"' in line
+    )
+    records = []
+    for n in range(2):
+        record = {k: v for k, v in template.items() if k not in ("primary_classification", "rerun")}
+        record.update(trial_id=f"abstained-{n}", run_id="run-review", trial_index=n)
+        record["grader_results"] = [
+            {**g, "state": "abstain"} if g["grader_id"] == "reply-quality" else g
+            for g in template["grader_results"]
+        ]
+        records.append(json.dumps(record))
+    (demo / "abstained.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
+    ingested = cli("trials", "ingest", "abstained.jsonl", cwd=demo)
+    assert ingested.code == 0, ingested.stderr
+
+
 def test_the_review_queue_equals_a_rederivation_of_every_trial(
     tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, cli: Cli
 ) -> None:
@@ -254,26 +275,7 @@ def test_the_review_queue_equals_a_rederivation_of_every_trial(
         def queue() -> list[tuple[str, str, str]]:
             return [(r["trial_id"], r["grader_id"], r["why"]) for r in review_queue(engine)]
 
-        # Two trials the calibrated judge abstains on: they wait for a person.
-        template = next(
-            json.loads(line)
-            for line in (demo / "registry" / "trials" / "fix-b125.jsonl").read_text().splitlines()
-            if '"reply-quality"' in line
-        )
-        records = []
-        for n in range(2):
-            record = {
-                k: v for k, v in template.items() if k not in ("primary_classification", "rerun")
-            }
-            record.update(trial_id=f"abstained-{n}", run_id="run-review", trial_index=n)
-            record["grader_results"] = [
-                {**g, "state": "abstain"} if g["grader_id"] == "reply-quality" else g
-                for g in template["grader_results"]
-            ]
-            records.append(json.dumps(record))
-        (demo / "abstained.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
-        ingested = cli("trials", "ingest", "abstained.jsonl", cwd=demo)
-        assert ingested.code == 0, ingested.stderr
+        _ingest_abstained(demo, cli)
         first = queue()
         assert [t for t, _, _ in first][-2:] == ["abstained-0", "abstained-1"], first
         assert first == _brute_force_queue(engine)
@@ -285,5 +287,99 @@ def test_the_review_queue_equals_a_rederivation_of_every_trial(
         assert cli("calibration", "invalidate", "reply-quality", "--reason", "drift",
                    cwd=demo).code == 0  # fmt: skip
         assert queue() == _brute_force_queue(engine)
+    finally:
+        engine.dispose()
+
+
+def _brute_force_entry_counts(
+    engine: Any,
+) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
+    """Per task in force: valid trials per execution and uncounted ones by class, from a
+    re-derivation of every trial (what promotion counted before it read stored classes)."""
+    from sqlmodel import Session, select
+
+    from evalops.domain.gate import INVALID_RUNS
+    from evalops.services.evidence import Definitions, rederive
+    from evalops.store import queries
+    from evalops.store.tables import TaskRevision, Trial
+
+    out = {}
+    with Session(engine) as session:
+        defs = Definitions(session)
+        for task_id in sorted(set(session.exec(select(TaskRevision.task_id)).all())):
+            task = queries.task_row(session, task_id)
+            assert task is not None
+            gs_row = queries.grader_set_row(session, queries.task_spec(task).grader_set)
+            assert gs_row is not None
+            counts: dict[str, int] = {}
+            uncounted: dict[str, int] = {}
+            for trial in session.exec(
+                select(Trial).where(
+                    Trial.task_id == task.task_id,
+                    Trial.task_digest == task.task_digest,
+                    Trial.grader_set_digest == gs_row.grader_set_digest,
+                )
+            ):
+                current = rederive(defs, trial)
+                cls = current.primary if current else trial.classification
+                if cls not in INVALID_RUNS:
+                    counts[trial.execution_digest] = counts.get(trial.execution_digest, 0) + 1
+                    continue
+                why = next(
+                    (r.removeprefix(f"{cls}: ") for r in (current.reasons if current else ())
+                     if r.startswith(f"{cls}: ")),
+                    None,
+                )  # fmt: skip
+                key = f"{cls} ({why})" if why else cls
+                uncounted[key] = uncounted.get(key, 0) + 1
+            out[task_id] = (counts, uncounted)
+    return out
+
+
+def _entry_counts(engine: Any) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
+    from sqlmodel import Session, select
+
+    from evalops.services.promotion import entry_facts
+    from evalops.store import queries
+    from evalops.store.tables import TaskRevision
+
+    out = {}
+    with Session(engine) as session:
+        for task_id in sorted(set(session.exec(select(TaskRevision.task_id)).all())):
+            task = queries.task_row(session, task_id)
+            assert task is not None
+            facts = entry_facts(session, task)
+            out[task_id] = (facts.valid_trials_by_execution, facts.uncounted_trials)
+    return out
+
+
+def test_promotion_counts_equal_a_rederivation_of_every_trial(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, cli: Cli
+) -> None:
+    """Promotion's entry facts re-derive only trials whose evidence changed since ingest
+    (and invalid ones, for their cause); the counts must be those a re-derivation of every
+    trial gives, before and after a review, a reconciliation and a calibration change."""
+    from evalops.store.engine import make_engine
+
+    demo = tmp_path / "demo"
+    shutil.copytree(real_clock_demo(tmp_path_factory), demo, symlinks=True)
+    engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
+    try:
+        first = _entry_counts(engine)
+        assert first == _brute_force_entry_counts(engine)
+        assert any(uncounted for _, uncounted in first.values()), first
+        _ingest_abstained(demo, cli)
+        assert _entry_counts(engine) == _brute_force_entry_counts(engine)
+        queued = cli("review", "list", "--json", cwd=demo)
+        assert queued.code == 0, queued.stderr
+        item = json.loads(queued.stdout)[0]
+        assert cli("review", "resolve", item["trial_id"], "--grader", item["grader_id"],
+                   "--state", "task_fail", "--reason", "r", cwd=demo).code == 0  # fmt: skip
+        assert _entry_counts(engine) == _brute_force_entry_counts(engine)
+        assert cli("calibration", "invalidate", "reply-quality", "--reason", "drift",
+                   cwd=demo).code == 0  # fmt: skip
+        after = _entry_counts(engine)
+        assert after == _brute_force_entry_counts(engine)
+        assert after != first
     finally:
         engine.dispose()

@@ -22,7 +22,9 @@ from evalops.domain.trajectory import TrajectoryResult
 from evalops.domain.trial_record import GraderResult, TrialRecord
 from evalops.store import queries
 from evalops.store.tables import (
+    AuditEvent,
     ExecutionProfileRow,
+    IngestBatch,
     Reconciliation,
     ReviewResult,
     TaskRevision,
@@ -164,6 +166,41 @@ def validity_digest(validity: dict[str, Validity]) -> str:
     """What a classification depended on of its grader set's calibrations, as one digest
     (recorded per ingest batch, compared by the gate to know what to re-derive)."""
     return digest({gid: v.as_dict() for gid, v in sorted(validity.items())})
+
+
+class StaleClassifications:
+    """Which trials' stored classifications must be re-derived: those with a
+    reconciliation or a review, or whose pinned grader set's calibration state differs from
+    the one they were classified under (recorded per ingest batch). Every other trial's
+    stored classification is what re-deriving would give (same record, definitions,
+    trajectory and validity)."""
+
+    def __init__(self, session: Session, defs: Definitions) -> None:
+        self.session = session
+        self.defs = defs
+        self.batches: dict[int, dict[str, str] | None] = {}
+        self.current: dict[str, str] = {}
+
+    def _batch(self, batch_id: int) -> dict[str, str] | None:
+        if batch_id not in self.batches:
+            row = self.session.exec(
+                select(AuditEvent.payload)
+                .join(IngestBatch, col(IngestBatch.audit_seq) == col(AuditEvent.seq))
+                .where(IngestBatch.id == batch_id)
+            ).first()
+            self.batches[batch_id] = json.loads(row).get("validity") if row else None
+        return self.batches[batch_id]
+
+    def needed(self, trial_id: str, grader_set_digest: str, batch_id: int) -> bool:
+        reconciliations, reviews = self.defs.appended(trial_id)
+        if reconciliations or reviews:
+            return True
+        recorded = self._batch(batch_id)
+        if recorded is None or grader_set_digest not in recorded:
+            return True
+        if grader_set_digest not in self.current:
+            self.current[grader_set_digest] = validity_digest(self.defs.validity(grader_set_digest))
+        return recorded[grader_set_digest] != self.current[grader_set_digest]
 
 
 def settled_effects(rows: Sequence[Reconciliation]) -> dict[int, str]:

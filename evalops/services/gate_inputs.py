@@ -22,14 +22,13 @@ from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import InputError
 from evalops.registry.definitions import load_definition
-from evalops.services.evidence import Definitions, rederive, validity_digest
+from evalops.services.evidence import Definitions, StaleClassifications, rederive
 from evalops.store import queries
 from evalops.store.queries import upto
 from evalops.store.tables import (
     AuditEvent,
     ExecutionProfileRow,
     GateDecision,
-    IngestBatch,
     PolicyRow,
     TaskRevision,
     Trial,
@@ -196,42 +195,8 @@ def _efficiency(text: str) -> tuple[dict[str, Any], int | None]:
     return counts, misses
 
 
-class _Rederive:
-    """Which trials must be re-derived: those with a reconciliation or a review, or whose
-    pinned grader set's calibration state differs from the one they were classified under
-    (recorded per ingest batch). Every other trial's stored classification is what
-    re-deriving would give (same record, definitions, trajectory and validity)."""
-
-    def __init__(self, session: Session, defs: Definitions) -> None:
-        self.session = session
-        self.defs = defs
-        self.batches: dict[int, dict[str, str] | None] = {}
-        self.current: dict[str, str] = {}
-
-    def _batch(self, batch_id: int) -> dict[str, str] | None:
-        if batch_id not in self.batches:
-            row = self.session.exec(
-                select(AuditEvent.payload)
-                .join(IngestBatch, col(IngestBatch.audit_seq) == col(AuditEvent.seq))
-                .where(IngestBatch.id == batch_id)
-            ).first()
-            self.batches[batch_id] = json.loads(row).get("validity") if row else None
-        return self.batches[batch_id]
-
-    def needed(self, trial_id: str, grader_set_digest: str, batch_id: int) -> bool:
-        reconciliations, reviews = self.defs.appended(trial_id)
-        if reconciliations or reviews:
-            return True
-        recorded = self._batch(batch_id)
-        if recorded is None or grader_set_digest not in recorded:
-            return True
-        if grader_set_digest not in self.current:
-            self.current[grader_set_digest] = validity_digest(self.defs.validity(grader_set_digest))
-        return recorded[grader_set_digest] != self.current[grader_set_digest]
-
-
 def _trial_input(
-    session: Session, defs: Definitions, rederive_: _Rederive, row: Any
+    session: Session, defs: Definitions, rederive_: StaleClassifications, row: Any
 ) -> dict[str, Any]:
     efficiency, misses = _efficiency(row.efficiency)
     out = {
@@ -321,7 +286,7 @@ def task_inputs(
             by_task.setdefault(row.task_id, []).append(row)
     labels = _labels_by_task(defs, members)
     older = _older_counts(session, execution, cutoff)
-    rederive_ = _Rederive(session, defs)
+    rederive_ = StaleClassifications(session, defs)
     out = []
     for m in members:
         pinned = defs.task(m.task_id, m.task_digest)

@@ -28,7 +28,7 @@ from evalops.domain.suite_policy import (
 )
 from evalops.errors import InputError
 from evalops.services import incidents as incident_service
-from evalops.services.evidence import Definitions, rederive
+from evalops.services.evidence import Definitions, StaleClassifications, rederive
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import write_session
@@ -69,22 +69,39 @@ def _valid_trials(
 ) -> tuple[dict[str, int], dict[str, int]]:
     """(valid trials per execution, trials not counted by class and cause), classified from
     current evidence (not the ingest-time class: a calibration or reconciliation recorded
-    since may have changed it)."""
+    since may have changed it). The task's trials are read as columns in batches; only those
+    whose evidence changed since ingest, and the invalid ones (for their cause), are loaded
+    whole and re-derived, so memory stays flat however many builds ran the task."""
     defs = Definitions(session)
+    stale = StaleClassifications(session, defs)
     counts: dict[str, int] = {}
     uncounted: dict[str, int] = {}
-    trials = session.exec(
-        select(Trial).where(
+    columns = (
+        Trial.id,
+        Trial.trial_id,
+        Trial.classification,
+        Trial.execution_digest,
+        Trial.ingest_batch_id,
+    )
+    rows: Any = session.exec(
+        select(*columns)  # type: ignore[call-overload]
+        .where(
             Trial.task_id == task.task_id,
             Trial.task_digest == task.task_digest,
             Trial.grader_set_digest == grader_set_digest,
         )
+        .execution_options(yield_per=2_000)
     )
-    for trial in trials:
-        current = rederive(defs, trial)
-        cls = current.primary if current else trial.classification
+    for row_id, trial_id, stored, execution_digest, batch_id in rows:
+        current = None
+        if stored in INVALID_RUNS or stale.needed(trial_id, grader_set_digest, batch_id):
+            trial = session.get(Trial, row_id)
+            assert trial is not None
+            current = rederive(defs, trial)
+            session.expunge(trial)
+        cls = current.primary if current else stored
         if cls not in INVALID_RUNS:
-            counts[trial.execution_digest] = counts.get(trial.execution_digest, 0) + 1
+            counts[execution_digest] = counts.get(execution_digest, 0) + 1
             continue
         # Name the cause, so a refusal says why the trials did not count.
         why = next(
