@@ -237,7 +237,7 @@ def _brute_force_queue(engine: Any) -> list[tuple[str, str, str]]:
     return out
 
 
-def _ingest_abstained(demo: Path, cli: Cli) -> None:
+def _ingest_abstained(demo: Path, cli: Cli, prefix: str = "abstained") -> None:
     """Two trials the calibrated judge abstains on: they wait for a person."""
     template = next(
         json.loads(line)
@@ -247,14 +247,14 @@ def _ingest_abstained(demo: Path, cli: Cli) -> None:
     records = []
     for n in range(2):
         record = {k: v for k, v in template.items() if k not in ("primary_classification", "rerun")}
-        record.update(trial_id=f"abstained-{n}", run_id="run-review", trial_index=n)
+        record.update(trial_id=f"{prefix}-{n}", run_id=f"run-{prefix}", trial_index=n)
         record["grader_results"] = [
             {**g, "state": "abstain"} if g["grader_id"] == "reply-quality" else g
             for g in template["grader_results"]
         ]
         records.append(json.dumps(record))
-    (demo / "abstained.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
-    ingested = cli("trials", "ingest", "abstained.jsonl", cwd=demo)
+    (demo / f"{prefix}.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
+    ingested = cli("trials", "ingest", f"{prefix}.jsonl", cwd=demo)
     assert ingested.code == 0, ingested.stderr
 
 
@@ -286,7 +286,16 @@ def test_the_review_queue_equals_a_rederivation_of_every_trial(
         assert second == _brute_force_queue(engine) and len(second) == len(first) - 1
         assert cli("calibration", "invalidate", "reply-quality", "--reason", "drift",
                    cwd=demo).code == 0  # fmt: skip
-        assert queue() == _brute_force_queue(engine)
+        assert queue() == _brute_force_queue(engine) == []
+        # Abstentions ingested while the judge is invalid are not labelled awaiting review;
+        # a new calibration makes them queue: the stored labels are stale, not the queue.
+        _ingest_abstained(demo, cli, prefix="while-invalid")
+        assert queue() == []
+        assert cli("calibration", "record", "reply-quality", "--labels",
+                   "registry/calibration/reply-quality.jsonl", cwd=demo).code == 0  # fmt: skip
+        third = queue()
+        assert third == _brute_force_queue(engine)
+        assert {"while-invalid-0", "while-invalid-1"} <= {t for t, _, _ in third}, third
     finally:
         engine.dispose()
 

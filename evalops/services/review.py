@@ -1,9 +1,9 @@
 """The human review queue: abstentions and verdicts a model grader may not block on.
 
-`review list` re-derives every trial and lists the (trial, grader) pairs whose
-classification waits for a person; `review resolve` appends a human result for exactly such
-a pair, after which the trial is re-classified. Nothing is overwritten, and a review never
-replaces a deterministic grader's result.
+`review list` lists the (trial, grader) pairs whose classification waits for a person, as
+re-deriving every trial from current evidence would; `review resolve` appends a human
+result for exactly such a pair, after which the trial is re-classified. Nothing is
+overwritten, and a review never replaces a deterministic grader's result.
 """
 
 from __future__ import annotations
@@ -15,11 +15,14 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from evalops.errors import InputError, RefusedError
-from evalops.services.evidence import Definitions, rederive
+from evalops.services.evidence import Definitions, StaleClassifications, rederive
 from evalops.services.trials import show_trial
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import GraderSetRow, ReviewResult, Trial
+
+AWAITING = '"awaiting_review"'
+"""The label classify gives a trial with a queued pair, as it appears in stored labels."""
 
 
 def reviewable_grader_sets(session: Session, defs: Definitions) -> list[str]:
@@ -33,24 +36,41 @@ def reviewable_grader_sets(session: Session, defs: Definitions) -> list[str]:
     return sorted(out)
 
 
+_REVIEW_COLUMNS = (
+    Trial.id,
+    Trial.trial_id,
+    Trial.grader_set_digest,
+    Trial.ingest_batch_id,
+    Trial.secondary_labels,
+)
+
+
 def review_queue(engine: Engine) -> list[dict[str, Any]]:
     with read_session(engine) as session:
         defs = Definitions(session)
+        stale = StaleClassifications(session, defs)
         out = []
         # Only a blocking model or human grader ever queues a trial (classify._queued), so
-        # trials of other grader sets are never read; the rest stream in batches (the queue
-        # is small, the trial table is not: flat memory).
+        # trials of other grader sets are never read. Of the rest, a trial whose evidence is
+        # unchanged since ingest (StaleClassifications) queues only if ingest labelled it
+        # `awaiting_review`: only those, and the stale ones, are loaded and re-derived. The
+        # rest stream past as a few columns in batches: flat memory, no record parsed.
         reviewable = reviewable_grader_sets(session, defs)
         if not reviewable:
             return []
-        stmt = (
-            select(Trial)
+        rows: Any = session.exec(
+            select(*_REVIEW_COLUMNS)  # type: ignore[call-overload]
             .where(col(Trial.grader_set_digest).in_(reviewable))
             .order_by(col(Trial.id))
-            .execution_options(yield_per=1000)
+            .execution_options(yield_per=2_000)
         )
-        for trial in session.exec(stmt):
+        for row_id, trial_id, grader_set_digest, batch_id, labels in rows:
+            if AWAITING not in labels and not stale.needed(trial_id, grader_set_digest, batch_id):
+                continue
+            trial = session.get(Trial, row_id)
+            assert trial is not None
             current = rederive(defs, trial)
+            session.expunge(trial)
             if current is None:
                 continue
             for grader_id, why in current.review:
