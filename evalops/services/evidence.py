@@ -113,6 +113,12 @@ class Definitions:
             self._specs[row.id] = queries.task_spec(row)
         return self._specs[row.id]
 
+    def forget_specs(self) -> None:
+        """Let go of the validated task specs (a 10,000-task suite's take about 50 MiB);
+        any needed again is parsed again."""
+        self._specs.clear()
+        self._task_specs.clear()
+
     def task(self, task_id: str, task_digest: str) -> EvalTaskSpec | None:
         key = (task_id, task_digest)
         if key in self._task_specs:

@@ -262,32 +262,11 @@ def _labels_by_task(
     }
 
 
-def task_inputs(
-    session: Session,
-    defs: Definitions,
-    members: list[queries.Member],
-    execution: ExecutionProfileRow,
-    cutoff: int,
-) -> list[dict[str, Any]]:
-    """Every member's plan, ratcheted labels, trials and ignored trials, from one indexed
-    read of the build's trials (other builds' trials are never scanned)."""
-    by_task: dict[str, list[Any]] = {}
-    members_by_id = {m.task_id: m for m in members}
-    rows: Any = session.exec(
-        select(*_TRIAL_COLUMNS)  # type: ignore[call-overload]
-        .where(
-            Trial.execution_digest == execution.execution_digest,
-            upto(Trial.audit_seq, cutoff),
-        )
-        .order_by(col(Trial.id))
-    )
-    for row in rows:
-        if row.task_id in members_by_id:
-            by_task.setdefault(row.task_id, []).append(row)
+def _member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str, dict[str, Any]]:
+    """Each member's ratcheted labels and trial plan (the parts of its input that are not
+    trials), from its registered spec."""
     labels = _labels_by_task(defs, members)
-    older = _older_counts(session, execution, cutoff)
-    rederive_ = StaleClassifications(session, defs)
-    out = []
+    out = {}
     for m in members:
         pinned = defs.task(m.task_id, m.task_digest)
         if pinned is None:
@@ -297,36 +276,71 @@ def task_inputs(
             )
         risk, protects = labels[m.task_id]
         plan = pinned.contract.trials
-        ignored: dict[str, int] = {}
-        if older.get(m.task_id):
-            ignored["older_execution_digest"] = older[m.task_id]
-        trials = []
-        for row in by_task.get(m.task_id, []):
-            if row.task_digest != m.task_digest:
-                ignored["other_task_revision"] = ignored.get("other_task_revision", 0) + 1
-            elif row.grader_set_digest != m.grader_set_digest:
-                key = "other_grader_set_version"
-                ignored[key] = ignored.get(key, 0) + 1
-            else:
-                trials.append(_trial_input(session, defs, rederive_, row))
-        out.append(
-            {
-                "task_id": m.task_id,
-                "risk": risk,
-                "protects": protects,
-                "task_digest": m.task_digest,
-                "grader_set_digest": m.grader_set_digest,
-                "plan": {
-                    "count": plan.count if plan else 1,
-                    "k": (plan.k or plan.count) if plan else 1,
-                    "passRule": plan.passRule if plan else "all",
-                    "passScore": plain_number(plan.passScore if plan else 1.0),
-                },
-                "trials": trials,
-                "ignoredTrials": dict(sorted(ignored.items())),
-            }
-        )
+        out[m.task_id] = {
+            "task_id": m.task_id,
+            "risk": risk,
+            "protects": protects,
+            "task_digest": m.task_digest,
+            "grader_set_digest": m.grader_set_digest,
+            "plan": {
+                "count": plan.count if plan else 1,
+                "k": (plan.k or plan.count) if plan else 1,
+                "passRule": plan.passRule if plan else "all",
+                "passScore": plain_number(plan.passScore if plan else 1.0),
+            },
+        }
     return out
+
+
+def task_inputs(
+    session: Session,
+    defs: Definitions,
+    members: list[queries.Member],
+    execution: ExecutionProfileRow,
+    cutoff: int,
+) -> list[dict[str, Any]]:
+    """Every member's plan, ratcheted labels, trials and ignored trials, from one indexed
+    read of the build's trials (other builds' trials are never scanned). Each row becomes
+    its trial input as it is read, and the validated specs are let go before: neither the
+    rows nor the specs are held beside the inputs."""
+    heads = _member_heads(defs, members)
+    defs.forget_specs()
+    older = _older_counts(session, execution, cutoff)
+    rederive_ = StaleClassifications(session, defs)
+    members_by_id = {m.task_id: m for m in members}
+    trials: dict[str, list[dict[str, Any]]] = {m.task_id: [] for m in members}
+    ignored: dict[str, dict[str, int]] = {
+        m.task_id: ({"older_execution_digest": older[m.task_id]} if older.get(m.task_id) else {})
+        for m in members
+    }
+    rows: Any = session.exec(
+        select(*_TRIAL_COLUMNS)  # type: ignore[call-overload]
+        .where(
+            Trial.execution_digest == execution.execution_digest,
+            upto(Trial.audit_seq, cutoff),
+        )
+        .order_by(col(Trial.id))
+    )
+    for row in rows:
+        m = members_by_id.get(row.task_id)
+        if m is None:
+            continue
+        if row.task_digest != m.task_digest:
+            key = "other_task_revision"
+        elif row.grader_set_digest != m.grader_set_digest:
+            key = "other_grader_set_version"
+        else:
+            trials[m.task_id].append(_trial_input(session, defs, rederive_, row))
+            continue
+        ignored[m.task_id][key] = ignored[m.task_id].get(key, 0) + 1
+    return [
+        {
+            **heads[m.task_id],
+            "trials": trials[m.task_id],
+            "ignoredTrials": dict(sorted(ignored[m.task_id].items())),
+        }
+        for m in members
+    ]
 
 
 # ----------------------------------------------------------------------------- waivers
