@@ -163,3 +163,26 @@ def test_scanned_document_path_refuses_like_the_reference(value: Any) -> None:
 @pytest.mark.parametrize("value", [1.0, -0.0, 0.5, 2.0**53, 3, None, 1e-7])
 def test_plain_number_keeps_the_canonical_bytes(value: Any) -> None:
     assert canonical_json(plain_number(value)) == canonical_json_reference(value)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=documents, chunk=st.integers(min_value=1, max_value=40))
+def test_the_shape_scan_sees_forms_across_chunk_boundaries(value: Any, chunk: int) -> None:
+    """Large documents are scanned a chunk at a time; with chunks of a few bytes every form
+    (a 16-digit integer, an exponent) straddles some boundary."""
+    from evalops.domain import canonical
+
+    saved = canonical._SHAPE_CHUNK
+    canonical._SHAPE_CHUNK = chunk
+    try:
+        assert canonical_json_document(value) == canonical_json_reference(value)
+        for form in ([1e-05, "x" * chunk, 9007199254740991], {"a" * chunk: [2**53]}):
+            try:
+                expected = canonical_json_reference(form)
+            except Exception as reference:
+                with pytest.raises(type(reference)):
+                    canonical_json_document(form)  # type: ignore[arg-type]
+            else:
+                assert canonical_json_document(form) == expected  # type: ignore[arg-type]
+    finally:
+        canonical._SHAPE_CHUNK = saved

@@ -123,22 +123,37 @@ def canonical_json_document(value: dict[str, Any] | list[Any]) -> bytes:
     JCS form and the C encoder writes it again: its tokenizer, not a pattern, tells numbers
     from strings. tests/test_canonical.py proves it byte-identical to `rfc8785`."""
     try:
-        text = _ENCODER.encode(value)
-        data = text.encode("utf-8")
+        data = _ENCODER.encode(value).encode("utf-8")
     except (ValueError, TypeError, UnicodeEncodeError):
         # NaN, Infinity, a non-JSON type or a lone surrogate: as the reference does.
         return canonical_json(value)
     if any(lead in data for lead in _ASTRAL_LEADS):
         return canonical_json(value)
-    shape = data.translate(_SHAPE)
-    if any(form in shape for form in _LONG_INTEGER):
+    long_integer, exponent = _shape_forms(data)
+    if long_integer:
         return canonical_json(value)
-    if any(form in shape for form in _EXPONENT) or any(f in data for f in _INTEGRAL_FLOAT):
+    if exponent or any(form in data for form in _INTEGRAL_FLOAT):
         try:
-            return _ENCODER.encode(_FLOAT_DECODER.decode(text)).encode("utf-8")
+            return _ENCODER.encode(_FLOAT_DECODER.decode(data.decode("utf-8"))).encode("utf-8")
         except _NotFast:
             return canonical_json(value)
     return data
+
+
+_SHAPE_CHUNK = 1 << 20
+_SHAPE_OVERLAP = 17  # the longest form's length minus one: no form is split unseen
+
+
+def _shape_forms(data: bytes) -> tuple[bool, bool]:
+    """(a long integer, an exponent) seen in `data`'s shape, translated a chunk at a time
+    so that a large document is never copied whole."""
+    exponent = False
+    for start in range(0, len(data), _SHAPE_CHUNK):
+        shape = data[start : start + _SHAPE_CHUNK + _SHAPE_OVERLAP].translate(_SHAPE)
+        if any(form in shape for form in _LONG_INTEGER):
+            return True, exponent
+        exponent = exponent or any(form in shape for form in _EXPONENT)
+    return False, exponent
 
 
 def encode_trusted(value: Any) -> bytes:

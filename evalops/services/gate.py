@@ -302,14 +302,20 @@ def rebuilt_inputs_problem(session: Session, row: GateDecision) -> str | None:
     if "request" not in inputs:
         return None  # decided before requests were recorded (migrated database)
     request = GateRequest.from_dict(inputs["request"])
+    gate_id = inputs["gate_id"]
+    del inputs  # a large decision's parsed inputs are not held beside the rebuilt ones
     try:
         rebuilt = build_inputs(session, request)
     except InputError as exc:
         return f"its inputs can no longer be loaded: {exc.message}"
-    rebuilt["gate_id"] = inputs["gate_id"]
-    if canonical_json_document(rebuilt) == canonical_json_document(inputs):
+    rebuilt["gate_id"] = gate_id
+    rebuilt_bytes = canonical_json_document(rebuilt)
+    if rebuilt_bytes == row.inputs.encode("utf-8"):
+        return None  # stored inputs are canonical JSON (replay checks it): equal bytes
+    stored = json.loads(row.inputs)
+    if rebuilt_bytes == canonical_json_document(stored):
         return None
-    where = _differences(inputs, rebuilt)[:5]
+    where = _differences(stored, rebuilt)[:5]
     return (
         "stored inputs no longer match the registry rows they were loaded from ("
         + (", ".join(where) or "differs")
@@ -321,7 +327,11 @@ def verify_decisions(session: Session) -> int:
     """`verify`: every stored decision replays identically, matches its audit event, and
     its inputs match the registry rows they were loaded from."""
     count = 0
-    for row in session.exec(select(GateDecision).order_by(col(GateDecision.id))):
+    # One decision at a time: each carries its whole inputs document, so they are never
+    # all loaded (or kept by the session) together.
+    for row_id in session.exec(select(GateDecision.id).order_by(col(GateDecision.id))).all():
+        row = session.get(GateDecision, row_id)
+        assert row is not None
         count += 1
         outcome = replay_row(row)
         if not outcome["identical"]:
@@ -334,6 +344,7 @@ def verify_decisions(session: Session) -> int:
         problem = rebuilt_inputs_problem(session, row)
         if problem:
             raise VerificationError(f"gate decision {row.gate_id}: {problem}")
+        session.expunge(row)
     return count
 
 

@@ -313,7 +313,8 @@ def task_inputs(
         m.task_id: ({"older_execution_digest": older[m.task_id]} if older.get(m.task_id) else {})
         for m in members
     }
-    rows: Any = session.exec(
+    # A Core read, not an ORM one: the ORM buffers every row before the first is seen.
+    rows: Any = session.connection().execute(
         select(*_TRIAL_COLUMNS)  # type: ignore[call-overload]
         .where(
             Trial.execution_digest == execution.execution_digest,
