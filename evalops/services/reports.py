@@ -136,8 +136,7 @@ def resolve(
     tasks = list(inputs.get("tasks", []))
     return {
         "tasks": _task_facts(session, defs, tasks, inputs["execution_digest"]),
-        "trials": _trial_facts(session, defs, tasks, decided_at),
-        "layers": _layer_counts(session, defs, tasks),
+        **_trial_facts(session, defs, tasks, decided_at),
         "waivers": _waiver_facts(session, result.get("waivers") or {}),
         "calibration": calibration_facts(session, defs, tasks, decided_at),
         "provenance": _provenance(session, inputs, decided_at),
@@ -227,12 +226,14 @@ def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
         yield items[start : start + _CHUNK]
 
 
-def _trial_rows(session: Session, ids: Sequence[str]) -> dict[str, Trial]:
-    rows: dict[str, Trial] = {}
+def _trial_rows(session: Session, ids: Sequence[str]) -> Iterable[Trial]:
+    """The trials named, a chunk at a time; each chunk leaves the session once read (an
+    audit report of a large decision would otherwise hold every stored record)."""
     for chunk in _chunks(ids):
-        for trial in session.exec(select(Trial).where(col(Trial.trial_id).in_(chunk))):
-            rows[trial.trial_id] = trial
-    return rows
+        trials = list(session.exec(select(Trial).where(col(Trial.trial_id).in_(chunk))))
+        yield from trials
+        for trial in trials:
+            session.expunge(trial)
 
 
 def _explanation(defs: Definitions, trial: Trial, stored_class: str) -> str:
@@ -255,18 +256,19 @@ def _trial_facts(
     defs: Definitions,
     tasks: Sequence[Mapping[str, Any]],
     decided_at: datetime,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Any]:
+    """`trials`: each trial's facts, and `layers`: grader verdicts other than a pass by
+    the layer of the grader that gave them, from one read of the decision's trials."""
     ids = [t["trial_id"] for task in tasks for t in task.get("trials", [])]
-    rows = _trial_rows(session, ids)
     classes = {t["trial_id"]: t["classification"] for task in tasks for t in task["trials"]}
-    out: dict[str, dict[str, Any]] = {}
-    for trial_id in ids:
-        trial = rows.get(trial_id)
-        if trial is None:
-            continue
+    found: dict[str, dict[str, Any]] = {}
+    layers: Counter[tuple[str, str]] = Counter()
+    for trial in _trial_rows(session, ids):
+        trial_id = trial.trial_id
         record = json.loads(trial.record)
+        _count_layers(layers, defs, trial, record)
         recon, reviews = defs.appended(trial_id)
-        out[trial_id] = {
+        found[trial_id] = {
             "trial_index": trial.trial_index,
             "run_id": trial.run_id,
             "started_at": format_timestamp(trial.started_at),
@@ -299,34 +301,32 @@ def _trial_facts(
                 if r.at <= decided_at
             ],
         }
-    return out
-
-
-def _layer_counts(
-    session: Session, defs: Definitions, tasks: Sequence[Mapping[str, Any]]
-) -> list[dict[str, Any]]:
-    """Grader verdicts other than a pass, by the layer of the grader that gave them."""
-    counts: Counter[tuple[str, str]] = Counter()
-    ids = [t["trial_id"] for task in tasks for t in task.get("trials", [])]
-    for trial in _trial_rows(session, ids).values():
-        record = json.loads(trial.record)
-        found = defs.grader_set(trial.grader_set_digest)
-        status = (record.get("runtime") or {}).get("status", "ok")
-        if status != "ok":
-            counts[("runtime", status)] += 1
-        for result in record.get("grader_results", []):
-            state = result.get("state")
-            if state in ("task_pass", "pass"):
-                continue
-            grader = found[0].grader(result.get("grader_id", "")) if found else None
-            counts[(grader.layer if grader else "unknown_grader", str(state))] += 1
     order = {"hard_constraint": 0, "outcome": 1, "trajectory_diagnosis": 2, "runtime": 3}
-    return [
-        {"layer": layer, "state": state, "count": n}
-        for (layer, state), n in sorted(
-            counts.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0])
-        )
-    ]
+    return {
+        "trials": {trial_id: found[trial_id] for trial_id in ids if trial_id in found},
+        "layers": [
+            {"layer": layer, "state": state, "count": n}
+            for (layer, state), n in sorted(
+                layers.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0])
+            )
+        ],
+    }
+
+
+def _count_layers(
+    counts: Counter[tuple[str, str]], defs: Definitions, trial: Trial, record: dict[str, Any]
+) -> None:
+    """Add one trial's runtime failure and grader verdicts other than a pass."""
+    found = defs.grader_set(trial.grader_set_digest)
+    status = (record.get("runtime") or {}).get("status", "ok")
+    if status != "ok":
+        counts[("runtime", status)] += 1
+    for result in record.get("grader_results", []):
+        state = result.get("state")
+        if state in ("task_pass", "pass"):
+            continue
+        grader = found[0].grader(result.get("grader_id", "")) if found else None
+        counts[(grader.layer if grader else "unknown_grader", str(state))] += 1
 
 
 def _waiver_facts(session: Session, accounting: Mapping[str, Any]) -> dict[str, Any]:
