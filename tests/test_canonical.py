@@ -186,3 +186,44 @@ def test_the_shape_scan_sees_forms_across_chunk_boundaries(value: Any, chunk: in
                 assert canonical_json_document(form) == expected  # type: ignore[arg-type]
     finally:
         canonical._SHAPE_CHUNK = saved
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"digest": "sha256:3593587338658119" + "87f6cf16aa17" * 4, "n": 1},
+        {"mean": 0.30000000000000004, "third": [0.6666666666666666, 1e-4]},
+        [{"id": "run:12345678901234567890"}, {"id": "12345678901234567890]"}],
+        {"n": 1.0, "digest": "sha256:" + "1" * 64},
+    ],
+)
+def test_digests_and_long_fractions_stay_on_the_fast_path(
+    value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Hex digests often begin with 16 decimal digits and scores often have 16 fraction
+    digits; neither is a long integer, so neither may cost the walk over every node."""
+    from evalops.domain import canonical
+
+    def walk(_: Any) -> bytes:
+        raise AssertionError("took the walk")
+
+    monkeypatch.setattr(canonical, "canonical_json", walk)
+    assert canonical_json_document(value) == canonical_json_reference(value)
+
+
+@pytest.mark.parametrize(
+    "value", [{"a": 1234567890123456}, [-1234567890123456], {"a": [1, 9007199254740991]}]
+)
+def test_a_long_integer_token_is_seen(value: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalops.domain import canonical
+
+    seen: list[Any] = []
+    walk = canonical.canonical_json
+
+    def counted(v: Any) -> bytes:
+        seen.append(v)
+        return walk(v)
+
+    monkeypatch.setattr(canonical, "canonical_json", counted)
+    assert canonical_json_document(value) == canonical_json_reference(value)
+    assert seen == [value]

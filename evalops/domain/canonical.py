@@ -93,7 +93,9 @@ def canonical_json(value: Any) -> bytes:
 # 30 ns a character): a match inside a string only costs a slower path, never a wrong byte.
 # In `shape` every digit reads 0 and every ":", "," and "[" (what precedes a value) reads |.
 _SHAPE = bytes.maketrans(b"123456789:,[", b"000000000|||")
-_LONG_INTEGER = (b"|" + b"0" * 16, b"|-" + b"0" * 16)  # 16 digits or more: maybe beyond 2^53
+# The end of a number token of 16 digits or more (maybe beyond 2^53); `_long_integer` then
+# looks back for its start: a string's digits, a float's fraction are not one.
+_LONG_INTEGER_ENDS = (b"0" * 16 + b"|", b"0" * 16 + b"]", b"0" * 16 + b"}")
 _EXPONENT = (b"0e-0", b"0e+0")  # 1e-05, 1.5e+16: JCS writes 0.00001 and 15000000000000000
 _INTEGRAL_FLOAT = (b".0,", b".0]", b".0}")  # 1.0, -0.0: JCS writes 1 and 0
 _ASTRAL_LEADS = (b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")  # keys sort by UTF-16 units
@@ -141,7 +143,26 @@ def canonical_json_document(value: dict[str, Any] | list[Any]) -> bytes:
 
 
 _SHAPE_CHUNK = 1 << 20
-_SHAPE_OVERLAP = 17  # the longest form's length minus one: no form is split unseen
+_SHAPE_OVERLAP = 16  # the longest form's length minus one: no form is split unseen
+_LOOK_BACK = 64  # digits before a chunk that `_long_integer` may walk back over
+
+
+def _long_integer(shape: bytes, first: int) -> bool:
+    """Whether a long integer token ends in `shape` at or after `first` (earlier bytes are
+    look-back): a run of 16 or more digits that a delimiter ends and "|" or "|-" begins.
+    A run longer than the look-back counts as one (the reference decides)."""
+    for end in _LONG_INTEGER_ENDS:
+        at = shape.find(end, first)
+        while at != -1:
+            i = at
+            while i > 0 and shape[i - 1] == 0x30:  # "0": every digit
+                i -= 1
+            if i > 0 and shape[i - 1] == 0x2D:  # "-"
+                i -= 1
+            if i == 0 or shape[i - 1] == 0x7C:  # "|": ":", "," or "["
+                return True
+            at = shape.find(end, at + 1)
+    return False
 
 
 def _shape_forms(data: bytes) -> tuple[bool, bool]:
@@ -149,8 +170,9 @@ def _shape_forms(data: bytes) -> tuple[bool, bool]:
     so that a large document is never copied whole."""
     exponent = False
     for start in range(0, len(data), _SHAPE_CHUNK):
-        shape = data[start : start + _SHAPE_CHUNK + _SHAPE_OVERLAP].translate(_SHAPE)
-        if any(form in shape for form in _LONG_INTEGER):
+        back = min(start, _LOOK_BACK)
+        shape = data[start - back : start + _SHAPE_CHUNK + _SHAPE_OVERLAP].translate(_SHAPE)
+        if _long_integer(shape, back):
             return True, exponent
         exponent = exponent or any(form in shape for form in _EXPONENT)
     return False, exponent
