@@ -309,6 +309,7 @@ def _brute_force_entry_counts(
 
     from evalops.domain.gate import INVALID_RUNS
     from evalops.services.evidence import Definitions, rederive
+    from evalops.services.promotion import uncounted_key
     from evalops.store import queries
     from evalops.store.tables import TaskRevision, Trial
 
@@ -334,12 +335,7 @@ def _brute_force_entry_counts(
                 if cls not in INVALID_RUNS:
                     counts[trial.execution_digest] = counts.get(trial.execution_digest, 0) + 1
                     continue
-                why = next(
-                    (r.removeprefix(f"{cls}: ") for r in (current.reasons if current else ())
-                     if r.startswith(f"{cls}: ")),
-                    None,
-                )  # fmt: skip
-                key = f"{cls} ({why})" if why else cls
+                key = uncounted_key(cls, current)
                 uncounted[key] = uncounted.get(key, 0) + 1
             out[task_id] = (counts, uncounted)
     return out

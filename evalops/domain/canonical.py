@@ -40,6 +40,18 @@ class _NotFast(Exception):
     pass
 
 
+def _plain_float(value: float) -> int | float:
+    """A finite float as a value the C encoder writes in JCS form: integral floats as ints
+    (JCS writes 1.0 as 1), plain-notation magnitudes as they are; else _NotFast."""
+    if value.is_integer():
+        if abs(value) > MAX_SAFE_INTEGER:
+            raise _NotFast
+        return int(value)
+    if not 1e-4 <= abs(value) < 1e16:
+        raise _NotFast
+    return value
+
+
 def _fast_form(value: Any) -> Any:
     """The value with integral floats as ints, or _NotFast when JCS needs rfc8785."""
     if isinstance(value, str) or value is None or isinstance(value, bool):
@@ -51,13 +63,7 @@ def _fast_form(value: Any) -> Any:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise _NotFast
-        if value.is_integer():
-            if abs(value) > MAX_SAFE_INTEGER:
-                raise _NotFast
-            return int(value)
-        if not 1e-4 <= abs(value) < 1e16:
-            raise _NotFast
-        return value
+        return _plain_float(value)
     if isinstance(value, dict):
         out = {}
         for key, item in value.items():
@@ -101,20 +107,7 @@ _INTEGRAL_FLOAT = (b".0,", b".0]", b".0}")  # 1.0, -0.0: JCS writes 1 and 0
 _ASTRAL_LEADS = (b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")  # keys sort by UTF-16 units
 
 
-def _jcs_float(token: str) -> int | float:
-    """A float token of the C encoder as a value it writes in JCS form: integral floats as
-    ints (JCS writes 1.0 as 1), plain-notation magnitudes as they are; else _NotFast."""
-    value = float(token)
-    if value.is_integer():
-        if abs(value) > MAX_SAFE_INTEGER:
-            raise _NotFast
-        return int(value)
-    if not 1e-4 <= abs(value) < 1e16:
-        raise _NotFast
-    return value
-
-
-_FLOAT_DECODER = json.JSONDecoder(parse_float=_jcs_float)
+_FLOAT_DECODER = json.JSONDecoder(parse_float=lambda token: _plain_float(float(token)))
 
 
 def canonical_json_document(value: dict[str, Any] | list[Any]) -> bytes:

@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from evalops.domain.canonical import canonical_text
+from evalops.domain.classify import Classification
 from evalops.domain.suite_policy import (
     Checklist,
     EntryFacts,
@@ -103,15 +104,19 @@ def _valid_trials(
         if cls not in INVALID_RUNS:
             counts[execution_digest] = counts.get(execution_digest, 0) + 1
             continue
-        # Name the cause, so a refusal says why the trials did not count.
-        why = next(
-            (r.removeprefix(f"{cls}: ") for r in (current.reasons if current else ())
-             if r.startswith(f"{cls}: ")),
-            None,
-        )  # fmt: skip
-        key = f"{cls} ({why})" if why else cls
+        key = uncounted_key(cls, current)
         uncounted[key] = uncounted.get(key, 0) + 1
     return counts, uncounted
+
+
+def uncounted_key(cls: str, current: Classification | None) -> str:
+    """An invalid trial's class with its cause, so a refusal says why it did not count."""
+    why = next(
+        (r.removeprefix(f"{cls}: ") for r in (current.reasons if current else ())
+         if r.startswith(f"{cls}: ")),
+        None,
+    )  # fmt: skip
+    return f"{cls} ({why})" if why else cls
 
 
 def _linked_incidents(session: Session, task_id: str) -> list[LinkedIncident]:
