@@ -262,9 +262,10 @@ def _labels_by_task(
     }
 
 
-def _member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str, dict[str, Any]]:
+def member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str, dict[str, Any]]:
     """Each member's ratcheted labels and trial plan (the parts of its input that are not
-    trials), from its registered spec."""
+    trials), from its registered spec; the candidate and the baseline share them. The
+    validated specs are let go after (a 10,000-task suite's take about 50 MiB)."""
     labels = _labels_by_task(defs, members)
     out = {}
     for m in members:
@@ -289,6 +290,7 @@ def _member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str,
                 "passScore": plain_number(plan.passScore if plan else 1.0),
             },
         }
+    defs.forget_specs()
     return out
 
 
@@ -298,13 +300,12 @@ def task_inputs(
     members: list[queries.Member],
     execution: ExecutionProfileRow,
     cutoff: int,
+    heads: dict[str, dict[str, Any]],
 ) -> list[dict[str, Any]]:
-    """Every member's plan, ratcheted labels, trials and ignored trials, from one indexed
-    read of the build's trials (other builds' trials are never scanned). Each row becomes
-    its trial input as it is read, and the validated specs are let go before: neither the
-    rows nor the specs are held beside the inputs."""
-    heads = _member_heads(defs, members)
-    defs.forget_specs()
+    """Every member's plan and ratcheted labels (`heads`, from `member_heads`), trials and
+    ignored trials, from one indexed read of the build's trials (other builds' trials are
+    never scanned). Each row becomes its trial input as it is read, so rows are never held
+    beside the inputs."""
     older = _older_counts(session, execution, cutoff)
     rederive_ = StaleClassifications(session, defs)
     members_by_id = {m.task_id: m for m in members}
@@ -428,6 +429,7 @@ def _baseline_block(
     policy: GatePolicy,
     defs: Definitions,
     members: list[queries.Member],
+    heads: dict[str, dict[str, Any]],
 ) -> dict[str, Any] | None:
     rule = policy.critical_regressions
     baseline = request.baseline
@@ -457,7 +459,7 @@ def _baseline_block(
             )
         base_exec = execution_for(session, baseline, None, request.cutoff)
         block["execution_digest"] = base_exec.execution_digest
-        block["tasks"] = task_inputs(session, defs, members, base_exec, request.cutoff)
+        block["tasks"] = task_inputs(session, defs, members, base_exec, request.cutoff, heads)
     return block
 
 
@@ -485,6 +487,7 @@ def build_inputs(
     execution = execution_for(session, request.build, request.execution_id, cutoff)
     members = queries.members(session, request.suite_id, cutoff=cutoff)
     defs = Definitions(session, cutoff)
+    heads = member_heads(defs, members)
     run = queries.latest_sync_run(session, cutoff)
     return {
         "evaluator": EVALUATOR,
@@ -501,10 +504,10 @@ def build_inputs(
         "policy": policy_doc,
         "policy_digest": policy_digest,
         "evaluated_at": request.at,
-        "tasks": task_inputs(session, defs, members, execution, cutoff),
+        "tasks": task_inputs(session, defs, members, execution, cutoff, heads),
         "waivers": waiver_facts(session, request.build, cutoff),
         "refused_waivers": refused_waivers(session, request.build, request.suite_id, cutoff),
-        "baseline": _baseline_block(session, request, policy, defs, members),
+        "baseline": _baseline_block(session, request, policy, defs, members, heads),
     }
 
 
