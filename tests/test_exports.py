@@ -640,3 +640,76 @@ def test_exports_carry_the_anchor_the_verifier_reads(demo: Path, cli: Cli) -> No
         value = json.loads(export(cli, demo, kind, "GATE-2"))
         anchor = value.get("audit_head") or value["predicate"]["audit_head"]
         assert ANCHOR.fullmatch(f"{anchor['seq']}:{anchor['hash']}").group(0) == token
+
+
+# --- JSON Schemas of the machine-readable outputs ------------------------------------------
+
+
+def test_every_json_output_validates_against_its_shipped_schema(
+    demo: Path, cli: Cli, tmp_path: Path
+) -> None:
+    written = cli("--json", "schema", "export", str(tmp_path / "schemas"))
+    assert written.code == 0, written.stderr
+
+    def validator(name: str) -> jsonschema.Draft202012Validator:
+        schema = json.loads((tmp_path / "schemas" / name).read_text(encoding="utf-8"))
+        jsonschema.Draft202012Validator.check_schema(schema)
+        return jsonschema.Draft202012Validator(schema)
+
+    gate_check = validator("gate-check.schema.json")
+    stored_check = cli("--json", "gate", "check", "--build", "build-125", "--suite",
+                       "regression/core", cwd=demo)  # fmt: skip
+    assert stored_check.code == 0, stored_check.stdout
+    dry_run = cli("--json", "gate", "check", "--build", "build-124", "--suite",
+                  "regression/core", "--dry-run", cwd=demo)  # fmt: skip
+    assert dry_run.code == 4, dry_run.stdout
+    assert dry_run.json()["gate_id"] == "dry-run" and dry_run.json()["stored"] is False
+    shown = cli("--json", "gate", "show", "GATE-2", cwd=demo)
+    for output in (stored_check.json(), dry_run.json(), shown.json()):
+        gate_check.validate(output)
+    pretending = dict(dry_run.json(), decision_event=stored_check.json()["decision_event"])
+    assert not gate_check.is_valid(pretending)  # a dry run never claims a stored event
+    assert not gate_check.is_valid(dict(stored_check.json(), decision="maybe"))
+
+    audit = validator("audit-report.schema.json")
+    report = tmp_path / "audit.json"
+    assert cli("report", "audit", "--gate", "GATE-1", "--format", "json", "-o", str(report),
+               cwd=demo).code == 0  # fmt: skip
+    audit.validate(json.loads(report.read_text(encoding="utf-8")))
+
+    private, public, _ = keypair(tmp_path)
+    envelope = tmp_path / "gate.intoto.json"
+    assert cli("export", "attestation", "--gate", "GATE-3", "--sign-key", str(private), "-o",
+               str(envelope), cwd=demo).code == 0  # fmt: skip
+    verified = cli("--json", "verify-attestation", str(envelope), "--key", str(public))
+    validator("verify-attestation.schema.json").validate(verified.json())
+
+    summary = json.loads(export(cli, demo, "summary", "GATE-3"))
+    validator("eval-summary.schema.json").validate(summary)
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_reports_and_exports_follow_the_umask(
+    demo: Path, cli: Cli, tmp_path: Path, mask: int
+) -> None:
+    import os
+    import stat
+
+    previous = os.umask(mask)
+    try:
+        with (tmp_path / "plain").open("w"):  # what any program's new file gets
+            pass
+        outputs = {
+            "audit.html": ("report", "audit", "--gate", "GATE-3", "--format", "html"),
+            "gate.xml": ("export", "junit", "--gate", "GATE-3"),
+            "gate-otlp.jsonl": ("export", "otel", "--gate", "GATE-3"),
+            "summary.json": ("export", "summary", "--gate", "GATE-3"),
+        }
+        for name, args in outputs.items():
+            assert cli(*args, "-o", str(tmp_path / name), cwd=demo).code == 0
+    finally:
+        os.umask(previous)
+    expected = stat.S_IMODE((tmp_path / "plain").stat().st_mode)
+    assert expected == 0o666 & ~mask
+    for name in outputs:
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == expected, name
