@@ -18,14 +18,18 @@ def test_committed_schemas_match_a_fresh_export(tmp_path: Path, cli: Cli) -> Non
         written
         == committed
         == [
+            "audit-report.schema.json",
+            "eval-summary.schema.json",
             "eval-task.schema.json",
             "execution-profile.schema.json",
+            "gate-check.schema.json",
             "gate-policy.schema.json",
             "grader-set.schema.json",
             "import-map.schema.json",
             "suite-policy.schema.json",
             "suite.schema.json",
             "trial.schema.json",
+            "verify-attestation.schema.json",
         ]
     )
     for name in written:

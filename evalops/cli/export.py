@@ -2,13 +2,14 @@
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 
 from evalops.cli.context import JsonFlag, echo_lines, emit, note, now, settings
+from evalops.cli.gate import EXIT_BY_DECISION
 from evalops.cli.output import OutputOption, write_output
-from evalops.errors import InputError
+from evalops.errors import EXIT_VERIFY, InputError
 
 export_app = typer.Typer(
     help="Exports of a stored gate decision: JUnit XML, OTLP JSON logs, RFC 0244 "
@@ -97,57 +98,95 @@ def attestation(
             help="Ed25519 private key (PEM): wrap the statement in a signed DSSE envelope."
         ),
     ] = None,
+    anchor: Annotated[
+        list[str] | None,
+        typer.Option(
+            metavar="SEQ:HASH",
+            help="A chain head kept outside the database (repeatable): refuse (exit 6) "
+            "unless the chain still holds it.",
+        ),
+    ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """An in-toto Statement v1 of the decision (subject: the execution digest), optionally
     signed in a DSSE envelope.
 
+    The decision is checked first (it replays, its row matches its audit event, the chain
+    links and holds every --anchor): a decision that does not verify is refused (exit 6)
+    and nothing is written.
+
     Example: evalops export attestation --gate GATE-3 --sign-key release.pem -o gate.intoto.json
     """
     from evalops.export.attestation import attestation_json
+    from evalops.services.anchors import parse_anchor
+    from evalops.services.attest import certified_document
 
-    doc = _document(ctx, gate, json_flag)
+    state = settings(ctx, json_flag)
+    wanted = [parse_anchor(a) for a in anchor or []]
+    with state.connect() as engine:
+        doc = certified_document(engine, gate, wanted, now=now())
     _finish(ctx, "attestation", doc, output, attestation_json(doc, sign_key))
+
+
+RequireOption = Annotated[
+    Literal["pass"] | None,
+    typer.Option(
+        "--require",
+        metavar="DECISION",
+        help="Exit as the gate would unless the attested decision is this one (`pass`): "
+        "3 for hold, 4 for block.",
+    ),
+]
 
 
 def verify_attestation(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(metavar="FILE", help="A DSSE envelope (JSON).")],
     key: Annotated[Path, typer.Option(help="Ed25519 public key (PEM) that must have signed it.")],
+    require: RequireOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
-    """Check a signed attestation: the signature verifies with KEY and the payload is an
-    evalops in-toto Statement v1; exit 6 otherwise.
+    """Check a signed attestation and print the decision it attests: the signature verifies
+    with KEY, the payload is an evalops in-toto Statement v1, and the statement is
+    consistent (its decision and subject are the decision document's, which hashes to its
+    result_digest); exit 6 otherwise. With --require pass, a verified hold exits 3 and a
+    verified block 4, as the gate did.
 
-    Example: evalops verify-attestation gate.intoto.json --key release.pub
+    Example: evalops verify-attestation gate.intoto.json --key release.pub --require pass
     """
-    from evalops.export.attestation import load_public_key, verify_envelope
+    from evalops.export.attestation import load_public_key, read_bounded, verify_envelope
 
     settings(ctx, json_flag)
+    raw = read_bounded(file, "FILE", "attestation file")
     try:
-        value = json.loads(file.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError("attestation file not found", str(file)) from None
+        value = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"not JSON: {exc}", str(file)) from None
     stmt = verify_envelope(value, load_public_key(key))
     predicate = stmt["predicate"]
+    decision = str(predicate["decision"])
     data = {
         "verified": True,
         "subject": stmt["subject"],
         "predicateType": stmt["predicateType"],
         "gate_id": predicate.get("gate_id"),
-        "decision": predicate.get("decision"),
+        "decision": decision,
+        "build": predicate.get("build"),
+        "suite": predicate.get("suite"),
+        "result_digest": predicate["digests"]["result_digest"],
         "audit_head": predicate.get("audit_head"),
+        "required": require,
     }
     subject = stmt["subject"][0]
     line = (
-        f"verified: {predicate.get('gate_id')} {str(predicate.get('decision')).upper()} "
+        f"verified: {predicate.get('gate_id')} {decision.upper()} "
         f"for {subject.get('name')} (sha256:{subject['digest']['sha256']})"
     )
     from evalops.report.text import visible
 
     emit(ctx, data, echo_lines([visible(line)]))
+    if require is not None and decision != require:
+        raise typer.Exit(EXIT_BY_DECISION.get(decision, EXIT_VERIFY))
 
 
 def register(app: typer.Typer) -> None:

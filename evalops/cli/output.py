@@ -10,6 +10,7 @@ import typer
 
 from evalops.cli.context import reader_gone
 from evalops.errors import InputError
+from evalops.files import follow_umask
 
 FORMAT_BY_SUFFIX = {
     ".html": "html",
@@ -53,6 +54,7 @@ def write_output(output: str, text: str) -> str | None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
+            follow_umask(fd)
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as stream:
                 stream.write(text)
             os.replace(tmp, path)

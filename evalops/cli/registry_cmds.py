@@ -9,7 +9,8 @@ from evalops.cli.context import JsonFlag, add_row, echo_lines, emit, now, say, s
 from evalops.errors import InputError, InputErrors
 
 schema_app = typer.Typer(
-    help="JSON Schemas of the spec formats.\n\nExample: evalops schema export registry/schemas",
+    help="JSON Schemas of the spec formats and the machine-readable outputs.\n\n"
+    "Example: evalops schema export registry/schemas",
     no_args_is_help=True,
 )
 
@@ -163,7 +164,9 @@ def schema_export(
     directory: Annotated[Path, typer.Argument(help="Where to write the *.schema.json files.")],
     json_flag: JsonFlag = False,
 ) -> None:
-    """Write JSON Schemas for every spec format and for TrialRecord.
+    """Write JSON Schemas for every spec format, TrialRecord and the import map, and for
+    the machine-readable outputs: gate check --json, the audit report's JSON,
+    verify-attestation --json and the EvalSummary export.
 
     Example: evalops schema export registry/schemas
     """

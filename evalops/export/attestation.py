@@ -7,18 +7,29 @@ Signing wraps the canonical JSON of the statement in a DSSE envelope
 (payloadType `application/vnd.in-toto+json`), signed with Ed25519 over DSSE's
 pre-authentication encoding. Keys are PEM: PKCS#8 private, SubjectPublicKeyInfo public
 (`openssl genpkey -algorithm ed25519`).
+
+The signature's `keyid` is the one standard DSSE verifiers derive from the public key
+(securesystemslib's default, `key_id`), so they match it without configuration; it is a hint:
+`verify_envelope` tries the given key on every signature. Base64 may be standard or URL-safe,
+padded or not, as DSSE allows.
+
+A statement carries its own evidence: `statement_problem` checks that it is internally
+consistent (the predicate's decision is the decision document's, the document hashes to the
+predicate's `result_digest`, the subject is the document's execution digest), so a hand-made
+statement signed with a valid key is still refused.
 """
 
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalops.domain.canonical import canonical_json
+from evalops.domain.canonical import canonical_json, canonical_json_document, sha256_digest
 from evalops.errors import InputError, VerificationError
 
 if TYPE_CHECKING:
@@ -30,6 +41,9 @@ if TYPE_CHECKING:
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPE = "urn:evalops:predicate:gate-decision:v1"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
+MAX_FILE_BYTES = 1024 * 1024
+# Fields the predicate repeats from the decision document: each must say the same.
+REPEATED_FIELDS = ("gate_id", "decision", "build", "suite", "evaluated_at")
 
 
 def statement(doc: Mapping[str, Any]) -> dict[str, Any]:
@@ -80,13 +94,29 @@ def pae(payload_type: str, payload: bytes) -> bytes:
 
 
 def key_id(public: Ed25519PublicKey) -> str:
-    """`sha256:` of the public key's DER SubjectPublicKeyInfo (a hint, not trusted)."""
+    """The key id standard DSSE verifiers derive (securesystemslib's default): the sha256,
+    in hex, of the canonical JSON `{"keytype": "ed25519", "keyval": {"public": HEX},
+    "scheme": "ed25519"}`, HEX being the 32 raw public-key bytes."""
     from cryptography.hazmat.primitives import serialization
 
-    der = public.public_bytes(
-        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
-    )
-    return "sha256:" + hashlib.sha256(der).hexdigest()
+    raw = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    key = {"keytype": "ed25519", "keyval": {"public": raw.hex()}, "scheme": "ed25519"}
+    return hashlib.sha256(canonical_json(key)).hexdigest()
+
+
+def read_bounded(path: Path, field: str, what: str) -> bytes:
+    """The bytes of a small input file (a key, an attestation): at most MAX_FILE_BYTES, so
+    a device or a huge file is refused (exit 2) instead of read until memory runs out."""
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        raise InputError(f"{what} not found", str(path), field=field) from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror}", str(path), field=field) from None
+    if len(data) > MAX_FILE_BYTES:
+        raise InputError(f"{what} is larger than 1 MiB", str(path), field=field)
+    return data
 
 
 def load_private_key(path: Path) -> Ed25519PrivateKey:
@@ -94,9 +124,9 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     try:
-        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-    except FileNotFoundError:
-        raise InputError("signing key not found", str(path), field="--sign-key") from None
+        key = serialization.load_pem_private_key(
+            read_bounded(path, "--sign-key", "signing key"), password=None
+        )
     except (ValueError, TypeError) as exc:
         raise InputError(
             f"not an unencrypted PEM private key: {exc}", str(path), field="--sign-key"
@@ -111,9 +141,7 @@ def load_public_key(path: Path) -> Ed25519PublicKey:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     try:
-        key = serialization.load_pem_public_key(path.read_bytes())
-    except FileNotFoundError:
-        raise InputError("public key not found", str(path), field="--key") from None
+        key = serialization.load_pem_public_key(read_bounded(path, "--key", "public key"))
     except (ValueError, TypeError) as exc:
         raise InputError(f"not a PEM public key: {exc}", str(path), field="--key") from None
     if not isinstance(key, Ed25519PublicKey):
@@ -145,7 +173,8 @@ def check_statement(value: Any) -> dict[str, Any]:
     if not isinstance(subjects, list) or not subjects:
         raise VerificationError("statement has no subject")
     for s in subjects:
-        sha = s.get("digest", {}).get("sha256") if isinstance(s, dict) else None
+        digest = s.get("digest") if isinstance(s, dict) else None
+        sha = digest.get("sha256") if isinstance(digest, dict) else None
         if not isinstance(sha, str) or len(sha) != 64 or sha.strip("0123456789abcdef"):
             raise VerificationError("a subject has no valid digest.sha256")
     if value.get("predicateType") != PREDICATE_TYPE:
@@ -157,6 +186,17 @@ def check_statement(value: Any) -> dict[str, Any]:
     return value
 
 
+def b64decode(text: Any) -> bytes:
+    """Standard or URL-safe base64, padded or not (DSSE accepts either); ValueError else."""
+    if not isinstance(text, str):
+        raise ValueError("not a base64 string")
+    standard = text.strip().replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
+    except binascii.Error as exc:
+        raise ValueError(str(exc)) from None
+
+
 def verify_envelope(envelope_doc: Any, public: Ed25519PublicKey) -> dict[str, Any]:
     """The statement inside a DSSE envelope signed by `public`; VerificationError otherwise."""
     from cryptography.exceptions import InvalidSignature
@@ -166,7 +206,7 @@ def verify_envelope(envelope_doc: Any, public: Ed25519PublicKey) -> dict[str, An
     if envelope_doc.get("payloadType") != PAYLOAD_TYPE:
         raise VerificationError(f"payloadType is not {PAYLOAD_TYPE}")
     try:
-        payload = base64.b64decode(str(envelope_doc["payload"]), validate=True)
+        payload = b64decode(envelope_doc["payload"])
     except ValueError:
         raise VerificationError("payload is not valid base64") from None
     signatures = envelope_doc.get("signatures")
@@ -175,15 +215,56 @@ def verify_envelope(envelope_doc: Any, public: Ed25519PublicKey) -> dict[str, An
     message = pae(PAYLOAD_TYPE, payload)
     for entry in signatures:
         try:
-            sig = base64.b64decode(str(entry.get("sig", "")), validate=True)
-            public.verify(sig, message)
+            public.verify(b64decode(entry.get("sig")), message)
         except (InvalidSignature, ValueError, AttributeError):
             continue
         try:
-            return check_statement(json.loads(payload))
+            value = json.loads(payload)
         except ValueError:
             raise VerificationError("payload is not JSON") from None
+        checked = check_statement(value)
+        problem = statement_problem(checked)
+        if problem is not None:
+            raise VerificationError(f"the signed statement is not consistent: {problem}")
+        return checked
     raise VerificationError("no signature in the envelope verifies with this key")
+
+
+def statement_problem(value: Mapping[str, Any]) -> str | None:
+    """Why a statement contradicts itself, or None: the signer vouched for the decision
+    document, so everything the statement says beside it must follow from it."""
+    predicate = value["predicate"]
+    document = predicate.get("decision_document")
+    if not isinstance(document, dict):
+        return "the predicate has no decision_document"
+    for name in REPEATED_FIELDS:
+        if predicate.get(name) != document.get(name):
+            return (
+                f"predicate.{name} is {predicate.get(name)!r}, the decision document says "
+                f"{document.get(name)!r}"
+            )
+    digests = predicate.get("digests")
+    if not isinstance(digests, dict):
+        return "the predicate has no digests"
+    try:
+        recomputed = sha256_digest(canonical_json_document(document))
+    except (TypeError, ValueError) as exc:
+        return f"the decision document is not canonical JSON data: {exc}"
+    if digests.get("result_digest") != recomputed:
+        return (
+            f"the decision document hashes to {recomputed}, not to "
+            f"result_digest {digests.get('result_digest')!r}"
+        )
+    execution = document.get("execution_digest")
+    if digests.get("execution_digest") != execution:
+        return "predicate.digests.execution_digest is not the decision document's"
+    subjects = [f"sha256:{s['digest']['sha256']}" for s in value["subject"]]
+    if subjects != [execution]:
+        return (
+            f"the subject is {', '.join(subjects)}, not the decision's execution digest "
+            f"{execution!r}"
+        )
+    return None
 
 
 def attestation_json(doc: Mapping[str, Any], sign_key: Path | None = None) -> str:

@@ -1,10 +1,17 @@
 """JUnit XML of a gate decision, for the test tab of every CI system.
 
-One `testsuite` per gate, its id, decision, digests and audit head as `properties`; one
-`testcase` per member task (`failure` for block, `error` for hold, `skipped` naming the
-waiver for a waived failure); and one `testcase` named `gate-decision` that fails unless
-the decision is pass, so a hold or a block is never green, not even on an empty suite.
-Written by `xml.etree`, with every string made XML 1.0-safe first.
+Valid against the schemas consumers validate with (Jenkins xUnit's `junit-10.xsd` and the
+Ant/windyroad JUnit schema): a `testsuites` root without attributes, one `testsuite` with
+`properties`, its test cases, `system-out` and `system-err`, a timezone-less UTC timestamp.
+
+A test's identity, (testsuite name, classname, name), is the same for a task in every
+decision of its suite: (suite id, suite id, task id). CI systems key their history on it
+(GitLab hashes exactly those three), so the gate id, the build and the digests go in
+`properties`, never in a name. One `testcase` per member task (`failure` for block, `error`
+for hold, `skipped` for a pass by waiver, its id, owner and expiry in the message and in
+properties), and one `testcase` named `gate-decision` that fails unless the decision is
+pass, so a hold or a block is never green, not even on an empty suite. Written by
+`xml.etree`, with every string made XML 1.0-safe first.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from typing import Any
 from evalops.report.text import anchor_token, visible
 
 GATE_CASE = "gate-decision"
+HOSTNAME = "localhost"  # the schema's word for "not recorded": a decision has no host
 
 
 def _s(value: Any) -> str:
@@ -26,6 +34,22 @@ def _s(value: Any) -> str:
 def _text(value: str) -> str:
     """Element text: lines kept, every other control character made visible."""
     return "\n".join(visible(line) for line in value.split("\n"))
+
+
+def _timestamp(value: Any) -> str:
+    """`YYYY-MM-DDTHH:MM:SS`, UTC: the schema's timestamp has no zone and no fraction (the
+    exact instant is the `evalops.evaluated_at` property)."""
+    text = str(value or "")
+    return text[:19] if len(text) >= 19 else "1970-01-01T00:00:00"
+
+
+def _waiver_fields(task: Mapping[str, Any]) -> tuple[str, str, str]:
+    waiver = task.get("waiver") or {}
+    return (
+        str(task["waiver_id"]),
+        str(waiver.get("owner", "?")),
+        str(waiver.get("expires_at", "?")),
+    )
 
 
 def _properties(suite: ET.Element, doc: Mapping[str, Any]) -> None:
@@ -45,9 +69,18 @@ def _properties(suite: ET.Element, doc: Mapping[str, Any]) -> None:
     ]
     values.append(("evalops.audit_head", anchor_token(doc.get("audit_head"))))
     values.append(("evalops.decision_event", anchor_token(doc.get("decision_event"))))
+    for task in doc.get("tasks", []):
+        if task.get("waiver_id"):
+            waiver_id, owner, expires_at = _waiver_fields(task)
+            prefix = f"evalops.waiver.{task['task_id']}"
+            values += [
+                (f"{prefix}.id", waiver_id),
+                (f"{prefix}.owner", owner),
+                (f"{prefix}.expires_at", expires_at),
+            ]
     for name, value in values:
         if value is not None:
-            ET.SubElement(props, "property", name=name, value=_s(value))
+            ET.SubElement(props, "property", name=_s(name), value=_s(value))
 
 
 def _task_case(suite: ET.Element, doc: Mapping[str, Any], task: Mapping[str, Any]) -> str | None:
@@ -60,13 +93,14 @@ def _task_case(suite: ET.Element, doc: Mapping[str, Any], task: Mapping[str, Any
         f"passed={task.get('passedCount')}, pass^k={task.get('passHatK')}"
     )
     if task.get("waiver_id"):
-        waiver = task.get("waiver") or {}
+        waiver_id, owner, expires_at = _waiver_fields(task)
         message = (
-            f"waived by {task['waiver_id']}: {task.get('state')} accepted by "
-            f"{waiver.get('owner', '?')} until {waiver.get('expires_at', '?')}"
+            f"waived by {waiver_id} (owner {owner}, expires {expires_at}): "
+            f"{task.get('state')} accepted"
         )
-        ET.SubElement(case, "skipped", message=_s(message)).text = _text(
-            f"{detail}\nreason: {waiver.get('reason', '?')}"
+        reason = (task.get("waiver") or {}).get("reason", "?")
+        ET.SubElement(case, "skipped", message=_s(message), type="waived").text = _text(
+            f"{message}\n{detail}\nreason: {reason}"
         )
         return "skipped"
     if effect == "block":
@@ -82,15 +116,32 @@ def _task_case(suite: ET.Element, doc: Mapping[str, Any], task: Mapping[str, Any
     return None
 
 
+def _gate_case(suite: ET.Element, doc: Mapping[str, Any]) -> bool:
+    """The `gate-decision` case; True when it fails (the decision is not pass)."""
+    gate = ET.SubElement(suite, "testcase", classname=_s(doc["suite"]), name=GATE_CASE, time="0")
+    if doc["decision"] == "pass":
+        return False
+    reasons = doc.get("reasons") or []
+    message = f"{str(doc['decision']).upper()}: " + (
+        reasons[0] if reasons else "the decision is not pass"
+    )
+    ET.SubElement(gate, "failure", message=_s(message), type=_s(doc["decision"])).text = _text(
+        "\n".join(str(r) for r in reasons) or message
+    )
+    return True
+
+
 def junit_xml(doc: Mapping[str, Any]) -> str:
     """The JUnit XML text of a report document."""
-    root = ET.Element("testsuites", name="evalops gate")
+    root = ET.Element("testsuites")
     suite = ET.SubElement(
         root,
         "testsuite",
-        name=_s(f"evalops gate {doc['gate_id']}: {doc['suite']} @ {doc['build']}"),
-        id=_s(doc["gate_id"]),
-        timestamp=_s(doc.get("evaluated_at")),
+        name=_s(doc["suite"]),
+        package="evalops",
+        id="0",
+        timestamp=_timestamp(doc.get("evaluated_at")),
+        hostname=HOSTNAME,
         time="0",
     )
     _properties(suite, doc)
@@ -100,21 +151,18 @@ def junit_xml(doc: Mapping[str, Any]) -> str:
         outcome = _task_case(suite, doc, task)
         if outcome:
             counts[outcome] += 1
-    gate = ET.SubElement(suite, "testcase", classname=_s(doc["suite"]), name=GATE_CASE, time="0")
     counts["tests"] += 1
-    if doc["decision"] != "pass":
-        reasons = doc.get("reasons") or []
-        message = f"{str(doc['decision']).upper()}: " + (
-            reasons[0] if reasons else "the decision is not pass"
-        )
-        ET.SubElement(gate, "failure", message=_s(message), type=_s(doc["decision"])).text = _text(
-            "\n".join(str(r) for r in reasons) or message
-        )
+    if _gate_case(suite, doc):
         counts["failure"] += 1
-    for element in (suite, root):
-        element.set("tests", str(counts["tests"]))
-        element.set("failures", str(counts["failure"]))
-        element.set("errors", str(counts["error"]))
-        element.set("skipped", str(counts["skipped"]))
+    reasons = "\n".join(str(r) for r in doc.get("reasons") or [])
+    ET.SubElement(suite, "system-out").text = _text(
+        f"evalops gate {doc['gate_id']}: {str(doc['decision']).upper()} for {doc['suite']} "
+        f"@ {doc['build']}" + (f"\n{reasons}" if reasons else "")
+    )
+    ET.SubElement(suite, "system-err")
+    suite.set("tests", str(counts["tests"]))
+    suite.set("failures", str(counts["failure"]))
+    suite.set("errors", str(counts["error"]))
+    suite.set("skipped", str(counts["skipped"]))
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -267,7 +267,8 @@ def replay_row(row: GateDecision) -> dict[str, Any]:
     }
 
 
-def _audit_mismatch(session: Session, row: GateDecision) -> str | None:
+def decision_event_mismatch(session: Session, row: GateDecision) -> str | None:
+    """Does the stored row still say what the audit event that recorded it says?"""
     event = session.get(AuditEvent, row.audit_seq)
     payload = json.loads(event.payload) if event else {}
     if (
@@ -284,7 +285,7 @@ def replay(engine: Engine, gate_id: str) -> dict[str, Any]:
     with read_session(engine) as session:
         row = _decision(session, gate_id)
         outcome = replay_row(row)
-        mismatch = _audit_mismatch(session, row)
+        mismatch = decision_event_mismatch(session, row)
         if mismatch:
             outcome["problems"].append(mismatch)
             outcome["identical"] = False
@@ -338,7 +339,7 @@ def verify_decisions(session: Session) -> int:
             raise VerificationError(
                 f"gate decision {row.gate_id}: " + "; ".join(outcome["problems"] or ["differs"])
             )
-        mismatch = _audit_mismatch(session, row)
+        mismatch = decision_event_mismatch(session, row)
         if mismatch:
             raise VerificationError(f"gate decision {row.gate_id}: {mismatch}")
         problem = rebuilt_inputs_problem(session, row)

@@ -28,6 +28,7 @@ from evalops.domain.specs import EvalTaskSpec, GraderSet
 from evalops.domain.stats import pass_at_k, pass_hat_k
 from evalops.domain.trial_record import TrialRecord
 from evalops.errors import InputError
+from evalops.files import follow_umask
 from evalops.importers.common import (
     Item,
     Resolved,
@@ -381,6 +382,7 @@ def _write(records: Iterator[Translated], output: Path) -> int:
     fd, tmp = tempfile.mkstemp(prefix=output.name, suffix=".tmp", dir=output.parent)
     count = 0
     try:
+        follow_umask(fd)
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
             for item in records:
                 try:

@@ -251,6 +251,22 @@ def _explanation(defs: Definitions, trial: Trial, stored_class: str) -> str:
     return f"{stored_class} when decided; with evidence recorded since: {reasons}"
 
 
+def _deciding_evaluator(
+    defs: Definitions, trial: Trial, record: Mapping[str, Any], stored_class: str
+) -> str | None:
+    """The RFC 0244 evaluatorType of the grader whose verdict gave the trial its class (the
+    first such grader of the set), or None when no grader's verdict is the class (a pass, a
+    runtime or effect class: the score grader's type stands)."""
+    found = defs.grader_set(trial.grader_set_digest)
+    if found is None:
+        return None
+    verdicts = {r.get("grader_id"): r.get("state") for r in record.get("grader_results", [])}
+    for grader in found[0].graders:
+        if verdicts.get(grader.id) == stored_class != "task_pass":
+            return EVALUATOR_TYPES.get(grader.type)
+    return None
+
+
 def _trial_facts(
     session: Session,
     defs: Definitions,
@@ -278,6 +294,7 @@ def _trial_facts(
             "rerun_reason": trial.rerun_reason,
             "runtime_status": (record.get("runtime") or {}).get("status"),
             "explanation": _explanation(defs, trial, classes[trial_id]),
+            "evaluator_type": _deciding_evaluator(defs, trial, record, classes[trial_id]),
             "reconciliations": [
                 {
                     "effect_key": r.effect_key,
@@ -621,7 +638,7 @@ def assemble(
                 {
                     "trial_id": trial["trial_id"],
                     "task_id": t["task_id"],
-                    "evaluator_type": facts.get("evaluator_type"),
+                    "evaluator_type": fact.get("evaluator_type") or facts.get("evaluator_type"),
                     "classification": trial["classification"],
                     "score": trial.get("score"),
                     "gating_score": trial.get("gating_score"),

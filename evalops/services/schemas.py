@@ -1,4 +1,10 @@
-"""JSON Schemas generated from the pydantic models, for editors and harness authors."""
+"""JSON Schemas for editors, harness authors and the tools that read evalops's output.
+
+Input formats (specs, trial records, import maps) are generated from their pydantic models.
+Machine-readable outputs (`gate check --json`, the audit report's JSON, `verify-attestation
+--json`, the EvalSummary export) are written by hand and shipped as files, beside this
+module and beside the summary exporter, so a consumer can validate what it reads.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +17,18 @@ from evalops.domain.specs import SPEC_MODELS
 from evalops.domain.trial_record import TrialRecord
 
 SCHEMA_BASE = "https://evalops.dev/schemas/"
+_PACKAGE = Path(__file__).resolve().parent.parent
+OUTPUT_SCHEMAS = (
+    _PACKAGE / "services" / "output_schemas" / "gate-check.schema.json",
+    _PACKAGE / "services" / "output_schemas" / "audit-report.schema.json",
+    _PACKAGE / "services" / "output_schemas" / "verify-attestation.schema.json",
+    _PACKAGE / "export" / "eval-summary.schema.json",
+)
 
 
 def schema_documents() -> dict[str, dict[str, Any]]:
-    """File name -> JSON Schema: one per spec format, TrialRecord and the import map."""
+    """File name -> JSON Schema: one per spec format, TrialRecord, the import map and each
+    machine-readable output."""
     models: dict[str, Any] = {v.replace("/v1", ""): m for v, m in SPEC_MODELS.items()}
     models["trial"] = TrialRecord
     models["import-map"] = ImportMap
@@ -27,6 +41,8 @@ def schema_documents() -> dict[str, dict[str, Any]]:
             "$id": SCHEMA_BASE + file_name,
             **schema,
         }
+    for path in OUTPUT_SCHEMAS:
+        out[path.name] = json.loads(path.read_text(encoding="utf-8"))
     return out
 
 

@@ -321,3 +321,32 @@ def verify_database(
     return VerifyReport(
         events, rows, definitions, trials, decisions, anchors=checked_anchors, head=head
     )
+
+
+def chain_problem(session: Session) -> str | None:
+    """The first broken link or payload of the whole chain, or None."""
+    try:
+        _check_chain(session)
+    except VerificationError as exc:
+        return exc.message
+    return None
+
+
+def event_rows_problem(session: Session, event: AuditEvent) -> str | None:
+    """Do the rows that claim `event` still re-hash to what it recorded? (One event's share
+    of the both-directions check `verify` runs over every event.)"""
+    declared = json.loads(event.payload).get("rows")
+    if declared is None:
+        return None  # a legacy event: its migration vouches for its rows, `verify` checks that
+    stored = RowsDigest()
+    for table in audited_tables():
+        plan = digest_plan(table)
+        names = ", ".join(f'"{name}"' for name, _ in plan)
+        sql = f'SELECT {names} FROM "{table.name}" WHERE audit_seq = {int(event.seq)} ORDER BY id'
+        kinds = [kind for _, kind in plan]
+        for raw in _raw_rows(session, sql):
+            cells = [cell(k, v) for k, v in zip(kinds, raw, strict=True)]
+            stored.add_line(table.name, line_of(cells))
+    if stored.as_payload() != declared:
+        return f"rows of audit seq {event.seq} ({event.kind} {event.subject}) changed since"
+    return None
