@@ -1,0 +1,133 @@
+"""Traps a new user met in the first hour: each test is the step that went wrong."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from evalops.cli import progress as progress_module
+from tests.conftest import Cli
+from tests.helpers import REPO_ROOT
+from tests.import_support import copy_workspace, import_base
+
+TASK, EXECUTION = "support-refund-in-order", "candidate-b124"
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return import_base(tmp_path_factory)
+
+
+@pytest.fixture
+def ws(base: Path, tmp_path: Path) -> Path:
+    return copy_workspace(base, tmp_path / "ws")
+
+
+def test_a_redirected_template_is_one_line_that_ingests(ws: Path, cli: Cli) -> None:
+    """`trials template > f.jsonl` then `trials ingest f.jsonl` (stdout is not a terminal)."""
+    result = cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws)
+    assert result.code == 0, result.stderr
+    assert result.stdout.count("\n") == 1, "a redirected template must be one JSON line"
+    (ws / "f.jsonl").write_text(result.stdout, encoding="utf-8")
+    ingested = cli("trials", "ingest", "f.jsonl", "--json", cwd=ws)
+    assert ingested.code == 0, ingested.stdout + ingested.stderr
+    assert ingested.json()["ingested"] == 1
+
+
+def test_jsonl_option_forces_one_line(ws: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True, raising=False)
+    pretty = cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws)
+    compact = cli("trials", "template", "--task", TASK, "--execution", EXECUTION, "--jsonl", cwd=ws)
+    assert pretty.code == compact.code == 0
+    assert pretty.stdout.count("\n") > 10, "a terminal gets the indented record"
+    assert compact.stdout.count("\n") == 1
+    stamps = ("started_at", "completed_at")
+    same = [
+        {k: v for k, v in json.loads(o).items() if k not in stamps}
+        for o in (compact.stdout, pretty.stdout)
+    ]
+    assert same[0] == same[1]
+
+
+def test_a_pretty_printed_record_is_one_error_that_says_json_lines(ws: Path, cli: Cli) -> None:
+    record = json.loads(
+        cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws).stdout
+    )
+    (ws / "pretty.jsonl").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    before = (ws / ".evalops" / "registry.db").read_bytes()
+    result = cli("trials", "ingest", "pretty.jsonl", "--json", cwd=ws)
+    assert result.code == 2
+    error = result.json()["error"]
+    assert error["line"] == 1 and error["file"] == "pretty.jsonl"
+    assert "JSON Lines" in error["message"] and "jq -c" in error["message"]
+    # One error, not one per line of the document.
+    bad = cli("trials", "ingest", "pretty.jsonl", "--max-bad-records", "1000", "--json", cwd=ws)
+    assert len(bad.json()["rejected"]) == 1, bad.stdout
+    assert (ws / ".evalops" / "registry.db").read_bytes() == before
+
+
+def test_the_progress_bar_shows_words_and_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The console prints with markup off: no column may rely on markup."""
+    recorded = Console(
+        file=io.StringIO(), force_terminal=True, width=120, markup=False, record=True
+    )
+    monkeypatch.setattr(progress_module, "console", lambda stderr=False: recorded)
+    with progress_module.progress("bar", "ingesting", 3_000, "bytes") as advance:
+        assert advance is not None
+        for _ in range(3):
+            advance(1_000)
+    shown = recorded.export_text()
+    assert "[progress.description]" not in shown
+    assert "ingesting" in shown
+    assert "3 records" in shown, shown
+
+
+@pytest.mark.slow
+def test_make_demo_on_a_fresh_clone(tmp_path: Path) -> None:
+    """The README's first command: runtime dependencies only, and it says what to do next."""
+    clone = tmp_path / "clone"
+    subprocess.run(
+        ["git", "clone", "--quiet", "--no-hardlinks", str(REPO_ROOT), str(clone)], check=True
+    )
+    demo_dir = tmp_path / "evalops-demo"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
+    done = subprocess.run(
+        ["make", "demo", f"DEMO_DIR={demo_dir}"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (demo_dir / "demo-summary.md").is_file()
+    assert f". {clone}/.venv/bin/activate" in done.stdout
+    assert f"cd {demo_dir}" in done.stdout
+    installed = subprocess.run(
+        [str(clone / ".venv" / "bin" / "python"), "-m", "pip", "list", "--format=json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    names = {p["name"].lower() for p in json.loads(installed.stdout)}
+    assert "evalops" in names and "sqlmodel" in names
+    # The development toolchain is for `make test`, not for the demo.
+    assert not names & {"pytest", "mypy", "ruff", "inspect-ai", "scikit-learn", "hypothesis"}
+    # A second `make demo` replaces the directory the first one wrote.
+    again = subprocess.run(
+        ["make", "demo", f"DEMO_DIR={demo_dir}"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
