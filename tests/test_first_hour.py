@@ -131,3 +131,34 @@ def test_make_demo_on_a_fresh_clone(tmp_path: Path) -> None:
         check=False,
     )
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+
+
+def test_from_a_subdirectory_the_repository_database_is_used(ws: Path, cli: Cli) -> None:
+    """`cd registry && evalops gate list` used to say "run `evalops init` first", and doing
+    so created a second, empty database hidden by .gitignore."""
+    at_root = cli("trials", "list", "--json", cwd=ws)
+    assert at_root.code == 0, at_root.stderr
+    inside = ws / "registry" / "tasks"
+    from_below = cli("trials", "list", "--json", cwd=inside)
+    assert from_below.code == 0, from_below.stderr
+    assert from_below.json() == at_root.json()
+    assert cli("init", cwd=ws / "registry").code == 0
+    assert not (ws / "registry" / ".evalops").exists(), "init must not make a second database"
+    # The registry is found there too: validate from below reads the repository's registry.
+    assert cli("validate", cwd=inside).code == 0
+
+
+def test_the_search_stops_at_the_git_work_tree(ws: Path, cli: Cli, tmp_path: Path) -> None:
+    nested = ws / "nested-repo"
+    nested.mkdir()
+    subprocess.run(["git", "init", "-q", str(nested)], check=True)
+    result = cli("trials", "list", cwd=nested)
+    assert result.code == 2 and "evalops init" in result.stderr
+
+
+def test_validate_names_the_directory_it_tried(tmp_path: Path, cli: Cli) -> None:
+    empty = tmp_path / "somewhere"
+    empty.mkdir()
+    result = cli("validate", cwd=empty)
+    assert result.code == 2
+    assert str(empty / "registry") in result.stderr and "--registry" in result.stderr
