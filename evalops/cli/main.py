@@ -25,8 +25,8 @@ from evalops.cli import (
     verify,
 )
 from evalops.cli.context import Settings, flush_stdout, print_json, settings, shown
-from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError, RejectedRecords
 from evalops.cli.discover import project_root
+from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError, RejectedRecords
 from evalops.store.defaults import DEFAULT_DB_PATH, DEFAULT_URL
 
 
