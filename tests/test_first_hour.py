@@ -162,3 +162,69 @@ def test_validate_names_the_directory_it_tried(tmp_path: Path, cli: Cli) -> None
     result = cli("validate", cwd=empty)
     assert result.code == 2
     assert str(empty / "registry") in result.stderr and "--registry" in result.stderr
+
+
+def _starter_repo(tmp_path: Path, cli: Cli) -> Path:
+    repo = tmp_path / "mine"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    assert cli("init", "--registry", "registry", cwd=repo).code == 0
+    assert cli("new", "task", "refund-once", cwd=repo).code == 0
+    return repo
+
+
+def test_unedited_starters_are_named_before_they_are_registered(tmp_path: Path, cli: Cli) -> None:
+    repo = _starter_repo(tmp_path, cli)
+    checked = cli("validate", "--json", cwd=repo)
+    assert checked.code == 0
+    warned = " ".join(checked.json()["warnings"])
+    assert "tasks/first-task.yaml" in warned and "tasks/refund-once.yaml" in warned
+    # Both starters hash alike: that is the trap the warning is about.
+    digests = cli("digest", "registry/tasks/first-task.yaml", "registry/tasks/refund-once.yaml",
+                  "--json", cwd=repo).json()  # fmt: skip
+    assert digests[0]["task_digest"] == digests[1]["task_digest"]
+    human = cli("validate", cwd=repo)
+    assert "warning: still as `evalops new` wrote them" in human.stderr
+    assert human.stderr.count("\n") == 1, "one line names every starter"
+    # An edited task is no longer a starter.
+    path = repo / "registry" / "tasks" / "refund-once.yaml"
+    path.write_text(path.read_text().replace("goal: describe_the_goal", "goal: refund_once"))
+    after = " ".join(cli("validate", "--json", cwd=repo).json()["warnings"])
+    assert "refund-once.yaml" not in after and "first-task.yaml" in after
+
+
+def test_sync_warns_about_starters_it_registers(tmp_path: Path, cli: Cli) -> None:
+    repo = _starter_repo(tmp_path, cli)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=a@b.c", "-c", "user.name=a", "commit",
+         "-qm", "starter"], check=True,
+    )  # fmt: skip
+    synced = cli("sync", "--json", cwd=repo)
+    assert synced.code == 0, synced.stdout + synced.stderr
+    assert any("first-task.yaml" in w for w in synced.json()["warnings"])
+    # A later sync names only what it registers, so the warning is not repeated forever.
+    again = cli("sync", "--json", cwd=repo)
+    assert again.code == 0 and again.json()["warnings"] == []
+
+
+def test_new_execution_names_its_own_build(tmp_path: Path, cli: Cli) -> None:
+    repo = _starter_repo(tmp_path, cli)
+    assert cli("new", "execution", "candidate-b7", cwd=repo).code == 0
+    assert cli("new", "execution", "a-profile-with-a-very-long-identifier", cwd=repo).code == 0
+    rows = cli("digest", "registry/executions", "--json", cwd=repo).json()
+    builds = {r["id"]: r["system_build"] for r in rows}
+    assert builds["candidate-b7"] == "candidate-b7"
+    assert (
+        builds["a-profile-with-a-very-long-identifier"] == "a-profile-with-a-very-long-identifier"
+    )
+    assert len(set(builds.values())) == len(builds)
+
+
+def test_validate_warns_when_profiles_share_a_build(tmp_path: Path, cli: Cli) -> None:
+    repo = _starter_repo(tmp_path, cli)
+    assert cli("new", "execution", "second", cwd=repo).code == 0
+    path = repo / "registry" / "executions" / "second.yaml"
+    path.write_text(path.read_text().replace("system_build: second", "system_build: dev-build"))
+    warned = cli("validate", "--json", cwd=repo).json()["warnings"]
+    assert any("dev-build, second share system_build dev-build" in w for w in warned), warned

@@ -117,9 +117,7 @@ def _defaulted(ctx: typer.Context, name: str) -> bool:
     return getattr(source, "name", None) == "DEFAULT"
 
 
-def _found_from_a_subdirectory(
-    ctx: typer.Context, db_url: str, registry: Path
-) -> tuple[str, Path]:
+def _found_from_a_subdirectory(ctx: typer.Context, db_url: str, registry: Path) -> tuple[str, Path]:
     """Run from a subdirectory of the repository (`cd registry`), use the database and the
     registry of the directory above that holds them, as git finds its repository: following
     "run `evalops init`" there would otherwise create a second, empty database."""
