@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -12,6 +13,7 @@ import pytest
 from rich.console import Console
 
 from evalops.cli import progress as progress_module
+from evalops.domain.next_steps import next_steps
 from tests.conftest import Cli
 from tests.helpers import REPO_ROOT
 from tests.import_support import copy_workspace, import_base
@@ -228,3 +230,68 @@ def test_validate_warns_when_profiles_share_a_build(tmp_path: Path, cli: Cli) ->
     path.write_text(path.read_text().replace("system_build: second", "system_build: dev-build"))
     warned = cli("validate", "--json", cwd=repo).json()["warnings"]
     assert any("dev-build, second share system_build dev-build" in w for w in warned), warned
+
+
+def test_a_hold_says_what_to_do_next_and_the_command_works(demo: Path, cli: Cli) -> None:
+    """The demo's GATE-2 holds build-125 on a non-critical failure: its `next:` line is a
+    waiver command that, with owner and reason filled in, the registry accepts."""
+    shown = cli("gate", "show", "GATE-2", cwd=demo)
+    assert shown.code == 0, shown.stderr  # showing a stored decision is not deciding
+    nexts = [line for line in shown.stdout.splitlines() if line.startswith("next: ")]
+    assert len(nexts) == 1, shown.stdout
+    command = nexts[0].split(": evalops ", 1)[1]
+    filled = command.replace("OWNER", "support-lead@example.com").replace("REASON", "known")
+    granted = cli(*shlex.split(filled), cwd=demo)
+    assert granted.code == 0, granted.stdout + granted.stderr
+
+
+def _held(state: str, reason: str) -> dict[str, object]:
+    return {
+        "build": "build-9",
+        "suite": "regression/core",
+        "reasons": [],
+        "regression": None,
+        "tasks": [
+            {"task_id": "ok-task", "state": "task_pass", "effect": "pass", "reason": "5/5"},
+            {"task_id": "held-task", "state": state, "effect": "hold", "reason": reason},
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("state", "reason", "expected"),
+    [
+        ("ambiguous_external_effect", "ambiguous_external_effect in t-7", "trials reconcile t-7"),
+        ("missing_required_evidence", "missing_required_evidence in t-7", "review resolve t-7"),
+        ("missing_required_evidence", "no trials for this build", "ingest more trials"),
+        ("grader_invalid", "grader_invalid in t-7", "calibration status"),
+        ("infrastructure_invalid", "infrastructure_invalid in t-7", "rerun.parent_trial_id t-7"),
+        ("agent_error", "2/5 trials failed", "--states agent_error --build build-9"),
+    ],
+)
+def test_every_held_state_has_its_next_step(state: str, reason: str, expected: str) -> None:
+    steps = next_steps(_held(state, reason))
+    assert len(steps) == 1 and steps[0].startswith("held-task: ")
+    assert expected in steps[0]
+
+
+def test_gate_check_says_what_it_wrote(demo: Path, cli: Cli) -> None:
+    result = cli(
+        "gate", "check", "--build", "build-125", "--suite", "regression/core", "--dry-run",
+        "--report", "out/r.md", "--junit", "out/j.xml", cwd=demo,
+    )  # fmt: skip
+    assert result.code == 0, result.stderr
+    assert "wrote JUnit XML to out/j.xml" in result.stderr
+    assert "wrote the audit report (md) to out/r.md" in result.stderr
+    assert (demo / "out" / "r.md").is_file() and (demo / "out" / "j.xml").is_file()
+
+
+def test_a_report_printed_in_a_terminal_is_markdown(
+    demo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    piped = cli("report", "audit", "--gate", "GATE-3", cwd=demo)
+    assert piped.code == 0 and piped.stdout.lstrip().lower().startswith("<!doctype html")
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True, raising=False)
+    terminal = cli("report", "audit", "--gate", "GATE-3", cwd=demo)
+    assert terminal.code == 0
+    assert "<html" not in terminal.stdout.lower() and "GATE-3" in terminal.stdout
