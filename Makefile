@@ -1,19 +1,33 @@
-# `make demo` and `make test` each build .venv from nothing, then run.
+# `make demo` builds .venv with the runtime dependencies only, then runs the demo;
+# `make test` and the other targets add the development tools (tests, linters, Inspect AI).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
+# Where `make demo` writes (the README's tour works in this directory).
+DEMO_DIR ?= /tmp/evalops-demo
 
-.PHONY: demo test test-fast check lint typecheck schemas golden golden-reports bench report-check clean
+.PHONY: demo test test-fast check lint typecheck schemas golden golden-reports bench report-check mutate clean
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+$(RUNTIME): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	touch $@
 
-demo: $(STAMP)
-	$(BIN)/evalops demo
+$(STAMP): $(RUNTIME)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	touch $@
+
+# A directory an earlier `make demo` wrote is replaced; any other non-empty one is refused.
+demo: $(RUNTIME)
+	@if [ -f "$(DEMO_DIR)/demo-summary.md" ]; then rm -rf "$(DEMO_DIR)"; fi
+	$(BIN)/evalops demo --dir "$(DEMO_DIR)"
+	@echo
+	@echo "next: put evalops on your PATH and work in the demo's registry:"
+	@echo "  . $(CURDIR)/$(BIN)/activate"
+	@echo "  cd $(DEMO_DIR)"
+	@echo "  evalops gate list"
 
 # Every test, in parallel: one worker per CPU (tests sharing a module fixture stay together).
 test: $(STAMP)

@@ -144,6 +144,10 @@ def _render_decision(data: dict[str, Any]) -> None:
         baseline = r.get("baseline") or "-"
         say(f"  regression vs {baseline}: {_regression_line(r)}")
     say(f"  evaluated at {data['evaluated_at']}; suite_digest {data['suite_digest']}")
+    from evalops.domain.next_steps import next_steps
+
+    for step in next_steps(data):
+        say(f"next: {step}")
 
 
 def _write_artifacts(
@@ -169,10 +173,12 @@ def _write_artifacts(
         doc = unstored_document(engine, result=unstored[0], inputs=unstored[1], now=now())
     else:
         doc = audit_document(engine, gate_id, now=now())
-    if junit is not None:
-        write_output(str(junit), junit_xml(doc))
+    if junit is not None and write_output(str(junit), junit_xml(doc)):
+        say(f"wrote JUnit XML to {junit}", err=True)
     if report is not None:
-        write_output(str(report), render_audit(doc, format_for(None, str(report), "md")))
+        kind = format_for(None, str(report), "md")
+        if write_output(str(report), render_audit(doc, kind)):
+            say(f"wrote the audit report ({kind}) to {report}", err=True)
 
 
 @gate_app.command("check")

@@ -25,8 +25,9 @@ from evalops.cli import (
     verify,
 )
 from evalops.cli.context import Settings, flush_stdout, print_json, settings, shown
+from evalops.cli.discover import project_root
 from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError, RejectedRecords
-from evalops.store.defaults import DEFAULT_URL
+from evalops.store.defaults import DEFAULT_DB_PATH, DEFAULT_URL
 
 
 def _error_json(
@@ -109,6 +110,28 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
+def _defaulted(ctx: typer.Context, name: str) -> bool:
+    """The option took its default (not given, not from its environment variable). Compared
+    by name: typer ships its own copy of click's ParameterSource."""
+    source = ctx.get_parameter_source(name)
+    return getattr(source, "name", None) == "DEFAULT"
+
+
+def _found_from_a_subdirectory(ctx: typer.Context, db_url: str, registry: Path) -> tuple[str, Path]:
+    """Run from a subdirectory of the repository (`cd registry`), use the database and the
+    registry of the directory above that holds them, as git finds its repository: following
+    "run `evalops init`" there would otherwise create a second, empty database."""
+    if not _defaulted(ctx, "db_url"):
+        return db_url, registry
+    found = project_root(Path.cwd())
+    if found is None:
+        return db_url, registry
+    db_url = f"sqlite:///{found / DEFAULT_DB_PATH}"
+    if _defaulted(ctx, "registry"):
+        registry = found / "registry"
+    return db_url, registry
+
+
 @app.callback()
 def root(
     ctx: typer.Context,
@@ -157,6 +180,7 @@ def root(
 ) -> None:
     """Global options apply to every command."""
     state = settings(ctx)
+    db_url, registry = _found_from_a_subdirectory(ctx, db_url, registry)
     state.db_url = db_url
     state.registry = registry
     state.actor = actor

@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 
@@ -124,21 +124,33 @@ def progress(
         DownloadColumn,
         MofNCompleteColumn,
         Progress,
+        TextColumn,
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
 
-    amount = DownloadColumn() if unit == "bytes" else MofNCompleteColumn()
-    with Progress(
-        "[progress.description]{task.description}",
+    # The console prints user text with markup off, so the columns must not rely on markup:
+    # a markup string would show as `[progress.description]` verbatim.
+    columns: list[Any] = [
+        TextColumn("{task.description}", style="progress.description", markup=False),
         BarColumn(),
-        amount,
-        TimeRemainingColumn() if total else TimeElapsedColumn(),
-        console=console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(label, total=total)
-        yield lambda n: bar.advance(task, n)
+    ]
+    if unit == "bytes":
+        # Each callback call is one line (one record): show both, records first.
+        columns += [TextColumn("{task.fields[lines]:,} records", markup=False), DownloadColumn()]
+    else:
+        columns.append(MofNCompleteColumn())
+    columns.append(TimeRemainingColumn() if total else TimeElapsedColumn())
+    with Progress(*columns, console=console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=total, lines=0)
+        lines = 0
+
+        def advance(n: int) -> None:
+            nonlocal lines
+            lines += 1
+            bar.update(task, advance=n, lines=lines)
+
+        yield advance
 
 
 @contextmanager

@@ -40,15 +40,23 @@ def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag =
     Example: evalops validate registry
     """
     from evalops.registry.snapshot import load_snapshot
+    from evalops.services.starter_check import registry_warnings
 
     state = settings(ctx, json_flag)
     snapshot = load_snapshot(directory or state.registry)
     rows = [d.digest_row() for d in snapshot.definitions]
-    emit(
-        ctx,
-        {"ok": True, "definitions": rows},
-        lambda: say(f"ok: {len(rows)} definitions valid in {snapshot.root}"),
-    )
+    warnings = registry_warnings(snapshot.definitions)
+
+    def human() -> None:
+        say(f"ok: {len(rows)} definitions valid in {snapshot.root}")
+        _warn(warnings)
+
+    emit(ctx, {"ok": True, "definitions": rows, "warnings": warnings}, human)
+
+
+def _warn(warnings: list[str]) -> None:
+    for line in warnings:
+        say(f"warning: {line}", err=True)
 
 
 def _expand(paths: list[Path]) -> list[Path]:
@@ -113,6 +121,7 @@ def sync(
     """
     from evalops.registry.provenance import git_provenance
     from evalops.registry.snapshot import display_path, load_snapshot
+    from evalops.services.starter_check import registry_warnings
     from evalops.services.sync import sync_registry
 
     state = settings(ctx, json_flag)
@@ -154,8 +163,11 @@ def sync(
             say(f"back in force: {entry['kind']} {entry['id']}")
         for entry in result.no_longer_in_force:
             say(f"no longer in force: {entry['kind']} {entry['id']}")
+        _warn(warnings)
 
-    emit(ctx, result.as_dict(), human)
+    registered = {(str(e["kind"]), str(e["id"])) for e in result.registered}
+    warnings = registry_warnings(snapshot.definitions, only=registered)
+    emit(ctx, {**result.as_dict(), "warnings": warnings}, human)
 
 
 @schema_app.command("export")

@@ -15,8 +15,18 @@ report_app = typer.Typer(
 
 FormatOption = Annotated[
     str | None,
-    typer.Option("--format", help="html, md or json (default: from the -o suffix, else html)."),
+    typer.Option(
+        "--format",
+        help="html, md or json (default: from the -o suffix; to a terminal md, else html).",
+    ),
 ]
+
+
+def _default_format(output: str) -> str:
+    """Raw HTML is unreadable in a terminal: a report printed there is Markdown."""
+    import sys
+
+    return "md" if output == "-" and sys.stdout.isatty() else "html"
 
 
 def _written(
@@ -43,7 +53,7 @@ def audit(
     from evalops.services.reports import audit_document
 
     state = settings(ctx, json_flag)
-    chosen = format_for(fmt, output)
+    chosen = format_for(fmt, output, _default_format(output))
     with state.connect() as engine:
         doc = audit_document(engine, gate, now=now())
     path = write_output(output, render_audit(doc, chosen))
@@ -76,7 +86,7 @@ def suite(
     from evalops.services.suite_cards import suite_card_document
 
     state = settings(ctx, json_flag)
-    chosen = format_for(fmt, output)
+    chosen = format_for(fmt, output, _default_format(output))
     with state.connect() as engine:
         doc = suite_card_document(engine, suite_id, builds=builds, now=now())
     path = write_output(output, render_suite_card(doc, chosen))

@@ -503,13 +503,22 @@ def template(
     ctx: typer.Context,
     task: Annotated[str, typer.Option(help="Registered task id.")],
     execution: Annotated[str, typer.Option(help="Registered execution profile id.")],
+    jsonl: Annotated[
+        bool,
+        typer.Option(
+            "--jsonl",
+            help="One compact line, as `trials ingest` reads it (the default when stdout "
+            "is not a terminal).",
+        ),
+    ] = False,
     json_flag: JsonFlag = False,
 ) -> None:
     """Print a valid skeleton trial record for a task and execution, digests filled in.
 
     One result per grader of the task's grader set, the expected tool calls, runtime ok:
     edit what your harness observed, or build records in Python with
-    evalops.record.TrialBuilder.
+    evalops.record.TrialBuilder. In a terminal the record is indented for reading; into
+    a file or a pipe it is one line, so `evalops trials template ... > t.jsonl` ingests.
 
     Example: evalops trials template --task support-refund-in-order --execution candidate-b124
     """
@@ -518,7 +527,10 @@ def template(
     state = settings(ctx, json_flag)
     builder = TrialBuilder.from_database(state.db_url, task=task, execution=execution)
     record = builder.template(now())
-    emit(ctx, record, lambda: typer.echo(json.dumps(record, indent=2, ensure_ascii=False)))
+    # Trial files are JSON Lines: a record redirected to a file must be one line.
+    compact = jsonl or not sys.stdout.isatty()
+    indent = None if compact else 2
+    emit(ctx, record, lambda: typer.echo(json.dumps(record, indent=indent, ensure_ascii=False)))
 
 
 def register(app: typer.Typer) -> None:

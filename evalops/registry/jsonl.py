@@ -53,6 +53,15 @@ def read_lines(
         if not data.strip():
             yield InputError("empty line (one JSON object per line)", name, number)
             continue
+        if number == 1 and data.strip() in (b"{", b"["):
+            # A pretty-printed document: every later line would be its own "invalid JSON".
+            yield InputError(
+                "line 1 opens a JSON document that spans several lines: trial files are "
+                "JSON Lines, one record per line (compact it with `jq -c . FILE`)",
+                name,
+                number,
+            )
+            return
         yield Line(name, number, data)
     if number == 0:
         yield InputError("file holds no records", name, 1)

@@ -168,7 +168,11 @@ def load_snapshot(root: Path) -> Snapshot:
     """Read every spec file below `root`; all problems of all files are reported together
     (up to MAX_REPORTED_ERRORS), with no follow-on error about a file already reported."""
     if not root.is_dir():
-        raise InputError("registry directory not found", display_path(root))
+        raise InputError(
+            f"registry directory not found: {root.absolute()} (run from the directory "
+            "that holds registry/, or pass --registry DIR)",
+            display_path(root),
+        )
     boundary = work_tree(root)
     errors: list[InputError] = []
     defs: list[Definition] = []

@@ -109,13 +109,14 @@ graders:
 
 
 def execution_yaml(execution_id: str) -> str:
+    # The build name defaults to the profile's id: two starters never share a build.
     return f"""\
 # An execution profile: what is being evaluated. execution_digest is this file without id
 # and meta; the gate finds a build's trials through system_build.
 spec_schema_version: execution-profile/v1
 id: {execution_id}
 meta: {{title: Describe this build}}   # labels: not in execution_digest
-system_build: build-1                # the build name `evalops gate check --build` takes
+system_build: {execution_id:<20} # the build name `evalops gate check --build` takes
 model:
   provider: example-provider
   name: example-model

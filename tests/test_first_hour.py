@@ -1,0 +1,297 @@
+"""Traps a new user met in the first hour: each test is the step that went wrong."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from evalops.cli import progress as progress_module
+from evalops.domain.next_steps import next_steps
+from tests.conftest import Cli
+from tests.helpers import REPO_ROOT
+from tests.import_support import copy_workspace, import_base
+
+TASK, EXECUTION = "support-refund-in-order", "candidate-b124"
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return import_base(tmp_path_factory)
+
+
+@pytest.fixture
+def ws(base: Path, tmp_path: Path) -> Path:
+    return copy_workspace(base, tmp_path / "ws")
+
+
+def test_a_redirected_template_is_one_line_that_ingests(ws: Path, cli: Cli) -> None:
+    """`trials template > f.jsonl` then `trials ingest f.jsonl` (stdout is not a terminal)."""
+    result = cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws)
+    assert result.code == 0, result.stderr
+    assert result.stdout.count("\n") == 1, "a redirected template must be one JSON line"
+    (ws / "f.jsonl").write_text(result.stdout, encoding="utf-8")
+    ingested = cli("trials", "ingest", "f.jsonl", "--json", cwd=ws)
+    assert ingested.code == 0, ingested.stdout + ingested.stderr
+    assert ingested.json()["ingested"] == 1
+
+
+def test_jsonl_option_forces_one_line(ws: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True, raising=False)
+    pretty = cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws)
+    compact = cli("trials", "template", "--task", TASK, "--execution", EXECUTION, "--jsonl", cwd=ws)
+    assert pretty.code == compact.code == 0
+    assert pretty.stdout.count("\n") > 10, "a terminal gets the indented record"
+    assert compact.stdout.count("\n") == 1
+    stamps = ("started_at", "completed_at")
+    same = [
+        {k: v for k, v in json.loads(o).items() if k not in stamps}
+        for o in (compact.stdout, pretty.stdout)
+    ]
+    assert same[0] == same[1]
+
+
+def test_a_pretty_printed_record_is_one_error_that_says_json_lines(ws: Path, cli: Cli) -> None:
+    record = json.loads(
+        cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws).stdout
+    )
+    (ws / "pretty.jsonl").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    before = (ws / ".evalops" / "registry.db").read_bytes()
+    result = cli("trials", "ingest", "pretty.jsonl", "--json", cwd=ws)
+    assert result.code == 2
+    error = result.json()["error"]
+    assert error["line"] == 1 and error["file"] == "pretty.jsonl"
+    assert "JSON Lines" in error["message"] and "jq -c" in error["message"]
+    # One error, not one per line of the document.
+    bad = cli("trials", "ingest", "pretty.jsonl", "--max-bad-records", "1000", "--json", cwd=ws)
+    assert len(bad.json()["rejected"]) == 1, bad.stdout
+    assert (ws / ".evalops" / "registry.db").read_bytes() == before
+
+
+def test_the_progress_bar_shows_words_and_records(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The console prints with markup off: no column may rely on markup."""
+    recorded = Console(
+        file=io.StringIO(), force_terminal=True, width=120, markup=False, record=True
+    )
+    monkeypatch.setattr(progress_module, "console", lambda stderr=False: recorded)
+    with progress_module.progress("bar", "ingesting", 3_000, "bytes") as advance:
+        assert advance is not None
+        for _ in range(3):
+            advance(1_000)
+    shown = recorded.export_text()
+    assert "[progress.description]" not in shown
+    assert "ingesting" in shown
+    assert "3 records" in shown, shown
+
+
+@pytest.mark.slow
+def test_make_demo_on_a_fresh_clone(tmp_path: Path) -> None:
+    """The README's first command: runtime dependencies only, and it says what to do next."""
+    clone = tmp_path / "clone"
+    subprocess.run(
+        ["git", "clone", "--quiet", "--no-hardlinks", str(REPO_ROOT), str(clone)], check=True
+    )
+    demo_dir = tmp_path / "evalops-demo"
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
+    done = subprocess.run(
+        ["make", "demo", f"DEMO_DIR={demo_dir}"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert (demo_dir / "demo-summary.md").is_file()
+    assert f". {clone}/.venv/bin/activate" in done.stdout
+    assert f"cd {demo_dir}" in done.stdout
+    installed = subprocess.run(
+        [str(clone / ".venv" / "bin" / "python"), "-m", "pip", "list", "--format=json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    names = {p["name"].lower() for p in json.loads(installed.stdout)}
+    assert "evalops" in names and "sqlmodel" in names
+    # The development toolchain is for `make test`, not for the demo.
+    assert not names & {"pytest", "mypy", "ruff", "inspect-ai", "scikit-learn", "hypothesis"}
+    # A second `make demo` replaces the directory the first one wrote.
+    again = subprocess.run(
+        ["make", "demo", f"DEMO_DIR={demo_dir}"],
+        cwd=clone,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+
+
+def test_from_a_subdirectory_the_repository_database_is_used(ws: Path, cli: Cli) -> None:
+    """`cd registry && evalops gate list` used to say "run `evalops init` first", and doing
+    so created a second, empty database hidden by .gitignore."""
+    at_root = cli("trials", "list", "--json", cwd=ws)
+    assert at_root.code == 0, at_root.stderr
+    inside = ws / "registry" / "tasks"
+    from_below = cli("trials", "list", "--json", cwd=inside)
+    assert from_below.code == 0, from_below.stderr
+    assert from_below.json() == at_root.json()
+    assert cli("init", cwd=ws / "registry").code == 0
+    assert not (ws / "registry" / ".evalops").exists(), "init must not make a second database"
+    # The registry is found there too: validate from below reads the repository's registry.
+    assert cli("validate", cwd=inside).code == 0
+
+
+def test_the_search_stops_at_the_git_work_tree(ws: Path, cli: Cli, tmp_path: Path) -> None:
+    nested = ws / "nested-repo"
+    nested.mkdir()
+    subprocess.run(["git", "init", "-q", str(nested)], check=True)
+    result = cli("trials", "list", cwd=nested)
+    assert result.code == 2 and "evalops init" in result.stderr
+
+
+def test_validate_names_the_directory_it_tried(tmp_path: Path, cli: Cli) -> None:
+    empty = tmp_path / "somewhere"
+    empty.mkdir()
+    result = cli("validate", cwd=empty)
+    assert result.code == 2
+    assert str(empty / "registry") in result.stderr and "--registry" in result.stderr
+
+
+def _starter_repo(tmp_path: Path, cli: Cli) -> Path:
+    repo = tmp_path / "mine"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    assert cli("init", "--registry", "registry", cwd=repo).code == 0
+    assert cli("new", "task", "refund-once", cwd=repo).code == 0
+    return repo
+
+
+def test_unedited_starters_are_named_before_they_are_registered(tmp_path: Path, cli: Cli) -> None:
+    repo = _starter_repo(tmp_path, cli)
+    checked = cli("validate", "--json", cwd=repo)
+    assert checked.code == 0
+    warned = " ".join(checked.json()["warnings"])
+    assert "tasks/first-task.yaml" in warned and "tasks/refund-once.yaml" in warned
+    # Both starters hash alike: that is the trap the warning is about.
+    digests = cli("digest", "registry/tasks/first-task.yaml", "registry/tasks/refund-once.yaml",
+                  "--json", cwd=repo).json()  # fmt: skip
+    assert digests[0]["task_digest"] == digests[1]["task_digest"]
+    human = cli("validate", cwd=repo)
+    assert "warning: still as `evalops new` wrote them" in human.stderr
+    assert human.stderr.count("\n") == 1, "one line names every starter"
+    # An edited task is no longer a starter.
+    path = repo / "registry" / "tasks" / "refund-once.yaml"
+    path.write_text(path.read_text().replace("goal: describe_the_goal", "goal: refund_once"))
+    after = " ".join(cli("validate", "--json", cwd=repo).json()["warnings"])
+    assert "refund-once.yaml" not in after and "first-task.yaml" in after
+
+
+def test_sync_warns_about_starters_it_registers(tmp_path: Path, cli: Cli) -> None:
+    repo = _starter_repo(tmp_path, cli)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.email=a@b.c", "-c", "user.name=a", "commit",
+         "-qm", "starter"], check=True,
+    )  # fmt: skip
+    synced = cli("sync", "--json", cwd=repo)
+    assert synced.code == 0, synced.stdout + synced.stderr
+    assert any("first-task.yaml" in w for w in synced.json()["warnings"])
+    # A later sync names only what it registers, so the warning is not repeated forever.
+    again = cli("sync", "--json", cwd=repo)
+    assert again.code == 0 and again.json()["warnings"] == []
+
+
+def test_new_execution_names_its_own_build(tmp_path: Path, cli: Cli) -> None:
+    repo = _starter_repo(tmp_path, cli)
+    assert cli("new", "execution", "candidate-b7", cwd=repo).code == 0
+    assert cli("new", "execution", "a-profile-with-a-very-long-identifier", cwd=repo).code == 0
+    rows = cli("digest", "registry/executions", "--json", cwd=repo).json()
+    builds = {r["id"]: r["system_build"] for r in rows}
+    assert builds["candidate-b7"] == "candidate-b7"
+    assert (
+        builds["a-profile-with-a-very-long-identifier"] == "a-profile-with-a-very-long-identifier"
+    )
+    assert len(set(builds.values())) == len(builds)
+
+
+def test_validate_warns_when_profiles_share_a_build(tmp_path: Path, cli: Cli) -> None:
+    repo = _starter_repo(tmp_path, cli)
+    assert cli("new", "execution", "second", cwd=repo).code == 0
+    path = repo / "registry" / "executions" / "second.yaml"
+    path.write_text(path.read_text().replace("system_build: second", "system_build: dev-build"))
+    warned = cli("validate", "--json", cwd=repo).json()["warnings"]
+    assert any("dev-build, second share system_build dev-build" in w for w in warned), warned
+
+
+def test_a_hold_says_what_to_do_next_and_the_command_works(demo: Path, cli: Cli) -> None:
+    """The demo's GATE-2 holds build-125 on a non-critical failure: its `next:` line is a
+    waiver command that, with owner and reason filled in, the registry accepts."""
+    shown = cli("gate", "show", "GATE-2", cwd=demo)
+    assert shown.code == 0, shown.stderr  # showing a stored decision is not deciding
+    nexts = [line for line in shown.stdout.splitlines() if line.startswith("next: ")]
+    assert len(nexts) == 1, shown.stdout
+    command = nexts[0].split(": evalops ", 1)[1]
+    filled = command.replace("OWNER", "support-lead@example.com").replace("REASON", "known")
+    granted = cli(*shlex.split(filled), cwd=demo)
+    assert granted.code == 0, granted.stdout + granted.stderr
+
+
+def _held(state: str, reason: str) -> dict[str, object]:
+    return {
+        "build": "build-9",
+        "suite": "regression/core",
+        "reasons": [],
+        "regression": None,
+        "tasks": [
+            {"task_id": "ok-task", "state": "task_pass", "effect": "pass", "reason": "5/5"},
+            {"task_id": "held-task", "state": state, "effect": "hold", "reason": reason},
+        ],
+    }
+
+
+@pytest.mark.parametrize(
+    ("state", "reason", "expected"),
+    [
+        ("ambiguous_external_effect", "ambiguous_external_effect in t-7", "trials reconcile t-7"),
+        ("missing_required_evidence", "missing_required_evidence in t-7", "review resolve t-7"),
+        ("missing_required_evidence", "no trials for this build", "ingest more trials"),
+        ("grader_invalid", "grader_invalid in t-7", "calibration status"),
+        ("infrastructure_invalid", "infrastructure_invalid in t-7", "rerun.parent_trial_id t-7"),
+        ("agent_error", "2/5 trials failed", "--states agent_error --build build-9"),
+    ],
+)
+def test_every_held_state_has_its_next_step(state: str, reason: str, expected: str) -> None:
+    steps = next_steps(_held(state, reason))
+    assert len(steps) == 1 and steps[0].startswith("held-task: ")
+    assert expected in steps[0]
+
+
+def test_gate_check_says_what_it_wrote(demo: Path, cli: Cli) -> None:
+    result = cli(
+        "gate", "check", "--build", "build-125", "--suite", "regression/core", "--dry-run",
+        "--report", "out/r.md", "--junit", "out/j.xml", cwd=demo,
+    )  # fmt: skip
+    assert result.code == 0, result.stderr
+    assert "wrote JUnit XML to out/j.xml" in result.stderr
+    assert "wrote the audit report (md) to out/r.md" in result.stderr
+    assert (demo / "out" / "r.md").is_file() and (demo / "out" / "j.xml").is_file()
+
+
+def test_a_report_printed_in_a_terminal_is_markdown(
+    demo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    piped = cli("report", "audit", "--gate", "GATE-3", cwd=demo)
+    assert piped.code == 0 and piped.stdout.lstrip().lower().startswith("<!doctype html")
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True, raising=False)
+    terminal = cli("report", "audit", "--gate", "GATE-3", cwd=demo)
+    assert terminal.code == 0
+    assert "<html" not in terminal.stdout.lower() and "GATE-3" in terminal.stdout
