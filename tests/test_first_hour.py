@@ -295,3 +295,38 @@ def test_a_report_printed_in_a_terminal_is_markdown(
     terminal = cli("report", "audit", "--gate", "GATE-3", cwd=demo)
     assert terminal.code == 0
     assert "<html" not in terminal.stdout.lower() and "GATE-3" in terminal.stdout
+
+
+def test_a_record_of_an_unsynced_edit_names_the_file(ws: Path, cli: Cli) -> None:
+    record = json.loads(
+        cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws).stdout
+    )
+    task_file = ws / "registry" / "tasks" / f"{TASK}.yaml"
+    text = task_file.read_text(encoding="utf-8")
+    assert "timeout_s: 120" in text
+    task_file.write_text(text.replace("timeout_s: 120", "timeout_s: 121"), encoding="utf-8")
+    edited = cli("digest", str(task_file), "--json", cwd=ws).json()[0]["task_digest"]
+    assert edited != record["task_digest"], "the test must edit the task's contract"
+    record["task_digest"] = edited
+    record.pop("eval_case_digest", None)
+    (ws / "edited.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    result = cli("trials", "ingest", "edited.jsonl", "--json", cwd=ws)
+    assert result.code == 2
+    message = result.json()["error"]["message"]
+    assert f"registry/tasks/{TASK}.yaml" in message and "evalops sync" in message, message
+
+
+def test_an_unknown_build_lists_the_builds_in_force(demo: Path, cli: Cli) -> None:
+    result = cli("gate", "check", "--build", "build-999", "--suite", "regression/core", cwd=demo)
+    assert result.code == 2
+    assert "build-123" in result.stderr and "build-125" in result.stderr
+
+
+def test_a_suite_not_yet_in_force_at_t_says_when_it_was(demo: Path, cli: Cli) -> None:
+    result = cli(
+        "gate", "check", "--build", "build-125", "--suite", "regression/core",
+        "--at", "2000-01-01T00:00:00Z", "--dry-run", cwd=demo,
+    )  # fmt: skip
+    assert result.code == 2
+    assert "was not yet in force at the --at time" in result.stderr
+    assert "first synced at 20" in result.stderr
