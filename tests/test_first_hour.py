@@ -6,6 +6,7 @@ import io
 import json
 import os
 import shlex
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -295,3 +296,81 @@ def test_a_report_printed_in_a_terminal_is_markdown(
     terminal = cli("report", "audit", "--gate", "GATE-3", cwd=demo)
     assert terminal.code == 0
     assert "<html" not in terminal.stdout.lower() and "GATE-3" in terminal.stdout
+
+
+def test_a_record_of_an_unsynced_edit_names_the_file(ws: Path, cli: Cli) -> None:
+    record = json.loads(
+        cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws).stdout
+    )
+    task_file = ws / "registry" / "tasks" / f"{TASK}.yaml"
+    text = task_file.read_text(encoding="utf-8")
+    assert "timeout_s: 120" in text
+    task_file.write_text(text.replace("timeout_s: 120", "timeout_s: 121"), encoding="utf-8")
+    edited = cli("digest", str(task_file), "--json", cwd=ws).json()[0]["task_digest"]
+    assert edited != record["task_digest"], "the test must edit the task's contract"
+    record["task_digest"] = edited
+    record.pop("eval_case_digest", None)
+    (ws / "edited.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    result = cli("trials", "ingest", "edited.jsonl", "--json", cwd=ws)
+    assert result.code == 2
+    message = result.json()["error"]["message"]
+    assert f"registry/tasks/{TASK}.yaml" in message and "evalops sync" in message, message
+
+
+def test_an_unknown_build_lists_the_builds_in_force(demo: Path, cli: Cli) -> None:
+    result = cli("gate", "check", "--build", "build-999", "--suite", "regression/core", cwd=demo)
+    assert result.code == 2
+    assert "build-123" in result.stderr and "build-125" in result.stderr
+
+
+def test_a_suite_not_yet_in_force_at_t_says_when_it_was(demo: Path, cli: Cli) -> None:
+    result = cli(
+        "gate", "check", "--build", "build-125", "--suite", "regression/core",
+        "--at", "2000-01-01T00:00:00Z", "--dry-run", cwd=demo,
+    )  # fmt: skip
+    assert result.code == 2
+    assert "was not yet in force at the --at time" in result.stderr
+    assert "first synced at 20" in result.stderr
+
+
+def test_an_empty_listing_is_a_line_of_words(tmp_path: Path, cli: Cli) -> None:
+    assert cli("init", cwd=tmp_path).code == 0
+    for args, words in [
+        (("incident", "list"), "no incidents; record one with `evalops incident open"),
+        (("waiver", "list"), "no waivers; `--all` lists expired and revoked ones too"),
+        (("trials", "list"), "no trials; ingest some with `evalops trials ingest FILE`"),
+        (("review", "list"), "no trials waiting for review; nothing awaits a human verdict"),
+    ]:
+        result = cli(*args, cwd=tmp_path)
+        assert result.code == 0, result.stderr
+        assert result.stdout.startswith(words) and result.stdout.count("\n") == 1, result.stdout
+        assert "┏" not in result.stdout, "no empty table"
+        assert cli(*args, "--json", cwd=tmp_path).json() == []
+
+
+def test_gate_show_says_it_shows_a_stored_decision(demo: Path, cli: Cli) -> None:
+    shown = cli("gate", "show", "GATE-1", cwd=demo)
+    assert shown.code == 0, "showing a block is not deciding one"
+    assert shown.stdout.rstrip().splitlines()[-1].startswith("stored decision GATE-1")
+
+
+def test_a_dry_run_promotion_of_a_member_says_already_a_member(demo: Path, cli: Cli) -> None:
+    def events() -> int:
+        con = sqlite3.connect(demo / ".evalops" / "registry.db")
+        try:
+            return int(con.execute("select count(*) from audit_event").fetchone()[0])
+        finally:
+            con.close()
+
+    before = events()
+    result = cli(
+        "promote", "support-refund-in-order", "--to", "regression/core", "--dry-run", cwd=demo
+    )
+    assert result.code == 0, result.stderr
+    assert "already a member with this pin" in result.stdout
+    as_json = cli(
+        "promote", "support-refund-in-order", "--to", "regression/core", "--dry-run", "--json",
+        cwd=demo,
+    )  # fmt: skip
+    assert as_json.json()["outcome"] == "dry_run_noop"
+    assert events() == before, "a dry run records nothing"

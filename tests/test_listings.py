@@ -217,4 +217,6 @@ def test_trials_list_pages_on_postgresql(workspace: Path, cli: Cli, pg_url: str)
     assert [r["trial_id"] for r in failing.json()] == ["t-001", "t-003", "t-005"]
     decisions = cli("--db", pg_url, "gate", "list", "--limit", "1", cwd=workspace)
     assert decisions.code == 0
-    assert "showing 0 of 0 gate decisions" in decisions.stderr
+    # An empty listing is a line of words on stdout (no empty table, no "0 of 0" footer).
+    assert decisions.stdout.startswith("no gate decisions; decide one with `evalops gate check")
+    assert decisions.stdout.count("\n") == 1 and decisions.stderr == ""

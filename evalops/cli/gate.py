@@ -255,6 +255,9 @@ def gate_show(
 ) -> None:
     """Show a stored gate decision; --junit / --report re-render it (nothing is recorded).
 
+    Exits 0 whatever the stored decision says (showing is not deciding): a release job
+    gates on the exit code of `gate check`, or of `verify-attestation --require pass`.
+
     Example: evalops gate show GATE-3 --junit gate.xml --report gate-report.md
     """
     from evalops.services.gate import show
@@ -263,7 +266,15 @@ def gate_show(
     with state.connect() as engine:
         data = show(engine, gate_id)
         _write_artifacts(engine, gate_id, junit, report)
-    emit(ctx, data, lambda: _render_decision(data))
+
+    def human() -> None:
+        _render_decision(data)
+        say(
+            f"stored decision {gate_id}, shown as recorded (exit 0 whatever it says; "
+            "`gate check` exits 0, 3 or 4)"
+        )
+
+    emit(ctx, data, human)
 
 
 @gate_app.command("list")

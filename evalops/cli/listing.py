@@ -70,12 +70,31 @@ def footer(page: Page, noun: str) -> str:
     return text
 
 
+# What to do when a listing is empty, by the noun its footer uses.
+EMPTY_HINTS = {
+    "incidents": "record one with `evalops incident open --title TEXT --severity high "
+    "--observed-at TIME`",
+    "tasks": "add one with `evalops new task ID`, commit it and run `evalops sync`",
+    "suites": "declare one with `evalops new suite ID`, commit it and run `evalops sync`",
+    "gate decisions": "decide one with `evalops gate check --build B --suite S`",
+    "waivers": "`--all` lists expired and revoked ones too",
+    "trials": "ingest some with `evalops trials ingest FILE`",
+    "trials waiting for review": "nothing awaits a human verdict",
+    "calibration records": "record one with `evalops calibration record GRADER --labels FILE`",
+}
+
+
 def emit_page(ctx: typer.Context, page: Page, noun: str, human: Callable[[], None]) -> None:
     """The rows as JSON (a list) or the human rendering, then the footer on stderr.
 
     The footer is always printed after human output; after JSON only when rows were left
-    out, so that a complete JSON listing stays quiet.
+    out, so that a complete JSON listing stays quiet. An empty listing is one line of words
+    saying what would fill it, not an empty table.
     """
+    if page.total == 0 and not settings(ctx).json:
+        hint = EMPTY_HINTS.get(noun)
+        emit(ctx, page.rows, lambda: say(f"no {noun}" + (f"; {hint}" if hint else "")))
+        return
     emit(ctx, page.rows, human)
     if not settings(ctx).json or page.truncated:
         sys.stdout.flush()  # the table first, then the footer, on a shared terminal

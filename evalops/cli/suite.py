@@ -129,6 +129,7 @@ def _checklist(data: dict[str, Any], verb: str) -> None:
         "refused": f"{verb} REFUSED",
         "noop": "already a member with this pin: nothing to do",
         "dry_run": f"dry run: would be {'accepted' if data['accepted'] else 'refused'}",
+        "dry_run_noop": "dry run: already a member with this pin (nothing would change)",
     }[data["outcome"]]
     say(f"{outcome}: {data['subject']} -> {data['suite']}")
     for r in data["requirements"]:

@@ -11,7 +11,8 @@ from evalops.cli.context import JsonFlag, add_row, console, emit, new_table, now
 from evalops.cli.listing import AllOption, LimitOption, Page, emit_page, row_limit
 from evalops.cli.progress import ProgressOption, progress, progress_mode
 from evalops.domain.humanize import plural, text
-from evalops.errors import EXIT_UNMATCHED, InputError
+from evalops.errors import EXIT_UNMATCHED, InputError, RejectedRecords
+from evalops.services.unsynced import with_file_hints
 
 trials_app = typer.Typer(
     help="Trial records: ingest, inspect, reconcile.\n\nExample: evalops trials list --build "
@@ -81,6 +82,9 @@ def ingest(
         # The write transaction rolled back on the way out: the registry is unchanged.
         say("interrupted: nothing was stored", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    except RejectedRecords as refused:
+        raise _hinted(refused, state.registry) from None
+    result.rejected = with_file_hints(result.rejected, state.registry)
 
     def human() -> None:
         say(
@@ -531,6 +535,15 @@ def template(
     compact = jsonl or not sys.stdout.isatty()
     indent = None if compact else 2
     emit(ctx, record, lambda: typer.echo(json.dumps(record, indent=indent, ensure_ascii=False)))
+
+
+def _hinted(refused: RejectedRecords, registry: Path) -> RejectedRecords:
+    """The refusal, with every unregistered digest a registry file has naming that file."""
+    import dataclasses
+
+    errors = with_file_hints(list(refused.errors), registry)
+    first = errors[0] if errors else refused
+    return dataclasses.replace(refused, message=first.message, errors=tuple(errors))
 
 
 def register(app: typer.Typer) -> None:

@@ -143,6 +143,25 @@ def policy_from_file(session: Session, path: Path) -> tuple[dict[str, Any], str,
     return definition.value, definition.digest, known is not None
 
 
+def _suite_not_in_force(session: Session, suite_id: str, cutoff: int | None) -> str:
+    """Why a suite cannot be gated: never declared, or (with --at) not yet synced then."""
+    from evalops.store.tables import SuiteRow
+
+    first = session.exec(
+        select(AuditEvent.at)
+        .join(SuiteRow, SuiteRow.audit_seq == AuditEvent.seq)  # type: ignore[arg-type]
+        .where(SuiteRow.suite_id == suite_id)
+        .order_by(AuditEvent.seq)  # type: ignore[arg-type]
+        .limit(1)
+    ).first()
+    if cutoff is not None and first is not None:
+        return (
+            f"suite {suite_id!r} was not yet in force at the --at time: it was first "
+            f"synced at {format_timestamp(first)}"
+        )
+    return f"suite {suite_id!r} is not in force (declare it and run `evalops sync`)"
+
+
 def execution_for(
     session: Session, build: str, execution_id: str | None, cutoff: int | None = None
 ) -> ExecutionProfileRow:
@@ -157,8 +176,11 @@ def execution_for(
             )
         return latest[execution_id]  # type: ignore[no-any-return]
     if not latest:
+        known = sorted({str(row.system_build) for row in forced.values()})
         raise InputError(
-            f"no execution profile in force has system_build {build!r}", field="--build"
+            f"no execution profile in force has system_build {build!r}; builds in force: "
+            f"{', '.join(known) if known else 'none (sync an execution profile first)'}",
+            field="--build",
         )
     if len(latest) > 1:
         raise InputError(
@@ -477,10 +499,7 @@ def build_inputs(
     cutoff = request.cutoff
     suite = queries.suite_row(session, request.suite_id, cutoff)
     if suite is None:
-        raise InputError(
-            f"suite {request.suite_id!r} is not in force (declare it and run `evalops sync`)",
-            field="--suite",
-        )
+        raise InputError(_suite_not_in_force(session, request.suite_id, cutoff), field="--suite")
     if policy_doc is None or policy_digest is None:
         policy_doc, policy_digest = registered_policy(session, request.policy, cutoff)
     policy = GatePolicy.model_validate(policy_doc)

@@ -47,7 +47,8 @@ class PromotionResult:
     task_id: str | None
     suite_id: str
     outcome: str
-    """`accepted`, `refused`, `noop` (already a member with this pin) or `dry_run`."""
+    """`accepted`, `refused`, `noop` (already a member with this pin), `dry_run`, or
+    `dry_run_noop` (a dry run for a task already a member with this pin)."""
     membership: dict[str, Any] | None = None
 
     @property
@@ -234,7 +235,8 @@ def promote(
             and pinned_revision.revision == task.revision
         )
         if dry_run:
-            return PromotionResult(checklist, subject, task_id, suite_id, "dry_run", pin)
+            outcome = "dry_run_noop" if same_pin else "dry_run"
+            return PromotionResult(checklist, subject, task_id, suite_id, outcome, pin)
         if same_pin:
             append_event(
                 session,
