@@ -46,6 +46,14 @@ def _at_or_none(value: str | None) -> Any:
         raise InputError(str(exc), field="--at") from None
 
 
+def policy_line(policy: dict[str, Any]) -> str:
+    """`gate policy release-gate (no revision: named by digest sha256:...)`: which policy
+    decided, in the first lines, so a second policy file can never decide unseen."""
+    revision = policy.get("revision")
+    which = f"revision {revision}, " if revision is not None else "no revision: named by "
+    return f"gate policy {policy.get('id')} ({which}digest {policy.get('digest')})"
+
+
 def _refused_text(refused: dict[str, Any]) -> str:
     """A refused waiver request: it never got a WVR id, so it is named by its audit event."""
     rules = ", ".join(refused.get("rules") or []) or "refused"
@@ -107,6 +115,8 @@ def _states(tasks: list[dict[str, Any]], shown: list[dict[str, Any]]) -> list[st
 def _render_decision(data: dict[str, Any]) -> None:
     decision = data["decision"].upper()
     say(f"{decision}: {data['build']} on {data['suite']} ({data['gate_id']})")
+    if data.get("policy"):
+        say("  " + policy_line(data["policy"]))
     for reason in data["reasons"]:
         say(f"  - {reason}")
     if data["tasks"]:
