@@ -203,8 +203,9 @@ def gate_check(
     policy: Annotated[
         str | None,
         typer.Option(
-            help="A registered gate policy (id or sha256: digest; default: the one in force), "
-            "or a policy FILE with --dry-run."
+            help="A registered gate policy (id or sha256: digest; default: the one the suite "
+            "names, else the only one in force); another than the suite's, or a policy FILE, "
+            "only with --dry-run."
         ),
     ] = None,
     dry_run: Annotated[
@@ -219,8 +220,9 @@ def gate_check(
 ) -> None:
     """Decide pass (exit 0), hold (3) or block (4) for a build on a suite; stored and audited.
 
-    A stored decision uses only registered definitions: `--policy FILE` (an unregistered
-    file) needs `--dry-run`, which evaluates and prints without storing anything.
+    The suite's gate policy decides (`gate_policy:` in its declaration; none named: the only
+    one in force). A stored decision uses only it: another registered `--policy`, or a policy
+    FILE, needs `--dry-run`, which evaluates and prints without storing anything.
 
     Example: evalops gate check --build build-124 --suite regression/core --baseline build-123
     """
@@ -487,7 +489,9 @@ def compare(
     seed: Annotated[int, typer.Option(help="Seed of paired-bootstrap (recorded).")] = 20261130,
     policy: Annotated[
         str | None,
-        typer.Option(help="A registered gate policy id or digest (default: the one in force)."),
+        typer.Option(
+            help="A registered gate policy id or digest (default: the suite's gate policy)."
+        ),
     ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
