@@ -44,7 +44,6 @@ from evalops.store.tables import (
 )
 
 DEFAULT_SEED = 20261130
-DIGEST_PREFIX = "sha256:"
 
 
 @dataclass(frozen=True)

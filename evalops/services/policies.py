@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from evalops.domain.specs import GatePolicy
 from evalops.errors import InputError
@@ -162,7 +162,7 @@ def registered_gate_policy(session: Session, ref: str, cutoff: int | None) -> Ap
             column == ref,
             queries.upto(PolicyRow.audit_seq, cutoff),
         )
-        .order_by(PolicyRow.id.desc())  # type: ignore[union-attr]
+        .order_by(col(PolicyRow.id).desc())
     ).first()
     if row is None:
         raise InputError(
