@@ -369,7 +369,7 @@ def test_dry_run_prints_the_decision_and_stores_nothing(demo: Path, cli: Cli) ->
     assert [d["gate_id"] for d in listed] == ["GATE-1", "GATE-2", "GATE-3"]
 
 
-def test_a_registered_policy_other_than_the_newest_is_stored_with_its_digest(
+def test_a_registered_policy_other_than_the_one_in_force_decides_only_a_dry_run(
     demo: Path, cli: Cli
 ) -> None:
     older = json.loads(
@@ -382,11 +382,15 @@ def test_a_registered_policy_other_than_the_newest_is_stored_with_its_digest(
     edit_registry(demo, "policies/gate-policy.yaml", stricter, "baseline required")
     assert cli("sync", cwd=demo).code == 0
     assert gate_code(cli, demo, "build-125") == 3  # the new policy in force holds
-    data = gate_json(cli, demo, "build-125", "--policy", older)
-    assert data["policy_digest"] == older
-    assert data["decision"] == "pass"
-    replayed = json.loads(cli("gate", "replay", data["gate_id"], "--json", cwd=demo).stdout)
-    assert replayed["identical"] is True
+    refused = cli(
+        "gate", "check", "--build", "build-125", "--suite", SUITE, "--policy", older,
+        "--json", cwd=demo,
+    )  # fmt: skip
+    assert refused.code == 2
+    assert "--dry-run" in json.loads(refused.stdout)["error"]["message"]
+    data = gate_json(cli, demo, "build-125", "--policy", older, "--dry-run")
+    assert data["policy_digest"] == older == data["policy"]["digest"]
+    assert (data["decision"], data["stored"]) == ("pass", False)
     verify_ok(cli, demo)
 
 

@@ -387,6 +387,9 @@ def gate(cli: Cli, ws: Path, build: str, suite: str, *extra: str) -> dict[str, A
     assert result.code in (0, 3, 4), result.stdout + result.stderr
     data: dict[str, Any] = result.json()
     assert result.code == EXIT[data["decision"]], (result.code, data["decision"])
+    if "--dry-run" in extra:  # another registered policy than the suite's: nothing stored
+        assert data["stored"] is False
+        return data
     replayed = cli("gate", "replay", data["gate_id"], "--json", cwd=ws)
     assert replayed.code == 0, replayed.stdout + replayed.stderr
     assert replayed.json()["gate_id"] == data["gate_id"]
@@ -544,6 +547,7 @@ def test_regressed_against_the_baseline_blocks(shared: Path, cli: Cli) -> None:
         "build-base",
         "--policy",
         "release-gate-sign-test",
+        "--dry-run",
     )
 
     assert data["decision"] == "block"
@@ -589,6 +593,7 @@ def test_required_baseline_with_no_trials_holds(shared: Path, cli: Cli) -> None:
         "build-empty",
         "--policy",
         "release-gate-required-baseline",
+        "--dry-run",
     )
 
     assert data["decision"] == "hold"
@@ -612,8 +617,9 @@ def test_required_baseline_that_cannot_be_found_holds(ws: Path, cli: Cli) -> Non
     """No --baseline and no earlier pass for `auto`: a required baseline holds."""
     for extra in ((), ("--baseline", "auto")):
         data = gate(
-            cli, ws, "build-pass", CRIT, "--policy", "release-gate-required-baseline", *extra
-        )
+            cli, ws, "build-pass", CRIT, "--policy", "release-gate-required-baseline", "--dry-run",
+            *extra,
+        )  # fmt: skip
         assert data["decision"] == "hold", extra
         assert task_of(data, "crit-task")["effect"] == "pass"
         assert any("baseline" in r for r in data["reasons"]), data["reasons"]
@@ -622,8 +628,9 @@ def test_required_baseline_that_cannot_be_found_holds(ws: Path, cli: Cli) -> Non
 def test_baseline_auto_is_the_build_of_the_latest_pass(ws: Path, cli: Cli) -> None:
     assert gate(cli, ws, "build-base", MANY)["decision"] == "pass"
     data = gate(
-        cli, ws, "build-lower", MANY, "--baseline", "auto", "--policy", "release-gate-sign-test"
-    )
+        cli, ws, "build-lower", MANY, "--baseline", "auto", "--policy", "release-gate-sign-test",
+        "--dry-run",
+    )  # fmt: skip
     assert data["regression"]["baseline"] == "build-base"
     assert data["regression"]["verdict"] == "regressed"
     assert data["decision"] == "block"

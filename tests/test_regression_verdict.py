@@ -377,7 +377,7 @@ def test_gate_with_a_paired_bootstrap_policy_records_the_seed_and_replays(
     assert cli("sync", cwd=reg_ws).code == 0
     data = gate(
         cli, reg_ws, "build-lower", MANY, "--baseline", "build-base",
-        "--policy", "release-gate-bootstrap",
+        "--policy", "release-gate-bootstrap", "--dry-run",
     )  # fmt: skip
     regression = data["regression"]
     assert regression["method"] == "paired-bootstrap"

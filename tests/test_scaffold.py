@@ -159,3 +159,35 @@ def test_new_task_reuses_a_grader_set_kept_under_another_file_name(cli: Cli, rep
     assert done.code == 0, done.stderr
     assert sorted(p.name for p in graders.iterdir()) == ["support.yaml"]
     assert "grader_set" not in done.stdout
+
+
+def _suite_doc(path: Path) -> dict[str, object]:
+    import yaml
+
+    doc: dict[str, object] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return doc
+
+
+def test_starter_and_new_suites_name_their_policies(cli: Cli, repo: Path) -> None:
+    """A new user's suites name the policies that govern them, so a second gate policy
+    added later is never what silently decides their releases."""
+    assert cli("init", "--registry", "registry", cwd=repo).code == 0
+    starter = _suite_doc(repo / "registry" / "suites" / "regression-main.yaml")
+    assert (starter["gate_policy"], starter["suite_policy"]) == (
+        "release-gate",
+        "default-suite-policy",
+    )
+    done = cli("--registry", "registry", "new", "policy", "zzz-lax", cwd=repo)
+    assert done.code == 0, done.stderr
+    assert cli("--registry", "registry", "new", "suite", "regression/more", cwd=repo).code == 0
+    more = _suite_doc(repo / "registry" / "suites" / "regression-more.yaml")
+    assert more["gate_policy"] == "release-gate"  # the starter's, not the newest file
+    assert _kinds(cli, repo)["regression/more"] == "suite"
+
+
+def test_a_new_suite_names_the_registrys_only_policies(cli: Cli, repo: Path) -> None:
+    for args in (("new", "policy", "gate-b"), ("new", "policy", "rules-b", "--type", "suite")):
+        assert cli("--registry", "registry", *args, cwd=repo).code == 0
+    assert cli("--registry", "registry", "new", "suite", "capability/x", cwd=repo).code == 0
+    doc = _suite_doc(repo / "registry" / "suites" / "capability-x.yaml")
+    assert (doc["gate_policy"], doc["suite_policy"]) == ("gate-b", "rules-b")

@@ -46,6 +46,14 @@ def _at_or_none(value: str | None) -> Any:
         raise InputError(str(exc), field="--at") from None
 
 
+def policy_line(policy: dict[str, Any]) -> str:
+    """`gate policy release-gate (no revision: named by digest sha256:...)`: which policy
+    decided, in the first lines, so a second policy file can never decide unseen."""
+    revision = policy.get("revision")
+    which = f"revision {revision}, " if revision is not None else "no revision: named by "
+    return f"gate policy {policy.get('id')} ({which}digest {policy.get('digest')})"
+
+
 def _refused_text(refused: dict[str, Any]) -> str:
     """A refused waiver request: it never got a WVR id, so it is named by its audit event."""
     rules = ", ".join(refused.get("rules") or []) or "refused"
@@ -107,6 +115,8 @@ def _states(tasks: list[dict[str, Any]], shown: list[dict[str, Any]]) -> list[st
 def _render_decision(data: dict[str, Any]) -> None:
     decision = data["decision"].upper()
     say(f"{decision}: {data['build']} on {data['suite']} ({data['gate_id']})")
+    if data.get("policy"):
+        say("  " + policy_line(data["policy"]))
     for reason in data["reasons"]:
         say(f"  - {reason}")
     if data["tasks"]:
@@ -199,8 +209,9 @@ def gate_check(
     policy: Annotated[
         str | None,
         typer.Option(
-            help="A registered gate policy (id or sha256: digest; default: the one in force), "
-            "or a policy FILE with --dry-run."
+            help="A registered gate policy (id or sha256: digest; default: the one the suite "
+            "names, else the only one in force); another than the suite's, or a policy FILE, "
+            "only with --dry-run."
         ),
     ] = None,
     dry_run: Annotated[
@@ -215,8 +226,9 @@ def gate_check(
 ) -> None:
     """Decide pass (exit 0), hold (3) or block (4) for a build on a suite; stored and audited.
 
-    A stored decision uses only registered definitions: `--policy FILE` (an unregistered
-    file) needs `--dry-run`, which evaluates and prints without storing anything.
+    The suite's gate policy decides (`gate_policy:` in its declaration; none named: the only
+    one in force). A stored decision uses only it: another registered `--policy`, or a policy
+    FILE, needs `--dry-run`, which evaluates and prints without storing anything.
 
     Example: evalops gate check --build build-124 --suite regression/core --baseline build-123
     """
@@ -494,7 +506,9 @@ def compare(
     seed: Annotated[int, typer.Option(help="Seed of paired-bootstrap (recorded).")] = 20261130,
     policy: Annotated[
         str | None,
-        typer.Option(help="A registered gate policy id or digest (default: the one in force)."),
+        typer.Option(
+            help="A registered gate policy id or digest (default: the suite's gate policy)."
+        ),
     ] = None,
     json_flag: JsonFlag = False,
 ) -> None:

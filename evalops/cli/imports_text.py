@@ -32,23 +32,52 @@ def _reduction(reduction: Any) -> str:
     return "; ".join(parts)
 
 
+def _policy_key(task: dict[str, Any]) -> str | None:
+    policy = task.get("gate_policy")
+    return f"{policy['id']} ({policy['digest']})" if policy else None
+
+
+def _policy_lines(tasks: list[dict[str, Any]]) -> list[str]:
+    """Which gate policy's rerun rule the numbers follow: the one the gate applies to each
+    task's suites, so the preview never counts under a policy that decides nothing."""
+    used = dict.fromkeys(_policy_key(t) for t in tasks)
+    named = [visible(key) for key in used if key is not None]
+    lines = []
+    if named:
+        lines.append(
+            "reruns stand in as the gate policy of each task's suites allows: " + "; ".join(named)
+        )
+    if None in used:
+        lines.append("tasks in no suite, with no one gate policy in force: no rerun stands in")
+    return lines
+
+
+def _policy_tag(task: dict[str, Any], several: bool) -> str:
+    if not several:
+        return ""
+    policy = task.get("gate_policy")
+    return f"  [gate policy {visible(policy['id'])}]" if policy else "  [no gate policy]"
+
+
 def import_summary_lines(data: dict[str, Any]) -> list[str]:
     lines: list[str] = []
     source = data["source"]
     skipped = data.get("skipped") or {}
     if data.get("tasks") is not None:
         lines.append(f"dry run of {source} import: nothing stored (map {data['map_digest']})")
+        lines += _policy_lines(data["tasks"])
         lines.append(
             f"{'task':<36} {'execution':<16} {'trials':>6} {'n':>3} {'pass':>4} {'k':>2} "
             f"{'pass@k':>6} {'pass^k':>6}  classes"
         )
+        several = len({_policy_key(t) for t in data["tasks"]}) > 1
         for task in data["tasks"]:
             classes = ", ".join(f"{c} {n}" for c, n in task["classes"].items()) or "-"
             lines.append(
                 f"{visible(task['task_id']):<36} {visible(task['execution']):<16} "
                 f"{task['trials']:>6} {task['n']:>3} "
                 f"{task['passedCount']:>4} {task['k']:>2} {_number(task['passAtK']):>6} "
-                f"{_number(task['passHatK']):>6}  {classes}"
+                f"{_number(task['passHatK']):>6}  {classes}{_policy_tag(task, several)}"
             )
             if task.get("source_reduction"):
                 lines.append(

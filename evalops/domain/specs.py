@@ -555,6 +555,10 @@ class SuiteDeclaration(Strict):
     """Estimation only: stratum weights."""
     update_policy: NonEmptyStr | None = None
     """Estimation only: how the sample is refreshed."""
+    gate_policy: Id | None = None
+    """The gate policy that decides this suite's releases (omitted: the only one in force)."""
+    suite_policy: Id | None = None
+    """The suite policy for entering and leaving this suite (omitted: the only one in force)."""
 
     @model_validator(mode="after")
     def _estimation_fields(self) -> SuiteDeclaration:

@@ -33,6 +33,7 @@ from evalops.services.gate_inputs import (
     policy_from_file,
     request_for,
 )
+from evalops.services.policies import named_by_digest, named_in
 from evalops.store.audit import append_event, chain_head, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import AuditEvent, GateDecision
@@ -93,9 +94,16 @@ def dry_run_check(
             baseline=baseline,
             policy=ref,
         )
-        inputs = build_inputs(session, request, policy_doc=document, policy_digest=policy_digest)
+        inputs = build_inputs(
+            session, request, policy_doc=document, policy_digest=policy_digest, dry_run=True
+        )
         inputs["gate_id"] = "dry-run"
-        result = {**evaluate(inputs), "stored": False, "audit_head": _head(session)}
+        result = {
+            **evaluate(inputs),
+            "policy": named_in(inputs),
+            "stored": False,
+            "audit_head": _head(session),
+        }
         return result, inputs
 
 
@@ -167,7 +175,12 @@ def check(
             rows=[row],
         )
         anchor = {"seq": event.seq, "hash": event.hash}
-        return {**result, "audit_head": anchor, "decision_event": anchor}
+        return {
+            **result,
+            "policy": named_in(inputs),
+            "audit_head": anchor,
+            "decision_event": anchor,
+        }
 
 
 def _decision(session: Session, gate_id: str) -> GateDecision:
@@ -183,6 +196,7 @@ def show(engine: Engine, gate_id: str) -> dict[str, Any]:
         event = session.get(AuditEvent, row.audit_seq)
         return {
             **json.loads(row.result),
+            "policy": named_by_digest(session, row.policy_digest),
             "decided_at": format_timestamp(row.at),
             "actor": row.actor,
             "decision_event": {"seq": row.audit_seq, "hash": event.hash if event else None},
@@ -306,7 +320,7 @@ def rebuilt_inputs_problem(session: Session, row: GateDecision) -> str | None:
     gate_id = inputs["gate_id"]
     del inputs  # a large decision's parsed inputs are not held beside the rebuilt ones
     try:
-        rebuilt = build_inputs(session, request)
+        rebuilt = build_inputs(session, request, rebuild=True)
     except InputError as exc:
         return f"its inputs can no longer be loaded: {exc.message}"
     rebuilt["gate_id"] = gate_id
@@ -383,7 +397,8 @@ def compare(
             alpha=alpha,
             seed=seed,
         )
-        inputs = build_inputs(session, request)
+        # Nothing is stored: any registered policy may be asked for, as in a dry run.
+        inputs = build_inputs(session, request, dry_run=True)
     inputs["gate_id"] = "compare"
     result = evaluate(inputs)
     regression = result["regression"]

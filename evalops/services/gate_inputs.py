@@ -23,6 +23,12 @@ from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import InputError
 from evalops.registry.definitions import load_definition
 from evalops.services.evidence import Definitions, StaleClassifications, rederive
+from evalops.services.policies import (
+    AppliedPolicy,
+    gate_policy_for,
+    governing_policy,
+    registered_gate_policy,
+)
 from evalops.store import queries
 from evalops.store.queries import upto
 from evalops.store.tables import (
@@ -30,6 +36,7 @@ from evalops.store.tables import (
     ExecutionProfileRow,
     GateDecision,
     PolicyRow,
+    SuiteRow,
     TaskRevision,
     Trial,
     Waiver,
@@ -37,7 +44,6 @@ from evalops.store.tables import (
 )
 
 DEFAULT_SEED = 20261130
-DIGEST_PREFIX = "sha256:"
 
 
 @dataclass(frozen=True)
@@ -100,34 +106,40 @@ def cutoff_at(session: Session, at: datetime | None) -> int:
 # ------------------------------------------------------------------------- definitions
 
 
-def registered_policy(
-    session: Session, ref: str | None, cutoff: int | None
-) -> tuple[dict[str, Any], str]:
-    """A registered gate policy: the one in force, or `ref` (an id or a digest)."""
+def applied_gate_policy(
+    session: Session,
+    suite: SuiteRow,
+    ref: str | None,
+    cutoff: int | None,
+    *,
+    dry_run: bool = False,
+    rebuild: bool = False,
+) -> AppliedPolicy:
+    """The gate policy a decision on `suite` applies: the suite's own (`policies`).
+
+    `--policy` (`ref`, an id or digest) naming another registered policy evaluates under
+    it only in a dry run, which stores nothing. `rebuild` re-loads a stored decision the way
+    it was made, under the rule of its day: `--policy` was then any registered policy, and
+    with no suite naming one the newest in force applied.
+    """
+    if rebuild:
+        if ref is not None:
+            return registered_gate_policy(session, ref, cutoff)
+        return governing_policy(session, "gate_policy", suite, cutoff, newest_when_several=True)
     if ref is None:
-        row = queries.single_policy_row(session, "gate_policy", cutoff)
-        if row is None:
-            raise InputError("no gate policy is in force (sync registry/policies/)")
-        return json.loads(row.document), row.policy_digest
-    if ref.startswith(DIGEST_PREFIX):
-        stmt = select(PolicyRow).where(
-            PolicyRow.kind == "gate_policy", PolicyRow.policy_digest == ref
-        )
-    else:
-        forced = queries.in_force_row(session, "gate_policy", ref, cutoff)
-        if forced is not None:
-            return json.loads(forced.document), forced.policy_digest
-        stmt = select(PolicyRow).where(PolicyRow.kind == "gate_policy", PolicyRow.policy_id == ref)
-    row = session.exec(
-        stmt.where(upto(PolicyRow.audit_seq, cutoff)).order_by(col(PolicyRow.id).desc())
-    ).first()
-    if row is None:
+        return gate_policy_for(session, suite, cutoff)
+    asked = registered_gate_policy(session, ref, cutoff)
+    if dry_run:
+        return asked
+    own = gate_policy_for(session, suite, cutoff)
+    if asked.digest != own.digest:
         raise InputError(
-            f"no registered gate policy {ref!r} (give a registered id or digest, or a policy "
-            "file with --dry-run)",
+            f"{ref} is not the gate policy of suite {suite.suite_id} ({own.policy_id} "
+            f"{own.digest}): a stored decision applies the suite's own policy; add --dry-run "
+            "to evaluate under another without storing anything",
             field="--policy",
         )
-    return json.loads(row.document), row.policy_digest
+    return own
 
 
 def policy_from_file(session: Session, path: Path) -> tuple[dict[str, Any], str, bool]:
@@ -494,14 +506,20 @@ def build_inputs(
     *,
     policy_doc: dict[str, Any] | None = None,
     policy_digest: str | None = None,
+    dry_run: bool = False,
+    rebuild: bool = False,
 ) -> dict[str, Any]:
-    """The plain-JSON inputs of one decision (`policy_doc` only for a dry-run file)."""
+    """The plain-JSON inputs of one decision (`policy_doc` only for a dry-run file;
+    `dry_run` and `rebuild` as for `applied_gate_policy`)."""
     cutoff = request.cutoff
     suite = queries.suite_row(session, request.suite_id, cutoff)
     if suite is None:
         raise InputError(_suite_not_in_force(session, request.suite_id, cutoff), field="--suite")
     if policy_doc is None or policy_digest is None:
-        policy_doc, policy_digest = registered_policy(session, request.policy, cutoff)
+        applied = applied_gate_policy(
+            session, suite, request.policy, cutoff, dry_run=dry_run, rebuild=rebuild
+        )
+        policy_doc, policy_digest = applied.document, applied.digest
     policy = GatePolicy.model_validate(policy_doc)
     execution = execution_for(session, request.build, request.execution_id, cutoff)
     members = queries.members(session, request.suite_id, cutoff=cutoff)

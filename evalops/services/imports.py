@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, select
+from sqlmodel import Session
 
 from evalops.domain.reruns import TrialNode, resolve_reruns
 from evalops.domain.specs import EvalTaskSpec, GraderSet
@@ -43,9 +43,10 @@ from evalops.registry.definitions import pydantic_error
 from evalops.registry.import_maps import LoadedMap, load_import_map
 from evalops.registry.load import Document
 from evalops.services.ingest import IngestResult, ingest_records
+from evalops.services.policies import AppliedPolicy, gate_policies_of_task, max_attempts
 from evalops.store import queries
 from evalops.store.engine import read_session
-from evalops.store.tables import ExecutionProfileRow, GraderSetRow, PolicyRow, TaskRevision
+from evalops.store.tables import ExecutionProfileRow, GraderSetRow, TaskRevision
 
 Source = Literal["inspect", "promptfoo"]
 MAX_LISTED = 100
@@ -234,15 +235,11 @@ def case_definitions(
         )
 
 
-def _max_attempts(session: Session) -> dict[str, int]:
-    """The rerun rule of the gate policy in force (none registered: no rerun stands in)."""
-    row = session.exec(
-        select(PolicyRow).where(PolicyRow.kind == "gate_policy").order_by(col(PolicyRow.id).desc())
-    ).first()
-    if row is None:
-        return {}
-    rule = json.loads(row.document).get("reruns") or {}
-    return dict(rule.get("max_attempts_by_class") or {})
+def _rerun_policies(session: Session, task_ids: list[str]) -> dict[str, list[AppliedPolicy]]:
+    """Per task, the gate policies whose rerun rule the preview applies: those the gate
+    applies to the suites the task is in (`policies.gate_policies_of_task`, the gate's own
+    rule; none: no rerun stands in)."""
+    return {task_id: gate_policies_of_task(session, task_id) for task_id in task_ids}
 
 
 # ------------------------------------------------------------------------------ running
@@ -342,7 +339,7 @@ def import_trials(
             raise InputError(f"{source} log not found", str(path))
     with read_session(engine) as session:
         resolved = resolve(session, loaded)
-        max_attempts = _max_attempts(session)
+        policies = _rerun_policies(session, loaded.spec.task_ids()) if dry_run else {}
     result = ImportResult(source, loaded.digest)
     mode: Unmapped = "report" if dry_run else ("skip" if skip_unmapped else "error")
     feed = _Feed(
@@ -371,7 +368,7 @@ def import_trials(
         on_record=on_record,
     )
     if stats is not None:
-        result.tasks = stats.report(resolved, result.sources, max_attempts)
+        result.tasks = stats.report(resolved, result.sources, policies)
         result.unmapped = {kind: list(names) for kind, names in sorted(feed.listed.items())}
     return result
 
@@ -420,21 +417,23 @@ class _TaskStats:
         self,
         resolved: Resolved,
         sources: list[SourceSummary],
-        max_attempts: dict[str, int],
+        policies: dict[str, list[AppliedPolicy]],
     ) -> list[dict[str, Any]]:
         mapped = _mapped_graders(resolved)
         out = []
+        no_policy: list[AppliedPolicy | None] = [None]
         cases = [
-            (task_id, execution)
+            (task_id, execution, policy)
             for task_id in resolved.map.spec.task_ids()
             for execution in resolved.executions.values()
+            for policy in (policies.get(task_id) or no_policy)
         ]
-        for task_id, execution in cases:
+        for task_id, execution, policy in cases:
             target = resolved.tasks[task_id]
             nodes = self.nodes.get((task_id, execution.execution_digest), [])
             if not nodes and len(resolved.executions) > 1:
                 continue  # a provider that did not run this test
-            outcome = resolve_reruns(nodes, max_attempts)
+            outcome = resolve_reruns(nodes, max_attempts(policy))
             classes = {n.trial_id: n.classification for n in nodes}
             effective = [classes[t] for t in outcome.effective]
             n, c, k = len(effective), sum(1 for x in effective if x == "task_pass"), target.k
@@ -462,6 +461,7 @@ class _TaskStats:
                         g for g in target.blocking if g not in mapped.get(task_id, set())
                     ],
                     "agents": sorted(set().union(*(s.agents.get(task_id, set()) for s in sources))),
+                    "gate_policy": policy.named() if policy else None,
                 }
             )
         return out

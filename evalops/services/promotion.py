@@ -18,6 +18,7 @@ from sqlmodel import Session, col, select
 
 from evalops.domain.canonical import canonical_text
 from evalops.domain.classify import Classification
+from evalops.domain.specs import SuitePolicy
 from evalops.domain.suite_policy import (
     Checklist,
     EntryFacts,
@@ -30,6 +31,7 @@ from evalops.domain.suite_policy import (
 from evalops.errors import InputError
 from evalops.services import incidents as incident_service
 from evalops.services.evidence import Definitions, StaleClassifications, rederive
+from evalops.services.policies import suite_policy_for
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import write_session
@@ -188,9 +190,7 @@ def promote(
         suite = queries.suite_row(session, suite_id)
         if suite is None:
             raise InputError(f"suite {suite_id!r} is not registered (run `evalops sync`)")
-        policy_row = queries.suite_policy_row(session)
-        if policy_row is None:
-            raise InputError("no suite policy is registered (sync registry/policies/)")
+        suite_policy = SuitePolicy.model_validate(suite_policy_for(session, suite).document)
         incident_view = None
         if INCIDENT_ID.match(subject):
             incident_row = queries.incident(session, subject)
@@ -209,9 +209,7 @@ def promote(
         if task is None:
             raise InputError(f"task {task_id!r} is not registered (run `evalops sync`)")
         facts = entry_facts(session, task)
-        checklist = evaluate_entry(
-            facts, queries.suite_spec(suite), queries.suite_policy_spec(policy_row)
-        )
+        checklist = evaluate_entry(facts, queries.suite_spec(suite), suite_policy)
         if not checklist.accepted:
             return _finish_refusal(
                 session, checklist, subject, task_id, suite_id, actor, now, reason, dry_run
@@ -361,11 +359,10 @@ def retire(
             f"reason {reason!r} is not one of {', '.join(RETIRE_REASONS)}", field="--reason"
         )
     with write_session(engine) as session:
-        if queries.suite_row(session, suite_id) is None:
+        suite = queries.suite_row(session, suite_id)
+        if suite is None:
             raise InputError(f"suite {suite_id!r} is not registered (run `evalops sync`)")
-        policy_row = queries.suite_policy_row(session)
-        if policy_row is None:
-            raise InputError("no suite policy is registered (sync registry/policies/)")
+        suite_policy = SuitePolicy.model_validate(suite_policy_for(session, suite).document)
         current = {m.task_id: m for m in queries.members(session, suite_id)}
         member = current.get(task_id)
         if member is None:
@@ -407,7 +404,7 @@ def retire(
             reason=reason,
             approved_by=approved_by,
             replacement=replacement,
-            policy=queries.suite_policy_spec(policy_row),
+            policy=suite_policy,
         )
         checklist = Checklist(suite_id, "retirement", task_id, (*base.requirements, *extra))
         payload = {

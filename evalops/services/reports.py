@@ -22,18 +22,17 @@ from sqlmodel import Session, col, select
 
 from evalops import __version__
 from evalops.domain import digests
-from evalops.domain.calibration_validity import StoredCalibration, calibration_validity
 from evalops.domain.canonical import digest
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.evidence import Definitions, rederive
+from evalops.services.policies import named_in
 from evalops.store import queries
 from evalops.store.audit import chain_head
 from evalops.store.engine import read_session
 from evalops.store.tables import (
     AuditEvent,
     Calibration,
-    CalibrationInvalidation,
     ExecutionProfileRow,
     GateDecision,
     Incident,
@@ -82,7 +81,13 @@ def audit_document(engine: Engine, gate_id: str, *, now: datetime) -> dict[str, 
 def stored_document(session: Session, row: GateDecision, *, now: datetime) -> dict[str, Any]:
     result = json.loads(row.result)
     inputs = json.loads(row.inputs)
-    resolved = resolve(session, result=result, inputs=inputs, decided_at=row.at)
+    resolved = resolve(
+        session,
+        result=result,
+        inputs=inputs,
+        decided_at=row.at,
+        cutoff=decision_cutoff(inputs, row.audit_seq),
+    )
     resolved["history"] = decision_history(session, row.suite_id, up_to=row.number)
     return assemble(
         result=result,
@@ -104,7 +109,13 @@ def unstored_document(
     """The report document of a decision that was evaluated but not stored (a dry run):
     resolved as of `now`, anchored to the chain head, with no decision event."""
     with read_session(engine) as session:
-        resolved = resolve(session, result=result, inputs=inputs, decided_at=now)
+        resolved = resolve(
+            session,
+            result=result,
+            inputs=inputs,
+            decided_at=now,
+            cutoff=decision_cutoff(inputs, None),
+        )
         resolved["history"] = decision_history(session, inputs["suite"]["id"])
         return assemble(
             result=result,
@@ -129,16 +140,18 @@ def resolve(
     result: Mapping[str, Any],
     inputs: Mapping[str, Any],
     decided_at: datetime,
+    cutoff: int | None,
 ) -> dict[str, Any]:
     """What the decision names, looked up as of `decided_at` (rows recorded later do not
-    change what the decision saw; a later revocation is still shown, dated)."""
+    change what the decision saw; a later revocation is still shown, dated); calibrations
+    as the gate selected them, by the decision's audit `cutoff`."""
     defs = Definitions(session)
     tasks = list(inputs.get("tasks", []))
     return {
         "tasks": _task_facts(session, defs, tasks, inputs["execution_digest"]),
         **_trial_facts(session, defs, tasks, decided_at),
         "waivers": _waiver_facts(session, result.get("waivers") or {}),
-        "calibration": calibration_facts(session, defs, tasks, decided_at),
+        "calibration": calibration_facts(session, defs, tasks, cutoff),
         "provenance": _provenance(session, inputs, decided_at),
     }
 
@@ -396,14 +409,23 @@ def _waiver_facts(session: Session, accounting: Mapping[str, Any]) -> dict[str, 
     return {"rows": out, "refused": refused}
 
 
+def decision_cutoff(inputs: Mapping[str, Any], decision_seq: int | None) -> int | None:
+    """The audit seq whose rows the decision read (its `--at` cutoff); a decision stored
+    before requests were recorded read everything up to its own event."""
+    request = inputs.get("request") or {}
+    return int(request["cutoff"]) if "cutoff" in request else decision_seq
+
+
 def calibration_facts(
     session: Session,
     defs: Definitions,
     tasks: Sequence[Mapping[str, Any]],
-    decided_at: datetime,
+    cutoff: int | None,
 ) -> list[dict[str, Any]]:
-    """Every model grader of every pinned grader set, judged for the pinned config with the
-    newest calibration of exactly that config recorded by the decision (DESIGN.md 8)."""
+    """Every model grader of every pinned grader set, judged for the pinned config by the
+    very rule the gate applies (`queries.config_validity`): the newest calibration of
+    exactly that config among the rows at or before `cutoff` (None: every row). A
+    calibration recorded after an `--at` decision's cutoff is never shown as its own."""
     out: list[dict[str, Any]] = []
     for grader_set_digest in dict.fromkeys(t["grader_set_digest"] for t in tasks):
         found = defs.grader_set(grader_set_digest)
@@ -414,28 +436,14 @@ def calibration_facts(
             if grader.type != "model":
                 continue
             config = digests.grader_config_digest(entry)
-            row = session.exec(
-                select(Calibration)
-                .where(Calibration.grader_config_digest == config, Calibration.at <= decided_at)
-                .order_by(col(Calibration.id).desc())
-            ).first()
-            stored = None
-            if row is not None:
-                invalidation = session.exec(
-                    select(CalibrationInvalidation)
-                    .where(
-                        CalibrationInvalidation.calibration_row_id == row.id,
-                        CalibrationInvalidation.at <= decided_at,
-                    )
-                    .order_by(col(CalibrationInvalidation.id).desc())
+            validity = queries.config_validity(session, grader, config, cutoff)
+            row = (
+                session.exec(
+                    select(Calibration).where(Calibration.calibration_id == validity.calibration_id)
                 ).first()
-                stored = StoredCalibration(
-                    calibration_id=row.calibration_id,
-                    grader_config_digest=row.grader_config_digest,
-                    metrics=json.loads(row.record),
-                    invalidated_reason=invalidation.reason if invalidation else None,
-                )
-            validity = calibration_validity(grader, config, stored)
+                if validity.calibration_id
+                else None
+            )
             out.append(
                 {
                     "grader_set_id": set_id,
@@ -703,6 +711,7 @@ def assemble(
         "decided_by": decided_by,
         "stored": decision_event is not None,
         "reasons": list(result.get("reasons", [])),
+        "policy": named_in(dict(inputs)),
         "audit_head": dict(audit_head) if audit_head else None,
         "decision_event": dict(decision_event) if decision_event else None,
         "summary": {

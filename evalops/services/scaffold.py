@@ -126,7 +126,10 @@ model:
 """
 
 
-def suite_yaml(suite_id: str) -> str:
+STARTER_POLICIES = {"gate-policy/v1": "release-gate", "suite-policy/v1": "default-suite-policy"}
+
+
+def suite_yaml(suite_id: str, gate_policy: str, suite_policy: str) -> str:
     return f"""\
 # A suite declaration. Membership is not in this file: tasks enter with `evalops promote`
 # and leave with `evalops retire`.
@@ -135,8 +138,22 @@ id: {suite_id}
 kind: regression                     # incident_corpus | capability | estimation | regression
 owner: you@example.com
 description: Invariants that guard every release.
+# The policies that govern this suite (part of its digest): the gate decides its releases
+# under gate_policy, promotion and retirement follow suite_policy.
+gate_policy: {gate_policy}
+suite_policy: {suite_policy}
 # kind: estimation also needs sampling_frame, population, weights and update_policy.
 """
+
+
+def _policy_for_new_suite(root: Path, schema: str) -> str:
+    """The policy a new suite names: the registry's only policy of that kind, else the
+    starter's id when the registry has it (or none yet), else the first by id."""
+    found = sorted(_existing_ids(root, "policies", schema))
+    if len(found) == 1:
+        return found[0]
+    starter = STARTER_POLICIES[schema]
+    return starter if starter in found or not found else found[0]
 
 
 def gate_policy_yaml(policy_id: str) -> str:
@@ -195,9 +212,10 @@ _TOP_ID = re.compile(r"""^id:\s*["']?([^"'\s#]+)""", re.M)
 _JSON_ID = re.compile(r'"id"\s*:\s*"([^"]+)"')
 
 
-def _existing_ids(root: Path, folder: str) -> set[str]:
+def _existing_ids(root: Path, folder: str, schema: str | None = None) -> set[str]:
     """The ids the files of `root/folder` define (read loosely: validate reads them
-    strictly), so a starter never duplicates an id kept under another file name."""
+    strictly), so a starter never duplicates an id kept under another file name; with
+    `schema`, only files that declare that `spec_schema_version`."""
     ids: set[str] = set()
     if not (root / folder).is_dir():
         return ids
@@ -205,6 +223,8 @@ def _existing_ids(root: Path, folder: str) -> set[str]:
         if path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
+        if schema is not None and schema not in text:
+            continue
         found = (_JSON_ID if path.suffix == ".json" else _TOP_ID).search(text)
         ids.add(found.group(1) if found else path.stem)
     return ids
@@ -235,7 +255,12 @@ def new_definition(
                    "executions")
         ]  # fmt: skip
     if kind == "suite":
-        return [_write(root, "suite", definition_id, suite_yaml(definition_id), "suites")]
+        text = suite_yaml(
+            definition_id,
+            _policy_for_new_suite(root, "gate-policy/v1"),
+            _policy_for_new_suite(root, "suite-policy/v1"),
+        )
+        return [_write(root, "suite", definition_id, text, "suites")]
     if policy_kind not in POLICY_KINDS:
         raise InputError(f"unknown policy kind {policy_kind!r}: gate or suite", field="--kind")
     if policy_kind == "gate":

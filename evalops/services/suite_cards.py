@@ -57,7 +57,7 @@ def suite_card_document(
                     "owner": meta.owner if meta else None,
                 }
             )
-        calibration = calibration_facts(session, Definitions(session), suite["members"], now)
+        calibration = calibration_facts(session, Definitions(session), suite["members"], None)
         rows = session.exec(
             select(GateDecision)
             .where(GateDecision.suite_id == suite_id)

@@ -12,7 +12,6 @@ from sqlmodel import Session, col, func, select
 
 from evalops.domain.classify import AMBIGUOUS_EFFECT_STATUSES
 from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, resolve_reruns
-from evalops.domain.specs import GatePolicy
 from evalops.domain.trial_record import TrialRecord
 from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, format_timestamp
 from evalops.errors import InputError, RefusedError
@@ -21,12 +20,12 @@ from evalops.services.evidence import (
     rederive,
     stored_record,
 )
+from evalops.services.policies import gate_policies_of_task, max_attempts
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import (
     ExecutionProfileRow,
-    PolicyRow,
     Reconciliation,
     ReviewResult,
     Trial,
@@ -41,20 +40,21 @@ def _builds(session: Session) -> dict[str, str]:
 
 
 class _Reruns:
-    """Which reruns may not stand in, per eval case, under the registered gate policy."""
+    """Which reruns may not stand in, per eval case, under the gate policies the gate
+    applies to the task's suites (`policies.gate_policies_of_task`): a rerun that any of
+    them would not count is flagged."""
 
     def __init__(self, session: Session) -> None:
         self.session = session
         self.cache: dict[tuple[str, str, str], frozenset[str]] = {}
-        row = session.exec(
-            select(PolicyRow)
-            .where(PolicyRow.kind == "gate_policy")
-            .order_by(col(PolicyRow.id).desc())
-        ).first()
-        policy = GatePolicy.model_validate(json.loads(row.document)) if row else None
-        self.limits = (
-            {str(k): v for k, v in policy.reruns.max_attempts_by_class.items()} if policy else {}
-        )
+        self.limits: dict[str, list[dict[str, int]]] = {}
+
+    def _limits(self, task_id: str) -> list[dict[str, int]]:
+        if task_id not in self.limits:
+            self.limits[task_id] = [
+                max_attempts(p) for p in gate_policies_of_task(self.session, task_id)
+            ] or [{}]
+        return self.limits[task_id]
 
     def not_permitted(self, defs: Definitions, trial: Trial) -> bool:
         if trial.parent_trial_id is None:
@@ -73,7 +73,12 @@ class _Reruns:
                 current = rederive(defs, t)
                 cls = current.primary if current else t.classification
                 nodes.append(TrialNode(t.trial_id, t.parent_trial_id, cls))
-            self.cache[key] = resolve_reruns(nodes, self.limits).not_permitted
+            self.cache[key] = frozenset().union(
+                *(
+                    resolve_reruns(nodes, limits).not_permitted
+                    for limits in self._limits(trial.task_id)
+                )
+            )
         return trial.trial_id in self.cache[key]
 
 

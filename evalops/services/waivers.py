@@ -14,7 +14,7 @@ from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.domain.waivers import WaiverFact, WaiverRequest, grant_refusals, validity_at
 from evalops.errors import InputError
-from evalops.services.gate_inputs import registered_policy
+from evalops.services.policies import gate_policy_for
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
@@ -82,7 +82,7 @@ def grant(
         risk, protects = queries.effective_labels(
             session, request.task_id, pinned.added.task_revision_id
         )
-        policy_doc, _ = registered_policy(session, None, None)
+        policy_doc = gate_policy_for(session, suite).document
         refusals = grant_refusals(
             request,
             risk=risk,

@@ -12,7 +12,7 @@ from sqlmodel import Session, SQLModel, col, select
 
 from evalops.domain import digests
 from evalops.domain.calibration_validity import StoredCalibration, Validity, calibration_validity
-from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet, SuiteDeclaration, SuitePolicy
+from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet, SuiteDeclaration
 from evalops.store.tables import (
     Calibration,
     CalibrationInvalidation,
@@ -121,20 +121,6 @@ def suite_spec(row: SuiteRow) -> SuiteDeclaration:
     return SuiteDeclaration.model_validate(json.loads(row.document))
 
 
-def single_policy_row(session: Session, kind: str, cutoff: int | None = None) -> PolicyRow | None:
-    """The newest registered policy of `kind` among those in force (DESIGN.md section 4)."""
-    rows = in_force_rows(session, kind, cutoff)
-    return max(rows.values(), key=lambda r: r.id, default=None)
-
-
-def suite_policy_row(session: Session, cutoff: int | None = None) -> PolicyRow | None:
-    return single_policy_row(session, "suite_policy", cutoff)
-
-
-def suite_policy_spec(row: PolicyRow) -> SuitePolicy:
-    return SuitePolicy.model_validate(json.loads(row.document))
-
-
 def effective_labels(
     session: Session, task_id: str, pinned_revision_id: int | None, cutoff: int | None = None
 ) -> tuple[str, list[str]]:
@@ -216,6 +202,18 @@ def members(
             )
     out = sorted(state.values(), key=lambda m: m.task_id)
     return out if include_removed else [m for m in out if m.removed is None]
+
+
+def suites_of_task(session: Session, task_id: str, cutoff: int | None = None) -> list[str]:
+    """The suites `task_id` is a current member of (its last membership row there is not a
+    retirement), sorted."""
+    rows = session.exec(
+        select(SuiteMembership.suite_id, SuiteMembership.action)
+        .where(SuiteMembership.task_id == task_id, upto(SuiteMembership.audit_seq, cutoff))
+        .order_by(col(SuiteMembership.id))
+    ).all()
+    last: dict[str, str] = dict(rows)
+    return sorted(suite_id for suite_id, action in last.items() if action != "retired")
 
 
 def current_suite_digest(
