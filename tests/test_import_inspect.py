@@ -151,19 +151,44 @@ def test_each_attempt_is_a_trial_classified_as_the_contract_says(
         assert "rerun" not in chain[0]["record"]
 
 
+def expected_ids(path: Path) -> dict[tuple[str, int, int], str]:
+    """(sample, epoch, attempt) -> the documented trial id: a completed execution is
+    [sample uuid, attempt], a failed attempt [uuid of its first event] (read raw)."""
+    import zipfile
+
+    import inspect_ai.log  # noqa: F401  (teaches zipfile Inspect's zstd)
+
+    out = {}
+    with zipfile.ZipFile(path) as archive:
+        for name in archive.namelist():
+            if not name.startswith("samples/"):
+                continue
+            raw = json.loads(archive.read(name))
+            retries = raw.get("error_retries") or []
+            for attempt in range(1, len(retries) + 2):
+                final = attempt == len(retries) + 1
+                if final and not raw.get("error"):
+                    ids: list[Any] = [raw["uuid"], attempt]
+                else:
+                    events = raw["events"] if final else retries[attempt - 1]["events"]
+                    ids = [events[0]["uuid"]] if events else [raw["uuid"], attempt]
+                digest = hashlib.sha256(rfc8785.dumps(ids)).hexdigest()[:16]
+                out[(str(raw["id"]), raw["epoch"], attempt)] = "insp-" + digest
+    return out
+
+
 def test_trial_ids_follow_the_documented_recipe(logs: dict[str, Path], ws: Path, cli: Cli) -> None:
     from inspect_ai.log import read_eval_log
 
-    log = read_eval_log(str(logs["eval"]))
-    uuids = {(str(s.id), s.epoch): s.uuid for s in log.samples or []}
+    header = read_eval_log(str(logs["eval"]), header_only=True)
+    expected = expected_ids(logs["eval"])
     run_import(cli, ws, str(logs["eval"]), "--map", MAP)
     found = chains(trials_of(ws, INSPECT_BUILD))
     for (sample, epoch), chain in found.items():
         for attempt, trial in enumerate(chain, start=1):
-            # One trial per execution: the sample's uuid and the attempt name it.
-            ids = rfc8785.dumps([uuids[(sample, epoch)], attempt])
-            assert trial["trial_id"] == "insp-" + hashlib.sha256(ids).hexdigest()[:16]
-            assert trial["record"]["run_id"] == log.eval.run_id
+            assert trial["trial_id"] == expected[(sample, epoch, attempt)]
+            assert trial["record"]["run_id"] == header.eval.run_id
+    assert len(expected) == sum(len(chain) for chain in found.values())
 
 
 def test_reimport_is_a_counted_noop(logs: dict[str, Path], ws: Path, cli: Cli) -> None:
@@ -192,11 +217,11 @@ def test_records_carry_provenance_usage_effects_and_agents(
              "refund_all": "billing:refund-all", "kb_search": "kb:search"}  # fmt: skip
     completed = 0
     for rec in records:
-        _, sample, epoch_text, _ = rec["attempt_id"].split("/")
+        _, sample, epoch_text, attempt = rec["attempt_id"].split("/")
         epoch = int(epoch_text)
         assert rec["artifact_manifest"]["artifacts"][-1] == {
             "kind": "source_log",
-            "digest": digests[(sample, epoch)],
+            "digest": digests[(sample, epoch, int(attempt))],
             "producer": f"inspect-ai {inspect_ai.__version__}",
             "location": f"{eval_id}#{sample}/{epoch}",
         }
@@ -227,14 +252,20 @@ def test_records_carry_provenance_usage_effects_and_agents(
     assert (again["ingested"], again["skipped_identical"]) == (0, 18)
 
 
-def sample_digests(path: Path) -> tuple[str, dict[tuple[str, int], str]]:
-    """eval_id and (sample, epoch) -> the documented execution digest: sha256 of the
-    sample's JSON (sorted keys, no whitespace) without the transcript's storage layout
-    (`events`, `events_data`, also inside `error_retries`)."""
+def sample_digests(path: Path) -> tuple[str, dict[tuple[str, int, int], str]]:
+    """eval_id and (sample, epoch, attempt) -> the documented execution digest: sha256 of
+    JSON with sorted keys and no whitespace, of the sample without the transcript's storage
+    layout (`events`, `events_data`, also inside `error_retries`) for a completed
+    execution, of the attempt's error (message, tracebacks) for a failed one."""
     import zipfile
 
     import inspect_ai.log  # noqa: F401  (teaches zipfile Inspect's zstd)
 
+    def digest(value: Any) -> str:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+    layout = ("events", "events_data")
     out = {}
     with zipfile.ZipFile(path) as archive:
         header = json.loads(archive.read("header.json"))
@@ -242,16 +273,19 @@ def sample_digests(path: Path) -> tuple[str, dict[tuple[str, int], str]]:
             if not name.startswith("samples/"):
                 continue
             raw = json.loads(archive.read(name))
-            lean = {k: v for k, v in raw.items() if k not in ("events", "events_data")}
+            key = (str(raw["id"]), raw["epoch"])
+            retries = raw.get("error_retries") or []
+            for attempt, retry in enumerate(retries, start=1):
+                out[(*key, attempt)] = digest({k: v for k, v in retry.items() if k not in layout})
+            if raw.get("error"):
+                out[(*key, len(retries) + 1)] = digest(raw["error"])
+                continue
+            lean = {k: v for k, v in raw.items() if k not in layout}
             if "error_retries" in raw:
                 lean["error_retries"] = [
-                    {k: v for k, v in r.items() if k not in ("events", "events_data")}
-                    for r in raw["error_retries"]
+                    {k: v for k, v in r.items() if k not in layout} for r in retries
                 ]
-            text = json.dumps(lean, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-            out[(str(raw["id"]), raw["epoch"])] = (
-                "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-            )
+            out[(*key, len(retries) + 1)] = digest(lean)
     return header["eval"]["eval_id"], out
 
 

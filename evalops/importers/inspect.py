@@ -456,26 +456,23 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
             labels.append("timestamps_synthesized")
     started, completed = format_timestamp(begin), format_timestamp(end)
 
-    # One trial per execution: the sample's uuid names it in every log that carries it
-    # (an eval-retry or eval-set log copies completed samples, uuid and all).
     attempts = len(retries_raw) + 1
-    legacy = [
-        trial_id(TRIAL_PREFIX, ctx.id_base, sample_id, epoch, a) for a in range(1, attempts + 1)
-    ]
-    uuid = raw.get("uuid")
-    if isinstance(uuid, str) and uuid:
-        ids = [trial_id(TRIAL_PREFIX, uuid, a) for a in range(1, attempts + 1)]
-    else:
-        ids, legacy = legacy, [""] * attempts
-    source_artifact = {
-        "kind": "source_log",
-        "digest": _execution_digest(raw),
-        "producer": ctx.producer,
-        "location": f"{ctx.id_base}#{sample_id}/{epoch}",
-    }
+    final_failed = sample.error is not None
+    attempt_events = [_events_of(r) for r in retries_raw] + [events]
+    ids, legacy = _attempt_ids(raw, ctx, attempt_events, final_failed)
+    location = f"{ctx.id_base}#{sample_id}/{epoch}"
+
+    def source_artifact(digest: str) -> dict[str, Any]:
+        return {
+            "kind": "source_log",
+            "digest": digest,
+            "producer": ctx.producer,
+            "location": location,
+        }
 
     def aliases(attempt: int) -> tuple[str, ...]:
-        return (legacy[attempt - 1],) if legacy[attempt - 1] else ()
+        old = legacy[attempt - 1]
+        return (old,) if old != ids[attempt - 1] else ()
 
     def record(attempt: int, start: str, end: str) -> dict[str, Any]:
         rec = base_record(
@@ -503,8 +500,9 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
     for attempt, (retry, retry_raw) in enumerate(
         zip(sample.error_retries or [], retries_raw, strict=True), start=1
     ):
-        retry_events = retry_raw.get("events") if isinstance(retry_raw, dict) else None
-        observed = _observe(retry_events or [], ctx, attachments, label, task_id)
+        # Built exactly as the failed final attempt of a log is: `eval_retry` copies that
+        # attempt, events and all, into the retry log's error_retries (one execution).
+        observed = _observe(attempt_events[attempt - 1], ctx, attachments, label, task_id)
         begun, ended = _timestamp(observed.first), _timestamp(observed.last)
         rec = record(attempt, begun or started, ended or begun or started)
         rec["grader_results"] = []
@@ -514,12 +512,18 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
         }
         rec["tool_calls"] = observed.tool_calls
         rec["usage"] = _usage(observed)
-        rec["artifact_manifest"] = {"artifacts": [source_artifact]}
-        rec["secondary_labels"] = ["error_retry"] + ([] if begun else ["timestamps_synthesized"])
+        rec["artifact_manifest"] = {"artifacts": [source_artifact(_failure_digest(retry_raw))]}
+        rec["secondary_labels"] = [] if begun else ["timestamps_synthesized"]
         yield Translated(
             ctx.name, f"{label}#{attempt}", task_id, rec, str(sample_id), aliases(attempt)
         )
 
+    observed = _observe(events, ctx, attachments, label, task_id)
+    if final_failed:
+        begun, ended = _timestamp(observed.first), _timestamp(observed.last)
+        if begun:
+            started, completed = begun, ended or begun
+            labels = [x for x in labels if x != "timestamps_synthesized"]
     rec = record(attempts, started, completed)
     results: list[dict[str, Any]] = []
     for name, score in (sample.scores or {}).items():
@@ -565,7 +569,6 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
             )
         runtime = {"status": status, "message": f"{sample.limit.type} limit reached"}
     rec["runtime"] = runtime
-    observed = _observe(events, ctx, attachments, label, task_id)
     rec["tool_calls"] = observed.tool_calls
     if observed.model_calls or not sample.model_usage:
         rec["usage"] = _usage(observed)
@@ -591,11 +594,61 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
     artifacts = store.get(_STORE_ARTIFACTS, [])
     if not isinstance(artifacts, list):
         raise at(ctx.name, label, "must be a list of artifacts", f"store.{_STORE_ARTIFACTS}")
-    rec["artifact_manifest"] = {"artifacts": [*artifacts, source_artifact]}
-    if attempts > 1:
+    digest = _failure_digest(raw.get("error")) if final_failed else _execution_digest(raw)
+    rec["artifact_manifest"] = {"artifacts": [*artifacts, source_artifact(digest)]}
+    if attempts > 1 and not final_failed:
         labels.insert(0, "after_error_retries")
     rec["secondary_labels"] = list(dict.fromkeys(labels))
     yield Translated(ctx.name, label, task_id, rec, str(sample_id), aliases(attempts))
+
+
+def _events_of(retry: Any) -> list[Any]:
+    events = retry.get("events") if isinstance(retry, dict) else None
+    return events if isinstance(events, list) else []
+
+
+def _first_uuid(events: list[Any]) -> str | None:
+    first = events[0] if events else None
+    uuid = first.get("uuid") if isinstance(first, dict) else None
+    return uuid if isinstance(uuid, str) and uuid else None
+
+
+def _attempt_ids(
+    raw: Mapping[str, Any], ctx: _Context, attempt_events: list[list[Any]], final_failed: bool
+) -> tuple[list[str], list[str]]:
+    """Each attempt's trial id, and the id an earlier evalops gave it.
+
+    One trial per execution, whichever log carries it. A completed execution is named by
+    the sample's uuid (an eval-retry or eval-set log copies completed samples, uuid and
+    all); a failed attempt by the uuid of its first event, because `eval_retry` copies a
+    failed sample into the new sample's error_retries under a new sample uuid but with its
+    events. Logs without uuids: [eval_id, sample id, epoch, attempt], as before.
+    """
+    sample_id, epoch = raw.get("id"), raw.get("epoch")
+    attempts = len(attempt_events)
+    legacy = [
+        trial_id(TRIAL_PREFIX, ctx.id_base, sample_id, epoch, a) for a in range(1, attempts + 1)
+    ]
+    uuid = raw.get("uuid")
+    ids = []
+    for attempt, events in enumerate(attempt_events, start=1):
+        failed = attempt < attempts or final_failed
+        first = _first_uuid(events) if failed else None
+        if first is not None:
+            ids.append(trial_id(TRIAL_PREFIX, first))
+        elif isinstance(uuid, str) and uuid:
+            ids.append(trial_id(TRIAL_PREFIX, uuid, attempt))
+        else:
+            ids.append(legacy[attempt - 1])
+    return ids, legacy
+
+
+def _failure_digest(error: Any) -> str:
+    """The digest of a failed attempt: its error (message and traceback), events left out."""
+    lean = (
+        {k: v for k, v in error.items() if k not in _LAYOUT} if isinstance(error, dict) else error
+    )
+    return content_digest(lean)
 
 
 def _harness_cancelled(raw: Mapping[str, Any]) -> bool:
