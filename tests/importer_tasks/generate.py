@@ -29,8 +29,8 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai import eval_retry
 from inspect_ai.log import (
     EvalSampleLimit,
-    convert_eval_logs,
     ProvenanceData,
+    convert_eval_logs,
     edit_score,
     invalidate_samples,
     read_eval_log,
