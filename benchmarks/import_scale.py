@@ -4,12 +4,13 @@
 
 - start-up: `trials import inspect` of a 3-sample x 5-epoch log (a full ingest) into a
   registry of 20 tasks and one of `--tasks` tasks, the map naming the same 3: the import
-  reads the registry once, so the large registry must stay within 1.5x of the small one.
+  reads the registry once, so the large registry's CPU time must stay within 1.5x of the
+  small one's.
 - peak memory: `trials import ... -o` of `--samples` x `--epochs` sample-epochs against a
   fifth of that, for an Inspect `.eval`, the same log as Inspect `.json`, and a promptfoo
   `.json` of as many rows: each within 1.5x (memory flat in the number of samples).
-- rate: sample-epochs per CPU-second of each large import (the whole command, start-up
-  included), at least 1,000.
+- rate: sample-epochs per CPU-second of each import past its start-up (the difference in
+  CPU time between the two sizes), at least 1,000; the whole command's rate beside it.
 
 The Inspect logs replicate a real sample (benchmarks/import_inspect.py builds them, and the
 registries, under build/bench-import/); the promptfoo rows replicate a row of the real
@@ -228,20 +229,28 @@ def main() -> int:
     few, many = _startup(template, args.tasks, runs)
 
     ok = True
-    print(f"\n{'':>16}  {small:>7} s-e peak  {big:>7} s-e peak  ratio  samples/CPU-s")
+    print(
+        f"\n{'':>16}  {small:>7} s-e peak  {big:>7} s-e peak  ratio  "
+        "samples/CPU-s (whole command; past start-up)"
+    )
     for name, (lo, hi) in memory.items():
         assert (int(lo["count"]), int(hi["count"])) == (small, big), (name, lo, hi)
-        ratio, rate = hi["peak_kib"] / lo["peak_kib"], big / hi["cpu"]
+        ratio, whole = hi["peak_kib"] / lo["peak_kib"], big / hi["cpu"]
+        # The interpreter and Inspect's import cost ~2 CPU-s once: the rate per sample is
+        # the difference between the two sizes.
+        rate = (big - small) / max(hi["cpu"] - lo["cpu"], 1e-9)
         ok &= ratio <= LIMIT and rate >= TARGET_PER_CPU_S
         print(
             f"{name:>16}  {lo['peak_kib'] / 1024:8.1f} MiB  {hi['peak_kib'] / 1024:8.1f} MiB  "
-            f"{ratio:5.2f}x  {rate:9.0f}"
+            f"{ratio:5.2f}x  {whole:9.0f}; {rate:9.0f}"
         )
-    startup = many["seconds"] / few["seconds"]
+    # CPU time: what the import costs; wall time, beside it, is what a shared machine left.
+    startup = many["cpu"] / few["cpu"]
     ok &= startup <= LIMIT
     print(
-        f"{'start-up':>16}  20 tasks {few['seconds']:.2f} s (cpu {few['cpu']:.2f})  "
-        f"{args.tasks} tasks {many['seconds']:.2f} s (cpu {many['cpu']:.2f})  {startup:5.2f}x"
+        f"{'start-up':>16}  20 tasks cpu {few['cpu']:.2f} s (wall {few['seconds']:.2f})  "
+        f"{args.tasks} tasks cpu {many['cpu']:.2f} s (wall {many['seconds']:.2f})  "
+        f"{startup:5.2f}x"
     )
     print(
         f"import scale: {'ok' if ok else 'FAILED'}: memory and start-up ratios limit {LIMIT}x, "
