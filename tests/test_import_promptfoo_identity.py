@@ -319,8 +319,9 @@ def test_a_truncated_results_file_names_the_last_complete_row(ws: Path, cli: Cli
     assert "after row 1 (" in error["message"] and "the last complete one" in error["message"]
 
 
-def test_rows_are_read_one_at_a_time(ws: Path, cli: Cli) -> None:
-    """Streaming: a results file whose header fields come after the rows still imports."""
+def test_a_results_file_with_its_header_after_the_rows_imports(ws: Path, cli: Cli) -> None:
+    """The rows are streamed; a file whose `evalId`, `version` and `timestamp` come after
+    them (promptfoo writes them first) is read past the rows for its header, then again."""
     doc = document()
     reordered = {k: doc[k] for k in doc if k != "evalId"}
     reordered["results"] = {k: v for k, v in doc["results"].items() if k != "results"} | {
