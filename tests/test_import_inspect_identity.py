@@ -394,3 +394,39 @@ def test_a_non_blocking_scorers_unmapped_value_only_adds_a_label(
         graders_seen = {r["grader_id"] for r in tone[epoch]["record"]["grader_results"]}
         assert "reply-quality" not in graders_seen
     assert len(tone) == EPOCHS and RETRIES >= 1
+
+
+@pytest.mark.postgres
+def test_one_trial_per_execution_on_postgresql(
+    logs: dict[str, Path], pg_url: str, tmp_path: Path, cli: Cli
+) -> None:
+    from tests.helpers import commit_all, copy_example_registry, write_yaml
+
+    ws = tmp_path / "pg"
+    registry = copy_example_registry(ws / "registry")
+    write_yaml(
+        registry / "executions" / "inspect-mock.yaml",
+        {
+            "spec_schema_version": "execution-profile/v1",
+            "id": "inspect-mock",
+            "system_build": INSPECT_BUILD,
+            "model": {"provider": "mockllm", "name": "model"},
+        },
+    )
+    text = inspect_map_text().replace("  refund_agent:", "  refund_agent_once:", 1)
+    (ws / "map.yaml").write_text(text, encoding="utf-8")
+    commit_all(ws)
+    for args in (("init",), ("sync",)):
+        assert cli("--db", pg_url, *args, cwd=ws).code == 0
+
+    def imported(*args: str) -> Any:
+        done = cli("--db", pg_url, "trials", "import", "inspect", *args, "--json", cwd=ws)
+        assert done.code == 0, done.stdout + done.stderr
+        return done.json()
+
+    first = imported(str(logs["retry-second"]), "--map", "map.yaml")
+    assert first["ingested"] == 4
+    again = imported(str(logs["retry-first"]), "--map", "map.yaml", "--allow-incomplete")
+    assert (again["ingested"], again["skipped_identical"]) == (0, 2)
+    assert again["skipped"] == {"cancelled_by_harness": 1}
+    assert cli("--db", pg_url, "verify", cwd=ws).code == 0
