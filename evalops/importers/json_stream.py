@@ -129,21 +129,27 @@ class _Buffer:
 
 
 def iter_object(
-    stream: BinaryIO, arrays: frozenset[str], objects: frozenset[str] = frozenset()
+    stream: BinaryIO,
+    arrays: frozenset[str],
+    objects: frozenset[str] = frozenset(),
+    inner_arrays: frozenset[str] = frozenset(),
 ) -> Iterator[tuple[str, Any]]:
     """Yield `(key, value)` for each member of the top-level object, in file order.
 
     For a key in `arrays` the value is an iterator over the array's elements; for a key in
-    `objects`, an iterator over that object's members (its own `arrays` members streamed
-    too). Either must be consumed before the next member is read. A key named twice in one
-    object is an error (readers disagree on which value wins).
+    `objects`, an iterator over that object's members, those in `inner_arrays` streamed as
+    arrays. Either must be consumed before the next member is read. A key named twice in
+    one object is an error (readers disagree on which value wins).
     """
     buf = _Buffer(stream)
-    yield from _members(buf, arrays, objects)
+    yield from _members(buf, arrays, objects, inner_arrays)
 
 
 def _members(
-    buf: _Buffer, arrays: frozenset[str], objects: frozenset[str]
+    buf: _Buffer,
+    arrays: frozenset[str],
+    objects: frozenset[str] = frozenset(),
+    inner_arrays: frozenset[str] = frozenset(),
 ) -> Iterator[tuple[str, Any]]:
     buf.expect("{")
     if buf.peek() == "}":
@@ -162,7 +168,7 @@ def _members(
         if key in arrays and buf.peek() == "[":
             streamed = _elements(buf)
         elif key in objects and buf.peek() == "{":
-            streamed = _members(buf, arrays, frozenset())
+            streamed = _members(buf, inner_arrays)
         if streamed is not None:
             yield key, streamed
             for _ in streamed:  # whatever the consumer left unread

@@ -332,7 +332,13 @@ def _verdict(
 def _translate(row: Any, index: int, ctx: _Context) -> Iterator[Item]:
     if not isinstance(row, dict):
         raise at(ctx.name, f"row {index}", "a result row must be a JSON object")
-    plain, identity = test_identity(row)
+    try:
+        plain, identity = test_identity(row)
+    except (ValueError, TypeError) as exc:  # vars holding numbers JSON cannot write
+        raise at(
+            ctx.name, f"row {index}", f"the test's vars cannot be keyed: {exc}", "vars"
+        ) from None
+
     provider_key, execution = _execution(row, ctx)
     prompt = row.get("promptIdx", 0)
     prompt = prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else 0
@@ -516,15 +522,14 @@ def _open(path: Path, name: str) -> BinaryIO:
         raise InputError(f"cannot read the results: {exc.strerror}", name) from None
 
 
-_TOP_OBJECTS = frozenset({"results"})
-_ROW_ARRAYS = frozenset({"results"})
+_RESULTS = frozenset({"results"})
 _HEADER = ("evalId", "version", "timestamp")
 
 
 def _document(stream: BinaryIO, found: dict[str, Any], name: str) -> Iterator[Iterator[Any]]:
     """Walk a results document member by member; yield `results.results` (the rows, not yet
     read) when reached, then read on. Header fields go into `found` as they pass."""
-    for key, value in iter_object(stream, _ROW_ARRAYS, _TOP_OBJECTS):
+    for key, value in iter_object(stream, frozenset(), _RESULTS, _RESULTS):
         if key == "evalId":
             found["evalId"] = value
         elif key == "eval":
