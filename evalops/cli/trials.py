@@ -354,8 +354,9 @@ DryRunOption = Annotated[
     bool,
     typer.Option(
         "--dry-run",
-        help="Ingest nothing; print per task the trials, pass@k / pass^k beside the source "
-        "tool's own reduction, unmapped samples and scorers, blocking graders with no scorer.",
+        help="Ingest nothing; run every check the import runs (and exit as it would), and "
+        "print per task the trials, pass@k / pass^k beside the source tool's own reduction, "
+        "unmapped samples and scorers (with --skip-unmapped), blocking graders with no scorer.",
     ),
 ]
 SkipUnmappedOption = Annotated[
