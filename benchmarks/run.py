@@ -1,7 +1,8 @@
 """Run every benchmark: `make bench`.
 
 Issue 13's targets (benchmarks/perf.py, P1-P7) first, then the streaming, report and
-importer benchmarks. Each prints its own figures; the exit status is 1 if any fails.
+importer benchmarks (import_inspect; import_scale: start-up against the registry's size,
+memory against the log's). Each prints its own figures; the exit status is 1 if any fails.
 Pass `--quick` for a smaller run of the performance targets (not the issue's sizes).
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import import_inspect, ingest_memory, perf, report_scale
+from benchmarks import import_inspect, import_scale, ingest_memory, perf, report_scale
 
 
 def main() -> int:
@@ -25,6 +26,8 @@ def main() -> int:
     failed |= report_scale.main()
     print()
     failed |= import_inspect.main()
+    print()
+    failed |= import_scale.main()
     return 1 if failed else 0
 
 

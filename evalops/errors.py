@@ -113,10 +113,18 @@ class RejectedRecords(InputErrors):
     total: int = 0
     cap: int = 0
     skipped_identical: int = 0
+    remedy: str = "fix them, or allow some with --max-bad-records N"
+    """What the user can do (an import has no --max-bad-records)."""
 
     @classmethod
     def of_records(
-        cls, errors: list[InputError], *, total: int, cap: int, skipped_identical: int
+        cls,
+        errors: list[InputError],
+        *,
+        total: int,
+        cap: int,
+        skipped_identical: int,
+        remedy: str | None = None,
     ) -> RejectedRecords:
         first = errors[0] if errors else InputError("input rejected")
         return cls(
@@ -128,6 +136,7 @@ class RejectedRecords(InputErrors):
             total=total,
             cap=cap,
             skipped_identical=skipped_identical,
+            **({"remedy": remedy} if remedy else {}),
         )
 
     def json_extra(self) -> dict[str, object]:
@@ -149,8 +158,7 @@ class RejectedRecords(InputErrors):
         records = "bad record" if self.total == 1 else "bad records"
         return [
             *lines,
-            f"error: {self.total} {records}; nothing was stored (all or nothing: fix them, "
-            "or allow some with --max-bad-records N)",
+            f"error: {self.total} {records}; nothing was stored (all or nothing: {self.remedy})",
         ]
 
 

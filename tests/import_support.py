@@ -69,7 +69,16 @@ def inspect_logs(factory: pytest.TempPathFactory) -> dict[str, Path]:
     if "logs" not in _CACHE:
         _CACHE["logs"] = built_once(factory, "inspect-logs", _generate_logs)
     out = _CACHE["logs"]
-    return {"eval": out / "refund.eval", "json": out / "refund.json", "edited": out / "edited.json"}
+    return {
+        "eval": out / "refund.eval",
+        "json": out / "refund.json",
+        "edited": out / "edited.json",
+        "retry-first": out / "retry-first.eval",
+        "retry-second": out / "retry-second.eval",
+        "cancelled": out / "cancelled.eval",
+        "turn": out / "turn.json",
+        "converted": out / "converted.json",
+    }
 
 
 def _profile(base: str, execution_id: str, build: str, model: dict[str, str] | None) -> Any:

@@ -151,17 +151,44 @@ def test_each_attempt_is_a_trial_classified_as_the_contract_says(
         assert "rerun" not in chain[0]["record"]
 
 
+def expected_ids(path: Path) -> dict[tuple[str, int, int], str]:
+    """(sample, epoch, attempt) -> the documented trial id: a completed execution is
+    [sample uuid, attempt], a failed attempt [uuid of its first event] (read raw)."""
+    import zipfile
+
+    import inspect_ai.log  # noqa: F401  (teaches zipfile Inspect's zstd)
+
+    out = {}
+    with zipfile.ZipFile(path) as archive:
+        for name in archive.namelist():
+            if not name.startswith("samples/"):
+                continue
+            raw = json.loads(archive.read(name))
+            retries = raw.get("error_retries") or []
+            for attempt in range(1, len(retries) + 2):
+                final = attempt == len(retries) + 1
+                if final and not raw.get("error"):
+                    ids: list[Any] = [raw["uuid"], attempt]
+                else:
+                    events = raw["events"] if final else retries[attempt - 1]["events"]
+                    ids = [events[0]["uuid"]] if events else [raw["uuid"], attempt]
+                digest = hashlib.sha256(rfc8785.dumps(ids)).hexdigest()[:16]
+                out[(str(raw["id"]), raw["epoch"], attempt)] = "insp-" + digest
+    return out
+
+
 def test_trial_ids_follow_the_documented_recipe(logs: dict[str, Path], ws: Path, cli: Cli) -> None:
     from inspect_ai.log import read_eval_log
 
     header = read_eval_log(str(logs["eval"]), header_only=True)
+    expected = expected_ids(logs["eval"])
     run_import(cli, ws, str(logs["eval"]), "--map", MAP)
     found = chains(trials_of(ws, INSPECT_BUILD))
     for (sample, epoch), chain in found.items():
         for attempt, trial in enumerate(chain, start=1):
-            ids = rfc8785.dumps([header.eval.eval_id, sample, epoch, attempt])
-            assert trial["trial_id"] == "insp-" + hashlib.sha256(ids).hexdigest()[:16]
+            assert trial["trial_id"] == expected[(sample, epoch, attempt)]
             assert trial["record"]["run_id"] == header.eval.run_id
+    assert len(expected) == sum(len(chain) for chain in found.values())
 
 
 def test_reimport_is_a_counted_noop(logs: dict[str, Path], ws: Path, cli: Cli) -> None:
@@ -184,19 +211,19 @@ def test_records_carry_provenance_usage_effects_and_agents(
     assert (data["ingested"], data["written"]) == (0, 18)
     assert counts(ws) == before
     records = [json.loads(line) for line in out.read_text().splitlines()]
-    digest = "sha256:" + hashlib.sha256(logs["eval"].read_bytes()).hexdigest()
+    eval_id, digests = sample_digests(logs["eval"])
     per_call = USAGE["input_tokens"] + USAGE["cache_read"] + USAGE["cache_write"]
     tools = {"lookup_order": "crm:lookup-order", "refund": "billing:refund",
              "refund_all": "billing:refund-all", "kb_search": "kb:search"}  # fmt: skip
     completed = 0
     for rec in records:
-        _, sample, epoch_text, _ = rec["attempt_id"].split("/")
+        _, sample, epoch_text, attempt = rec["attempt_id"].split("/")
         epoch = int(epoch_text)
         assert rec["artifact_manifest"]["artifacts"][-1] == {
             "kind": "source_log",
-            "digest": digest,
+            "digest": digests[(sample, epoch, int(attempt))],
             "producer": f"inspect-ai {inspect_ai.__version__}",
-            "location": f"{logs['eval'].name}#{sample}/{epoch}",
+            "location": f"{eval_id}#{sample}/{epoch}",
         }
         if rec["runtime"]["status"] != "ok":
             continue  # a failed attempt: it never reached the model or a tool
@@ -223,6 +250,43 @@ def test_records_carry_provenance_usage_effects_and_agents(
     assert cli("trials", "ingest", str(out), cwd=ws).code == 0
     again = run_import(cli, ws, str(logs["eval"]), "--map", MAP)
     assert (again["ingested"], again["skipped_identical"]) == (0, 18)
+
+
+def sample_digests(path: Path) -> tuple[str, dict[tuple[str, int, int], str]]:
+    """eval_id and (sample, epoch, attempt) -> the documented execution digest: sha256 of
+    JSON with sorted keys and no whitespace, of the sample without the transcript's storage
+    layout (`events`, `events_data`, also inside `error_retries`) for a completed
+    execution, of the attempt's error (message, tracebacks) for a failed one."""
+    import zipfile
+
+    import inspect_ai.log  # noqa: F401  (teaches zipfile Inspect's zstd)
+
+    def digest(value: Any) -> str:
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+    layout = ("events", "events_data")
+    out = {}
+    with zipfile.ZipFile(path) as archive:
+        header = json.loads(archive.read("header.json"))
+        for name in archive.namelist():
+            if not name.startswith("samples/"):
+                continue
+            raw = json.loads(archive.read(name))
+            key = (str(raw["id"]), raw["epoch"])
+            retries = raw.get("error_retries") or []
+            for attempt, retry in enumerate(retries, start=1):
+                out[(*key, attempt)] = digest({k: v for k, v in retry.items() if k not in layout})
+            if raw.get("error"):
+                out[(*key, len(retries) + 1)] = digest(raw["error"])
+                continue
+            lean = {k: v for k, v in raw.items() if k not in layout}
+            if "error_retries" in raw:
+                lean["error_retries"] = [
+                    {k: v for k, v in r.items() if k not in layout} for r in retries
+                ]
+            out[(*key, len(retries) + 1)] = digest(lean)
+    return header["eval"]["eval_id"], out
 
 
 def test_delegate_calls_do_not_count_toward_the_target_agents_trajectory(
@@ -342,7 +406,9 @@ def test_dry_run_lists_unmapped_samples_scorers_and_graders_without_scorer(
     line = next(x for x in text.splitlines(keepends=True) if "ticket_check:" in x)
     text = text.replace(line, "")
     (ws / "partial.yaml").write_text(text, encoding="utf-8")
-    data = run_import(cli, ws, str(logs["eval"]), "--map", "partial.yaml", "--dry-run")
+    data = run_import(
+        cli, ws, str(logs["eval"]), "--map", "partial.yaml", "--dry-run", "--skip-unmapped"
+    )
     assert data["unmapped"]["samples"] == [f"{logs['eval']}: A-3"]
     assert data["unmapped"]["scorers"] == [f"{logs['eval']}: ticket_check"]
     assert data["skipped"] == {"unmapped_sample": EPOCHS, "unmapped_scorer": 10}
@@ -367,14 +433,17 @@ def test_invalidated_samples_are_skipped_and_edited_scores_labelled(
     edited = found[("A-3", 1)]
     assert [t["class"] for t in edited] == ["task_pass"]
     assert "edited_score" in edited[0]["labels"]
-    # The map's runtime.limits: working -> timeout (infrastructure_invalid); a limit it does
-    # not list leaves the run ok, labelled, and its scores decide.
+    # The map's runtime.limits: working -> timeout (infrastructure_invalid), context ->
+    # agent_error; the scorers' verdicts on a stopped sample do not make it a pass.
     working = found[("A-2", 3)][0]
     assert working["record"]["runtime"] == {"status": "timeout", "message": "working limit reached"}
     assert working["class"] == "infrastructure_invalid"
     context = found[("A-2", 4)][0]
-    assert context["record"]["runtime"] == {"status": "ok"}
-    assert (context["class"], "limit:context" in context["labels"]) == ("task_pass", True)
+    assert context["record"]["runtime"] == {
+        "status": "agent_error",
+        "message": "context limit reached",
+    }
+    assert context["class"] == "agent_error"
 
 
 # ------------------------------------------------------------------------- bad inputs
@@ -489,12 +558,13 @@ def test_a_log_whose_model_is_not_the_execution_profiles_is_refused(
     )
 
 
-def test_the_same_run_in_two_files_is_refused(logs: dict[str, Path], ws: Path, cli: Cli) -> None:
+def test_a_copy_of_a_log_in_one_invocation_is_the_same_trials(
+    logs: dict[str, Path], ws: Path, cli: Cli
+) -> None:
     copy = ws / "copy.eval"
     copy.write_bytes(logs["eval"].read_bytes())
-    error = refused(cli, ws, str(logs["eval"]), str(copy), "--map", MAP)
-    assert error["file"] == str(copy)
-    assert "one sample per run" in error["message"]
+    data = run_import(cli, ws, str(logs["eval"]), str(copy), "--map", MAP)
+    assert (data["ingested"], data["skipped_identical"]) == (18, 18)
 
 
 def test_a_corrupt_zip_is_refused(logs: dict[str, Path], ws: Path, cli: Cli) -> None:

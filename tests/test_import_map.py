@@ -115,6 +115,18 @@ def test_a_promptfoo_map_has_one_task_per_test(tmp_path: Path) -> None:
     assert error_of(tmp_path, json.dumps(value)).field == "tasks.refund policy explanation"
 
 
+def test_row_verdict_is_a_promptfoo_grader_no_scorer_maps_to(tmp_path: Path) -> None:
+    value = yaml.safe_load((EXAMPLE_REGISTRY / "imports" / "promptfoo-support.yaml").read_text())
+    # A scorer already stands for refund-outcome: one trial carries one result per grader.
+    value["row_verdict"] = {"grader_id": "refund-outcome", "grader_version": 3}
+    error = error_of(tmp_path, json.dumps(value))
+    assert error.field.endswith(".scorers.refund_check.grader_id")
+    assert "row_verdict" in error.message
+    inspect = yaml.safe_load(INSPECT_MAP.read_text())
+    inspect["row_verdict"] = {"grader_id": "reply-quality", "grader_version": 2}
+    assert error_of(tmp_path, json.dumps(inspect)).field == "row_verdict"
+
+
 # ------------------------------------------------------------------------ value keys
 
 

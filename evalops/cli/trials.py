@@ -358,8 +358,9 @@ DryRunOption = Annotated[
     bool,
     typer.Option(
         "--dry-run",
-        help="Ingest nothing; print per task the trials, pass@k / pass^k beside the source "
-        "tool's own reduction, unmapped samples and scorers, blocking graders with no scorer.",
+        help="Ingest nothing; run every check the import runs (and exit as it would), and "
+        "print per task the trials, pass@k / pass^k beside the source tool's own reduction, "
+        "unmapped samples and scorers (with --skip-unmapped), blocking graders with no scorer.",
     ),
 ]
 SkipUnmappedOption = Annotated[
@@ -384,6 +385,7 @@ def _run_import(
     started_at: str | None,
     json_flag: bool,
     progress_option: str | None = None,
+    allow_incomplete: bool = False,
 ) -> None:
     from evalops.services.imports import import_trials
 
@@ -405,6 +407,7 @@ def _run_import(
                 output=output,
                 skip_unmapped=skip_unmapped,
                 started_at=started_at,
+                allow_incomplete=allow_incomplete,
                 on_record=on_record,
             )
     except KeyboardInterrupt:
@@ -434,14 +437,25 @@ def import_inspect(
     output: OutputOption = None,
     dry_run: DryRunOption = False,
     skip_unmapped: SkipUnmappedOption = False,
+    allow_incomplete: Annotated[
+        bool,
+        typer.Option(
+            "--allow-incomplete",
+            help="Import a log whose eval did not finish (status error, cancelled or "
+            "started); samples the harness cancelled because another failed are skipped "
+            "and counted (cancelled_by_harness).",
+        ),
+    ] = False,
     progress_option: ProgressOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
-    """Import Inspect AI logs (.eval or .json): each sample and epoch becomes a trial.
+    """Import Inspect AI logs (.eval or .json): each sample-epoch execution becomes a trial.
 
-    Each of a sample's error_retries is its own trial, a rerun of the attempt before it.
-    Scores map through the map's values (unlisted or NaN: grader_invalid). All or nothing;
-    re-importing a log is a counted no-op. Needs the extra: pip install 'evalops[inspect]'.
+    A trial is named by the sample's uuid, so a sample an eval-retry log copied is the same
+    trial (imported once). Each of a sample's error_retries is its own trial, a rerun of the
+    attempt before it. Scores map through the map's values (unlisted or NaN: grader_invalid
+    for a blocking grader); every limit must be mapped. All or nothing; re-importing a log,
+    a copy or a conversion of it is a counted no-op. Needs: pip install 'evalops[inspect]'.
 
     Example: evalops trials import inspect refund.eval --map registry/imports/inspect-support.yaml
     """
@@ -456,6 +470,7 @@ def import_inspect(
         started_at=None,
         json_flag=json_flag,
         progress_option=progress_option,
+        allow_incomplete=allow_incomplete,
     )
 
 
@@ -483,8 +498,10 @@ def import_promptfoo(
 ) -> None:
     """Import promptfoo results (promptfoo eval --repeat N -o results.json): a row, a trial.
 
-    A test is a task, a provider an execution; trial_index is the repeat ordinal; an
-    assertion's pass maps through the map's values. All or nothing; re-import is a no-op.
+    A test (description and vars) is a task, a provider an execution; trial_index is the
+    repeat ordinal; an assertion's pass maps through the map's values, and a row promptfoo
+    failed reaches the map's row_verdict grader. All or nothing; re-importing the run (its
+    .json or .jsonl) is a counted no-op.
 
     Example: evalops trials import promptfoo out.json --map registry/imports/promptfoo-support.yaml
     """

@@ -155,14 +155,25 @@ class RuntimeMap(Strict):
     error_patterns: list[ErrorPattern] = []
     """Checked in order; the first match wins."""
     limits: dict[InspectLimit, FailStatus] = {}
-    """Inspect: a sample stopped by this limit gets this status (unlisted: `ok`, with the
-    label `limit:<type>`, and its scores decide)."""
+    """Inspect: a sample stopped by this limit gets this status. Every limit a log reports
+    must be listed: an unlisted one is refused (naming the sample and the limit), never
+    read as a completed run."""
 
     def status_of(self, message: str) -> FailStatus:
         for pattern in self.error_patterns:
             if re.search(pattern.match, message):
                 return pattern.status
         return self.error
+
+
+class RowVerdict(Strict):
+    """promptfoo: the grader that carries a row's own verdict (`success`)."""
+
+    grader_id: Id
+    """A grader of each mapped test's grader set that produces `task_fail` (and
+    `task_pass`); no scorer may map to it."""
+    grader_version: PositiveInt
+    """Its version; must equal the registered grader's."""
 
 
 class ImportMap(Strict):
@@ -179,12 +190,17 @@ class ImportMap(Strict):
     target_agent_id: NonEmptyStr | None = None
     """The agent under test: tool calls outside any named agent span belong to it."""
     tasks: dict[NonEmptyStr, TaskMap]
-    """Inspect `eval.task` / promptfoo test description (else the canonical JSON of its
-    vars) -> what it is in evalops."""
+    """Inspect `eval.task` / promptfoo test: its description (else the canonical JSON of its
+    vars); `<description>#<vars digest>` when two tests share one description."""
     tools: dict[NonEmptyStr, NonEmptyStr] = {}
     """Source tool name -> the spec's tool name (Inspect names cannot contain `:`)."""
     runtime: RuntimeMap = RuntimeMap()
     """Runtime status of errors and limits."""
+    row_verdict: RowVerdict | None = None
+    """promptfoo: receives `task_fail` for a row promptfoo failed (`success: false`) and
+    `task_pass` for one it passed, so a row failed on its aggregate (a test `threshold`)
+    while every assertion passed is never imported as a pass. Required when such a row
+    appears."""
 
     @model_validator(mode="after")
     def _fits_source(self) -> ImportMap:
@@ -193,6 +209,8 @@ class ImportMap(Strict):
                 raise SpecValueError("an inspect map names its execution profile", "execution")
             if self.providers is not None:
                 raise SpecValueError("providers is for promptfoo maps", "providers")
+            if self.row_verdict is not None:
+                raise SpecValueError("row_verdict is for promptfoo maps", "row_verdict")
         elif (self.execution is None) == (self.providers is None):
             raise SpecValueError(
                 "a promptfoo map names exactly one of execution and providers", "execution"
@@ -222,6 +240,19 @@ class ImportMap(Strict):
                     "task",
                 )
             owners[task.task] = key
+            if self.row_verdict is not None:
+                for name, scorer in task.scorers.items():
+                    if scorer.grader_id == self.row_verdict.grader_id:
+                        raise SpecValueError(
+                            f"scorer {name!r} maps to the row_verdict grader "
+                            f"{scorer.grader_id} (a trial carries at most one result per "
+                            "grader)",
+                            "tasks",
+                            key,
+                            "scorers",
+                            name,
+                            "grader_id",
+                        )
         return self
 
     def task_ids(self) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -73,6 +74,12 @@ class Translated:
     label: str
     task_id: str
     record: dict[str, Any]
+    sample: str = ""
+    """The source sample (Inspect sample id, promptfoo test identity) the trial executed:
+    one task receives one sample per run."""
+    aliases: tuple[str, ...] = ()
+    """Ids an earlier evalops version gave this trial: one stored under any of them is this
+    trial imported before, so the import counts it and stores nothing."""
 
 
 @dataclass(frozen=True)
@@ -82,8 +89,8 @@ class Skipped:
     file: str
     label: str
     reason: str
-    """`invalidated`, `unmapped_sample`, `unmapped_scorer`, `unmapped_provider`,
-    `unmapped_task`."""
+    """`invalidated`, `cancelled_by_harness`, `unmapped_sample`, `unmapped_scorer`,
+    `unmapped_provider`, `unmapped_task`."""
     name: str | None = None
     """The unmapped sample, scorer or provider."""
 
@@ -123,6 +130,17 @@ def short_message(text: str) -> str:
     """An error message fit for `runtime.message`: one line, no control characters."""
     line = text.strip().splitlines()[0] if text.strip() else "error"
     return _CONTROL.sub(" ", line)[:MAX_MESSAGE]
+
+
+def content_digest(value: Any) -> str:
+    """sha256 of a source record's JSON with sorted keys and no whitespace.
+
+    It identifies what was executed, not the file that carries it: the same sample read from
+    a `.eval`, its `.json` conversion or a renamed copy has one digest. (Not RFC 8785: source
+    logs hold NaN, which that form cannot write.)
+    """
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def file_digest(path: Path) -> str:
@@ -173,13 +191,19 @@ def base_record(
     }
 
 
-def grader_result(scorer: ScorerMap, value: object, score: object) -> tuple[dict[str, Any], str]:
+def grader_result(
+    scorer: ScorerMap, value: object, score: object, *, blocking: bool = True
+) -> tuple[dict[str, Any] | None, str]:
     """A grader result for one source value, and the label saying what happened to it.
 
-    A value the map does not list, or NaN, is `grader_invalid` (DESIGN.md section 10.1);
-    a number in [0, 1] also becomes the result's score.
+    A value the map does not list, or NaN, is `grader_invalid` for a blocking grader; a
+    non-blocking grader only adds labels, so its unmapped value is the label
+    `diagnostic:<grader>:unmapped` and no result (it never changes the class). A number in
+    [0, 1] also becomes the result's score.
     """
     state = scorer.state_of(value)
+    if state is None and not blocking:
+        return None, f"diagnostic:{scorer.grader_id}:unmapped"
     result: dict[str, Any] = {
         "grader_id": scorer.grader_id,
         "grader_version": scorer.grader_version,

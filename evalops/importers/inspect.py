@@ -24,8 +24,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic_core import from_json
-
 from evalops.domain.import_map import TaskMap
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import InputError
@@ -39,12 +37,16 @@ from evalops.importers.common import (
     Unmapped,
     at,
     base_record,
-    file_digest,
+    content_digest,
     grader_result,
     short_message,
     trial_id,
 )
-from evalops.importers.json_stream import JsonStreamError, iter_object
+from evalops.importers.json_stream import (
+    JsonStreamError,
+    iter_object,
+    loads_unique,
+)
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog
@@ -58,6 +60,12 @@ _STORE_EFFECTS = "evalops:external_effects"
 _STORE_MISSES = "evalops:fixture_misses"
 _STORE_ARTIFACTS = "evalops:artifacts"
 _ATTACHMENT = "attachment://"
+# How the two formats store the transcript differs (a `.eval` pools model inputs in
+# `events_data`, a `.json` writes them out): the execution's digest leaves it out. The
+# record's own fields (tool calls, usage) are compared when a trial is imported again.
+_LAYOUT = ("events", "events_data")
+# What Inspect writes for a sample it cancelled because another sample failed the eval.
+_HARNESS_CANCELLED = "CancelledError("
 
 
 def inspect_api() -> Any:
@@ -82,6 +90,8 @@ class _Log:
         self.path = path
         self.name = name
         self.reductions: list[Any] = []
+        self.last: str | None = None
+        """The last sample read whole (`A-1/2`): a truncated log names it."""
 
     def _fail(self, message: str, field_path: str | None = None) -> InputError:
         return InputError(message, self.name, None, field_path)
@@ -130,10 +140,14 @@ class _Log:
 
     def _member(self, archive: zipfile.ZipFile, name: str) -> Any:
         try:
-            # pydantic-core's parser: faster than json.loads, and reads Inspect's NaN.
-            return from_json(archive.read(name))
-        except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as exc:
-            raise self._fail(f"cannot read {name} from the .eval log: {exc}") from None
+            data = archive.read(name)
+        except Exception as exc:  # zlib, zstd, CRC, truncation: all a corrupt archive
+            raise self._fail(f"cannot read {name} from the .eval log: {exc}", name) from None
+        try:
+            # The standard parser reads Inspect's NaN and refuses a key named twice.
+            return loads_unique(data)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise self._fail(f"{name} in the .eval log is not valid JSON: {exc}", name) from None
 
     def _eval_samples(
         self, archive: zipfile.ZipFile, names: list[str]
@@ -142,7 +156,7 @@ class _Log:
             for name in names:
                 raw = self._member(archive, name)
                 if not isinstance(raw, dict):
-                    raise self._fail(f"{name} is not a JSON object")
+                    raise self._fail(f"{name} is not a JSON object", name)
                 yield raw
 
     def _read_json(self, api: Any) -> tuple[EvalLog, Generator[dict[str, Any], None, None]]:
@@ -182,11 +196,13 @@ class _Log:
                     if not isinstance(raw, dict):
                         raise self._fail("a sample is not a JSON object", "samples")
                     yield raw
+                    self.last = f"{raw.get('id')}/{raw.get('epoch')}"
                 for key, value in members:
                     if key == "reductions":
                         self.reductions = list(value)
             except JsonStreamError as exc:
-                raise self._fail(f"cannot read the JSON log: {exc}") from None
+                after = f" after sample {self.last}, the last complete one" if self.last else ""
+                raise self._fail(f"cannot read the JSON log{after}: {exc}", self.last) from None
 
 
 # -------------------------------------------------------------------------- translation
@@ -201,14 +217,15 @@ class _Context:
     header: EvalLog
     task_map: TaskMap | None
     execution: ResolvedExecution
-    digest: str
     producer: str
     unmapped: Unmapped
     summary: SourceSummary
+    incomplete: bool = False
+    """The eval did not finish (`error`, `cancelled`, `started`), imported with
+    --allow-incomplete: samples the harness cancelled are skipped, not charged."""
     run_id: str = ""
     id_base: str = ""
     """`eval_id` (else `run_id`): unique per log, the root of every trial id."""
-    location_name: str = ""
     owners: dict[str, int | str] = field(default_factory=dict)
     """evalops task id -> the sample id it received."""
 
@@ -392,6 +409,9 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
     if raw.get("invalidation"):
         yield Skipped(ctx.name, label, "invalidated", str(sample_id))
         return
+    if ctx.incomplete and _harness_cancelled(raw):
+        yield Skipped(ctx.name, label, "cancelled_by_harness", str(sample_id))
+        return
     if ctx.task_map is None:
         yield Skipped(ctx.name, label, "unmapped_task", str(ctx.header.eval.task))
         return
@@ -436,16 +456,23 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
             labels.append("timestamps_synthesized")
     started, completed = format_timestamp(begin), format_timestamp(end)
 
-    source_ids = (ctx.id_base, sample_id, epoch)
     attempts = len(retries_raw) + 1
-    ids = [trial_id(TRIAL_PREFIX, *source_ids, a) for a in range(1, attempts + 1)]
-    location = f"{ctx.location_name}#{sample_id}/{epoch}"
-    source_artifact = {
-        "kind": "source_log",
-        "digest": ctx.digest,
-        "producer": ctx.producer,
-        "location": location,
-    }
+    final_failed = sample.error is not None
+    attempt_events = [_events_of(r) for r in retries_raw] + [events]
+    ids, legacy = _attempt_ids(raw, ctx, attempt_events, final_failed)
+    location = f"{ctx.id_base}#{sample_id}/{epoch}"
+
+    def source_artifact(digest: str) -> dict[str, Any]:
+        return {
+            "kind": "source_log",
+            "digest": digest,
+            "producer": ctx.producer,
+            "location": location,
+        }
+
+    def aliases(attempt: int) -> tuple[str, ...]:
+        old = legacy[attempt - 1]
+        return (old,) if old != ids[attempt - 1] else ()
 
     def record(attempt: int, start: str, end: str) -> dict[str, Any]:
         rec = base_record(
@@ -473,8 +500,9 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
     for attempt, (retry, retry_raw) in enumerate(
         zip(sample.error_retries or [], retries_raw, strict=True), start=1
     ):
-        retry_events = retry_raw.get("events") if isinstance(retry_raw, dict) else None
-        observed = _observe(retry_events or [], ctx, attachments, label, task_id)
+        # Built exactly as the failed final attempt of a log is: `eval_retry` copies that
+        # attempt, events and all, into the retry log's error_retries (one execution).
+        observed = _observe(attempt_events[attempt - 1], ctx, attachments, label, task_id)
         begun, ended = _timestamp(observed.first), _timestamp(observed.last)
         rec = record(attempt, begun or started, ended or begun or started)
         rec["grader_results"] = []
@@ -484,10 +512,18 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
         }
         rec["tool_calls"] = observed.tool_calls
         rec["usage"] = _usage(observed)
-        rec["artifact_manifest"] = {"artifacts": [source_artifact]}
-        rec["secondary_labels"] = ["error_retry"] + ([] if begun else ["timestamps_synthesized"])
-        yield Translated(ctx.name, f"{label}#{attempt}", task_id, rec)
+        rec["artifact_manifest"] = {"artifacts": [source_artifact(_failure_digest(retry_raw))]}
+        rec["secondary_labels"] = [] if begun else ["timestamps_synthesized"]
+        yield Translated(
+            ctx.name, f"{label}#{attempt}", task_id, rec, str(sample_id), aliases(attempt)
+        )
 
+    observed = _observe(events, ctx, attachments, label, task_id)
+    if final_failed:
+        begun, ended = _timestamp(observed.first), _timestamp(observed.last)
+        if begun:
+            started, completed = begun, ended or begun
+            labels = [x for x in labels if x != "timestamps_synthesized"]
     rec = record(attempts, started, completed)
     results: list[dict[str, Any]] = []
     for name, score in (sample.scores or {}).items():
@@ -503,10 +539,14 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
                 )
             yield Skipped(ctx.name, label, "unmapped_scorer", name)
             continue
-        result, problem = grader_result(scorer, score.value, score.value)
-        results.append(result)
-        if problem:
-            labels.append(f"{problem}:{name}")
+        blocking = scorer.grader_id in target.blocking
+        result, problem = grader_result(scorer, score.value, score.value, blocking=blocking)
+        if result is not None:
+            results.append(result)
+            if problem:
+                labels.append(f"{problem}:{name}")
+        elif problem:
+            labels.append(problem)
         if any(edit.provenance is not None for edit in getattr(score, "history", None) or []):
             labels.append("edited_score")
     rec["grader_results"] = results
@@ -519,11 +559,16 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
     elif sample.limit is not None:
         status = ctx.resolved.map.spec.runtime.limits.get(sample.limit.type)
         if status is None:
-            labels.append(f"limit:{sample.limit.type}")
-        else:
-            runtime = {"status": status, "message": f"{sample.limit.type} limit reached"}
+            raise at(
+                ctx.name,
+                label,
+                f"sample {sample_id} was stopped by the {sample.limit.type} limit, which the "
+                f"map's runtime.limits does not list (every stop is mapped: add "
+                f"{sample.limit.type}: <status>)",
+                "limit.type",
+            )
+        runtime = {"status": status, "message": f"{sample.limit.type} limit reached"}
     rec["runtime"] = runtime
-    observed = _observe(events, ctx, attachments, label, task_id)
     rec["tool_calls"] = observed.tool_calls
     if observed.model_calls or not sample.model_usage:
         rec["usage"] = _usage(observed)
@@ -549,11 +594,80 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
     artifacts = store.get(_STORE_ARTIFACTS, [])
     if not isinstance(artifacts, list):
         raise at(ctx.name, label, "must be a list of artifacts", f"store.{_STORE_ARTIFACTS}")
-    rec["artifact_manifest"] = {"artifacts": [*artifacts, source_artifact]}
-    if attempts > 1:
+    digest = _failure_digest(raw.get("error")) if final_failed else _execution_digest(raw)
+    rec["artifact_manifest"] = {"artifacts": [*artifacts, source_artifact(digest)]}
+    if attempts > 1 and not final_failed:
         labels.insert(0, "after_error_retries")
     rec["secondary_labels"] = list(dict.fromkeys(labels))
-    yield Translated(ctx.name, label, task_id, rec)
+    yield Translated(ctx.name, label, task_id, rec, str(sample_id), aliases(attempts))
+
+
+def _events_of(retry: Any) -> list[Any]:
+    events = retry.get("events") if isinstance(retry, dict) else None
+    return events if isinstance(events, list) else []
+
+
+def _first_uuid(events: list[Any]) -> str | None:
+    first = events[0] if events else None
+    uuid = first.get("uuid") if isinstance(first, dict) else None
+    return uuid if isinstance(uuid, str) and uuid else None
+
+
+def _attempt_ids(
+    raw: Mapping[str, Any], ctx: _Context, attempt_events: list[list[Any]], final_failed: bool
+) -> tuple[list[str], list[str]]:
+    """Each attempt's trial id, and the id an earlier evalops gave it.
+
+    One trial per execution, whichever log carries it. A completed execution is named by
+    the sample's uuid (an eval-retry or eval-set log copies completed samples, uuid and
+    all); a failed attempt by the uuid of its first event, because `eval_retry` copies a
+    failed sample into the new sample's error_retries under a new sample uuid but with its
+    events. Logs without uuids: [eval_id, sample id, epoch, attempt], as before.
+    """
+    sample_id, epoch = raw.get("id"), raw.get("epoch")
+    attempts = len(attempt_events)
+    legacy = [
+        trial_id(TRIAL_PREFIX, ctx.id_base, sample_id, epoch, a) for a in range(1, attempts + 1)
+    ]
+    uuid = raw.get("uuid")
+    ids = []
+    for attempt, events in enumerate(attempt_events, start=1):
+        failed = attempt < attempts or final_failed
+        first = _first_uuid(events) if failed else None
+        if first is not None:
+            ids.append(trial_id(TRIAL_PREFIX, first))
+        elif isinstance(uuid, str) and uuid:
+            ids.append(trial_id(TRIAL_PREFIX, uuid, attempt))
+        else:
+            ids.append(legacy[attempt - 1])
+    return ids, legacy
+
+
+def _failure_digest(error: Any) -> str:
+    """The digest of a failed attempt: its error (message and traceback), events left out."""
+    lean = (
+        {k: v for k, v in error.items() if k not in _LAYOUT} if isinstance(error, dict) else error
+    )
+    return content_digest(lean)
+
+
+def _harness_cancelled(raw: Mapping[str, Any]) -> bool:
+    error = raw.get("error")
+    message = error.get("message") if isinstance(error, dict) else None
+    return isinstance(message, str) and message.startswith(_HARNESS_CANCELLED)
+
+
+def _execution_digest(raw: Mapping[str, Any]) -> str:
+    """The digest of one sample-epoch execution, alike in a `.eval`, its `.json` conversion
+    and any log that carries it (the transcript's storage layout left out)."""
+    lean = {k: v for k, v in raw.items() if k not in _LAYOUT}
+    retries = raw.get("error_retries")
+    if isinstance(retries, list):
+        lean["error_retries"] = [
+            {k: v for k, v in r.items() if k not in _LAYOUT} if isinstance(r, dict) else r
+            for r in retries
+        ]
+    return content_digest(lean)
 
 
 def _reductions(ctx: _Context, reductions: list[Any]) -> None:
@@ -585,9 +699,20 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def _check_header(header: EvalLog, name: str, resolved: Resolved, unmapped: Unmapped) -> None:
+def _check_header(
+    header: EvalLog, name: str, resolved: Resolved, unmapped: Unmapped, allow_incomplete: bool
+) -> None:
     """Refuse a log the map or the execution profile rules out, before reading samples."""
     spec = resolved.map.spec
+    if header.status != "success" and not allow_incomplete:
+        raise InputError(
+            f"the eval's status is {header.status!r}, not 'success': an incomplete run is "
+            "refused (pass --allow-incomplete to import its samples; those the harness "
+            "cancelled are skipped and counted)",
+            name,
+            None,
+            "status",
+        )
     execution = resolved.executions[str(spec.execution)]
     task_map = spec.tasks.get(header.eval.task)
     if task_map is None and unmapped == "error":
@@ -623,7 +748,7 @@ def _check_header(header: EvalLog, name: str, resolved: Resolved, unmapped: Unma
 
 
 def read_inspect(
-    path: Path, name: str, resolved: Resolved, *, unmapped: Unmapped
+    path: Path, name: str, resolved: Resolved, *, unmapped: Unmapped, allow_incomplete: bool = False
 ) -> tuple[SourceSummary, Iterator[Item]]:
     """Open one log, check it against the map, and translate its samples lazily.
 
@@ -634,7 +759,7 @@ def read_inspect(
     log = _Log(path, name)
     header, samples = log.read()
     try:
-        _check_header(header, name, resolved, unmapped)
+        _check_header(header, name, resolved, unmapped, allow_incomplete)
     except InputError:
         samples.close()
         raise
@@ -647,13 +772,12 @@ def read_inspect(
         header=header,
         task_map=spec.tasks.get(header.eval.task),
         execution=resolved.executions[str(spec.execution)],
-        digest=file_digest(path),
         producer=producer,
         unmapped=unmapped,
         summary=SourceSummary(name, producer, run_id),
+        incomplete=header.status != "success",
         run_id=run_id,
         id_base=header.eval.eval_id or run_id,
-        location_name=path.name,
     )
 
     def items() -> Iterator[Item]:

@@ -19,7 +19,30 @@ CHUNK = 1 << 20
 # A single value larger than this is refused rather than buffered without bound.
 MAX_VALUE = 1 << 30
 _WS = " \t\n\r"
-_DECODER = json.JSONDecoder()
+
+
+class DuplicateKeyError(ValueError):
+    """An object names one key twice: readers disagree on which value wins, so it is refused."""
+
+
+def unique_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """`object_pairs_hook` refusing duplicate keys (Python keeps the last, others the first)."""
+    value = dict(pairs)
+    if len(value) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKeyError(f"duplicate key {key!r} in one object")
+            seen.add(key)
+    return value
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=unique_object)
+
+
+def loads_unique(text: str | bytes) -> Any:
+    """`json.loads` that refuses duplicate keys anywhere (NaN and Infinity are read)."""
+    return json.loads(text, object_pairs_hook=unique_object)
 
 
 class JsonStreamError(ValueError):
@@ -85,6 +108,8 @@ class _Buffer:
         while True:
             try:
                 value, end = _DECODER.raw_decode(self.text, self.pos)
+            except DuplicateKeyError as exc:
+                raise JsonStreamError(str(exc), self.offset) from None
             except json.JSONDecodeError as exc:
                 if self.eof or not self._maybe_incomplete(exc):
                     raise JsonStreamError(f"invalid JSON: {exc.msg}", self.base + exc.pos) from None
@@ -103,26 +128,50 @@ class _Buffer:
         return exc.msg.startswith("Unterminated string") or exc.pos >= len(self.text) - 16
 
 
-def iter_object(stream: BinaryIO, arrays: frozenset[str]) -> Iterator[tuple[str, Any]]:
+def iter_object(
+    stream: BinaryIO,
+    arrays: frozenset[str],
+    objects: frozenset[str] = frozenset(),
+    inner_arrays: frozenset[str] = frozenset(),
+) -> Iterator[tuple[str, Any]]:
     """Yield `(key, value)` for each member of the top-level object, in file order.
 
-    For a key in `arrays` the value is an iterator over the array's elements, which must be
-    consumed before the next member is read.
+    For a key in `arrays` the value is an iterator over the array's elements; for a key in
+    `objects`, an iterator over that object's members, those in `inner_arrays` streamed as
+    arrays. Either must be consumed before the next member is read. A key named twice in
+    one object is an error (readers disagree on which value wins).
     """
     buf = _Buffer(stream)
+    yield from _members(buf, arrays, objects, inner_arrays)
+
+
+def _members(
+    buf: _Buffer,
+    arrays: frozenset[str],
+    objects: frozenset[str] = frozenset(),
+    inner_arrays: frozenset[str] = frozenset(),
+) -> Iterator[tuple[str, Any]]:
     buf.expect("{")
     if buf.peek() == "}":
         buf.pos += 1
         return
+    seen: set[str] = set()
     while True:
         key = buf.value()
         if not isinstance(key, str):
             raise JsonStreamError("expected a member name", buf.offset)
+        if key in seen:
+            raise JsonStreamError(f"duplicate key {key!r} in one object", buf.offset)
+        seen.add(key)
         buf.expect(":")
+        streamed: Iterator[Any] | None = None
         if key in arrays and buf.peek() == "[":
-            elements = _elements(buf)
-            yield key, elements
-            for _ in elements:  # whatever the consumer left unread
+            streamed = _elements(buf)
+        elif key in objects and buf.peek() == "{":
+            streamed = _members(buf, inner_arrays)
+        if streamed is not None:
+            yield key, streamed
+            for _ in streamed:  # whatever the consumer left unread
                 pass
         else:
             yield key, buf.value()

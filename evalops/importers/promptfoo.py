@@ -1,23 +1,29 @@
 """promptfoo results (`-o results.json`, results version 3, or `-o results.jsonl`) -> trials.
 
-Read with the standard library: a `.json` file is one document (use `.jsonl` to stream a
-very large run); a `.jsonl` file holds one result row per line and no header, so its run id
-is derived from the file's digest and its start time comes from `--started-at`.
+Both formats are streamed: a `.json` file's `results.results` array is read one row at a
+time (`json_stream`), a `.jsonl` file line by line; memory does not grow with the run. A
+`.jsonl` file holds result rows and no header, so its run id is derived from the file's
+digest and its start time comes from `--started-at`. Duplicate keys anywhere are refused.
 
-Each row is one trial of one (test, prompt, provider): the test is the task (map key: its
-`description`, else the canonical JSON of its `vars`), the provider the execution. promptfoo
-records no per-row time and no repeat index, so `trial_index` is the repeat ordinal
-(`response.metadata.repeatIndex` when a provider reports it, else the order of appearance)
-and the times are synthesized from the run's timestamp and the row's `latencyMs`.
+Each row is one trial of one (test, prompt, provider): the test is the task, identified by
+its `description` (else the canonical JSON of its `vars`) together with the digest of its
+`vars`, the provider the execution. A trial's id is the row's `id` (the execution), so the
+`.json` and `.jsonl` output of one run name the same trials. promptfoo records no per-row
+time, so `trial_index` is the repeat ordinal (`response.metadata.repeatIndex` when a
+provider reports it, else the order of appearance) and the times are synthesized from the
+run's timestamp and the row's `latencyMs`. A row promptfoo failed (`success: false`) is
+never imported as a pass: the map's `row_verdict` grader carries the row's own verdict.
 """
 
 from __future__ import annotations
 
 import json
+import math
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from evalops.domain.canonical import canonical_text
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
@@ -26,23 +32,31 @@ from evalops.importers.common import (
     Item,
     Resolved,
     ResolvedExecution,
+    ResolvedTask,
     Skipped,
     SourceSummary,
     Translated,
     Unmapped,
     at,
     base_record,
+    content_digest,
     file_digest,
     grader_result,
     plus_ms,
     short_message,
     trial_id,
 )
+from evalops.importers.json_stream import JsonStreamError, iter_object, unique_object
 from evalops.registry.jsonl import read_lines
 
 TRIAL_PREFIX = "pf"
+PRODUCER = "promptfoo"
 RESULTS_VERSION = 3
 ERROR_ROW = 2  # promptfoo ResultFailureReason.ERROR: the provider or harness failed
+FAILURE_REASONS = (0, 1, 2)  # none, assertion, error
+MAX_REPEAT = 2**31 - 1
+MAX_LATENCY_MS = 366 * 24 * 3600 * 1000  # a row that ran longer than a year is not real
+PASSING = frozenset({"task_pass", "pass"})
 
 
 def _reject_constant(name: str) -> Any:
@@ -50,7 +64,8 @@ def _reject_constant(name: str) -> Any:
 
 
 def _loads(text: str | bytes) -> Any:
-    return json.loads(text, parse_constant=_reject_constant)
+    """Strict JSON: no NaN or Infinity, no key named twice in one object."""
+    return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=unique_object)
 
 
 @dataclass
@@ -59,12 +74,11 @@ class _Context:
     name: str
     run_id: str
     started_at: str
-    producer: str
-    digest: str
     unmapped: Unmapped
-    location_name: str
     ordinals: dict[tuple[str, str, int], int] = field(default_factory=dict)
     prompts: dict[tuple[str, str], int] = field(default_factory=dict)
+    described: dict[str, str] = field(default_factory=dict)
+    """A map key naming a description alone -> the vars digest of the test it matched."""
 
 
 def _provider(row: Mapping[str, Any]) -> tuple[str | None, str | None]:
@@ -89,15 +103,57 @@ def _execution(row: Mapping[str, Any], ctx: _Context) -> tuple[str, ResolvedExec
     return key, None
 
 
+def vars_digest(variables: Any) -> str:
+    """The first 16 hex digits of the vars' digest: with the description, a test's identity."""
+    return content_digest(variables).removeprefix("sha256:")[:16]
+
+
 def test_key(row: Mapping[str, Any]) -> str:
-    """The map key of a row's test: its description, else the canonical JSON of its vars."""
-    case = row.get("testCase") if isinstance(row.get("testCase"), dict) else {}
-    assert isinstance(case, dict)
-    description = case.get("description", row.get("description"))
-    if isinstance(description, str) and description:
+    """The plain map key of a row's test: its description, else the canonical JSON of its
+    vars."""
+    description, variables = _description_and_vars(row)
+    if description:
         return description
+    return canonical_text(variables)
+
+
+def _description_and_vars(row: Mapping[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    raw_case = row.get("testCase")
+    case: Mapping[str, Any] = raw_case if isinstance(raw_case, dict) else {}
+    description = case.get("description", row.get("description"))
     variables = case.get("vars", row.get("vars"))
-    return canonical_text(variables if isinstance(variables, dict) else {})
+    return (
+        description if isinstance(description, str) and description else None,
+        variables if isinstance(variables, dict) else {},
+    )
+
+
+def test_identity(row: Mapping[str, Any]) -> tuple[str, str]:
+    """(plain key, `plain#vars digest`): two tests with one description are two tests."""
+    _, variables = _description_and_vars(row)
+    plain = test_key(row)
+    return plain, f"{plain}#{vars_digest(variables)}"
+
+
+def _map_key(ctx: _Context, plain: str, qualified: str, label: str) -> str | None:
+    """The map's key for this test: `description#digest` first, else the description alone
+    (which may then stand for one test only)."""
+    tasks = ctx.resolved.map.spec.tasks
+    if qualified in tasks:
+        return qualified
+    if plain not in tasks:
+        return None
+    first = ctx.described.setdefault(plain, qualified)
+    if first != qualified:
+        raise at(
+            ctx.name,
+            label,
+            f"tests {first!r} and {qualified!r} share the description {plain!r} with "
+            f"different vars: two tests, which the map sends to one task (map each by its "
+            "description#vars digest)",
+            "testCase.vars",
+        )
+    return plain
 
 
 def _tool_calls(row: Mapping[str, Any], ctx: _Context, label: str) -> list[dict[str, Any]]:
@@ -147,7 +203,7 @@ def _usage(row: Mapping[str, Any]) -> dict[str, int]:
     details = details if isinstance(details, dict) else {}
     return {
         "model_calls": _count(usage.get("numRequests")),
-        # Input tokens include prompt-cache reads and writes (DESIGN.md 10.1).
+        # Input tokens include prompt-cache reads and writes (docs/importers.md).
         "input_tokens": _count(usage.get("prompt"))
         + _count(details.get("cacheReadInputTokens"))
         + _count(details.get("cacheCreationInputTokens")),
@@ -155,22 +211,49 @@ def _usage(row: Mapping[str, Any]) -> dict[str, int]:
     }
 
 
+def _assertion_keys(components: list[Any]) -> list[str]:
+    """Each assertion's scorer key: its metric, else its type; `key#1`, `key#2`... in file
+    order when one row has several assertions with one key."""
+    names = []
+    for component in components:
+        assertion = component.get("assertion") if isinstance(component, dict) else None
+        assertion = assertion if isinstance(assertion, dict) else {}
+        name = assertion.get("metric") or assertion.get("type")
+        names.append(name if isinstance(name, str) and name else "(no assertion)")
+    total = Counter(names)
+    seen: Counter[str] = Counter()
+    keys = []
+    for name in names:
+        seen[name] += 1
+        keys.append(f"{name}#{seen[name]}" if total[name] > 1 else name)
+    return keys
+
+
 def _grader_results(
-    row: Mapping[str, Any], ctx: _Context, label: str, key: str
-) -> Iterator[tuple[dict[str, Any], str] | Skipped]:
+    row: Mapping[str, Any], ctx: _Context, label: str, key: str, target: ResolvedTask
+) -> Iterator[tuple[dict[str, Any] | None, str] | Skipped]:
     task_map = ctx.resolved.map.spec.tasks[key]
     grading = row.get("gradingResult")
     components = grading.get("componentResults") if isinstance(grading, dict) else None
-    seen: dict[str, int] = {}
-    for i, component in enumerate(components if isinstance(components, list) else []):
+    components = components if isinstance(components, list) else []
+    for i, (component, name) in enumerate(
+        zip(components, _assertion_keys(components), strict=True)
+    ):
         where = f"gradingResult.componentResults[{i}]"
         if not isinstance(component, dict):
             raise at(ctx.name, label, "must be an object", where)
-        assertion = component.get("assertion")
-        assertion = assertion if isinstance(assertion, dict) else {}
-        name = assertion.get("metric") or assertion.get("type")
-        if not isinstance(name, str) or not name:
-            name = "(no assertion)"
+        passed = component.get("pass")
+        if not isinstance(passed, bool):
+            raise at(ctx.name, label, "an assertion's pass must be true or false", f"{where}.pass")
+        score = component.get("score")
+        if score is not None and (
+            isinstance(score, bool)
+            or not isinstance(score, int | float)
+            or not math.isfinite(score)
+        ):
+            raise at(
+                ctx.name, label, "an assertion's score must be a finite number", f"{where}.score"
+            )
         scorer = task_map.scorers.get(name)
         if scorer is None:
             if ctx.unmapped == "error":
@@ -178,32 +261,88 @@ def _grader_results(
                     ctx.name,
                     label,
                     f"assertion {name!r} is not in the map's scorers for test {key!r} "
-                    "(map its metric or type, or pass --skip-unmapped)",
+                    "(map its metric or type, `key#1`, `key#2` when one row has several, "
+                    "or pass --skip-unmapped)",
                     where,
                 )
             yield Skipped(ctx.name, label, "unmapped_scorer", name)
             continue
-        if name in seen:
-            raise at(
-                ctx.name,
-                label,
-                f"assertions {seen[name]} and {i} share the scorer key {name!r}; give them "
-                "distinct metrics (a trial carries at most one result per grader)",
-                where,
-            )
-        seen[name] = i
-        result, problem = grader_result(scorer, component.get("pass"), component.get("score"))
-        yield result, f"{problem}:{name}" if problem else ""
+        blocking = scorer.grader_id in target.blocking
+        result, problem = grader_result(scorer, passed, score, blocking=blocking)
+        yield result, problem if result is None else (f"{problem}:{name}" if problem else "")
+
+
+def _whole(value: Any, name: str, where: str, label: str, limit: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limit:
+        raise at(name, label, f"must be a whole number from 0 to {limit}", where)
+    return value
+
+
+def _latency(row: Mapping[str, Any], name: str, label: str) -> float:
+    latency = row.get("latencyMs", 0)
+    if (
+        isinstance(latency, bool)
+        or not isinstance(latency, int | float)
+        or not 0 <= latency <= MAX_LATENCY_MS
+    ):
+        raise at(
+            name, label, f"must be a number of milliseconds from 0 to {MAX_LATENCY_MS}", "latencyMs"
+        )
+    return float(latency)
+
+
+def _verdict(
+    row: Mapping[str, Any],
+    ctx: _Context,
+    label: str,
+    results: list[dict[str, Any]],
+    target: ResolvedTask,
+) -> None:
+    """The row's own verdict reaches the trial: `success: false` is never a pass."""
+    success = row.get("success")
+    verdict = ctx.resolved.map.spec.row_verdict
+    if verdict is not None:
+        results.append(
+            {
+                "grader_id": verdict.grader_id,
+                "grader_version": verdict.grader_version,
+                "state": "task_pass" if success else "task_fail",
+            }
+        )
+        return
+    if success:
+        return
+    blocked = any(r["grader_id"] in target.blocking and r["state"] not in PASSING for r in results)
+    if not blocked:
+        grading = row.get("gradingResult")
+        reason = grading.get("reason") if isinstance(grading, dict) else None
+        why = f" ({short_message(reason)})" if isinstance(reason, str) and reason else ""
+        raise at(
+            ctx.name,
+            label,
+            f"promptfoo failed this row{why} but no mapped blocking assertion did: add "
+            "row_verdict: {grader_id, grader_version} to the map so the row's own verdict "
+            "reaches the trial",
+            "success",
+        )
 
 
 def _translate(row: Any, index: int, ctx: _Context) -> Iterator[Item]:
     if not isinstance(row, dict):
         raise at(ctx.name, f"row {index}", "a result row must be a JSON object")
-    key = test_key(row)
+    try:
+        plain, identity = test_identity(row)
+    except (ValueError, TypeError) as exc:  # vars holding numbers JSON cannot write
+        raise at(
+            ctx.name, f"row {index}", f"the test's vars cannot be keyed: {exc}", "vars"
+        ) from None
+
     provider_key, execution = _execution(row, ctx)
     prompt = row.get("promptIdx", 0)
     prompt = prompt if isinstance(prompt, int) and not isinstance(prompt, bool) else 0
-    label = f"{key}/{provider_key}"
+    label = f"{plain}/{provider_key}"
     if execution is None:
         if ctx.unmapped == "error":
             raise at(
@@ -215,61 +354,74 @@ def _translate(row: Any, index: int, ctx: _Context) -> Iterator[Item]:
             )
         yield Skipped(ctx.name, label, "unmapped_provider", provider_key)
         return
-    task_map = ctx.resolved.map.spec.tasks.get(key)
-    if task_map is None or task_map.task is None:
+    key = _map_key(ctx, plain, identity, label)
+    task_map = ctx.resolved.map.spec.tasks.get(key) if key is not None else None
+    if key is None or task_map is None or task_map.task is None:
         if ctx.unmapped == "error":
             raise at(
                 ctx.name,
                 label,
-                f"test {key!r} is not in the map (map it, or pass --skip-unmapped)",
+                f"test {plain!r} is not in the map (map it, or pass --skip-unmapped)",
                 "testCase.description",
             )
-        yield Skipped(ctx.name, label, "unmapped_sample", key)
+        yield Skipped(ctx.name, label, "unmapped_sample", plain)
         return
-    first_prompt = ctx.prompts.setdefault((key, provider_key), prompt)
+    success = row.get("success")
+    if not isinstance(success, bool):
+        raise at(ctx.name, label, "must be true or false", "success")
+    failure = row.get("failureReason", 0)
+    if failure not in FAILURE_REASONS or isinstance(failure, bool):
+        raise at(ctx.name, label, "must be 0, 1 or 2", "failureReason")
+    first_prompt = ctx.prompts.setdefault((identity, provider_key), prompt)
     if first_prompt != prompt:
         raise at(
             ctx.name,
             label,
-            f"test {key!r} ran with prompts {first_prompt} and {prompt}; one task receives "
+            f"test {plain!r} ran with prompts {first_prompt} and {prompt}; one task receives "
             "one input per run (split the prompts into separate tests)",
             "promptIdx",
         )
     response = row.get("response")
     metadata = response.get("metadata") if isinstance(response, dict) else None
-    repeat = metadata.get("repeatIndex") if isinstance(metadata, dict) else None
-    counter = (key, provider_key, prompt)
+    repeat = _whole(
+        metadata.get("repeatIndex") if isinstance(metadata, dict) else None,
+        ctx.name,
+        "response.metadata.repeatIndex",
+        label,
+        MAX_REPEAT,
+    )
+    counter = (identity, provider_key, prompt)
     ordinal = ctx.ordinals.get(counter, 0)
     ctx.ordinals[counter] = ordinal + 1
-    if isinstance(repeat, int) and not isinstance(repeat, bool) and repeat >= 0:
+    if repeat is not None:
         ordinal = repeat
     label = f"{label}/{ordinal}"
+    latency = _latency(row, ctx.name, label)
     target = ctx.resolved.tasks[task_map.task]
     row_id = row.get("id")
+    has_id = isinstance(row_id, str) and bool(row_id)
     ids: tuple[object, ...] = (
-        (row_id,)
-        if isinstance(row_id, str) and row_id
-        else (ctx.run_id, key, provider_key, prompt, ordinal)
+        (row_id,) if has_id else (ctx.run_id, identity, provider_key, prompt, ordinal)
     )
-    latency = row.get("latencyMs")
-    latency = (
-        latency
-        if isinstance(latency, int | float) and not isinstance(latency, bool) and latency >= 0
-        else 0
+    # Without a row id, an earlier evalops keyed the test by its description alone.
+    aliases = (
+        ()
+        if has_id
+        else (trial_id(TRIAL_PREFIX, ctx.run_id, plain, provider_key, prompt, ordinal),)
     )
     record = base_record(
         trial=trial_id(TRIAL_PREFIX, *ids),
         run_id=ctx.run_id,
-        attempt_id=str(row_id) if isinstance(row_id, str) and row_id else label,
+        attempt_id=str(row_id) if has_id else label,
         target=target,
         execution=execution,
         trial_index=ordinal,
         started_at=ctx.started_at,
-        completed_at=plus_ms(ctx.started_at, float(latency)),
+        completed_at=plus_ms(ctx.started_at, latency),
     )
     labels = ["timestamps_synthesized"]
     results: list[dict[str, Any]] = []
-    if row.get("failureReason") == ERROR_ROW:
+    if failure == ERROR_ROW:
         text = row.get("error") or (response.get("error") if isinstance(response, dict) else None)
         text = text if isinstance(text, str) else "error"
         record["runtime"] = {
@@ -278,32 +430,34 @@ def _translate(row: Any, index: int, ctx: _Context) -> Iterator[Item]:
         }
     else:
         record["runtime"] = {"status": "ok"}
-        for item in _grader_results(row, ctx, label, key):
+        for item in _grader_results(row, ctx, label, key, target):
             if isinstance(item, Skipped):
                 yield item
                 continue
             result, problem = item
-            results.append(result)
+            if result is not None:
+                results.append(result)
             if problem:
                 labels.append(problem)
+        _verdict(row, ctx, label, results, target)
     record["grader_results"] = results
     record["tool_calls"] = _tool_calls(row, ctx, label)
     if ctx.resolved.map.spec.target_agent_id:
         record["target_agent_id"] = ctx.resolved.map.spec.target_agent_id
     record["usage"] = _usage(row)
-    where = row_id if isinstance(row_id, str) and row_id else f"{row.get('testIdx')}/{prompt}"
+    where = row_id if has_id else f"{row.get('testIdx')}/{prompt}/{ordinal}"
     record["artifact_manifest"] = {
         "artifacts": [
             {
                 "kind": "source_log",
-                "digest": ctx.digest,
-                "producer": ctx.producer,
-                "location": f"{ctx.location_name}#{where}",
+                "digest": content_digest(row),
+                "producer": PRODUCER,
+                "location": f"{ctx.run_id}#{where}",
             }
         ]
     }
     record["secondary_labels"] = labels
-    yield Translated(ctx.name, label, target.task_id, record)
+    yield Translated(ctx.name, label, target.task_id, record, identity, aliases)
 
 
 def _timestamp(text: Any, name: str, field_path: str) -> str:
@@ -324,14 +478,6 @@ def read_promptfoo(
     started_at: str | None = None,
 ) -> tuple[SourceSummary, Iterator[Item]]:
     """Check one results file and translate its rows lazily."""
-    digest = file_digest(path)
-    common = {
-        "resolved": resolved,
-        "name": name,
-        "digest": digest,
-        "unmapped": unmapped,
-        "location_name": path.name,
-    }
     if name.endswith(".jsonl"):
         if started_at is None:
             raise InputError(
@@ -341,50 +487,104 @@ def read_promptfoo(
                 None,
                 "--started-at",
             )
+        digest = file_digest(path)
         ctx = _Context(
+            resolved=resolved,
+            name=name,
             run_id="promptfoo-" + digest.removeprefix("sha256:")[:16],
             started_at=_timestamp(started_at, name, "--started-at"),
-            producer="promptfoo",
-            **common,  # type: ignore[arg-type]
+            unmapped=unmapped,
         )
-        return SourceSummary(name, ctx.producer, ctx.run_id), _jsonl_rows(path, ctx)
+        return SourceSummary(name, PRODUCER, ctx.run_id), _jsonl_rows(path, ctx)
     if not name.endswith(".json"):
         raise InputError("not promptfoo results: expected a .json or .jsonl file", name)
+    header = _json_header(path, name)
+    ctx = _Context(
+        resolved=resolved,
+        name=name,
+        run_id=header.eval_id,
+        started_at=header.started_at,
+        unmapped=unmapped,
+    )
+    return SourceSummary(name, PRODUCER, ctx.run_id), _json_rows(path, ctx)
+
+
+@dataclass(frozen=True)
+class _Header:
+    eval_id: str
+    started_at: str
+
+
+def _open(path: Path, name: str) -> BinaryIO:
     try:
-        document = _loads(path.read_bytes())
+        return path.open("rb")
     except OSError as exc:
         raise InputError(f"cannot read the results: {exc.strerror}", name) from None
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"not valid JSON (truncated?): {exc}", name) from None
-    results = document.get("results") if isinstance(document, dict) else None
-    if not isinstance(results, dict) or not isinstance(results.get("results"), list):
+
+
+_RESULTS = frozenset({"results"})
+_HEADER = ("evalId", "version", "timestamp")
+
+
+def _document(stream: BinaryIO, found: dict[str, Any], name: str) -> Iterator[Iterator[Any]]:
+    """Walk a results document member by member; yield `results.results` (the rows, not yet
+    read) when reached, then read on. Header fields go into `found` as they pass."""
+    for key, value in iter_object(stream, frozenset(), _RESULTS, _RESULTS):
+        if key == "evalId":
+            found["evalId"] = value
+        elif key == "eval":
+            raise InputError(
+                "this is an Inspect AI log, not promptfoo results (evalops trials import inspect)",
+                name,
+            )
+        elif key == "results" and isinstance(value, Iterator):
+            for inner_key, inner in value:
+                if inner_key in ("version", "timestamp"):
+                    found[inner_key] = inner
+                elif inner_key == "results" and isinstance(inner, Iterator):
+                    found["results"] = True
+                    yield inner
+
+
+def _json_header(path: Path, name: str) -> _Header:
+    """`evalId`, `results.version` and `results.timestamp`. promptfoo writes them before the
+    rows, so this reads only the start of the file; otherwise it reads on past the rows."""
+    found: dict[str, Any] = {}
+    with _open(path, name) as stream:
+        try:
+            for _rows in _document(stream, found, name):
+                if all(k in found for k in _HEADER):
+                    break
+        except JsonStreamError as exc:
+            raise InputError(f"cannot read the results: {exc}", name) from None
+    if "results" not in found:
         raise InputError("not promptfoo results: no results.results list", name, None, "results")
-    if results.get("version") != RESULTS_VERSION:
+    if found.get("version") != RESULTS_VERSION:
         raise InputError(
-            f"promptfoo results version {results.get('version')!r} is not supported "
+            f"promptfoo results version {found.get('version')!r} is not supported "
             f"(version {RESULTS_VERSION} is)",
             name,
             None,
             "results.version",
         )
-    eval_id = document.get("evalId")
+    eval_id = found.get("evalId")
     if not isinstance(eval_id, str) or not eval_id:
         raise InputError("the results have no evalId", name, None, "evalId")
-    metadata = document.get("metadata")
-    version = metadata.get("promptfooVersion") if isinstance(metadata, dict) else None
-    ctx = _Context(
-        run_id=eval_id,
-        started_at=_timestamp(results.get("timestamp"), name, "results.timestamp"),
-        producer=f"promptfoo {version}" if isinstance(version, str) else "promptfoo",
-        **common,  # type: ignore[arg-type]
-    )
-    rows: list[Any] = results["results"]
+    return _Header(eval_id, _timestamp(found.get("timestamp"), name, "results.timestamp"))
 
-    def items() -> Iterator[Item]:
-        for index, row in enumerate(rows):
-            yield from _translate(row, index, ctx)
 
-    return SourceSummary(name, ctx.producer, ctx.run_id), items()
+def _json_rows(path: Path, ctx: _Context) -> Iterator[Item]:
+    last: str | None = None
+    with _open(path, ctx.name) as stream:
+        try:
+            for rows in _document(stream, {}, ctx.name):
+                for index, row in enumerate(rows):
+                    for item in _translate(row, index, ctx):
+                        last = f"{index} ({item.label})"
+                        yield item
+        except JsonStreamError as exc:
+            after = f" after row {last}, the last complete one" if last else ""
+            raise InputError(f"cannot read the results{after}: {exc}", ctx.name) from None
 
 
 def _jsonl_rows(path: Path, ctx: _Context) -> Iterator[Item]:

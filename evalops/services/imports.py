@@ -91,9 +91,8 @@ class ImportResult:
 
 
 def _executions(session: Session, ids: list[str]) -> dict[str, ExecutionProfileRow]:
-    """The execution profiles in force with these ids (DESIGN.md section 4)."""
-    forced = queries.in_force_rows(session, "execution_profile")
-    return {i: forced[i] for i in ids if i in forced}
+    """The execution profiles in force with these ids (the latest sync's)."""
+    return queries.in_force_rows_of(session, "execution_profile", ids)
 
 
 def _resolve_execution(
@@ -152,13 +151,14 @@ def resolve(session: Session, loaded: LoadedMap) -> Resolved:
             if (key, grader_row.grader_set_digest) not in checked:
                 checked.add((key, grader_row.grader_set_digest))
                 _check_scorers(loaded, key, tasks[task_id], graders)
+                _check_row_verdict(loaded, tasks[task_id], graders)
     return Resolved(loaded, tasks, executions)
 
 
 def _task_rows(session: Session, task_ids: list[str]) -> dict[str, TaskRevision]:
-    """The task revision in force of each task (as `queries.task_row`)."""
-    forced = queries.in_force_rows(session, "task")
-    return {t: forced[t] for t in task_ids if t in forced}
+    """The task revision in force of each task the map names (not of every registered
+    task: start-up does not grow with the registry)."""
+    return queries.in_force_rows_of(session, "task", task_ids)
 
 
 def _target(row: TaskRevision, grader_row: GraderSetRow, graders: GraderSet) -> ResolvedTask:
@@ -204,6 +204,36 @@ def _check_scorers(loaded: LoadedMap, key: str, target: ResolvedTask, graders: G
                 )
 
 
+def _check_row_verdict(loaded: LoadedMap, target: ResolvedTask, graders: GraderSet) -> None:
+    """The row_verdict grader is in every mapped test's grader set and can fail a row."""
+    verdict = loaded.spec.row_verdict
+    if verdict is None:
+        return
+    grader = graders.grader(verdict.grader_id)
+    if grader is None:
+        raise loaded.error(
+            f"grader {verdict.grader_id!r} is not in grader set {graders.id} of task "
+            f"{target.task_id}",
+            "row_verdict",
+            "grader_id",
+        )
+    if grader.version != verdict.grader_version:
+        raise loaded.error(
+            f"grader {grader.id} is version {grader.version} in grader set {graders.id}, "
+            f"not {verdict.grader_version}",
+            "row_verdict",
+            "grader_version",
+        )
+    missing = [s for s in ("task_pass", "task_fail") if s not in grader.produces]
+    if missing:
+        raise loaded.error(
+            f"grader {grader.id} does not produce {', '.join(missing)} (a row's verdict is "
+            "task_pass or task_fail)",
+            "row_verdict",
+            "grader_id",
+        )
+
+
 def case_definitions(
     engine: Engine, task_id: str, execution_id: str
 ) -> tuple[EvalTaskSpec, str, GraderSet, str, str]:
@@ -246,13 +276,20 @@ def _rerun_policies(session: Session, task_ids: list[str]) -> dict[str, list[App
 
 
 def _open(
-    source: Source, path: Path, resolved: Resolved, unmapped: Unmapped, started_at: str | None
+    source: Source,
+    path: Path,
+    resolved: Resolved,
+    unmapped: Unmapped,
+    started_at: str | None,
+    allow_incomplete: bool,
 ) -> tuple[SourceSummary, Iterator[Item]]:
     name = str(path)
     if source == "inspect":
         from evalops.importers.inspect import read_inspect
 
-        return read_inspect(path, name, resolved, unmapped=unmapped)
+        return read_inspect(
+            path, name, resolved, unmapped=unmapped, allow_incomplete=allow_incomplete
+        )
     from evalops.importers.promptfoo import read_promptfoo
 
     return read_promptfoo(path, name, resolved, unmapped=unmapped, started_at=started_at)
@@ -268,6 +305,7 @@ class _Feed:
     unmapped_mode: Unmapped
     started_at: str | None
     result: ImportResult
+    allow_incomplete: bool = False
     audit: dict[str, Any] = field(default_factory=dict)
     """The ingest's audit payload extras; `skipped` is filled in once every file is read."""
     owners: dict[tuple[str, str, str], str] = field(default_factory=dict)
@@ -276,7 +314,12 @@ class _Feed:
     def records(self) -> Iterator[Translated]:
         for path in self.files:
             summary, items = _open(
-                self.source, path, self.resolved, self.unmapped_mode, self.started_at
+                self.source,
+                path,
+                self.resolved,
+                self.unmapped_mode,
+                self.started_at,
+                self.allow_incomplete,
             )
             self.result.sources.append(summary)
             for item in items:
@@ -296,13 +339,15 @@ class _Feed:
                 names[f"{item.file}: {item.name}"] = None
 
     def _claim(self, summary: SourceSummary, item: Translated) -> None:
-        """One task receives one sample per run: the same run in two files is refused."""
+        """One task receives one sample per run, whichever files carry the run (a copy of
+        a log carries the same samples: its trials are the same executions)."""
         key = (summary.run_id, item.task_id, str(item.record["execution_digest"]))
-        owner = self.owners.setdefault(key, item.file)
-        if owner != item.file:
+        owner = self.owners.setdefault(key, f"{item.sample}\n{item.file}")
+        sample, file = owner.split("\n", 1)
+        if sample != item.sample:
             raise InputError(
-                f"task {item.task_id} already received run {summary.run_id} from {owner} "
-                "(one task receives at most one sample per run)",
+                f"task {item.task_id} already received sample {sample!r} of run "
+                f"{summary.run_id} from {file} (one task receives at most one sample per run)",
                 item.file,
                 None,
                 item.label,
@@ -321,10 +366,12 @@ def import_trials(
     output: Path | None = None,
     skip_unmapped: bool = False,
     started_at: str | None = None,
+    allow_incomplete: bool = False,
     on_record: Callable[[int], None] | None = None,
 ) -> ImportResult:
     """Import source files through the map (see the module docstring); `on_record` hears
-    each record translated (a progress display)."""
+    each record translated (a progress display). A dry run runs every check the import
+    runs and refuses what it refuses."""
     if dry_run and output is not None:
         raise InputError("give --dry-run or -o, not both", field="--dry-run")
     loaded = load_import_map(map_path)
@@ -341,7 +388,7 @@ def import_trials(
         resolved = resolve(session, loaded)
         policies = _rerun_policies(session, loaded.spec.task_ids()) if dry_run else {}
     result = ImportResult(source, loaded.digest)
-    mode: Unmapped = "report" if dry_run else ("skip" if skip_unmapped else "error")
+    mode: Unmapped = ("report" if dry_run else "skip") if skip_unmapped else "error"
     feed = _Feed(
         source,
         files,
@@ -349,6 +396,7 @@ def import_trials(
         mode,
         started_at,
         result,
+        allow_incomplete,
         audit={"source": source, "map": str(map_path), "map_digest": loaded.digest},
     )
     if output is not None:
@@ -358,7 +406,7 @@ def import_trials(
     stats = _TaskStats() if dry_run else None
     result.ingest = ingest_records(
         engine,
-        ((t.file, t.label, t.record) for t in feed.records()),
+        ((t.file, t.label, t.record, t.aliases) for t in feed.records()),
         files=[str(f) for f in files],
         actor=actor,
         now=now,
@@ -366,11 +414,69 @@ def import_trials(
         dry_run=dry_run,
         observe=stats.observe if stats else None,
         on_record=on_record,
+        same_execution=_SameExecution(),
     )
     if stats is not None:
         result.tasks = stats.report(resolved, result.sources, policies)
         result.unmapped = {kind: list(names) for kind, names in sorted(feed.listed.items())}
     return result
+
+
+# Fields that name the run and log a trial was read from, not the execution: a sample an
+# eval-retry log copied, or a converted or renamed log, differs only in these.
+_RUN_BOUND = ("run_id", "attempt_id")
+
+
+@dataclass
+class _SameExecution:
+    """What differs between a stored trial and the same trial read again (nothing: the
+    same execution, a counted no-op)."""
+
+    file_digests: dict[str, str] = field(default_factory=dict)
+
+    def __call__(self, stored: dict[str, Any], new: dict[str, Any], file: str) -> list[str]:
+        before, after = _execution_view(stored), _execution_view(new)
+        if _source_digests(stored) != _source_digests(new) and _source_digests(stored) == [
+            self._file_digest(file)
+        ]:
+            # Imported by an earlier evalops, whose provenance digested the whole file:
+            # this very file, so the rest of the record decides.
+            before.pop("artifact_manifest", None)
+            after.pop("artifact_manifest", None)
+        return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+    def _file_digest(self, file: str) -> str:
+        if file not in self.file_digests:
+            from evalops.importers.common import file_digest
+
+            self.file_digests[file] = file_digest(Path(file))
+        return self.file_digests[file]
+
+
+def _source_logs(record: dict[str, Any]) -> list[dict[str, Any]]:
+    manifest = record.get("artifact_manifest")
+    artifacts = manifest.get("artifacts") if isinstance(manifest, dict) else None
+    return [a for a in artifacts or [] if isinstance(a, dict) and a.get("kind") == "source_log"]
+
+
+def _source_digests(record: dict[str, Any]) -> list[Any]:
+    return [a.get("digest") for a in _source_logs(record)]
+
+
+def _execution_view(record: dict[str, Any]) -> dict[str, Any]:
+    view = {k: v for k, v in record.items() if k not in _RUN_BOUND}
+    manifest = view.get("artifact_manifest")
+    if isinstance(manifest, dict) and isinstance(manifest.get("artifacts"), list):
+        view["artifact_manifest"] = {
+            **manifest,
+            "artifacts": [
+                {k: v for k, v in a.items() if k != "location"}
+                if isinstance(a, dict) and a.get("kind") == "source_log"
+                else a
+                for a in manifest["artifacts"]
+            ],
+        }
+    return view
 
 
 def _write(records: Iterator[Translated], output: Path) -> int:

@@ -9,6 +9,7 @@ than N). Every problem is reported as `file:line: field.path: what is wrong`.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -58,6 +59,9 @@ class IngestResult:
     batch_id: int | None = None
     rejected_total: int = 0
     """Every bad record, listed or not."""
+    earlier_ids: int = 0
+    """Of `skipped_identical`: imported trials stored under the id an earlier evalops gave
+    them (an importer's aliases)."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -88,6 +92,13 @@ class _Prepared:
     line: Line
     row: dict[str, Any]
     parent: str | None
+    aliases: tuple[str, ...] = ()
+
+
+# An importer's judgement of a trial it reads again: what differs between the stored
+# record and the new one (both without tool_calls), given the source file; nothing when it
+# is the same execution read from another log (a counted no-op).
+SameExecution = Callable[[dict[str, Any], dict[str, Any], str], list[str]]
 
 
 class _Ingester:
@@ -96,7 +107,9 @@ class _Ingester:
         session: Session,
         batch_id: int,
         observe: Callable[[dict[str, Any]], None] | None = None,
+        same_execution: SameExecution | None = None,
     ) -> None:
+        self.same_execution = same_execution
         self.session = session
         self.defs = Definitions(session)
         self.batch_id = batch_id
@@ -266,6 +279,7 @@ class _Ingester:
         if not chunk:
             return
         ids = {p.row["trial_id"] for p in chunk} | {p.parent for p in chunk if p.parent}
+        ids |= {alias for p in chunk for alias in p.aliases}
         connection = self.session.connection()
         known: dict[str, tuple[str, str, int]] = {
             trial_id: (record_digest, case, index)
@@ -274,25 +288,25 @@ class _Ingester:
             )
         }
         taken = self._stored_originals(chunk)
+        stored = self._stored_records(chunk, known)
         rows: list[dict[str, Any]] = []
         for p in chunk:
             row = p.row
             trial_id = row["trial_id"]
             if trial_id in known:
-                if known[trial_id][0] == row["record_digest"]:
+                problem = self._again(p, known[trial_id][0], stored)
+                if problem is None:
                     self.result.skipped_identical += 1
                     if self.observe is not None:
                         self.observe(p.row)
-                    continue
-                self.reject(
-                    self._fail(
-                        p.line,
-                        f"trial_id {trial_id} already has record_digest {known[trial_id][0]} "
-                        f"(stored, or earlier in this ingest); this line has "
-                        f"{row['record_digest']}",
-                        "trial_id",
-                    )
-                )
+                else:
+                    self.reject(problem)
+                continue
+            if any(alias in known for alias in p.aliases):
+                self.result.skipped_identical += 1
+                self.result.earlier_ids += 1
+                if self.observe is not None:
+                    self.observe(p.row)
                 continue
             problem = self._link_problem(p, known, taken)
             if problem is not None:
@@ -305,6 +319,7 @@ class _Ingester:
             row["audit_seq"] = self.seq
             self.next_id += 1
             rows.append(row)
+            stored[trial_id] = (row["record"], row["trajectory"])
             self.rows_digest.add(TRIAL, row)
             if self.observe is not None:
                 self.observe(row)
@@ -314,6 +329,51 @@ class _Ingester:
         if rows:
             insert_rows(self.session, TRIAL, rows)
             self.result.ingested += len(rows)
+
+    def _stored_records(
+        self, chunk: list[_Prepared], known: dict[str, tuple[str, str, int]]
+    ) -> dict[str, tuple[str, str | None]]:
+        """trial_id -> (stored record, trajectory) of the chunk's trials already stored
+        with other content: only an importer reading a trial again compares them."""
+        if self.same_execution is None:
+            return {}
+        ids = [
+            p.row["trial_id"]
+            for p in chunk
+            if p.row["trial_id"] in known and known[p.row["trial_id"]][0] != p.row["record_digest"]
+        ]
+        if not ids:
+            return {}
+        found = self.session.connection().execute(_STORED, {"ids": ids})
+        return {trial_id: (record, trajectory) for trial_id, record, trajectory in found}
+
+    def _again(
+        self, p: _Prepared, digest: str, stored: dict[str, tuple[str, str | None]]
+    ) -> InputError | None:
+        """None when a trial read again is the one stored (or earlier in this ingest)."""
+        row = p.row
+        if digest == row["record_digest"]:
+            return None
+        trial_id = row["trial_id"]
+        if self.same_execution is None or trial_id not in stored:
+            return self._fail(
+                p.line,
+                f"trial_id {trial_id} already has record_digest {digest} (stored, or earlier "
+                f"in this ingest); this line has {row['record_digest']}",
+                "trial_id",
+            )
+        record, trajectory = stored[trial_id]
+        differs = self.same_execution(json.loads(record), json.loads(row["record"]), p.line.file)
+        if trajectory != row["trajectory"] and "tool_calls" not in differs:
+            differs.append("tool_calls")
+        if not differs:
+            return None
+        return self._fail(
+            p.line,
+            f"trial {trial_id} was imported before with other content ({', '.join(differs)} "
+            "differ): an edited log, or another map, is a new claim about one execution",
+            "trial_id",
+        )
 
     def _stored_originals(self, chunk: list[_Prepared]) -> dict[tuple[Any, str, int], str]:
         """(run_id, eval_case_digest, trial_index) -> trial_id of stored originals that
@@ -382,6 +442,9 @@ class _Ingester:
 
 
 TRIAL: Table = Trial.__table__  # type: ignore[attr-defined]
+_STORED = sa_select(TRIAL.c.trial_id, TRIAL.c.record, TRIAL.c.trajectory).where(
+    TRIAL.c.trial_id.in_(bindparam("ids", expanding=True))
+)
 # Core statements built once (the ORM's per-query bookkeeping costs more than the lookup).
 _KNOWN = sa_select(
     TRIAL.c.trial_id, TRIAL.c.record_digest, TRIAL.c.eval_case_digest, TRIAL.c.trial_index
@@ -530,14 +593,7 @@ def _record_batch(
 ) -> IngestResult:
     """Abort on too many bad records, else record the batch and its audit event."""
     result = ingester.result
-    if ingester.rejected_count > max_bad_records:
-        # Rolls the whole transaction back: nothing of this invocation is stored.
-        raise RejectedRecords.of_records(
-            result.rejected,
-            total=ingester.rejected_count,
-            cap=MAX_REPORTED,
-            skipped_identical=result.skipped_identical,
-        )
+    _refuse_if_rejected(ingester, max_bad_records)
     if result.ingested == 0:
         result.batch_id = None
         return result
@@ -583,6 +639,19 @@ def _record_batch(
     return result
 
 
+def _refuse_if_rejected(ingester: _Ingester, max_bad_records: int) -> None:
+    """Too many bad records: raise, which rolls the whole transaction back."""
+    if ingester.rejected_count > max_bad_records:
+        result = ingester.result
+        raise RejectedRecords.of_records(
+            result.rejected,
+            total=ingester.rejected_count,
+            cap=MAX_REPORTED,
+            skipped_identical=result.skipped_identical,
+            remedy=None if ingester.same_execution is None else "fix them",
+        )
+
+
 class _DryRun(Exception):
     """Raised inside the write transaction to roll a dry run back."""
 
@@ -593,7 +662,7 @@ class _DryRun(Exception):
 
 def ingest_records(
     engine: Engine,
-    items: Iterable[tuple[str, str, dict[str, Any]]],
+    items: Iterable[tuple[str, str, dict[str, Any], tuple[str, ...]]],
     *,
     files: list[str],
     actor: str,
@@ -603,10 +672,14 @@ def ingest_records(
     dry_run: bool = False,
     observe: Callable[[dict[str, Any]], None] | None = None,
     on_record: Callable[[int], None] | None = None,
+    same_execution: SameExecution | None = None,
 ) -> IngestResult:
     """Ingest records already parsed (an importer's output) exactly as `ingest_files` does.
 
-    Each item is (source file, location such as `A-1/2`, record); errors read
+    Each item is (source file, location such as `A-1/2`, record, ids an earlier evalops
+    gave the trial); a trial stored under one of those ids is counted, not stored again;
+    `same_execution` judges a trial stored with other content (see `SameExecution`). A dry
+    run refuses what the ingest would refuse. Errors read
     `file: location: field: what`. `audit_extra` joins the batch's audit payload (an
     import's `source` and `map_digest`). `dry_run` validates, classifies and resolves
     everything in the same transaction, reports every rejected record and rolls back.
@@ -616,22 +689,25 @@ def ingest_records(
     try:
         with write_session(engine) as session:
             batch_id = (session.exec(select(func.max(IngestBatch.id))).one() or 0) + 1
-            ingester = _Ingester(session, batch_id, observe)
+            ingester = _Ingester(session, batch_id, observe, same_execution)
             chunk: list[_Prepared] = []
-            for file, label, value in items:
+            for file, label, value, aliases in items:
                 if on_record is not None:
                     on_record(1)
                 line = Line(file, 0, b"", label)
                 try:
-                    chunk.append(ingester.prepare_value(line, value))
+                    prepared = ingester.prepare_value(line, value)
                 except InputError as exc:
                     ingester.reject(exc)
                     continue
+                prepared.aliases = aliases
+                chunk.append(prepared)
                 if len(chunk) >= BATCH_SIZE:
                     ingester.flush(chunk)
                     chunk = []
             ingester.flush(chunk)
             if dry_run:
+                _refuse_if_rejected(ingester, max_bad_records)
                 raise _DryRun(ingester.result)
             return _record_batch(
                 session,

@@ -10,6 +10,7 @@ every attempt.
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from typing import Any
 
@@ -183,7 +184,7 @@ async def _call(state: TaskState, n: int, function: str, arguments: dict[str, An
 
 
 @solver
-def scripted_support_agent() -> Solver:
+def scripted_support_agent(call_model: bool = True) -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         plan = PLAN[str(state.sample_id)][state.epoch]
         key = (str(state.sample_id), state.epoch)
@@ -191,7 +192,8 @@ def scripted_support_agent() -> Solver:
         if ATTEMPTS[key] <= plan.get("fail_attempts", 0):
             raise RuntimeError(plan["error"])
         async with span("support", type="agent"):
-            state = await generate(state)
+            if call_model:
+                state = await generate(state)
             for n, (agent, function, arguments) in enumerate(plan["calls"]):
                 if agent == "support":
                     await _call(state, n, function, arguments)
@@ -248,6 +250,43 @@ def reply_judge() -> Scorer:
 @scorer(metrics=[accuracy()])
 def effect_guard() -> Scorer:
     return _plan_scorer("effect_guard")
+
+
+@solver
+def crash_once_on_a2() -> Solver:
+    """The first run of A-2 crashes (the harness's own error, not the agent's): the eval
+    fails, and `eval_retry` runs A-2 again. Whether it ran is kept in the environment,
+    which outlives the task module Inspect reloads for the retry."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        if state.sample_id == "A-2" and not os.environ.get(CRASHED):
+            os.environ[CRASHED] = "1"
+            raise RuntimeError("worker lost")
+        return state
+
+    return solve
+
+
+CRASHED = "EVALOPS_TEST_A2_CRASHED"
+
+
+@scorer(metrics=[accuracy()], name="reply_judge")
+def reply_judge_offline() -> Scorer:
+    return _plan_scorer("reply_judge")
+
+
+@task
+def refund_agent_once() -> Task:
+    """One epoch of the refund task, A-2 crashing on the first run (the eval-retry pair).
+
+    `eval_retry` rebuilds the model from the log, without the mock's scripted outputs, so
+    nothing here calls a model."""
+    return Task(
+        dataset=[Sample(id=s, input=f"ticket for sample {s}", target="C") for s in PLAN],
+        solver=[crash_once_on_a2(), scripted_support_agent(call_model=False)],
+        scorer=[refund_check(), ticket_check(), reply_judge_offline(), effect_guard()],
+        version=2,
+    )
 
 
 @task
