@@ -374,3 +374,13 @@ def test_a_dry_run_promotion_of_a_member_says_already_a_member(demo: Path, cli: 
     )  # fmt: skip
     assert as_json.json()["outcome"] == "dry_run_noop"
     assert events() == before, "a dry run records nothing"
+
+
+def test_a_missing_policy_file_is_named_as_missing(demo: Path, cli: Cli) -> None:
+    result = cli(
+        "gate", "check", "--build", "build-125", "--suite", "regression/core",
+        "--policy", "lax.yaml", "--dry-run", cwd=demo,
+    )  # fmt: skip
+    assert result.code == 2
+    assert "policy file not found: lax.yaml" in result.stderr
+    assert "with --dry-run" not in result.stderr

@@ -150,7 +150,10 @@ def test_every_list_command_pages_with_a_footer(
         assert re.search(rf"showing 1 of {total} .*--limit N or --all", one.stderr)
     human = cli(*command, "--all", cwd=demo)
     assert human.code == 0
-    assert re.search(rf"showing {total} of {total} ", human.stderr)
+    if total == 0:  # an empty listing is a line of words instead of a table and a footer
+        assert human.stdout.startswith("no ") and human.stderr == ""
+    else:
+        assert re.search(rf"showing {total} of {total} ", human.stderr)
 
 
 def test_gate_list_shows_the_newest_decisions(demo: Path, cli: Cli) -> None:

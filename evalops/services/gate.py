@@ -51,6 +51,9 @@ def _policy_choice(
         return None, None, None
     path = Path(policy)
     if not path.is_file():
+        if path.suffix.lower() in (".yaml", ".yml", ".json"):
+            # A file name, not an id: saying "add --dry-run" to someone who did would mislead.
+            raise InputError(f"policy file not found: {policy}", policy, field="--policy")
         return policy, None, None
     document, policy_digest, registered = policy_from_file(session, path)
     if registered:
