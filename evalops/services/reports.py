@@ -60,6 +60,12 @@ def anchor(event: AuditEvent | None) -> dict[str, Any] | None:
     return {"seq": event.seq, "hash": event.hash} if event is not None else None
 
 
+def head_seq(session: Session) -> int:
+    """The audit seq of the chain head (0 for an empty chain): "now" as a chain position."""
+    event = chain_head(session)
+    return event.seq if event is not None else 0
+
+
 def head_token(head: Mapping[str, Any] | None) -> str | None:
     """`SEQ:sha256:HEX`, the spelling of an anchor inside HTML, Markdown and JUnit."""
     return f"{head['seq']}:{head['hash']}" if head else None
@@ -82,7 +88,7 @@ def audit_document(engine: Engine, gate_id: str, *, now: datetime) -> dict[str, 
 def stored_document(session: Session, row: GateDecision, *, now: datetime) -> dict[str, Any]:
     result = json.loads(row.result)
     inputs = json.loads(row.inputs)
-    resolved = resolve(session, result=result, inputs=inputs, decided_at=row.at)
+    resolved = resolve(session, result=result, inputs=inputs, upto=row.audit_seq)
     resolved["history"] = decision_history(session, row.suite_id, up_to=row.number)
     return assemble(
         result=result,
@@ -104,7 +110,7 @@ def unstored_document(
     """The report document of a decision that was evaluated but not stored (a dry run):
     resolved as of `now`, anchored to the chain head, with no decision event."""
     with read_session(engine) as session:
-        resolved = resolve(session, result=result, inputs=inputs, decided_at=now)
+        resolved = resolve(session, result=result, inputs=inputs, upto=head_seq(session))
         resolved["history"] = decision_history(session, inputs["suite"]["id"])
         return assemble(
             result=result,
@@ -128,18 +134,19 @@ def resolve(
     *,
     result: Mapping[str, Any],
     inputs: Mapping[str, Any],
-    decided_at: datetime,
+    upto: int,
 ) -> dict[str, Any]:
-    """What the decision names, looked up as of `decided_at` (rows recorded later do not
-    change what the decision saw; a later revocation is still shown, dated)."""
+    """What the decision names, looked up as of audit seq `upto` (rows recorded later do
+    not change what the decision saw; a later revocation is still shown, dated). Point in
+    time is a position in the chain, never a comparison of the rows' own timestamps."""
     defs = Definitions(session)
     tasks = list(inputs.get("tasks", []))
     return {
         "tasks": _task_facts(session, defs, tasks, inputs["execution_digest"]),
-        **_trial_facts(session, defs, tasks, decided_at),
+        **_trial_facts(session, defs, tasks, upto),
         "waivers": _waiver_facts(session, result.get("waivers") or {}),
-        "calibration": calibration_facts(session, defs, tasks, decided_at),
-        "provenance": _provenance(session, inputs, decided_at),
+        "calibration": calibration_facts(session, defs, tasks, upto),
+        "provenance": _provenance(session, inputs, upto),
     }
 
 
@@ -255,7 +262,7 @@ def _trial_facts(
     session: Session,
     defs: Definitions,
     tasks: Sequence[Mapping[str, Any]],
-    decided_at: datetime,
+    upto: int,
 ) -> dict[str, Any]:
     """`trials`: each trial's facts, and `layers`: grader verdicts other than a pass by
     the layer of the grader that gave them, from one read of the decision's trials."""
@@ -287,7 +294,7 @@ def _trial_facts(
                     "actor": r.actor,
                 }
                 for r in recon
-                if r.at <= decided_at
+                if r.audit_seq <= upto
             ],
             "reviews": [
                 {
@@ -298,7 +305,7 @@ def _trial_facts(
                     "actor": r.actor,
                 }
                 for r in reviews
-                if r.at <= decided_at
+                if r.audit_seq <= upto
             ],
         }
     order = {"hard_constraint": 0, "outcome": 1, "trajectory_diagnosis": 2, "runtime": 3}
@@ -383,7 +390,7 @@ def calibration_facts(
     session: Session,
     defs: Definitions,
     tasks: Sequence[Mapping[str, Any]],
-    decided_at: datetime,
+    upto: int,
 ) -> list[dict[str, Any]]:
     """Every model grader of every pinned grader set, judged for the pinned config with the
     newest calibration of exactly that config recorded by the decision (DESIGN.md 8)."""
@@ -399,7 +406,7 @@ def calibration_facts(
             config = digests.grader_config_digest(entry)
             row = session.exec(
                 select(Calibration)
-                .where(Calibration.grader_config_digest == config, Calibration.at <= decided_at)
+                .where(Calibration.grader_config_digest == config, Calibration.audit_seq <= upto)
                 .order_by(col(Calibration.id).desc())
             ).first()
             stored = None
@@ -408,7 +415,7 @@ def calibration_facts(
                     select(CalibrationInvalidation)
                     .where(
                         CalibrationInvalidation.calibration_row_id == row.id,
-                        CalibrationInvalidation.at <= decided_at,
+                        CalibrationInvalidation.audit_seq <= upto,
                     )
                     .order_by(col(CalibrationInvalidation.id).desc())
                 ).first()
@@ -453,13 +460,11 @@ def _sync_view(run: SyncRun | None) -> dict[str, Any] | None:
     }
 
 
-def _provenance(
-    session: Session, inputs: Mapping[str, Any], decided_at: datetime
-) -> dict[str, Any]:
+def _provenance(session: Session, inputs: Mapping[str, Any], upto: int) -> dict[str, Any]:
     """The registry's git provenance: every sync up to the decision, and where each input
     definition the decision names was registered from."""
     runs = session.exec(
-        select(SyncRun).where(SyncRun.at <= decided_at).order_by(col(SyncRun.id))
+        select(SyncRun).where(SyncRun.audit_seq <= upto).order_by(col(SyncRun.id))
     ).all()
     definitions: list[dict[str, Any]] = []
 

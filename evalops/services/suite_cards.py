@@ -18,6 +18,7 @@ from evalops.services.reports import (
     anchor,
     calibration_facts,
     decision_history,
+    head_seq,
 )
 from evalops.services.suites import show_suite, suite_coverage
 from evalops.store import queries
@@ -57,7 +58,9 @@ def suite_card_document(
                     "owner": meta.owner if meta else None,
                 }
             )
-        calibration = calibration_facts(session, Definitions(session), suite["members"], now)
+        calibration = calibration_facts(
+            session, Definitions(session), suite["members"], head_seq(session)
+        )
         rows = session.exec(
             select(GateDecision)
             .where(GateDecision.suite_id == suite_id)

@@ -18,14 +18,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, select
+from sqlalchemy import String, Table, select, type_coerce
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, col
 
 from evalops.domain.audit_chain import ChainEvent, first_chain_problem
 from evalops.domain.canonical import canonical_text, sha256_digest
+from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import VerificationError
 from evalops.registry.definitions import spec_digest
 from evalops.services.anchors import Anchor, anchor_problem
@@ -51,6 +53,8 @@ _DEFINITION_TABLES: tuple[tuple[type[Any], str, str], ...] = (
     (PolicyRow, "", "policy_digest"),
 )
 STREAM = 2000
+# How SQLite stores a timestamp (naive UTC, always with microseconds).
+SQLITE_TIMESTAMP = "%Y-%m-%d %H:%M:%S.%f"
 RowIds = dict[tuple[int, str], list[int]]
 
 
@@ -86,20 +90,42 @@ def _stream(session: Session, stmt: Any) -> Iterator[Any]:
         result.close()
 
 
+def _at_problem(seq: int, at: datetime, stored: Any, previous: datetime | None) -> str | None:
+    """An `at` not in the one stored spelling (SQLite keeps text; readers that compare it
+    would see another time) or earlier than its predecessor's (audit time is monotonic)."""
+    if isinstance(stored, str) and stored != at.strftime(SQLITE_TIMESTAMP):
+        return f"audit seq {seq}: at {stored!r} is not in its stored spelling"
+    if previous is not None and at < previous:
+        return (
+            f"audit seq {seq}: at {format_timestamp(at)} is earlier than the previous "
+            f"event's {format_timestamp(previous)} (audit time runs backwards)"
+        )
+    return None
+
+
 def _check_chain(session: Session) -> tuple[int, dict[str, Any] | None]:
-    """The chain links and every payload re-hashes; returns (events, head)."""
+    """The chain links, every payload re-hashes and audit time never runs backwards;
+    returns (events, head)."""
     count = 0
     head: dict[str, Any] | None = None
     payload_problem: str | None = None
+    at_problem: str | None = None
+    previous: datetime | None = None
+    # The stored `at` as the driver returns it: SQLite's text, PostgreSQL's timestamp.
+    stored_at = type_coerce(AuditEvent.at, String).label("stored_at")
 
     def events() -> Generator[ChainEvent, None, None]:
-        nonlocal count, payload_problem, head
-        for (row,) in _stream(session, select(AuditEvent).order_by(col(AuditEvent.seq))):
+        nonlocal count, payload_problem, at_problem, head, previous
+        query = select(AuditEvent, stored_at).order_by(col(AuditEvent.seq))
+        for row, stored in _stream(session, query):
             count += 1
             if payload_problem is None and (
                 sha256_digest(row.payload.encode("utf-8")) != row.payload_digest
             ):
                 payload_problem = f"audit seq {row.seq}: payload does not match payload_digest"
+            if at_problem is None:
+                at_problem = _at_problem(row.seq, row.at, stored, previous)
+            previous = row.at
             head = {"seq": row.seq, "hash": row.hash}
             yield as_chain_event(row)
 
@@ -108,10 +134,9 @@ def _check_chain(session: Session) -> tuple[int, dict[str, Any] | None]:
         problem = first_chain_problem(stream)
     finally:
         stream.close()
-    if problem is not None:
-        raise VerificationError(problem)
-    if payload_problem is not None:
-        raise VerificationError(payload_problem)
+    for found in (problem, payload_problem, at_problem):
+        if found is not None:
+            raise VerificationError(found)
     return count, head
 
 

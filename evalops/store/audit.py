@@ -42,10 +42,16 @@ def append_event(
     they are flushed and their digests go into the payload, so `verify` can tell an edited,
     deleted or inserted row from the ones the event recorded. Bulk writers pass the
     digest they accumulated as `rows_digest` instead.
+
+    The event's `at` is `at`, or the head's when `at` is earlier: the chain's time never
+    runs backwards, so "the registry as it stood at T" is a prefix of the chain.
     """
     head = chain_head(session)
     seq = head.seq + 1 if head else 1
     prev = head.hash if head else GENESIS_HASH
+    # Audit time is monotonic: a writer whose clock is behind records its predecessor's.
+    if head is not None and at < head.at:
+        at = head.at
     objs = list(rows)
     if objs:
         session.flush()
