@@ -33,7 +33,7 @@ from evalops.registry.definitions import spec_digest
 from evalops.services.anchors import Anchor, anchor_problem
 from evalops.services.gate import verify_decisions
 from evalops.store.audit import as_chain_event
-from evalops.store.engine import read_session
+from evalops.store.engine import snapshot_session
 from evalops.store.rowdigest import RowsDigest, cell, digest_plan, line_of
 from evalops.store.tables import (
     AuditEvent,
@@ -324,7 +324,9 @@ def verify_database(
         if on_stage is not None:
             on_stage(name)
 
-    with read_session(engine) as session:
+    # One snapshot for every check: a writer committing meanwhile must not make the rows
+    # read by one check disagree with the events read by another.
+    with snapshot_session(engine) as session:
         stage("audit chain")
         events, head = _check_chain(session)
         checked_anchors = []
