@@ -28,7 +28,7 @@ from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.evidence import Definitions, rederive
 from evalops.store import queries
-from evalops.store.audit import chain_head
+from evalops.store.audit import carried_forward, chain_head, rows_fully_covered_from
 from evalops.store.engine import read_session
 from evalops.store.tables import (
     AuditEvent,
@@ -147,7 +147,16 @@ def resolve(
         "waivers": _waiver_facts(session, result.get("waivers") or {}),
         "calibration": calibration_facts(session, defs, tasks, upto),
         "provenance": _provenance(session, inputs, upto),
+        "coverage": _coverage(session),
     }
+
+
+def _coverage(session: Session) -> dict[str, Any]:
+    """From which audit event on the rows are fully covered by their own events' digests,
+    and which migrations carried older rows forward (checked only as far as their schema
+    recorded them)."""
+    carried = carried_forward(session)
+    return {"rows_fully_covered_from": rows_fully_covered_from(carried), "carried_forward": carried}
 
 
 EVALUATOR_TYPES = {"deterministic": "deterministic", "model": "llm_judge", "human": "human"}
@@ -693,6 +702,7 @@ def assemble(
         "reasons": list(result.get("reasons", [])),
         "audit_head": dict(audit_head) if audit_head else None,
         "decision_event": dict(decision_event) if decision_event else None,
+        "coverage": resolved.get("coverage"),
         "summary": {
             "tasks": len(tasks),
             "block": outcomes.get("block", 0),

@@ -32,7 +32,7 @@ from evalops.errors import VerificationError
 from evalops.registry.definitions import spec_digest
 from evalops.services.anchors import Anchor, anchor_problem
 from evalops.services.gate import verify_decisions
-from evalops.store.audit import as_chain_event
+from evalops.store.audit import as_chain_event, carried_forward, rows_fully_covered_from
 from evalops.store.engine import snapshot_session
 from evalops.store.rowdigest import RowsDigest, cell, digest_plan, line_of
 from evalops.store.tables import (
@@ -68,6 +68,11 @@ class VerifyReport:
     legacy_decisions: int = 0
     anchors: list[dict[str, Any]] = field(default_factory=list)
     head: dict[str, Any] | None = None
+    carried_forward: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def covered_from(self) -> int:
+        return rows_fully_covered_from(self.carried_forward)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -79,6 +84,8 @@ class VerifyReport:
             "decisions": self.decisions,
             "anchors": self.anchors,
             "audit_head": self.head,
+            "rows_fully_covered_from": self.covered_from,
+            "carried_forward": self.carried_forward,
         }
 
 
@@ -103,7 +110,7 @@ def _at_problem(seq: int, at: datetime, stored: Any, previous: datetime | None) 
     return None
 
 
-def _check_chain(session: Session) -> tuple[int, dict[str, Any] | None]:
+def check_chain(session: Session) -> tuple[int, dict[str, Any] | None]:
     """The chain links, every payload re-hashes and audit time never runs backwards;
     returns (events, head)."""
     count = 0
@@ -271,7 +278,7 @@ def _row_name(kind: str, row: Any) -> str:
     return f"{kind} {ident}" + (f"@{version}" if version is not None else "") + f" (row {row.id})"
 
 
-def _check_definitions(session: Session) -> int:
+def check_definitions(session: Session) -> int:
     """Every stored definition is canonical JSON whose digests match its columns."""
     count = 0
     for table, table_kind, digest_column in _DEFINITION_TABLES:
@@ -328,7 +335,7 @@ def verify_database(
     # read by one check disagree with the events read by another.
     with snapshot_session(engine) as session:
         stage("audit chain")
-        events, head = _check_chain(session)
+        events, head = check_chain(session)
         checked_anchors = []
         for anchor in anchors or []:
             problem = anchor_problem(session, anchor)
@@ -338,13 +345,21 @@ def verify_database(
         # Self-consistency of each row first (it names the row), then every row against
         # the event that recorded it, then the decisions.
         stage("definitions")
-        definitions = _check_definitions(session)
+        definitions = check_definitions(session)
         stage("trials")
         trials = _check_trials(session)
         stage("rows")
         rows = _check_rows(session)
         stage("gate decisions")
         decisions = verify_decisions(session)
+        carried = carried_forward(session)
     return VerifyReport(
-        events, rows, definitions, trials, decisions, anchors=checked_anchors, head=head
+        events,
+        rows,
+        definitions,
+        trials,
+        decisions,
+        anchors=checked_anchors,
+        head=head,
+        carried_forward=carried,
     )

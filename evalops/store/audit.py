@@ -101,3 +101,20 @@ def as_chain_event(row: AuditEvent) -> ChainEvent:
         prev_hash=row.prev_hash,
         hash=row.hash,
     )
+
+
+def carried_forward(session: Session) -> list[dict[str, Any]]:
+    """The migrations that carried rows of an older schema forward, oldest first: each
+    vouches for the rows of every event before its own `seq`, checked at the upgrade only
+    as far as that schema recorded them. Rows of events from the last one's `seq` on are
+    fully covered by the digests their own events recorded."""
+    events = select(AuditEvent.seq, AuditEvent.subject).where(AuditEvent.kind == "migration.rows")
+    return [
+        {"seq": seq, "migration": subject.partition(":")[2]}
+        for seq, subject in session.exec(events.order_by(col(AuditEvent.seq)))
+    ]
+
+
+def rows_fully_covered_from(carried: list[dict[str, Any]]) -> int:
+    """The first audit seq whose rows, and every later one's, are fully covered."""
+    return max((c["seq"] for c in carried), default=1)
