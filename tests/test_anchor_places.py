@@ -16,6 +16,7 @@ import yaml
 from tests.conftest import Cli
 from tests.helpers import commit_all, write_yaml
 from tests.test_decision_integrity_cli import CRITICAL, fix_record, with_guard
+from tests.test_exports import keypair
 from tests.trial_factory import write_jsonl
 
 SUITE = "regression/core"
@@ -81,6 +82,25 @@ def test_user_text_that_spells_an_anchor_never_counts_as_one(demo: Path, cli: Cl
             assert (1, FAKE_HASH) not in anchors
     # The attack was really there: the fake token stands in a report of every format.
     assert planted == {"html", "md", "json"}
+
+
+def test_an_attestation_of_a_hostile_decision_holds_only_its_own_anchors(
+    demo: Path, cli: Cli, tmp_path: Path
+) -> None:
+    """The Statement (plain, and inside a signed DSSE envelope) names the trial, build and
+    reason nowhere as anchors: only its predicate's `audit_head` / `decision_event` count."""
+    gate_id = _decide_with_hostile_text(demo, cli)[0]
+    private, _, _ = keypair(tmp_path)
+    for name, extra in (("plain.json", []), ("signed.json", ["--sign-key", str(private)])):
+        path = demo / name
+        exported = cli(
+            "export", "attestation", "--gate", gate_id, *extra, "-o", str(path), cwd=demo
+        )
+        assert exported.code == 0, exported.stderr
+        result = cli("verify", "--anchors", str(path), "--json", cwd=demo)
+        assert result.code == 0, (name, result.stdout + result.stderr)
+        sources = [a["source"] for a in result.json()["anchors"]]
+        assert sources and all(s.endswith(("(audit_head)", "(decision_event)")) for s in sources)
 
 
 def test_a_list_of_anchor_lines_is_only_that(demo: Path, cli: Cli) -> None:
