@@ -7,6 +7,10 @@ template database on PostgreSQL), made as an attacker with write access to the d
 would (foreign keys off), and `evalops verify` must exit 6 naming the first bad item:
 - named mutations generated from the table metadata: an edit of every column of every
   table, a deletion and an insertion per table (the test asserts that coverage);
+- on SQLite, a re-spelling of every column whose stored value the driver decodes (a
+  boolean stored as 2, a timestamp with `T` for the space): the value evalops reads back is
+  the same, the stored one is not, so an edit derived from decoded values alone would never
+  try it (how an edit of `grader_config.blocking` once got through);
 - 200 seeded random mutations (edits, deletions, insertions, swaps of two rows' values);
 - the untouched copy verifies, and a consistently re-hashed tail passes plain `verify` but
   fails `verify --anchors` with the report written before it.
@@ -27,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Connection, Engine, Table, create_engine, func, select, text
+from sqlalchemy import Boolean, Connection, Engine, Table, create_engine, func, select, text
+from sqlalchemy.dialects.sqlite import dialect as sqlite_dialect
 from sqlmodel import SQLModel
 
 import evalops.store.tables  # noqa: F401  (registers every table in the metadata)
@@ -323,7 +328,7 @@ class Mutation:
 
     name: str
     table: str
-    action: str  # edit | delete | insert | swap
+    action: str  # edit | respell | delete | insert | swap
     key: int  # the row's primary key (seq for audit_event)
     column: str | None = None
     other: int | None = None  # the second row of a swap
@@ -395,6 +400,18 @@ def apply(url: str, mutation: Mutation) -> Undo:
                     c.execute(table.update().where(key == now_key).values({column: row[column]}))
 
                 return restore
+            if mutation.action == "respell":
+                column = mutation.column
+                assert column is not None
+                raw = text(f'SELECT "{column}" FROM "{table.name}" WHERE "{key.name}" = :k')
+                stored = conn.execute(raw, {"k": mutation.key}).scalar_one()
+                spelled = respelled(table.c[column], stored)
+                update = text(f'UPDATE "{table.name}" SET "{column}" = :v WHERE "{key.name}" = :k')
+                conn.execute(update, {"v": spelled, "k": mutation.key})
+                decoded = conn.execute(select(table.c[column]).where(key == mutation.key))
+                # The point of the mutation: evalops reads back the very same value.
+                assert decoded.scalar_one() == row[column], (mutation.name, spelled)
+                return lambda c: c.execute(update, {"v": stored, "k": mutation.key})
             if mutation.action == "insert":
                 copy = dict(row)
                 top = conn.execute(select(func.max(key))).scalar_one()
@@ -477,6 +494,45 @@ def named_mutations(rows: dict[str, list[dict[str, Any]]]) -> list[Mutation]:
         if table.name == "audit_event":
             insert_names = [f"audit seq {rows['audit_event'][-1]['seq'] + 1}:"]
         out.append(Mutation(f"insert-{table.name}", table.name, "insert", key, names=insert_names))
+    return out
+
+
+def decodes_on_sqlite(column: Any) -> bool:
+    """Whether SQLite hands this column's stored values to a decoder on the way out: then
+    several stored spellings can read back as one value."""
+    dialect = sqlite_dialect()
+    return column.type.dialect_impl(dialect).result_processor(dialect, None) is not None
+
+
+def respelled(column: Any, stored: Any) -> Any:
+    """Another stored spelling of the same decoded value (fails for a type it does not know,
+    so a new decoded column type cannot slip past the suite)."""
+    if isinstance(column.type, Boolean):
+        return 2 if stored else ""  # the driver reads 2 as True, '' as False
+    if isinstance(column.type, UTCDateTime):
+        assert isinstance(stored, str) and stored[10] == " ", stored
+        return stored.replace(" ", "T", 1)  # same moment, ISO 8601 spelling
+    raise AssertionError(f"no re-spelling known for {column.table.name}.{column.name}")
+
+
+def respell_mutations(rows: dict[str, list[dict[str, Any]]]) -> list[Mutation]:
+    """Per column SQLite decodes: the first row holding a value, stored spelled otherwise."""
+    out = []
+    for table in TABLES:
+        for column in table.columns:
+            if not decodes_on_sqlite(column):
+                continue
+            row = next(r for r in rows[table.name] if r[column.name] is not None)
+            out.append(
+                Mutation(
+                    f"respell-{table.name}.{column.name}",
+                    table.name,
+                    "respell",
+                    row[_key(table)],
+                    column.name,
+                    names=_names(table, row),
+                )
+            )
     return out
 
 
@@ -572,6 +628,22 @@ def test_named_mutations_cover_every_table_and_column(populated: Path) -> None:
     ):
         assert f"edit-{column}" in names
     assert {"delete-waiver_revocation", "delete-ingest_batch", "delete-gate_decision"} <= names
+    # Every column whose stored value passes a decoder is also stored spelled otherwise.
+    respelled_names = {m.name for m in respell_mutations(rows)}
+    for table in TABLES:
+        for column in table.columns:
+            if decodes_on_sqlite(column):
+                assert f"respell-{table.name}.{column.name}" in respelled_names
+    assert {"respell-grader_config.blocking", "respell-audit_event.at"} <= respelled_names
+
+
+def test_every_respelled_value_is_caught(populated: Path, tmp_path: Path) -> None:
+    """A stored value evalops decodes unchanged but spelled otherwise (`blocking` = 2, a
+    timestamp with `T`) is an edit all the same: SQL comparing the stored text sees it."""
+    rows = _rows_of_sqlite(populated)
+    copies = SqliteCopies(populated / ".evalops" / "registry.db", tmp_path)
+    problems = check(copies, populated, respell_mutations(rows))
+    assert not problems, "\n".join(problems)
 
 
 @pytest.mark.parametrize("table", [t.name for t in TABLES])
@@ -587,6 +659,10 @@ _ROWS: dict[str, dict[str, list[dict[str, Any]]]] = {}
 
 def _rows_of(copies: Copies, populated: Path) -> dict[str, list[dict[str, Any]]]:
     """The populated registry's rows (read once; the SQLite master is the source of both)."""
+    return _rows_of_sqlite(populated)
+
+
+def _rows_of_sqlite(populated: Path) -> dict[str, list[dict[str, Any]]]:
     if "rows" not in _ROWS:
         _ROWS["rows"] = _rows(f"sqlite:///{populated / '.evalops' / 'registry.db'}")
     return _ROWS["rows"]

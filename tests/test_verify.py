@@ -38,6 +38,8 @@ def test_untouched_database_verifies(synced: Path, cli: Cli) -> None:
         "trials": 0,
         "decisions": 0,
         "anchors": [],
+        "rows_fully_covered_from": 1,  # nothing carried forward from an older schema
+        "carried_forward": [],
     }
     assert head["seq"] == 4 and head["hash"].startswith("sha256:")
 

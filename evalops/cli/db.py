@@ -34,14 +34,16 @@ def _status(url: str) -> dict[str, str | None]:
 
 def _upgrade(url: str, revision: str) -> None:
     from evalops.services.database import _unreachable, engine_for
+    from evalops.services.upgrade_checks import check_before_upgrade
     from evalops.store import migrate
     from evalops.store.engine import sqlite_path
 
     engine = engine_for(url)
     try:
         migrate.ensure_parent(sqlite_path(url))
+        check_before_upgrade(engine)  # an older schema: its rows must be what it recorded
         migrate.upgrade(url, engine, revision)
-    except (OSError, InputError):
+    except (OSError, InputError, VerificationError):
         raise
     except Exception as exc:
         _bad_revision(exc, revision)

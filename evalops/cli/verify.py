@@ -54,6 +54,14 @@ def verify(
         f"{plural(report.definitions, 'definition')}, {plural(report.trials, 'trial')} and "
         f"{plural(report.decisions, 'gate decision')} verified"
     ]
+    for carried in report.carried_forward:
+        lines.append(
+            f"   rows of audit seq 1-{carried['seq'] - 1} were carried forward by migration "
+            f"{carried['migration']} (seq {carried['seq']}), checked at the upgrade only as far "
+            "as the older schema recorded them"
+        )
+    if report.carried_forward:
+        lines.append(f"   rows are fully covered from audit seq {report.covered_from} on")
     if report.anchors:
         lines.append(f"   {plural(len(report.anchors), 'anchor')} held by the chain")
     if head is not None:

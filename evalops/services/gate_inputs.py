@@ -96,11 +96,19 @@ class GateRequest:
 
 
 def cutoff_at(session: Session, at: datetime | None) -> int:
-    """The last audit seq recorded at or before `at` (None: the chain head); 0 if none."""
-    stmt = select(func.max(AuditEvent.seq))
-    if at is not None:
-        stmt = stmt.where(AuditEvent.at <= at)
-    return int(session.exec(stmt).one() or 0)
+    """The last audit seq recorded at or before `at` (None: the chain head); 0 if none.
+
+    Times are compared as moments after reading, never as stored text in SQL: SQLite
+    keeps timestamps as text, and a re-spelled one would sort elsewhere.
+    """
+    if at is None:
+        return int(session.exec(select(func.max(AuditEvent.seq))).one() or 0)
+    last = 0
+    events = select(AuditEvent.seq, AuditEvent.at).order_by(col(AuditEvent.seq))
+    for seq, recorded in session.exec(events.execution_options(yield_per=2000)):
+        if recorded <= at:
+            last = seq
+    return last
 
 
 # ------------------------------------------------------------------------- definitions

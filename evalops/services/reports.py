@@ -28,7 +28,7 @@ from evalops.errors import InputError
 from evalops.services.evidence import Definitions, rederive
 from evalops.services.policies import named_in
 from evalops.store import queries
-from evalops.store.audit import chain_head
+from evalops.store.audit import carried_forward, chain_head, rows_fully_covered_from
 from evalops.store.engine import read_session
 from evalops.store.tables import (
     AuditEvent,
@@ -59,6 +59,12 @@ def anchor(event: AuditEvent | None) -> dict[str, Any] | None:
     return {"seq": event.seq, "hash": event.hash} if event is not None else None
 
 
+def head_seq(session: Session) -> int:
+    """The audit seq of the chain head (0 for an empty chain): "now" as a chain position."""
+    event = chain_head(session)
+    return event.seq if event is not None else 0
+
+
 def head_token(head: Mapping[str, Any] | None) -> str | None:
     """`SEQ:sha256:HEX`, the spelling of an anchor inside HTML, Markdown and JUnit."""
     return f"{head['seq']}:{head['hash']}" if head else None
@@ -85,7 +91,7 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> di
         session,
         result=result,
         inputs=inputs,
-        decided_at=row.at,
+        upto=row.audit_seq,
         cutoff=decision_cutoff(inputs, row.audit_seq),
     )
     resolved["history"] = decision_history(session, row.suite_id, up_to=row.number)
@@ -113,7 +119,7 @@ def unstored_document(
             session,
             result=result,
             inputs=inputs,
-            decided_at=now,
+            upto=head_seq(session),
             cutoff=decision_cutoff(inputs, None),
         )
         resolved["history"] = decision_history(session, inputs["suite"]["id"])
@@ -139,21 +145,31 @@ def resolve(
     *,
     result: Mapping[str, Any],
     inputs: Mapping[str, Any],
-    decided_at: datetime,
+    upto: int,
     cutoff: int | None,
 ) -> dict[str, Any]:
-    """What the decision names, looked up as of `decided_at` (rows recorded later do not
-    change what the decision saw; a later revocation is still shown, dated); calibrations
-    as the gate selected them, by the decision's audit `cutoff`."""
+    """What the decision names, looked up as of audit seq `upto` (rows recorded later do
+    not change what the decision saw; a later revocation is still shown, dated). Point in
+    time is a position in the chain, never a comparison of the rows' own timestamps.
+    Calibrations are those the gate selected, by the decision's own audit `cutoff`."""
     defs = Definitions(session)
     tasks = list(inputs.get("tasks", []))
     return {
         "tasks": _task_facts(session, defs, tasks, inputs["execution_digest"]),
-        **_trial_facts(session, defs, tasks, decided_at),
+        **_trial_facts(session, defs, tasks, upto),
         "waivers": _waiver_facts(session, result.get("waivers") or {}),
         "calibration": calibration_facts(session, defs, tasks, cutoff),
-        "provenance": _provenance(session, inputs, decided_at),
+        "provenance": _provenance(session, inputs, upto),
+        "coverage": _coverage(session),
     }
+
+
+def _coverage(session: Session) -> dict[str, Any]:
+    """From which audit event on the rows are fully covered by their own events' digests,
+    and which migrations carried older rows forward (checked only as far as their schema
+    recorded them)."""
+    carried = carried_forward(session)
+    return {"rows_fully_covered_from": rows_fully_covered_from(carried), "carried_forward": carried}
 
 
 EVALUATOR_TYPES = {"deterministic": "deterministic", "model": "llm_judge", "human": "human"}
@@ -284,7 +300,7 @@ def _trial_facts(
     session: Session,
     defs: Definitions,
     tasks: Sequence[Mapping[str, Any]],
-    decided_at: datetime,
+    upto: int,
 ) -> dict[str, Any]:
     """`trials`: each trial's facts, and `layers`: grader verdicts other than a pass by
     the layer of the grader that gave them, from one read of the decision's trials."""
@@ -317,7 +333,7 @@ def _trial_facts(
                     "actor": r.actor,
                 }
                 for r in recon
-                if r.at <= decided_at
+                if r.audit_seq <= upto
             ],
             "reviews": [
                 {
@@ -328,7 +344,7 @@ def _trial_facts(
                     "actor": r.actor,
                 }
                 for r in reviews
-                if r.at <= decided_at
+                if r.audit_seq <= upto
             ],
         }
     order = {"hard_constraint": 0, "outcome": 1, "trajectory_diagnosis": 2, "runtime": 3}
@@ -478,13 +494,11 @@ def _sync_view(run: SyncRun | None) -> dict[str, Any] | None:
     }
 
 
-def _provenance(
-    session: Session, inputs: Mapping[str, Any], decided_at: datetime
-) -> dict[str, Any]:
+def _provenance(session: Session, inputs: Mapping[str, Any], upto: int) -> dict[str, Any]:
     """The registry's git provenance: every sync up to the decision, and where each input
     definition the decision names was registered from."""
     runs = session.exec(
-        select(SyncRun).where(SyncRun.at <= decided_at).order_by(col(SyncRun.id))
+        select(SyncRun).where(SyncRun.audit_seq <= upto).order_by(col(SyncRun.id))
     ).all()
     definitions: list[dict[str, Any]] = []
 
@@ -714,6 +728,7 @@ def assemble(
         "policy": named_in(dict(inputs)),
         "audit_head": dict(audit_head) if audit_head else None,
         "decision_event": dict(decision_event) if decision_event else None,
+        "coverage": resolved.get("coverage"),
         "summary": {
             "tasks": len(tasks),
             "block": outcomes.get("block", 0),

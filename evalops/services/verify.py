@@ -18,20 +18,22 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, select
+from sqlalchemy import String, Table, select, type_coerce
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, col
 
 from evalops.domain.audit_chain import ChainEvent, first_chain_problem
 from evalops.domain.canonical import canonical_text, sha256_digest
+from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import VerificationError
 from evalops.registry.definitions import spec_digest
 from evalops.services.anchors import Anchor, anchor_problem
 from evalops.services.gate import verify_decisions
-from evalops.store.audit import as_chain_event
-from evalops.store.engine import read_session
+from evalops.store.audit import as_chain_event, carried_forward, rows_fully_covered_from
+from evalops.store.engine import snapshot_session
 from evalops.store.rowdigest import RowsDigest, cell, digest_plan, line_of
 from evalops.store.tables import (
     AuditEvent,
@@ -51,6 +53,8 @@ _DEFINITION_TABLES: tuple[tuple[type[Any], str, str], ...] = (
     (PolicyRow, "", "policy_digest"),
 )
 STREAM = 2000
+# How SQLite stores a timestamp (naive UTC, always with microseconds).
+SQLITE_TIMESTAMP = "%Y-%m-%d %H:%M:%S.%f"
 RowIds = dict[tuple[int, str], list[int]]
 
 
@@ -64,6 +68,11 @@ class VerifyReport:
     legacy_decisions: int = 0
     anchors: list[dict[str, Any]] = field(default_factory=list)
     head: dict[str, Any] | None = None
+    carried_forward: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def covered_from(self) -> int:
+        return rows_fully_covered_from(self.carried_forward)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -75,6 +84,8 @@ class VerifyReport:
             "decisions": self.decisions,
             "anchors": self.anchors,
             "audit_head": self.head,
+            "rows_fully_covered_from": self.covered_from,
+            "carried_forward": self.carried_forward,
         }
 
 
@@ -86,20 +97,42 @@ def _stream(session: Session, stmt: Any) -> Iterator[Any]:
         result.close()
 
 
-def _check_chain(session: Session) -> tuple[int, dict[str, Any] | None]:
-    """The chain links and every payload re-hashes; returns (events, head)."""
+def _at_problem(seq: int, at: datetime, stored: Any, previous: datetime | None) -> str | None:
+    """An `at` not in the one stored spelling (SQLite keeps text; readers that compare it
+    would see another time) or earlier than its predecessor's (audit time is monotonic)."""
+    if isinstance(stored, str) and stored != at.strftime(SQLITE_TIMESTAMP):
+        return f"audit seq {seq}: at {stored!r} is not in its stored spelling"
+    if previous is not None and at < previous:
+        return (
+            f"audit seq {seq}: at {format_timestamp(at)} is earlier than the previous "
+            f"event's {format_timestamp(previous)} (audit time runs backwards)"
+        )
+    return None
+
+
+def check_chain(session: Session) -> tuple[int, dict[str, Any] | None]:
+    """The chain links, every payload re-hashes and audit time never runs backwards;
+    returns (events, head)."""
     count = 0
     head: dict[str, Any] | None = None
     payload_problem: str | None = None
+    at_problem: str | None = None
+    previous: datetime | None = None
+    # The stored `at` as the driver returns it: SQLite's text, PostgreSQL's timestamp.
+    stored_at = type_coerce(AuditEvent.at, String).label("stored_at")
 
     def events() -> Generator[ChainEvent, None, None]:
-        nonlocal count, payload_problem, head
-        for (row,) in _stream(session, select(AuditEvent).order_by(col(AuditEvent.seq))):
+        nonlocal count, payload_problem, at_problem, head, previous
+        query = select(AuditEvent, stored_at).order_by(col(AuditEvent.seq))
+        for row, stored in _stream(session, query):
             count += 1
             if payload_problem is None and (
                 sha256_digest(row.payload.encode("utf-8")) != row.payload_digest
             ):
                 payload_problem = f"audit seq {row.seq}: payload does not match payload_digest"
+            if at_problem is None:
+                at_problem = _at_problem(row.seq, row.at, stored, previous)
+            previous = row.at
             head = {"seq": row.seq, "hash": row.hash}
             yield as_chain_event(row)
 
@@ -108,10 +141,9 @@ def _check_chain(session: Session) -> tuple[int, dict[str, Any] | None]:
         problem = first_chain_problem(stream)
     finally:
         stream.close()
-    if problem is not None:
-        raise VerificationError(problem)
-    if payload_problem is not None:
-        raise VerificationError(payload_problem)
+    for found in (problem, payload_problem, at_problem):
+        if found is not None:
+            raise VerificationError(found)
     return count, head
 
 
@@ -246,7 +278,7 @@ def _row_name(kind: str, row: Any) -> str:
     return f"{kind} {ident}" + (f"@{version}" if version is not None else "") + f" (row {row.id})"
 
 
-def _check_definitions(session: Session) -> int:
+def check_definitions(session: Session) -> int:
     """Every stored definition is canonical JSON whose digests match its columns."""
     count = 0
     for table, table_kind, digest_column in _DEFINITION_TABLES:
@@ -299,9 +331,11 @@ def verify_database(
         if on_stage is not None:
             on_stage(name)
 
-    with read_session(engine) as session:
+    # One snapshot for every check: a writer committing meanwhile must not make the rows
+    # read by one check disagree with the events read by another.
+    with snapshot_session(engine) as session:
         stage("audit chain")
-        events, head = _check_chain(session)
+        events, head = check_chain(session)
         checked_anchors = []
         for anchor in anchors or []:
             problem = anchor_problem(session, anchor)
@@ -311,22 +345,30 @@ def verify_database(
         # Self-consistency of each row first (it names the row), then every row against
         # the event that recorded it, then the decisions.
         stage("definitions")
-        definitions = _check_definitions(session)
+        definitions = check_definitions(session)
         stage("trials")
         trials = _check_trials(session)
         stage("rows")
         rows = _check_rows(session)
         stage("gate decisions")
         decisions = verify_decisions(session)
+        carried = carried_forward(session)
     return VerifyReport(
-        events, rows, definitions, trials, decisions, anchors=checked_anchors, head=head
+        events,
+        rows,
+        definitions,
+        trials,
+        decisions,
+        anchors=checked_anchors,
+        head=head,
+        carried_forward=carried,
     )
 
 
 def chain_problem(session: Session) -> str | None:
     """The first broken link or payload of the whole chain, or None."""
     try:
-        _check_chain(session)
+        check_chain(session)
     except VerificationError as exc:
         return exc.message
     return None

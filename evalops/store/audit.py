@@ -42,10 +42,16 @@ def append_event(
     they are flushed and their digests go into the payload, so `verify` can tell an edited,
     deleted or inserted row from the ones the event recorded. Bulk writers pass the
     digest they accumulated as `rows_digest` instead.
+
+    The event's `at` is `at`, or the head's when `at` is earlier: the chain's time never
+    runs backwards, so "the registry as it stood at T" is a prefix of the chain.
     """
     head = chain_head(session)
     seq = head.seq + 1 if head else 1
     prev = head.hash if head else GENESIS_HASH
+    # Audit time is monotonic: a writer whose clock is behind records its predecessor's.
+    if head is not None and at < head.at:
+        at = head.at
     objs = list(rows)
     if objs:
         session.flush()
@@ -95,3 +101,20 @@ def as_chain_event(row: AuditEvent) -> ChainEvent:
         prev_hash=row.prev_hash,
         hash=row.hash,
     )
+
+
+def carried_forward(session: Session) -> list[dict[str, Any]]:
+    """The migrations that carried rows of an older schema forward, oldest first: each
+    vouches for the rows of every event before its own `seq`, checked at the upgrade only
+    as far as that schema recorded them. Rows of events from the last one's `seq` on are
+    fully covered by the digests their own events recorded."""
+    events = select(AuditEvent.seq, AuditEvent.subject).where(AuditEvent.kind == "migration.rows")
+    return [
+        {"seq": seq, "migration": subject.partition(":")[2]}
+        for seq, subject in session.exec(events.order_by(col(AuditEvent.seq)))
+    ]
+
+
+def rows_fully_covered_from(carried: list[dict[str, Any]]) -> int:
+    """The first audit seq whose rows, and every later one's, are fully covered."""
+    return max((c["seq"] for c in carried), default=1)

@@ -138,3 +138,19 @@ def write_session(engine: Engine) -> Iterator[Session]:
 def read_session(engine: Engine) -> Iterator[Session]:
     with Session(engine, expire_on_commit=False) as session:
         yield session
+
+
+@contextmanager
+def snapshot_session(engine: Engine) -> Iterator[Session]:
+    """One read-only transaction that sees one consistent snapshot throughout, so that
+    rows a concurrent writer commits halfway through are never seen in part.
+
+    PostgreSQL: REPEATABLE READ (READ COMMITTED, the default, takes a new snapshot per
+    statement). SQLite: the session's one deferred transaction already reads one snapshot
+    of the WAL from its first read on.
+    """
+    with Session(engine, expire_on_commit=False) as session:
+        if engine.dialect.name == "postgresql":
+            session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+            session.execute(text("SET TRANSACTION READ ONLY"))
+        yield session

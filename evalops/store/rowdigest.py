@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy import Boolean, Table
 
 from evalops.domain.canonical import MAX_SAFE_INTEGER, canonical_json, encode_trusted
-from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+from evalops.domain.vocabulary import format_timestamp
 from evalops.store.types import UTCDateTime
 
 # Bump only with a migration that re-records what older events committed to.
@@ -64,13 +64,22 @@ def _timestamp(value: Any) -> str:
     if isinstance(value, datetime):
         return format_timestamp(value)
     text = str(value)
-    # SQLite's stored spelling (naive UTC with microseconds) -> the canonical one.
+    # SQLite's one stored spelling (naive UTC with microseconds) -> the canonical one. Any
+    # other spelling, even of the same moment ('T' for the space, no fraction), hashes as
+    # itself: readers that compare the stored text would see a different time.
     if len(text) == 26 and text[10] == " " and text[19] == ".":
         return f"{text[:10]}T{text[11:]}Z"
-    try:
-        return format_timestamp(parse_timestamp(text.replace(" ", "T") + "Z"))
-    except ValueError:
-        return text  # not a timestamp at all: it hashes as itself, and will not match
+    return f"not a stored timestamp: {text}"
+
+
+def _boolean(value: Any) -> Any:
+    # SQLite keeps booleans as the integers 0 and 1; 2, 'false' or 0.5 read back as True
+    # through the driver, so anything else hashes as itself and no longer matches.
+    if value is True or value is False:
+        return value
+    if type(value) is int and value in (0, 1):
+        return value == 1
+    return f"not a stored boolean: {value!r}"
 
 
 def cell(kind: str, value: Any) -> Any:
@@ -80,7 +89,7 @@ def cell(kind: str, value: Any) -> Any:
     if kind == TIMESTAMP:
         return _timestamp(value)
     if kind == BOOLEAN:
-        return bool(value)
+        return _boolean(value)
     return value
 
 

@@ -160,7 +160,10 @@ def _carry_data_forward(conn: sa.Connection) -> None:
     last = head.first()
     if last is None:
         return  # an empty database: nothing to carry forward
-    now = datetime.now(UTC)
+    events = metadata.tables["audit_event"]
+    last_at = conn.execute(sa.select(events.c.at).where(events.c.seq == last[0])).scalar_one()
+    # Audit time never runs backwards, whatever this machine's clock says.
+    now = max(datetime.now(UTC), last_at)
     state = {"seq": int(last[0]), "hash": str(last[1])}
 
     def append(kind: str, subject: str, payload: dict[str, Any]) -> int:

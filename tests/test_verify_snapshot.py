@@ -1,0 +1,92 @@
+"""`verify` reads one consistent snapshot (docs/verify.md): an ingest committed while it
+runs can never make an untouched registry look tampered, on SQLite and PostgreSQL.
+
+The writer is a real `evalops trials ingest` in another process. It is let in at the worst
+moment: after verify has read the `ingest_batch` rows and before it reads the `trial` rows
+(tables are read in name order), so a verify that read each table in a fresh snapshot
+would find the new batch's trials without their batch.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalops.services import verify
+from evalops.store.engine import make_engine
+from tests.conftest import Cli
+from tests.trial_factory import mini_case, record, write_jsonl
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database(request: pytest.FixtureRequest, synced: Path, cli: Cli) -> Iterator[str]:
+    """The synced mini registry with one ingested batch, on each engine; its URL."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{synced / '.evalops' / 'registry.db'}"
+    else:
+        url = request.getfixturevalue("pg_url")
+        assert cli("--db", url, "init", cwd=synced).code == 0
+        assert cli("--db", url, "sync", cwd=synced).code == 0
+    _ingest_in_process(cli, synced, url, "first", 0)
+    yield url
+
+
+def _records(synced: Path, name: str, start: int) -> Path:
+    case = mini_case(synced)
+    return write_jsonl(
+        synced / f"{name}.jsonl",
+        [record(case, trial_id=f"{name}-{i}", trial_index=start + i) for i in range(3)],
+    )
+
+
+def _ingest_in_process(cli: Cli, synced: Path, url: str, name: str, start: int) -> None:
+    ingested = cli("--db", url, "trials", "ingest", str(_records(synced, name, start)), cwd=synced)
+    assert ingested.code == 0, ingested.stdout + ingested.stderr
+
+
+def _ingest_in_another_process(synced: Path, url: str) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
+    env.update(EVALOPS_DATABASE_URL=url, EVALOPS_ACTOR="writer@example.com")
+    done = subprocess.run(
+        [sys.executable, "-m", "evalops", "trials", "ingest", str(_records(synced, "late", 10))],
+        env=env,
+        cwd=synced,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_an_ingest_committed_during_verify_is_not_tampering(
+    database: str, synced: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_rows = verify._raw_rows
+    writes: list[str] = []
+
+    def rows_with_a_writer(session: Any, sql: str) -> Iterator[tuple[Any, ...]]:
+        if 'FROM "trial" ' in sql and "ORDER BY audit_seq" in sql and not writes:
+            writes.append(sql)  # the ingest_batch rows are read; the trial rows are not
+            _ingest_in_another_process(synced, database)
+        yield from real_rows(session, sql)
+
+    monkeypatch.setattr(verify, "_raw_rows", rows_with_a_writer)
+    engine = make_engine(database)
+    try:
+        report = verify.verify_database(engine)
+    finally:
+        engine.dispose()
+    assert writes, "the writer never ran"
+    assert report.trials == 3  # the snapshot: the late batch is not part of it
+    # The late batch is there all the same, and a new verify checks it too.
+    monkeypatch.setattr(verify, "_raw_rows", real_rows)
+    result = cli("--db", database, "verify", "--json", cwd=synced)
+    assert result.code == 0, result.stdout + result.stderr
+    assert result.json()["trials"] == 6
