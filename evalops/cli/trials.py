@@ -1,13 +1,22 @@
 """`evalops trials ingest|list|show|reconcile` and `evalops trajectory grade`."""
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, add_row, console, emit, new_table, now, say, settings
+from evalops.cli.context import (
+    JsonFlag,
+    add_row,
+    console,
+    emit,
+    json_text,
+    new_table,
+    now,
+    say,
+    settings,
+)
 from evalops.cli.listing import AllOption, LimitOption, Page, emit_page, row_limit
 from evalops.cli.progress import ProgressOption, progress, progress_mode
 from evalops.domain.humanize import plural, text
@@ -417,7 +426,7 @@ def _print_import(data: dict[str, Any]) -> None:
         typer.echo(line)
     for e in data["rejected"]:
         where = ": ".join(str(p) for p in (e["file"], e["field"]) if p)
-        sys.stderr.write(f"rejected: {where}: {e['error']}\n")
+        say(f"rejected: {where}: {e['error']}", err=True)
 
 
 @import_app.command("inspect")
@@ -518,7 +527,7 @@ def template(
     state = settings(ctx, json_flag)
     builder = TrialBuilder.from_database(state.db_url, task=task, execution=execution)
     record = builder.template(now())
-    emit(ctx, record, lambda: typer.echo(json.dumps(record, indent=2, ensure_ascii=False)))
+    emit(ctx, record, lambda: typer.echo(json_text(record)))
 
 
 def register(app: typer.Typer) -> None:
