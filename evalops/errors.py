@@ -113,10 +113,18 @@ class RejectedRecords(InputErrors):
     total: int = 0
     cap: int = 0
     skipped_identical: int = 0
+    unchecked: int = 0
+    """Lines after the report filled up and the refusal was certain: counted, not checked."""
 
     @classmethod
     def of_records(
-        cls, errors: list[InputError], *, total: int, cap: int, skipped_identical: int
+        cls,
+        errors: list[InputError],
+        *,
+        total: int,
+        cap: int,
+        skipped_identical: int,
+        unchecked: int = 0,
     ) -> RejectedRecords:
         first = errors[0] if errors else InputError("input rejected")
         return cls(
@@ -128,16 +136,20 @@ class RejectedRecords(InputErrors):
             total=total,
             cap=cap,
             skipped_identical=skipped_identical,
+            unchecked=unchecked,
         )
 
     def json_extra(self) -> dict[str, object]:
-        return {
+        extra: dict[str, object] = {
             "ingested": 0,
             "skipped_identical": self.skipped_identical,
             "rejected": [rejected_entry(e) for e in self.errors],
             "rejected_total": self.total,
             "rejected_cap": self.cap,
         }
+        if self.unchecked:
+            extra["unchecked_lines"] = self.unchecked  # only when lines were left unchecked
+        return extra
 
     def human_lines(self) -> list[str]:
         lines = [f"rejected: {e.one_line()}" for e in self.errors]
@@ -145,6 +157,10 @@ class RejectedRecords(InputErrors):
             lines.append(
                 f"rejected: {self.total - len(self.errors)} more bad records not listed "
                 f"(the report stops at {self.cap})"
+            )
+        if self.unchecked:
+            lines.append(
+                f"rejected: {self.unchecked} more lines counted, not checked (refused already)"
             )
         records = "bad record" if self.total == 1 else "bad records"
         return [

@@ -53,7 +53,18 @@ class Settings:
             engine.dispose()
 
     def who(self) -> str:
-        return self.actor or resolve_actor()
+        """The acting user: an identifier, so at most 256 characters on every engine."""
+        from evalops.domain.vocabulary import MAX_IDENTIFIER_CHARS
+        from evalops.errors import InputError
+
+        actor = self.actor or resolve_actor()
+        if len(actor) > MAX_IDENTIFIER_CHARS:
+            raise InputError(
+                f"actor is {len(actor):,} characters; an identifier is at most "
+                f"{MAX_IDENTIFIER_CHARS}",
+                field="--actor",
+            )
+        return actor
 
 
 JsonFlag = Annotated[

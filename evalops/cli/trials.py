@@ -285,6 +285,7 @@ def grade(
     from evalops.domain.trajectory import ObservedCall
     from evalops.domain.trajectory import grade as run_grade
     from evalops.domain.trial_record import ToolCall
+    from evalops.domain.vocabulary import MAX_TOOL_CALLS
     from evalops.registry.definitions import pydantic_error
     from evalops.registry.load import Document
 
@@ -312,6 +313,13 @@ def grade(
     raw_calls = _read_json(calls, "calls")
     if not isinstance(raw_calls, list):
         raise InputError("calls must be a JSON list", str(calls), 1)
+    if len(raw_calls) > MAX_TOOL_CALLS:
+        raise InputError(
+            f"{len(raw_calls)} calls; a trajectory holds at most {MAX_TOOL_CALLS:,}",
+            str(calls),
+            1,
+            "calls",
+        )
     observed = []
     for i, item in enumerate(raw_calls):
         try:

@@ -28,7 +28,8 @@ HASH = r"sha256:[0-9a-f]{64}"
 TOKEN = re.compile(rf"evalops-audit-head:(\d+):({HASH})")
 LINE = re.compile(rf"^\s*(\d+):({HASH})\s*$")
 ANCHOR_KEYS = ("audit_head", "decision_event")
-MAX_ANCHOR_FILE = 64 * 1024 * 1024
+#: Anchor files (reports, attestations, lists) are at most 1 MiB.
+MAX_ANCHOR_FILE = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -83,11 +84,15 @@ def anchors_in_file(path: Path) -> list[Anchor]:
     """Every anchor a report, attestation or anchor list holds (at least one, else exit 2)."""
     name = str(path)
     try:
-        if path.stat().st_size > MAX_ANCHOR_FILE:
-            raise InputError("anchor file is larger than 64 MiB", name)
-        text = path.read_text(encoding="utf-8", errors="replace")
+        # Read at most one byte past the limit: a device or a pipe (/dev/zero) has no size
+        # to check first, and must not be read until memory runs out.
+        with path.open("rb") as stream:
+            data = stream.read(MAX_ANCHOR_FILE + 1)
     except OSError as exc:
         raise InputError(f"cannot read anchor file: {exc.strerror}", name) from None
+    if len(data) > MAX_ANCHOR_FILE:
+        raise InputError("anchor file is larger than 1 MiB", name, field="--anchors")
+    text = data.decode("utf-8", errors="replace")
     found: list[Anchor] = []
     with contextlib.suppress(ValueError):  # not JSON: look for tokens and lines
         _json_anchors(json.loads(text), name, found)
