@@ -50,12 +50,15 @@ def test_1100_interchangeable_expected_calls_are_matched_without_recursion() -> 
 
 
 def test_a_long_chain_of_distinct_calls_is_matched_iteratively() -> None:
-    """Expected call i accepts observed calls i and i+1 (subset of its own argument), and
-    the observed list is rotated so that the greedy first choice is always wrong: only
-    augmenting paths as long as the list find the perfect matching."""
+    """Expected call i < n-1 fits observed calls i and i+1; the last expected call fits
+    only observed call 0. Taking each first fit leaves the last call nothing: the one
+    perfect matching (i -> i+1, last -> 0) is found only through an augmenting path through
+    every call, which a recursive search cannot follow n = 2,000 deep."""
     n = 2000
-    calls = [{"tool": "t", "args": {f"k{i}": 1}, "argsMatch": "subset"} for i in range(n)]
-    observed = [ObservedCall("t", {f"k{i}": 1, f"k{(i + 1) % n}": 1}) for i in range(n)]
+    calls = [{"tool": "t", "args": {f"k{i}": 1}, "argsMatch": "subset"} for i in range(n - 1)]
+    calls.append({"tool": "t", "args": {"last": 1}, "argsMatch": "subset"})
+    observed = [ObservedCall("t", {"k0": 1, "last": 1})]
+    observed += [ObservedCall("t", {f"k{j - 1}": 1, f"k{j}": 1}) for j in range(1, n)]
     exp = TrajectoryExpectation.model_validate({"match": "any-order", "calls": calls})
     result = grade(exp, observed)
     assert (result.matched, result.matched_count) == (True, n)
