@@ -115,6 +115,8 @@ class RejectedRecords(InputErrors):
     skipped_identical: int = 0
     remedy: str = "fix them, or allow some with --max-bad-records N"
     """What the user can do (an import has no --max-bad-records)."""
+    unchecked: int = 0
+    """Lines after the report filled up and the refusal was certain: counted, not checked."""
 
     @classmethod
     def of_records(
@@ -125,6 +127,7 @@ class RejectedRecords(InputErrors):
         cap: int,
         skipped_identical: int,
         remedy: str | None = None,
+        unchecked: int = 0,
     ) -> RejectedRecords:
         first = errors[0] if errors else InputError("input rejected")
         return cls(
@@ -137,16 +140,20 @@ class RejectedRecords(InputErrors):
             cap=cap,
             skipped_identical=skipped_identical,
             **({"remedy": remedy} if remedy else {}),
+            unchecked=unchecked,
         )
 
     def json_extra(self) -> dict[str, object]:
-        return {
+        extra: dict[str, object] = {
             "ingested": 0,
             "skipped_identical": self.skipped_identical,
             "rejected": [rejected_entry(e) for e in self.errors],
             "rejected_total": self.total,
             "rejected_cap": self.cap,
         }
+        if self.unchecked:
+            extra["unchecked_lines"] = self.unchecked  # only when lines were left unchecked
+        return extra
 
     def human_lines(self) -> list[str]:
         lines = [f"rejected: {e.one_line()}" for e in self.errors]
@@ -154,6 +161,10 @@ class RejectedRecords(InputErrors):
             lines.append(
                 f"rejected: {self.total - len(self.errors)} more bad records not listed "
                 f"(the report stops at {self.cap})"
+            )
+        if self.unchecked:
+            lines.append(
+                f"rejected: {self.unchecked} more lines counted, not checked (refused already)"
             )
         records = "bad record" if self.total == 1 else "bad records"
         return [

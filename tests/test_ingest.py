@@ -127,9 +127,13 @@ def on_line_3(bad: str | bytes) -> bytes:
 
 
 def line_of_length(length: int, n: int = 3) -> str:
-    """Valid record t-<n>, padded (in trace_uri) to exactly `length` bytes."""
-    pad = length - len(text(good(n, trace_uri="")))
-    line = text(good(n, trace_uri="x" * pad))
+    """Valid record t-<n>, padded (in a tool call's arguments: free-form JSON, unlike a
+    string field, which holds at most 4,096 characters) to exactly `length` bytes."""
+
+    def padded(pad: str) -> dict[str, Any]:
+        return good(n, tool_calls=[{"tool": "pad", "args": {"pad": pad}}])
+
+    line = text(padded("x" * (length - len(text(padded(""))))))
     assert len(line.encode("utf-8")) == length
     return line
 

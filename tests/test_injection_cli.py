@@ -21,6 +21,7 @@ import pytest
 
 from evalops.cli.context import shown
 from tests.conftest import Cli
+from tests.helpers import commit_all
 from tests.test_report_xss import (
     PAYLOADS,
     assert_no_active_content,
@@ -130,3 +131,64 @@ def test_hostile_text_never_reaches_the_terminal_xml_or_markdown_raw(
     assert not rendered.findall(".//a") and not rendered.findall(".//h1")
     text = "".join(rendered.itertext())
     assert "<script>alert(1)</script>" in text  # shown, as text
+
+
+def test_invisible_characters_are_shown_escaped_on_the_terminal_and_in_reports(
+    demo: Path, cli: Cli, wide: None
+) -> None:
+    """A build name, an incident title and a waiver reason holding U+200B, U+2028, U+2029,
+    U+061C and U+202E: every terminal line and every report shows each one as `\\u....`,
+    so `build-125` + U+200B never reads as the real `build-125`; a trial id holding one
+    is refused, the refusal showing it escaped."""
+    import json
+
+    from tests.test_report_xss import INVISIBLE, raw_invisible
+    from tests.trial_factory import record
+
+    build = "build-125\u200b"
+    title = f"refund{INVISIBLE}title"
+    # A look-alike of build-125's execution profile, committed and synced.
+    profile = (demo / "registry/executions/fix-b125.yaml").read_text(encoding="utf-8")
+    lookalike = profile.replace("id: fix-b125", "id: lookalike-b125").replace(
+        "system_build: build-125", 'system_build: "build-125\\u200b"'
+    )
+    assert lookalike.count("lookalike") == 1 and "\\u200b" in lookalike
+    (demo / "registry/executions/lookalike-b125.yaml").write_text(lookalike, encoding="utf-8")
+    commit_all(demo, "a look-alike build")
+    assert cli("sync", cwd=demo).code == 0
+    outputs = [
+        cli("--actor", f"mallory{INVISIBLE}", "incident", "open", "--title", title, "--severity",
+            "low", "--observed-at", "2026-11-02T09:14:00Z", "--trace-uri", "trace://x", cwd=demo),
+        cli("waiver", "grant", "--task", POLICY_TASK, "--suite", SUITE, "--states", "task_fail",
+            "--build", build, "--owner", "o@example.com", "--reason", f"because{INVISIBLE}",
+            "--expires", "7d", cwd=demo),
+    ]  # fmt: skip
+    assert [r.code for r in outputs] == [0, 0], [r.stderr for r in outputs]
+    gate = cli("gate", "check", "--build", build, "--suite", SUITE, "--junit", "gate.xml",
+               "--report", "gate.md", cwd=demo)  # fmt: skip
+    assert gate.code in (0, 3, 4), gate.stderr
+    gate_id = json.loads(cli("--json", "gate", "list", cwd=demo).stdout)[0]["gate_id"]
+    for args in (("incident", "list"), ("incident", "show", "INC-2"), ("waiver", "list", "--all"),
+                 ("gate", "list"), ("--json", "gate", "list"), ("gate", "explain", gate_id),
+                 ("report", "audit", "--gate", gate_id, "--format", "html"),
+                 ("report", "audit", "--gate", gate_id, "--format", "md")):  # fmt: skip
+        outputs.append(cli(*args, cwd=demo))
+    bad = record({"task_digest": "sha256:" + "0" * 64}, trial_id=f"t-1{INVISIBLE}")
+    (demo / "bad.jsonl").write_text(json.dumps(bad, ensure_ascii=False) + "\n", encoding="utf-8")
+    refused = cli("trials", "ingest", "bad.jsonl", cwd=demo)
+    assert refused.code == 2
+    outputs.append(refused)
+
+    for result in (gate, *outputs):
+        both = result.stdout + result.stderr
+        assert not raw_invisible(both), (sorted(hex(ord(c)) for c in raw_invisible(both)), both)
+    assert "build-125\\u200b" in gate.stdout + gate.stderr
+    shown_title = "refund\\u200b\\u2028\\u2029\\u061c\\u202etitle"
+    assert shown_title in outputs[3].stdout  # incident show
+    assert "t-1\\u200b" in refused.stderr
+    junit = (demo / "gate.xml").read_text(encoding="utf-8")
+    assert not raw_invisible(junit)
+    assert 'name="evalops.build" value="build-125\\u200b"' in junit
+    md_report = (demo / "gate.md").read_text(encoding="utf-8")
+    assert not raw_invisible(md_report)
+    assert "build-125\\u200b" in "".join(parse_fragment(markdown_html(md_report)).itertext())

@@ -329,3 +329,48 @@ def test_payloads_entered_through_the_cli_reach_the_reports_escaped(
     assert owner in md_text and "# {{ 7*7 }}␊| pipe | <svg onload=alert(1)>" in md_text
     junit = cli("export", "junit", "--gate", gate_id, cwd=demo).stdout
     ET.fromstring(junit.encode("utf-8"))
+
+
+# Invisible and line-breaking characters: one of each kind the contract names (a zero-width
+# space, the line and paragraph separators, the Arabic letter mark, a right-to-left override).
+INVISIBLE = "\u200b\u2028\u2029\u061c\u202e"
+
+
+def raw_invisible(text: str) -> set[str]:
+    """Characters of `text` that no reader sees as themselves (a newline is layout)."""
+    import unicodedata
+
+    return {
+        c for c in text if unicodedata.category(c) in ("Cf", "Zl", "Zp", "Cs", "Cc") and c != "\n"
+    }
+
+
+def test_invisible_characters_never_reach_a_report_raw(documents: list[dict[str, Any]]) -> None:
+    """Build names, task titles, reasons, trial ids: every string of every report document
+    holds each invisible character; every format shows it escaped (`\\u200b`), so
+    `build-125` followed by U+200B never reads as `build-125`."""
+    import itertools
+
+    from evalops.export.junit import junit_xml
+    from evalops.report.audit import html, markdown
+    from evalops.report.suite_card import render_suite_card
+
+    escaped = "build-125\\u200b\\u2028\\u2029\\u061c\\u202e"
+    for doc in documents:
+        bad = strings_replaced(doc, lambda i: f"build-125{INVISIBLE}", itertools.count())
+        if "gate_id" in doc:
+            bad["digests"]["execution_digest"] = doc["digests"]["execution_digest"]
+            assert bad["build"] == f"build-125{INVISIBLE}"
+            assert bad["trials"] and bad["trials"][0]["trial_id"] == f"build-125{INVISIBLE}"
+            outputs = {"html": html(bad), "md": markdown(bad), "junit": junit_xml(bad)}
+        else:
+            outputs = {f: render_suite_card(bad, f) for f in ("html", "md")}
+        for name, text in outputs.items():
+            assert not raw_invisible(text), (name, sorted(map(hex, map(ord, raw_invisible(text)))))
+        shown_html = "".join(parse_html(outputs["html"]).find(".//body").itertext())
+        assert escaped in shown_html
+        assert escaped in "".join(parse_fragment(markdown_html(outputs["md"])).itertext())
+        if "junit" in outputs:
+            root = ET.fromstring(outputs["junit"].encode("utf-8"))
+            build = next(p for p in root.iter("property") if p.get("name") == "evalops.build")
+            assert build.get("value") == escaped

@@ -537,7 +537,12 @@ def test_maximum_matching_finds_augmenting_paths() -> None:
 # --------------------------------------------------------------- brute force on small inputs
 
 TOOLS = ("a", "b")
-ARG_VALUES = st.sampled_from([1, 1.0, True, "1", None, [1], {"y": 1}])
+# Values that are JSON-deep-equal without being alike (1 and 1.0, 2^60 as int and float,
+# [1] and [1.0]) and alike-looking values that are not (true and 1): the matching groups
+# interchangeable calls, and must never group two that compare differently.
+ARG_VALUES = st.sampled_from(
+    [1, 1.0, True, "1", None, [1], [1.0], {"y": 1}, {"y": 1.0}, {}, 2**60, float(2**60), -0.0]
+)
 ARGS = st.dictionaries(st.sampled_from(["x", "y"]), ARG_VALUES, max_size=2)
 EXPECTED_CALL = st.builds(
     lambda tool, args, how: {"tool": tool, "args": args, "argsMatch": how},

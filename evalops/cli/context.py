@@ -5,7 +5,6 @@ from __future__ import annotations
 import getpass
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -54,7 +53,18 @@ class Settings:
             engine.dispose()
 
     def who(self) -> str:
-        return self.actor or resolve_actor()
+        """The acting user: an identifier, so at most 256 characters on every engine."""
+        from evalops.domain.vocabulary import MAX_IDENTIFIER_CHARS
+        from evalops.errors import InputError
+
+        actor = self.actor or resolve_actor()
+        if len(actor) > MAX_IDENTIFIER_CHARS:
+            raise InputError(
+                f"actor is {len(actor):,} characters; an identifier is at most "
+                f"{MAX_IDENTIFIER_CHARS}",
+                field="--actor",
+            )
+        return actor
 
 
 JsonFlag = Annotated[
@@ -113,20 +123,23 @@ def now() -> datetime:
     return datetime.now(UTC)
 
 
-# C0 and C1 controls, DEL, and the Unicode format characters that reorder or hide text.
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ufeff]")
+_TERMINAL_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _terminal_escape(char: str) -> str:
+    from evalops.domain.visible import unicode_escape
+
+    return _TERMINAL_ESCAPES.get(char) or unicode_escape(char)
 
 
 def shown(text: object) -> str:
-    """Free text made safe for a terminal line: control characters (newlines included) and
-    bidirectional overrides become visible escapes, so stored text can neither add lines nor
-    move the cursor nor recolour the screen (DESIGN.md section 3)."""
+    """Free text made safe for a terminal line: control, invisible and line-breaking
+    characters (newlines, U+2028/9, zero-width and bidirectional controls included) become
+    visible escapes (`\\u200b`), so stored text can neither add lines nor move the cursor,
+    recolour the screen or pass for other text (docs/formats.md, "Free text")."""
+    from evalops.domain.visible import escape_invisible
 
-    def escape(match: re.Match[str]) -> str:
-        ch = match.group()
-        return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(ch, f"\\u{ord(ch):04x}")
-
-    out = _UNSAFE.sub(escape, str(text))
+    out = escape_invisible(str(text), _terminal_escape)
     return out.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
@@ -215,10 +228,22 @@ def new_table(*columns: str, title: str | None = None) -> Table:
     return table
 
 
+def json_text(data: Any) -> str:
+    """Indented JSON for a terminal: the same data once parsed, but an invisible or
+    line-breaking character (U+200B, U+2028, a bidi control, a lone surrogate) is written
+    as its `\\uXXXX` JSON escape, never raw (a raw newline is only ever the layout's)."""
+    from evalops.domain.visible import escape_invisible
+
+    text = json.dumps(data, indent=2, ensure_ascii=False)
+    return "\n".join(escape_invisible(line, _json_escape) for line in text.split("\n"))
+
+
+def _json_escape(char: str) -> str:
+    return json.dumps(char)[1:-1]  # beyond the BMP: a surrogate pair, as JSON spells it
+
+
 def print_json(data: Any) -> None:
-    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
-    # A lone surrogate from bad input becomes a \uXXXX escape: still valid JSON.
-    sys.stdout.write(text.encode("utf-8", "backslashreplace").decode("utf-8"))
+    sys.stdout.write(json_text(data) + "\n")
 
 
 def emit(ctx: typer.Context, data: Any, human: Callable[[], None]) -> None:

@@ -1,16 +1,15 @@
 """Human rendering of `evalops trials import` results (the --json shape is the data)."""
 
-import re
 from typing import Any
 
+from evalops.cli.context import shown
 from evalops.domain.humanize import number
-
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def visible(text: object) -> str:
-    """Names from a source log, with control characters shown, never acted on by a terminal."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", str(text))
+    """Names from a source log, with control and invisible characters shown, never acted
+    on by a terminal (the one terminal rule: `shown`)."""
+    return shown(text)
 
 
 def _number(value: Any) -> str:

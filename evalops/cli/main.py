@@ -26,7 +26,7 @@ from evalops.cli import (
 )
 from evalops.cli.context import Settings, flush_stdout, print_json, settings, shown
 from evalops.cli.discover import project_root
-from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError, RejectedRecords
+from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError, InputError, RejectedRecords
 from evalops.store.defaults import DEFAULT_DB_PATH, DEFAULT_URL
 
 
@@ -208,7 +208,12 @@ def main(argv: list[str] | None = None) -> int:
     command = typer.main.get_command(app)
     # Ordinary option values parse without pydantic: `--help` and simple commands start fast.
     fastparams.install_tree(command, HELP_NAMES)
-    as_json = "--json" in (argv if argv is not None else sys.argv[1:])
+    args = argv if argv is not None else sys.argv[1:]
+    as_json = "--json" in args
+    oversized = oversized_argument(args)
+    if oversized is not None:
+        _report(oversized, as_json)
+        return oversized.exit_code
     try:
         result = command.main(args=argv, prog_name="evalops", standalone_mode=False)
     except SystemExit as done:
@@ -239,6 +244,32 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_INTERNAL
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+#: Options whose value is an identifier (a build name, an actor): stored in indexed columns.
+IDENTIFIER_OPTIONS = frozenset({"--build", "--baseline", "--actor"})
+
+
+def oversized_argument(args: list[str]) -> InputError | None:
+    """The first argument beyond its limit (an identifier option's value at most 256
+    characters, any other argument at most 4,096), before anything is parsed or stored:
+    the same refusal on every engine."""
+    from evalops.domain.vocabulary import MAX_FREE_TEXT_CHARS, MAX_IDENTIFIER_CHARS
+
+    previous = ""
+    for arg in args:
+        name, value = previous, arg
+        if arg.startswith("--") and "=" in arg:
+            name, _, value = arg.partition("=")
+        limit = MAX_IDENTIFIER_CHARS if name in IDENTIFIER_OPTIONS else MAX_FREE_TEXT_CHARS
+        if len(value) > limit:
+            what = "an identifier" if limit == MAX_IDENTIFIER_CHARS else "an argument"
+            return InputError(
+                f"{len(value):,} characters; {what} is at most {limit:,}",
+                field=name if name.startswith("-") else None,
+            )
+        previous = arg
+    return None
 
 
 def _is_usage_error(exc: BaseException) -> bool:

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 import typer
 
-from evalops.cli.context import console, settings
+from evalops.cli.context import console, settings, shown
 from evalops.errors import InputError
 
 ProgressMode = Literal["auto", "bar", "plain", "none"]
@@ -172,10 +172,10 @@ def stages(mode: ProgressMode, label: str) -> Iterator[Callable[[str], None] | N
             now = time.monotonic()
             if now - last >= interval:
                 last = now
-                sys.stderr.write(f"{label}: {name} ({now - started:.0f}s)\n")
+                sys.stderr.write(shown(f"{label}: {name} ({now - started:.0f}s)") + "\n")
                 sys.stderr.flush()
 
         yield plain
         return
     with console(stderr=True).status(label) as status:
-        yield lambda name: status.update(f"{label}: {name}")
+        yield lambda name: status.update(shown(f"{label}: {name}"))

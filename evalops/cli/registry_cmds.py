@@ -107,44 +107,38 @@ def sync(
     directory: DirArg = None,
     allow_dirty: Annotated[
         bool,
-        typer.Option(help="Register from a registry that is not a clean git checkout."),
+        typer.Option(
+            help="Register the work tree's files from a registry outside git or one whose "
+            "files are not what its commit holds; recorded as dirty."
+        ),
     ] = False,
     json_flag: JsonFlag = False,
 ) -> None:
     """Register every definition with its digests, file path and git commit.
 
-    Refuses (exit 2) a registry outside git or with uncommitted changes unless
-    --allow-dirty, and a file whose (id, revision) is registered with another digest.
-    A re-sync of unchanged files changes nothing.
+    Definitions are read from the commit itself (git objects), never from the work tree.
+    Refuses (exit 2) a registry outside git, or one with a file that is not what the
+    commit holds (changed, staged, deleted, untracked, git-ignored, marked skip-worktree or
+    assume-unchanged), naming every such file, unless --allow-dirty; and a file whose
+    (id, revision) is registered with another digest. A re-sync of unchanged files changes
+    nothing.
 
     Example: evalops sync registry
     """
-    from evalops.registry.provenance import git_provenance
-    from evalops.registry.snapshot import display_path, load_snapshot
+    from evalops.registry.snapshot import display_path
     from evalops.services.starter_check import registry_warnings
-    from evalops.services.sync import sync_registry
+    from evalops.services.sync import read_for_sync, sync_registry
 
     state = settings(ctx, json_flag)
     root = directory or state.registry
-    snapshot = load_snapshot(root)
-    provenance = git_provenance(root)
-    if not allow_dirty:
-        if not provenance.is_git:
-            raise InputError(
-                "registry is not in a git repository: commit it to git, or pass --allow-dirty",
-                display_path(root),
-            )
-        if provenance.dirty:
-            raise InputError(
-                "registry has uncommitted changes: commit them, or pass --allow-dirty",
-                display_path(root),
-            )
+    snapshot, provenance = read_for_sync(root, allow_dirty=allow_dirty)
+
     with state.connect() as engine:
         result = sync_registry(
             engine,
             snapshot,
             provenance,
-            registry_path=display_path(root),
+            registry_path=display_path(snapshot.root),
             actor=state.who(),
             now=now(),
         )

@@ -7,7 +7,17 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, add_row, console, emit, new_table, now, say, settings
+from evalops.cli.context import (
+    JsonFlag,
+    add_row,
+    console,
+    emit,
+    json_text,
+    new_table,
+    now,
+    say,
+    settings,
+)
 from evalops.cli.listing import AllOption, LimitOption, Page, emit_page, row_limit
 from evalops.cli.progress import ProgressOption, progress, progress_mode
 from evalops.domain.humanize import plural, text
@@ -280,6 +290,7 @@ def grade(
     from evalops.domain.trajectory import ObservedCall
     from evalops.domain.trajectory import grade as run_grade
     from evalops.domain.trial_record import ToolCall
+    from evalops.domain.vocabulary import MAX_TOOL_CALLS
     from evalops.registry.definitions import pydantic_error
     from evalops.registry.load import Document
 
@@ -307,6 +318,13 @@ def grade(
     raw_calls = _read_json(calls, "calls")
     if not isinstance(raw_calls, list):
         raise InputError("calls must be a JSON list", str(calls), 1)
+    if len(raw_calls) > MAX_TOOL_CALLS:
+        raise InputError(
+            f"{len(raw_calls)} calls; a trajectory holds at most {MAX_TOOL_CALLS:,}",
+            str(calls),
+            1,
+            "calls",
+        )
     observed = []
     for i, item in enumerate(raw_calls):
         try:
@@ -424,7 +442,7 @@ def _print_import(data: dict[str, Any]) -> None:
         typer.echo(line)
     for e in data["rejected"]:
         where = ": ".join(str(p) for p in (e["file"], e["field"]) if p)
-        sys.stderr.write(f"rejected: {where}: {e['error']}\n")
+        say(f"rejected: {where}: {e['error']}", err=True)
 
 
 @import_app.command("inspect")
@@ -550,8 +568,12 @@ def template(
     record = builder.template(now())
     # Trial files are JSON Lines: a record redirected to a file must be one line.
     compact = jsonl or not sys.stdout.isatty()
-    indent = None if compact else 2
-    emit(ctx, record, lambda: typer.echo(json.dumps(record, indent=indent, ensure_ascii=False)))
+    emit(ctx, record, lambda: typer.echo(_compact_json(record) if compact else json_text(record)))
+
+
+def _compact_json(record: dict[str, Any]) -> str:
+    """One line; invisible characters as JSON escapes, as `json_text` writes them."""
+    return json.dumps(record, ensure_ascii=True)
 
 
 def _hinted(refused: RejectedRecords, registry: Path) -> RejectedRecords:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evalops.domain.vocabulary import (
     CANONICAL_PRECEDENCE,
+    MAX_TOOL_CALLS,
     MIN_FORBIDDEN_WAIVER_STATES,
     ArgsMatch,
     EntryRequirement,
@@ -20,6 +21,7 @@ from evalops.domain.vocabulary import (
     GraderState,
     GraderType,
     Id,
+    Identifier,
     NonEmptyStr,
     PassRule,
     PositiveInt,
@@ -123,7 +125,7 @@ class RequiredArtifacts(Strict):
 class ExpectedCall(Strict):
     """One expected tool call of a trajectory (RFC 0244 section A)."""
 
-    tool: NonEmptyStr
+    tool: Identifier
     """Tool name, compared exactly."""
     args: dict[str, Any] | None = None
     """Expected arguments, compared by `argsMatch`."""
@@ -136,9 +138,9 @@ class TrajectoryExpectation(Strict):
 
     match: TrajectoryMode
     """`exact`, `in-order`, `any-order` or `subset`."""
-    calls: list[ExpectedCall]
-    """The expected calls."""
-    forbidden: list[NonEmptyStr] = []
+    calls: list[ExpectedCall] = Field(max_length=MAX_TOOL_CALLS)
+    """The expected calls (at most 10,000)."""
+    forbidden: list[Identifier] = []
     """Tools whose any call makes the trajectory unmatched."""
     includeDelegates: bool = False
     """Grade every agent's calls, not only the target agent's."""
@@ -332,7 +334,7 @@ class ExecutionProfile(Strict):
     """Profile id (not in `execution_digest`)."""
     meta: dict[str, Any] = {}
     """Labels (not in `execution_digest`)."""
-    system_build: NonEmptyStr
+    system_build: Identifier
     """The build a gate is checked for."""
     prompt: Prompt | None = None
     """Prompt template and hash."""

@@ -7,12 +7,16 @@ expected call could use, and call a matchable trajectory unmatched.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from evalops.domain.humanize import plural
+from evalops.domain.matching import grouped_matching, maximum_matching
 from evalops.domain.specs import ExpectedCall, TrajectoryExpectation
+
+__all__ = ["ObservedCall", "TrajectoryResult", "grade", "maximum_matching"]
 
 
 @dataclass(frozen=True)
@@ -102,30 +106,6 @@ def call_matches(expected: ExpectedCall, observed: ObservedCall) -> bool:
     return json_subset(args, observed.args)
 
 
-def maximum_matching(adjacency: Sequence[Sequence[int]], right_size: int) -> list[int | None]:
-    """Kuhn's augmenting-path maximum bipartite matching; returns left -> right (or None)."""
-    match_right: list[int | None] = [None] * right_size
-
-    def augment(left: int, seen: list[bool]) -> bool:
-        for right in adjacency[left]:
-            if seen[right]:
-                continue
-            seen[right] = True
-            holder = match_right[right]
-            if holder is None or augment(holder, seen):
-                match_right[right] = left
-                return True
-        return False
-
-    for left in range(len(adjacency)):
-        augment(left, [False] * right_size)
-    match_left: list[int | None] = [None] * len(adjacency)
-    for right, holder in enumerate(match_right):
-        if holder is not None:
-            match_left[holder] = right
-    return match_left
-
-
 def observed_trajectory(
     calls: Sequence[ObservedCall], target_agent_id: str | None, include_delegates: bool
 ) -> list[ObservedCall]:
@@ -148,6 +128,103 @@ def _in_order(expected: Sequence[ExpectedCall], observed: Sequence[ObservedCall]
     return True
 
 
+def _normalized(value: Any) -> Any:
+    """`value` with every integral float made an int, so that two values are JSON-deep-equal
+    exactly when their normalized forms serialize alike (`1` and `1.0` are one number,
+    `true` and `1` are not, integers beyond 2^53 compare exactly)."""
+    if isinstance(value, float) and not isinstance(value, bool) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _normalized(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalized(v) for v in value]
+    return value
+
+
+def _args_key(args: Any) -> str | None:
+    """A key equal exactly for JSON-deep-equal values; None for a value that has none
+    (then the call is compared with every candidate, as before)."""
+    try:
+        return json.dumps(_normalized(args), sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return None
+
+
+def _observed_groups(observed: Sequence[ObservedCall]) -> list[list[int]]:
+    """Indices of observed calls grouped by (tool, arguments): interchangeable calls."""
+    groups: dict[tuple[str, str], list[int]] = {}
+    alone: list[list[int]] = []
+    for j, call in enumerate(observed):
+        key = _args_key(dict(call.args))
+        if key is None:
+            alone.append([j])
+        else:
+            groups.setdefault((call.tool, key), []).append(j)
+    return [*groups.values(), *alone]
+
+
+def _expected_groups(expected: Sequence[ExpectedCall]) -> list[list[int]]:
+    """Indices of expected calls grouped by tool, argsMatch and (unless ignored) args."""
+    groups: dict[tuple[str, str, str | None], list[int]] = {}
+    alone: list[list[int]] = []
+    for i, call in enumerate(expected):
+        key = None if call.argsMatch == "ignore" else _args_key(call.args or {})
+        if key is None and call.argsMatch != "ignore":
+            alone.append([i])
+        else:
+            groups.setdefault((call.tool, call.argsMatch, key), []).append(i)
+    return [*groups.values(), *alone]
+
+
+class _Candidates:
+    """The observed groups an expected call can match, found through indexes on tool,
+    whole arguments and top-level argument values instead of trying every group."""
+
+    def __init__(self, observed: Sequence[ObservedCall], groups: list[list[int]]) -> None:
+        self.by_tool: dict[str, list[int]] = {}
+        self.by_args: dict[tuple[str, str | None], list[int]] = {}
+        self.by_value: dict[tuple[str, str, str | None], list[int]] = {}
+        for g, members in enumerate(groups):
+            call = observed[members[0]]
+            self.by_tool.setdefault(call.tool, []).append(g)
+            self.by_args.setdefault((call.tool, _args_key(dict(call.args))), []).append(g)
+            for name, value in call.args.items():
+                self.by_value.setdefault((call.tool, name, _args_key(value)), []).append(g)
+
+    def of(self, call: ExpectedCall) -> list[int]:
+        args = call.args or {}
+        key = _args_key(args)
+        if call.argsMatch == "exact" and key is not None:
+            return self.by_args.get((call.tool, key), [])
+        if call.argsMatch == "subset":
+            for name, value in args.items():
+                if not (isinstance(value, dict) and value) and _args_key(value) is not None:
+                    return self.by_value.get((call.tool, name, _args_key(value)), [])
+        return self.by_tool.get(call.tool, [])
+
+
+def _matched_expected(
+    expected: Sequence[ExpectedCall], observed: Sequence[ObservedCall]
+) -> list[bool]:
+    """Which expected calls a maximum one-to-one matching covers (interchangeable calls
+    are equivalent, so the first ones of each group are the matched ones)."""
+    left = _expected_groups(expected)
+    right = _observed_groups(observed)
+    candidates = _Candidates(observed, right)
+    pairs = [
+        (g, h)
+        for g, members in enumerate(left)
+        for h in candidates.of(expected[members[0]])
+        if call_matches(expected[members[0]], observed[right[h][0]])
+    ]
+    counts = grouped_matching([len(m) for m in left], [len(m) for m in right], pairs)
+    covered = [False] * len(expected)
+    for members, count in zip(left, counts, strict=True):
+        for i in members[:count]:
+            covered[i] = True
+    return covered
+
+
 def _describe(call: ExpectedCall) -> str:
     if call.argsMatch == "ignore" or not call.args:
         return f"a call to {call.tool}"
@@ -163,11 +240,8 @@ def grade(
 ) -> TrajectoryResult:
     observed = observed_trajectory(calls, target_agent_id, expectation.includeDelegates)
     expected = expectation.calls
-    adjacency = [
-        [j for j, seen in enumerate(observed) if call_matches(call, seen)] for call in expected
-    ]
-    matching = maximum_matching(adjacency, len(observed))
-    matched_count = sum(1 for m in matching if m is not None)
+    covered = _matched_expected(expected, observed)
+    matched_count = sum(covered)
     forbidden = set(expectation.forbidden)
     forbidden_count = sum(1 for c in observed if c.tool in forbidden)
     mode = expectation.match
@@ -184,8 +258,8 @@ def grade(
     matched = ok and forbidden_count == 0
     explanations: list[str] = []
     if not matched:
-        for call, m in zip(expected, matching, strict=True):
-            if m is None:
+        for call, hit in zip(expected, covered, strict=True):
+            if not hit:
                 explanations.append(f"expected {_describe(call)}, but no observed call matched")
         if mode == "exact" and len(expected) != len(observed):
             explanations.append(

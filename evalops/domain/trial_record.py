@@ -8,10 +8,12 @@ from pydantic import Field, StringConstraints, model_validator
 
 from evalops.domain.specs import Strict
 from evalops.domain.vocabulary import (
+    MAX_TOOL_CALLS,
     Digest,
     EffectStatus,
     GraderState,
     Id,
+    Identifier,
     NonEmptyStr,
     NonNegativeInt,
     PositiveInt,
@@ -31,7 +33,7 @@ class Artifact(Strict):
 
     kind: NonEmptyStr
     """Logical artifact kind (e.g. `research_plan`)."""
-    artifact_id: NonEmptyStr | None = None
+    artifact_id: Identifier | None = None
     """Artifact id."""
     digest: NonEmptyStr | None = None
     """Content digest."""
@@ -46,7 +48,7 @@ class Artifact(Strict):
 class ArtifactManifest(Strict):
     """The artifacts a trial produced."""
 
-    manifest_id: NonEmptyStr | None = None
+    manifest_id: Identifier | None = None
     """Manifest id."""
     artifacts: list[Artifact] = []
     """The artifacts."""
@@ -72,7 +74,7 @@ class GraderResult(Strict):
 class ExternalEffect(Strict):
     """A side effect outside the sandbox."""
 
-    effect_key: NonEmptyStr
+    effect_key: Identifier
     """Identity of the effect; the same key committed twice is a hard failure."""
     status: EffectStatus
     """`committed`, `not_committed`, `requested` or `unknown`."""
@@ -92,11 +94,11 @@ class Runtime(Strict):
 class ToolCall(Strict):
     """An observed tool call; graded, never stored (content-free)."""
 
-    tool: NonEmptyStr
+    tool: Identifier
     """Tool name."""
     args: dict[str, Any] = {}
     """Arguments."""
-    agent_id: NonEmptyStr | None = None
+    agent_id: Identifier | None = None
     """The agent that made the call."""
 
 
@@ -114,7 +116,7 @@ class Usage(Strict):
 class Rerun(Strict):
     """Link from a rerun to the trial it re-executes."""
 
-    parent_trial_id: NonEmptyStr | None = None
+    parent_trial_id: Identifier | None = None
     """The trial this one reruns."""
     reason: NonEmptyStr | None = None
     """Why it was rerun."""
@@ -129,9 +131,9 @@ class TrialRecord(Strict):
     """Record format version."""
     trial_id: RecordId
     """Unique trial id."""
-    run_id: NonEmptyStr | None = None
+    run_id: Identifier | None = None
     """Harness run id."""
-    attempt_id: NonEmptyStr | None = None
+    attempt_id: Identifier | None = None
     """Harness attempt id."""
     task_id: Id
     """Task id."""
@@ -164,9 +166,9 @@ class TrialRecord(Strict):
     """External side effects."""
     runtime: Runtime
     """How the run ended."""
-    tool_calls: list[ToolCall] = []
+    tool_calls: list[ToolCall] = Field(default=[], max_length=MAX_TOOL_CALLS)
     """Observed tool calls, in order (graded, not stored)."""
-    target_agent_id: NonEmptyStr | None = None
+    target_agent_id: Identifier | None = None
     """The agent under test; other agents' calls are delegates."""
     usage: Usage | None = None
     """Model usage."""

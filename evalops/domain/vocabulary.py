@@ -84,7 +84,16 @@ DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 
 Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 Digest = Annotated[str, StringConstraints(pattern=DIGEST_PATTERN)]
-NonEmptyStr = Annotated[str, StringConstraints(min_length=1)]
+# Limits that hold alike on every engine (a PostgreSQL index cannot hold a 4 KB key, SQLite
+# would): build names and other identifiers at most 256 characters, free text at most 4,096.
+MAX_IDENTIFIER_CHARS = 256
+MAX_FREE_TEXT_CHARS = 4096
+NonEmptyStr = Annotated[str, StringConstraints(min_length=1, max_length=MAX_FREE_TEXT_CHARS)]
+"""Free text (a title, a reason, a URI, a message): at most 4,096 characters."""
+Identifier = Annotated[str, StringConstraints(min_length=1, max_length=MAX_IDENTIFIER_CHARS)]
+"""A build name, run, attempt, tool or agent name: at most 256 characters."""
+#: Expected calls of a trajectory, and observed tool calls of a trial, at most.
+MAX_TOOL_CALLS = 10_000
 PositiveInt = Annotated[int, Field(ge=1)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]

@@ -140,11 +140,27 @@ class _Decompressing:
         self.kind = kind
 
     def readline(self, size: int = -1) -> bytes:
+        return self._call(self.inner.readline, size)
+
+    def read(self, size: int = -1) -> bytes:
+        return self._call(self.inner.read, size)
+
+    def _call(self, method: Callable[[int], bytes], size: int) -> bytes:
         try:
-            data: bytes = self.inner.readline(size)
+            return method(size)
         except Exception as exc:  # gzip: OSError, EOFError, zlib.error; zstd: ZstdError
             raise InputError(f"cannot decompress ({self.kind}): {exc}", self.name) from None
-        return data
+
+
+def count_lines(source: Source, chunk: int = 1024 * 1024) -> int:
+    """The lines left in `source` (a last line without a newline counts), read in large
+    blocks: counting is linear in the bytes, never a parse per line."""
+    lines = 0
+    last = b"\n"
+    while block := source.stream.read(chunk):
+        lines += block.count(b"\n")
+        last = block[-1:]
+    return lines + (0 if last == b"\n" else 1)
 
 
 def _peek(raw: BinaryIO, n: int) -> bytes:

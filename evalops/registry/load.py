@@ -485,12 +485,22 @@ def load_document(path: Path, display: str | None = None) -> Document:
     if not path.name.endswith(SPEC_SUFFIXES):
         raise InputError(f"unsupported file type {path.suffix!r} (use .yaml, .yml or .json)", name)
     try:
-        size = path.stat().st_size
-        if size > MAX_SPEC_BYTES:
-            raise InputError(f"file is {size} bytes; a spec file is at most 1 MiB", name, 1)
+        _check_spec_size(path.stat().st_size, name)
         data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"cannot read file: {exc.strerror}", name) from None
+    return document_from_bytes(data, name)
+
+
+def _check_spec_size(size: int, name: str) -> None:
+    if size > MAX_SPEC_BYTES:
+        raise InputError(f"file is {size} bytes; a spec file is at most 1 MiB", name, 1)
+
+
+def document_from_bytes(data: bytes, name: str) -> Document:
+    """Parse a spec file's content read from elsewhere (a commit's blob), under the same
+    limits as a file read from disk."""
+    _check_spec_size(len(data), name)
     return parse_text(decode_text(data, name), name)
 
 

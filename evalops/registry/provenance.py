@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from evalops.registry.git_tree import WorkTreeChange
 
 
 @dataclass(frozen=True)
@@ -16,6 +19,14 @@ class GitProvenance:
     dirty: bool = True
     branch: str | None = None
     remote: str | None = None
+    changes: tuple[WorkTreeChange, ...] = field(default=(), compare=False)
+    """Registry files whose work-tree state is not what `commit` holds (never stored)."""
+    top: Path | None = field(default=None, compare=False)
+    """The repository's work tree."""
+
+    def marked_dirty(self) -> GitProvenance:
+        """The same provenance, recorded as dirty (`sync --allow-dirty`)."""
+        return replace(self, dirty=True)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -59,8 +70,16 @@ def strip_credentials(url: str) -> str:
 
 
 def git_provenance(path: Path) -> GitProvenance:
-    """Commit, dirty flag (of `path` only), branch and first remote of the repo holding `path`."""
+    """Commit, dirty flag (of `path` only), branch and first remote of the repo holding `path`.
+
+    Dirty means some registry file is not what the commit holds: changed, staged, deleted,
+    untracked, git-ignored where a spec would be read, or marked skip-worktree or
+    assume-unchanged (so that git itself would not notice an edit); each is named in
+    `changes`.
+    """
     import git
+
+    from evalops.registry.git_tree import work_tree_changes
 
     try:
         repo = git.Repo(path, search_parent_directories=True)
@@ -68,11 +87,31 @@ def git_provenance(path: Path) -> GitProvenance:
         return GitProvenance(is_git=False)
     try:
         root = Path(repo.working_tree_dir or path).resolve()
-        rel = str(path.resolve().relative_to(root)) or "."
+        rel = path.resolve().relative_to(root).as_posix()
         commit = repo.head.commit.hexsha if repo.head.is_valid() else None
-        dirty = commit is None or repo.is_dirty(untracked_files=True, path=rel)
+        changes = tuple(work_tree_changes(root, rel, _reads_spec(rel))) if commit else ()
+        dirty = commit is None or bool(changes)
         branch = None if repo.head.is_detached else repo.active_branch.name
         remote = next((strip_credentials(r.url) for r in repo.remotes), None)
-        return GitProvenance(True, commit, dirty, branch, remote)
+        return GitProvenance(True, commit, dirty, branch, remote, changes, root)
     finally:
         repo.close()
+
+
+def _reads_spec(rel: str) -> Callable[[str], bool]:
+    """Whether a repository path is one the registry at `rel` would read as a spec file
+    (an ignored editor backup elsewhere in the registry is no definition)."""
+    from evalops.registry.load import SPEC_SUFFIXES
+    from evalops.registry.snapshot import SPEC_DIRS
+
+    base = "" if rel in ("", ".") else f"{rel}/"
+
+    def wanted(path: str) -> bool:
+        if not path.startswith(base):
+            return False
+        below = path[len(base) :]
+        return below.split("/", 1)[0] in SPEC_DIRS and (
+            path.endswith(SPEC_SUFFIXES) or path.endswith("/")
+        )
+
+    return wanted

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from evalops.domain.specs import EvalTaskSpec, GraderSet
 from evalops.errors import InputError, InputErrors
-from evalops.registry.definitions import Definition, load_definition
-from evalops.registry.load import SPEC_SUFFIXES
+from evalops.registry.definitions import Definition, definition_from_document
+from evalops.registry.load import SPEC_SUFFIXES, Document, load_document
 
 # Sub-directory -> the kinds of definition it may hold.
 SPEC_DIRS: dict[str, tuple[str, ...]] = {
@@ -73,17 +75,15 @@ def spec_files(root: Path) -> list[Path]:
 MAX_REPORTED_ERRORS = 200
 
 
-def _declared_id(path: Path, display: str) -> str:
+def _declared_id(source: SpecSource) -> str:
     """The id an invalid file declares, as far as it can be read (else its file name), so
     that nothing else is reported as missing it: it is there, and already reported."""
-    from evalops.registry.load import load_document
-
     try:
-        value = load_document(path, display).value
+        value = source.load().value
     except InputError:
         value = None
     declared = value.get("id") if isinstance(value, dict) else None
-    return declared if isinstance(declared, str) else path.name.split(".")[0]
+    return declared if isinstance(declared, str) else Path(source.display).name.split(".")[0]
 
 
 def _capped(errors: list[InputError]) -> list[InputError]:
@@ -164,43 +164,82 @@ def _outside(path: Path, boundary: Path) -> bool:
     return not path.resolve().is_relative_to(boundary)
 
 
+def outside_error(target: object, boundary: Path, display: str) -> InputError:
+    return InputError(
+        f"symlink to {target} leads outside the registry's git work tree "
+        f"{boundary}: provenance must describe what was read (copy the file in)",
+        display,
+    )
+
+
+@dataclass(frozen=True)
+class SpecSource:
+    """One spec file to read: where it sits below the registry, and how to parse it."""
+
+    sub: str
+    """The registry sub-directory holding it (`tasks`, `graders`, ...)."""
+    display: str
+    load: Callable[[], Document]
+    problem: InputError | None = None
+    """Why it cannot be read at all (a symlink out of the work tree...)."""
+
+
+def _work_tree_sources(root: Path) -> list[SpecSource]:
+    boundary = work_tree(root)
+    sources: list[SpecSource] = []
+    for path in spec_files(root):
+        display = display_path(path)
+        sub = path.relative_to(root).parts[0]
+        problem = (
+            outside_error(path.resolve(), boundary, display) if _outside(path, boundary) else None
+        )
+        sources.append(SpecSource(sub, display, partial(load_document, path, display), problem))
+    return sources
+
+
 def load_snapshot(root: Path) -> Snapshot:
-    """Read every spec file below `root`; all problems of all files are reported together
-    (up to MAX_REPORTED_ERRORS), with no follow-on error about a file already reported."""
+    """Read every spec file below `root` in the work tree (`validate`, `digest`); all
+    problems of all files are reported together (up to MAX_REPORTED_ERRORS), with no
+    follow-on error about a file already reported."""
     if not root.is_dir():
         raise InputError(
             f"registry directory not found: {root.absolute()} (run from the directory "
             "that holds registry/, or pass --registry DIR)",
             display_path(root),
         )
-    boundary = work_tree(root)
+    return _snapshot(root, _work_tree_sources(root))
+
+
+def load_committed_snapshot(root: Path, commit: str) -> Snapshot:
+    """Read every spec file below `root` as `commit` holds it (git objects, never the work
+    tree): what `sync` records is what that commit contains."""
+    from evalops.registry.committed import committed_sources
+
+    if not root.is_dir():
+        raise InputError("registry directory not found", display_path(root))
+    return _snapshot(root, committed_sources(root, work_tree(root), commit))
+
+
+def _snapshot(root: Path, sources: list[SpecSource]) -> Snapshot:
     errors: list[InputError] = []
     defs: list[Definition] = []
     broken_grader_sets: set[str] = set()
-    for path in spec_files(root):
-        display = display_path(path)
-        if _outside(path, boundary):
-            errors.append(
-                InputError(
-                    f"symlink to {path.resolve()} leads outside the registry's git work tree "
-                    f"{boundary}: provenance must describe what was read (copy the file in)",
-                    display,
-                )
-            )
+    for source in sources:
+        if source.problem is not None:
+            errors.append(source.problem)
             continue
         try:
-            definition = load_definition(path, display)
+            definition = definition_from_document(source.load())
         except InputError as exc:
             errors.append(exc)
-            if path.relative_to(root).parts[0] == "graders":
-                broken_grader_sets.add(_declared_id(path, display))
+            if source.sub == "graders":
+                broken_grader_sets.add(_declared_id(source))
             continue
-        sub = path.relative_to(root).parts[0]
-        if definition.kind not in SPEC_DIRS[sub]:
+        if definition.kind not in SPEC_DIRS[source.sub]:
             errors.append(
                 InputError(
-                    f"a {definition.kind} file does not belong in {sub}/",
-                    display,
+                    f"a {definition.kind} file does not belong in {source.sub}/",
+                    source.display,
                     definition.lines.get(("spec_schema_version",), 1),
                     "spec_schema_version",
                 )

@@ -13,39 +13,28 @@ import re
 import unicodedata
 from typing import Any
 
-# Characters that must never reach a report raw: C0/C1 controls, DEL, line and paragraph
-# separators, bidirectional overrides and isolates (they can reorder what a reader sees),
-# lone surrogates (not encodable) and noncharacters (HTML parse errors).
-_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
-_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u2028\u2029"
-    + _BIDI
-    + "\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff]"
-    + "|[\U0001fffe\U0001ffff\U0002fffe\U0002ffff\U0003fffe\U0003ffff\U0004fffe\U0004ffff"
-    + "\U0005fffe\U0005ffff\U0006fffe\U0006ffff\U0007fffe\U0007ffff\U0008fffe\U0008ffff"
-    + "\U0009fffe\U0009ffff\U000afffe\U000affff\U000bfffe\U000bffff\U000cfffe\U000cffff"
-    + "\U000dfffe\U000dffff\U000efffe\U000effff\U000ffffe\U000fffff\U0010fffe\U0010ffff]"
-)
+from evalops.domain.visible import escape_invisible, unicode_escape
 
 
-def _picture(match: re.Match[str]) -> str:
-    char = match.group(0)
+def _picture(char: str) -> str:
     code = ord(char)
     if code <= 0x1F:
         return chr(0x2400 + code)  # U+2400 CONTROL PICTURES: NUL -> ␀, LF -> ␊, ...
     if code == 0x7F:
         return "\u2421"  # ␡
-    return f"<U+{code:04X}>"
+    return unicode_escape(char)
 
 
 def visible(value: Any) -> str:
     """`value` as text with every unsafe character replaced by a visible marker.
 
-    Control characters become U+2400 control pictures (a newline is `␊`); other unsafe
-    characters become `<U+XXXX>` (escaped again by the output format, like any text).
+    Control characters become U+2400 control pictures (a newline is `␊`); the other
+    characters a reader cannot see or that move text (evalops.domain.visible: C1 controls,
+    zero-width and bidirectional controls, U+2028/9, surrogates, noncharacters) become
+    `\\u200b`-style escapes (escaped again by the output format, like any text).
     """
     text = value if isinstance(value, str) else str(value)
-    return _UNSAFE.sub(_picture, text)
+    return escape_invisible(text, _picture)
 
 
 # Every ASCII punctuation character that CommonMark or GitHub Flavored Markdown can read as

@@ -34,7 +34,8 @@ HTML_META = re.compile(rf'<meta name="evalops-audit-head" content="(\d+):({HASH}
 MARKDOWN_FIRST_LINE = re.compile(rf"^<!-- evalops-audit-head:(\d+):({HASH}) -->$")
 ANCHOR_KEYS = ("audit_head", "decision_event")
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-MAX_ANCHOR_FILE = 64 * 1024 * 1024
+#: Anchor files (reports, attestations, lists) are at most 1 MiB.
+MAX_ANCHOR_FILE = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -138,11 +139,15 @@ def anchors_in_file(path: Path) -> list[Anchor]:
     """Every anchor a report, attestation or anchor list holds (at least one, else exit 2)."""
     name = str(path)
     try:
-        if path.stat().st_size > MAX_ANCHOR_FILE:
-            raise InputError("anchor file is larger than 64 MiB", name)
-        text = path.read_text(encoding="utf-8", errors="replace")
+        # Read at most one byte past the limit: a device or a pipe (/dev/zero) has no size
+        # to check first, and must not be read until memory runs out.
+        with path.open("rb") as stream:
+            data = stream.read(MAX_ANCHOR_FILE + 1)
     except OSError as exc:
         raise InputError(f"cannot read anchor file: {exc.strerror}", name) from None
+    if len(data) > MAX_ANCHOR_FILE:
+        raise InputError("anchor file is larger than 1 MiB", name, field="--anchors")
+    text = data.decode("utf-8", errors="replace")
     found = anchors_in(text, name)
     unique = list({(a.seq, a.hash): a for a in found}.values())
     if not unique:

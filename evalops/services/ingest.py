@@ -35,7 +35,15 @@ from evalops.domain.trial_record import TrialRecord
 from evalops.domain.vocabulary import parse_timestamp
 from evalops.errors import InputError, RejectedRecords, rejected_entry
 from evalops.registry.definitions import pydantic_error
-from evalops.registry.jsonl import MAX_LINE_BYTES, STDIN, Line, Source, open_source, read_lines
+from evalops.registry.jsonl import (
+    MAX_LINE_BYTES,
+    STDIN,
+    Line,
+    Source,
+    count_lines,
+    open_source,
+    read_lines,
+)
 from evalops.registry.load import Document, parse_record
 from evalops.services.evidence import Definitions, validity_digest
 from evalops.store.audit import append_event, next_seq
@@ -46,6 +54,9 @@ from evalops.store.tables import IngestBatch, Trial
 
 BATCH_SIZE = 500
 MAX_REPORTED = 1000
+#: Bad lines counted exactly (each checked) before the rest of a refused ingest is only
+#: counted as lines (`unchecked_lines`).
+CHECKED_AFTER_REFUSAL = 10_000
 
 __all__ = ["MAX_LINE_BYTES", "IngestResult", "ingest_files", "ingest_records", "trials_digest"]
 
@@ -116,6 +127,8 @@ class _Ingester:
         self.result = IngestResult(batch_id=batch_id)
         self.hasher = hashlib.sha256()
         self.rejected_count = 0
+        self.unchecked = 0
+        """Lines counted but not checked once the ingest was certain to be refused."""
         # Under the writer lock: the ingest's one event and the trials' ids are known now,
         # so every row is digested as it is written (DESIGN.md section 10).
         self.seq = next_seq(session)
@@ -125,6 +138,17 @@ class _Ingester:
         self.grader_sets: set[str] = set()
         # Sees every accepted or identical row (an import's dry run reads classifications).
         self.observe = observe
+
+    def refused(self, max_bad_records: int) -> bool:
+        """Whether checking more lines is pointless: the refusal is certain (more bad records
+        than allowed), the report is full, and CHECKED_AFTER_REFUSAL bad lines are counted
+        exactly; what is left is only counted, so a small compressed file expanding to
+        millions of bad lines costs time linear in its bytes, not a parse per line."""
+        return (
+            self.rejected_count > max_bad_records
+            and len(self.result.rejected) >= MAX_REPORTED
+            and self.rejected_count >= CHECKED_AFTER_REFUSAL
+        )
 
     def reject(self, error: InputError) -> None:
         # Keep counting past the report cap so the abort decision stays right.
@@ -544,8 +568,16 @@ def ingest_files(
         ingester = _Ingester(session, batch_id)
         for name in names:
             with open_source(name) as source:
+                if ingester.refused(max_bad_records):
+                    ingester.unchecked += count_lines(source)
+                    continue
                 chunk: list[_Prepared] = []
                 for item in read_lines(source.stream, source.name, _counter(source, on_bytes)):
+                    if ingester.refused(max_bad_records):
+                        # Linear in the input, however many bad lines a small compressed
+                        # file expands to: the rest is counted, not checked.
+                        ingester.unchecked += 1 + count_lines(source)
+                        break
                     if isinstance(item, InputError):
                         ingester.reject(item)
                         continue
@@ -649,6 +681,7 @@ def _refuse_if_rejected(ingester: _Ingester, max_bad_records: int) -> None:
             cap=MAX_REPORTED,
             skipped_identical=result.skipped_identical,
             remedy=None if ingester.same_execution is None else "fix them",
+            unchecked=ingester.unchecked,
         )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -21,8 +22,13 @@ from evalops.domain.canonical import canonical_text
 from evalops.domain.specs import EvalTaskSpec, ExecutionProfile, GraderSet, SuiteDeclaration
 from evalops.errors import InputError, InputErrors
 from evalops.registry.definitions import Definition
-from evalops.registry.provenance import GitProvenance
-from evalops.registry.snapshot import Snapshot
+from evalops.registry.provenance import GitProvenance, git_provenance
+from evalops.registry.snapshot import (
+    Snapshot,
+    display_path,
+    load_committed_snapshot,
+    load_snapshot,
+)
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import write_session
@@ -61,6 +67,43 @@ class SyncResult:
             "sync_run": self.sync_run,
             "git": self.provenance.as_dict() if self.provenance else None,
         }
+
+
+def read_for_sync(root: Path, *, allow_dirty: bool) -> tuple[Snapshot, GitProvenance]:
+    """The definitions `sync` registers, and the provenance it records for them.
+
+    A clean registry is read from its commit's objects, so the digests recorded under that
+    commit are the commit's own. A registry outside git, without a commit, or with any
+    file that is not what the commit holds is refused, every such file named, unless
+    `allow_dirty`: then the work tree is read and the provenance recorded as dirty.
+    """
+    if not root.is_dir():
+        raise InputError("registry directory not found", display_path(root))
+    provenance = git_provenance(root)
+    if provenance.is_git and not provenance.dirty and provenance.commit is not None:
+        return load_committed_snapshot(root, provenance.commit), provenance
+    if allow_dirty:
+        return load_snapshot(root), provenance.marked_dirty()
+    if not provenance.is_git:
+        raise InputError(
+            "registry is not in a git repository: commit it to git, or pass --allow-dirty",
+            display_path(root),
+        )
+    if provenance.commit is None:
+        raise InputError(
+            "registry's repository has no commit yet: commit it, or pass --allow-dirty",
+            display_path(root),
+        )
+    raise InputErrors.of(
+        [
+            InputError(
+                f"registry has uncommitted changes: {change.reason}; sync reads the commit, "
+                "so commit it (or restore it), or pass --allow-dirty",
+                display_path((provenance.top or root) / change.path),
+            )
+            for change in provenance.changes
+        ]
+    )
 
 
 def _subject(d: Definition) -> str:

@@ -1,0 +1,55 @@
+"""Which characters must never be shown raw, and how they are spelled instead.
+
+Stored text is kept as given; wherever it is shown (the terminal, HTML, Markdown, JUnit,
+text reports) a character that a reader cannot see, or that moves what they see, is
+written as a visible escape, so `build-125` followed by a zero-width space never reads as
+`build-125`, and a line separator never starts a line. One rule for every output:
+
+- controls (Unicode category Cc: C0, DEL, C1);
+- format characters (Cf): zero-width spaces and joiners, the soft hyphen, the byte-order
+  mark, tag characters, and every bidirectional control (U+061C, U+200E/F, U+202A-E,
+  U+2066-9), which can reorder what is read;
+- line and paragraph separators (Zl, Zp: U+2028, U+2029);
+- lone surrogates (Cs: not encodable) and noncharacters (parse errors in HTML).
+
+Pure and cheap: printable ASCII is never looked at character by character.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Callable
+from functools import lru_cache
+
+INVISIBLE_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs"})
+
+# Everything outside printable ASCII is a candidate; the category decides.
+_CANDIDATE = re.compile(r"[^\x20-\x7e]")
+
+
+@lru_cache(maxsize=4096)
+def is_invisible(char: str) -> bool:
+    """Whether `char` must be escaped wherever text is shown."""
+    code = ord(char)
+    if 0xFDD0 <= code <= 0xFDEF or (code & 0xFFFE) == 0xFFFE:
+        return True  # a noncharacter
+    return unicodedata.category(char) in INVISIBLE_CATEGORIES
+
+
+def unicode_escape(char: str) -> str:
+    """`\\u200b` (or `\\U000e0001` beyond the BMP): the spelling the contract shows."""
+    code = ord(char)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+
+
+def escape_invisible(text: str, spell: Callable[[str], str] = unicode_escape) -> str:
+    """`text` with every invisible character replaced by `spell(char)`."""
+    if text.isascii() and text.isprintable():
+        return text
+
+    def replace(match: re.Match[str]) -> str:
+        char = match.group()
+        return spell(char) if is_invisible(char) else char
+
+    return _CANDIDATE.sub(replace, text)
