@@ -159,7 +159,7 @@ def test_ingest_reads_dev_stdin(synced: Path) -> None:
 
 
 def _zstd(data: bytes) -> bytes:
-    import zstandard  # a dependency of evalops (pyproject.toml)
+    import zstandard  # the zstd extra (in the dev extras too)
 
     compressed: bytes = zstandard.ZstdCompressor().compress(data)
     return compressed
@@ -180,6 +180,17 @@ def test_ingest_reads_compressed_files(synced: Path, cli: Cli, suffix: str) -> N
     result = cli("trials", "ingest", str(path), "--json", cwd=synced)
     assert result.code == 0, result.stderr
     assert result.json()["ingested"] == 3
+
+
+def test_zstd_input_without_the_extra_says_how_to_get_it(
+    synced: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = synced / "trials.jsonl.zst"
+    path.write_bytes(_zstd(_lines(_records(synced, 1))))
+    monkeypatch.setitem(sys.modules, "zstandard", None)  # as if not installed
+    result = cli("trials", "ingest", str(path), "--json", cwd=synced)
+    assert result.code == 2
+    assert "pip install 'evalops[zstd]'" in result.json()["error"]["message"]
 
 
 def test_ingest_refuses_a_corrupt_gzip_file_naming_it(synced: Path, cli: Cli) -> None:

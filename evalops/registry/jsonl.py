@@ -119,7 +119,7 @@ def open_source(name: str) -> Iterator[Source]:
                 import zstandard
             except ImportError:
                 raise InputError(
-                    "zstd input needs the zstandard package: pip install zstandard", shown
+                    "zstd input needs the zstd extra: pip install 'evalops[zstd]'", shown
                 ) from None
             reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
             inner = io.BufferedReader(cast(Any, reader))
