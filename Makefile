@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # Where `make demo` writes (the README's tour works in this directory).
 DEMO_DIR ?= /tmp/evalops-demo
 
-.PHONY: demo test test-fast check lint typecheck schemas golden golden-reports bench report-check mutate clean
+.PHONY: demo test test-fast check lint typecheck layers schemas golden golden-reports bench report-check mutate clean
 
 $(RUNTIME): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,7 +37,7 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q -n auto --dist loadgroup -m "not slow and not load and not postgres"
 
-check: lint typecheck
+check: lint typecheck layers
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -45,6 +45,10 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+
+# The import layers of ARCHITECTURE.md (contracts in pyproject.toml, [tool.importlinter]).
+layers: $(STAMP)
+	$(BIN)/lint-imports
 
 # Regenerate registry/schemas from the pydantic models.
 schemas: $(STAMP)

@@ -196,7 +196,7 @@ def sqlite_fingerprint(db_path: Path) -> str:
 
 
 def _build_real_clock_demo(root: Path) -> None:
-    from evalops.services.demo import run_demo
+    from evalops.cli.demo import run_demo
 
     with contextlib.redirect_stdout(io.StringIO()):
         run_demo(root)

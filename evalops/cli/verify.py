@@ -80,7 +80,7 @@ def demo(
 
     Example: evalops demo --dir /tmp/evalops-demo
     """
-    from evalops.services.demo import run_demo
+    from evalops.cli.demo import run_demo
 
     settings(ctx)
     run_demo(directory, now=now())

@@ -37,7 +37,8 @@ class StepResult:
 
 
 def steps(now: datetime) -> list[Step]:
-    """The demo script: the whole lifecycle of DESIGN.md section 13 on the example registry."""
+    """The demo script: the whole lifecycle on the example registry (docs/promotion.md,
+    docs/gate.md): incident, promotion, calibration, gate, waiver, replay, reports."""
     expires = format_timestamp(now + timedelta(days=14))
     incident = "INC-1"
     policy_task = "support-refund-policy-explanation"
