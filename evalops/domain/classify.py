@@ -15,7 +15,7 @@ from evalops.domain.calibration_validity import Validity
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
 from evalops.domain.trajectory import TrajectoryResult
 from evalops.domain.trial_record import GraderResult, TrialRecord
-from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, TrialClass
+from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, EVIDENCE_BLOCKED, TrialClass
 
 RANK: dict[str, int] = {c: i for i, c in enumerate(CANONICAL_PRECEDENCE)}
 FAILING_STATES = frozenset(CANONICAL_PRECEDENCE) - {"task_pass"}
@@ -336,3 +336,16 @@ def classify(
     score, gating = _score(record, task, graders, used, primary, trajectory, failed_closed)
     reasons = tuple(f"{cls}: {why}" for cls in ordered for why in c.found[cls])
     return Classification(primary, tuple(labels), score, gating, reasons, tuple(c.review))
+
+
+# A trial in one of these classes never lifts a task's score or `passRule: mean`: it crashed,
+# hard-failed or lacks the evidence to be judged, whatever its graders scored.
+ZERO_GATING_CLASSES = frozenset(
+    {"hard_constraint_fail", *EVIDENCE_BLOCKED, "agent_error", "runtime_error"}
+)
+
+
+def counted_gating_score(primary: str, gating_score: float) -> float:
+    """The gating score the gate counts and people see as a trial's score: the stored one,
+    or 0 for a crashed, hard-failed or evidence-blocked trial."""
+    return 0.0 if primary in ZERO_GATING_CLASSES else gating_score

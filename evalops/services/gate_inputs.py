@@ -472,8 +472,12 @@ def build_inputs(
     *,
     policy_doc: dict[str, Any] | None = None,
     policy_digest: str | None = None,
+    evaluator: int = EVALUATOR,
 ) -> dict[str, Any]:
-    """The plain-JSON inputs of one decision (`policy_doc` only for a dry-run file)."""
+    """The plain-JSON inputs of one decision (`policy_doc` only for a dry-run file).
+
+    `evaluator` is the rules version they are for: a new decision's is the current one;
+    `verify` rebuilds a stored decision's inputs for the version it was made with."""
     cutoff = request.cutoff
     suite = queries.suite_row(session, request.suite_id, cutoff)
     if suite is None:
@@ -490,7 +494,7 @@ def build_inputs(
     heads = member_heads(defs, members)
     run = queries.latest_sync_run(session, cutoff)
     return {
-        "evaluator": EVALUATOR,
+        "evaluator": evaluator,
         "request": request.as_dict(),
         "build": request.build,
         "suite": {

@@ -329,6 +329,22 @@ def _count_layers(
         counts[(grader.layer if grader else "unknown_grader", str(state))] += 1
 
 
+def _refused_by_policy(session: Session, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A granted waiver the decision's policy refused: its grant, and the refusal apart (the
+    grant's `reason` is the owner's; `refusal` is why the policy in force refused it)."""
+    w = session.exec(select(Waiver).where(Waiver.waiver_id == entry["waiver_id"])).first()
+    return {
+        **entry,
+        "refusal": entry.get("reason"),
+        "owner": w.owner if w else None,
+        "reason": w.reason if w else None,
+        "build": w.build if w else None,
+        "expires": format_timestamp(w.expires_at) if w else None,
+        "at": format_timestamp(w.granted_at) if w else None,
+        "actor": w.granted_by if w else None,
+    }
+
+
 def _waiver_facts(session: Session, accounting: Mapping[str, Any]) -> dict[str, Any]:
     ids = [
         w for key in ("applied", "expired", "unused", "revoked") for w in accounting.get(key, [])
@@ -364,6 +380,9 @@ def _waiver_facts(session: Session, accounting: Mapping[str, Any]) -> dict[str, 
         }
     refused = []
     for entry in accounting.get("refused", []):
+        if entry.get("waiver_id"):
+            refused.append(_refused_by_policy(session, entry))
+            continue
         event = session.get(AuditEvent, entry.get("seq")) if entry.get("seq") else None
         request = json.loads(event.payload).get("request", {}) if event else {}
         refused.append(

@@ -1,0 +1,173 @@
+"""Decision rules, part 3, as a release manager meets them, on SQLite and PostgreSQL.
+
+Every test starts from the finished `evalops demo` on the real clock (build-125 passes with
+WVR-1, a two-week `task_fail` waiver for the non-critical support-refund-policy-explanation)
+and does what a user would: tighten the gate policy after the grant, empty its
+`allowed_layers`, retire with a blank approver, promote an open incident. Each ends in what
+the rules demand and in a registry that still verifies.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import Cli
+from tests.helpers import commit_all, copy_rows, real_clock_demo, write_yaml
+
+SUITE = "regression/core"
+WAIVED_TASK = "support-refund-policy-explanation"
+POLICY_FILE = Path("registry") / "policies" / "gate-policy.yaml"
+DB = Path(".evalops") / "registry.db"
+ENGINES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+
+
+@pytest.fixture
+def demo(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+    base = real_clock_demo(tmp_path_factory)
+    return Path(shutil.copytree(base, tmp_path / "demo", symlinks=True))
+
+
+@pytest.fixture(params=ENGINES)
+def db(request: pytest.FixtureRequest, demo: Path, cli: Cli) -> list[str]:
+    """`--db` arguments: none for the demo's SQLite file, or a PostgreSQL database holding
+    a copy of its rows."""
+    if request.param == "sqlite":
+        return []
+    pg_url: str = request.getfixturevalue("pg_url")
+    assert cli("--db", pg_url, "init", cwd=demo).code == 0
+    copy_rows(f"sqlite:///{demo / DB}", pg_url)
+    return ["--db", pg_url]
+
+
+def change_policy(demo: Path, **waiver_rules: Any) -> None:
+    """Edit the registered gate policy's `waivers` block (None removes a key), commit, sync."""
+    path = demo / POLICY_FILE
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    for key, value in waiver_rules.items():
+        if value is None:
+            doc["waivers"].pop(key, None)
+        else:
+            doc["waivers"][key] = value
+    write_yaml(path, doc)
+    commit_all(demo, "tighten the gate policy")
+
+
+def sync_and_check(cli: Cli, demo: Path, db: list[str]) -> tuple[int, dict[str, Any], str]:
+    synced = cli(*db, "sync", cwd=demo)
+    assert synced.code == 0, synced.stdout + synced.stderr
+    args = ("gate", "check", "--build", "build-125", "--suite", SUITE)
+    human = cli(*db, *args, cwd=demo)
+    data = cli(*db, "gate", "show", human_gate_id(human.stdout), "--json", cwd=demo)
+    assert data.code == 0, data.stderr
+    return human.code, json.loads(data.stdout), human.stdout
+
+
+def human_gate_id(stdout: str) -> str:
+    """`HOLD: build-125 on regression/core (GATE-4)` -> GATE-4."""
+    first = stdout.splitlines()[0]
+    return first[first.rindex("(") + 1 : first.rindex(")")]
+
+
+def verify_ok(cli: Cli, demo: Path, db: list[str]) -> None:
+    result = cli(*db, "verify", cwd=demo)
+    assert result.code == 0, result.stdout + result.stderr
+
+
+def policy_refusal(decision: dict[str, Any]) -> dict[str, Any]:
+    found = [r for r in decision["waivers"]["refused"] if r.get("waiver_id") == "WVR-1"]
+    assert len(found) == 1, decision["waivers"]
+    return found[0]
+
+
+# ------------------------------------------- item 2: a tightened policy refuses the waiver
+
+
+TIGHTENINGS = [
+    pytest.param(
+        {
+            "forbidden_states": [
+                "hard_constraint_fail",
+                "ambiguous_external_effect",
+                "missing_required_evidence",
+                "grader_invalid",
+                "infrastructure_invalid",
+                "task_fail",
+            ]
+        },
+        "forbidden_state",
+        id="state-forbidden",
+    ),
+    pytest.param({"allowed_layers": ["quality_signal"]}, "layer_not_allowed", id="layer-removed"),
+    pytest.param({"max_duration_days": 7}, "expires_at_too_far", id="max-duration-shortened"),
+]
+
+
+@pytest.mark.parametrize(("tightening", "rule"), TIGHTENINGS)
+def test_a_policy_tightened_after_the_grant_refuses_the_waiver_at_the_next_decision(
+    demo: Path, db: list[str], cli: Cli, tightening: dict[str, Any], rule: str
+) -> None:
+    """Evaluator 2 kept applying WVR-1 (granted under the looser policy) and passed
+    build-125; the policy in force now forbids it: hold, WVR-1 listed as refused."""
+    change_policy(demo, **tightening)
+    code, decision, stdout = sync_and_check(cli, demo, db)
+    assert code == 3, stdout
+    assert decision["decision"] == "hold"
+    task = next(t for t in decision["tasks"] if t["task_id"] == WAIVED_TASK)
+    assert task["effect"] == "hold" and task["waiver_id"] is None
+    assert decision["waivers"]["applied"] == []
+    refusal = policy_refusal(decision)
+    assert rule in refusal["rules"]
+    assert refusal["reason"].startswith("refused by the policy in force")
+    assert "WVR-1" in stdout and "refused by the policy in force" in stdout
+    verify_ok(cli, demo, db)
+
+
+# --------------------------------------------- item 4: allowed_layers empty waives nothing
+
+
+@pytest.mark.parametrize("layers", [[], None], ids=["empty", "omitted"])
+def test_an_empty_or_omitted_allowed_layers_refuses_every_waiver(
+    demo: Path, db: list[str], cli: Cli, layers: list[str] | None
+) -> None:
+    """A policy that lists no waivable layer waives nothing: the stored waiver is refused
+    at the next decision, and a new grant is refused (exit 5) with nothing stored."""
+    change_policy(demo, allowed_layers=layers)
+    code, decision, _ = sync_and_check(cli, demo, db)
+    assert code == 3 and decision["decision"] == "hold"
+    assert "layer_not_allowed" in policy_refusal(decision)["rules"]
+
+    from datetime import UTC, datetime, timedelta
+
+    expires = (datetime.now(UTC) + timedelta(days=3)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    before = cli(*db, "waiver", "list", "--all", "--json", cwd=demo).json()
+    grant = cli(
+        *db,
+        "waiver",
+        "grant",
+        "--task",
+        WAIVED_TASK,
+        "--suite",
+        SUITE,
+        "--states",
+        "task_fail",
+        "--build",
+        "build-125",
+        "--owner",
+        "support-lead@example.com",
+        "--reason",
+        "again",
+        "--expires",
+        expires,
+        "--json",
+        cwd=demo,
+    )
+    assert grant.code == 5, grant.stdout + grant.stderr
+    assert "allowed_layers" in grant.stdout + grant.stderr
+    assert cli(*db, "waiver", "list", "--all", "--json", cwd=demo).json() == before
+    verify_ok(cli, demo, db)
