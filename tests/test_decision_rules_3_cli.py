@@ -171,3 +171,74 @@ def test_an_empty_or_omitted_allowed_layers_refuses_every_waiver(
     assert "allowed_layers" in grant.stdout + grant.stderr
     assert cli(*db, "waiver", "list", "--all", "--json", cwd=demo).json() == before
     verify_ok(cli, demo, db)
+
+
+# ------------------------------------ item 7: a hard-failed trial never shows a passing score
+
+REFUND_TASK = "support-refund-in-order"
+GUARD = "refund-effect-guard"
+
+
+def hard_failed_refund(demo: Path) -> Path:
+    """A sixth build-125 trial of the refund task: the effect guard saw the refund committed
+    twice (hard_constraint_fail) while the outcome grader still scored the reply 1.0."""
+    source = demo / "registry" / "trials" / "fix-b125.jsonl"
+    for line in source.read_text(encoding="utf-8").splitlines():
+        record: dict[str, Any] = json.loads(line)
+        if record["task_id"] == REFUND_TASK and not (record.get("rerun") or {}).get(
+            "parent_trial_id"
+        ):
+            break
+    record["trial_id"], record["trial_index"] = "refund-twice", 5
+    record.pop("primary_classification", None)
+    results = [r for r in record["grader_results"] if r["grader_id"] != GUARD]
+    record["grader_results"] = [
+        *results,
+        {"grader_id": GUARD, "grader_version": 2, "state": "hard_constraint_fail"},
+    ]
+    path = demo / ".evalops" / "refund-twice.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_trial_that_refunded_twice_shows_score_zero_and_lowers_its_task_score(
+    demo: Path, cli: Cli
+) -> None:
+    """`trials list`, the gate JSON and the audit report show the hard-failed trial's gating
+    score (0), not its grader's 1.0; the task's score is the mean gating score (5 of 6
+    trials at 1.0), and the RFC's meanScore (1.0) stays, labelled as such."""
+    assert cli("trials", "ingest", hard_failed_refund(demo), cwd=demo).code == 0
+    trials = ("trials", "list", "--task", REFUND_TASK, "--build", "build-125")
+    listed = cli(*trials, "--json", cwd=demo)
+    assert listed.code == 0, listed.stderr
+    row = next(t for t in listed.json() if t["trial_id"] == "refund-twice")
+    assert (row["classification"], row["score"], row["gating_score"]) == (
+        "hard_constraint_fail",
+        1.0,
+        0.0,
+    )
+    human = cli(*trials, cwd=demo)
+    line = next(li for li in human.stdout.splitlines() if "refund-twice " in li)
+    assert "0.00" in line and "1.00" not in line
+
+    checked = cli("gate", "check", "--build", "build-125", "--suite", SUITE, "--json", cwd=demo)
+    assert checked.code == 4, checked.stderr
+    decision = checked.json()
+    task = next(t for t in decision["tasks"] if t["task_id"] == REFUND_TASK)
+    assert task["meanScore"] == 1.0
+    assert task["gatingScore"] == pytest.approx(5 / 6)
+
+    report = demo / "audit.md"
+    made = cli(
+        "report", "audit", "--gate", decision["gate_id"], "--format", "md", "-o", report, cwd=demo
+    )
+    assert made.code == 0, made.stderr
+    text = report.read_text(encoding="utf-8")
+    header = next(li for li in text.splitlines() if li.startswith("| task | risk |"))
+    cells = [c.strip() for c in header.strip("|").split("|")]
+    assert "score" in cells and "meanScore" in cells and "mean" not in cells
+    refund_row = next(li for li in text.splitlines() if li.startswith(f"| `{REFUND_TASK}`"))
+    values = [c.strip() for c in refund_row.strip("|").split("|")]
+    assert values[cells.index("score")] == "0.833"
+    assert values[cells.index("meanScore")] == "1.000"
+    verify_ok(cli, demo, [])

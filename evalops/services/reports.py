@@ -24,6 +24,7 @@ from evalops import __version__
 from evalops.domain import digests
 from evalops.domain.calibration_validity import StoredCalibration, calibration_validity
 from evalops.domain.canonical import digest
+from evalops.domain.classify import Classification, shown_score
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.evidence import Definitions, rederive
@@ -236,13 +237,12 @@ def _trial_rows(session: Session, ids: Sequence[str]) -> Iterable[Trial]:
             session.expunge(trial)
 
 
-def _explanation(defs: Definitions, trial: Trial, stored_class: str) -> str:
+def _explanation(current: Classification | None, stored_class: str) -> str:
     """Why the trial has its class, from the classifier's own reasons.
 
     Evidence added after the decision (a reconciliation, a review) can change the class;
     then the explanation says both, and the decision's class stands.
     """
-    current = rederive(defs, trial)
     if current is None:
         return f"{stored_class} (its definitions are no longer registered)"
     reasons = "; ".join(current.reasons) or current.primary
@@ -268,6 +268,7 @@ def _trial_facts(
         record = json.loads(trial.record)
         _count_layers(layers, defs, trial, record)
         recon, reviews = defs.appended(trial_id)
+        current = rederive(defs, trial)
         found[trial_id] = {
             "trial_index": trial.trial_index,
             "run_id": trial.run_id,
@@ -277,7 +278,8 @@ def _trial_facts(
             "trace_uri": record.get("trace_uri"),
             "rerun_reason": trial.rerun_reason,
             "runtime_status": (record.get("runtime") or {}).get("status"),
-            "explanation": _explanation(defs, trial, classes[trial_id]),
+            "explanation": _explanation(current, classes[trial_id]),
+            "scored": current.scored if current else True,
             "reconciliations": [
                 {
                     "effect_key": r.effect_key,
@@ -644,6 +646,11 @@ def assemble(
                     "classification": trial["classification"],
                     "score": trial.get("score"),
                     "gating_score": trial.get("gating_score"),
+                    "shown_score": shown_score(
+                        trial["classification"],
+                        float(trial.get("gating_score") or 0.0),
+                        scored=fact.get("scored", True),
+                    ),
                     "parent_trial_id": trial.get("parent_trial_id"),
                     "first_result": trial["trial_id"] in first,
                     "rerun_not_permitted": trial["trial_id"] in not_permitted,

@@ -10,7 +10,7 @@ from sqlalchemy import and_, false, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
-from evalops.domain.classify import AMBIGUOUS_EFFECT_STATUSES
+from evalops.domain.classify import AMBIGUOUS_EFFECT_STATUSES, counted_gating_score
 from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, resolve_reruns
 from evalops.domain.specs import GatePolicy
 from evalops.domain.trial_record import TrialRecord
@@ -93,7 +93,11 @@ def _summary(
         "classification_at_ingest": trial.classification,
         "secondary_labels": labels,
         "score": current.score if current else trial.score,
-        "gating_score": current.gating_score if current else trial.gating_score,
+        "gating_score": counted_gating_score(
+            current.primary if current else trial.classification,
+            current.gating_score if current else trial.gating_score,
+        ),
+        "scored": current.scored if current else True,
         "parent_trial_id": trial.parent_trial_id,
         "completed_at": format_timestamp(trial.completed_at),
     }
