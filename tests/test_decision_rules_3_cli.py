@@ -242,3 +242,42 @@ def test_a_trial_that_refunded_twice_shows_score_zero_and_lowers_its_task_score(
     assert values[cells.index("score")] == "0.833"
     assert values[cells.index("meanScore")] == "1.000"
     verify_ok(cli, demo, [])
+
+
+# ------------------------------------------------------ item 5: the pass class is calibrated
+
+JUDGE = "reply-quality"
+
+
+def labels_without_passing_holdout(demo: Path) -> Path:
+    """The example labels, with every holdout item whose humans say pass (or disagree)
+    left out: 54 agreed task_fail items remain (enough holdout, perfect task_fail bounds,
+    human agreement defined by the calibration split), so nobody ever checked the judge's
+    task_pass verdicts on held-out data."""
+    source = demo / "registry" / "calibration" / "reply-quality.jsonl"
+    kept = []
+    for line in source.read_text(encoding="utf-8").splitlines():
+        item = json.loads(line)
+        humans = {h["label"] for h in item["human_labels"]}
+        agreed_fail = humans == {"task_fail"} and item["model_label"] == "task_fail"
+        if item["split"] == "calibration" or agreed_fail:
+            kept.append(line)
+    path = demo / ".evalops" / "no-passing-holdout.jsonl"
+    path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    return path
+
+
+def test_a_judge_whose_pass_verdicts_were_never_checked_is_failing(
+    demo: Path, db: list[str], cli: Cli
+) -> None:
+    recorded = cli(
+        *db, "calibration", "record", JUDGE, "--labels", labels_without_passing_holdout(demo),
+        cwd=demo,
+    )  # fmt: skip
+    assert recorded.code == 0, recorded.stdout + recorded.stderr
+    status = cli(*db, "calibration", "status", "--json", cwd=demo)
+    assert status.code == 0, status.stderr
+    judge = next(g for g in status.json() if g["grader_id"] == JUDGE)
+    assert judge["state"] == "failing"
+    assert any("task_pass" in r and "pass class" in r for r in judge["reasons"]), judge
+    verify_ok(cli, demo, db)

@@ -490,7 +490,8 @@ def build_inputs(
     policy = GatePolicy.model_validate(policy_doc)
     execution = execution_for(session, request.build, request.execution_id, cutoff)
     members = queries.members(session, request.suite_id, cutoff=cutoff)
-    defs = Definitions(session, cutoff)
+    # The calibration rule changed with evaluator 3 (the pass class is never exempt).
+    defs = Definitions(session, cutoff, pass_class_exempt=evaluator < 3)
     heads = member_heads(defs, members)
     run = queries.latest_sync_run(session, cutoff)
     return {
