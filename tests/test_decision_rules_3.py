@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
+from evalops.domain.free_text import has_visible_text
 from evalops.domain.gate import EVALUATOR, evaluate, evaluate_stored
 from evalops.domain.specs import GatePolicy
+from evalops.domain.suite_policy import LinkedIncident, incident_subject_refusal
 from evalops.domain.waivers import WaiverRequest, grant_refusals
 from tests.test_gate_evaluate import POLICY, make_inputs, row, task, trial, waiver
 
@@ -238,3 +240,47 @@ def test_the_same_inputs_under_evaluator_3_hold() -> None:
     assert decided == evaluate(inputs)
     assert decided["decision"] == "hold"
     assert refused_ids(decided) == ["WVR-1"]
+
+
+# ------------------------------------------- item 6: free text needs a visible character
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, "", " ", "\t\n", "\u00a0", "\u2003", "\u3000", "\u200b", "\u200d", "\ufeff",
+     "\u2028", "\u2029", "\u202e", "\u3164", "\u2800", "\u0301", "\x00\x1b"],
+)  # fmt: skip
+def test_blank_and_invisible_text_says_nothing(value: str | None) -> None:
+    assert has_visible_text(value) is False
+
+
+@pytest.mark.parametrize("value", ["a", " ops@example.com ", "\u2003x", "é", "\u0301e", "-"])
+def test_one_visible_character_is_enough(value: str) -> None:
+    assert has_visible_text(value) is True
+
+
+# ---------------------------------------- item 8: promoting an incident needs it confirmed
+
+
+@pytest.mark.parametrize(
+    ("state", "was_confirmed", "allowed"),
+    [
+        ("open", False, False),
+        ("confirmed", True, True),
+        ("reproduced", True, True),
+        ("promoted", True, True),  # a new pin through an incident confirmed before
+        ("promoted", False, False),  # promoted on an invariant by an older evalops
+        ("closed", True, False),
+    ],
+)
+def test_only_a_confirmed_or_reproduced_incident_may_be_promoted(
+    state: str, was_confirmed: bool, allowed: bool
+) -> None:
+    refusal = incident_subject_refusal(
+        LinkedIncident("INC-7", state, was_confirmed), "t1", "regression/core"
+    )
+    assert (refusal is None) is allowed
+    if refusal is not None:
+        assert refusal.met is False
+        assert "evalops incident confirm INC-7" in (refusal.fix or "")
+        assert "evalops promote t1 --to regression/core" in (refusal.fix or "")

@@ -281,3 +281,103 @@ def test_a_judge_whose_pass_verdicts_were_never_checked_is_failing(
     assert judge["state"] == "failing"
     assert any("task_pass" in r and "pass class" in r for r in judge["reasons"]), judge
     verify_ok(cli, demo, db)
+
+
+# ------------------------------------------------ item 6: free text needs a visible character
+
+BLANKS = ["   ", "\u2003", "\u200b", "\u2028", "\u3164\u200d"]
+
+
+def members(cli: Cli, demo: Path, db: list[str]) -> list[str]:
+    shown = cli(*db, "suite", "show", SUITE, "--all", "--json", cwd=demo)
+    assert shown.code == 0, shown.stderr
+    return sorted(m["task_id"] for m in shown.json()["members"])
+
+
+def test_a_blank_approver_approves_no_retirement(demo: Path, db: list[str], cli: Cli) -> None:
+    """Spaces, an em space, a zero-width space, a line separator, a Hangul filler: each
+    looks like nobody on screen, so none is a risk-owner approval."""
+    before = members(cli, demo, db)
+    for blank in BLANKS:
+        refused = cli(
+            *db, "retire", WAIVED_TASK, "--from", SUITE, "--reason", "obsolete",
+            "--approved-by", blank, "--json", cwd=demo,
+        )  # fmt: skip
+        assert refused.code == 5, (blank, refused.stdout + refused.stderr)
+        unmet = [r for r in refused.json()["requirements"] if not r["met"]]
+        assert [r["name"] for r in unmet] == ["risk_owner_approval"], (blank, unmet)
+    assert members(cli, demo, db) == before
+    verify_ok(cli, demo, db)
+
+
+INVARIANT_TASK = "article-source-records-complete"
+
+
+def test_an_invariant_of_one_em_space_is_no_invariant(demo: Path, db: list[str], cli: Cli) -> None:
+    path = demo / "registry" / "tasks" / f"{INVARIANT_TASK}.yaml"
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    doc["meta"]["invariant"] = "\u2003"
+    doc["revision"] = int(doc["revision"]) + 1
+    write_yaml(path, doc)
+    commit_all(demo, "an invariant nobody can read")
+    assert cli(*db, "sync", cwd=demo).code == 0
+    refused = cli(*db, "promote", INVARIANT_TASK, "--to", SUITE, "--json", cwd=demo)
+    assert refused.code == 5, refused.stdout + refused.stderr
+    unmet = [r["name"] for r in refused.json()["requirements"] if not r["met"]]
+    assert unmet == ["confirmed_failure_or_invariant"]
+    assert INVARIANT_TASK not in members(cli, demo, db)
+
+
+# ------------------------------------- item 8: an incident is promoted only once confirmed
+
+
+def open_incident(cli: Cli, demo: Path, db: list[str]) -> str:
+    opened = cli(
+        *db, "incident", "open", "--title", "a source record went missing in production",
+        "--severity", "medium", "--observed-at", "2026-11-20T10:00:00Z",
+        "--trace-uri", "trace://prod/articles/77", "--json", cwd=demo,
+    )  # fmt: skip
+    assert opened.code == 0, opened.stdout + opened.stderr
+    incident_id: str = opened.json()["incident_id"]
+    linked = cli(*db, "incident", "link", incident_id, "--task", INVARIANT_TASK, cwd=demo)
+    assert linked.code == 0, linked.stderr
+    return incident_id
+
+
+def incident_state(cli: Cli, demo: Path, db: list[str], incident_id: str) -> str:
+    shown = cli(*db, "incident", "show", incident_id, "--json", cwd=demo)
+    assert shown.code == 0, shown.stderr
+    state: str = shown.json()["state"]
+    return state
+
+
+def test_an_open_incident_is_not_promoted_on_its_tasks_invariant(
+    demo: Path, db: list[str], cli: Cli
+) -> None:
+    """The task has a meta.invariant, so it may enter the suite by its own id; the open
+    incident linked to it may not ride on that: refused (exit 5) with the fix, the incident
+    stays open, nothing ever calls it confirmed, and it can still be confirmed later."""
+    incident_id = open_incident(cli, demo, db)
+    refused = cli(*db, "promote", incident_id, "--to", SUITE, cwd=demo)
+    assert refused.code == 5, refused.stdout + refused.stderr
+    said = refused.stdout + refused.stderr
+    assert f"evalops incident confirm {incident_id}" in said
+    assert f"evalops promote {INVARIANT_TASK} --to {SUITE}" in said
+    assert INVARIANT_TASK not in members(cli, demo, db)
+    assert incident_state(cli, demo, db, incident_id) == "open"
+
+    by_task = cli(*db, "promote", INVARIANT_TASK, "--to", SUITE, cwd=demo)
+    assert by_task.code == 0, by_task.stdout + by_task.stderr
+    assert INVARIANT_TASK in members(cli, demo, db)
+    assert incident_state(cli, demo, db, incident_id) == "open"
+    again = cli(*db, "promote", INVARIANT_TASK, "--to", SUITE, "--dry-run", cwd=demo)
+    for output in (by_task, again):
+        assert f"confirmed incident {incident_id}" not in output.stdout + output.stderr
+
+    confirmed = cli(*db, "incident", "confirm", incident_id, cwd=demo)
+    assert confirmed.code == 0, confirmed.stdout + confirmed.stderr
+    # Linked to a task that reproduces it, a confirmed incident is `reproduced`.
+    assert incident_state(cli, demo, db, incident_id) == "reproduced"
+    now_promotable = cli(*db, "promote", incident_id, "--to", SUITE, "--dry-run", cwd=demo)
+    assert now_promotable.code == 0, now_promotable.stdout + now_promotable.stderr
+    verify_ok(cli, demo, db)

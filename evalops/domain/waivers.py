@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from evalops.domain.free_text import has_visible_text
 from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, format_timestamp, parse_timestamp
 
@@ -61,9 +62,9 @@ def grant_refusals(
         elif state in rules.forbidden_states:
             out.append(Refusal("forbidden_state", f"{state} is in waivers.forbidden_states"))
     for name, value in (("owner", request.owner), ("reason", request.reason)):
-        if not (value and value.strip()):
+        if not has_visible_text(value):
             out.append(Refusal(name, f"{name} is missing"))
-    if not (request.build and request.build.strip()):
+    if not has_visible_text(request.build):
         out.append(Refusal("build_scope", "build is missing (a waiver covers one build)"))
     out.extend(_expiry_refusals(request.expires, rules.max_duration_days, now))
     return out
