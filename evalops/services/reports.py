@@ -23,7 +23,7 @@ from sqlmodel import Session, col, select
 from evalops import __version__
 from evalops.domain import digests
 from evalops.domain.calibration_validity import StoredCalibration, calibration_validity
-from evalops.domain.canonical import digest
+from evalops.domain.canonical import digest, plain_number
 from evalops.domain.classify import Classification, shown_score
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
@@ -646,10 +646,12 @@ def assemble(
                     "classification": trial["classification"],
                     "score": trial.get("score"),
                     "gating_score": trial.get("gating_score"),
-                    "shown_score": shown_score(
-                        trial["classification"],
-                        float(trial.get("gating_score") or 0.0),
-                        scored=fact.get("scored", True),
+                    "shown_score": plain_number(
+                        shown_score(
+                            trial["classification"],
+                            float(trial.get("gating_score") or 0.0),
+                            scored=fact.get("scored", True),
+                        )
                     ),
                     "parent_trial_id": trial.get("parent_trial_id"),
                     "first_result": trial["trial_id"] in first,
