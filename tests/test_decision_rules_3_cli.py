@@ -381,3 +381,34 @@ def test_an_open_incident_is_not_promoted_on_its_tasks_invariant(
     now_promotable = cli(*db, "promote", incident_id, "--to", SUITE, "--dry-run", cwd=demo)
     assert now_promotable.code == 0, now_promotable.stdout + now_promotable.stderr
     verify_ok(cli, demo, db)
+
+
+# ------------------------------------ decisions made by evaluator 2 replay under evaluator 2
+
+EVALUATOR_2_DB = Path(__file__).parent / "fixtures" / "registry-evaluator2-demo.db"
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_database_of_evaluator_2_decisions_replays_and_verifies(
+    engine: str, tmp_path: Path, cli: Cli, request: pytest.FixtureRequest
+) -> None:
+    """The demo database made by the previous release: today's evalops replays each of its
+    decisions with the frozen evaluator 2 (no `gatingScore` appears), and `verify` rebuilds
+    their inputs under evaluator 2's rules (the old calibration rule included)."""
+    (tmp_path / ".evalops").mkdir()
+    db_file = tmp_path / DB
+    shutil.copyfile(EVALUATOR_2_DB, db_file)
+    db: list[str] = []
+    if engine == "postgresql":
+        pg_url: str = request.getfixturevalue("pg_url")
+        assert cli("--db", pg_url, "init", cwd=tmp_path).code == 0
+        copy_rows(f"sqlite:///{db_file}", pg_url)
+        db = ["--db", pg_url]
+    assert cli(*db, "db", "upgrade", cwd=tmp_path).code == 0
+    for gate_id in ("GATE-1", "GATE-2", "GATE-3"):
+        replayed = cli(*db, "gate", "replay", gate_id, "--json", cwd=tmp_path)
+        assert replayed.code == 0, replayed.stdout + replayed.stderr
+        assert replayed.json()["identical"] is True
+        shown = cli(*db, "gate", "show", gate_id, "--json", cwd=tmp_path).json()
+        assert all("gatingScore" not in t for t in shown["tasks"]), gate_id
+    verify_ok(cli, tmp_path, db)
