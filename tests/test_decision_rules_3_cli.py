@@ -10,6 +10,7 @@ the rules demand and in a registry that still verifies.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -69,9 +70,10 @@ def sync_and_check(cli: Cli, demo: Path, db: list[str]) -> tuple[int, dict[str, 
 
 
 def human_gate_id(stdout: str) -> str:
-    """`HOLD: build-125 on regression/core (GATE-4)` -> GATE-4."""
-    first = stdout.splitlines()[0]
-    return first[first.rindex("(") + 1 : first.rindex(")")]
+    """`HOLD: build-125 on regression/core (GATE-4)` -> GATE-4 (the first id printed)."""
+    found = re.search(r"\bGATE-\d+\b", stdout)
+    assert found is not None, stdout
+    return found.group(0)
 
 
 def verify_ok(cli: Cli, demo: Path, db: list[str]) -> None:
