@@ -894,7 +894,7 @@ def test_overall_human_agreement_below_minimum_fails() -> None:
     assert len(none.reasons) == 1
 
 
-@pytest.mark.parametrize("cls", [P, F, M])
+@pytest.mark.parametrize("cls", [F, M])
 def test_low_class_agreement_makes_only_that_class_unblockable(cls: str) -> None:
     """Humans do not agree on `cls`: the model may never block it; the others it may."""
     agreement = dict.fromkeys((P, F, M), 0.8)
@@ -918,6 +918,34 @@ def test_low_class_agreement_is_named_in_the_reasons(cls: str) -> None:
     assert "agreement" in reason
     for other in {P, F, M} - {cls}:
         assert other not in reason
+
+
+@pytest.mark.parametrize(
+    ("agreement", "pass_stats", "why"),
+    [
+        ({P: 0.4, F: 0.8, M: 0.8}, good_class(), "agreement"),
+        ({F: 0.8, M: 0.8}, good_class(), "agreement"),
+        ({P: 0.8, F: 0.8, M: 0.8}, {**good_class(), "support": 0}, "support"),
+        ({P: 0.8, F: 0.8, M: 0.8}, None, "support"),
+    ],
+    ids=["low-agreement", "no-agreement", "no-support", "absent-from-holdout"],
+)
+def test_the_pass_class_is_never_exempt(
+    agreement: dict[str, float], pass_stats: dict[str, Any] | None, why: str
+) -> None:
+    """A judge whose pass verdicts humans cannot check (they disagree on what passes, or
+    the holdout holds no passing item) would let any trial through: the calibration is
+    failing, whatever the other classes show. Evaluator 2 exempted it (kept for replay)."""
+    per_class = {F: good_class(), M: good_class()}
+    if pass_stats is not None:
+        per_class[P] = pass_stats
+    m = metrics(agreement=agreement, per_class=per_class)
+    v = validity(m)
+    assert v.state == "failing"
+    assert P not in v.blockable_classes
+    assert any(P in r and "pass class" in r and why in r for r in v.reasons), v.reasons
+    old_rule = calibration_validity(judge(), CONFIG, stored(m), pass_class_exempt=True)
+    assert old_rule.state == "valid", old_rule.reasons
 
 
 def test_a_class_without_human_agreement_is_unblockable() -> None:

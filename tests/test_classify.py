@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from evalops.domain.calibration_validity import Validity
-from evalops.domain.classify import Classification, classify
+from evalops.domain.classify import Classification, classify, shown_score
 from evalops.domain.specs import EvalTaskSpec, GraderSet
 from evalops.domain.trajectory import ObservedCall, grade
 from evalops.domain.trial_record import GraderResult, Runtime, TrialRecord
@@ -589,6 +589,27 @@ def test_score_without_a_graded_score_is_one_for_pass_zero_otherwise() -> None:
     failing = build([BY_NAME["tf-outcome"]])
     set_result(failing, "outcome", "task_fail")
     assert run(failing).score == 0.0
+
+
+def test_a_trial_with_no_score_source_shows_no_score() -> None:
+    """The 1-or-0 stand-in only restates the class: people see `-`, never a score that
+    looks measured; a graded score is shown as its gating score."""
+    case = new_case()
+    set_result(case, "outcome", "task_pass")  # no score anywhere it could come from
+    unscored = run(case)
+    assert unscored.scored is False
+    assert shown_score(unscored.primary, unscored.gating_score, scored=unscored.scored) is None
+    scored = run(new_case())
+    assert scored.scored is True
+    assert shown_score(scored.primary, scored.gating_score, scored=scored.scored) == 0.9
+
+
+@pytest.mark.parametrize("trigger", ["ae-runtime", "hcf-grader", "gi-grader"])
+def test_a_crashed_or_hard_failed_trial_shows_score_zero(trigger: str) -> None:
+    """The judge still scored it 0.9; what people see, and what the gate counts, is 0."""
+    c = run(build([BY_NAME[trigger]]))
+    assert c.score == 0.9
+    assert shown_score(c.primary, c.gating_score, scored=c.scored) == 0.0
 
 
 def test_outcome_task_fail_keeps_its_score() -> None:

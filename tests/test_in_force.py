@@ -210,10 +210,11 @@ def _gate_effects(task: EvalTaskSpec, graders: GraderSet, grader: Grader) -> set
     validity = {g.id: Validity("valid", blockable_classes=everything) for g in graders.graders}
     c = classify(record, task, graders, validity=validity, trajectory=None)
     effects = set()
+    # A waiver the policy allows (its states, its 25 days); a hard failure is never waived.
     for waivers in ([], [{"waiver_id": "W", "task_id": "task", "suite_id": "s", "build": "b",
-                          "states": ["task_fail", "hard_constraint_fail"],
-                          "granted_at": "2026-11-01T00:00:00Z",
-                          "expires_at": "2026-12-30T00:00:00Z"}]):  # fmt: skip
+                          "states": ["task_fail"],
+                          "granted_at": "2026-11-20T00:00:00Z",
+                          "expires_at": "2026-12-15T00:00:00Z"}]):  # fmt: skip
         decision = evaluate(
             {
                 "gate_id": "G",

@@ -514,7 +514,13 @@ def test_confirmed_failure_or_invariant_unmet_by_an_unconfirmed_incident(
     assert linked.code == 0, linked.stdout + linked.stderr
 
     assert_refused_only(cli, ws, "confirmed_failure_or_invariant")
-    assert_refused_only(cli, ws, "confirmed_failure_or_invariant", subject=inc)
+    # Promoting the incident itself is refused for being unconfirmed, too.
+    by_incident = promote(cli, ws, inc, REGRESSION)
+    assert by_incident.code == 5, by_incident.stdout + by_incident.stderr
+    assert [r["name"] for r in unmet(by_incident.json())] == [
+        "confirmed_incident",
+        "confirmed_failure_or_invariant",
+    ]
     assert incident_state(cli, ws, inc) == "open"
 
     confirmed = cli("incident", "confirm", inc, "--json", cwd=ws)

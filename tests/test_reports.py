@@ -268,7 +268,7 @@ def test_markdown_of_a_huge_decision_is_cut_to_the_comment_limit() -> None:
     assert md.startswith("<!-- evalops-audit-head:")
     # Whole rows only: every table row still has all its cells.
     rows = [line for line in md.splitlines() if line.startswith("| `task-")]
-    assert rows and all(line.count(" | ") == 12 for line in rows)
+    assert rows and all(line.count(" | ") == 13 for line in rows)
     assert "more not shown (comment size limit)" in md
     strict_fragment(markdown_html(md))
 

@@ -618,7 +618,26 @@ def test_covers_is_scoped_to_task_suite_build_and_states(
     changes: dict[str, Any], expected: bool
 ) -> None:
     w = fact(**changes)
-    assert covers(w, task_id="t1", suite_id=SUITE, build=BUILD, state="task_fail") is expected
+    assert covers(w, task_id="t1", suite_id=SUITE, build=BUILD, failing=("task_fail",)) is expected
+
+
+@pytest.mark.parametrize(
+    ("states", "failing", "expected"),
+    [
+        (("agent_error",), ("agent_error", "task_fail"), False),
+        (("task_fail",), ("agent_error", "task_fail"), False),
+        (("agent_error", "task_fail"), ("agent_error", "task_fail"), True),
+        (("agent_error", "runtime_error", "task_fail"), ("runtime_error",), True),
+        (("task_fail",), (), False),
+    ],
+)
+def test_covers_only_when_every_failing_class_is_named(
+    states: tuple[str, ...], failing: tuple[str, ...], expected: bool
+) -> None:
+    """A waiver names the failures it accepts: one more failing class than it names (or
+    none to accept at all) is not covered."""
+    w = fact(states=states)
+    assert covers(w, task_id="t1", suite_id=SUITE, build=BUILD, failing=failing) is expected
 
 
 # --------------------------------------------------------- pure: generated decisions

@@ -55,7 +55,10 @@ def policy_line(policy: dict[str, Any]) -> str:
 
 
 def _refused_text(refused: dict[str, Any]) -> str:
-    """A refused waiver request: it never got a WVR id, so it is named by its audit event."""
+    """A waiver the policy in force refuses (named by its id, with why), or a request
+    refused at grant (it never got a WVR id, so it is named by its audit event)."""
+    if refused.get("waiver_id"):
+        return f"{refused['waiver_id']} {refused.get('task_id')} ({refused.get('reason')})"
     rules = ", ".join(refused.get("rules") or []) or "refused"
     return f"audit #{refused.get('seq')} {refused.get('task_id')} ({rules})"
 

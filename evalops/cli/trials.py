@@ -46,6 +46,12 @@ def _total(files: list[Path]) -> int | None:
     return sum(f.stat().st_size for f in files)
 
 
+def _score_text(trial: dict[str, Any]) -> str:
+    """A trial's score as people read it: its gating score (0 for a crashed, hard-failed or
+    evidence-blocked trial), `-` when nothing scored it."""
+    return f"{trial['gating_score']:.2f}" if trial.get("scored", True) else "-"
+
+
 @trials_app.command()
 def ingest(
     ctx: typer.Context,
@@ -155,7 +161,7 @@ def list_(
                 r["build"] or "-",
                 str(r["trial_index"]),
                 r["classification"],
-                f"{r['score']:.2f}",
+                _score_text(r),
                 r["parent_trial_id"] or "",
                 ", ".join(r["secondary_labels"]),
             )
@@ -189,7 +195,8 @@ def show(
         for reason in data["reasons"]:
             say(f"    because {reason}")
         say(f"  labels: {', '.join(data['secondary_labels']) or '-'}")
-        say(f"  score {text(data['score'])}  gating score {text(data['gating_score'])}")
+        raw = f"  (trial score {text(data['score'])})" if data.get("scored", True) else ""
+        say(f"  score {_score_text(data)}{raw}")
         for r in data["grader_results"]:
             say(f"  grader {r['grader_id']}@{r['grader_version']}: {r['state']}")
         for r in data["reviews"]:

@@ -5,6 +5,11 @@ prompt, model or rubric makes it stale), was not invalidated by hand, its holdou
 enough, and every per-class lower bound and the human agreement meet the grader's
 `calibration_requirements`. A class on which humans do not agree enough can never be
 blocked by the model grader, whatever its metrics.
+
+The pass class is never exempt: the model's pass verdict is what lets a trial pass, so a
+pass class without holdout support, without enough human agreement, or below its bounds
+makes the calibration `failing`. (Decisions of evaluator 2 and earlier exempted it like any
+other class; `pass_class_exempt` keeps that rule for rebuilding their inputs.)
 """
 
 from __future__ import annotations
@@ -19,6 +24,8 @@ from evalops.domain.specs import Grader
 CalibrationState = Literal["valid", "stale", "failing", "missing"]
 # Verdicts that fail nothing: a calibration must let the grader block at least one other.
 NOT_FAILING = frozenset({"task_pass", "pass", "abstain"})
+# The verdict that lets a trial pass: `task_pass` for an outcome grader, `pass` for others.
+PASS_LABELS = ("task_pass", "pass")
 
 
 @dataclass(frozen=True)
@@ -49,14 +56,48 @@ class StoredCalibration:
     invalidated_reason: str | None = None
 
 
+def _pass_class_problems(
+    label: str,
+    per_class: Mapping[str, Any],
+    agreement: Mapping[str, Any],
+    req: Any,
+) -> list[str]:
+    """Why the pass class cannot be believed: no holdout support or too little human
+    agreement (its bounds are checked with every other class's)."""
+    stats = per_class.get(label) or {}
+    if not stats.get("support"):
+        return [
+            f"class {label} (the pass class): no holdout support, so its precision and recall "
+            "are unknown; the model's pass verdicts cannot be believed"
+        ]
+    kappa = agreement.get(label)
+    if kappa is None or float(kappa) < req.min_human_agreement:
+        shown = number(kappa, missing="undefined")
+        return [
+            f"class {label} (the pass class): human agreement {shown} is below "
+            f"min_human_agreement {number(req.min_human_agreement)}; the model's pass "
+            "verdicts cannot be believed"
+        ]
+    return []
+
+
 def _lower(ci: Any) -> float:
     if isinstance(ci, list | tuple) and ci:
         return float(ci[0])
     return 0.0
 
 
+def pass_class(grader: Grader) -> str | None:
+    """The label of `grader`'s pass verdict (None: it produces none)."""
+    return next((label for label in PASS_LABELS if label in grader.produces), None)
+
+
 def calibration_validity(
-    grader: Grader, current_config_digest: str, record: StoredCalibration | None
+    grader: Grader,
+    current_config_digest: str,
+    record: StoredCalibration | None,
+    *,
+    pass_class_exempt: bool = False,
 ) -> Validity:
     """The state of `grader`'s newest calibration `record` (None: there is none)."""
     if record is None:
@@ -103,8 +144,16 @@ def calibration_validity(
     per_class_agreement: Mapping[str, Any] = agreement.get("per_class", {})
     blockable: set[str] = set()
     notes: list[str] = []
-    for label, stats in sorted(metrics.get("holdout", {}).get("per_class", {}).items()):
+    per_class: Mapping[str, Any] = metrics.get("holdout", {}).get("per_class", {})
+    passing = None if pass_class_exempt else pass_class(grader)
+    if passing is not None:
+        reasons.extend(_pass_class_problems(passing, per_class, per_class_agreement, req))
+    for label, stats in sorted(per_class.items()):
         kappa = per_class_agreement.get(label)
+        if label == passing and (
+            not stats.get("support") or kappa is None or float(kappa) < req.min_human_agreement
+        ):
+            continue  # already a reason above: the pass class is never exempt
         if not stats.get("support"):
             # No human-majority item of this class in the holdout: no bounds to meet.
             notes.append(

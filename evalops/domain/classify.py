@@ -15,7 +15,7 @@ from evalops.domain.calibration_validity import Validity
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
 from evalops.domain.trajectory import TrajectoryResult
 from evalops.domain.trial_record import GraderResult, TrialRecord
-from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, TrialClass
+from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, EVIDENCE_BLOCKED, TrialClass
 
 RANK: dict[str, int] = {c: i for i, c in enumerate(CANONICAL_PRECEDENCE)}
 FAILING_STATES = frozenset(CANONICAL_PRECEDENCE) - {"task_pass"}
@@ -34,6 +34,9 @@ class Classification:
     """Why each candidate class applied, highest first."""
     review: tuple[tuple[str, str], ...] = ()
     """(grader id, why) pairs that belong in the human review queue."""
+    scored: bool = True
+    """Whether the score has a source (a grader's score, the trajectory, a fail-closed
+    fixture miss); False: it is the 1-or-0 stand-in for the class, which people see as `-`."""
 
     @property
     def passed(self) -> bool:
@@ -272,14 +275,14 @@ def _score(
     primary: str,
     trajectory: TrajectoryResult | None,
     failed_closed: bool,
-) -> tuple[float, float]:
-    """Trial score and gating score (DESIGN.md section 6.2)."""
+) -> tuple[float, float, bool]:
+    """Trial score, gating score, and whether the score has a source (DESIGN.md 6.2)."""
     contract = task.contract
     if failed_closed:
-        return 0.0, 0.0
+        return 0.0, 0.0, True
     if contract.expected is not None and contract.expected.kind == "trajectory":
         path_score = 1.0 if trajectory is not None and trajectory.matched else 0.0
-        return path_score, path_score
+        return path_score, path_score, True
     first_outcome = next(
         (g.id for g in graders.graders if g.blocking and g.layer == "outcome"), None
     )
@@ -293,10 +296,11 @@ def _score(
         if result is not None and result.score is not None:
             score = float(result.score)
             break
+    scored = score is not None
     if score is None:
         score = 1.0 if primary == "task_pass" else 0.0
     unmatched = trajectory is not None and not trajectory.matched
-    return score, 0.0 if unmatched else score
+    return score, 0.0 if unmatched else score, scored
 
 
 def classify(
@@ -333,6 +337,27 @@ def classify(
     labels = list(ordered[1:])
     labels += [label for label in c.labels if label not in labels]
     labels += [label for label in record.secondary_labels if label not in labels]
-    score, gating = _score(record, task, graders, used, primary, trajectory, failed_closed)
+    score, gating, scored = _score(record, task, graders, used, primary, trajectory, failed_closed)
     reasons = tuple(f"{cls}: {why}" for cls in ordered for why in c.found[cls])
-    return Classification(primary, tuple(labels), score, gating, reasons, tuple(c.review))
+    return Classification(
+        primary, tuple(labels), score, gating, reasons, tuple(c.review), scored=scored
+    )
+
+
+# A trial in one of these classes never lifts a task's score or `passRule: mean`: it crashed,
+# hard-failed or lacks the evidence to be judged, whatever its graders scored.
+ZERO_GATING_CLASSES = frozenset(
+    {"hard_constraint_fail", *EVIDENCE_BLOCKED, "agent_error", "runtime_error"}
+)
+
+
+def counted_gating_score(primary: str, gating_score: float) -> float:
+    """The gating score the gate counts and people see as a trial's score: the stored one,
+    or 0 for a crashed, hard-failed or evidence-blocked trial."""
+    return 0.0 if primary in ZERO_GATING_CLASSES else gating_score
+
+
+def shown_score(primary: str, gating_score: float, *, scored: bool) -> float | None:
+    """A trial's score as people see it: its counted gating score, or None (shown `-`)
+    when nothing scored it (never a 0 or 1 that only restates its class)."""
+    return counted_gating_score(primary, gating_score) if scored else None

@@ -8,9 +8,13 @@ replayed byte for byte months later. Steps:
    evidence-blocked class among effective trials; else fewer effective trials than
    `trials.count` (none at all included) => missing_required_evidence; else `passRule`:
    task_pass, or the highest failing class present.
+   `passRule: mean` reads gating scores, which are 0 for a trial that hard-failed, crashed
+   or lacks evidence, whatever its graders scored.
 2. Task effect: hard failure => block; evidence-blocked => hold; agent_error,
    runtime_error, task_fail => block for a critical task, else hold unless a valid waiver
-   covers it (pass, waived); task_pass => pass.
+   covers it (pass, waived); task_pass => pass. Every waiver is judged against the policy
+   this decision applies (a tightened policy refuses waivers granted under a looser one),
+   and covers a task only when it names every failing class among the task's trials.
 3. Baseline: the paired verdict; `regressed` blocks; a required baseline with no trials
    holds.
 4. Decision: block if any block, else hold if any hold, else pass. An empty suite holds:
@@ -23,12 +27,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalops.domain.classify import counted_gating_score
 from evalops.domain.regression import TaskOutcome, paired_verdict
 from evalops.domain.reruns import TrialNode, resolve_reruns
 from evalops.domain.specs import GatePolicy
 from evalops.domain.stats import TaskTrials, mean, passes_rule, task_block, trial_stats
 from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, EVIDENCE_BLOCKED, parse_timestamp
-from evalops.domain.waivers import WaiverFact, covers, validity_at
+from evalops.domain.waivers import WaiverFact, covers, policy_refusals, validity_at
 
 RANK: dict[str, int] = {c: i for i, c in enumerate(CANONICAL_PRECEDENCE)}
 FAILING = ("agent_error", "runtime_error", "task_fail")
@@ -43,6 +48,11 @@ class TaskSummary:
     passed_count: int
     passed: bool
     mean_score: float | None
+    """The mean of trial scores (the RFC's meanScore)."""
+    gating_score: float | None
+    """The mean gating score of the effective trials: what people see as the task's score."""
+    failing: tuple[str, ...]
+    """Every failing class a waiver must name to cover the task (its state included)."""
     block: dict[str, Any]
     invalid_count: int
     rerun_count: int
@@ -72,7 +82,9 @@ def summarize_task(task: Mapping[str, Any], policy: GatePolicy) -> TaskSummary:
     effective = [by_id[i] for i in outcome.effective]
     classes = [t["classification"] for t in effective]
     passed_flags = [c == "task_pass" for c in classes]
-    gating = [float(t["gating_score"]) for t in effective]
+    gating = [
+        counted_gating_score(t["classification"], float(t["gating_score"])) for t in effective
+    ]
     scores = [float(t["score"]) for t in effective]
     count = int(plan["count"])
     k = int(plan.get("k") or count)
@@ -116,6 +128,8 @@ def summarize_task(task: Mapping[str, Any], policy: GatePolicy) -> TaskSummary:
         passed_count=sum(passed_flags),
         passed=passes and len(effective) >= 1,
         mean_score=block["meanScore"],
+        gating_score=mean(gating),
+        failing=tuple(sorted({state, *(c for c in classes if c in FAILING)} & set(FAILING))),
         block=block,
         invalid_count=sum(1 for t in trials if t["classification"] in INVALID_RUNS),
         rerun_count=outcome.rerun_count,
@@ -145,8 +159,9 @@ def _effect(state: str, risk: str) -> str:
     return "pass"
 
 
-EVALUATOR = 2
-"""The rules version new decisions record in their inputs (DESIGN.md section 14)."""
+EVALUATOR = 3
+"""The rules version new decisions record in their inputs; earlier ones are frozen in
+`domain.legacy` so a decision replays under the rules it was made under."""
 
 
 def evaluate_stored(inputs: Mapping[str, Any]) -> dict[str, Any]:
@@ -154,6 +169,10 @@ def evaluate_stored(inputs: Mapping[str, Any]) -> dict[str, Any]:
     version = inputs.get("evaluator", 1)
     if version == EVALUATOR:
         return evaluate(inputs)
+    if version == 2:
+        from evalops.domain.legacy.gate_v2 import evaluate as evaluate_v2
+
+        return evaluate_v2(inputs)
     if version == 1:
         from evalops.domain.legacy.gate_v1 import evaluate as evaluate_v1
 
@@ -172,6 +191,11 @@ def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
         for w in (WaiverFact.from_dict(d) for d in inputs["waivers"])
         if w.build == build and w.suite_id == suite_id
     ]
+    risks = {t["task_id"]: t["risk"] for t in inputs["tasks"]}
+    refused = _refused_by_policy(in_scope, risks, policy)
+    usable_now = [
+        w for w in in_scope if w.waiver_id not in refused and validity_at(w, at) == "valid"
+    ]
     applied: list[str] = []
     blocks: list[str] = []
     holds: list[str] = []
@@ -185,9 +209,10 @@ def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
         if effect == "hold" and s.state in FAILING:
             usable = [
                 w
-                for w in in_scope
-                if covers(w, task_id=task["task_id"], suite_id=suite_id, build=build, state=s.state)
-                and validity_at(w, at) == "valid"
+                for w in usable_now
+                if covers(
+                    w, task_id=task["task_id"], suite_id=suite_id, build=build, failing=s.failing
+                )
             ]
             if usable:
                 waiver_id = sorted(usable, key=lambda w: w.waiver_id)[0].waiver_id
@@ -209,6 +234,7 @@ def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
                 "n": s.n,
                 "passedCount": s.passed_count,
                 "meanScore": s.mean_score,
+                "gatingScore": s.gating_score,
                 "passAtK": s.block["passAtK"],
                 "passHatK": s.block["passHatK"],
                 "invalidCount": s.invalid_count,
@@ -241,7 +267,9 @@ def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
         "reasons": blocks + holds + notes,
         "tasks": tasks_out,
         "trialStats": trial_stats_out,
-        "waivers": _waiver_accounting(in_scope, applied, at, inputs.get("refused_waivers", [])),
+        "waivers": _waiver_accounting(
+            in_scope, applied, at, inputs.get("refused_waivers", []), refused
+        ),
         "regression": regression,
         "ignoredTrials": _ignored_by_reason(inputs["tasks"]),
     }
@@ -307,16 +335,46 @@ def _regression(
     return verdict
 
 
+def _refused_by_policy(
+    in_scope: Sequence[WaiverFact], risks: Mapping[str, str], policy: GatePolicy
+) -> dict[str, dict[str, Any]]:
+    """Waiver id -> why the policy this decision applies forbids it (the ones it allows are
+    left out). A waiver for a task outside the suite has no layer to judge: it covers
+    nothing here and is listed as unused."""
+    out: dict[str, dict[str, Any]] = {}
+    for w in in_scope:
+        if w.task_id not in risks:
+            continue
+        refusals = policy_refusals(w, risk=risks[w.task_id], policy=policy)
+        if refusals:
+            out[w.waiver_id] = {
+                "waiver_id": w.waiver_id,
+                "task_id": w.task_id,
+                "states": list(w.states),
+                "rules": [r.rule for r in refusals],
+                "reason": f"refused by the policy in force ({policy.id}): "
+                + "; ".join(r.message for r in refusals),
+            }
+    return out
+
+
 def _waiver_accounting(
     in_scope: Sequence[WaiverFact],
     applied: Sequence[str],
     at: Any,
     refused: Sequence[Mapping[str, Any]],
+    refused_by_policy: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, list[Any]]:
+    """Every waiver the decision considered, each in one list: refused by the policy in
+    force comes first (it is refused whatever its time), then applied, expired, revoked,
+    unused; `refused` also lists waiver requests refused at grant (by audit event)."""
     out: dict[str, list[Any]] = {"applied": [], "expired": [], "unused": [], "revoked": []}
+    by_policy: list[dict[str, Any]] = []
     for w in sorted(in_scope, key=lambda w: w.waiver_id):
         state = validity_at(w, at)
-        if w.waiver_id in applied:
+        if w.waiver_id in refused_by_policy:
+            by_policy.append(dict(refused_by_policy[w.waiver_id]))
+        elif w.waiver_id in applied:
             out["applied"].append(w.waiver_id)
         elif state == "expired":
             out["expired"].append(w.waiver_id)
@@ -324,5 +382,5 @@ def _waiver_accounting(
             out["revoked"].append(w.waiver_id)
         else:
             out["unused"].append(w.waiver_id)
-    out["refused"] = [dict(r) for r in refused]
+    out["refused"] = [dict(r) for r in refused] + by_policy
     return out

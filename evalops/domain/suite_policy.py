@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalops.domain.free_text import has_visible_text
 from evalops.domain.humanize import plural
 from evalops.domain.specs import EvalTaskSpec, GraderSet, SuiteDeclaration, SuitePolicy
 
@@ -204,16 +205,47 @@ def _minimum_grader_coverage(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
 def _owner(name: str, attribute: str) -> Callable[[EntryFacts, SuiteDeclaration], Requirement]:
     def check(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
         value = getattr(f.task.meta, attribute)
-        if value:
+        if has_visible_text(value):
             return Requirement(name, True, f"meta.{attribute} is {value}", None)
         return Requirement(
             name,
             False,
-            f"meta.{attribute} is not set",
+            f"meta.{attribute} is not set" if value is None else _blank(f"meta.{attribute}"),
             f"set `meta.{attribute}` in {f.task_file}, commit, and run `evalops sync`",
         )
 
     return check
+
+
+def _blank(what: str) -> str:
+    return f"{what} has no visible character (spaces and invisible characters name nobody)"
+
+
+PROMOTABLE_INCIDENT_STATES = ("confirmed", "reproduced")
+
+
+def incident_subject_refusal(
+    incident: LinkedIncident, task_id: str, suite_id: str
+) -> Requirement | None:
+    """Promoting an incident (`promote INC-n`) needs it confirmed or reproduced; a promoted
+    one that was confirmed may be promoted again (a new pin). None: it may be promoted.
+
+    A task whose `meta.invariant` is enough is promoted by its own id, which leaves its
+    incidents' states alone: promotion never stands in for a confirmation."""
+    if incident.state in PROMOTABLE_INCIDENT_STATES:
+        return None
+    if incident.state == "promoted" and incident.was_confirmed:
+        return None
+    never = "" if incident.was_confirmed else ", never confirmed"
+    return Requirement(
+        "confirmed_incident",
+        False,
+        f"incident {incident.incident_id} is {incident.state}{never}: promoting an incident "
+        "needs it confirmed or reproduced",
+        f"confirm it (`evalops incident confirm {incident.incident_id}`) and promote it again, "
+        f"or promote the task by its id (`evalops promote {task_id} --to {suite_id}`) when "
+        "its meta.invariant is enough; the incident then keeps its state",
+    )
 
 
 def _confirmed_failure_or_invariant(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
@@ -223,7 +255,7 @@ def _confirmed_failure_or_invariant(f: EntryFacts, _: SuiteDeclaration) -> Requi
         return Requirement(
             "confirmed_failure_or_invariant", True, f"confirmed incident {names}", None
         )
-    if f.task.meta.invariant:
+    if has_visible_text(f.task.meta.invariant):
         return Requirement(
             "confirmed_failure_or_invariant",
             True,
@@ -461,17 +493,17 @@ def evaluate_retirement(
         if name == "obsolete_reason":
             requirements.append(
                 Requirement(name, True, f"reason: {reason}", None)
-                if reason
+                if has_visible_text(reason)
                 else Requirement(name, False, "no reason given", "pass `--reason`")
             )
         elif name in ("risk_owner_approval", "review"):
             requirements.append(
                 Requirement(name, True, f"approved by {approved_by}", None)
-                if approved_by
+                if has_visible_text(approved_by)
                 else Requirement(
                     name,
                     False,
-                    "no risk-owner approval",
+                    "no risk-owner approval" if approved_by is None else _blank("--approved-by"),
                     f"pass `--approved-by OWNER` (task owner: {task.meta.owner or 'unset'})",
                 )
             )

@@ -7,11 +7,12 @@ revoked at or before T. Time is always a parameter and always carries an offset.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from evalops.domain.free_text import has_visible_text
 from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, format_timestamp, parse_timestamp
 
@@ -51,13 +52,8 @@ def grant_refusals(
         out.append(
             Refusal("protected_task", f"task {request.task_id} protects {', '.join(protects)}")
         )
-    if risk != "critical" and rules.allowed_layers and risk not in rules.allowed_layers:
-        out.append(
-            Refusal(
-                "layer_not_allowed",
-                f"risk {risk} is not in waivers.allowed_layers {list(rules.allowed_layers)}",
-            )
-        )
+    if risk != "critical":
+        out.extend(_layer_refusals(risk, policy))
     if not request.states:
         out.append(Refusal("states", "no states listed"))
     for state in request.states:
@@ -66,12 +62,34 @@ def grant_refusals(
         elif state in rules.forbidden_states:
             out.append(Refusal("forbidden_state", f"{state} is in waivers.forbidden_states"))
     for name, value in (("owner", request.owner), ("reason", request.reason)):
-        if not (value and value.strip()):
+        if not has_visible_text(value):
             out.append(Refusal(name, f"{name} is missing"))
-    if not (request.build and request.build.strip()):
+    if not has_visible_text(request.build):
         out.append(Refusal("build_scope", "build is missing (a waiver covers one build)"))
     out.extend(_expiry_refusals(request.expires, rules.max_duration_days, now))
     return out
+
+
+def _layer_refusals(risk: str, policy: GatePolicy) -> list[Refusal]:
+    """A layer may be waived only when the policy lists it: an empty or omitted
+    `allowed_layers` waives nothing (it never falls open to every non-critical layer)."""
+    allowed = policy.waivers.allowed_layers
+    if not allowed:
+        return [
+            Refusal(
+                "layer_not_allowed",
+                "waivers.allowed_layers is empty or omitted: the gate policy lets no layer be "
+                "waived",
+            )
+        ]
+    if risk not in allowed:
+        return [
+            Refusal(
+                "layer_not_allowed",
+                f"risk {risk} is not in waivers.allowed_layers {list(allowed)}",
+            )
+        ]
+    return []
 
 
 def _expiry_refusals(expires: str | None, max_days: int, now: datetime) -> list[Refusal]:
@@ -149,11 +167,46 @@ def validity_at(waiver: WaiverFact, at: datetime) -> str:
     return "valid"
 
 
-def covers(waiver: WaiverFact, *, task_id: str, suite_id: str, build: str, state: str) -> bool:
-    """Scope only (one task, one suite, one build, listed states); time is checked apart."""
+def policy_refusals(waiver: WaiverFact, *, risk: str, policy: GatePolicy) -> list[Refusal]:
+    """What the gate policy of a decision forbids in a granted waiver: a state it forbids,
+    the task's layer (`risk`, the ratcheted one) when the policy does not allow it, or a
+    validity longer than `max_duration_days`. A waiver is judged again at every decision,
+    so a policy tightened after the grant refuses it (empty: the policy allows it)."""
+    rules = policy.waivers
+    out = [
+        Refusal("forbidden_state", f"{state} is in waivers.forbidden_states")
+        for state in waiver.states
+        if state in rules.forbidden_states
+    ]
+    out.extend(_layer_refusals(risk, policy))
+    duration = parse_timestamp(waiver.expires_at) - parse_timestamp(waiver.granted_at)
+    if duration > timedelta(days=rules.max_duration_days):
+        out.append(
+            Refusal(
+                "expires_at_too_far",
+                f"valid for {_days(duration)} days, more than max_duration_days "
+                f"({rules.max_duration_days})",
+            )
+        )
+    return out
+
+
+def _days(duration: timedelta) -> str:
+    days = duration / timedelta(days=1)
+    return f"{days:g}" if days == int(days) else f"{days:.2f}"
+
+
+def covers(
+    waiver: WaiverFact, *, task_id: str, suite_id: str, build: str, failing: Collection[str]
+) -> bool:
+    """Scope (one task, one suite, one build) and states: every failing class among the
+    task's effective trials, and its state, must be in the waiver's `states` (a waiver for
+    `agent_error` never passes a task whose trials also failed as `task_fail`). Time is
+    checked apart."""
     return (
         waiver.task_id == task_id
         and waiver.suite_id == suite_id
         and waiver.build == build
-        and state in waiver.states
+        and bool(failing)
+        and all(state in waiver.states for state in failing)
     )

@@ -42,6 +42,9 @@ class Definitions:
 
     session: Session
     cutoff: int | None = None
+    pass_class_exempt: bool = False
+    """Judge calibrations as evaluator 2 and earlier did (rebuilding their decisions'
+    inputs): the pass class exempt from bounds like any other class."""
     _tasks: dict[str, list[TaskRevision]] = field(default_factory=dict)
     _all_tasks: dict[str, list[TaskRevision]] | None = None
     _specs: dict[int, EvalTaskSpec] = field(default_factory=dict)
@@ -148,7 +151,13 @@ class Definitions:
         if digest not in self._validity:
             found = self.grader_set(digest)
             self._validity[digest] = (
-                queries.model_grader_validity(self.session, found[0], found[1], self.cutoff)
+                queries.model_grader_validity(
+                    self.session,
+                    found[0],
+                    found[1],
+                    self.cutoff,
+                    pass_class_exempt=self.pass_class_exempt,
+                )
                 if found
                 else {}
             )

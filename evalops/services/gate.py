@@ -321,9 +321,10 @@ def rebuilt_inputs_problem(session: Session, row: GateDecision) -> str | None:
         return None  # decided before requests were recorded (migrated database)
     request = GateRequest.from_dict(inputs["request"])
     gate_id = inputs["gate_id"]
+    evaluator = int(inputs.get("evaluator", 1))
     del inputs  # a large decision's parsed inputs are not held beside the rebuilt ones
     try:
-        rebuilt = build_inputs(session, request, rebuild=True)
+        rebuilt = build_inputs(session, request, rebuild=True, evaluator=evaluator)
     except InputError as exc:
         return f"its inputs can no longer be loaded: {exc.message}"
     rebuilt["gate_id"] = gate_id

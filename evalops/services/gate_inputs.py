@@ -516,9 +516,13 @@ def build_inputs(
     policy_digest: str | None = None,
     dry_run: bool = False,
     rebuild: bool = False,
+    evaluator: int = EVALUATOR,
 ) -> dict[str, Any]:
     """The plain-JSON inputs of one decision (`policy_doc` only for a dry-run file;
-    `dry_run` and `rebuild` as for `applied_gate_policy`)."""
+    `dry_run` and `rebuild` as for `applied_gate_policy`).
+
+    `evaluator` is the rules version they are for: a new decision's is the current one;
+    `verify` rebuilds a stored decision's inputs for the version it was made with."""
     cutoff = request.cutoff
     suite = queries.suite_row(session, request.suite_id, cutoff)
     if suite is None:
@@ -531,11 +535,12 @@ def build_inputs(
     policy = GatePolicy.model_validate(policy_doc)
     execution = execution_for(session, request.build, request.execution_id, cutoff)
     members = queries.members(session, request.suite_id, cutoff=cutoff)
-    defs = Definitions(session, cutoff)
+    # The calibration rule changed with evaluator 3 (the pass class is never exempt).
+    defs = Definitions(session, cutoff, pass_class_exempt=evaluator < 3)
     heads = member_heads(defs, members)
     run = queries.latest_sync_run(session, cutoff)
     return {
-        "evaluator": EVALUATOR,
+        "evaluator": evaluator,
         "request": request.as_dict(),
         "build": request.build,
         "suite": {

@@ -14,6 +14,7 @@ from typing import Any, Literal
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
+from evalops.domain.free_text import has_visible_text
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import InputError
 from evalops.store import queries
@@ -24,6 +25,9 @@ from evalops.store.tables import Incident, IncidentEvent
 Severity = Literal["critical", "high", "medium", "low"]
 SEVERITIES: tuple[str, ...] = ("critical", "high", "medium", "low")
 STATES = ("open", "confirmed", "reproduced", "promoted", "closed")
+
+
+CONFIRMED_STATES = ("confirmed", "reproduced")
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,10 @@ class IncidentView:
 
     @property
     def was_confirmed(self) -> bool:
-        return any(e.state in ("confirmed", "reproduced", "promoted") for e in self.events)
+        """Whether someone confirmed it (or saw it reproduced). A promotion is not a
+        confirmation: evalops before 0.x could promote an open incident on its task's
+        invariant, and such an incident was never confirmed."""
+        return any(e.state in CONFIRMED_STATES for e in self.events)
 
     def as_dict(self, *, history: bool = False) -> dict[str, Any]:
         row = self.row
@@ -102,7 +109,7 @@ def open_incident(
         observed = parse_timestamp(observed_at)
     except ValueError as exc:
         raise InputError(str(exc), field="--observed-at") from None
-    if not title.strip():
+    if not has_visible_text(title):
         raise InputError("title is empty", field="--title")
     if not trace_uri.strip():
         raise InputError("trace URI is empty", field="--trace-uri")
@@ -223,7 +230,7 @@ def link(
 def close(
     engine: Engine, incident_id: str, *, reason: str, actor: str, now: datetime
 ) -> dict[str, Any]:
-    if not reason.strip():
+    if not has_visible_text(reason):
         raise InputError("closing an incident needs a reason", field="--reason")
     with write_session(engine) as session:
         current = _load(session, incident_id)

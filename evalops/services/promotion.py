@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -27,6 +27,7 @@ from evalops.domain.suite_policy import (
     Requirement,
     evaluate_entry,
     evaluate_retirement,
+    incident_subject_refusal,
 )
 from evalops.errors import InputError
 from evalops.services import incidents as incident_service
@@ -203,13 +204,21 @@ def promote(
                     session, checklist, subject, None, suite_id, actor, now, reason, dry_run
                 )
             task_id = incident_view.tasks[-1]
+            unconfirmed = incident_subject_refusal(
+                LinkedIncident(subject, incident_view.state, incident_view.was_confirmed),
+                task_id,
+                suite_id,
+            )
         else:
             task_id = subject
+            unconfirmed = None
         task = queries.task_row(session, task_id)
         if task is None:
             raise InputError(f"task {task_id!r} is not registered (run `evalops sync`)")
         facts = entry_facts(session, task)
         checklist = evaluate_entry(facts, queries.suite_spec(suite), suite_policy)
+        if unconfirmed is not None:
+            checklist = replace(checklist, requirements=(unconfirmed, *checklist.requirements))
         if not checklist.accepted:
             return _finish_refusal(
                 session, checklist, subject, task_id, suite_id, actor, now, reason, dry_run

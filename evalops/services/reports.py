@@ -22,7 +22,8 @@ from sqlmodel import Session, col, select
 
 from evalops import __version__
 from evalops.domain import digests
-from evalops.domain.canonical import digest
+from evalops.domain.canonical import digest, plain_number
+from evalops.domain.classify import Classification, shown_score
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.evidence import Definitions, rederive
@@ -158,7 +159,9 @@ def resolve(
         "tasks": _task_facts(session, defs, tasks, inputs["execution_digest"]),
         **_trial_facts(session, defs, tasks, upto),
         "waivers": _waiver_facts(session, result.get("waivers") or {}),
-        "calibration": calibration_facts(session, defs, tasks, cutoff),
+        "calibration": calibration_facts(
+            session, defs, tasks, cutoff, pass_class_exempt=int(inputs.get("evaluator", 1)) < 3
+        ),
         "provenance": _provenance(session, inputs, upto),
         "coverage": _coverage(session),
     }
@@ -265,13 +268,12 @@ def _trial_rows(session: Session, ids: Sequence[str]) -> Iterable[Trial]:
             session.expunge(trial)
 
 
-def _explanation(defs: Definitions, trial: Trial, stored_class: str) -> str:
+def _explanation(current: Classification | None, stored_class: str) -> str:
     """Why the trial has its class, from the classifier's own reasons.
 
     Evidence added after the decision (a reconciliation, a review) can change the class;
     then the explanation says both, and the decision's class stands.
     """
-    current = rederive(defs, trial)
     if current is None:
         return f"{stored_class} (its definitions are no longer registered)"
     reasons = "; ".join(current.reasons) or current.primary
@@ -313,6 +315,7 @@ def _trial_facts(
         record = json.loads(trial.record)
         _count_layers(layers, defs, trial, record)
         recon, reviews = defs.appended(trial_id)
+        current = rederive(defs, trial)
         found[trial_id] = {
             "trial_index": trial.trial_index,
             "run_id": trial.run_id,
@@ -322,7 +325,8 @@ def _trial_facts(
             "trace_uri": record.get("trace_uri"),
             "rerun_reason": trial.rerun_reason,
             "runtime_status": (record.get("runtime") or {}).get("status"),
-            "explanation": _explanation(defs, trial, classes[trial_id]),
+            "explanation": _explanation(current, classes[trial_id]),
+            "scored": current.scored if current else True,
             "evaluator_type": _deciding_evaluator(defs, trial, record, classes[trial_id]),
             "reconciliations": [
                 {
@@ -375,6 +379,22 @@ def _count_layers(
         counts[(grader.layer if grader else "unknown_grader", str(state))] += 1
 
 
+def _refused_by_policy(session: Session, entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A granted waiver the decision's policy refused: its grant, and the refusal apart (the
+    grant's `reason` is the owner's; `refusal` is why the policy in force refused it)."""
+    w = session.exec(select(Waiver).where(Waiver.waiver_id == entry["waiver_id"])).first()
+    return {
+        **entry,
+        "refusal": entry.get("reason"),
+        "owner": w.owner if w else None,
+        "reason": w.reason if w else None,
+        "build": w.build if w else None,
+        "expires": format_timestamp(w.expires_at) if w else None,
+        "at": format_timestamp(w.granted_at) if w else None,
+        "actor": w.granted_by if w else None,
+    }
+
+
 def _waiver_facts(session: Session, accounting: Mapping[str, Any]) -> dict[str, Any]:
     ids = [
         w for key in ("applied", "expired", "unused", "revoked") for w in accounting.get(key, [])
@@ -410,6 +430,9 @@ def _waiver_facts(session: Session, accounting: Mapping[str, Any]) -> dict[str, 
         }
     refused = []
     for entry in accounting.get("refused", []):
+        if entry.get("waiver_id"):
+            refused.append(_refused_by_policy(session, entry))
+            continue
         event = session.get(AuditEvent, entry.get("seq")) if entry.get("seq") else None
         request = json.loads(event.payload).get("request", {}) if event else {}
         refused.append(
@@ -437,11 +460,14 @@ def calibration_facts(
     defs: Definitions,
     tasks: Sequence[Mapping[str, Any]],
     cutoff: int | None,
+    *,
+    pass_class_exempt: bool = False,
 ) -> list[dict[str, Any]]:
     """Every model grader of every pinned grader set, judged for the pinned config by the
     very rule the gate applies (`queries.config_validity`): the newest calibration of
-    exactly that config among the rows at or before `cutoff` (None: every row). A
-    calibration recorded after an `--at` decision's cutoff is never shown as its own."""
+    exactly that config among the rows at or before `cutoff` (None: every row), under the
+    rules of the decision's evaluator. A calibration recorded after an `--at` decision's
+    cutoff is never shown as its own."""
     out: list[dict[str, Any]] = []
     for grader_set_digest in dict.fromkeys(t["grader_set_digest"] for t in tasks):
         found = defs.grader_set(grader_set_digest)
@@ -452,7 +478,9 @@ def calibration_facts(
             if grader.type != "model":
                 continue
             config = digests.grader_config_digest(entry)
-            validity = queries.config_validity(session, grader, config, cutoff)
+            validity = queries.config_validity(
+                session, grader, config, cutoff, pass_class_exempt=pass_class_exempt
+            )
             row = (
                 session.exec(
                     select(Calibration).where(Calibration.calibration_id == validity.calibration_id)
@@ -664,6 +692,13 @@ def assemble(
                     "classification": trial["classification"],
                     "score": trial.get("score"),
                     "gating_score": trial.get("gating_score"),
+                    "shown_score": plain_number(
+                        shown_score(
+                            trial["classification"],
+                            float(trial.get("gating_score") or 0.0),
+                            scored=fact.get("scored", True),
+                        )
+                    ),
                     "parent_trial_id": trial.get("parent_trial_id"),
                     "first_result": trial["trial_id"] in first,
                     "rerun_not_permitted": trial["trial_id"] in not_permitted,

@@ -10,7 +10,7 @@ from sqlalchemy import and_, false, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
-from evalops.domain.classify import AMBIGUOUS_EFFECT_STATUSES
+from evalops.domain.classify import AMBIGUOUS_EFFECT_STATUSES, counted_gating_score
 from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, resolve_reruns
 from evalops.domain.trial_record import TrialRecord
 from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, format_timestamp
@@ -98,7 +98,11 @@ def _summary(
         "classification_at_ingest": trial.classification,
         "secondary_labels": labels,
         "score": current.score if current else trial.score,
-        "gating_score": current.gating_score if current else trial.gating_score,
+        "gating_score": counted_gating_score(
+            current.primary if current else trial.classification,
+            current.gating_score if current else trial.gating_score,
+        ),
+        "scored": current.scored if current else True,
         "parent_trial_id": trial.parent_trial_id,
         "completed_at": format_timestamp(trial.completed_at),
     }

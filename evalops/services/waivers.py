@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
 from evalops.domain.canonical import canonical_text
+from evalops.domain.free_text import has_visible_text
 from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.domain.waivers import WaiverFact, WaiverRequest, grant_refusals, validity_at
@@ -59,13 +60,9 @@ def grant(
         suite = queries.suite_row(session, request.suite_id)
         if suite is None:
             raise InputError(f"suite {request.suite_id!r} is not registered", field="--suite")
-        if (
-            request.build
-            and request.build.strip()
-            and not any(
-                row.system_build == request.build
-                for row in queries.in_force_rows(session, "execution_profile").values()
-            )
+        if has_visible_text(request.build) and not any(
+            row.system_build == request.build
+            for row in queries.in_force_rows(session, "execution_profile").values()
         ):
             raise InputError(
                 f"no execution profile in force has system_build {request.build!r}: a waiver "
@@ -168,7 +165,7 @@ def list_waivers(
 def revoke(
     engine: Engine, waiver_id: str, *, reason: str, actor: str, now: datetime
 ) -> dict[str, Any]:
-    if not reason.strip():
+    if not has_visible_text(reason):
         raise InputError("revoking a waiver needs a reason", field="--reason")
     with write_session(engine) as session:
         row = session.exec(select(Waiver).where(Waiver.waiver_id == waiver_id)).first()

@@ -290,9 +290,15 @@ def calibration_of_config(
 
 
 def config_validity(
-    session: Session, grader: Grader, config_digest: str, cutoff: int | None = None
+    session: Session,
+    grader: Grader,
+    config_digest: str,
+    cutoff: int | None = None,
+    *,
+    pass_class_exempt: bool = False,
 ) -> Validity:
-    """Validity of one grader config, from its own newest calibration only."""
+    """Validity of one grader config, from its own newest calibration only
+    (`pass_class_exempt`: under the rule of evaluator 2 and earlier)."""
     record = calibration_of_config(session, config_digest, cutoff)
     if record is None:
         others = session.exec(
@@ -311,18 +317,25 @@ def config_validity(
                 "count for this one"
             )
         return Validity("missing", tuple(reasons))
-    return calibration_validity(grader, config_digest, record)
+    return calibration_validity(grader, config_digest, record, pass_class_exempt=pass_class_exempt)
 
 
 def model_grader_validity(
-    session: Session, grader_set: GraderSet, raw_graders: list[dict[str, Any]], cutoff: int | None
+    session: Session,
+    grader_set: GraderSet,
+    raw_graders: list[dict[str, Any]],
+    cutoff: int | None,
+    *,
+    pass_class_exempt: bool = False,
 ) -> dict[str, Validity]:
     """Validity of every model grader of a (pinned) grader set, for that set's configs."""
     out: dict[str, Validity] = {}
     for grader, raw in zip(grader_set.graders, raw_graders, strict=True):
         if grader.type == "model":
             config = digests.grader_config_digest(raw)
-            out[grader.id] = config_validity(session, grader, config, cutoff)
+            out[grader.id] = config_validity(
+                session, grader, config, cutoff, pass_class_exempt=pass_class_exempt
+            )
     return out
 
 
