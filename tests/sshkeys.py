@@ -60,9 +60,9 @@ def ssh_keygen_verifies(
     allowed.write_text(f"signer {key_line}\n")
     sig = work / "message.sig"
     sig.write_bytes(signature)
+    command = ["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", "signer", "-n", namespace]
     done = subprocess.run(
-        ["ssh-keygen", "-Y", "verify", "-f", str(allowed), "-I", "signer", "-n", namespace]
-        + ["-s", str(sig)],
+        [*command, "-s", str(sig)],
         input=message,
         capture_output=True,
         check=False,
