@@ -18,6 +18,7 @@ def test_committed_schemas_match_a_fresh_export(tmp_path: Path, cli: Cli) -> Non
         written
         == committed
         == [
+            "authority.schema.json",
             "eval-task.schema.json",
             "execution-profile.schema.json",
             "gate-policy.schema.json",

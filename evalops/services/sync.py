@@ -38,7 +38,9 @@ from evalops.store.tables import (
 )
 
 # Registration order: what others refer to first.
-KIND_ORDER = ("grader_set", "task", "execution_profile", "suite", "suite_policy", "gate_policy")
+KIND_ORDER = (
+    "grader_set", "task", "execution_profile", "suite", "suite_policy", "gate_policy", "authority",
+)  # fmt: skip
 
 
 @dataclass
