@@ -1,10 +1,11 @@
 """The tampering suite of issue 10 (DESIGN.md section 10, "What verify proves").
 
 One populated registry per engine (the demo's, plus a second waiver and its revocation, a
-review, a calibration invalidation, a closed incident, a retirement, a last gate
-decision, an authority and a revocation signed under it), built once; every mutation runs on a fresh copy (a file copy on SQLite, a
-template database on PostgreSQL), made as an attacker with write access to the database
-would (foreign keys off), and `evalops verify` must exit 6 naming the first bad item:
+review, a calibration invalidation, a closed incident, a retirement, an authority and a
+revocation signed under it, and a last gate decision), built once; every mutation runs on
+a fresh copy (a file copy on SQLite, a template database on PostgreSQL), made as an
+attacker with write access to the database would (foreign keys off), and `evalops verify`
+must exit 6 naming the first bad item:
 - named mutations generated from the table metadata: an edit of every column of every
   table, a deletion and an insertion per table (the test asserts that coverage);
 - 200 seeded random mutations (edits, deletions, insertions, swaps of two rows' values);
