@@ -1,0 +1,463 @@
+"""Signed acts under an authority, attacked (docs/authority.md).
+
+Real keys from `ssh-keygen`, real `ssh-keygen -Y sign` signatures, on a copy of the demo
+registry with an authority committed and synced. Each refusal is exit 5, audited, names its
+reason and stores no waiver; tampering with stored acts is `verify` exit 6.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+from tests.conftest import PINNED_NOW, Cli
+from tests.helpers import commit_all, copy_rows
+from tests.sshkeys import make_key, public_key, sign_file
+
+DB = Path(".evalops/registry.db")
+TASK = "support-refund-policy-explanation"
+SUITE = "regression/core"
+
+
+@dataclass
+class World:
+    root: Path
+    db: list[str]
+    keys: dict[str, Path]
+    cli: Cli
+
+    def run(self, *args: str) -> Any:
+        return self.cli(*self.db, *args, cwd=self.root)
+
+    def grant(self, *extra: str, reason: str = "flaky judge") -> Any:
+        return self.run(
+            "waiver", "grant", "--task", TASK, "--suite", SUITE, "--states", "task_fail",
+            "--build", "build-125", "--owner", "lead@example.com", "--reason", reason,
+            "--expires", "20d", *extra,
+        )  # fmt: skip
+
+    def waivers(self) -> list[dict[str, Any]]:
+        done = self.run("waiver", "list", "--all", "--json")
+        assert done.code == 0, done.stderr
+        rows: list[dict[str, Any]] = done.json()
+        return rows
+
+    def last_event(self) -> dict[str, Any]:
+        done = self.run("verify", "--json")
+        assert done.code == 0, done.stdout + done.stderr
+        head: dict[str, Any] = done.json()["audit_head"]
+        return head
+
+    def authority(self, **changes: Any) -> None:
+        """Write, commit and sync the authority (changes override the defaults)."""
+        doc: dict[str, Any] = {
+            "spec_schema_version": "authority/v1",
+            "id": "authority",
+            "principals": [
+                {"id": name, "keys": [public_key(self.keys[name])]}
+                for name in ("alice", "bob", "carol", "dave")
+            ],
+            "roles": {
+                "risk_owner": [
+                    {"principal": "alice", "suites": ["regression/*"]},
+                    {"principal": "carol", "suites": ["capability/*"]},
+                    {"principal": "dave"},
+                ],
+                "reviewer": [{"principal": "bob"}],
+            },
+            "max_act_age_days": 7,
+            **changes,
+        }
+        path = self.root / "registry" / "policies" / "authority.yaml"
+        path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+        commit_all(self.root, "authority")
+        done = self.run("sync", "registry")
+        assert done.code == 0, done.stderr
+
+    def print_act(self, *extra: str, reason: str = "flaky judge") -> Path:
+        done = self.grant("--print-act", *extra, reason=reason)
+        assert done.code == 0, done.stderr
+        path = self.root / f"act-{len(list(self.root.glob('act-*.json')))}.json"
+        path.write_text(done.stdout, encoding="utf-8")
+        return path
+
+
+@pytest.fixture(scope="module")
+def keyring(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("keys")
+    return {name: make_key(root, name) for name in ("alice", "bob", "carol", "dave", "mallory")}
+
+
+def _world(demo: Path, keyring: dict[str, Path], cli: Cli, db: list[str]) -> World:
+    world = World(demo, db, keyring, cli)
+    world.authority()
+    return world
+
+
+@pytest.fixture
+def world(demo: Path, keyring: dict[str, Path], cli: Cli) -> World:
+    return _world(demo, keyring, cli, [])
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def any_engine(
+    request: pytest.FixtureRequest, demo: Path, keyring: dict[str, Path], cli: Cli
+) -> World:
+    if request.param == "sqlite":
+        return _world(demo, keyring, cli, [])
+    url: str = request.getfixturevalue("pg_url")
+    assert cli("--db", url, "init", cwd=demo).code == 0
+    copy_rows(f"sqlite:///{demo / DB}", url)
+    return _world(demo, keyring, cli, ["--db", url])
+
+
+def _refused(world: World, done: Any, *words: str) -> None:
+    """Exit 5, the reason named, no waiver stored, the refusal audited."""
+    assert done.code == 5, done.stdout + done.stderr
+    for word in words:
+        assert word in done.stdout, done.stdout
+    assert [w["waiver_id"] for w in world.waivers()] == ["WVR-1"]
+
+
+def _fingerprint(key: Path) -> str:
+    out = subprocess.run(
+        ["ssh-keygen", "-l", "-E", "sha256", "-f", f"{key}.pub"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return out.stdout.split()[1]
+
+
+# ------------------------------------------------------------------ the honest paths
+
+
+def test_two_step_signing_stores_the_act_and_verifies(any_engine: World) -> None:
+    w = any_engine
+    act = w.print_act()
+    assert json.loads(act.read_text())["act"] == "waiver.grant"
+    assert w.waivers()[-1]["waiver_id"] == "WVR-1"  # --print-act stored nothing
+    signature = sign_file(w.keys["alice"], act)
+    done = w.grant("--act", str(act), "--signature", str(signature), "--json")
+    assert done.code == 0, done.stdout + done.stderr
+    stored = w.waivers()[-1]
+    assert stored["signers"] == [
+        {"principal": "alice", "fingerprint": _fingerprint(w.keys["alice"])}
+    ]
+    # A relative --expires resolved against the act's signed_at in both steps.
+    signed_at = parse_timestamp(json.loads(act.read_text())["signed_at"])
+    assert stored["expires_at"] == format_timestamp(signed_at + timedelta(days=20))
+    assert w.run("verify").code == 0
+    human = w.run("waiver", "list")
+    assert f"signed by alice ({_fingerprint(w.keys['alice'])})" in human.stdout
+
+
+def test_sign_with_runs_ssh_keygen(world: World) -> None:
+    done = world.grant("--sign-with", str(world.keys["dave"]))
+    assert done.code == 0, done.stdout + done.stderr
+    assert world.waivers()[-1]["signers"][0]["principal"] == "dave"
+
+
+# ------------------------------------------------------------------ every refusal
+
+
+def test_unsigned_is_refused_and_audited(world: World) -> None:
+    before = world.last_event()["seq"]
+    _refused(world, world.grant(), "unsigned", "--sign-with")
+    assert world.last_event()["seq"] == before + 1
+    with sqlite3.connect(world.root / DB) as con:
+        kind = con.execute("SELECT kind FROM audit_event ORDER BY seq DESC LIMIT 1").fetchone()
+    assert kind == ("authority.refused",)
+
+
+def test_unknown_key_is_refused(world: World) -> None:
+    _refused(world, world.grant("--sign-with", str(world.keys["mallory"])), "not a key of any")
+
+
+def test_principal_without_the_role_is_refused(world: World) -> None:
+    _refused(
+        world, world.grant("--sign-with", str(world.keys["bob"])), "'bob' does not hold risk_owner"
+    )
+
+
+def test_principal_outside_its_scope_is_refused(world: World) -> None:
+    _refused(
+        world,
+        world.grant("--sign-with", str(world.keys["carol"])),
+        "'carol' holds risk_owner but not for suite 'regression/core'",
+    )
+
+
+def test_wrong_namespace_is_refused(world: World) -> None:
+    act = world.print_act()
+    signature = sign_file(world.keys["alice"], act, namespace="git")
+    _refused(
+        world, world.grant("--act", str(act), "--signature", str(signature)), "namespace 'git'"
+    )
+
+
+def test_an_act_differing_in_one_field_is_refused(world: World) -> None:
+    """The signer saw reason A; the command is run with reason B."""
+    act = world.print_act(reason="flaky judge")
+    signature = sign_file(world.keys["alice"], act)
+    done = world.grant("--act", str(act), "--signature", str(signature), reason="flaky judgE")
+    _refused(world, done, "differs from what this command would store", "reason")
+
+
+def test_an_act_differing_in_one_byte_is_refused(world: World) -> None:
+    """Same JSON value, other bytes (a space): the signed bytes are what is compared."""
+    act = world.print_act()
+    act.write_text(act.read_text().replace('"act":', '"act": ', 1), encoding="utf-8")
+    signature = sign_file(world.keys["alice"], act)
+    _refused(world, world.grant("--act", str(act), "--signature", str(signature)), "differ")
+
+
+def test_a_valid_signature_of_another_act_is_refused(world: World) -> None:
+    """A forged act carrying the signature of an act the risk owner did sign."""
+    signed = world.print_act(reason="the act alice read")
+    signature = sign_file(world.keys["alice"], signed)
+    forged = world.print_act(reason="what mallory wants")
+    done = world.grant(
+        "--act", str(forged), "--signature", str(signature), reason="what mallory wants"
+    )
+    _refused(world, done, "does not match")
+
+
+def test_an_act_older_than_max_act_age_is_refused(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    act = world.print_act()
+    signature = sign_file(world.keys["alice"], act)
+    later = parse_timestamp(PINNED_NOW) + timedelta(days=8)
+    monkeypatch.setenv("EVALOPS_NOW", format_timestamp(later))
+    _refused(
+        world, world.grant("--act", str(act), "--signature", str(signature)), "max_act_age_days 7"
+    )
+
+
+def test_an_act_signed_in_the_future_is_refused(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lying clock on the signer's machine."""
+    monkeypatch.setenv(
+        "EVALOPS_NOW", format_timestamp(parse_timestamp(PINNED_NOW) + timedelta(days=1))
+    )
+    act = world.print_act()
+    signature = sign_file(world.keys["alice"], act)
+    monkeypatch.setenv("EVALOPS_NOW", PINNED_NOW)
+    _refused(world, world.grant("--act", str(act), "--signature", str(signature)), "in the future")
+
+
+def test_an_act_under_another_authority_is_refused(world: World) -> None:
+    act = world.print_act()
+    signature = sign_file(world.keys["alice"], act)
+    world.authority(max_act_age_days=3)  # a new authority digest in force
+    _refused(
+        world,
+        world.grant("--act", str(act), "--signature", str(signature)),
+        "signed under authority",
+    )
+
+
+def test_a_replayed_act_is_refused(any_engine: World) -> None:
+    w = any_engine
+    act = w.print_act()
+    signature = sign_file(w.keys["alice"], act)
+    assert w.grant("--act", str(act), "--signature", str(signature)).code == 0
+    again = w.grant("--act", str(act), "--signature", str(signature))
+    assert again.code == 5 and "already used" in again.stdout
+    assert [x["waiver_id"] for x in w.waivers()] == ["WVR-1", "WVR-2"]
+
+
+def test_a_threshold_of_two_is_not_met_by_one_key_twice(world: World) -> None:
+    world.authority(thresholds={"waiver.grant": 2})
+    act = world.print_act()
+    first = sign_file(world.keys["alice"], act)
+    second = act.with_suffix(".again.sig")
+    second.write_bytes(subprocess.run(
+        ["ssh-keygen", "-q", "-Y", "sign", "-n", "evalops", "-f", str(world.keys["alice"])],
+        input=act.read_bytes(), capture_output=True, check=True,
+    ).stdout)  # fmt: skip
+    done = world.grant("--act", str(act), "--signature", str(first), "--signature", str(second))
+    _refused(world, done, "needs 2 distinct signers, has 1 (alice)")
+    dave = act.with_suffix(".dave.sig")
+    dave.write_bytes(second.read_bytes())
+    dave.write_bytes(subprocess.run(
+        ["ssh-keygen", "-q", "-Y", "sign", "-n", "evalops", "-f", str(world.keys["dave"])],
+        input=act.read_bytes(), capture_output=True, check=True,
+    ).stdout)  # fmt: skip
+    done = world.grant("--act", str(act), "--signature", str(first), "--signature", str(dave))
+    assert done.code == 0, done.stdout
+    assert {s["principal"] for s in world.waivers()[-1]["signers"]} == {"alice", "dave"}
+
+
+def test_revoke_is_a_signed_act_too(world: World) -> None:
+    refused = world.run("waiver", "revoke", "WVR-1", "--reason", "no")
+    assert refused.code == 5 and "unsigned" in refused.stdout
+    done = world.run(
+        "waiver", "revoke", "WVR-1", "--reason", "no", "--sign-with", str(world.keys["alice"])
+    )
+    assert done.code == 0, done.stdout + done.stderr
+    assert world.waivers()[0]["revocation_signers"][0]["principal"] == "alice"
+    assert world.run("verify").code == 0
+
+
+# ------------------------------------------------------------------ bad input: exit 2
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"not a signature",
+        b"-----BEGIN SSH SIGNATURE-----\nU1NI\n-----END SSH SIGNATURE-----\n",
+    ],
+)
+def test_a_malformed_signature_file_is_exit_2_and_records_nothing(
+    world: World, content: bytes
+) -> None:
+    act = world.print_act()
+    bad = world.root / "bad.sig"
+    bad.write_bytes(content)
+    before = world.last_event()["seq"]
+    done = world.grant("--act", str(act), "--signature", str(bad))
+    assert done.code == 2
+    assert "bad.sig" in done.stderr and "--signature" in done.stderr
+    assert world.last_event()["seq"] == before
+
+
+def test_signing_without_an_authority_is_exit_2(
+    demo: Path, cli: Cli, keyring: dict[str, Path]
+) -> None:
+    done = cli(
+        "waiver", "grant", "--task", TASK, "--suite", SUITE, "--states", "task_fail",
+        "--build", "build-125", "--owner", "o@example.com", "--reason", "r", "--expires", "7d",
+        "--sign-with", str(keyring["alice"]), cwd=demo,
+    )  # fmt: skip
+    assert done.code == 2 and "no authority is in force" in done.stderr
+
+
+def test_without_an_authority_waivers_say_unsigned(demo: Path, cli: Cli) -> None:
+    listed = cli("waiver", "list", "--all", cwd=demo)
+    assert "unsigned" in listed.stdout
+    assert cli("waiver", "list", "--all", "--json", cwd=demo).json()[0]["signers"] == []
+
+
+# ------------------------------------------------------------------ verify: exit 6
+
+
+def test_a_signature_moved_to_another_row_by_sql_is_exit_6(any_engine: World) -> None:
+    w = any_engine
+    for reason in ("first", "second"):
+        done = w.grant("--sign-with", str(w.keys["alice"]), reason=reason)
+        assert done.code == 0, done.stdout
+    assert w.run("verify").code == 0
+    from sqlalchemy import create_engine, text
+
+    url = w.db[1] if w.db else f"sqlite:///{w.root / DB}"
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            if engine.dialect.name == "postgresql":
+                conn.execute(text("SET session_replication_role = replica"))
+            first, second = conn.execute(
+                text("SELECT id, signatures, act FROM signed_act ORDER BY id")
+            ).all()
+            # The second waiver now carries the first one's act and signature.
+            conn.execute(
+                text("UPDATE signed_act SET signatures = :s, act = :a WHERE id = :i"),
+                {"s": first.signatures, "a": first.act, "i": second.id},
+            )
+    finally:
+        engine.dispose()
+    done = w.run("verify")
+    assert done.code == 6 and "signed_act" in done.stderr
+
+
+def test_a_later_key_removal_voids_nothing_earlier(world: World) -> None:
+    assert world.grant("--sign-with", str(world.keys["dave"])).code == 0
+    world.authority(
+        principals=[
+            {"id": name, "keys": [public_key(world.keys[name])]}
+            for name in ("alice", "bob", "carol")
+        ],
+        roles={"risk_owner": [{"principal": "alice"}]},
+    )
+    assert world.run("verify").code == 0
+
+
+def test_an_act_signed_with_a_key_removed_before_it_is_exit_6(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compromised evalops that stored an act of a removed key keeps its chain consistent:
+    only re-verifying each signature against the authority of its time finds it."""
+    from evalops.services import authority
+
+    old = authority.authority_in_force
+    with sqlite3.connect(world.root / DB) as con:
+        before_removal = con.execute("SELECT max(audit_seq) FROM sync_run").fetchone()[0]
+    world.authority(
+        principals=[
+            {"id": name, "keys": [public_key(world.keys[name])]}
+            for name in ("alice", "bob", "carol")
+        ],
+        roles={"risk_owner": [{"principal": "alice"}]},
+    )
+    monkeypatch.setattr(
+        authority, "authority_in_force", lambda session, cutoff=None: old(session, before_removal)
+    )
+    assert world.grant("--sign-with", str(world.keys["dave"])).code == 0
+    monkeypatch.setattr(authority, "authority_in_force", old)
+    done = world.run("verify")
+    assert done.code == 6, done.stdout
+    assert "not a key of any principal" in done.stderr or "signed under" in done.stderr
+
+
+# ------------------------------------------------------------------ the authority file
+
+
+def _validate(tmp_path: Path, cli: Cli, doc: dict[str, Any], name: str = "authority.yaml") -> Any:
+    folder = tmp_path / "registry" / "policies"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    return cli("validate", str(tmp_path / "registry"))
+
+
+def _doc(key: str, **changes: Any) -> dict[str, Any]:
+    return {
+        "spec_schema_version": "authority/v1",
+        "id": "authority",
+        "principals": [{"id": "alice", "keys": [key]}],
+        "roles": {"risk_owner": [{"principal": "alice"}]},
+        **changes,
+    }
+
+
+def test_validate_names_a_key_that_does_not_parse(tmp_path: Path, cli: Cli) -> None:
+    done = _validate(tmp_path, cli, _doc("ssh-ed25519 AAAAnot-a-key alice"))
+    assert done.code == 2
+    assert "authority.yaml:" in done.stderr and "principals[0].keys[0]" in done.stderr
+
+
+def test_validate_refuses_an_unreachable_threshold_and_unknown_principals(
+    tmp_path: Path, cli: Cli, keyring: dict[str, Path]
+) -> None:
+    key = public_key(keyring["alice"])
+    assert _validate(tmp_path, cli, _doc(key)).code == 0
+    done = _validate(tmp_path, cli, _doc(key, thresholds={"waiver.grant": 2}))
+    assert done.code == 2 and "needs 2 distinct signers" in done.stderr
+    done = _validate(tmp_path, cli, _doc(key, roles={"reviewer": [{"principal": "zed"}]}))
+    assert done.code == 2 and "unknown principal 'zed'" in done.stderr
+
+
+def test_at_most_one_authority(tmp_path: Path, cli: Cli, keyring: dict[str, Path]) -> None:
+    key = public_key(keyring["alice"])
+    _validate(tmp_path, cli, _doc(key))
+    done = _validate(tmp_path, cli, {**_doc(key), "id": "second"}, "second.yaml")
+    assert done.code == 2 and "at most one authority" in done.stderr
