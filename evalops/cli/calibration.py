@@ -17,6 +17,14 @@ from evalops.cli.context import (
     settings,
 )
 from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
+from evalops.cli.signing import (
+    ActOption,
+    PrintActOption,
+    SignatureOption,
+    SignWithOption,
+    printing_act,
+    signing_of,
+)
 from evalops.domain.humanize import interval, number, plural
 
 calibration_app = typer.Typer(
@@ -263,9 +271,16 @@ def resolve(
     grader: Annotated[str, typer.Option(help="The grader whose result is reviewed.")],
     state_value: Annotated[str, typer.Option("--state", help="The human verdict.")],
     reason: Annotated[str, typer.Option(help="Why.")],
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Append a human grader result; the trial is re-classified from all its results.
+
+    With an authority in force the verdict must be signed by a reviewer (--sign-with KEY,
+    or --print-act then --act FILE --signature FILE).
 
     Example: evalops review resolve trial-b125-support-reply-tone-1 --grader reply-quality
     --state task_pass --reason "reply cites the refund policy correctly"
@@ -273,7 +288,8 @@ def resolve(
     from evalops.services.review import resolve as run
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
+    signing = signing_of(sign_with, print_act, act, signature)
+    with state.connect() as engine, printing_act():
         data = run(
             engine,
             trial_id,
@@ -282,6 +298,7 @@ def resolve(
             reason=reason,
             actor=state.who(),
             now=now(),
+            signing=signing,
         )
     emit(
         ctx,

@@ -3,15 +3,26 @@
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, console, emit, new_table, now, say, settings
 from evalops.cli.listing import AllOption, LimitOption, Page, emit_page, row_limit
 from evalops.cli.progress import ProgressOption, progress, progress_mode
+from evalops.cli.signing import (
+    ActOption,
+    PrintActOption,
+    SignatureOption,
+    SignWithOption,
+    printing_act,
+    signing_of,
+)
 from evalops.domain.humanize import plural, text
 from evalops.errors import EXIT_UNMATCHED, InputError
+
+if TYPE_CHECKING:
+    from evalops.services.authority import Signing
 
 trials_app = typer.Typer(
     help="Trial records: ingest, inspect, reconcile.\n\nExample: evalops trials list --build "
@@ -53,6 +64,10 @@ def ingest(
         ),
     ] = 0,
     progress_option: ProgressOption = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Ingest trial records: validated, classified by evalops, all-or-nothing by default.
@@ -67,8 +82,13 @@ def ingest(
 
     state = settings(ctx, json_flag)
     mode = progress_mode(ctx, progress_option)
+    signing = signing_of(sign_with, print_act, act, signature)
     try:
-        with state.connect() as engine, progress(mode, "ingesting", _total(files)) as on_bytes:
+        with (
+            state.connect() as engine,
+            printing_act(),
+            progress(mode, "ingesting", _total(files)) as on_bytes,
+        ):
             result = ingest_files(
                 engine,
                 files,
@@ -76,6 +96,7 @@ def ingest(
                 now=now(),
                 max_bad_records=max_bad_records,
                 on_bytes=on_bytes,
+                signing=signing,
             )
     except KeyboardInterrupt:
         # The write transaction rolled back on the way out: the registry is unchanged.
@@ -380,7 +401,9 @@ def _run_import(
     started_at: str | None,
     json_flag: bool,
     progress_option: str | None = None,
+    signing: "Signing | None" = None,
 ) -> None:
+    from evalops.services.authority import UNSIGNED
     from evalops.services.imports import import_trials
 
     state = settings(ctx, json_flag)
@@ -388,6 +411,7 @@ def _run_import(
     try:
         with (
             state.connect() as engine,
+            printing_act(),
             progress(mode, "importing", None, unit="records") as on_record,
         ):
             result = import_trials(
@@ -402,6 +426,7 @@ def _run_import(
                 skip_unmapped=skip_unmapped,
                 started_at=started_at,
                 on_record=on_record,
+                signing=signing or UNSIGNED,
             )
     except KeyboardInterrupt:
         # The write transaction rolled back, and -o writes its file only when complete.
@@ -431,6 +456,10 @@ def import_inspect(
     dry_run: DryRunOption = False,
     skip_unmapped: SkipUnmappedOption = False,
     progress_option: ProgressOption = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Import Inspect AI logs (.eval or .json): each sample and epoch becomes a trial.
@@ -452,6 +481,7 @@ def import_inspect(
         started_at=None,
         json_flag=json_flag,
         progress_option=progress_option,
+        signing=signing_of(sign_with, print_act, act, signature),
     )
 
 
@@ -475,6 +505,10 @@ def import_promptfoo(
         ),
     ] = None,
     progress_option: ProgressOption = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Import promptfoo results (promptfoo eval --repeat N -o results.json): a row, a trial.
@@ -495,6 +529,7 @@ def import_promptfoo(
         started_at=started_at,
         json_flag=json_flag,
         progress_option=progress_option,
+        signing=signing_of(sign_with, print_act, act, signature),
     )
 
 

@@ -72,9 +72,14 @@ class Scope:
 
     suite: str | None = None
     task: str | None = None
+    builds: tuple[str, ...] = ()
+    """The builds whose trials an ingest brought (for separation of duties)."""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"suite": self.suite, "task": self.task}
+        out: dict[str, Any] = {"suite": self.suite, "task": self.task}
+        if self.builds:
+            out["builds"] = list(self.builds)
+        return out
 
 
 @dataclass(frozen=True)
@@ -121,7 +126,9 @@ def role_refusal(authority: AuthoritySpec, principal: str, kind: str, scope: Sco
     if not grants:
         return f"principal {principal!r} does not hold {role}, which {kind} needs"
     if not any(_grant_covers(g, scope) for g in grants):
-        where = ", ".join(f"{k} {v!r}" for k, v in scope.as_dict().items() if v is not None)
+        where = ", ".join(
+            f"{k} {v!r}" for k, v in (("suite", scope.suite), ("task", scope.task)) if v is not None
+        )
         return f"principal {principal!r} holds {role} but not for {where or 'this act'}"
     return None
 

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from evalops.domain import sshsig
@@ -37,9 +38,10 @@ from evalops.domain.authority import (
 from evalops.domain.canonical import canonical_text
 from evalops.domain.specs import AuthoritySpec
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
-from evalops.errors import InputError, VerificationError
+from evalops.errors import InputError, RefusedError, VerificationError
 from evalops.store import queries
 from evalops.store.audit import append_event
+from evalops.store.engine import write_session
 from evalops.store.tables import AuditEvent, SignedAct
 
 
@@ -97,6 +99,8 @@ class Authorized:
     signatures: list[bytes] = field(default_factory=list)
     judgement: Judgement = field(default_factory=Judgement)
     scope: Scope = field(default_factory=Scope)
+    authority: AuthoritySpec | None = None
+    body: dict[str, Any] = field(default_factory=dict)
 
     @property
     def signed(self) -> bool:
@@ -111,11 +115,12 @@ class Authorized:
         if not self.signed:
             return {}
         return {
+            **self.body,
             "signed_act": {
                 "act_id": self.act_id,
                 "authority_digest": self.authority_digest,
                 "signers": [s.as_dict() for s in self.judgement.signers],
-            }
+            },
         }
 
     def add_row(self, session: Session, subject: str, seq: int) -> SignedAct | None:
@@ -233,7 +238,9 @@ def authorize(
         if signing.print_act:
             raise ActToSign(data)
         signatures = [sign_with_key(k, data) for k in signing.keys]
-    out = Authorized(kind, digest, data, "", signatures, scope=scope)
+    out = Authorized(
+        kind, digest, data, "", signatures, scope=scope, authority=authority, body=dict(body)
+    )
     if not signatures:
         out.judgement = Judgement(
             refusal=f"{kind} is unsigned and authority {authority.id} ({digest}) is in force: "
@@ -260,6 +267,58 @@ def authorize(
                 rule="replay",
             )
     return out
+
+
+class ActRefused(Exception):
+    """A refused act whose command had already written rows: roll back, then audit apart."""
+
+    def __init__(self, authorized: Authorized) -> None:
+        super().__init__(authorized.judgement.refusal)
+        self.authorized = authorized
+
+
+def record_refusal_apart(
+    engine: Engine, refused: ActRefused, *, subject: str, actor: str, now: datetime
+) -> RefusedError:
+    """Audit the refusal in its own transaction; the error for the caller to raise."""
+    with write_session(engine) as session:
+        refusal = record_refusal(session, refused.authorized, subject=subject, actor=actor, now=now)
+    return RefusedError(
+        f"{refused.authorized.kind} refused: [{refusal['rule']}] {refusal['message']}"
+    )
+
+
+INGEST_ACTS = ("trials.ingest", "trials.import")
+
+
+def separation_refusal(
+    session: Session, authorized: Authorized, rule: str, *, ingest_seqs: list[int] | None = None,
+    build: str | None = None,
+) -> None:  # fmt: skip
+    """Refuse `authorized` (in place) when `rule` is declared and one of its signers also
+    signed an ingest of what the act judges: the batches of `ingest_seqs`, or any batch
+    holding trials of `build`."""
+    if not authorized.signed or authorized.authority is None:
+        return
+    if rule not in authorized.authority.separation_of_duties:
+        return
+    stmt = select(SignedAct).where(col(SignedAct.kind).in_(INGEST_ACTS))
+    if ingest_seqs is not None:
+        stmt = stmt.where(col(SignedAct.audit_seq).in_(ingest_seqs))
+    if build is not None:
+        stmt = stmt.where(col(SignedAct.scope).contains(json.dumps(build)))
+    mine = {s.principal for s in authorized.judgement.signers}
+    for ingest in session.exec(stmt).all():
+        if build is not None and build not in json.loads(ingest.scope).get("builds", []):
+            continue
+        both = sorted(mine & {s["principal"] for s in json.loads(ingest.signers)})
+        if both:
+            authorized.judgement = Judgement(
+                refusal=f"{rule}: {', '.join(both)} signed the ingest of these trials "
+                f"(audit seq {ingest.audit_seq}) and may not sign this {authorized.kind}",
+                rule=rule,
+            )
+            return
 
 
 def record_refusal(
@@ -331,7 +390,10 @@ def _act_problem(session: Session, row: SignedAct, event: AuditEvent | None) -> 
     for name, value in act.items():
         if name not in META_FIELDS and payload.get(name) != value:
             return f"the act's {name} is not what its event recorded"
-    scope = Scope(**json.loads(row.scope))
+    stored_scope = json.loads(row.scope)
+    scope = Scope(
+        stored_scope.get("suite"), stored_scope.get("task"), tuple(stored_scope.get("builds", ()))
+    )
     try:
         judgement = check_signatures(
             authority,

@@ -41,6 +41,7 @@ from evalops.importers.common import (
 from evalops.registry.definitions import pydantic_error
 from evalops.registry.import_maps import LoadedMap, load_import_map
 from evalops.registry.load import Document
+from evalops.services.authority import UNSIGNED, Signing
 from evalops.services.ingest import IngestResult, ingest_records
 from evalops.store import queries
 from evalops.store.engine import read_session
@@ -324,6 +325,7 @@ def import_trials(
     skip_unmapped: bool = False,
     started_at: str | None = None,
     on_record: Callable[[int], None] | None = None,
+    signing: Signing = UNSIGNED,
 ) -> ImportResult:
     """Import source files through the map (see the module docstring); `on_record` hears
     each record translated (a progress display)."""
@@ -368,6 +370,7 @@ def import_trials(
         dry_run=dry_run,
         observe=stats.observe if stats else None,
         on_record=on_record,
+        signing=signing,
     )
     if stats is not None:
         result.tasks = stats.report(resolved, result.sources, max_attempts)

@@ -20,6 +20,7 @@ from evalops.services.authority import (
     Signing,
     authorize,
     record_refusal,
+    separation_refusal,
     signers_of,
 )
 from evalops.services.gate_inputs import registered_policy
@@ -147,6 +148,7 @@ def grant(
             signing=signing,
             now=now,
         )
+        separation_refusal(session, authorized, "no_self_waiver", build=request.build)
         subject = f"{request.suite_id}:{request.task_id}"
         if authorized.refused:
             refusal = record_refusal(session, authorized, subject=subject, actor=actor, now=now)
