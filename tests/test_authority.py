@@ -71,8 +71,10 @@ class World:
                     {"principal": "carol", "suites": ["capability/*"]},
                     {"principal": "dave"},
                 ],
-                "reviewer": [{"principal": "bob"}],
+                "reviewer": [{"principal": "bob"}, {"principal": "carol"}],
+                "ingester": [{"principal": "alice"}, {"principal": "bob"}],
             },
+            "separation_of_duties": ["no_self_waiver", "no_self_review"],
             "max_act_age_days": 7,
             **changes,
         }
@@ -461,3 +463,86 @@ def test_at_most_one_authority(tmp_path: Path, cli: Cli, keyring: dict[str, Path
     _validate(tmp_path, cli, _doc(key))
     done = _validate(tmp_path, cli, {**_doc(key), "id": "second"}, "second.yaml")
     assert done.code == 2 and "at most one authority" in done.stderr
+
+
+# ------------------------------------------------------------------ ingest and review
+
+
+def _review_me(world: World, trial_id: str = "review-me", index: int = 10) -> Path:
+    """A build-125 trial whose judge abstained: it waits for a person's review."""
+    for line in (world.root / "registry/trials/fix-b125.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["task_id"] == TASK and record["trial_index"] == 0:
+            break
+    record.update(trial_id=trial_id, trial_index=index)
+    record.pop("primary_classification", None)
+    for result in record["grader_results"]:
+        if result["grader_id"] == "reply-quality":
+            result["state"] = "abstain"
+            result.pop("score", None)
+    path = world.root / f"{trial_id}.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return path
+
+
+def _trials(world: World) -> int:
+    with sqlite3.connect(world.root / DB) as con:
+        count: int = con.execute("SELECT count(*) FROM trial").fetchone()[0]
+    return count
+
+
+def test_an_unsigned_ingest_is_refused_audited_and_stores_nothing(world: World) -> None:
+    before, seq = _trials(world), world.last_event()["seq"]
+    done = world.run("trials", "ingest", str(_review_me(world)))
+    assert done.code == 5 and "unsigned" in done.stderr
+    assert _trials(world) == before
+    assert world.last_event()["seq"] == seq + 1  # the refusal, and nothing else
+
+
+def test_an_ingest_act_names_exactly_the_records_stored(world: World) -> None:
+    """The act printed for one file does not cover another (records_digest differs)."""
+    first = _review_me(world, "first")
+    done = world.run("trials", "ingest", str(first), "--print-act")
+    assert done.code == 0, done.stderr
+    act = world.root / "ingest.json"
+    act.write_text(done.stdout, encoding="utf-8")
+    assert json.loads(done.stdout)["records"] == 1
+    signature = sign_file(world.keys["alice"], act)
+    other = _review_me(world, "other", 11)
+    refused = world.run(
+        "trials", "ingest", str(other), "--act", str(act), "--signature", str(signature)
+    )
+    assert refused.code == 5 and "records_digest" in refused.stderr
+    stored = world.run(
+        "trials", "ingest", str(first), "--act", str(act), "--signature", str(signature)
+    )
+    assert stored.code == 0, stored.stderr
+    assert world.run("verify").code == 0
+
+
+def test_no_self_waiver_and_no_self_review(world: World) -> None:
+    ingest = world.run(
+        "trials", "ingest", str(_review_me(world)), "--sign-with", str(world.keys["bob"])
+    )
+    assert ingest.code == 0, ingest.stderr
+    # bob ingested build-125's trial: bob may not review it; carol may.
+    review = ("review", "resolve", "review-me", "--grader", "reply-quality", "--state", "task_pass",
+              "--reason", "read it")  # fmt: skip
+    mine = world.run(*review, "--sign-with", str(world.keys["bob"]))
+    assert mine.code == 5 and "no_self_review" in mine.stderr
+    theirs = world.run(*review, "--sign-with", str(world.keys["carol"]))
+    assert theirs.code == 0, theirs.stderr
+    # alice ingests build-125 too: alice may no longer waive build-125; dave may.
+    again = world.run(
+        "trials",
+        "ingest",
+        str(_review_me(world, "more", 11)),
+        "--sign-with",
+        str(world.keys["alice"]),
+    )
+    assert again.code == 0, again.stderr
+    _refused(
+        world, world.grant("--sign-with", str(world.keys["alice"])), "[no_self_waiver]", "alice"
+    )
+    assert world.grant("--sign-with", str(world.keys["dave"])).code == 0
+    assert world.run("verify").code == 0
