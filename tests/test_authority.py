@@ -73,6 +73,7 @@ class World:
                 ],
                 "reviewer": [{"principal": "bob"}, {"principal": "carol"}],
                 "ingester": [{"principal": "alice"}, {"principal": "bob"}],
+                "calibrator": [{"principal": "bob"}],
             },
             "separation_of_duties": ["no_self_waiver", "no_self_review"],
             "max_act_age_days": 7,
@@ -545,4 +546,16 @@ def test_no_self_waiver_and_no_self_review(world: World) -> None:
         world, world.grant("--sign-with", str(world.keys["alice"])), "[no_self_waiver]", "alice"
     )
     assert world.grant("--sign-with", str(world.keys["dave"])).code == 0
+    assert world.run("verify").code == 0
+
+
+def test_calibration_record_is_a_calibrators_signed_act(world: World) -> None:
+    args = ("calibration", "record", "reply-quality", "--labels",
+            "registry/calibration/reply-quality.jsonl")  # fmt: skip
+    unsigned = world.run(*args)
+    assert unsigned.code == 5 and "unsigned" in unsigned.stderr
+    not_calibrator = world.run(*args, "--sign-with", str(world.keys["alice"]))
+    assert not_calibrator.code == 5 and "does not hold calibrator" in not_calibrator.stderr
+    signed = world.run(*args, "--sign-with", str(world.keys["bob"]), "--json")
+    assert signed.code == 0, signed.stderr
     assert world.run("verify").code == 0

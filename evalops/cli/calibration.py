@@ -79,9 +79,15 @@ def record(
             "force). A calibration counts only for exactly this config."
         ),
     ] = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Record how well a model grader agrees with human labels (kappa, Wilson intervals).
+
+    With an authority in force the calibration must be signed by a calibrator.
 
     A calibration belongs to one grader config: decisions judge the config their suite
     pins, and a calibration of any other config never counts for it.
@@ -92,7 +98,8 @@ def record(
     from evalops.services.calibration import record_calibration
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
+    signing = signing_of(sign_with, print_act, act, signature)
+    with state.connect() as engine, printing_act():
         data = record_calibration(
             engine,
             grader,
@@ -102,6 +109,7 @@ def record(
             sampling_frame=sampling_frame,
             actor=state.who(),
             now=now(),
+            signing=signing,
         )
     emit(ctx, data, lambda: _human(data))
 
