@@ -559,3 +559,24 @@ def test_calibration_record_is_a_calibrators_signed_act(world: World) -> None:
     signed = world.run(*args, "--sign-with", str(world.keys["bob"]), "--json")
     assert signed.code == 0, signed.stderr
     assert world.run("verify").code == 0
+
+
+def test_retire_needs_the_threshold_of_risk_owners_who_are_its_approval(world: World) -> None:
+    world.authority(thresholds={"retire": 2})
+    args = ("retire", TASK, "--from", SUITE, "--reason", "obsolete", "--json")
+    unsigned = world.run(*args)
+    assert unsigned.code == 5 and "unsigned" in unsigned.stdout
+    one = world.run(*args, "--sign-with", str(world.keys["alice"]))
+    assert one.code == 5 and "needs 2 distinct signers" in one.stdout
+    two = world.run(
+        *args, "--sign-with", str(world.keys["alice"]), "--sign-with", str(world.keys["dave"])
+    )
+    assert two.code == 0, two.stdout + two.stderr
+    members = world.run("suite", "show", SUITE, "--json").json()
+    assert TASK not in json.dumps(members.get("members", members))
+    with sqlite3.connect(world.root / DB) as con:
+        approved = con.execute(
+            "SELECT approved_by FROM suite_membership WHERE action = 'retired'"
+        ).fetchall()
+    assert approved == [("alice, dave",)]
+    assert world.run("verify").code == 0
