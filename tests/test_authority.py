@@ -33,6 +33,7 @@ class World:
     db: list[str]
     keys: dict[str, Path]
     cli: Cli
+    synced: bool = False
 
     def run(self, *args: str) -> Any:
         return self.cli(*self.db, *args, cwd=self.root)
@@ -74,6 +75,7 @@ class World:
                 "reviewer": [{"principal": "bob"}, {"principal": "carol"}],
                 "ingester": [{"principal": "alice"}, {"principal": "bob"}],
                 "calibrator": [{"principal": "bob"}],
+                "policy_owner": [{"principal": "alice"}],
             },
             "separation_of_duties": ["no_self_waiver", "no_self_review"],
             "max_act_age_days": 7,
@@ -81,9 +83,13 @@ class World:
         }
         path = self.root / "registry" / "policies" / "authority.yaml"
         path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
-        commit_all(self.root, "authority")
+        if self.synced:
+            signed_commit(self.root, self.keys["alice"], "authority")  # alice: policy owner
+        else:
+            commit_all(self.root, "authority")  # the bootstrap: nobody could sign it
         done = self.run("sync", "registry")
-        assert done.code == 0, done.stderr
+        assert done.code == 0, done.stdout + done.stderr
+        self.synced = True
 
     def print_act(self, *extra: str, reason: str = "flaky judge") -> Path:
         done = self.grant("--print-act", *extra, reason=reason)
@@ -97,6 +103,21 @@ class World:
 def keyring(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("keys")
     return {name: make_key(root, name) for name in ("alice", "bob", "carol", "dave", "mallory")}
+
+
+def signed_commit(root: Path, key: Path | None, message: str) -> str:
+    """`git commit -S` with an SSH key (git's gpg.format ssh); key None: unsigned."""
+    config = ["-c", "user.email=policy@example.com", "-c", "user.name=policy"]
+    if key is not None:
+        config += ["-c", "gpg.format=ssh", "-c", f"user.signingkey={key}.pub"]
+    subprocess.run(["git", "add", "-A"], cwd=root, check=True, capture_output=True)
+    subprocess.run(
+        ["git", *config, "commit", "-q", *(["-S"] if key else []), "-m", message],
+        cwd=root, check=True, capture_output=True,
+    )  # fmt: skip
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=root, check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 def _world(demo: Path, keyring: dict[str, Path], cli: Cli, db: list[str]) -> World:
@@ -580,3 +601,105 @@ def test_retire_needs_the_threshold_of_risk_owners_who_are_its_approval(world: W
         ).fetchall()
     assert approved == [("alice, dave",)]
     assert world.run("verify").code == 0
+
+
+# ------------------------------------------------------------------ changing the rules
+
+
+def _loosen_gate_policy(world: World) -> None:
+    policy = world.root / "registry" / "policies" / "gate-policy.yaml"
+    policy.write_text(
+        policy.read_text().replace("max_duration_days: 30", "max_duration_days: 60"), "utf-8"
+    )
+
+
+@pytest.mark.parametrize(
+    ("signer", "expected", "words"),
+    [
+        (None, 5, "is not SSH-signed"),
+        ("mallory", 5, "no principal's"),
+        ("bob", 5, "'bob', who is not a policy_owner"),
+        ("alice", 0, ""),
+    ],
+)
+def test_a_rule_change_needs_a_policy_owners_signed_commit(
+    world: World, signer: str | None, expected: int, words: str
+) -> None:
+    _loosen_gate_policy(world)
+    signed_commit(world.root, world.keys[signer] if signer else None, "loosen the waiver rule")
+    before = world.last_event()["seq"]
+    done = world.run("sync", "registry")
+    assert done.code == expected, done.stdout + done.stderr
+    assert words in done.stdout
+    if expected == 5:
+        assert world.last_event()["seq"] == before + 1  # the refusal is audited, nothing else
+        policy = world.run("--json", "digest", "registry/policies/gate-policy.yaml").json()[0]
+        with sqlite3.connect(world.root / DB) as con:
+            in_force = con.execute(
+                "SELECT document_digest FROM sync_in_force WHERE kind = 'gate_policy' "
+                "AND sync_run_id = (SELECT max(id) FROM sync_run)"
+            ).fetchall()
+        assert policy["policy_digest"] not in {d for (d,) in in_force}
+
+
+def test_every_commit_since_the_last_sync_must_be_signed(world: World) -> None:
+    """A signed commit on top does not launder an unsigned one below it."""
+    _loosen_gate_policy(world)
+    signed_commit(world.root, None, "sneak it in")
+    readme = world.root / "registry" / "policies" / "gate-policy.yaml"
+    readme.write_text(readme.read_text() + "# reviewed\n", "utf-8")
+    signed_commit(world.root, world.keys["alice"], "looks fine")
+    done = world.run("sync", "registry")
+    assert done.code == 5 and "is not SSH-signed" in done.stdout
+
+
+def test_a_task_risk_label_change_is_a_rule_change(world: World) -> None:
+    task = world.root / "registry" / "tasks" / f"{TASK}.yaml"
+    text = task.read_text()
+    assert "risk: noncritical_regression" in text
+    text = text.replace("risk: noncritical_regression", "risk: quality_signal")
+    text = text.replace("revision: 1", "revision: 9", 1)  # labels change with a new revision
+    task.write_text(text, "utf-8")
+    signed_commit(world.root, None, "lower the risk")
+    done = world.run("sync", "registry")
+    assert done.code == 5, done.stdout + done.stderr
+    assert f"task {TASK} meta.risk" in done.stdout
+
+
+def test_the_python_verifier_agrees_with_git_verify_commit(world: World) -> None:
+    _loosen_gate_policy(world)
+    allowed = world.root / "allowed_signers"
+    allowed.write_text(f"alice@example.com {public_key(world.keys['alice'])}\n")
+    from evalops.domain.authority import commit_refusal
+    from evalops.domain.specs import AuthoritySpec
+    from evalops.registry.commits import commits_touching
+
+    authority = AuthoritySpec.model_validate(
+        {
+            "spec_schema_version": "authority/v1",
+            "id": "a",
+            "principals": [{"id": "alice", "keys": [public_key(world.keys["alice"])]}],
+            "roles": {"policy_owner": [{"principal": "alice"}]},
+        }
+    )
+    for signer in ("alice", "mallory", None):
+        sha = signed_commit(world.root, world.keys[signer] if signer else None, f"by {signer}")
+        (commit,) = commits_touching(world.root, f"{sha}~1", sha, [world.root])
+        ours = commit_refusal(authority, commit.sha, commit.payload, commit.signature) is None
+        git_says = subprocess.run(
+            ["git", "-c", f"gpg.ssh.allowedSignersFile={allowed}", "verify-commit", sha],
+            cwd=world.root, capture_output=True, check=False,
+        ).returncode == 0  # fmt: skip
+        assert ours == git_says == (signer == "alice")
+        (world.root / "registry" / "policies" / "gate-policy.yaml").write_text(
+            (world.root / "registry" / "policies" / "gate-policy.yaml").read_text() + "#\n"
+        )
+
+
+def test_the_first_authority_is_recorded_as_the_bootstrap(world: World) -> None:
+    with sqlite3.connect(world.root / DB) as con:
+        payloads = [
+            json.loads(p)
+            for (p,) in con.execute("SELECT payload FROM audit_event WHERE kind = 'sync.in_force'")
+        ]
+    assert [p.get("authority_bootstrap") for p in payloads][-1] is True

@@ -219,3 +219,30 @@ def _difference(act: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
                 f"{json.dumps(act.get(name))} in the act, {json.dumps(expected.get(name))} here"
             )
     return "the act's bytes differ from the canonical JSON of what this command would store"
+
+
+def commit_refusal(
+    authority: AuthoritySpec, sha: str, payload: bytes, signature: bytes | None
+) -> str | None:
+    """Why a commit that changes the rules is not a policy owner's (None: it is).
+
+    git signs commits in the SSHSIG namespace `git`; a policy_owner grant scoped to some
+    suites or tasks does not cover rule changes (they reach every suite).
+    """
+    short = sha[:12]
+    if signature is None:
+        return f"commit {short} is not SSH-signed (git config gpg.format ssh; git commit -S)"
+    try:
+        check = sshsig.verify(signature, payload, "git")
+    except sshsig.MalformedSignature as exc:
+        return f"commit {short} carries a malformed SSH signature: {exc}"
+    if not check.valid:
+        return f"commit {short}: {check.reason}"
+    key = check.signature.public_key
+    principal = key_owners(authority).get(key.blob)
+    if principal is None:
+        return f"commit {short} is signed by key {key.fingerprint}, no principal's"
+    grants = [g for g in authority.roles.get("policy_owner", []) if g.principal == principal]
+    if not any(_grant_covers(g, Scope()) for g in grants):
+        return f"commit {short} is signed by {principal!r}, who is not a policy_owner"
+    return None

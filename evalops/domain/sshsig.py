@@ -267,3 +267,29 @@ def verify(armored: bytes | str, message: bytes, namespace: str) -> SignatureChe
         return SignatureCheck(False, f"unsupported hash algorithm {sig.hash_algorithm!r}", sig)
     reason = _verify_raw(sig, signed_data(namespace, sig.hash_algorithm, message))
     return SignatureCheck(reason is None, reason or "valid", sig)
+
+
+def split_signed_commit(raw: bytes) -> tuple[bytes, bytes | None]:
+    """A git commit object -> (the payload git signed, the armored SSH signature or None).
+
+    git signs the commit object without its `gpgsig` header (whose value continues on the
+    lines that start with a space); only an SSH signature counts here.
+    """
+    head, sep, message = raw.partition(b"\n\n")
+    kept: list[bytes] = []
+    signature: list[bytes] = []
+    inside = False
+    for line in head.split(b"\n"):
+        if line.startswith(b"gpgsig ") or line.startswith(b"gpgsig-sha256 "):
+            inside = True
+            signature.append(line.split(b" ", 1)[1])
+        elif inside and line.startswith(b" "):
+            signature.append(line[1:])
+        else:
+            inside = False
+            kept.append(line)
+    payload = b"\n".join(kept) + sep + message
+    armored = b"\n".join(signature) + b"\n" if signature else None
+    if armored is not None and not armored.startswith(BEGIN.encode()):
+        armored = None  # an OpenPGP or X.509 signature: not an SSH one
+    return payload, armored
