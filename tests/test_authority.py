@@ -579,6 +579,10 @@ def test_calibration_record_is_a_calibrators_signed_act(world: World) -> None:
     assert not_calibrator.code == 5 and "does not hold calibrator" in not_calibrator.stderr
     signed = world.run(*args, "--sign-with", str(world.keys["bob"]), "--json")
     assert signed.code == 0, signed.stderr
+    listed = world.run("calibration", "list", "--json").json()
+    assert listed[-1]["signers"][0]["principal"] == "bob"
+    assert all(row["signers"] == [] for row in listed[:-1])  # the demo's: unsigned
+    assert "signed by bob (SHA256:" in world.run("calibration", "list").stdout
     assert world.run("verify").code == 0
 
 

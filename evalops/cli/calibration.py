@@ -177,6 +177,8 @@ def list_(
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
+    from evalops.services.authority import describe_signers
+
     with state.connect() as engine:
         rows = list_calibrations(engine)
     page = page_of(rows, shown_limit)
@@ -187,7 +189,7 @@ def list_(
         echo_lines(
             [
                 f"{r['calibration_id']} {r['grader_id']}@{r['grader_version']} "
-                f"{r['recorded_at']} {r['recorded_by']}"
+                f"{r['recorded_at']} {r['recorded_by']} ({describe_signers(r['signers'])})"
                 for r in page.rows
             ]
         ),

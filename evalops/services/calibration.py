@@ -29,6 +29,7 @@ from evalops.services.authority import (
     Signing,
     authorize,
     record_refusal,
+    signers_of,
 )
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
@@ -415,6 +416,7 @@ def list_calibrations(engine: Engine) -> list[dict[str, Any]]:
                 "label_set_digest": r.label_set_digest,
                 "recorded_at": format_timestamp(r.at),
                 "recorded_by": r.actor,
+                "signers": signers_of(session, "calibration.record", r.audit_seq),
             }
             for r in rows
         ]
