@@ -134,11 +134,17 @@ def role_refusal(authority: AuthoritySpec, principal: str, kind: str, scope: Sco
 
 
 def check_signatures(
-    authority: AuthoritySpec, kind: str, data: bytes, signatures: Sequence[bytes], scope: Scope
+    authority: AuthoritySpec,
+    kind: str,
+    data: bytes,
+    signatures: Sequence[bytes],
+    scope: Scope,
+    owners: Mapping[bytes, str] | None = None,
 ) -> Judgement:
     """Every signature valid, by a known key whose principal holds the role for the scope,
-    and enough distinct principals. Raises sshsig.MalformedSignature on a broken file."""
-    owners = key_owners(authority)
+    and enough distinct principals. Raises sshsig.MalformedSignature on a broken file.
+    `owners` is `key_owners(authority)` when the caller already has it (verify does)."""
+    owners = key_owners(authority) if owners is None else owners
     signers: list[Signer] = []
     for number, signature in enumerate(signatures, 1):
         check = sshsig.verify(signature, data, NAMESPACE)

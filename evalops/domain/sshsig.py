@@ -19,6 +19,7 @@ import base64
 import binascii
 import hashlib
 from dataclasses import dataclass
+from functools import lru_cache
 
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes
@@ -150,9 +151,25 @@ def parse_public_key(text: str) -> PublicKey:
     return key
 
 
-def _load(
-    key: PublicKey, error: type[ValueError]
-) -> ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey | rsa.RSAPublicKey:
+LoadedKey = ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey | rsa.RSAPublicKey
+
+
+def _load(key: PublicKey, error: type[ValueError]) -> LoadedKey:
+    try:
+        return _load_cached(key.key_type, key.blob)
+    except _BadKey as exc:
+        raise error(str(exc)) from None
+
+
+class _BadKey(ValueError):
+    pass
+
+
+@lru_cache(maxsize=4096)
+def _load_cached(key_type: str, blob: bytes) -> LoadedKey:
+    """Loading a key costs far more than verifying with it, and a registry has few keys."""
+    key = PublicKey(key_type, blob)
+    error = _BadKey
     reader = _Reader(key.blob, error)
     if reader.text() != key.key_type:
         raise error(f"the key blob is not a {key.key_type} key")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import uuid
+from bisect import bisect_right
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -33,6 +34,7 @@ from evalops.domain.authority import (
     check_signatures,
     compose,
     judge,
+    key_owners,
     read_act,
 )
 from evalops.domain.canonical import canonical_text
@@ -42,7 +44,7 @@ from evalops.errors import InputError, RefusedError, VerificationError
 from evalops.store import queries
 from evalops.store.audit import append_event
 from evalops.store.engine import write_session
-from evalops.store.tables import AuditEvent, SignedAct
+from evalops.store.tables import AuditEvent, SignedAct, SyncRun
 
 
 @dataclass(frozen=True)
@@ -357,26 +359,61 @@ def describe_signers(signers: list[dict[str, str]]) -> str:
     return "signed by " + ", ".join(f"{s['principal']} ({s['fingerprint']})" for s in signers)
 
 
+@dataclass(frozen=True)
+class _Governing:
+    """The authority a sync put in force, from its seq on."""
+
+    from_seq: int
+    authority: AuthoritySpec | None
+    digest: str | None
+    owners: dict[bytes, str]
+
+
+def _authorities(session: Session) -> list[_Governing]:
+    """The authority in force after each sync, in seq order (a handful of rows)."""
+    out: list[_Governing] = []
+    runs = session.exec(select(SyncRun.audit_seq).order_by(col(SyncRun.audit_seq))).all()
+    for seq in runs:
+        found = authority_in_force(session, seq)
+        if found is None:
+            out.append(_Governing(seq, None, None, {}))
+        else:
+            out.append(_Governing(seq, found[0], found[1], key_owners(found[0])))
+    return out
+
+
 def verify_signed_acts(session: Session) -> int:
-    """Re-verify every stored act against the authority in force at its event (exit 6)."""
+    """Re-verify every stored act against the authority in force at its event (exit 6).
+
+    One streamed join of acts and their events; the authorities (one per sync) are read
+    once, so the cost per act is its signature checks."""
+    governing = _authorities(session)
+    starts = [g.from_seq for g in governing]
     count = 0
-    for row in session.exec(select(SignedAct).order_by(col(SignedAct.audit_seq))).all():
+    stmt = (
+        select(SignedAct, AuditEvent)
+        .join(AuditEvent, col(AuditEvent.seq) == col(SignedAct.audit_seq), isouter=True)
+        .order_by(col(SignedAct.audit_seq))
+        .execution_options(yield_per=2000)
+    )
+    for row, event in session.exec(stmt):
         count += 1
-        event = session.get(AuditEvent, row.audit_seq)
         where = f"audit seq {row.audit_seq}" + (f" ({event.kind} {event.subject})" if event else "")
-        problem = _act_problem(session, row, event)
+        at = bisect_right(starts, row.audit_seq) - 1
+        problem = _act_problem(row, event, governing[at] if at >= 0 else None)
         if problem is not None:
             raise VerificationError(f"{where}: signed act {row.act_id}: {problem}")
     return count
 
 
-def _act_problem(session: Session, row: SignedAct, event: AuditEvent | None) -> str | None:
+def _act_problem(
+    row: SignedAct, event: AuditEvent | None, governing: _Governing | None
+) -> str | None:
     if event is None:
         return "its audit event does not exist"
-    found = authority_in_force(session, row.audit_seq)
-    if found is None:
+    if governing is None or governing.authority is None:
         return "no authority was in force at its event"
-    authority, digest = found
+    authority, digest = governing.authority, governing.digest
     data = row.act.encode("utf-8")
     try:
         act = read_act(data)
@@ -401,6 +438,7 @@ def _act_problem(session: Session, row: SignedAct, event: AuditEvent | None) -> 
             data,
             [s.encode("ascii") for s in json.loads(row.signatures)],
             scope,
+            governing.owners,
         )
     except sshsig.MalformedSignature as exc:
         return f"a stored signature is malformed: {exc}"
