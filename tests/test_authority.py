@@ -707,3 +707,19 @@ def test_the_first_authority_is_recorded_as_the_bootstrap(world: World) -> None:
             for (p,) in con.execute("SELECT payload FROM audit_event WHERE kind = 'sync.in_force'")
         ]
     assert [p.get("authority_bootstrap") for p in payloads][-1] is True
+
+
+def test_the_library_signs_what_the_cli_accepts(world: World) -> None:
+    from cryptography.hazmat.primitives.serialization import load_ssh_private_key
+
+    from evalops.authority import check_act_signature, fingerprint, sign_act
+
+    act = world.print_act()
+    key = load_ssh_private_key(world.keys["alice"].read_bytes(), None)
+    signature = act.with_suffix(".json.sig")
+    signature.write_bytes(sign_act(act.read_bytes(), key))
+    check = check_act_signature(act.read_bytes(), signature.read_bytes())
+    assert check.valid
+    assert check.signature.public_key.fingerprint == fingerprint(public_key(world.keys["alice"]))
+    done = world.grant("--act", str(act), "--signature", str(signature))
+    assert done.code == 0, done.stdout + done.stderr

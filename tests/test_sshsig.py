@@ -257,3 +257,17 @@ def test_malformed_signature_names_the_problem() -> None:
 def test_wrong_namespace_says_which(keys: dict[str, Path]) -> None:
     check = sshsig.verify(sign(keys["ed25519"], MESSAGE, "git"), MESSAGE, "evalops")
     assert not check.valid and "'git'" in check.reason
+
+
+@pytest.mark.parametrize("kind", list(KEY_SPECS))
+@pytest.mark.parametrize("hash_algorithm", ["sha256", "sha512"])
+def test_python_signatures_verify_with_ssh_keygen(
+    keys: dict[str, Path], kind: str, hash_algorithm: str, tmp_path: Path
+) -> None:
+    """`evalops.authority.sign_act` writes what OpenSSH accepts, for every key type."""
+    key = load_ssh_private_key(keys[kind].read_bytes(), None)
+    signature = sshsig.sign(key, MESSAGE, "evalops", hash_algorithm)
+    line = public_key(keys[kind])
+    assert ssh_keygen_verifies(signature, MESSAGE, line, "evalops", tmp_path)
+    assert not ssh_keygen_verifies(signature, MESSAGE + b" ", line, "evalops", tmp_path)
+    assert _ours(signature, MESSAGE, line, "evalops")

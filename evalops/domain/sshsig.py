@@ -310,3 +310,46 @@ def split_signed_commit(raw: bytes) -> tuple[bytes, bytes | None]:
     if armored is not None and not armored.startswith(BEGIN.encode()):
         armored = None  # an OpenPGP or X.509 signature: not an SSH one
     return payload, armored
+
+
+def _mpint(value: int) -> bytes:
+    data = value.to_bytes((value.bit_length() + 8) // 8, "big") if value else b""
+    return _string(data)
+
+
+PrivateKey = ed25519.Ed25519PrivateKey | ec.EllipticCurvePrivateKey | rsa.RSAPrivateKey
+
+
+def sign(
+    private_key: PrivateKey, message: bytes, namespace: str, hash_algorithm: str = "sha512"
+) -> bytes:
+    """An armored SSHSIG of `message`, as `ssh-keygen -Y sign -n NAMESPACE` writes it (RSA
+    keys sign with rsa-sha2-512)."""
+    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    line = private_key.public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH)
+    public = parse_public_key(line.decode("ascii"))
+    data = signed_data(namespace, hash_algorithm, message)
+    if isinstance(private_key, ed25519.Ed25519PrivateKey):
+        inner = _string(b"ssh-ed25519") + _string(private_key.sign(data))
+    elif isinstance(private_key, ec.EllipticCurvePrivateKey):
+        r, s = decode_dss_signature(
+            private_key.sign(data, ec.ECDSA(_ECDSA_CURVES[public.key_type]))
+        )
+        inner = _string(public.key_type.encode()) + _string(_mpint(r) + _mpint(s))
+    else:
+        raw = private_key.sign(data, padding.PKCS1v15(), hashes.SHA512())
+        inner = _string(b"rsa-sha2-512") + _string(raw)
+    blob = (
+        MAGIC
+        + VERSION.to_bytes(4, "big")
+        + _string(public.blob)
+        + _string(namespace.encode())
+        + _string(b"")
+        + _string(hash_algorithm.encode())
+        + _string(inner)
+    )
+    body = base64.b64encode(blob).decode()
+    lines = [body[i : i + 70] for i in range(0, len(body), 70)]
+    return "\n".join([BEGIN, *lines, END, ""]).encode("ascii")
