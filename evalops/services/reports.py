@@ -83,6 +83,7 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> di
     result = json.loads(row.result)
     inputs = json.loads(row.inputs)
     resolved = resolve(session, result=result, inputs=inputs, decided_at=row.at)
+    resolved["authority"] = _authority_facts(session, result, row.audit_seq)
     resolved["history"] = decision_history(session, row.suite_id, up_to=row.number)
     return assemble(
         result=result,
@@ -140,6 +141,35 @@ def resolve(
         "waivers": _waiver_facts(session, result.get("waivers") or {}),
         "calibration": calibration_facts(session, defs, tasks, decided_at),
         "provenance": _provenance(session, inputs, decided_at),
+        "authority": _authority_facts(session, result, None),
+    }
+
+
+def _authority_facts(
+    session: Session, result: Mapping[str, Any], cutoff: int | None
+) -> dict[str, Any]:
+    """The authority in force at the decision's event (`cutoff`; None: now, for a decision
+    not stored), and the signed acts it rests on (its waivers): their signers, or unsigned."""
+    from evalops.services.authority import authority_in_force, signers_of
+
+    found = authority_in_force(session, cutoff)
+    accounting = result.get("waivers") or {}
+    acts = []
+    for key in ("applied", "expired", "revoked"):
+        for waiver_id in accounting.get(key, []):
+            w = session.exec(select(Waiver).where(Waiver.waiver_id == waiver_id)).first()
+            if w is not None:
+                acts.append(
+                    {
+                        "act": "waiver.grant",
+                        "subject": waiver_id,
+                        "signers": signers_of(session, "waiver.grant", w.audit_seq),
+                    }
+                )
+    return {
+        "id": found[0].id if found else None,
+        "digest": found[1] if found else None,
+        "acts": acts,
     }
 
 
@@ -730,6 +760,7 @@ def assemble(
         },
         "provenance": resolved.get("provenance")
         or {"syncs": [], "in_force": None, "definitions": []},
+        "authority": resolved.get("authority") or {"id": None, "digest": None, "acts": []},
         "history": list(resolved.get("history", [])),
         "recompute": [
             f"evalops gate replay {result['gate_id']}",
