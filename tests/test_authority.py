@@ -723,3 +723,28 @@ def test_the_library_signs_what_the_cli_accepts(world: World) -> None:
     assert check.signature.public_key.fingerprint == fingerprint(public_key(world.keys["alice"]))
     done = world.grant("--act", str(act), "--signature", str(signature))
     assert done.code == 0, done.stdout + done.stderr
+
+
+def test_the_audit_report_names_the_authority_and_who_signed(world: World) -> None:
+    assert world.grant("--sign-with", str(world.keys["dave"])).code == 0
+    gate = world.run("gate", "check", "--build", "build-125", "--suite", SUITE, "--json")
+    assert gate.code in (0, 3, 4), gate.stderr
+    gate_id = gate.json()["gate_id"]
+    report = world.run("report", "audit", "--gate", gate_id, "--format", "json", "-o", "-")
+    assert report.code == 0, report.stderr
+    authority = json.loads(report.stdout)["authority"]
+    digest = world.run("--json", "digest", "registry/policies/authority.yaml").json()[0]
+    assert authority["digest"] == digest["authority_digest"]
+    listed = {w["waiver_id"]: w["signers"] for w in world.waivers()}
+    assert authority["acts"], "the decision rests on waivers"
+    for act in authority["acts"]:
+        assert act["signers"] == listed[act["subject"]]
+    md = world.run("report", "audit", "--gate", gate_id, "--format", "md", "-o", "-").stdout
+    assert "Authority in force" in md
+    assert ("unsigned" in md) == any(not a["signers"] for a in authority["acts"])
+
+
+def test_a_registry_without_authority_reports_unsigned(demo: Path, cli: Cli) -> None:
+    md = cli("report", "audit", "--gate", "GATE-3", "--format", "md", "-o", "-", cwd=demo)
+    assert "No authority in force: every act is unsigned." in md.stdout
+    assert "waiver\\.grant `WVR-1`: unsigned" in md.stdout
