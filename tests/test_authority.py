@@ -748,3 +748,25 @@ def test_a_registry_without_authority_reports_unsigned(demo: Path, cli: Cli) -> 
     md = cli("report", "audit", "--gate", "GATE-3", "--format", "md", "-o", "-", cwd=demo)
     assert "No authority in force: every act is unsigned." in md.stdout
     assert "waiver\\.grant `WVR-1`: unsigned" in md.stdout
+
+
+def test_an_import_is_an_ingesters_signed_act(
+    tmp_path_factory: pytest.TempPathFactory, tmp_path: Path, keyring: dict[str, Path], cli: Cli
+) -> None:
+    from tests.import_support import PROMPTFOO_FIXTURES, copy_workspace, counts, import_base
+
+    ws = copy_workspace(import_base(tmp_path_factory), tmp_path / "ws")
+    world = World(ws, [], keyring, cli)
+    world.authority()
+    args = ("trials", "import", "promptfoo", str(PROMPTFOO_FIXTURES / "results.json"),
+            "--map", "maps/promptfoo.yaml")  # fmt: skip
+    before = counts(ws)
+    unsigned = world.run(*args)
+    assert unsigned.code == 5 and "trials.import" in unsigned.stderr
+    assert counts(ws)[:2] == before[:2]  # no trial, no batch: only the refusal was audited
+    signed = world.run(*args, "--sign-with", str(keyring["alice"]))
+    assert signed.code == 0, signed.stdout + signed.stderr
+    with sqlite3.connect(ws / DB) as con:
+        kind, scope = con.execute("SELECT kind, scope FROM signed_act").fetchone()
+    assert kind == "trials.import" and json.loads(scope)["builds"]
+    assert world.run("verify").code == 0
