@@ -307,8 +307,6 @@ def separation_refusal(
     stmt = select(SignedAct).where(col(SignedAct.kind).in_(INGEST_ACTS))
     if ingest_seqs is not None:
         stmt = stmt.where(col(SignedAct.audit_seq).in_(ingest_seqs))
-    if build is not None:
-        stmt = stmt.where(col(SignedAct.scope).contains(json.dumps(build)))
     mine = {s.principal for s in authorized.judgement.signers}
     for ingest in session.exec(stmt).all():
         if build is not None and build not in json.loads(ingest.scope).get("builds", []):
