@@ -584,6 +584,8 @@ def _record_batch(
             skipped_identical=result.skipped_identical,
         )
     if result.ingested == 0:
+        if signing.print_act:
+            raise InputError("no act to sign: every record is already stored", field="--print-act")
         result.batch_id = None
         return result
     batch_id = ingester.batch_id
