@@ -75,7 +75,7 @@ def test_input_error_is_one_line_without_traceback(tmp_path: Any, cli: Cli) -> N
     assert lines[0] == (
         f"error: {bad}:1: spec_schema_version: unknown spec_schema_version 'eval-task/v9' "
         "(known: eval-task/v1, execution-profile/v1, grader-set/v1, suite/v1, "
-        "suite-policy/v1, gate-policy/v1)"
+        "suite-policy/v1, gate-policy/v1, authority/v1)"
     )
 
 

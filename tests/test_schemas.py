@@ -20,6 +20,7 @@ def test_committed_schemas_match_a_fresh_export(tmp_path: Path, cli: Cli) -> Non
         == [
             "audit-report.schema.json",
             "eval-summary.schema.json",
+            "authority.schema.json",
             "eval-task.schema.json",
             "execution-profile.schema.json",
             "gate-check.schema.json",

@@ -1,10 +1,11 @@
 """The tampering suite of issue 10 (DESIGN.md section 10, "What verify proves").
 
 One populated registry per engine (the demo's, plus a second waiver and its revocation, a
-review, a calibration invalidation, a closed incident, a retirement and a last gate
-decision), built once; every mutation runs on a fresh copy (a file copy on SQLite, a
-template database on PostgreSQL), made as an attacker with write access to the database
-would (foreign keys off), and `evalops verify` must exit 6 naming the first bad item:
+review, a calibration invalidation, a closed incident, a retirement, an authority and a
+revocation signed under it, and a last gate decision), built once; every mutation runs on
+a fresh copy (a file copy on SQLite, a template database on PostgreSQL), made as an
+attacker with write access to the database would (foreign keys off), and `evalops verify`
+must exit 6 naming the first bad item:
 - named mutations generated from the table metadata: an edit of every column of every
   table, a deletion and an insertion per table (the test asserts that coverage);
 - on SQLite, a re-spelling of every column whose stored value the driver decodes (a
@@ -156,6 +157,22 @@ def _review_record(directory: Path) -> None:
     (directory / "review-me.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
 
 
+def _signed_act(directory: Path) -> None:
+    """An authority in force and an act signed under it (the signed_act table's rows)."""
+    from tests.helpers import commit_all
+    from tests.sshkeys import make_key
+
+    key = make_key(directory, "risk-owner")
+    run("new", "authority", "--principal", "risk", "--key", f"{key}.pub", cwd=directory)
+    commit_all(directory, "authority")
+    assert run("sync", cwd=directory)[0] == 0
+    # (the policy task has been retired by now: its first waiver is revoked, signed)
+    code, output = run(
+        "waiver", "revoke", "WVR-1", "--reason", "signed", "--sign-with", str(key), cwd=directory
+    )
+    assert code == 0, output
+
+
 TABLES = sorted(SQLModel.metadata.tables.values(), key=lambda t: t.name)
 
 
@@ -168,7 +185,9 @@ def populated(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The populated registry directory (SQLite database in .evalops/), never modified."""
     directory = build_demo(tmp_path_factory.mktemp("tampering") / "demo")
     _review_record(directory)
-    for args, expected in EXTRA_STEPS:
+    for number, (args, expected) in enumerate(EXTRA_STEPS):
+        if number == len(EXTRA_STEPS) - 2:  # before the last decision, which stays the head
+            _signed_act(directory)
         code, output = run(*args, cwd=directory)
         assert code == expected, (args, output)
     url = f"sqlite:///{directory / '.evalops' / 'registry.db'}"

@@ -17,6 +17,14 @@ from evalops.cli.context import (
     settings,
 )
 from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
+from evalops.cli.signing import (
+    ActOption,
+    PrintActOption,
+    SignatureOption,
+    SignWithOption,
+    printing_act,
+    signing_of,
+)
 from evalops.domain.humanize import interval, number, plural
 
 calibration_app = typer.Typer(
@@ -71,9 +79,15 @@ def record(
             "force). A calibration counts only for exactly this config."
         ),
     ] = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Record how well a model grader agrees with human labels (kappa, Wilson intervals).
+
+    With an authority in force the calibration must be signed by a calibrator.
 
     A calibration belongs to one grader config: decisions judge the config their suite
     pins, and a calibration of any other config never counts for it.
@@ -84,7 +98,8 @@ def record(
     from evalops.services.calibration import record_calibration
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
+    signing = signing_of(sign_with, print_act, act, signature)
+    with state.connect() as engine, printing_act():
         data = record_calibration(
             engine,
             grader,
@@ -94,6 +109,7 @@ def record(
             sampling_frame=sampling_frame,
             actor=state.who(),
             now=now(),
+            signing=signing,
         )
     emit(ctx, data, lambda: _human(data))
 
@@ -161,6 +177,8 @@ def list_(
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
+    from evalops.services.authority import describe_signers
+
     with state.connect() as engine:
         rows = list_calibrations(engine)
     page = page_of(rows, shown_limit)
@@ -171,7 +189,7 @@ def list_(
         echo_lines(
             [
                 f"{r['calibration_id']} {r['grader_id']}@{r['grader_version']} "
-                f"{r['recorded_at']} {r['recorded_by']}"
+                f"{r['recorded_at']} {r['recorded_by']} ({describe_signers(r['signers'])})"
                 for r in page.rows
             ]
         ),
@@ -263,9 +281,16 @@ def resolve(
     grader: Annotated[str, typer.Option(help="The grader whose result is reviewed.")],
     state_value: Annotated[str, typer.Option("--state", help="The human verdict.")],
     reason: Annotated[str, typer.Option(help="Why.")],
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Append a human grader result; the trial is re-classified from all its results.
+
+    With an authority in force the verdict must be signed by a reviewer (--sign-with KEY,
+    or --print-act then --act FILE --signature FILE).
 
     Example: evalops review resolve trial-b125-support-reply-tone-1 --grader reply-quality
     --state task_pass --reason "reply cites the refund policy correctly"
@@ -273,7 +298,8 @@ def resolve(
     from evalops.services.review import resolve as run
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
+    signing = signing_of(sign_with, print_act, act, signature)
+    with state.connect() as engine, printing_act():
         data = run(
             engine,
             trial_id,
@@ -282,6 +308,7 @@ def resolve(
             reason=reason,
             actor=state.who(),
             now=now(),
+            signing=signing,
         )
     emit(
         ctx,

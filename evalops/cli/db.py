@@ -105,21 +105,25 @@ def init(
 
     Example: evalops init --registry registry
     """
-    from evalops.services.scaffold import starter_registry
+    from evalops.services.scaffold import starter_registry, write_authority_example
 
     state = settings(ctx, json_flag)
     written = starter_registry(starter) if starter is not None else []
+    disabled = write_authority_example(starter) if starter is not None else None
     _upgrade(state.db_url, "head")
     _ignore_dot_evalops()
     status = _status(state.db_url)
     data: dict[str, object] = dict(status)
     if starter is not None:
         data["written"] = [{"file": str(w.path), "kind": w.kind, "id": w.id} for w in written]
+        data["disabled"] = [str(disabled)] if disabled else []
 
     def human() -> None:
         say(f"initialized {status['database']} at {status['head']}")
         for w in written:
             say(f"wrote {w.path} ({w.kind} {w.id})")
+        if disabled:
+            say(f"wrote {disabled} (an authority, disabled until filled in: docs/authority.md)")
         if starter is not None:
             say(
                 f"next: edit the files, then `evalops validate {starter}` "

@@ -1,7 +1,7 @@
 """`evalops gate check|show|list|replay`, `evalops waiver grant|list|revoke`, `evalops compare`."""
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,6 +19,14 @@ from evalops.cli.context import (
     settings,
 )
 from evalops.cli.listing import AllOption, LimitOption, Page, emit_page, page_of, row_limit
+from evalops.cli.signing import (
+    ActOption,
+    PrintActOption,
+    SignatureOption,
+    SignWithOption,
+    printing_act,
+    signing_of,
+)
 from evalops.domain.humanize import number, plural
 from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_REFUSED, EXIT_VERIFY, InputError
 
@@ -349,7 +357,7 @@ def gate_replay(
 _DURATION = re.compile(r"^(\d{1,5})([dhm])$")
 
 
-def _expiry(value: str | None) -> str | None:
+def _expiry(value: str | None, base: datetime | None = None) -> str | None:
     """`--expires`: a timestamp with offset, or a duration from now (`7d`, `72h`, `90m`).
 
     Garbage is a usage error (exit 2, nothing audited); a well-formed timestamp without an
@@ -365,7 +373,7 @@ def _expiry(value: str | None) -> str | None:
         delta = {"d": timedelta(days=amount), "h": timedelta(hours=amount)}.get(
             unit, timedelta(minutes=amount)
         )
-        return format_timestamp(now() + delta)
+        return format_timestamp((base or now()) + delta)
     try:
         parse_timestamp(value)
     except ValueError as exc:
@@ -394,9 +402,17 @@ def waiver_grant(
             "max_duration_days."
         ),
     ] = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Grant a waiver; refused (exit 5, the rule named) when the policy forbids it.
+
+    With an authority in force the grant must be signed by a risk owner of the suite
+    (--sign-with KEY, or --print-act then --act FILE --signature FILE); a relative --expires
+    resolves against the act's signed_at, so both steps describe the same act.
 
     Example: evalops waiver grant --task support-refund-policy-explanation --suite
     regression/core --states task_fail --build build-125 --owner support-lead@example.com
@@ -406,7 +422,9 @@ def waiver_grant(
     from evalops.services.waivers import grant
 
     state = settings(ctx, json_flag)
-    expires = _expiry(expires)
+    signing = signing_of(sign_with, print_act, act, signature)
+    moment = now()
+    expires = _expiry(expires, signing.act_time() or moment)
     request = WaiverRequest(
         task_id=task,
         suite_id=suite,
@@ -416,8 +434,8 @@ def waiver_grant(
         reason=reason,
         expires=expires,
     )
-    with state.connect() as engine:
-        granted, data = grant(engine, request, actor=state.who(), now=now())
+    with state.connect() as engine, printing_act():
+        granted, data = grant(engine, request, actor=state.who(), now=moment, signing=signing)
     if granted:
         emit(
             ctx,
@@ -425,7 +443,8 @@ def waiver_grant(
             echo_lines(
                 [
                     f"granted {data['waiver_id']}: {data['task_id']} on {data['build']} for "
-                    f"{', '.join(data['states'])} until {data['expires_at']}"
+                    f"{', '.join(data['states'])} until {data['expires_at']}",
+                    _signed_line(data["signers"]),
                 ]
             ),
         )
@@ -471,7 +490,7 @@ def waiver_list(
             [
                 f"{r['waiver_id']} [{r['status'].replace('_', ' ')}] {r['task_id']} {r['build']} "
                 f"{','.join(r['states'])} from {r['granted_at']} until {r['expires_at']} "
-                f"(owner {r['owner']})"
+                f"(owner {r['owner']}; {_signed_line(r['signers'])})"
                 for r in page.rows
             ]
         ),
@@ -483,18 +502,52 @@ def waiver_revoke(
     ctx: typer.Context,
     waiver_id: Annotated[str, typer.Argument(metavar="ID", help="Waiver id.")],
     reason: Annotated[str, typer.Option(help="Why.")],
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Revoke a waiver from now on (a new row; the grant stays in the history).
+
+    With an authority in force the revocation is a risk owner's signed act, like a grant.
 
     Example: evalops waiver revoke WVR-2 --reason "fix did not ship"
     """
     from evalops.services.waivers import revoke
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
-        data = revoke(engine, waiver_id, reason=reason, actor=state.who(), now=now())
-    emit(ctx, data, echo_lines([f"revoked {waiver_id} at {data['revoked_at']}"]))
+    signing = signing_of(sign_with, print_act, act, signature)
+    with state.connect() as engine, printing_act():
+        revoked, data = revoke(
+            engine, waiver_id, reason=reason, actor=state.who(), now=now(), signing=signing
+        )
+    if revoked:
+        emit(
+            ctx,
+            data,
+            echo_lines(
+                [
+                    f"revoked {waiver_id} at {data['revoked_at']}",
+                    _signed_line(data["revocation_signers"]),
+                ]
+            ),
+        )
+        return
+    emit(
+        ctx,
+        data,
+        echo_lines(
+            ["revocation REFUSED:"] + [f"  [{r['rule']}] {r['message']}" for r in data["refusals"]]
+        ),
+    )
+    raise typer.Exit(EXIT_REFUSED)
+
+
+def _signed_line(signers: list[dict[str, str]]) -> str:
+    from evalops.services.authority import describe_signers
+
+    return describe_signers(signers)
 
 
 def compare(

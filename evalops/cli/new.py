@@ -1,4 +1,4 @@
-"""`evalops new task|grader-set|execution|suite|policy ID`: commented starter files."""
+"""`evalops new task|grader-set|execution|suite|policy ID` and `new authority`: starters."""
 
 from pathlib import Path
 from typing import Annotated, Literal
@@ -132,6 +132,35 @@ def policy(
     Example: evalops new policy release-gate --type gate
     """
     _run(ctx, "policy", definition_id, registry, json_flag, policy_kind=policy_kind)
+
+
+@new_app.command("authority")
+def authority(
+    ctx: typer.Context,
+    principal: Annotated[str, typer.Option(help="Id of the first principal (holds every role).")],
+    key: Annotated[
+        Path, typer.Option(metavar="FILE.pub", help="The principal's OpenSSH public key file.")
+    ],
+    registry: RegistryOpt = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Write policies/authority.yaml: one principal with its key holding every role.
+
+    Example: evalops new authority --principal alice --key ~/.ssh/id_ed25519.pub
+    """
+    from evalops.services.scaffold import new_authority
+
+    state = settings(ctx, json_flag)
+    root = registry or state.registry
+    written = new_authority(root, principal, key)
+    rows = [{"file": str(w.path), "kind": w.kind, "id": w.id} for w in written]
+
+    def human() -> None:
+        for w in written:
+            say(f"wrote {w.path} ({w.kind} {w.id})")
+        say(f"next: add principals and scopes, then `evalops validate {root}`, commit and sync")
+
+    emit(ctx, {"written": rows}, human)
 
 
 def register(app: typer.Typer) -> None:

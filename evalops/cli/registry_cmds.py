@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, echo_lines, emit, now, say, settings
-from evalops.errors import InputError, InputErrors
+from evalops.errors import EXIT_REFUSED, InputError, InputErrors
 
 schema_app = typer.Typer(
     help="JSON Schemas of the spec formats and the machine-readable outputs.\n\n"
@@ -142,6 +142,9 @@ def sync(
             actor=state.who(),
             now=now(),
         )
+    if result.refused is not None:
+        emit(ctx, result.as_dict(), lambda: say(f"sync REFUSED: {result.refused}"))
+        raise typer.Exit(EXIT_REFUSED)
 
     def human() -> None:
         for entry in result.registered:

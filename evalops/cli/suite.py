@@ -6,6 +6,14 @@ import typer
 
 from evalops.cli.context import JsonFlag, add_row, console, emit, new_table, now, say, settings
 from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
+from evalops.cli.signing import (
+    ActOption,
+    PrintActOption,
+    SignatureOption,
+    SignWithOption,
+    printing_act,
+    signing_of,
+)
 from evalops.domain.humanize import plural
 from evalops.errors import EXIT_REFUSED
 
@@ -180,10 +188,17 @@ def retire(
     replaced_by: Annotated[
         str | None, typer.Option(help="The member task that takes over its coverage.")
     ] = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Remove a task from a suite (history kept); refused (exit 5) without approval, or when
     the replacement does not cover everything the task covered.
+
+    With an authority in force the retirement must be signed by risk owners of the suite
+    (their principals are the approval; --sign-with KEY, or --print-act then --act/--signature).
 
     Example: evalops retire old-task --from regression/core --reason replaced
     --approved-by risk@example.com --replaced-by new-task
@@ -191,7 +206,8 @@ def retire(
     from evalops.services.promotion import retire as run_retire
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
+    signing = signing_of(sign_with, print_act, act, signature)
+    with state.connect() as engine, printing_act():
         result = run_retire(
             engine,
             task,
@@ -201,6 +217,7 @@ def retire(
             replaced_by=replaced_by,
             actor=state.who(),
             now=now(),
+            signing=signing,
         )
     data = result.as_dict()
     emit(ctx, data, lambda: _checklist(data, "retirement"))

@@ -3,7 +3,7 @@
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,9 +20,20 @@ from evalops.cli.context import (
 )
 from evalops.cli.listing import AllOption, LimitOption, Page, emit_page, row_limit
 from evalops.cli.progress import ProgressOption, progress, progress_mode
+from evalops.cli.signing import (
+    ActOption,
+    PrintActOption,
+    SignatureOption,
+    SignWithOption,
+    printing_act,
+    signing_of,
+)
 from evalops.domain.humanize import plural, text
 from evalops.errors import EXIT_UNMATCHED, InputError, RejectedRecords
 from evalops.services.unsynced import with_file_hints
+
+if TYPE_CHECKING:
+    from evalops.services.authority import Signing
 
 trials_app = typer.Typer(
     help="Trial records: ingest, inspect, reconcile.\n\nExample: evalops trials list --build "
@@ -70,6 +81,10 @@ def ingest(
         ),
     ] = 0,
     progress_option: ProgressOption = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Ingest trial records: validated, classified by evalops, all-or-nothing by default.
@@ -84,8 +99,13 @@ def ingest(
 
     state = settings(ctx, json_flag)
     mode = progress_mode(ctx, progress_option)
+    signing = signing_of(sign_with, print_act, act, signature)
     try:
-        with state.connect() as engine, progress(mode, "ingesting", _total(files)) as on_bytes:
+        with (
+            state.connect() as engine,
+            printing_act(),
+            progress(mode, "ingesting", _total(files)) as on_bytes,
+        ):
             result = ingest_files(
                 engine,
                 files,
@@ -93,6 +113,7 @@ def ingest(
                 now=now(),
                 max_bad_records=max_bad_records,
                 on_bytes=on_bytes,
+                signing=signing,
             )
     except KeyboardInterrupt:
         # The write transaction rolled back on the way out: the registry is unchanged.
@@ -411,7 +432,9 @@ def _run_import(
     json_flag: bool,
     progress_option: str | None = None,
     allow_incomplete: bool = False,
+    signing: "Signing | None" = None,
 ) -> None:
+    from evalops.services.authority import UNSIGNED
     from evalops.services.imports import import_trials
 
     state = settings(ctx, json_flag)
@@ -419,6 +442,7 @@ def _run_import(
     try:
         with (
             state.connect() as engine,
+            printing_act(),
             progress(mode, "importing", None, unit="records") as on_record,
         ):
             result = import_trials(
@@ -434,6 +458,7 @@ def _run_import(
                 started_at=started_at,
                 allow_incomplete=allow_incomplete,
                 on_record=on_record,
+                signing=signing or UNSIGNED,
             )
     except KeyboardInterrupt:
         # The write transaction rolled back, and -o writes its file only when complete.
@@ -472,6 +497,10 @@ def import_inspect(
         ),
     ] = False,
     progress_option: ProgressOption = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Import Inspect AI logs (.eval or .json): each sample-epoch execution becomes a trial.
@@ -496,6 +525,7 @@ def import_inspect(
         json_flag=json_flag,
         progress_option=progress_option,
         allow_incomplete=allow_incomplete,
+        signing=signing_of(sign_with, print_act, act, signature),
     )
 
 
@@ -519,6 +549,10 @@ def import_promptfoo(
         ),
     ] = None,
     progress_option: ProgressOption = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Import promptfoo results (promptfoo eval --repeat N -o results.json): a row, a trial.
@@ -541,6 +575,7 @@ def import_promptfoo(
         started_at=started_at,
         json_flag=json_flag,
         progress_option=progress_option,
+        signing=signing_of(sign_with, print_act, act, signature),
     )
 
 

@@ -744,6 +744,120 @@ class GatePolicy(Strict):
         return self
 
 
+# --------------------------------------------------------------------------- authority
+
+Role = Literal["risk_owner", "reviewer", "calibrator", "policy_owner", "ingester"]
+ActKind = Literal[
+    "waiver.grant",
+    "waiver.revoke",
+    "retire",
+    "review.resolve",
+    "calibration.record",
+    "trials.ingest",
+    "trials.import",
+]
+#: The role whose holders may sign each act.
+ACT_ROLES: dict[str, Role] = {
+    "waiver.grant": "risk_owner",
+    "waiver.revoke": "risk_owner",
+    "retire": "risk_owner",
+    "review.resolve": "reviewer",
+    "calibration.record": "calibrator",
+    "trials.ingest": "ingester",
+    "trials.import": "ingester",
+}
+
+
+class Principal(Strict):
+    """A person or machine that signs acts with one of its OpenSSH keys."""
+
+    id: Id
+    """How grants and reports name the principal."""
+    email: NonEmptyStr | None = None
+    """For people reading reports; never used to authenticate."""
+    keys: list[NonEmptyStr] = Field(min_length=1)
+    """OpenSSH public keys as in a `.pub` file (`ssh-ed25519 AAAA... comment`)."""
+
+    @model_validator(mode="after")
+    def _keys_parse(self) -> Principal:
+        from evalops.domain.sshsig import MalformedKey, parse_public_key
+
+        for index, line in enumerate(self.keys):
+            try:
+                parse_public_key(line)
+            except MalformedKey as exc:
+                raise SpecValueError(f"not an OpenSSH public key: {exc}", "keys", index) from None
+        return self
+
+
+class RoleGrant(Strict):
+    """One principal holding a role, optionally only for some suites or tasks."""
+
+    principal: Id
+    """The principal's id."""
+    suites: list[NonEmptyStr] = []
+    """Suite id globs (`regression/*`); empty: every suite."""
+    tasks: list[NonEmptyStr] = []
+    """Task id globs; empty: every task."""
+
+
+class AuthoritySpec(Strict):
+    """Who may sign which act (`registry/policies/authority.yaml`)."""
+
+    spec_schema_version: Literal["authority/v1"]
+    """Format version of this file."""
+    id: Id
+    """Authority id."""
+    principals: list[Principal] = Field(min_length=1)
+    """Everyone who may sign anything."""
+    roles: dict[Role, list[RoleGrant]] = {}
+    """Role -> its grants; a role with no grant cannot be exercised."""
+    thresholds: dict[ActKind, PositiveInt] = {}
+    """Act -> how many distinct principals must sign it (default 1)."""
+    separation_of_duties: list[Literal["no_self_waiver", "no_self_review"]] = []
+    """`no_self_waiver`: no signer of a waiver signed the ingest of that build's trials;
+    `no_self_review`: no signer of a review signed the ingest of the reviewed trial."""
+    max_act_age_days: PositiveInt = 7
+    """An act signed longer ago than this is refused."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> AuthoritySpec:
+        from evalops.domain.sshsig import parse_public_key
+
+        ids: set[str] = set()
+        owner_of: dict[bytes, str] = {}
+        for index, principal in enumerate(self.principals):
+            if principal.id in ids:
+                raise SpecValueError(
+                    f"principal {principal.id!r} is listed twice", "principals", index, "id"
+                )
+            ids.add(principal.id)
+            for k, line in enumerate(principal.keys):
+                blob = parse_public_key(line).blob
+                if owner_of.get(blob, principal.id) != principal.id:
+                    raise SpecValueError(
+                        f"this key is also a key of {owner_of[blob]!r}: a key names one principal",
+                        "principals", index, "keys", k,
+                    )  # fmt: skip
+                owner_of[blob] = principal.id
+        for role, grants in self.roles.items():
+            for index, grant in enumerate(grants):
+                if grant.principal not in ids:
+                    raise SpecValueError(
+                        f"unknown principal {grant.principal!r}", "roles", role, index, "principal"
+                    )
+        for act, needed in self.thresholds.items():
+            holders = {g.principal for g in self.roles.get(ACT_ROLES[act], [])}
+            if needed > len(holders):
+                raise SpecValueError(
+                    f"{act} needs {needed} distinct signers but only {len(holders)} principal(s) "
+                    f"hold {ACT_ROLES[act]}",
+                    "thresholds",
+                    act,
+                )
+        return self
+
+
 SPEC_MODELS: dict[str, type[Strict]] = {
     "eval-task/v1": EvalTaskSpec,
     "execution-profile/v1": ExecutionProfile,
@@ -751,6 +865,7 @@ SPEC_MODELS: dict[str, type[Strict]] = {
     "suite/v1": SuiteDeclaration,
     "suite-policy/v1": SuitePolicy,
     "gate-policy/v1": GatePolicy,
+    "authority/v1": AuthoritySpec,
 }
 
 # The `kind` names used in `digest --json` and in the database.
@@ -761,4 +876,5 @@ SPEC_KINDS: dict[str, str] = {
     "suite/v1": "suite",
     "suite-policy/v1": "suite_policy",
     "gate-policy/v1": "gate_policy",
+    "authority/v1": "authority",
 }

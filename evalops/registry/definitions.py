@@ -28,6 +28,7 @@ _DIGEST_FIELD = {
     "suite_policy": "policy_digest",
     "gate_policy": "policy_digest",
     "suite": "declaration_digest",
+    "authority": "authority_digest",
 }
 
 
@@ -88,7 +89,7 @@ def spec_digest(kind: str, value: dict[str, Any]) -> str:
         return digests.execution_digest(value)
     if kind == "grader_set":
         return digests.grader_set_digest(value)
-    if kind in ("suite_policy", "gate_policy"):
+    if kind in ("suite_policy", "gate_policy", "authority"):
         return digests.policy_digest(value)
     return digests.document_digest(value)
 

@@ -19,7 +19,7 @@ SPEC_DIRS: dict[str, tuple[str, ...]] = {
     "executions": ("execution_profile",),
     "graders": ("grader_set",),
     "suites": ("suite",),
-    "policies": ("suite_policy", "gate_policy"),
+    "policies": ("suite_policy", "gate_policy", "authority"),
 }
 
 
@@ -117,6 +117,16 @@ def _cross_check(defs: list[Definition], broken: frozenset[str] = frozenset()) -
                 )
             )
         seen[key] = d
+    authorities = [d for d in defs if d.kind == "authority"]
+    for extra in authorities[1:]:
+        errors.append(
+            InputError(
+                f"a registry has at most one authority; {authorities[0].file} is one already",
+                extra.file,
+                extra.lines.get(("id",), 1),
+                "spec_schema_version",
+            )
+        )
     grader_sets = {d.id: d.spec for d in defs if isinstance(d.spec, GraderSet)}
     for d in defs:
         if not isinstance(d.spec, EvalTaskSpec):

@@ -13,15 +13,24 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
 from evalops.domain import digests
+from evalops.domain.authority import Scope
 from evalops.domain.calibration import ABSTAIN, LabelledItem, calibration_metrics, item_json
 from evalops.domain.calibration_validity import Validity
 from evalops.domain.canonical import canonical_text, digest
 from evalops.domain.specs import Grader, Strict
 from evalops.domain.vocabulary import NonEmptyStr, format_timestamp
-from evalops.errors import InputError, InputErrors
+from evalops.errors import InputError, InputErrors, RefusedError
 from evalops.registry.definitions import pydantic_error
 from evalops.registry.jsonl import Line, read_lines
 from evalops.registry.load import Document, parse_json
+from evalops.services.authority import (
+    UNSIGNED,
+    Authorized,
+    Signing,
+    authorize,
+    record_refusal,
+    signers_of,
+)
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
@@ -224,7 +233,10 @@ def record_calibration(
     sampling_frame: str | None,
     actor: str,
     now: datetime,
+    signing: Signing = UNSIGNED,
 ) -> dict[str, Any]:
+    """Record a calibration; with an authority in force, a calibrator's signed act whose
+    body is the whole stored record (docs/authority.md)."""
     with read_session(engine) as session:
         ref = _grader(session, grader_ref, config)
     items = read_labels(labels, ref.grader)
@@ -251,34 +263,68 @@ def record_calibration(
             "annotator_count": metrics["human_agreement"]["annotators"],
             **metrics,
         }
-        row = Calibration(
-            calibration_id=calibration_id,
-            grader_id=ref.grader.id,
-            grader_version=ref.grader.version,
-            grader_config_digest=ref.config_digest,
-            label_set_digest=record["label_set_digest"],
-            calibration_split_digest=by_split["calibration"],
-            holdout_split_digest=by_split["holdout"],
-            annotation_guide_version=annotation_guide,
-            sampling_frame=sampling_frame,
-            annotator_count=record["annotator_count"],
-            record=canonical_text(metrics),
-            record_digest=digest(record),
-            at=now,
-            actor=actor,
-            audit_seq=next_seq(session),
-        )
-        session.add(row)
-        append_event(
+        authorized = authorize(
             session,
-            at=now,
-            actor=actor,
             kind="calibration.record",
-            subject=calibration_id,
-            payload=record,
-            rows=[row],
+            body=record,
+            scope=Scope(),
+            signing=signing,
+            now=now,
         )
-        return _view(row, _validity_of(session, row))
+        refusal = None
+        if authorized.refused:
+            refusal = record_refusal(
+                session, authorized, subject=ref.grader.id, actor=actor, now=now
+            )
+        else:
+            view = _store(
+                session, record, metrics, authorized, calibration_id, actor=actor, now=now
+            )
+    if refusal is not None:
+        raise RefusedError(f"calibration refused: [{refusal['rule']}] {refusal['message']}")
+    return view
+
+
+def _store(
+    session: Session,
+    record: dict[str, Any],
+    metrics: dict[str, Any],
+    authorized: Authorized,
+    calibration_id: str,
+    *,
+    actor: str,
+    now: datetime,
+) -> dict[str, Any]:
+    """The calibration row and its event (with the signed act, when there is one)."""
+    row = Calibration(
+        calibration_id=calibration_id,
+        grader_id=record["grader_id"],
+        grader_version=record["grader_version"],
+        grader_config_digest=record["grader_config_digest"],
+        label_set_digest=record["label_set_digest"],
+        calibration_split_digest=record["calibration_split_digest"],
+        holdout_split_digest=record["holdout_split_digest"],
+        annotation_guide_version=record["annotation_guide_version"],
+        sampling_frame=record["sampling_frame"],
+        annotator_count=record["annotator_count"],
+        record=canonical_text(metrics),
+        record_digest=digest(record),
+        at=now,
+        actor=actor,
+        audit_seq=next_seq(session),
+    )
+    session.add(row)
+    act_row = authorized.add_row(session, calibration_id, row.audit_seq)
+    append_event(
+        session,
+        at=now,
+        actor=actor,
+        kind="calibration.record",
+        subject=calibration_id,
+        payload={**record, **authorized.payload()},
+        rows=[row] if act_row is None else [row, act_row],
+    )
+    return _view(row, _validity_of(session, row))
 
 
 def status(engine: Engine) -> list[dict[str, Any]]:
@@ -370,6 +416,7 @@ def list_calibrations(engine: Engine) -> list[dict[str, Any]]:
                 "label_set_digest": r.label_set_digest,
                 "recorded_at": format_timestamp(r.at),
                 "recorded_by": r.actor,
+                "signers": signers_of(session, "calibration.record", r.audit_seq),
             }
             for r in rows
         ]

@@ -42,6 +42,7 @@ from evalops.importers.common import (
 from evalops.registry.definitions import pydantic_error
 from evalops.registry.import_maps import LoadedMap, load_import_map
 from evalops.registry.load import Document
+from evalops.services.authority import UNSIGNED, Signing
 from evalops.services.ingest import IngestResult, ingest_records
 from evalops.services.policies import AppliedPolicy, gate_policies_of_task, max_attempts
 from evalops.store import queries
@@ -368,6 +369,7 @@ def import_trials(
     started_at: str | None = None,
     allow_incomplete: bool = False,
     on_record: Callable[[int], None] | None = None,
+    signing: Signing = UNSIGNED,
 ) -> ImportResult:
     """Import source files through the map (see the module docstring); `on_record` hears
     each record translated (a progress display). A dry run runs every check the import
@@ -415,6 +417,7 @@ def import_trials(
         observe=stats.observe if stats else None,
         on_record=on_record,
         same_execution=_SameExecution(),
+        signing=signing,
     )
     if stats is not None:
         result.tasks = stats.report(resolved, result.sources, policies)

@@ -20,9 +20,10 @@ from pydantic import ValidationError
 from sqlalchemy import Table, bindparam
 from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, func, select
+from sqlmodel import Session, col, func, select
 
 from evalops.domain import digests
+from evalops.domain.authority import Scope
 from evalops.domain.canonical import (
     canonical_json,
     canonical_text,
@@ -45,12 +46,19 @@ from evalops.registry.jsonl import (
     read_lines,
 )
 from evalops.registry.load import Document, parse_record
+from evalops.services.authority import (
+    UNSIGNED,
+    ActRefused,
+    Signing,
+    authorize,
+    record_refusal_apart,
+)
 from evalops.services.evidence import Definitions, validity_digest
 from evalops.store.audit import append_event, next_seq
 from evalops.store.bulk import insert_rows
 from evalops.store.engine import write_session
 from evalops.store.rowdigest import RowsDigest
-from evalops.store.tables import IngestBatch, Trial
+from evalops.store.tables import ExecutionProfileRow, IngestBatch, Trial
 
 BATCH_SIZE = 500
 MAX_REPORTED = 1000
@@ -138,6 +146,10 @@ class _Ingester:
         self.grader_sets: set[str] = set()
         # Sees every accepted or identical row (an import's dry run reads classifications).
         self.observe = observe
+        # What a signed ingest act names: the stored records' digests in order, and the
+        # executions (builds) their trials belong to.
+        self.records_hasher = hashlib.sha256()
+        self.executions: set[str] = set()
 
     def refused(self, max_bad_records: int) -> bool:
         """Whether checking more lines is pointless: the refusal is certain (more bad records
@@ -350,6 +362,8 @@ class _Ingester:
             self.hasher.update(
                 f"{trial_id}\n{row['record_digest']}\n{row['stored_digest']}\n".encode()
             )
+            self.records_hasher.update(f"{row['record_digest']}\n".encode())
+            self.executions.add(row["execution_digest"])
         if rows:
             insert_rows(self.session, TRIAL, rows)
             self.result.ingested += len(rows)
@@ -548,6 +562,7 @@ def ingest_files(
     now: datetime,
     max_bad_records: int = 0,
     on_bytes: Callable[[int], None] | None = None,
+    signing: Signing = UNSIGNED,
 ) -> IngestResult:
     """Ingest every line of `files` in one transaction (see the module docstring).
 
@@ -563,6 +578,23 @@ def ingest_files(
             raise InputError("is a directory, not a trial file", name)
         if not f.exists():
             raise InputError("trial file not found", name)
+    try:
+        return _ingest_files(engine, names, actor, now, max_bad_records, on_bytes, signing)
+    except ActRefused as refused:
+        raise record_refusal_apart(
+            engine, refused, subject="ingest", actor=actor, now=now
+        ) from None
+
+
+def _ingest_files(
+    engine: Engine,
+    names: list[str],
+    actor: str,
+    now: datetime,
+    max_bad_records: int,
+    on_bytes: Callable[[int], None] | None,
+    signing: Signing,
+) -> IngestResult:
     with write_session(engine) as session:
         batch_id = (session.exec(select(func.max(IngestBatch.id))).one() or 0) + 1
         ingester = _Ingester(session, batch_id)
@@ -591,7 +623,13 @@ def ingest_files(
                         chunk = []
                 ingester.flush(chunk)
         return _record_batch(
-            session, ingester, names, actor=actor, now=now, max_bad_records=max_bad_records
+            session,
+            ingester,
+            names,
+            actor=actor,
+            now=now,
+            max_bad_records=max_bad_records,
+            signing=signing,
         )
 
 
@@ -622,14 +660,41 @@ def _record_batch(
     now: datetime,
     max_bad_records: int,
     audit_extra: dict[str, Any] | None = None,
+    signing: Signing = UNSIGNED,
+    act_kind: str = "trials.ingest",
 ) -> IngestResult:
-    """Abort on too many bad records, else record the batch and its audit event."""
+    """Abort on too many bad records, else record the batch and its audit event.
+
+    With an authority in force the batch is an ingester's signed act naming the number of
+    stored records and the sha256 of their record digests in order; a refusal rolls the
+    whole batch back (ActRefused) and is audited apart.
+    """
     result = ingester.result
     _refuse_if_rejected(ingester, max_bad_records)
     if result.ingested == 0:
+        if signing.print_act:
+            raise InputError("no act to sign: every record is already stored", field="--print-act")
         result.batch_id = None
         return result
     batch_id = ingester.batch_id
+    builds = session.exec(
+        select(ExecutionProfileRow.system_build)
+        .where(col(ExecutionProfileRow.execution_digest).in_(sorted(ingester.executions)))
+        .distinct()
+    ).all()
+    authorized = authorize(
+        session,
+        kind=act_kind,
+        body={
+            "records": result.ingested,
+            "records_digest": "sha256:" + ingester.records_hasher.hexdigest(),
+        },
+        scope=Scope(builds=tuple(sorted(builds))),
+        signing=signing,
+        now=now,
+    )
+    if authorized.refused:
+        raise ActRefused(authorized)
     payload = {
         **(audit_extra or {}),
         "batch": batch_id,
@@ -658,14 +723,15 @@ def _record_batch(
         audit_seq=ingester.seq,
     )
     session.add(batch)
+    act_row = authorized.add_row(session, f"ingest:{batch_id}", ingester.seq)
     append_event(
         session,
         at=now,
         actor=actor,
         kind="trials.ingest",
         subject=f"ingest:{batch_id}",
-        payload=payload,
-        rows=[batch],
+        payload={**payload, **authorized.payload()},
+        rows=[batch] if act_row is None else [batch, act_row],
         rows_digest=ingester.rows_digest,
     )
     return result
@@ -706,6 +772,7 @@ def ingest_records(
     observe: Callable[[dict[str, Any]], None] | None = None,
     on_record: Callable[[int], None] | None = None,
     same_execution: SameExecution | None = None,
+    signing: Signing = UNSIGNED,
 ) -> IngestResult:
     """Ingest records already parsed (an importer's output) exactly as `ingest_files` does.
 
@@ -750,7 +817,13 @@ def ingest_records(
                 now=now,
                 max_bad_records=max_bad_records,
                 audit_extra=audit_extra,
+                signing=signing,
+                act_kind="trials.import",
             )
+    except ActRefused as refused:
+        raise record_refusal_apart(
+            engine, refused, subject="import", actor=actor, now=now
+        ) from None
     except _DryRun as done:
         done.result.batch_id = None
         return done.result

@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from evalops.domain.authority import Scope
 from evalops.domain.canonical import canonical_text
 from evalops.domain.classify import Classification
 from evalops.domain.specs import SuitePolicy
@@ -31,6 +32,7 @@ from evalops.domain.suite_policy import (
 )
 from evalops.errors import InputError
 from evalops.services import incidents as incident_service
+from evalops.services.authority import UNSIGNED, Signing, authorize, record_refusal
 from evalops.services.evidence import Definitions, StaleClassifications, rederive
 from evalops.services.policies import suite_policy_for
 from evalops.store import queries
@@ -362,7 +364,10 @@ def retire(
     replaced_by: str | None,
     actor: str,
     now: datetime,
+    signing: Signing = UNSIGNED,
 ) -> PromotionResult:
+    """Retire a member when the suite policy's removal rules are met. With an authority in
+    force the retirement is a risk owner's signed act, and its signers are the approval."""
     if reason not in RETIRE_REASONS:
         raise InputError(
             f"reason {reason!r} is not one of {', '.join(RETIRE_REASONS)}", field="--reason"
@@ -379,6 +384,29 @@ def retire(
         task = queries.task_row(session, task_id)
         assert task is not None
         spec = queries.task_spec(task)
+        authorized = authorize(
+            session,
+            kind="retire",
+            body={
+                "task_id": task_id,
+                "suite_id": suite_id,
+                "reason": reason,
+                "replaced_by": replaced_by,
+            },
+            scope=Scope(suite=suite_id, task=task_id),
+            signing=signing,
+            now=now,
+        )
+        if authorized.refused:
+            refusal = record_refusal(
+                session, authorized, subject=f"{suite_id}:{task_id}", actor=actor, now=now
+            )
+            fix = "sign it: --sign-with KEY, or --print-act then --act FILE --signature FILE"
+            refused = Requirement("authority", False, refusal["message"], fix)
+            checklist = Checklist(suite_id, "retirement", task_id, (refused,))
+            return PromotionResult(checklist, task_id, task_id, suite_id, "refused")
+        if authorized.signed and approved_by is None:
+            approved_by = ", ".join(s.principal for s in authorized.judgement.signers)
         gs_row = queries.grader_set_by_digest(session, member.grader_set_digest)
         grader_set = queries.grader_set_spec(gs_row) if gs_row else None
         replacement = None
@@ -448,13 +476,14 @@ def retire(
             audit_seq=next_seq(session),
         )
         session.add(retirement)
+        act_row = authorized.add_row(session, f"{suite_id}:{task_id}", retirement.audit_seq)
         append_event(
             session,
             at=now,
             actor=actor,
             kind=kind,
             subject=f"{suite_id}:{task_id}",
-            payload=payload,
-            rows=[retirement],
+            payload={**payload, **authorized.payload()},
+            rows=[retirement] if act_row is None else [retirement, act_row],
         )
         return PromotionResult(checklist, task_id, task_id, suite_id, "accepted")

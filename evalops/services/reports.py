@@ -95,6 +95,7 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> di
         upto=row.audit_seq,
         cutoff=decision_cutoff(inputs, row.audit_seq),
     )
+    resolved["authority"] = _authority_facts(session, result, row.audit_seq)
     resolved["history"] = decision_history(session, row.suite_id, up_to=row.number)
     return assemble(
         result=result,
@@ -164,6 +165,35 @@ def resolve(
         ),
         "provenance": _provenance(session, inputs, upto),
         "coverage": _coverage(session),
+        "authority": _authority_facts(session, result, None),
+    }
+
+
+def _authority_facts(
+    session: Session, result: Mapping[str, Any], cutoff: int | None
+) -> dict[str, Any]:
+    """The authority in force at the decision's event (`cutoff`; None: now, for a decision
+    not stored), and the signed acts it rests on (its waivers): their signers, or unsigned."""
+    from evalops.services.authority import authority_in_force, signers_of
+
+    found = authority_in_force(session, cutoff)
+    accounting = result.get("waivers") or {}
+    acts = []
+    for key in ("applied", "expired", "revoked"):
+        for waiver_id in accounting.get(key, []):
+            w = session.exec(select(Waiver).where(Waiver.waiver_id == waiver_id)).first()
+            if w is not None:
+                acts.append(
+                    {
+                        "act": "waiver.grant",
+                        "subject": waiver_id,
+                        "signers": signers_of(session, "waiver.grant", w.audit_seq),
+                    }
+                )
+    return {
+        "id": found[0].id if found else None,
+        "digest": found[1] if found else None,
+        "acts": acts,
     }
 
 
@@ -806,6 +836,7 @@ def assemble(
         },
         "provenance": resolved.get("provenance")
         or {"syncs": [], "in_force": None, "definitions": []},
+        "authority": resolved.get("authority") or {"id": None, "digest": None, "acts": []},
         "history": list(resolved.get("history", [])),
         "recompute": [
             f"evalops gate replay {result['gate_id']}",

@@ -14,7 +14,15 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from evalops.domain.authority import Scope
 from evalops.errors import InputError, RefusedError
+from evalops.services.authority import (
+    UNSIGNED,
+    Signing,
+    authorize,
+    record_refusal,
+    separation_refusal,
+)
 from evalops.services.evidence import Definitions, StaleClassifications, rederive
 from evalops.services.trials import show_trial
 from evalops.store.audit import append_event, next_seq
@@ -95,8 +103,11 @@ def resolve(
     reason: str,
     actor: str,
     now: datetime,
+    signing: Signing = UNSIGNED,
 ) -> dict[str, Any]:
     """Append a human verdict for a queued (trial, grader) pair (DESIGN.md section 8).
+
+    With an authority in force the verdict is a reviewer's signed act (docs/authority.md).
 
     The review queue is the only door for a human verdict: a pair that is not queued (a
     deterministic grader's result, a pair already resolved, a calibrated verdict the model
@@ -138,7 +149,22 @@ def resolve(
             "reason": reason,
             "classification_before": before.primary if before else None,
         }
-        if refusal is not None:
+        authorized = None
+        if refusal is None:
+            authorized = authorize(
+                session,
+                kind="review.resolve",
+                body={k: request[k] for k in ("trial_id", "grader_id", "state", "reason")},
+                scope=Scope(task=trial.task_id),
+                signing=signing,
+                now=now,
+            )
+            separation_refusal(session, authorized, "no_self_review", ingest_seqs=[trial.audit_seq])
+            if authorized.refused:
+                refusal = record_refusal(
+                    session, authorized, subject=trial_id, actor=actor, now=now
+                )["message"]
+        else:
             append_event(
                 session,
                 at=now,
@@ -147,7 +173,7 @@ def resolve(
                 subject=trial_id,
                 payload={**request, "refusal": refusal},
             )
-        else:
+        if refusal is None and authorized is not None:
             row = ReviewResult(
                 trial_id=trial_id,
                 grader_id=grader_id,
@@ -158,14 +184,19 @@ def resolve(
                 audit_seq=next_seq(session),
             )
             session.add(row)
+            act_row = authorized.add_row(session, trial_id, row.audit_seq)
             append_event(
                 session,
                 at=now,
                 actor=actor,
                 kind="review.resolve",
                 subject=trial_id,
-                payload={**request, "queued_because": queued[grader_id]},
-                rows=[row],
+                payload={
+                    **request,
+                    "queued_because": queued[grader_id],
+                    **authorized.payload(),
+                },
+                rows=[row] if act_row is None else [row, act_row],
             )
     if refusal is not None:
         raise RefusedError(f"review refused: {refusal}")

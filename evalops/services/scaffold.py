@@ -19,6 +19,7 @@ KINDS: dict[str, str] = {
     "execution": "executions",
     "suite": "suites",
     "policy": "policies",
+    "authority": "policies",
 }
 POLICY_KINDS = ("gate", "suite")
 
@@ -199,6 +200,81 @@ removal: {{requires: [obsolete_reason, risk_owner_approval]}}
 """
 
 
+_AUTHORITY_BODY = """\
+# Who may sign which act (docs/authority.md). Once synced, waivers (grant and revoke) are
+# refused (exit 5) unless signed with `--sign-with KEY` or `--act FILE --signature FILE`
+# by a principal holding the role for the task's suite.
+spec_schema_version: authority/v1
+id: authority
+principals:
+  # Each principal: an id, an email for people, and OpenSSH public keys (the .pub line).
+  - id: {principal}
+    email: {principal}@example.com
+    keys: ["{key}"]
+roles:
+  # Each grant: a principal, optionally scoped by suite and task id globs.
+  risk_owner: [{{principal: {principal}}}]        # waiver grant / revoke, retire
+  reviewer: [{{principal: {principal}}}]          # review resolve
+  calibrator: [{{principal: {principal}}}]        # calibration record
+  policy_owner: [{{principal: {principal}}}]      # changes to policies, suites, authority
+  ingester: [{{principal: {principal}}}]          # trials ingest / import
+thresholds: {{}}                                  # act -> distinct signers needed (default 1)
+separation_of_duties: [no_self_waiver, no_self_review]
+max_act_age_days: 7
+"""
+
+#: `init --registry` writes the authority commented out under a name sync ignores: an
+#: authority needs real keys, and one in force refuses every unsigned act.
+AUTHORITY_EXAMPLE = "\n".join(
+    [
+        "# DISABLED STARTER: evalops reads only *.yaml, *.yml and *.json files, so this one is",
+        "# ignored. To put an authority in force: `evalops new authority --principal ID --key",
+        "# ~/.ssh/id_ed25519.pub` (or fill this in, uncomment it and rename it authority.yaml),",
+        "# then commit and `evalops sync`. See docs/authority.md.",
+        "#",
+        *(
+            "# " + line if line else "#"
+            for line in _AUTHORITY_BODY.format(
+                principal="alice", key="ssh-ed25519 AAAA... alice@laptop"
+            ).splitlines()
+        ),
+        "",
+    ]
+)
+
+
+def authority_yaml(principal: str, key: str) -> str:
+    return _AUTHORITY_BODY.format(principal=principal, key=key.replace('"', ""))
+
+
+def new_authority(root: Path, principal: str, key_file: Path) -> list[Written]:
+    """policies/authority.yaml naming one principal, its key and every role."""
+    from evalops.domain.sshsig import MalformedKey, parse_public_key
+
+    check_id(principal)
+    try:
+        key = parse_public_key(key_file.read_text(encoding="utf-8")).openssh
+    except OSError as exc:
+        raise InputError(
+            f"cannot read the key: {exc.strerror}", str(key_file), field="--key"
+        ) from None
+    except MalformedKey as exc:
+        raise InputError(
+            f"not an OpenSSH public key: {exc}", str(key_file), field="--key"
+        ) from None
+    return [_write(root, "authority", "authority", authority_yaml(principal, key), "policies")]
+
+
+def write_authority_example(root: Path) -> Path | None:
+    """The disabled starter (None when an authority file or the example already exists)."""
+    path = root / "policies" / "authority.yaml.example"
+    if path.exists() or (root / "policies" / "authority.yaml").exists():
+        return None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(AUTHORITY_EXAMPLE, encoding="utf-8")
+    return path
+
+
 def _write(root: Path, kind: str, definition_id: str, text: str, folder: str) -> Written:
     path = root / folder / file_name(definition_id)
     if path.exists():
@@ -261,6 +337,8 @@ def new_definition(
             _policy_for_new_suite(root, "suite-policy/v1"),
         )
         return [_write(root, "suite", definition_id, text, "suites")]
+    if kind == "authority":
+        raise InputError("an authority needs a principal and a key: use new_authority")
     if policy_kind not in POLICY_KINDS:
         raise InputError(f"unknown policy kind {policy_kind!r}: gate or suite", field="--kind")
     if policy_kind == "gate":

@@ -29,6 +29,8 @@ from evalops.registry.snapshot import (
     load_committed_snapshot,
     load_snapshot,
 )
+from evalops.services.authority import authority_in_force
+from evalops.services.rule_changes import rule_change_refusal
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import write_session
@@ -44,7 +46,9 @@ from evalops.store.tables import (
 )
 
 # Registration order: what others refer to first.
-KIND_ORDER = ("grader_set", "task", "execution_profile", "suite", "suite_policy", "gate_policy")
+KIND_ORDER = (
+    "grader_set", "task", "execution_profile", "suite", "suite_policy", "gate_policy", "authority",
+)  # fmt: skip
 
 
 @dataclass
@@ -57,8 +61,15 @@ class SyncResult:
     no_longer_in_force: list[dict[str, str]] = field(default_factory=list)
     """Definitions in force before that this commit no longer holds (deleted files)."""
     sync_run: int | None = None
+    refused: str | None = None
+    """Why the sync was refused (a rule change without a policy owner's signed commits)."""
 
     def as_dict(self) -> dict[str, Any]:
+        if self.refused is not None:
+            return {
+                "refused": self.refused,
+                "git": self.provenance.as_dict() if self.provenance else None,
+            }
         return {
             "registered": self.registered,
             "unchanged": self.unchanged,
@@ -288,6 +299,27 @@ def sync_registry(
                 new.append(d)
         if conflicts:
             raise InputErrors.of(conflicts)
+        governing = authority_in_force(session)
+        bootstrap = governing is None and bool(snapshot.of_kind("authority"))
+        if governing is not None:
+            refusal, changed = rule_change_refusal(session, snapshot, provenance, governing[0])
+            if refusal is not None:
+                append_event(
+                    session,
+                    at=now,
+                    actor=actor,
+                    kind="sync.refused",
+                    subject="sync",
+                    payload={
+                        "registry_path": registry_path,
+                        **provenance.as_dict(),
+                        "authority_digest": governing[1],
+                        "rule_changes": changed,
+                        "refusal": refusal,
+                    },
+                )
+                result.refused = refusal
+                return result
         before = queries.in_force(session)
         now_forced = {(d.kind, d.id): d.document_digest for d in ordered}
         if not new and now_forced == before:
@@ -374,6 +406,8 @@ def sync_registry(
                 "registered": len(new),
                 "back_in_force": result.back_in_force,
                 "no_longer_in_force": result.no_longer_in_force,
+                # The first authority is accepted as it is: nobody could have signed it.
+                **({"authority_bootstrap": True} if bootstrap else {}),
             },
             rows=[run, *forced],
         )

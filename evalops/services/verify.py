@@ -9,7 +9,8 @@ Checks, streaming (memory does not grow with the number of trials):
    stored digest;
 4. every stored gate decision replays byte for byte, matches its event, and its inputs
    still match the registry rows they were loaded from;
-5. optionally, anchors kept outside the database (`--anchor SEQ:HASH`, `--anchors FILE`):
+5. every signed act re-verifies against the authority in force at its event;
+6. optionally, anchors kept outside the database (`--anchor SEQ:HASH`, `--anchors FILE`):
    the chain must still hold each, which no rewrite of the tail can fake.
 """
 
@@ -31,6 +32,7 @@ from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import VerificationError
 from evalops.registry.definitions import spec_digest
 from evalops.services.anchors import Anchor, anchor_problem
+from evalops.services.authority import verify_signed_acts
 from evalops.services.gate import verify_decisions
 from evalops.store.audit import as_chain_event, carried_forward, rows_fully_covered_from
 from evalops.store.engine import snapshot_session
@@ -350,6 +352,8 @@ def verify_database(
         trials = _check_trials(session)
         stage("rows")
         rows = _check_rows(session)
+        stage("signed acts")
+        verify_signed_acts(session)
         stage("gate decisions")
         decisions = verify_decisions(session)
         carried = carried_forward(session)

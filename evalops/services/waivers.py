@@ -9,12 +9,21 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
+from evalops.domain.authority import Scope
 from evalops.domain.canonical import canonical_text
 from evalops.domain.free_text import has_visible_text
 from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.domain.waivers import WaiverFact, WaiverRequest, grant_refusals, validity_at
 from evalops.errors import InputError
+from evalops.services.authority import (
+    UNSIGNED,
+    Signing,
+    authorize,
+    record_refusal,
+    separation_refusal,
+    signers_of,
+)
 from evalops.services.policies import gate_policy_for
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
@@ -49,13 +58,33 @@ def _view(session: Session, w: Waiver, now: datetime) -> dict[str, Any]:
         "granted_by": w.granted_by,
         "status": validity_at(fact, now),
         "revocation_reason": revoked.reason if revoked else None,
+        "signers": signers_of(session, "waiver.grant", w.audit_seq),
+        "revocation_signers": (
+            signers_of(session, "waiver.revoke", revoked.audit_seq) if revoked else []
+        ),
     }
 
 
+def _normalized(expires: str | None) -> str | None:
+    try:
+        return format_timestamp(parse_timestamp(expires)) if expires else expires
+    except ValueError:
+        return expires  # refused below by the expiry rules, with their message
+
+
 def grant(
-    engine: Engine, request: WaiverRequest, *, actor: str, now: datetime
+    engine: Engine,
+    request: WaiverRequest,
+    *,
+    actor: str,
+    now: datetime,
+    signing: Signing = UNSIGNED,
 ) -> tuple[bool, dict[str, Any]]:
-    """(granted, waiver or refusal). A refusal is audited and changes nothing else."""
+    """(granted, waiver or refusal). A refusal is audited and changes nothing else.
+
+    With an authority in force the grant is a signed act of a risk owner of the suite
+    (docs/authority.md); `signing` says how it is signed.
+    """
     with write_session(engine) as session:
         suite = queries.suite_row(session, request.suite_id)
         if suite is None:
@@ -107,6 +136,20 @@ def grant(
                 payload={"request": request_json, "refusals": listed},
             )
             return False, {"granted": False, "refusals": listed, "request": request_json}
+        # The act is what is stored: the request with its expiry in the stored spelling.
+        authorized = authorize(
+            session,
+            kind="waiver.grant",
+            body={**request_json, "expires_at": _normalized(request.expires)},
+            scope=Scope(suite=request.suite_id, task=request.task_id),
+            signing=signing,
+            now=now,
+        )
+        separation_refusal(session, authorized, "no_self_waiver", build=request.build)
+        subject = f"{request.suite_id}:{request.task_id}"
+        if authorized.refused:
+            refusal = record_refusal(session, authorized, subject=subject, actor=actor, now=now)
+            return False, {"granted": False, "refusals": [refusal], "request": request_json}
         number = (session.exec(select(func.max(Waiver.number))).one() or 0) + 1
         waiver_id = f"WVR-{number}"
         assert request.expires is not None and request.build and request.owner and request.reason
@@ -126,6 +169,7 @@ def grant(
             audit_seq=next_seq(session),
         )
         session.add(row)
+        act_row = authorized.add_row(session, waiver_id, row.audit_seq)
         append_event(
             session,
             at=now,
@@ -137,8 +181,9 @@ def grant(
                 "waiver_id": waiver_id,
                 "granted_at": format_timestamp(now),
                 "expires_at": format_timestamp(expires),
+                **authorized.payload(),
             },
-            rows=[row],
+            rows=[row] if act_row is None else [row, act_row],
         )
         return True, _view(session, row, now)
 
@@ -163,8 +208,15 @@ def list_waivers(
 
 
 def revoke(
-    engine: Engine, waiver_id: str, *, reason: str, actor: str, now: datetime
-) -> dict[str, Any]:
+    engine: Engine,
+    waiver_id: str,
+    *,
+    reason: str,
+    actor: str,
+    now: datetime,
+    signing: Signing = UNSIGNED,
+) -> tuple[bool, dict[str, Any]]:
+    """(revoked, waiver or refusal); with an authority in force a risk owner's signed act."""
     if not has_visible_text(reason):
         raise InputError("revoking a waiver needs a reason", field="--reason")
     with write_session(engine) as session:
@@ -174,6 +226,17 @@ def revoke(
         if _revocation(session, row) is not None:
             raise InputError(f"{waiver_id} is already revoked")
         assert row.id is not None
+        authorized = authorize(
+            session,
+            kind="waiver.revoke",
+            body={"waiver_id": waiver_id, "reason": reason},
+            scope=Scope(suite=row.suite_id, task=row.task_id),
+            signing=signing,
+            now=now,
+        )
+        if authorized.refused:
+            refusal = record_refusal(session, authorized, subject=waiver_id, actor=actor, now=now)
+            return False, {"revoked": False, "refusals": [refusal], "waiver_id": waiver_id}
         revocation = WaiverRevocation(
             waiver_row_id=row.id,
             revoked_at=now,
@@ -182,13 +245,19 @@ def revoke(
             audit_seq=next_seq(session),
         )
         session.add(revocation)
+        act_row = authorized.add_row(session, waiver_id, revocation.audit_seq)
         append_event(
             session,
             at=now,
             actor=actor,
             kind="waiver.revoke",
             subject=waiver_id,
-            payload={"waiver_id": waiver_id, "reason": reason, "revoked_at": format_timestamp(now)},
-            rows=[revocation],
+            payload={
+                "waiver_id": waiver_id,
+                "reason": reason,
+                "revoked_at": format_timestamp(now),
+                **authorized.payload(),
+            },
+            rows=[revocation] if act_row is None else [revocation, act_row],
         )
-        return _view(session, row, now)
+        return True, _view(session, row, now)

@@ -386,6 +386,7 @@ DEFINITION_TABLES: dict[str, tuple[type[SQLModel], str]] = {
     "suite": (SuiteRow, "suite_id"),
     "suite_policy": (PolicyRow, "policy_id"),
     "gate_policy": (PolicyRow, "policy_id"),
+    "authority": (PolicyRow, "policy_id"),
 }
 
 

@@ -3,4 +3,4 @@
 Kept as a constant so that every command can check the database without importing Alembic.
 """
 
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"

@@ -450,3 +450,24 @@ class GateDecision(SQLModel, table=True):
     at: datetime = _ts()
     actor: str
     audit_seq: int = _audit_fk()
+
+
+class SignedAct(SQLModel, table=True):
+    """An act signed under an authority: the exact bytes signed, the signatures, who signed.
+
+    Written in the same transaction and under the same audit event as the row it authorizes
+    (a waiver, a revocation, ...), so that event's row digests cover it.
+    """
+
+    __tablename__ = "signed_act"
+
+    id: int | None = Field(default=None, primary_key=True)
+    act_id: str = Field(unique=True)
+    kind: str = Field(index=True)
+    subject: str = Field(index=True)
+    act: str = _text()
+    signatures: str = _text()
+    signers: str = _text()
+    scope: str = _text()
+    authority_digest: str
+    audit_seq: int = _audit_fk()

@@ -1,0 +1,254 @@
+"""Signed acts: who may sign what under an authority, judged from the bytes alone.
+
+An act is the canonical JSON of exactly what a command stores plus `act` (its kind),
+`act_id` (a random UUID), `signed_at` and `authority_digest`, followed by one newline: the
+bytes `ssh-keygen -Y sign -n evalops` signs. A command rebuilds the act it would store
+and accepts the signed one only when the two are the same bytes, so a signature can never
+be carried over to anything else. Time is a parameter; nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from fnmatch import fnmatchcase
+from typing import Any
+
+from evalops.domain import sshsig
+from evalops.domain.canonical import canonical_json
+from evalops.domain.specs import ACT_ROLES, AuthoritySpec, RoleGrant
+from evalops.domain.vocabulary import parse_timestamp
+
+NAMESPACE = "evalops"
+META_FIELDS = ("act", "act_id", "signed_at", "authority_digest")
+#: Clocks of the signer's machine and of the recording one may disagree this much.
+CLOCK_SKEW = timedelta(minutes=5)
+
+
+class MalformedAct(ValueError):
+    """An act file that is not an act at all (a usage error, not a refusal)."""
+
+
+def act_bytes(act: Mapping[str, Any]) -> bytes:
+    """The exact bytes signed for `act`."""
+    return canonical_json(dict(act)) + b"\n"
+
+
+def compose(
+    kind: str, body: Mapping[str, Any], *, act_id: str, signed_at: str, authority_digest: str
+) -> dict[str, Any]:
+    return {
+        **body,
+        "act": kind,
+        "act_id": act_id,
+        "signed_at": signed_at,
+        "authority_digest": authority_digest,
+    }
+
+
+def read_act(data: bytes) -> dict[str, Any]:
+    """An act file's JSON object with its four act fields (MalformedAct otherwise)."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise MalformedAct(f"not a JSON act: {exc}") from None
+    if not isinstance(value, dict):
+        raise MalformedAct("an act is a JSON object")
+    for name in META_FIELDS:
+        if not isinstance(value.get(name), str):
+            raise MalformedAct(f"the act has no {name!r}")
+    try:
+        parse_timestamp(value["signed_at"])
+    except ValueError as exc:
+        raise MalformedAct(f"signed_at: {exc}") from None
+    return value
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What an act touches, for scoped role grants."""
+
+    suite: str | None = None
+    task: str | None = None
+    builds: tuple[str, ...] = ()
+    """The builds whose trials an ingest brought (for separation of duties)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"suite": self.suite, "task": self.task}
+        if self.builds:
+            out["builds"] = list(self.builds)
+        return out
+
+
+@dataclass(frozen=True)
+class Signer:
+    principal: str
+    fingerprint: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"principal": self.principal, "fingerprint": self.fingerprint}
+
+
+@dataclass
+class Judgement:
+    """Signers when the act stands; else the first reason it does not (and its rule)."""
+
+    signers: list[Signer] = field(default_factory=list)
+    refusal: str | None = None
+    rule: str = "authority"
+
+    @property
+    def ok(self) -> bool:
+        return self.refusal is None
+
+
+def _grant_covers(grant: RoleGrant, scope: Scope) -> bool:
+    """An unscoped grant covers every act; a scoped one only acts inside its globs (an act
+    with no suite or no task is outside a grant scoped by suites or tasks: fail closed)."""
+    for globs, value in ((grant.suites, scope.suite), (grant.tasks, scope.task)):
+        if globs and (value is None or not any(fnmatchcase(value, g) for g in globs)):
+            return False
+    return True
+
+
+def key_owners(authority: AuthoritySpec) -> dict[bytes, str]:
+    """Key blob -> principal id."""
+    return {
+        sshsig.parse_public_key(line).blob: p.id for p in authority.principals for line in p.keys
+    }
+
+
+def role_refusal(authority: AuthoritySpec, principal: str, kind: str, scope: Scope) -> str | None:
+    role = ACT_ROLES[kind]
+    grants = [g for g in authority.roles.get(role, []) if g.principal == principal]
+    if not grants:
+        return f"principal {principal!r} does not hold {role}, which {kind} needs"
+    if not any(_grant_covers(g, scope) for g in grants):
+        where = ", ".join(
+            f"{k} {v!r}" for k, v in (("suite", scope.suite), ("task", scope.task)) if v is not None
+        )
+        return f"principal {principal!r} holds {role} but not for {where or 'this act'}"
+    return None
+
+
+def check_signatures(
+    authority: AuthoritySpec,
+    kind: str,
+    data: bytes,
+    signatures: Sequence[bytes],
+    scope: Scope,
+    owners: Mapping[bytes, str] | None = None,
+) -> Judgement:
+    """Every signature valid, by a known key whose principal holds the role for the scope,
+    and enough distinct principals. Raises sshsig.MalformedSignature on a broken file.
+    `owners` is `key_owners(authority)` when the caller already has it (verify does)."""
+    owners = key_owners(authority) if owners is None else owners
+    signers: list[Signer] = []
+    for number, signature in enumerate(signatures, 1):
+        check = sshsig.verify(signature, data, NAMESPACE)
+        key = check.signature.public_key
+        if not check.valid:
+            return Judgement(refusal=f"signature {number}: {check.reason}")
+        principal = owners.get(key.blob)
+        if principal is None:
+            return Judgement(
+                refusal=f"signature {number}: key {key.fingerprint} is not a key of any "
+                "principal of the authority in force"
+            )
+        problem = role_refusal(authority, principal, kind, scope)
+        if problem is not None:
+            return Judgement(refusal=f"signature {number}: {problem}")
+        signer = Signer(principal, key.fingerprint)
+        if signer not in signers:
+            signers.append(signer)
+    if not signatures:
+        return Judgement(refusal=f"{kind} is unsigned and an authority is in force")
+    needed = authority.thresholds.get(kind, 1)  # type: ignore[call-overload]
+    principals = sorted({s.principal for s in signers})
+    if len(principals) < needed:
+        return Judgement(
+            refusal=f"{kind} needs {needed} distinct signers, has {len(principals)} "
+            f"({', '.join(principals)})",
+            rule="threshold",
+        )
+    return Judgement(signers=signers)
+
+
+def judge(
+    *,
+    kind: str,
+    body: Mapping[str, Any],
+    data: bytes,
+    signatures: Sequence[bytes],
+    authority: AuthoritySpec,
+    authority_digest: str,
+    scope: Scope,
+    now: datetime,
+) -> Judgement:
+    """May this signed act be stored now? (replay and separation of duties are the
+    caller's: they need what is stored)."""
+    act = read_act(data)
+    if act["act"] != kind:
+        return Judgement(refusal=f"the act is a {act['act']} act, not {kind}")
+    expected = compose(
+        kind,
+        body,
+        act_id=act["act_id"],
+        signed_at=act["signed_at"],
+        authority_digest=act["authority_digest"],
+    )
+    if act_bytes(expected) != data:
+        return Judgement(refusal=_difference(act, expected))
+    if act["authority_digest"] != authority_digest:
+        return Judgement(
+            refusal=f"the act was signed under authority {act['authority_digest']}, "
+            f"not the one in force ({authority_digest})"
+        )
+    signed_at = parse_timestamp(act["signed_at"])
+    if signed_at > now + CLOCK_SKEW:
+        return Judgement(refusal=f"the act is signed at {act['signed_at']}, in the future")
+    if now - signed_at > timedelta(days=authority.max_act_age_days):
+        return Judgement(
+            refusal=f"the act was signed at {act['signed_at']}, more than "
+            f"max_act_age_days {authority.max_act_age_days} ago"
+        )
+    return check_signatures(authority, kind, data, signatures, scope)
+
+
+def _difference(act: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
+    for name in sorted(act.keys() | expected.keys()):
+        if act.get(name) != expected.get(name):
+            return (
+                f"the act differs from what this command would store: {name} is "
+                f"{json.dumps(act.get(name))} in the act, {json.dumps(expected.get(name))} here"
+            )
+    return "the act's bytes differ from the canonical JSON of what this command would store"
+
+
+def commit_refusal(
+    authority: AuthoritySpec, sha: str, payload: bytes, signature: bytes | None
+) -> str | None:
+    """Why a commit that changes the rules is not a policy owner's (None: it is).
+
+    git signs commits in the SSHSIG namespace `git`; a policy_owner grant scoped to some
+    suites or tasks does not cover rule changes (they reach every suite).
+    """
+    short = sha[:12]
+    if signature is None:
+        return f"commit {short} is not SSH-signed (git config gpg.format ssh; git commit -S)"
+    try:
+        check = sshsig.verify(signature, payload, "git")
+    except sshsig.MalformedSignature as exc:
+        return f"commit {short} carries a malformed SSH signature: {exc}"
+    if not check.valid:
+        return f"commit {short}: {check.reason}"
+    key = check.signature.public_key
+    principal = key_owners(authority).get(key.blob)
+    if principal is None:
+        return f"commit {short} is signed by key {key.fingerprint}, no principal's"
+    grants = [g for g in authority.roles.get("policy_owner", []) if g.principal == principal]
+    if not any(_grant_covers(g, Scope()) for g in grants):
+        return f"commit {short} is signed by {principal!r}, who is not a policy_owner"
+    return None

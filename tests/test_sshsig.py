@@ -1,0 +1,273 @@
+"""evalops' SSHSIG verifier agrees with `ssh-keygen -Y verify` on every case an attacker tries.
+
+Every case is judged twice: by `evalops.domain.sshsig` (valid only when the signature holds
+AND its key is the expected one) and by OpenSSH with an allowed-signers file holding the
+expected key. Signatures come from real `ssh-keygen -Y sign`; the hostile ones are its output
+cut, padded, re-labelled or re-signed with the same key over other bytes.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.hazmat.primitives.serialization import load_ssh_private_key
+
+from evalops.domain import sshsig
+from tests.sshkeys import KEY_SPECS, armor, make_key, public_key, sign, ssh_keygen_verifies
+
+MESSAGE = b'{"act":"waiver.grant","act_id":"0b8e","reason":"known flake"}'
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("sshkeys")
+    made = {kind: make_key(root, kind, kind) for kind in KEY_SPECS}
+    made["ed25519-other"] = make_key(root, "ed25519-other", "ed25519")
+    return made
+
+
+def _s(data: bytes) -> bytes:
+    return len(data).to_bytes(4, "big") + data
+
+
+def _fields(armored: bytes) -> list[bytes]:
+    """[magic, version, key, namespace, reserved, hashalg, signature] of an SSHSIG blob."""
+    lines = armored.decode().strip().splitlines()[1:-1]
+    blob = base64.b64decode("".join(lines))
+    out, at = [blob[:6], blob[6:10]], 10
+    while at < len(blob):
+        n = int.from_bytes(blob[at : at + 4], "big")
+        out.append(blob[at + 4 : at + 4 + n])
+        at += 4 + n
+    return out
+
+
+def _rebuild(fields: list[bytes]) -> bytes:
+    return armor(fields[0] + fields[1] + b"".join(_s(f) for f in fields[2:]))
+
+
+def _signed_data(namespace: bytes, hashalg: bytes, message: bytes) -> bytes:
+    """PROTOCOL.sshsig's signed data, written out here independently of evalops."""
+    digest = hashlib.new(hashalg.decode(), message).digest()
+    return b"SSHSIG" + _s(namespace) + _s(b"") + _s(hashalg) + _s(digest)
+
+
+def _rsa_signature(private: Path, sig_type: bytes, digest: hashes.HashAlgorithm) -> bytes:
+    """An SSHSIG made with the RSA key directly, with a chosen signature algorithm."""
+    key = load_ssh_private_key(private.read_bytes(), None)
+    assert isinstance(key, rsa.RSAPrivateKey)
+    good = _fields(sign(private, MESSAGE))
+    raw = key.sign(_signed_data(b"evalops", b"sha512", MESSAGE), padding.PKCS1v15(), digest)
+    return _rebuild([*good[:6], _s(sig_type) + _s(raw)])
+
+
+def _ours(signature: bytes, message: bytes, key_line: str, namespace: str) -> bool:
+    try:
+        check = sshsig.verify(signature, message, namespace)
+    except sshsig.MalformedSignature:
+        return False
+    expected = sshsig.parse_public_key(key_line)
+    return check.valid and check.signature.public_key.blob == expected.blob
+
+
+Case = Callable[[dict[str, Path], str], tuple[bytes, bytes, str, str]]
+
+
+def _good(keys: dict[str, Path], kind: str) -> tuple[bytes, bytes, str, str]:
+    return sign(keys[kind], MESSAGE), MESSAGE, public_key(keys[kind]), "evalops"
+
+
+def _mutated(change: Callable[[list[bytes]], list[bytes]]) -> Case:
+    def case(keys: dict[str, Path], kind: str) -> tuple[bytes, bytes, str, str]:
+        sig, message, key, ns = _good(keys, kind)
+        return _rebuild(change(_fields(sig))), message, key, ns
+
+    return case
+
+
+def _flip_last_signature_byte(f: list[bytes]) -> list[bytes]:
+    inner = f[6]
+    return [*f[:6], inner[:-1] + bytes([inner[-1] ^ 1])]
+
+
+CASES: dict[str, Case] = {
+    "good": _good,
+    "sha256 hash": lambda k, kind: (
+        sign(k[kind], MESSAGE, "evalops", "-O", "hashalg=sha256"),
+        MESSAGE,
+        public_key(k[kind]),
+        "evalops",
+    ),
+    "other message": lambda k, kind: (
+        sign(k[kind], MESSAGE),
+        MESSAGE.replace(b"flake", b"flakE"),
+        public_key(k[kind]),
+        "evalops",
+    ),
+    "message with a trailing newline": lambda k, kind: (
+        sign(k[kind], MESSAGE),
+        MESSAGE + b"\n",
+        public_key(k[kind]),
+        "evalops",
+    ),
+    "wrong namespace": lambda k, kind: (
+        sign(k[kind], MESSAGE, "git"),
+        MESSAGE,
+        public_key(k[kind]),
+        "evalops",
+    ),
+    "namespace field relabelled": lambda k, kind: (
+        _rebuild([*(f := _fields(sign(k[kind], MESSAGE, "git")))[:3], b"evalops", *f[4:]]),
+        MESSAGE,
+        public_key(k[kind]),
+        "evalops",
+    ),
+    "hash field relabelled": _mutated(lambda f: [*f[:5], b"sha256", *f[6:]]),
+    "unknown hash": _mutated(lambda f: [*f[:5], b"md5", *f[6:]]),
+    "version 2": _mutated(lambda f: [f[0], (2).to_bytes(4, "big"), *f[2:]]),
+    "bad magic": _mutated(lambda f: [b"SSHSIH", *f[1:]]),
+    "reserved field set": _mutated(lambda f: [*f[:4], b"x", *f[5:]]),
+    "signature bit flipped": _mutated(_flip_last_signature_byte),
+    "other key of the type": lambda k, kind: (
+        sign(k[kind], MESSAGE),
+        MESSAGE,
+        public_key(k["ed25519-other" if kind == "ed25519" else "ed25519"]),
+        "evalops",
+    ),
+    "key field swapped": lambda k, kind: (
+        _rebuild(
+            [
+                *(f := _fields(sign(k[kind], MESSAGE)))[:2],
+                _fields(sign(k["ed25519-other"], MESSAGE))[2],
+                *f[3:],
+            ]
+        ),
+        MESSAGE,
+        public_key(k["ed25519-other"]),
+        "evalops",
+    ),
+    "truncated by one byte": lambda k, kind: _truncated(k, kind, 1),
+    "truncated by half": lambda k, kind: _truncated(k, kind, None),
+    "one trailing byte": lambda k, kind: _padded(k, kind, b"\0"),
+    "oversized trailer": lambda k, kind: _padded(k, kind, b"A" * 70_000),
+    "signature with trailing byte": _mutated(lambda f: [*f[:6], f[6] + b"\0"]),
+    "not base64": lambda k, kind: (
+        sign(k[kind], MESSAGE).replace(b"U1NIU0lH", b"U1NIU0l*"),
+        MESSAGE,
+        public_key(k[kind]),
+        "evalops",
+    ),
+}
+
+
+def _truncated(keys: dict[str, Path], kind: str, cut: int | None) -> tuple[bytes, bytes, str, str]:
+    sig, message, key, ns = _good(keys, kind)
+    blob = base64.b64decode("".join(sig.decode().strip().splitlines()[1:-1]))
+    return armor(blob[: len(blob) // 2 if cut is None else -cut]), message, key, ns
+
+
+def _padded(keys: dict[str, Path], kind: str, extra: bytes) -> tuple[bytes, bytes, str, str]:
+    sig, message, key, ns = _good(keys, kind)
+    blob = base64.b64decode("".join(sig.decode().strip().splitlines()[1:-1]))
+    return armor(blob + extra), message, key, ns
+
+
+EXPECTED_VALID = {"good", "sha256 hash", "reserved field set"}
+
+
+@pytest.mark.parametrize("kind", list(KEY_SPECS))
+@pytest.mark.parametrize("case", list(CASES))
+def test_evalops_agrees_with_ssh_keygen(
+    keys: dict[str, Path], kind: str, case: str, tmp_path: Path
+) -> None:
+    signature, message, key_line, namespace = CASES[case](keys, kind)
+    openssh = ssh_keygen_verifies(signature, message, key_line, namespace, tmp_path)
+    assert _ours(signature, message, key_line, namespace) == openssh
+    # And each case means what its name says (a case that stopped testing anything fails).
+    assert openssh == (case in EXPECTED_VALID)
+
+
+@pytest.mark.parametrize(
+    ("sig_type", "digest", "valid"),
+    [
+        (b"rsa-sha2-256", hashes.SHA256(), True),
+        (b"rsa-sha2-512", hashes.SHA512(), True),
+        (b"ssh-rsa", hashes.SHA1(), False),  # SHA-1: refused by OpenSSH and by evalops
+        (b"rsa-sha2-256", hashes.SHA512(), False),  # labelled one hash, made with another
+    ],
+)
+def test_rsa_signature_algorithms(
+    keys: dict[str, Path],
+    sig_type: bytes,
+    digest: hashes.HashAlgorithm,
+    valid: bool,
+    tmp_path: Path,
+) -> None:
+    signature = _rsa_signature(keys["rsa"], sig_type, digest)
+    key_line = public_key(keys["rsa"])
+    assert ssh_keygen_verifies(signature, MESSAGE, key_line, "evalops", tmp_path) is valid
+    assert _ours(signature, MESSAGE, key_line, "evalops") is valid
+
+
+@pytest.mark.parametrize("kind", list(KEY_SPECS))
+def test_fingerprint_is_what_ssh_keygen_prints(keys: dict[str, Path], kind: str) -> None:
+    printed = subprocess.run(
+        ["ssh-keygen", "-l", "-E", "sha256", "-f", f"{keys[kind]}.pub"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[1]
+    assert sshsig.parse_public_key(public_key(keys[kind])).fingerprint == printed
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "",
+        "ssh-ed25519",
+        "ssh-ed25519 not*base64",
+        "ssh-dss AAAAB3NzaC1kc3MAAACBAP",
+        # an ed25519 blob labelled as an RSA key
+        "ssh-rsa AAAAC3NzaC1lZDI1NTE5AAAAIBm7BeQK7z6M0G0Q9R6o9m5Cq0m3FYyYk3s8l7c7iK0A",
+        # a truncated ed25519 key
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBm7BeQK7z6M0G0Q9R6o",
+    ],
+)
+def test_malformed_public_keys_are_refused(line: str) -> None:
+    with pytest.raises(sshsig.MalformedKey):
+        sshsig.parse_public_key(line)
+
+
+def test_malformed_signature_names_the_problem() -> None:
+    with pytest.raises(sshsig.MalformedSignature, match="armored"):
+        sshsig.parse_signature(
+            b"-----BEGIN PGP SIGNATURE-----\nAAAA\n-----END PGP SIGNATURE-----\n"
+        )
+    with pytest.raises(sshsig.MalformedSignature, match="larger than"):
+        sshsig.parse_signature(b"A" * (sshsig.MAX_ARMORED_BYTES + 1))
+
+
+def test_wrong_namespace_says_which(keys: dict[str, Path]) -> None:
+    check = sshsig.verify(sign(keys["ed25519"], MESSAGE, "git"), MESSAGE, "evalops")
+    assert not check.valid and "'git'" in check.reason
+
+
+@pytest.mark.parametrize("kind", list(KEY_SPECS))
+@pytest.mark.parametrize("hash_algorithm", ["sha256", "sha512"])
+def test_python_signatures_verify_with_ssh_keygen(
+    keys: dict[str, Path], kind: str, hash_algorithm: str, tmp_path: Path
+) -> None:
+    """`evalops.authority.sign_act` writes what OpenSSH accepts, for every key type."""
+    key = load_ssh_private_key(keys[kind].read_bytes(), None)
+    signature = sshsig.sign(key, MESSAGE, "evalops", hash_algorithm)
+    line = public_key(keys[kind])
+    assert ssh_keygen_verifies(signature, MESSAGE, line, "evalops", tmp_path)
+    assert not ssh_keygen_verifies(signature, MESSAGE + b" ", line, "evalops", tmp_path)
+    assert _ours(signature, MESSAGE, line, "evalops")
