@@ -9,6 +9,7 @@ the audit report say from which audit event on the rows are fully covered.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import sqlite3
 from pathlib import Path
@@ -151,3 +152,40 @@ def test_every_older_schema_has_its_checks() -> None:
     scripts = ScriptDirectory.from_config(alembic_config("sqlite://"))
     older = {s.revision for s in scripts.walk_revisions()} - {HEAD_REVISION}
     assert older and older <= set(CHECKS)
+
+
+EVALUATOR2_FIXTURE = FIXTURE.parent / "registry-evaluator2-demo.db"
+"""The demo database of schema 0002 (made by evalops before signed acts, migration 0003)."""
+
+
+def _copy_0002(tmp_path: Path, *statements: str) -> tuple[str, Path]:
+    db = tmp_path / "registry-0002.db"
+    shutil.copy(EVALUATOR2_FIXTURE, db)
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("select version_num from alembic_version").fetchone()[0] == "0002"
+        for statement in statements:
+            assert con.execute(statement).rowcount != 0, statement
+        con.commit()
+    finally:
+        con.close()
+    return f"sqlite:///{db}", db
+
+
+@pytest.mark.tampers
+def test_an_edit_of_a_0002_database_is_refused_before_the_upgrade(tmp_path: Path, cli: Cli) -> None:
+    """Migration 0003 would vouch for every row it carries: an edit made before must be
+    caught first, by the checks schema 0002 supports (row digests, decisions)."""
+    url, db = _copy_0002(tmp_path, "update waiver set reason = 'approved by nobody'")
+    before = hashlib.sha256(db.read_bytes()).hexdigest()
+    result = cli("--db", url, "db", "upgrade", cwd=tmp_path)
+    assert result.code == 6, result.stdout + result.stderr
+    assert "refusing to upgrade from 0002" in result.stderr and "waiver" in result.stderr
+    assert hashlib.sha256(db.read_bytes()).hexdigest() == before
+
+
+def test_a_clean_0002_database_upgrades_and_verifies(tmp_path: Path, cli: Cli) -> None:
+    url, _ = _copy_0002(tmp_path)
+    assert cli("--db", url, "db", "upgrade", cwd=tmp_path).code == 0
+    verified = cli("--db", url, "verify", cwd=tmp_path)
+    assert verified.code == 0, verified.stderr

@@ -262,9 +262,25 @@ def _check_0001(session: Session) -> None:
     _check_decisions_0001(session)
 
 
+def _check_0002(session: Session) -> None:
+    """Schema 0002 records each row's digest with its event: everything `verify` checks,
+    over the tables that schema has (signed acts came with 0003)."""
+    from sqlalchemy import inspect
+
+    from evalops.services.gate import verify_decisions
+    from evalops.services.verify import audited_tables, check_rows, check_trials
+
+    check_chain(session)
+    check_definitions(session)
+    check_trials(session)
+    present = set(inspect(session.connection()).get_table_names())
+    check_rows(session, [t for t in audited_tables() if t.name in present])
+    verify_decisions(session)
+
+
 # Per older schema, everything it lets be checked. A migration that moves the head on adds
 # the checks of the schema it leaves (a test requires one entry per older revision).
-CHECKS: dict[str, Callable[[Session], None]] = {"0001": _check_0001}
+CHECKS: dict[str, Callable[[Session], None]] = {"0001": _check_0001, "0002": _check_0002}
 
 
 def check_before_upgrade(engine: Engine) -> str | None:

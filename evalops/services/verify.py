@@ -179,12 +179,14 @@ def _raw_rows(session: Session, sql: str) -> Iterator[tuple[Any, ...]]:
         cursor.close()
 
 
-def _stored_rows(session: Session) -> tuple[dict[int, dict[str, Any]], RowIds, int]:
+def _stored_rows(
+    session: Session, tables: list[Table]
+) -> tuple[dict[int, dict[str, Any]], RowIds, int]:
     """Per audit seq, per table: {count, digest} of the stored rows, and a few row ids."""
     computed: dict[int, dict[str, Any]] = {}
     ids: RowIds = {}
     total = 0
-    for table in audited_tables():
+    for table in tables:
         plan = digest_plan(table)
         names = ", ".join(f'"{name}"' for name, _ in plan)
         sql = f'SELECT audit_seq, id, {names} FROM "{table.name}" ORDER BY audit_seq, id'
@@ -233,9 +235,11 @@ def _row_names(table: str, seq: int, ids: RowIds) -> str:
     return f"{table} row{'s' if len(found) != 1 else ''} {shown}" if found else f"{table} rows"
 
 
-def _check_rows(session: Session) -> int:
-    """Both directions: every event's rows as recorded, every row under its event."""
-    computed, ids, total = _stored_rows(session)
+def check_rows(session: Session, tables: list[Table] | None = None) -> int:
+    """Both directions: every event's rows as recorded, every row under its event, over
+    `tables` (default: every audited table of this schema; an upgrade check of an older
+    schema names the tables that schema has)."""
+    computed, ids, total = _stored_rows(session, audited_tables() if tables is None else tables)
     for event, declared in _declared_rows(session):
         stored = computed.pop(event.seq, {})
         what = f"audit seq {event.seq} ({event.kind} {event.subject})"
@@ -308,7 +312,7 @@ def check_definitions(session: Session) -> int:
     return count
 
 
-def _check_trials(session: Session) -> int:
+def check_trials(session: Session) -> int:
     """Every stored trial record re-hashes to its stored digest (names the trial)."""
     count = 0
     sql = 'SELECT trial_id, record, stored_digest FROM "trial" ORDER BY id'
@@ -349,9 +353,9 @@ def verify_database(
         stage("definitions")
         definitions = check_definitions(session)
         stage("trials")
-        trials = _check_trials(session)
+        trials = check_trials(session)
         stage("rows")
-        rows = _check_rows(session)
+        rows = check_rows(session)
         stage("signed acts")
         verify_signed_acts(session)
         stage("gate decisions")
