@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import re
+import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -161,10 +162,21 @@ def test_grant_output_list_and_audit(ws: Path, cli: Cli) -> None:
     verify_ok(cli, ws)
 
 
+def _rows_by_table(ws: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table, read with SQL (not through evalops)."""
+    con = sqlite3.connect(ws / ".evalops" / "registry.db")
+    try:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {t: con.execute(f'SELECT * FROM "{t}" ORDER BY rowid').fetchall() for t in tables}
+    finally:
+        con.close()
+
+
 def _assert_refused(cli: Cli, ws: Path, args: list[str], rules: set[str]) -> list[str]:
     """Exit 5 naming the rules; nothing granted; the refusal is audited."""
     before_waivers = waivers_listed(cli, ws)
     before_events = audit_kinds(ws)
+    before_rows = _rows_by_table(ws)
 
     result = cli(*args, "--json", cwd=ws)
 
@@ -184,6 +196,14 @@ def _assert_refused(cli: Cli, ws: Path, args: list[str], rules: set[str]) -> lis
     assert [k for k, _ in new] == ["waiver.refused", "waiver.refused"]
     for rule in rules:
         assert rule in new[0][1]
+    # In the database: the two refusal events appended after the untouched chain, and not
+    # one other row added, changed or removed in any table.
+    after_rows = _rows_by_table(ws)
+    events_before = before_rows.pop("audit_event")
+    events_after = after_rows.pop("audit_event")
+    assert events_after[: len(events_before)] == events_before
+    assert len(events_after) == len(events_before) + 2
+    assert after_rows == before_rows
     return named
 
 
@@ -246,9 +266,33 @@ def test_refusals_keep_the_audit_chain_verifiable(refusals_ws: Path, cli: Cli) -
     verify_ok(cli, refusals_ws)
 
 
-def test_a_waiver_just_within_max_duration_is_granted(ws: Path, cli: Cli) -> None:
-    data = grant(cli, ws, expires=in_days(29.9))
-    assert data["waiver_id"]
+def test_max_duration_is_exact_to_the_second(
+    ws: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """max_duration_days 30: expiring exactly 30 days after the grant is within it (and stored
+    as given); one second more is refused, storing no waiver."""
+    # A pinned clock (a day ahead, so it never precedes an event already in the chain).
+    granted_at = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
+    monkeypatch.setenv("EVALOPS_NOW", utc(granted_at))
+    limit = granted_at + timedelta(days=30)
+
+    beyond = _assert_refused(
+        cli, ws, grant_args(expires=utc(limit + timedelta(seconds=1))), {"expires_at_too_far"}
+    )
+    assert beyond == ["expires_at_too_far"]
+
+    data = grant(cli, ws, expires=utc(limit))
+    times = _times(cli, ws, data["waiver_id"])
+    assert times["granted_at"] == granted_at
+    assert times["expires_at"] == limit
+    con = sqlite3.connect(ws / ".evalops" / "registry.db")
+    try:
+        [(stored,)] = con.execute(
+            "SELECT expires_at FROM waiver WHERE waiver_id = ?", (data["waiver_id"],)
+        ).fetchall()
+    finally:
+        con.close()
+    assert datetime.fromisoformat(stored).replace(tzinfo=UTC) == limit
 
 
 def test_a_waiver_for_a_task_outside_the_suite_is_an_input_error(ws: Path, cli: Cli) -> None:
