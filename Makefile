@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast check lint typecheck schemas golden golden-reports bench report-check clean
+.PHONY: demo test test-fast check lint typecheck schemas golden golden-reports bench report-check mutate clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -46,6 +46,11 @@ golden-reports: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
+
+# Mutation testing of the domain rules (mutmut; slow, never part of `make test`). Report in
+# tests/MUTATION.md. MODULES="reruns waivers" runs only those modules of evalops/domain/.
+mutate: $(STAMP)
+	$(BIN)/python tools/mutation_report.py run $(MODULES)
 
 # Render the demo's HTML report and suite card in headless Chromium (screenshots in build/).
 report-check: $(STAMP)
