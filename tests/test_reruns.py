@@ -337,3 +337,44 @@ def test_the_effective_attempt_is_the_longest_prefix_every_earlier_class_allows(
     out = resolve_reruns(chain("t", classes), limits)
     assert out.effective == (f"t-{reach - 1}",)
     assert out.not_permitted == frozenset(f"t-{i}" for i in range(reach, len(classes)))
+
+
+def test_a_rerun_whose_parent_is_not_among_the_trials_never_counts() -> None:
+    # Its parent is not evidence here (another build or revision): the rerun and its own
+    # reruns are stored as not permitted, never an extra original.
+    trials = [
+        node("a", "task_pass"),
+        node("x-r0", "task_pass", "gone"),
+        node("x-r0-r0", "task_pass", "x-r0"),
+    ]
+    out = resolve_reruns(trials, LIMITS)
+    assert out.effective == ("a",)
+    assert out.not_permitted == frozenset({"x-r0", "x-r0-r0"})
+    assert out.first_results == {"a": "task_pass"}
+    assert out.rerun_count == 2
+
+
+def test_of_several_reruns_of_one_trial_the_first_stored_is_the_candidate() -> None:
+    trials = [
+        node("t", "infrastructure_invalid"),
+        node("t-late", "task_fail", "t"),
+        node("t-later", "task_pass", "t"),
+    ]
+    out = resolve_reruns(trials, LIMITS)
+    assert out.effective == ("t-late",)
+    assert out.not_permitted == frozenset({"t-later"})
+    swapped = resolve_reruns([trials[0], trials[2], trials[1]], LIMITS)
+    assert swapped.effective == ("t-later",)
+    assert swapped.not_permitted == frozenset({"t-late"})
+
+
+def test_the_invalid_count_is_of_originals_whose_first_result_was_an_invalid_run() -> None:
+    trials = [
+        *chain("a", ["infrastructure_invalid", "infrastructure_invalid"]),
+        *chain("b", ["grader_invalid"]),
+        *chain("c", ["task_fail", "infrastructure_invalid"]),
+        *chain("d", ["missing_required_evidence"]),
+    ]
+    out = resolve_reruns(trials, LIMITS)
+    assert out.invalid_count == 2  # a and b; a rerun's class and other blocked classes aside
+    assert out.rerun_count == 2
