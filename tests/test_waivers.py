@@ -737,3 +737,59 @@ def test_pure_a_revoked_waiver_stops_applying_from_its_revocation_time(
     assert (result["waivers"]["applied"] == ["WVR-1"]) is applies
     if not applies:
         assert any("WVR-1" in ids for k, ids in result["waivers"].items() if k != "refused")
+
+
+def _refusals(request: WaiverRequest, **kwargs: Any) -> list[tuple[str, str]]:
+    kwargs.setdefault("risk", "noncritical_regression")
+    kwargs.setdefault("protects", [])
+    kwargs.setdefault("policy", POLICY)
+    kwargs.setdefault("now", NOW)
+    return [(r.rule, r.message) for r in grant_refusals(request, **kwargs)]
+
+
+def test_each_refusal_says_what_was_wrong_with_what_was_asked() -> None:
+    """What the user reads: the rule and a message naming the value at fault."""
+    assert _refusals(GOOD, risk="critical", protects=["secrets", "permissions"]) == [
+        ("critical_task", "task t1 is critical"),
+        ("protected_task", "task t1 protects secrets, permissions"),
+    ]
+    assert _refusals(replace(GOOD, states=())) == [("states", "no states listed")]
+    assert _refusals(replace(GOOD, states=("task_pass", "nope", "grader_invalid"))) == [
+        ("unknown_state", "'task_pass' is not a failing class"),
+        ("unknown_state", "'nope' is not a failing class"),
+        ("forbidden_state", "grader_invalid is in waivers.forbidden_states"),
+    ]
+    assert _refusals(replace(GOOD, owner=None, reason=" ", build="")) == [
+        ("owner", "owner is missing"),
+        ("reason", "reason is missing"),
+        ("build_scope", "build is missing (a waiver covers one build)"),
+    ]
+    assert _refusals(replace(GOOD, expires=None)) == [("expires_at", "expires_at is missing")]
+    assert _refusals(replace(GOOD, expires="2026-11-01T00:00:00+01:00")) == [
+        ("expires_at_past", "expires_at 2026-10-31T23:00:00.000000Z is not in the future")
+    ]
+    assert _refusals(replace(GOOD, expires="2027-01-01T00:00:00Z")) == [
+        (
+            "expires_at_too_far",
+            "expires_at 2027-01-01T00:00:00.000000Z is more than max_duration_days (30) away",
+        )
+    ]
+    [(rule, message)] = _refusals(replace(GOOD, expires="2026-12-15T00:00:00"))
+    assert rule == "expires_at_naive" and "offset" in message
+    [(rule, _)] = _refusals(replace(GOOD, expires="next tuesday"))
+    assert rule == "expires_at"
+
+
+def test_a_layer_the_policy_does_not_allow_is_refused_naming_the_allowed_ones() -> None:
+    doc = json.loads(json.dumps(POLICY_DOC))
+    doc["waivers"]["allowed_layers"] = ["quality_signal"]
+    narrow = GatePolicy.model_validate(doc)
+    assert _refusals(GOOD, policy=narrow) == [
+        (
+            "layer_not_allowed",
+            "risk noncritical_regression is not in waivers.allowed_layers ['quality_signal']",
+        )
+    ]
+    assert _refusals(GOOD, policy=narrow, risk="quality_signal") == []
+    # A critical task is refused as critical, not a second time for its layer.
+    assert [r for r, _ in _refusals(GOOD, policy=narrow, risk="critical")] == ["critical_task"]
