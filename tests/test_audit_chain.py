@@ -170,3 +170,40 @@ def test_a_rewritten_middle_event_fails_the_anchor(synced: Path, cli: Cli) -> No
     assert anchored.code == 6, anchored.stdout + anchored.stderr
     assert str(head["seq"]) in anchored.stderr
     assert "Traceback" not in anchored.stderr
+
+
+@pytest.mark.postgres
+@pytest.mark.tampers
+def test_a_rewritten_middle_event_fails_the_anchor_on_postgresql(
+    workspace: Path, cli: Cli, pg_url: str
+) -> None:
+    import psycopg
+
+    from evalops.domain.vocabulary import format_timestamp
+
+    assert cli("--db", pg_url, "init", cwd=workspace).code == 0
+    assert cli("--db", pg_url, "sync", cwd=workspace).code == 0
+    before = cli("--db", pg_url, "verify", "--json", cwd=workspace)
+    assert before.code == 0, before.stderr
+    head = before.json()["audit_head"]
+    assert head["seq"] >= 3
+    with psycopg.connect(pg_url.replace("+psycopg", ""), autocommit=True) as conn:
+        conn.execute("UPDATE audit_event SET actor = 'mallory@example.com' WHERE seq = 2")
+        rows = conn.execute(
+            "SELECT seq, at, actor, kind, subject, payload_digest, prev_hash FROM audit_event"
+            " WHERE seq >= 2 ORDER BY seq"
+        ).fetchall()
+        prev = rows[0][6]
+        for seq, at, actor, kind, subject, payload_digest, _ in rows:
+            new = event_hash(prev, seq=seq, at=format_timestamp(at), actor=actor, kind=kind,
+                             subject=subject, payload_digest=payload_digest)  # fmt: skip
+            conn.execute(
+                "UPDATE audit_event SET prev_hash = %s, hash = %s WHERE seq = %s", (prev, new, seq)
+            )
+            prev = new
+
+    anchored = cli("--db", pg_url, "verify", "--anchor", f"{head['seq']}:{head['hash']}",
+                   cwd=workspace)  # fmt: skip
+
+    assert anchored.code == 6, anchored.stdout + anchored.stderr
+    assert str(head["seq"]) in anchored.stderr
