@@ -542,3 +542,26 @@ def test_an_unknown_method_is_named_with_the_known_ones() -> None:
     assert str(raised.value) == (
         "unknown method 'wilcoxon' (one of mcnemar, sign-test, paired-t, paired-bootstrap)"
     )
+
+
+def test_the_bootstrap_seed_defaults_to_zero_and_is_recorded() -> None:
+    base, cand = from_scores([0.5] * 10, [0.25 + 0.01 * i for i in range(10)])
+    default = paired_verdict(base, cand, method="paired-bootstrap", alpha=0.05)
+    assert default["seed"] == 0
+    assert default == paired_verdict(base, cand, method="paired-bootstrap", alpha=0.05, seed=0)
+
+
+def test_an_interval_that_is_not_finite_is_reported_as_null() -> None:
+    """Scores far apart enough that the variance overflows: the interval is unbounded, and the
+    output stays valid JSON (canonical JSON has no Infinity): null bounds, never infinities."""
+    import warnings
+
+    import rfc8785
+
+    base, cand = from_scores([0.0, 0.0, 0.0], [1e308, -1e308, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = paired_verdict(base, cand, method="paired-t", alpha=0.05)
+    assert out["interval"] == [None, None]
+    assert out["verdict"] == "inconclusive"
+    rfc8785.dumps(out)
