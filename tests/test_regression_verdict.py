@@ -485,9 +485,18 @@ def test_paired_t_with_equal_differences_reports_the_shift_as_its_interval() -> 
     assert out["interval"] == [-0.25, -0.25]
 
 
-def test_paired_bootstrap_output_in_full() -> None:
+@pytest.mark.parametrize(
+    "cand_scores",
+    [
+        # Skewed differences: the percentile interval differs from other bootstrap intervals.
+        [0.5, 0.5, 0.45, 0.5, 0.5, 0.55, 0.5, 0.5, 0.9, 1.0, 0.45, 0.95],
+        # Differences of +-0.5: about a fifth of the resampled means are exactly 0, and a
+        # mean of 0 counts on both sides of it.
+        [1.0] * 7 + [0.0] * 5,
+    ],
+)
+def test_paired_bootstrap_output_in_full(cand_scores: list[float]) -> None:
     base_scores = [0.5] * 12
-    cand_scores = [0.5 - 0.05 * (i % 4) + 0.01 * i for i in range(12)]
     diffs = [c - b for b, c in zip(base_scores, cand_scores, strict=True)]
     base, cand = from_scores(base_scores, cand_scores)
     out = paired_verdict(base, cand, method="paired-bootstrap", alpha=0.1, seed=11)
@@ -565,3 +574,14 @@ def test_an_interval_that_is_not_finite_is_reported_as_null() -> None:
     assert out["interval"] == [None, None]
     assert out["verdict"] == "inconclusive"
     rfc8785.dumps(out)
+
+
+def test_a_paired_t_p_value_equal_to_alpha_is_not_significant() -> None:
+    base_scores = [0.9, 0.8, 0.85, 0.95, 0.7, 0.9]
+    cand_scores = [0.6, 0.7, 0.9, 0.9, 0.4, 0.65]
+    base, cand = from_scores(base_scores, cand_scores)
+    p = float(stats.ttest_rel(cand_scores, base_scores).pvalue)
+    assert 0 < p < 1
+    assert paired_verdict(base, cand, method="paired-t", alpha=p)["verdict"] == "inconclusive"
+    above = paired_verdict(base, cand, method="paired-t", alpha=math.nextafter(p, 1.0))
+    assert above["verdict"] == "regressed"
