@@ -585,3 +585,17 @@ def test_a_paired_t_p_value_equal_to_alpha_is_not_significant() -> None:
     assert paired_verdict(base, cand, method="paired-t", alpha=p)["verdict"] == "inconclusive"
     above = paired_verdict(base, cand, method="paired-t", alpha=math.nextafter(p, 1.0))
     assert above["verdict"] == "regressed"
+
+
+def test_a_bootstrap_p_value_equal_to_alpha_is_not_significant() -> None:
+    """Every resampled mean below 0: count 0, p = 1 / 10000 exactly. At alpha = p the verdict
+    is inconclusive (p < alpha), whatever the interval says; just above, regressed."""
+    base, cand = from_scores([0.5] * 12, [0.2 - 0.01 * i for i in range(12)])
+    at_p = paired_verdict(base, cand, method="paired-bootstrap", alpha=1 / 10000, seed=5)
+    assert at_p["pValue"] == 1 / 10000
+    assert at_p["interval"][1] < 0  # the interval alone would separate them
+    assert at_p["verdict"] == "inconclusive"
+    above = paired_verdict(
+        base, cand, method="paired-bootstrap", alpha=math.nextafter(1 / 10000, 1.0), seed=5
+    )
+    assert above["verdict"] == "regressed"

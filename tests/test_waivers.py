@@ -793,3 +793,36 @@ def test_a_layer_the_policy_does_not_allow_is_refused_naming_the_allowed_ones() 
     assert _refusals(GOOD, policy=narrow, risk="quality_signal") == []
     # A critical task is refused as critical, not a second time for its layer.
     assert [r for r, _ in _refusals(GOOD, policy=narrow, risk="critical")] == ["critical_task"]
+
+
+def test_a_waiver_fact_round_trips_through_plain_json() -> None:
+    fact = WaiverFact("WVR-1", "t1", SUITE, BUILD, ("task_fail", "agent_error"),
+                      "2026-12-01T00:00:00.000000Z", "2026-12-15T00:00:00.000000Z",
+                      "2026-12-05T00:00:00.000000Z")  # fmt: skip
+    assert fact.as_dict() == {
+        "waiver_id": "WVR-1",
+        "task_id": "t1",
+        "suite_id": SUITE,
+        "build": BUILD,
+        "states": ["task_fail", "agent_error"],
+        "granted_at": "2026-12-01T00:00:00.000000Z",
+        "expires_at": "2026-12-15T00:00:00.000000Z",
+        "revoked_at": "2026-12-05T00:00:00.000000Z",
+    }
+    assert WaiverFact.from_dict(json.loads(json.dumps(fact.as_dict()))) == fact
+    unrevoked = replace(fact, revoked_at=None)
+    assert WaiverFact.from_dict({k: v for k, v in unrevoked.as_dict().items()
+                                 if k != "revoked_at"}) == unrevoked  # fmt: skip
+
+
+def test_validity_names_each_state_of_a_waiver_in_time() -> None:
+    fact = WaiverFact("WVR-1", "t1", SUITE, BUILD, ("task_fail",),
+                      "2026-12-01T00:00:00.000000Z", "2026-12-15T00:00:00.000000Z",
+                      "2026-12-10T00:00:00.000000Z")  # fmt: skip
+    at = datetime.fromisoformat
+    assert validity_at(fact, at("2026-11-30T23:59:59.999999+00:00")) == "not_yet_valid"
+    assert validity_at(fact, at("2026-12-01T00:00:00+00:00")) == "valid"
+    assert validity_at(fact, at("2026-12-10T00:00:00+00:00")) == "revoked"
+    unrevoked = replace(fact, revoked_at=None)
+    assert validity_at(unrevoked, at("2026-12-14T23:59:59.999999+00:00")) == "valid"
+    assert validity_at(unrevoked, at("2026-12-15T00:00:00+00:00")) == "expired"
