@@ -311,3 +311,14 @@ def test_score_stderr_property(per_task_scores: list[list[float]]) -> None:
     expected = sample_sd / math.sqrt(len(means))
     got = trial_stats(tasks)["scoreStderr"]
     assert abs(got - expected) <= 1e-9 * max(1.0, expected)
+
+
+def test_the_task_count_is_of_tasks_with_trials() -> None:
+    tasks = [
+        trials("a", 2, [True, False], [1.0, 0.0]),
+        trials("b", 2, [], []),
+        trials("c", 2, [True, True], [1.0, 1.0]),
+    ]
+    out = trial_stats(tasks)
+    assert out["taskCount"] == 2
+    assert trial_stats([])["taskCount"] == 0
