@@ -1044,3 +1044,23 @@ def test_undefined_overall_agreement_and_missing_blocks_fail_the_calibration() -
         "blockable_classes": [F, P],
         "calibration_id": "CAL-1",
     }
+
+
+def test_metrics_without_agreement_blocks_are_read_as_undefined_agreement() -> None:
+    """A record whose metrics lack the human agreement (or its per-class part) is judged,
+    not crashed on: agreement undefined, so nothing may be blocked."""
+    bare = validity({})
+    assert bare.state == "failing"
+    assert bare.reasons[:2] == (
+        "holdout has 0 items, needs 50",
+        "human agreement is undefined (the labels hold a single class): it never meets "
+        "min_human_agreement",
+    )
+    m = metrics()
+    m["human_agreement"] = {"overall": 0.8}
+    v = validity(m)
+    assert v.blockable_classes == frozenset()
+    assert (
+        "class task_fail: human agreement undefined is below min_human_agreement 0.6; "
+        "the model grader may not block it"
+    ) in v.reasons
