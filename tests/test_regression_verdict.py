@@ -493,6 +493,7 @@ def test_paired_t_with_equal_differences_reports_the_shift_as_its_interval() -> 
         # Differences of +-0.5: about a fifth of the resampled means are exactly 0, and a
         # mean of 0 counts on both sides of it.
         [1.0] * 7 + [0.0] * 5,
+        [0.0] * 7 + [1.0] * 5,  # the same, below 0
     ],
 )
 def test_paired_bootstrap_output_in_full(cand_scores: list[float]) -> None:
