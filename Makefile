@@ -65,6 +65,11 @@ golden-reports: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks.run
 
+# Mutation testing of the domain rules (mutmut; slow, never part of `make test`). Report in
+# tests/MUTATION.md. MODULES="reruns waivers" runs only those modules of evalops/domain/.
+mutate: $(STAMP)
+	$(BIN)/python tools/mutation_report.py run $(MODULES)
+
 # Render the demo's HTML report and suite card in headless Chromium (screenshots in build/).
 report-check: $(STAMP)
 	$(BIN)/python tools/report_check.py --self-test --out build/report-check-self-test

@@ -19,8 +19,10 @@ code of the command before. `/tmp/` in a command means the scratch directory, an
 scratch directory prints as `/tmp/`.
 
 Before comparing, both sides are normalized: digests (`sha256:` + hex, whole or cut),
-RFC 3339 timestamps, git commit ids, and trailing spaces. So the README may show any real
-digest or time, and a change of a digest alone never fails the test.
+RFC 3339 timestamps, git commit ids, and trailing spaces. A digest shown whole (64 hex
+digits) is then checked exactly as well (`digest_mismatches`): digests of specs and files do
+not depend on the clock, so the README shows the ones a reader gets. Cut digests (an audit
+head shown as `sha256:cbc7…`) stay normalized.
 
 `python -m tests.readme_commands --update` runs every block and rewrites the output of the
 console commands whose output no longer matches (keeping each `...` elision's first and
@@ -167,6 +169,31 @@ def matches(expected: list[str], actual: list[str]) -> bool:
         r"(?:[^\n]*\n)*?" if line.strip() == ELLIPSIS else re.escape(line) + r"\n" for line in want
     )
     return re.fullmatch(pattern, "".join(line + "\n" for line in got)) is not None
+
+
+FULL_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
+
+
+def digest_mismatches(expected: list[str], actual: list[str]) -> list[str]:
+    """Expected lines showing a whole digest that no actual line shows with the same digests.
+
+    A line is found by its normalized text (digests, times and commits as placeholders),
+    then its whole digests must be the very ones printed.
+    """
+    printed: dict[str, list[list[str]]] = {}
+    for line in actual:
+        printed.setdefault(normalize([line])[0] if line.strip() else "", []).append(
+            FULL_DIGEST.findall(line)
+        )
+    problems = []
+    for line in expected:
+        shown = FULL_DIGEST.findall(line)
+        if not shown:
+            continue
+        candidates = printed.get(normalize([line])[0], [])
+        if shown not in candidates:
+            problems.append(f"shown {line.strip()!r}; printed {candidates or 'no such line'}")
+    return problems
 
 
 @dataclass

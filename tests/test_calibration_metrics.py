@@ -972,3 +972,123 @@ def test_validity_of_real_metrics() -> None:
     disputed = validity(calibration_metrics(load_example("reply-quality-disputed.jsonl")))
     assert disputed.state == "failing"
     assert F not in disputed.blockable_classes
+
+
+# ------------------------------------------------- validity in full: what `calibration show` says
+
+
+def test_missing_stale_invalidated_and_unrequired_validity_in_full() -> None:
+    assert calibration_validity(judge(), CONFIG, None).as_dict() == {
+        "state": "missing",
+        "reasons": ["no calibration recorded"],
+        "blockable_classes": [],
+        "calibration_id": None,
+    }
+    other = "sha256:" + "d" * 64
+    assert calibration_validity(judge(), other, stored(metrics())).as_dict() == {
+        "state": "stale",
+        "reasons": [
+            f"made for grader config {CONFIG}, the grader is now {other} "
+            "(prompt, model or rubric changed)"
+        ],
+        "blockable_classes": [],
+        "calibration_id": "CAL-1",
+    }
+    withdrawn = stored(metrics(), invalidated="label distribution shift")
+    assert calibration_validity(judge(), CONFIG, withdrawn).as_dict() == {
+        "state": "stale",
+        "reasons": ["invalidated: label distribution shift"],
+        "blockable_classes": [],
+        "calibration_id": "CAL-1",
+    }
+    spec = copy.deepcopy(JUDGE)
+    spec["blocking"] = False
+    del spec["calibration_requirements"]
+    unrequired = calibration_validity(Grader.model_validate(spec), CONFIG, stored(metrics()))
+    assert unrequired.as_dict() == {
+        "state": "failing",
+        "reasons": ["the grader states no calibration_requirements"],
+        "blockable_classes": [],
+        "calibration_id": "CAL-1",
+    }
+
+
+def test_failing_validity_lists_every_reason_then_every_note_in_full() -> None:
+    m = metrics(
+        holdout=12,
+        overall=0.5,
+        agreement={P: 0.9, F: 0.9, M: None},
+        per_class={
+            P: good_class(0.7),  # both bounds short by 0.1
+            F: {**good_class(), "recall_ci": [0.75, 0.9]},  # recall short by 0.05
+            M: good_class(),  # humans do not agree on it: never blockable
+            "grader_invalid": {**good_class(), "support": 0},  # no support: no bounds
+        },
+    )
+    v = validity(m)
+    assert v.as_dict() == {
+        "state": "failing",
+        "reasons": [
+            "holdout has 12 items, needs 50",
+            "human agreement 0.5 is below min_human_agreement 0.6",
+            "class task_fail: recall lower bound 0.750 is below 0.8 (short by 0.050)",
+            "class task_pass: precision lower bound 0.700 is below 0.8 (short by 0.100)",
+            "class task_pass: recall lower bound 0.700 is below 0.8 (short by 0.100)",
+            "the grader could block none of its failing classes "
+            "(missing_required_evidence, task_fail) under this calibration",
+            "class grader_invalid: no holdout support, so no bounds; the model grader may not "
+            "block it",
+            "class missing_required_evidence: human agreement undefined is below "
+            "min_human_agreement 0.6; the model grader may not block it",
+        ],
+        "blockable_classes": [],
+        "calibration_id": "CAL-1",
+    }
+
+
+def test_undefined_overall_agreement_and_missing_blocks_fail_the_calibration() -> None:
+    v = validity({"human_agreement": {"overall": None}})
+    assert v.state == "failing"
+    assert v.reasons == (
+        "holdout has 0 items, needs 50",
+        "human agreement is undefined (the labels hold a single class): it never meets "
+        "min_human_agreement",
+        "the grader could block none of its failing classes "
+        "(missing_required_evidence, task_fail) under this calibration",
+    )
+    no_interval = {**good_class(), "precision_ci": None, "recall_ci": []}
+    bare = validity(metrics(per_class={P: good_class(), F: no_interval, M: good_class()}))
+    assert bare.blockable_classes == {P, M}  # an absent interval is a lower bound of 0
+    assert "class task_fail: precision lower bound 0.000 is below 0.8 (short by 0.800)" in (
+        bare.reasons
+    )
+    valid = validity(metrics(agreement={P: 0.8, F: 0.8, M: 0.2}))
+    assert valid.as_dict() == {
+        "state": "valid",
+        "reasons": [
+            "class missing_required_evidence: human agreement 0.2 is below "
+            "min_human_agreement 0.6; the model grader may not block it"
+        ],
+        "blockable_classes": [F, P],
+        "calibration_id": "CAL-1",
+    }
+
+
+def test_metrics_without_agreement_blocks_are_read_as_undefined_agreement() -> None:
+    """A record whose metrics lack the human agreement (or its per-class part) is judged,
+    not crashed on: agreement undefined, so nothing may be blocked."""
+    bare = validity({})
+    assert bare.state == "failing"
+    assert bare.reasons[:2] == (
+        "holdout has 0 items, needs 50",
+        "human agreement is undefined (the labels hold a single class): it never meets "
+        "min_human_agreement",
+    )
+    m = metrics()
+    m["human_agreement"] = {"overall": 0.8}
+    v = validity(m)
+    assert v.blockable_classes == frozenset()
+    assert (
+        "class task_fail: human agreement undefined is below min_human_agreement 0.6; "
+        "the model grader may not block it"
+    ) in v.reasons

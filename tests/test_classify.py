@@ -13,6 +13,7 @@ import copy
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,9 +29,22 @@ from evalops.domain.trial_record import GraderResult, Runtime, TrialRecord
 from evalops.domain.vocabulary import CANONICAL_PRECEDENCE
 
 DIGEST = "sha256:" + "0" * 64
-RANK = {c: i for i, c in enumerate(CANONICAL_PRECEDENCE)}
-FAILING = [c for c in CANONICAL_PRECEDENCE if c != "task_pass"]
-CLASSES = set(CANONICAL_PRECEDENCE)
+# The precedence as docs/classification.md writes it, highest first: the tests read the
+# documented order, never the code's own constant (a reordered constant must fail them).
+DOCUMENTED_PRECEDENCE = (
+    "hard_constraint_fail",
+    "ambiguous_external_effect",
+    "missing_required_evidence",
+    "grader_invalid",
+    "infrastructure_invalid",
+    "agent_error",
+    "runtime_error",
+    "task_fail",
+    "task_pass",
+)
+RANK = {c: i for i, c in enumerate(DOCUMENTED_PRECEDENCE)}
+FAILING = [c for c in DOCUMENTED_PRECEDENCE if c != "task_pass"]
+CLASSES = set(DOCUMENTED_PRECEDENCE)
 
 MODEL = {
     "provider": "p",
@@ -44,7 +58,15 @@ CAL_REQ = {
     "min_recall_lower_bound": 0.8,
     "min_human_agreement": 0.6,
 }
-ALL_STATES = [*CANONICAL_PRECEDENCE, "pass", "abstain"]
+ALL_STATES = [*DOCUMENTED_PRECEDENCE, "pass", "abstain"]
+
+
+def test_the_code_s_precedence_is_the_documented_one() -> None:
+    assert CANONICAL_PRECEDENCE == DOCUMENTED_PRECEDENCE
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "classification.md").read_text("utf-8")
+    written = doc.split("## The precedence", 1)[1].split("```")[1]
+    assert tuple(c.strip() for c in written.split(">")) == DOCUMENTED_PRECEDENCE
+
 
 # Graders that "say so": one blocking deterministic grader per class a grader may report.
 # agent_error, runtime_error and infrastructure_invalid come from runtime.status alone

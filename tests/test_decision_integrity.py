@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
@@ -297,25 +297,34 @@ def test_bootstrap_with_equal_differences_is_inconclusive() -> None:
     assert "equal" in verdict["reason"]
 
 
-@settings(max_examples=25, deadline=None)
-@given(
-    st.lists(st.floats(-0.5, 0.5, allow_nan=False), min_size=10, max_size=30),
-    st.integers(0, 2**31),
+# Differences around a shift: no shift gives noise (inconclusive), a shift of a few noise
+# widths a clear verdict either way, so both sides of alpha are reached (see the events).
+shifted_diffs = st.builds(
+    lambda shift, noise: [round(shift + n, 6) for n in noise],
+    st.sampled_from([-0.3, -0.1, -0.03, 0.0, 0.03, 0.1, 0.3]),
+    st.lists(st.floats(-0.1, 0.1, allow_nan=False), min_size=10, max_size=30),
 )
+
+
+@settings(max_examples=25, deadline=None)
+@given(shifted_diffs, st.integers(0, 2**31))
 def test_bootstrap_p_is_count_plus_one_over_resamples_plus_one_never_zero(
     diffs: list[float], seed: int
 ) -> None:
     base, cand = _outcomes(diffs)
     verdict = paired_verdict(base, cand, method="paired-bootstrap", alpha=0.05, seed=seed)
-    if verdict["verdict"] == "unchanged" or verdict.get("reason"):
-        return
+    assume(verdict["verdict"] != "unchanged" and not verdict.get("reason"))
+    event(f"verdict: {verdict['verdict']}")
     resamples = verdict["resamples"]
     p = verdict["pValue"]
     assert p >= 1 / (resamples + 1)
     count = p * (resamples + 1) - 1
     assert math.isclose(count, round(count), abs_tol=1e-6)
-    if verdict["verdict"] in ("regressed", "improved"):
-        assert p < 0.05
+    low, high = verdict["interval"]
+    significant = p < 0.05 and (low > 0 or high < 0)
+    mean = sum(diffs) / len(diffs)
+    expected = ("improved" if mean > 0 else "regressed") if significant else "inconclusive"
+    assert verdict["verdict"] == expected
 
 
 def test_bootstrap_separates_a_clear_regression_on_enough_pairs() -> None:

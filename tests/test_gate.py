@@ -365,13 +365,16 @@ _BASE: dict[str, Path] = {}
 
 def base_workspace(factory: pytest.TempPathFactory) -> Path:
     """The prepared registry (built once per session; copy it before changing it)."""
-    if "base" not in _BASE:
+    # Keyed by the session's temporary directory: a process that runs several pytest
+    # sessions (mutmut does) never reuses a directory an earlier session left behind.
+    key = str(factory.getbasetemp())
+    if key not in _BASE:
         root = factory.mktemp("gate-base") / "ws"
         root.mkdir()
         write_registry(root)
         populate(root)
-        _BASE["base"] = root
-    return _BASE["base"]
+        _BASE[key] = root
+    return _BASE[key]
 
 
 def copy_workspace(base: Path, dest: Path) -> Path:

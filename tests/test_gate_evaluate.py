@@ -292,6 +292,38 @@ def test_a_rerun_never_hides_a_hard_failure() -> None:
     assert row(result, "t1")["state"] == HARD
 
 
+@pytest.mark.parametrize("first", ["task_fail", "grader_invalid", "task_pass"])
+@pytest.mark.parametrize("risk", NONCRITICAL)
+def test_a_hard_failure_in_a_rerun_that_does_not_count_still_blocks(first: str, risk: str) -> None:
+    """The hard failure is a rerun not permitted to stand in: it is not an effective trial,
+    and the task is still a hard failure (any trial, effective or not)."""
+    trials = [
+        trial(first, "t1.0"),
+        trial(HARD, "t1.0-rerun", parent="t1.0"),
+    ]
+    result = evaluate(make_inputs([task("t1", risk, trials=trials)]))
+    assert row(result, "t1")["rerunsNotPermitted"] == ["t1.0-rerun"]
+    assert row(result, "t1")["n"] == 1
+    assert row(result, "t1")["state"] == HARD
+    assert row(result, "t1")["effect"] == "block"
+    assert result["decision"] == "block"
+
+
+def test_a_hard_failure_in_a_second_rerun_still_blocks_behind_a_passing_stand_in() -> None:
+    """A timed-out trial rerun twice: the first rerun passes and stands in (the task would
+    pass on its effective trials alone); the second, a hard failure, is excluded and blocks."""
+    trials = [
+        trial("infrastructure_invalid", "t1.0"),
+        trial("task_pass", "t1.0-rerun", parent="t1.0"),
+        trial(HARD, "t1.0-rerun-2", parent="t1.0"),
+    ]
+    result = evaluate(make_inputs([task("t1", "quality_signal", trials=trials)]))
+    assert row(result, "t1")["rerunsNotPermitted"] == ["t1.0-rerun-2"]
+    assert row(result, "t1")["passedCount"] == 1  # the passing rerun stood in
+    assert row(result, "t1")["state"] == HARD
+    assert result["decision"] == "block"
+
+
 def test_a_hard_failure_in_a_permitted_rerun_blocks() -> None:
     trials = [
         trial("infrastructure_invalid", "t1.0"),
@@ -532,6 +564,24 @@ def test_a_regressed_verdict_blocks_even_when_every_task_passes() -> None:
     assert {t["effect"] for t in result["tasks"]} == {"pass"}
     assert result["regression"]["verdict"] == "regressed"
     assert result["decision"] == "block"
+
+
+@pytest.mark.parametrize("method", ["mcnemar", "sign-test"])
+def test_a_p_value_equal_to_alpha_is_not_significant(method: str) -> None:
+    """Five tasks that all passed on the baseline fail now: the exact two-sided p-value is
+    2 * (1/2)**5 = 0.0625. Significance is p < alpha, so at alpha = 0.0625 the verdict is
+    inconclusive and the gate is not blocked by it; any alpha above separates them."""
+    cand, base = _paired(["task_fail"] * 5, ["task_pass"] * 5)
+    waivers = [waiver(f"WVR-{i}", f"t{i}") for i in range(5)]
+    at_p = evaluate(make_inputs(cand, base=baseline(base, method=method, alpha=0.0625),
+                                waivers=waivers))  # fmt: skip
+    assert at_p["regression"]["pValue"] == 0.0625
+    assert at_p["regression"]["verdict"] == "inconclusive"
+    assert at_p["decision"] == "pass"
+    above = evaluate(make_inputs(cand, base=baseline(base, method=method, alpha=0.0626),
+                                 waivers=waivers))  # fmt: skip
+    assert above["regression"]["verdict"] == "regressed"
+    assert above["decision"] == "block"
 
 
 def test_an_inconclusive_verdict_does_not_block() -> None:

@@ -16,10 +16,12 @@ Most tests run on a private copy of the demo database (tests/conftest.py `demo`)
 from __future__ import annotations
 
 import io
+import json
 import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
 from evalops.cli.context import new_table
@@ -79,15 +81,31 @@ def test_calibration_is_rounded_for_people_and_exact_in_json(demo: Path, cli: Cl
     labels = "registry/calibration/reply-quality-disputed.jsonl"
     recorded = ok_json(cli, demo, "calibration", "record", "reply-quality", "--labels", labels)
     exact = recorded["human_agreement"]["overall"]
-    assert exact == 0.2875000000000001  # --json keeps the value as computed
+    # The reference: scikit-learn's Cohen's kappa over the two annotators' labels.
+    reference = _sklearn_kappa(demo / labels)
+    assert reference == pytest.approx(0.2875, abs=1e-12)
+    assert exact == pytest.approx(reference, rel=1e-9)  # --json keeps the value as computed
 
     shown = ok(cli, demo, "calibration", "show", recorded["calibration_id"])
 
-    assert "0.2875000000000001" not in shown
-    assert "human agreement (cohen, 2 annotators): 0.2875" in shown
+    # Rounded for people: no digits beyond the four places (the computed float may carry
+    # representation noise such as 0.2875000000000001).
+    assert re.search(r"human agreement \(cohen, 2 annotators\): 0\.2875(?![0-9])", shown)
     assert "human agreement 0.2875 is below min_human_agreement 0.6" in shown
     # No float artefact of 16 digits anywhere in the human output.
     assert not re.search(r"\d\.\d{9,}", shown), shown
+
+
+def _sklearn_kappa(labels: Path) -> float:
+    from sklearn.metrics import cohen_kappa_score
+
+    first: list[str] = []
+    second: list[str] = []
+    for line in labels.read_text(encoding="utf-8").splitlines():
+        by = {h["annotator"]: h["label"] for h in json.loads(line)["human_labels"]}
+        first.append(by["annotator-a"])
+        second.append(by["annotator-b"])
+    return float(cohen_kappa_score(first, second))
 
 
 def test_a_verdict_without_a_p_value_says_so(demo: Path, cli: Cli) -> None:

@@ -22,6 +22,8 @@ def test_readme_commands_print_what_the_readme_shows(tmp_path: Path) -> None:
             shown = "\n".join(o.output[-40:])
             what = "output differs" if o.step.compare else f"exit {o.code}"
             failures.append(f"README.md:{o.step.line}: {what}: $ {o.step.command}\n{shown}")
+        for problem in rc.digest_mismatches(o.step.expected, o.output):
+            failures.append(f"README.md:{o.step.line}: digest differs: {problem}")
     assert not failures, (
         "\n\n".join(failures)
         + "\n\n(after an intended output change: python -m tests.readme_commands --update)"
@@ -89,6 +91,26 @@ def test_the_runner_parses_skips_elides_and_normalizes(tmp_path: Path) -> None:
 )
 def test_matching(expected: list[str], actual: list[str], ok: bool) -> None:
     assert rc.matches(expected, actual) is ok
+
+
+def test_a_whole_digest_is_checked_exactly_and_a_cut_one_is_not() -> None:
+    digest = "sha256:" + "ab" * 32
+    other = "sha256:" + "cd" * 32
+    assert (
+        rc.digest_mismatches(
+            [f"registered task t: {digest}"], ["x", f"registered task t: {digest}"]
+        )
+        == []
+    )
+    assert rc.digest_mismatches([f"registered task t: {digest}"], [f"registered task t: {other}"])
+    assert rc.digest_mismatches([f"registered task t: {digest}"], ["registered task u: x"])
+    assert rc.digest_mismatches(["audit head 37:sha256:abab…"], [f"audit head 37:{other}"]) == []
+    assert (
+        rc.digest_mismatches(
+            [f"at 2026-01-01T00:00:00Z {digest}"], [f"at 2027-02-02T10:00:00Z {digest}"]
+        )
+        == []
+    )
 
 
 def test_update_rewrites_only_what_differs_and_keeps_elisions(tmp_path: Path) -> None:

@@ -401,3 +401,202 @@ def test_paired_t_with_zero_variance_is_inconclusive_without_warnings() -> None:
     assert out["verdict"] == "inconclusive"
     assert out["pValue"] is None
     assert out["pairedTaskCount"] == 4
+
+
+# ------------------------------------------------ whole outputs, derived with scipy here
+
+
+def test_mcnemar_output_in_full() -> None:
+    base, cand = from_table(3, 6, 1, 2)
+    out = paired_verdict(base, cand, method="mcnemar", alpha=0.1)
+    p = float(stats.binomtest(6, 7, 0.5).pvalue)
+    assert out == {
+        "verdict": "inconclusive" if p >= 0.1 else "regressed",
+        "method": "mcnemar",
+        "alpha": 0.1,
+        "pairedTaskCount": 12,
+        "pValue": p,
+        "discordant": {"baselineOnlyPassed": 6, "candidateOnlyPassed": 1},
+    }
+
+
+def test_mcnemar_without_a_discordant_pair_is_unchanged_with_p_one() -> None:
+    base, cand = from_table(4, 0, 0, 3)
+    out = paired_verdict(base, cand, method="mcnemar", alpha=0.05)
+    assert out == {
+        "verdict": "unchanged",
+        "method": "mcnemar",
+        "alpha": 0.05,
+        "pairedTaskCount": 7,
+        "pValue": 1.0,
+        "discordant": {"baselineOnlyPassed": 0, "candidateOnlyPassed": 0},
+    }
+
+
+def test_sign_test_output_in_full() -> None:
+    base_scores = [0.5] * 8
+    cand_scores = [0.9, 0.8, 0.7, 0.6, 0.5, 0.6, 0.7, 0.1]  # 6 up, 1 same, 1 down
+    base, cand = from_scores(base_scores, cand_scores)
+    out = paired_verdict(base, cand, method="sign-test", alpha=0.2)
+    diffs = [c - b for b, c in zip(base_scores, cand_scores, strict=True)]
+    p = float(stats.binomtest(6, 7, 0.5).pvalue)
+    assert out == {
+        "verdict": "improved" if p < 0.2 else "inconclusive",
+        "method": "sign-test",
+        "alpha": 0.2,
+        "pairedTaskCount": 8,
+        "pValue": p,
+        "meanDifference": pytest.approx(math.fsum(diffs) / 8, rel=1e-12),
+        "signs": {"positive": 6, "negative": 1, "zero": 1},
+    }
+    assert out["verdict"] == "improved"  # p = 0.125 < 0.2
+
+
+def test_every_task_unchanged_by_score_is_unchanged_with_p_one() -> None:
+    base, cand = from_scores([0.2, 0.7, 1.0], [0.2, 0.7, 1.0])
+    for method in ("sign-test", "paired-t", "paired-bootstrap"):
+        out = paired_verdict(base, cand, method=method, alpha=0.05)
+        assert (out["verdict"], out["pValue"], out["meanDifference"]) == ("unchanged", 1.0, 0.0)
+
+
+def test_paired_t_output_in_full() -> None:
+    base_scores = [0.9, 0.8, 0.85, 0.95, 0.7, 0.9]
+    cand_scores = [0.6, 0.7, 0.5, 0.9, 0.4, 0.65]
+    base, cand = from_scores(base_scores, cand_scores)
+    out = paired_verdict(base, cand, method="paired-t", alpha=0.05)
+    ref = stats.ttest_rel(cand_scores, base_scores)
+    ci = ref.confidence_interval(confidence_level=0.95)
+    assert out == {
+        "verdict": "regressed",
+        "method": "paired-t",
+        "alpha": 0.05,
+        "pairedTaskCount": 6,
+        "pValue": pytest.approx(float(ref.pvalue), rel=1e-12),
+        "meanDifference": pytest.approx(-1.35 / 6, rel=1e-9),
+        "interval": [pytest.approx(float(ci.low)), pytest.approx(float(ci.high))],
+    }
+    assert float(ref.pvalue) < 0.05 and float(ci.high) < 0
+
+
+def test_paired_t_with_equal_differences_reports_the_shift_as_its_interval() -> None:
+    base, cand = from_scores([0.5, 0.25, 0.75], [0.25, 0.0, 0.5])
+    out = paired_verdict(base, cand, method="paired-t", alpha=0.05)
+    assert (out["verdict"], out["pValue"]) == ("inconclusive", None)
+    assert out["interval"] == [-0.25, -0.25]
+
+
+@pytest.mark.parametrize(
+    "cand_scores",
+    [
+        # Skewed differences: the percentile interval differs from other bootstrap intervals.
+        [0.5, 0.5, 0.45, 0.5, 0.5, 0.55, 0.5, 0.5, 0.9, 1.0, 0.45, 0.95],
+        # Differences of +-0.5: about a fifth of the resampled means are exactly 0, and a
+        # mean of 0 counts on both sides of it.
+        [1.0] * 7 + [0.0] * 5,
+        [0.0] * 7 + [1.0] * 5,  # the same, below 0
+    ],
+)
+def test_paired_bootstrap_output_in_full(cand_scores: list[float]) -> None:
+    base_scores = [0.5] * 12
+    diffs = [c - b for b, c in zip(base_scores, cand_scores, strict=True)]
+    base, cand = from_scores(base_scores, cand_scores)
+    out = paired_verdict(base, cand, method="paired-bootstrap", alpha=0.1, seed=11)
+    ref = stats.bootstrap(
+        (diffs,),
+        lambda d, axis=-1: d.mean(axis=axis),
+        n_resamples=9999,
+        confidence_level=0.9,
+        method="percentile",
+        random_state=11,
+    )
+    dist = ref.bootstrap_distribution
+    # Two-sided: resampled means on the far side of 0, doubled, at most every resample.
+    count = min(9999, 2 * min(int((dist <= 0).sum()), int((dist >= 0).sum())))
+    p = (count + 1) / (9999 + 1)
+    low, high = float(ref.confidence_interval.low), float(ref.confidence_interval.high)
+    significant = p < 0.1 and (low > 0 or high < 0)
+    mean = math.fsum(diffs) / 12
+    assert out == {
+        "verdict": ("improved" if mean > 0 else "regressed") if significant else "inconclusive",
+        "method": "paired-bootstrap",
+        "alpha": 0.1,
+        "pairedTaskCount": 12,
+        "pValue": p,
+        "meanDifference": pytest.approx(mean, rel=1e-12),
+        "seed": 11,
+        "interval": [low, high],
+        "resamples": 9999,
+    }
+
+
+def test_paired_bootstrap_refusals_say_why_in_full() -> None:
+    base, cand = from_scores([0.5] * 9, [0.4] * 8 + [0.3])
+    few = paired_verdict(base, cand, method="paired-bootstrap", alpha=0.05, seed=3)
+    assert few["reason"] == "paired-bootstrap needs at least 10 paired tasks, got 9"
+    assert (few["verdict"], few["pValue"], few["seed"]) == ("inconclusive", None, 3)
+    base, cand = from_scores([0.5] * 10, [0.25] * 10)
+    flat = paired_verdict(base, cand, method="paired-bootstrap", alpha=0.05, seed=3)
+    assert flat["reason"] == (
+        "every paired difference is equal: the bootstrap cannot separate them"
+    )
+    assert (flat["verdict"], flat["pValue"]) == ("inconclusive", None)
+    base, cand = from_scores([0.5] * 10, [0.25] * 9 + [0.3])
+    ten = paired_verdict(base, cand, method="paired-bootstrap", alpha=0.05, seed=3)
+    assert "reason" not in ten and ten["verdict"] == "regressed"
+
+
+def test_an_unknown_method_is_named_with_the_known_ones() -> None:
+    base, cand = from_table(1, 1, 1, 1)
+    with pytest.raises(ValueError) as raised:
+        paired_verdict(base, cand, method="wilcoxon", alpha=0.05)
+    assert str(raised.value) == (
+        "unknown method 'wilcoxon' (one of mcnemar, sign-test, paired-t, paired-bootstrap)"
+    )
+
+
+def test_the_bootstrap_seed_defaults_to_zero_and_is_recorded() -> None:
+    base, cand = from_scores([0.5] * 10, [0.25 + 0.01 * i for i in range(10)])
+    default = paired_verdict(base, cand, method="paired-bootstrap", alpha=0.05)
+    assert default["seed"] == 0
+    assert default == paired_verdict(base, cand, method="paired-bootstrap", alpha=0.05, seed=0)
+
+
+def test_an_interval_that_is_not_finite_is_reported_as_null() -> None:
+    """Scores far apart enough that the variance overflows: the interval is unbounded, and the
+    output stays valid JSON (canonical JSON has no Infinity): null bounds, never infinities."""
+    import warnings
+
+    import rfc8785
+
+    base, cand = from_scores([0.0, 0.0, 0.0], [1e308, -1e308, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        out = paired_verdict(base, cand, method="paired-t", alpha=0.05)
+    assert out["interval"] == [None, None]
+    assert out["verdict"] == "inconclusive"
+    rfc8785.dumps(out)
+
+
+def test_a_paired_t_p_value_equal_to_alpha_is_not_significant() -> None:
+    base_scores = [0.9, 0.8, 0.85, 0.95, 0.7, 0.9]
+    cand_scores = [0.6, 0.7, 0.9, 0.9, 0.4, 0.65]
+    base, cand = from_scores(base_scores, cand_scores)
+    p = float(stats.ttest_rel(cand_scores, base_scores).pvalue)
+    assert 0 < p < 1
+    assert paired_verdict(base, cand, method="paired-t", alpha=p)["verdict"] == "inconclusive"
+    above = paired_verdict(base, cand, method="paired-t", alpha=math.nextafter(p, 1.0))
+    assert above["verdict"] == "regressed"
+
+
+def test_a_bootstrap_p_value_equal_to_alpha_is_not_significant() -> None:
+    """Every resampled mean below 0: count 0, p = 1 / 10000 exactly. At alpha = p the verdict
+    is inconclusive (p < alpha), whatever the interval says; just above, regressed."""
+    base, cand = from_scores([0.5] * 12, [0.2 - 0.01 * i for i in range(12)])
+    at_p = paired_verdict(base, cand, method="paired-bootstrap", alpha=1 / 10000, seed=5)
+    assert at_p["pValue"] == 1 / 10000
+    assert at_p["interval"][1] < 0  # the interval alone would separate them
+    assert at_p["verdict"] == "inconclusive"
+    above = paired_verdict(
+        base, cand, method="paired-bootstrap", alpha=math.nextafter(1 / 10000, 1.0), seed=5
+    )
+    assert above["verdict"] == "regressed"

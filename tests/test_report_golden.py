@@ -7,11 +7,14 @@ the same on every machine. A difference means the reports changed: if intended, 
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import html5lib
 import pytest
 
+from tests.audit_recipe import recomputed_head
 from tests.golden_reports import GOLDEN, render_all
 
 NAMES = sorted(p.name for p in GOLDEN.glob("*"))
@@ -43,3 +46,22 @@ def test_golden_html_has_no_parse_error(name: str) -> None:
     parser = html5lib.HTMLParser(strict=True)
     parser.parse((GOLDEN / name).read_text(encoding="utf-8"))
     assert parser.errors == []
+
+
+HEAD_TOKEN = re.compile(r"evalops-audit-head:(\d+):(sha256:[0-9a-f]{64})")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_golden_audit_head_is_the_chain_recomputed_from_the_recipe(
+    demo_master: Path, name: str
+) -> None:
+    """The head pinned in each golden file is not just a snapshot: walking the demo's stored
+    chain with docs/verify.md's recipe (hashlib + rfc8785) arrives at it."""
+    seq, head = recomputed_head(demo_master / ".evalops" / "registry.db")
+    text = (GOLDEN / name).read_text(encoding="utf-8")
+    if name.endswith(".json"):
+        pinned = json.loads(text)["audit_head"]
+        anchors = {(pinned["seq"], pinned["hash"])}
+    else:
+        anchors = {(int(s), h) for s, h in HEAD_TOKEN.findall(text)}
+    assert anchors == {(seq, head)}

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, resolve_reruns
+from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, attempt_allowed, resolve_reruns
 from evalops.domain.stats import TaskTrials, task_block
 from evalops.domain.vocabulary import CANONICAL_PRECEDENCE
 
@@ -137,6 +137,30 @@ def test_the_limit_of_every_earlier_class_bounds_the_chain() -> None:
     assert out.not_permitted == frozenset({"t-2"})
     relaxed = resolve_reruns(chain("t", classes), {**limits, "grader_invalid": 3})
     assert relaxed.effective == ("t-2",)
+
+
+def test_an_earlier_stricter_class_bounds_the_chain_after_a_looser_latest_one() -> None:
+    # The latest class alone would allow attempt 3 (3 <= 3); the first attempt's class does
+    # not (3 <= 2), and every earlier class bounds the chain.
+    limits = {"grader_invalid": 2, "infrastructure_invalid": 3}
+    classes = ["grader_invalid", "infrastructure_invalid", "task_pass"]
+    out = resolve_reruns(chain("t", classes), limits)
+    assert out.effective == ("t-1",)
+    assert out.not_permitted == frozenset({"t-2"})
+    # The same chain with the stricter class last: attempt 3 is refused by it as well.
+    swapped = ["infrastructure_invalid", "grader_invalid", "task_pass"]
+    assert resolve_reruns(chain("t", swapped), limits).effective == ("t-1",)
+
+
+@pytest.mark.parametrize("attempt", [1, 2, 3, 4])
+def test_attempt_allowed_is_at_most_the_limit_of_every_earlier_class(attempt: int) -> None:
+    limits = {"grader_invalid": 2, "infrastructure_invalid": 3}
+    earlier = ["grader_invalid", "infrastructure_invalid"]
+    assert attempt_allowed(attempt, earlier, limits) == (attempt <= 2)
+    assert attempt_allowed(attempt, ["infrastructure_invalid"], limits) == (attempt <= 3)
+    # An unlisted class allows one attempt: no rerun.
+    assert attempt_allowed(attempt, ["task_fail"], limits) == (attempt <= 1)
+    assert attempt_allowed(attempt, [], limits)
 
 
 def test_a_permitted_rerun_that_fails_hard_counts_and_is_not_rerun() -> None:
@@ -285,3 +309,72 @@ def check_accounted_for(trials: list[TrialNode]) -> None:
             on_chains.add(t.trial_id)
     assert on_chains | out.not_permitted == set(by_id)
     assert not on_chains & out.not_permitted
+
+
+LIMIT_CLASSES = ("infrastructure_invalid", "grader_invalid", "missing_required_evidence")
+# Every listed class gets a limit and chains are mostly of listed classes, so that an earlier
+# class stricter than the latest one (the case a latest-class-only rule gets wrong) is common.
+limit_maps = st.fixed_dictionaries({c: st.integers(1, 4) for c in LIMIT_CLASSES})
+invalid_chains = st.lists(st.sampled_from([*LIMIT_CLASSES, "task_pass"]), min_size=1, max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(invalid_chains, limit_maps)
+def test_the_effective_attempt_is_the_longest_prefix_every_earlier_class_allows(
+    classes: list[str], limits: dict[str, int]
+) -> None:
+    """Brute force over one chain: attempt N stands only if N <= limit(c) for every earlier c."""
+    from hypothesis import event
+
+    reach = 1
+    for n in range(2, len(classes) + 1):
+        if any(n > limits.get(c, 1) for c in classes[: n - 1]):
+            break
+        reach = n
+    # Would the latest earlier class alone have let the chain go on?
+    stricter_earlier = reach < len(classes) and reach + 1 <= limits.get(classes[reach - 1], 1)
+    event(f"stopped by an earlier class, not the latest: {stricter_earlier}")
+    out = resolve_reruns(chain("t", classes), limits)
+    assert out.effective == (f"t-{reach - 1}",)
+    assert out.not_permitted == frozenset(f"t-{i}" for i in range(reach, len(classes)))
+
+
+def test_a_rerun_whose_parent_is_not_among_the_trials_never_counts() -> None:
+    # Its parent is not evidence here (another build or revision): the rerun and its own
+    # reruns are stored as not permitted, never an extra original.
+    trials = [
+        node("a", "task_pass"),
+        node("x-r0", "task_pass", "gone"),
+        node("x-r0-r0", "task_pass", "x-r0"),
+    ]
+    out = resolve_reruns(trials, LIMITS)
+    assert out.effective == ("a",)
+    assert out.not_permitted == frozenset({"x-r0", "x-r0-r0"})
+    assert out.first_results == {"a": "task_pass"}
+    assert out.rerun_count == 2
+
+
+def test_of_several_reruns_of_one_trial_the_first_stored_is_the_candidate() -> None:
+    trials = [
+        node("t", "infrastructure_invalid"),
+        node("t-late", "task_fail", "t"),
+        node("t-later", "task_pass", "t"),
+    ]
+    out = resolve_reruns(trials, LIMITS)
+    assert out.effective == ("t-late",)
+    assert out.not_permitted == frozenset({"t-later"})
+    swapped = resolve_reruns([trials[0], trials[2], trials[1]], LIMITS)
+    assert swapped.effective == ("t-later",)
+    assert swapped.not_permitted == frozenset({"t-late"})
+
+
+def test_the_invalid_count_is_of_originals_whose_first_result_was_an_invalid_run() -> None:
+    trials = [
+        *chain("a", ["infrastructure_invalid", "infrastructure_invalid"]),
+        *chain("b", ["grader_invalid"]),
+        *chain("c", ["task_fail", "infrastructure_invalid"]),
+        *chain("d", ["missing_required_evidence"]),
+    ]
+    out = resolve_reruns(trials, LIMITS)
+    assert out.invalid_count == 2  # a and b; a rerun's class and other blocked classes aside
+    assert out.rerun_count == 2

@@ -180,10 +180,13 @@ def test_n_minus_c_below_k_gives_pass_at_k_one() -> None:
 
 @pytest.mark.parametrize(("n", "c", "k"), [(5, 6, 3), (5, -1, 3), (5, 2, 0), (5, 2, 6), (0, 0, 1)])
 def test_out_of_range_is_refused(n: int, c: int, k: int) -> None:
-    with pytest.raises(ValueError):
+    said = f"need 0 <= c <= n and 1 <= k <= n, got n={n}, c={c}, k={k}"
+    with pytest.raises(ValueError) as raised:
         pass_at_k(n, c, k)
-    with pytest.raises(ValueError):
+    assert str(raised.value) == said
+    with pytest.raises(ValueError) as raised:
         pass_hat_k(n, c, k)
+    assert str(raised.value) == said
 
 
 @settings(max_examples=200, deadline=None)
@@ -311,3 +314,14 @@ def test_score_stderr_property(per_task_scores: list[list[float]]) -> None:
     expected = sample_sd / math.sqrt(len(means))
     got = trial_stats(tasks)["scoreStderr"]
     assert abs(got - expected) <= 1e-9 * max(1.0, expected)
+
+
+def test_the_task_count_is_of_tasks_with_trials() -> None:
+    tasks = [
+        trials("a", 2, [True, False], [1.0, 0.0]),
+        trials("b", 2, [], []),
+        trials("c", 2, [True, True], [1.0, 1.0]),
+    ]
+    out = trial_stats(tasks)
+    assert out["taskCount"] == 2
+    assert trial_stats([])["taskCount"] == 0

@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import re
+import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -161,10 +162,21 @@ def test_grant_output_list_and_audit(ws: Path, cli: Cli) -> None:
     verify_ok(cli, ws)
 
 
+def _rows_by_table(ws: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Every row of every table, read with SQL (not through evalops)."""
+    con = sqlite3.connect(ws / ".evalops" / "registry.db")
+    try:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        return {t: con.execute(f'SELECT * FROM "{t}" ORDER BY rowid').fetchall() for t in tables}
+    finally:
+        con.close()
+
+
 def _assert_refused(cli: Cli, ws: Path, args: list[str], rules: set[str]) -> list[str]:
     """Exit 5 naming the rules; nothing granted; the refusal is audited."""
     before_waivers = waivers_listed(cli, ws)
     before_events = audit_kinds(ws)
+    before_rows = _rows_by_table(ws)
 
     result = cli(*args, "--json", cwd=ws)
 
@@ -184,6 +196,14 @@ def _assert_refused(cli: Cli, ws: Path, args: list[str], rules: set[str]) -> lis
     assert [k for k, _ in new] == ["waiver.refused", "waiver.refused"]
     for rule in rules:
         assert rule in new[0][1]
+    # In the database: the two refusal events appended after the untouched chain, and not
+    # one other row added, changed or removed in any table.
+    after_rows = _rows_by_table(ws)
+    events_before = before_rows.pop("audit_event")
+    events_after = after_rows.pop("audit_event")
+    assert events_after[: len(events_before)] == events_before
+    assert len(events_after) == len(events_before) + 2
+    assert after_rows == before_rows
     return named
 
 
@@ -246,9 +266,33 @@ def test_refusals_keep_the_audit_chain_verifiable(refusals_ws: Path, cli: Cli) -
     verify_ok(cli, refusals_ws)
 
 
-def test_a_waiver_just_within_max_duration_is_granted(ws: Path, cli: Cli) -> None:
-    data = grant(cli, ws, expires=in_days(29.9))
-    assert data["waiver_id"]
+def test_max_duration_is_exact_to_the_second(
+    ws: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """max_duration_days 30: expiring exactly 30 days after the grant is within it (and stored
+    as given); one second more is refused, storing no waiver."""
+    # A pinned clock (a day ahead, so it never precedes an event already in the chain).
+    granted_at = (datetime.now(UTC) + timedelta(days=1)).replace(microsecond=0)
+    monkeypatch.setenv("EVALOPS_NOW", utc(granted_at))
+    limit = granted_at + timedelta(days=30)
+
+    beyond = _assert_refused(
+        cli, ws, grant_args(expires=utc(limit + timedelta(seconds=1))), {"expires_at_too_far"}
+    )
+    assert beyond == ["expires_at_too_far"]
+
+    data = grant(cli, ws, expires=utc(limit))
+    times = _times(cli, ws, data["waiver_id"])
+    assert times["granted_at"] == granted_at
+    assert times["expires_at"] == limit
+    con = sqlite3.connect(ws / ".evalops" / "registry.db")
+    try:
+        [(stored,)] = con.execute(
+            "SELECT expires_at FROM waiver WHERE waiver_id = ?", (data["waiver_id"],)
+        ).fetchall()
+    finally:
+        con.close()
+    assert datetime.fromisoformat(stored).replace(tzinfo=UTC) == limit
 
 
 def test_a_waiver_for_a_task_outside_the_suite_is_an_input_error(ws: Path, cli: Cli) -> None:
@@ -712,3 +756,92 @@ def test_pure_a_revoked_waiver_stops_applying_from_its_revocation_time(
     assert (result["waivers"]["applied"] == ["WVR-1"]) is applies
     if not applies:
         assert any("WVR-1" in ids for k, ids in result["waivers"].items() if k != "refused")
+
+
+def _refusals(request: WaiverRequest, **kwargs: Any) -> list[tuple[str, str]]:
+    kwargs.setdefault("risk", "noncritical_regression")
+    kwargs.setdefault("protects", [])
+    kwargs.setdefault("policy", POLICY)
+    kwargs.setdefault("now", NOW)
+    return [(r.rule, r.message) for r in grant_refusals(request, **kwargs)]
+
+
+def test_each_refusal_says_what_was_wrong_with_what_was_asked() -> None:
+    """What the user reads: the rule and a message naming the value at fault."""
+    assert _refusals(GOOD, risk="critical", protects=["secrets", "permissions"]) == [
+        ("critical_task", "task t1 is critical"),
+        ("protected_task", "task t1 protects secrets, permissions"),
+    ]
+    assert _refusals(replace(GOOD, states=())) == [("states", "no states listed")]
+    assert _refusals(replace(GOOD, states=("task_pass", "nope", "grader_invalid"))) == [
+        ("unknown_state", "'task_pass' is not a failing class"),
+        ("unknown_state", "'nope' is not a failing class"),
+        ("forbidden_state", "grader_invalid is in waivers.forbidden_states"),
+    ]
+    assert _refusals(replace(GOOD, owner=None, reason=" ", build="")) == [
+        ("owner", "owner is missing"),
+        ("reason", "reason is missing"),
+        ("build_scope", "build is missing (a waiver covers one build)"),
+    ]
+    assert _refusals(replace(GOOD, expires=None)) == [("expires_at", "expires_at is missing")]
+    assert _refusals(replace(GOOD, expires="2026-11-01T00:00:00+01:00")) == [
+        ("expires_at_past", "expires_at 2026-10-31T23:00:00.000000Z is not in the future")
+    ]
+    assert _refusals(replace(GOOD, expires="2027-01-01T00:00:00Z")) == [
+        (
+            "expires_at_too_far",
+            "expires_at 2027-01-01T00:00:00.000000Z is more than max_duration_days (30) away",
+        )
+    ]
+    [(rule, message)] = _refusals(replace(GOOD, expires="2026-12-15T00:00:00"))
+    assert rule == "expires_at_naive" and "offset" in message
+    [(rule, _)] = _refusals(replace(GOOD, expires="next tuesday"))
+    assert rule == "expires_at"
+
+
+def test_a_layer_the_policy_does_not_allow_is_refused_naming_the_allowed_ones() -> None:
+    doc = json.loads(json.dumps(POLICY_DOC))
+    doc["waivers"]["allowed_layers"] = ["quality_signal"]
+    narrow = GatePolicy.model_validate(doc)
+    assert _refusals(GOOD, policy=narrow) == [
+        (
+            "layer_not_allowed",
+            "risk noncritical_regression is not in waivers.allowed_layers ['quality_signal']",
+        )
+    ]
+    assert _refusals(GOOD, policy=narrow, risk="quality_signal") == []
+    # A critical task is refused as critical, not a second time for its layer.
+    assert [r for r, _ in _refusals(GOOD, policy=narrow, risk="critical")] == ["critical_task"]
+
+
+def test_a_waiver_fact_round_trips_through_plain_json() -> None:
+    fact = WaiverFact("WVR-1", "t1", SUITE, BUILD, ("task_fail", "agent_error"),
+                      "2026-12-01T00:00:00.000000Z", "2026-12-15T00:00:00.000000Z",
+                      "2026-12-05T00:00:00.000000Z")  # fmt: skip
+    assert fact.as_dict() == {
+        "waiver_id": "WVR-1",
+        "task_id": "t1",
+        "suite_id": SUITE,
+        "build": BUILD,
+        "states": ["task_fail", "agent_error"],
+        "granted_at": "2026-12-01T00:00:00.000000Z",
+        "expires_at": "2026-12-15T00:00:00.000000Z",
+        "revoked_at": "2026-12-05T00:00:00.000000Z",
+    }
+    assert WaiverFact.from_dict(json.loads(json.dumps(fact.as_dict()))) == fact
+    unrevoked = replace(fact, revoked_at=None)
+    assert WaiverFact.from_dict({k: v for k, v in unrevoked.as_dict().items()
+                                 if k != "revoked_at"}) == unrevoked  # fmt: skip
+
+
+def test_validity_names_each_state_of_a_waiver_in_time() -> None:
+    fact = WaiverFact("WVR-1", "t1", SUITE, BUILD, ("task_fail",),
+                      "2026-12-01T00:00:00.000000Z", "2026-12-15T00:00:00.000000Z",
+                      "2026-12-10T00:00:00.000000Z")  # fmt: skip
+    at = datetime.fromisoformat
+    assert validity_at(fact, at("2026-11-30T23:59:59.999999+00:00")) == "not_yet_valid"
+    assert validity_at(fact, at("2026-12-01T00:00:00+00:00")) == "valid"
+    assert validity_at(fact, at("2026-12-10T00:00:00+00:00")) == "revoked"
+    unrevoked = replace(fact, revoked_at=None)
+    assert validity_at(unrevoked, at("2026-12-14T23:59:59.999999+00:00")) == "valid"
+    assert validity_at(unrevoked, at("2026-12-15T00:00:00+00:00")) == "expired"

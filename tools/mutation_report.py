@@ -1,0 +1,193 @@
+"""Mutation testing of the domain rules: `make mutate` (mutmut 3, configured in pyproject.toml).
+
+    python tools/mutation_report.py run [MODULE ...]   # mutmut on these rule modules, then report
+    python tools/mutation_report.py report             # tests/MUTATION.md from the last results
+
+MODULE is a name under evalops/domain/ (`reruns`, `audit_chain`...); without one, every rule
+module in `[tool.mutmut] only_mutate` runs (slow: hours on two cores). Results accumulate in
+`mutants/` (git-ignored), so modules can be run one at a time and the report covers all of
+them. Every surviving mutant must be killed by a test or explained in
+tests/mutation_equivalents.toml (mutant name -> why no test can tell it from the original);
+the report lists the rest as unexplained and the command exits 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MUTANTS = ROOT / "mutants"
+REPORT = ROOT / "tests" / "MUTATION.md"
+EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.toml"
+TARGET = 0.90
+PACKAGE = "evalops.domain."
+
+# What counts as caught, of mutmut's statuses (mutmut.stats.status_by_exit_code).
+CAUGHT = {"killed", "caught by type check", "segfault"}
+SURVIVED = {"survived", "no tests", "suspicious"}
+
+
+@dataclass
+class ModuleResult:
+    name: str
+    total: int = 0
+    killed: int = 0
+    timeout: int = 0
+    survived: list[str] = field(default_factory=list)
+    not_checked: int = 0
+
+    @property
+    def tested(self) -> int:
+        return self.total - self.not_checked
+
+    @property
+    def score(self) -> float | None:
+        """Killed (a timeout counts as killed) over tested, equivalent mutants excluded."""
+        return (self.killed + self.timeout) / self.tested if self.tested else None
+
+
+def rule_modules() -> list[str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    paths: list[str] = config["tool"]["mutmut"]["only_mutate"]
+    return [Path(p).stem for p in paths]
+
+
+def run(modules: list[str]) -> int:
+    unknown = sorted(set(modules) - set(rule_modules()))
+    if unknown:
+        print(f"not a rule module of [tool.mutmut] only_mutate: {', '.join(unknown)}")
+        return 2
+    env = dict(os.environ)
+    # A private pytest temp root: other pytest runs on the machine prune the shared one.
+    env["PYTEST_DEBUG_TEMPROOT"] = tempfile.mkdtemp(prefix="evalops-mutmut-")
+    env.pop("PYTHONPATH", None)  # mutmut puts mutants/ first itself
+    mutmut = Path(sys.executable).parent / "mutmut"
+    for module in modules:
+        print(f"mutmut: {PACKAGE}{module}", flush=True)
+        done = subprocess.run(
+            [str(mutmut), "run", "--max-children", str(os.cpu_count() or 1),
+             f"{PACKAGE}{module}.*"],
+            cwd=ROOT, env=env, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            print(f"mutmut run for {module} exited {done.returncode}")
+            return done.returncode
+    return report()
+
+
+def results() -> dict[str, ModuleResult]:
+    """Every module's results so far, from mutmut's per-file `.meta` files."""
+    from mutmut.stats import status_by_exit_code
+
+    out: dict[str, ModuleResult] = {}
+    for module in rule_modules():
+        meta = MUTANTS / "evalops" / "domain" / f"{module}.py.meta"
+        if not meta.exists():
+            continue
+        codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
+        result = ModuleResult(module, total=len(codes))
+        for name, code in sorted(codes.items(), key=lambda kv: _natural(kv[0])):
+            status = status_by_exit_code[code]
+            if status in CAUGHT:
+                result.killed += 1
+            elif status == "timeout":
+                result.timeout += 1
+            elif status in SURVIVED:
+                result.survived.append(name)
+            else:  # not checked, skipped, interrupted
+                result.not_checked += 1
+        out[module] = result
+    return out
+
+
+def _natural(name: str) -> tuple[str, int]:
+    stem, _, number = name.rpartition("_")
+    return stem, int(number) if number.isdigit() else 0
+
+
+def _diff(name: str) -> str:
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "mutmut"), "show", name],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    lines = [
+        line
+        for line in done.stdout.splitlines()
+        if line.startswith(("-", "+")) and not line.startswith(("---", "+++"))
+    ]
+    return "\n".join(lines) or done.stdout.strip()
+
+
+def report() -> int:
+    equivalents: dict[str, str] = (
+        tomllib.loads(EQUIVALENTS.read_text(encoding="utf-8")) if EQUIVALENTS.exists() else {}
+    )
+    found = results()
+    lines = [
+        "# Mutation testing of the domain rules",
+        "",
+        "Written by `make mutate` (`python tools/mutation_report.py run [MODULE ...]`; mutmut 3,",
+        "configured in `pyproject.toml` `[tool.mutmut]`); do not edit by hand. `make mutate",
+        'MODULES="reruns waivers"` runs some modules; results accumulate in `mutants/`',
+        "(git-ignored) and `python tools/mutation_report.py report` rewrites this file from them.",
+        "It is not part of `make test`.",
+        "",
+        "A mutant is one small change to a rule module of `evalops/domain/`; for each, mutmut runs",
+        "the tests of the fast selection (the pure tests of the files listed in `[tool.mutmut]`;",
+        "`tests/mutation_fast.py` leaves out CLI and workspace tests) that reach the changed",
+        "function, and the mutant is killed when one fails. Score: killed (timeouts included) over",
+        "tested; the last column leaves out the survivors explained as equivalent in",
+        "`tests/mutation_equivalents.toml`. Target: at least 90% per module, every survivor",
+        "killed by a test or explained there.",
+        "",
+        "| module | mutants | tested | killed | timeout | survived | equivalent | score"
+        " | score without equivalents |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    unexplained: list[str] = []
+    for module in rule_modules():
+        r = found.get(module)
+        if r is None or r.tested == 0:
+            lines.append(f"| {module} | not run yet | | | | | | | |")
+            continue
+        eq = sum(1 for s in r.survived if s in equivalents)
+        score = f"{r.score:.1%}" if r.score is not None else "-"
+        caught = (r.killed + r.timeout) / (r.tested - eq) if r.tested > eq else 1.0
+        partial = f" ({r.not_checked} not run yet)" if r.not_checked else ""
+        lines.append(
+            f"| {module} | {r.total}{partial} | {r.tested} | {r.killed} | {r.timeout} | "
+            f"{len(r.survived)} | {eq} | {score} | {caught:.1%} |"
+        )
+        unexplained += [s for s in r.survived if s not in equivalents]
+    lines += ["", "## Surviving mutants", ""]
+    survivors = [s for r in found.values() for s in r.survived]
+    if not survivors:
+        lines.append("None.")
+    for name in survivors:
+        why = equivalents.get(name, "UNEXPLAINED: write a test that kills it, or explain it")
+        lines += [f"### `{name}`", "", "```diff", _diff(name), "```", "", why, ""]
+    REPORT.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    print(f"wrote {REPORT.relative_to(ROOT)}")
+    for name in unexplained:
+        print(f"unexplained surviving mutant: {name}")
+    return 1 if unexplained else 0
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["run"]:
+        return run(argv[1:] or rule_modules())
+    if argv == ["report"]:
+        return report()
+    print(__doc__)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
