@@ -9,7 +9,7 @@ baseline and does not pass in the candidate, `improved` for the reverse, else `u
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,3 +107,25 @@ def alpha_note(method: str, alpha: float, pairs: int) -> str | None:
         f"with {tasks} {_METHOD_NAMES[method]} smallest p-value is {floor:.4g} "
         f"{relation} alpha {alpha:g}"
     )
+
+
+def sides_from_inputs(
+    inputs: Mapping[str, Any], tasks: Iterable[Mapping[str, Any]]
+) -> dict[str, TaskSide]:
+    """Each task with effective trials in `tasks` (a decision's stored task inputs, or its
+    baseline's), summarized by the evaluator that made the decision, under its policy: the
+    same pass the paired verdict used."""
+    from evalops.domain.gate import EVALUATOR, summarize_task
+    from evalops.domain.legacy.gate_v1 import summarize_task as summarize_task_v1
+    from evalops.domain.specs import GatePolicy
+
+    summarize = summarize_task if inputs.get("evaluator", 1) == EVALUATOR else summarize_task_v1
+    policy = GatePolicy.model_validate(inputs["policy"])
+    out: dict[str, TaskSide] = {}
+    for task in tasks:
+        if not task["trials"]:
+            continue
+        s = summarize(task, policy)
+        if s.n:
+            out[task["task_id"]] = TaskSide(s.n, s.passed_count, s.block["passHatK"], s.passed)
+    return out
