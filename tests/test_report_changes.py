@@ -161,3 +161,67 @@ def test_hostile_task_ids_in_the_changes_are_escaped(gate1: dict[str, Any], payl
     fragment = parse_fragment(markdown_html(bad))
     assert_no_active_content(fragment)
     assert not fragment.findall(".//a")
+
+
+def flip_lines(text: str) -> list[tuple[str, str]]:
+    """(flip, task id) of each per-task line a command printed."""
+    out = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) > 1 and words[0] in ("regressed", "improved", "new", "missing"):
+            out.append((words[0], words[1].rstrip(":")))
+    return out
+
+
+def test_compare_prints_the_flips_regressed_first(demo: Path, cli: Cli) -> None:
+    args = ("compare", "--baseline", "build-123", "--candidate", "build-124")
+    args += ("--suite", "regression/core")
+    data = json.loads(cli("--json", *args, cwd=demo).stdout)
+    text = cli(*args, cwd=demo).stdout
+    lines = flip_lines(text)
+    flips = [f for f, _ in lines]
+    # The regressed and improved lines are the discordant pairs, regressed first.
+    assert flips.count("regressed") == data["discordant"]["baselineOnlyPassed"] > 0
+    assert flips.count("improved") == data["discordant"]["candidateOnlyPassed"]
+    assert flips == sorted(flips, key=lambda f: f != "regressed")
+    unchanged = data["pairedTaskCount"] - len(lines)
+    assert f"{unchanged} task{'s' if unchanged != 1 else ''} unchanged" in text
+    assert "McNemar's smallest p-value is 0.25 > alpha 0.05" in text
+    assert [r["task_id"] for r in data["changes"]["tasks"] if r["flip"] != "unchanged"] == [
+        t for _, t in lines
+    ]
+
+
+def test_gate_check_prints_the_flips_after_the_decision(demo: Path, cli: Cli) -> None:
+    # A new decision on build-125 without a baseline: compared with the suite's previous
+    # decision on another build (GATE-1 on build-124), whose stored tasks it reads.
+    out = cli("gate", "check", "--build", "build-125", "--suite", "regression/core", cwd=demo)
+    assert out.code in (0, 3), out.stderr
+    text = out.stdout
+    assert "changes since build-124 (the suite's previous decision GATE-1):" in text
+    previous = {
+        t["task_id"]: t for t in decision(cli, demo, "GATE-1")["decision_document"]["tasks"]
+    }
+    current = json.loads(
+        cli(
+            "--json",
+            "gate",
+            "check",
+            "--build",
+            "build-125",
+            "--suite",
+            "regression/core",
+            "--dry-run",
+            cwd=demo,
+        ).stdout
+    )
+    expected = sorted(
+        (
+            (expected_flip(previous.get(t), c), t)
+            for t, c in {t["task_id"]: t for t in current["tasks"]}.items()
+        ),
+        key=lambda ft: (ft[0] != "regressed", ft[1]),
+    )
+    assert flip_lines(text) == [ft for ft in expected if ft[0] != "unchanged"]
+    # After the decision: its verdict line comes first.
+    assert text.splitlines()[0].startswith(("PASS:", "HOLD:"))

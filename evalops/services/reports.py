@@ -604,6 +604,25 @@ def previous_decision(
     return {"gate_id": row.gate_id, "build": row.build, "inputs": json.loads(row.inputs)}
 
 
+def decision_changes(
+    engine: Engine,
+    *,
+    gate_id: str | None = None,
+    unstored: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The changes since the baseline of a stored decision (`gate_id`) or of a dry run's
+    (result, inputs), as the audit report shows them: for the terminal."""
+    with read_session(engine) as session:
+        if unstored is not None:
+            result, inputs = unstored
+            previous = previous_decision(session, inputs, before=None, build=inputs["build"])
+        else:
+            row = _decision_row(session, str(gate_id))
+            result, inputs = json.loads(row.result), json.loads(row.inputs)
+            previous = previous_decision(session, inputs, before=row.number, build=row.build)
+    return changes_since_baseline(result, inputs, previous)
+
+
 # --- assembly (pure) ---------------------------------------------------------------------
 
 
