@@ -171,7 +171,7 @@ def list_(
         echo_lines(
             [
                 f"{r['calibration_id']} {r['grader_id']}@{r['grader_version']} "
-                f"{r['recorded_at']} {r['recorded_by']}"
+                f"{r['state']} {r['recorded_at']} {r['recorded_by']}"
                 for r in page.rows
             ]
         ),
