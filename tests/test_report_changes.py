@@ -225,3 +225,21 @@ def test_gate_check_prints_the_flips_after_the_decision(demo: Path, cli: Cli) ->
     assert flip_lines(text) == [ft for ft in expected if ft[0] != "unchanged"]
     # After the decision: its verdict line comes first.
     assert text.splitlines()[0].startswith(("PASS:", "HOLD:"))
+    # A dry run (nothing stored) compares with the same previous decision.
+    dry = cli(
+        "gate", "check", "--build", "build-125", "--suite", "regression/core", "--dry-run",
+        cwd=demo,
+    ).stdout  # fmt: skip
+    assert flip_lines(dry) == flip_lines(text)
+    assert "changes since build-124 (the suite's previous decision GATE-1):" in dry
+
+
+def test_changes_read_the_stored_inputs_not_todays_trial_rows(demo: Path, cli: Cli) -> None:
+    # Someone rewrites every trial row after the decisions: what each decision compared
+    # (its baseline's trials, the previous decision's) was stored with it and stays.
+    import sqlite3
+
+    before = {g: decision(cli, demo, g)["changes"] for g in ("GATE-1", "GATE-3")}
+    with sqlite3.connect(demo / ".evalops" / "registry.db") as db:
+        assert db.execute("UPDATE trial SET classification = 'task_fail'").rowcount > 0
+    assert {g: decision(cli, demo, g)["changes"] for g in ("GATE-1", "GATE-3")} == before
