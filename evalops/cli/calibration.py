@@ -189,7 +189,8 @@ def list_(
         echo_lines(
             [
                 f"{r['calibration_id']} {r['grader_id']}@{r['grader_version']} "
-                f"{r['recorded_at']} {r['recorded_by']} ({describe_signers(r['signers'])})"
+                f"{r['state']} {r['recorded_at']} {r['recorded_by']} "
+                f"({describe_signers(r['signers'])})"
                 for r in page.rows
             ]
         ),

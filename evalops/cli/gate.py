@@ -98,6 +98,39 @@ def _regression_line(r: dict[str, Any], alpha: bool = False) -> str:
     return line
 
 
+def _side(side: dict[str, Any] | None) -> str:
+    if side is None:
+        return "no trials"
+    return f"{side['passedCount']}/{side['n']} pass^k {number(side['passHatK'])}"
+
+
+def change_lines(changes: dict[str, Any], *, against: bool = True) -> list[str]:
+    """The per-task flips, regressed first, one line per task that changed, then how many
+    did not (the order is the report's)."""
+    if not changes.get("baseline_build") and against:
+        return []
+    lines = []
+    if against:
+        where = (
+            f"the suite's previous decision {changes['baseline_gate_id']}"
+            if changes.get("source") == "previous_decision"
+            else "the baseline"
+        )
+        lines.append(f"  changes since {changes['baseline_build']} ({where}):")
+    moved = [t for t in changes["tasks"] if t["flip"] != "unchanged"]
+    for t in moved[:TASK_ROWS]:
+        lines.append(
+            f"    {t['flip']:<9} {t['task_id']}: {_side(t['baseline'])} -> {_side(t['candidate'])}"
+        )
+    if len(moved) > TASK_ROWS:
+        lines.append(f"    ... and {len(moved) - TASK_ROWS:,} more that changed (see --json)")
+    unchanged = changes["counts"]["unchanged"]
+    lines.append(f"    {plural(unchanged, 'task')} unchanged")
+    if changes.get("alpha_note"):
+        lines.append(f"  note: {changes['alpha_note']}")
+    return lines
+
+
 TASK_ROWS = 100
 """Rows of the terminal's task table beyond which it turns compact (a 10,000-task suite
 would print for longer than anyone reads it)."""
@@ -123,7 +156,7 @@ def _states(tasks: list[dict[str, Any]], shown: list[dict[str, Any]]) -> list[st
     return [f"{n:,} {state}" for state, n in sorted(counts.items())]
 
 
-def _render_decision(data: dict[str, Any]) -> None:
+def _render_decision(data: dict[str, Any], changes: dict[str, Any] | None = None) -> None:
     decision = data["decision"].upper()
     say(f"{decision}: {data['build']} on {data['suite']} ({data['gate_id']})")
     if data.get("policy"):
@@ -164,6 +197,8 @@ def _render_decision(data: dict[str, Any]) -> None:
         r = data["regression"]
         baseline = r.get("baseline") or "-"
         say(f"  regression vs {baseline}: {_regression_line(r)}")
+    for line in change_lines(changes or {}):
+        say(line)
     say(f"  evaluated at {data['evaluated_at']}; suite_digest {data['suite_digest']}")
     from evalops.domain.next_steps import next_steps
 
@@ -262,7 +297,16 @@ def gate_check(
         else:
             data = check(engine, actor=state.who(), **options)
             _write_artifacts(engine, data["gate_id"], junit, report)
-    emit(ctx, data, lambda: _render_decision(data))
+        changes = None
+        if not state.json:
+            from evalops.services.reports import decision_changes
+
+            changes = decision_changes(
+                engine,
+                gate_id=data["gate_id"],
+                unstored=(data, inputs) if dry_run else None,
+            )
+    emit(ctx, data, lambda: _render_decision(data, changes))
     raise typer.Exit(EXIT_BY_DECISION[data["decision"]])
 
 
@@ -592,7 +636,10 @@ def compare(
         ctx,
         data,
         echo_lines(
-            [f"{candidate} vs {baseline} on {suite}: " + _regression_line(data, alpha=True)]
+            [
+                f"{candidate} vs {baseline} on {suite}: " + _regression_line(data, alpha=True),
+                *change_lines(data["changes"], against=False),
+            ]
         ),
     )
 

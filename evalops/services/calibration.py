@@ -405,6 +405,8 @@ def status(engine: Engine) -> list[dict[str, Any]]:
 
 
 def list_calibrations(engine: Engine) -> list[dict[str, Any]]:
+    """Every calibration record, oldest first, with its state now: the validity the gate
+    gives its config (valid, failing...) when it is that config's newest, else stale."""
     with read_session(engine) as session:
         rows = session.exec(select(Calibration).order_by(col(Calibration.id))).all()
         return [
@@ -413,6 +415,7 @@ def list_calibrations(engine: Engine) -> list[dict[str, Any]]:
                 "grader_id": r.grader_id,
                 "grader_version": r.grader_version,
                 "grader_config_digest": r.grader_config_digest,
+                "state": _validity_of(session, r).state,
                 "label_set_digest": r.label_set_digest,
                 "recorded_at": format_timestamp(r.at),
                 "recorded_by": r.actor,

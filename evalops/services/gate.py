@@ -407,4 +407,12 @@ def compare(
     result = evaluate(inputs)
     regression = result["regression"]
     assert regression is not None
-    return {**regression, "candidate": candidate, "suite": suite_id}
+    from evalops.services.reports import changes_since_baseline
+
+    changes = changes_since_baseline(result, inputs, None)
+    return {
+        **regression,
+        "candidate": candidate,
+        "suite": suite_id,
+        "changes": {k: changes[k] for k in ("tasks", "counts", "alpha_note")},
+    }

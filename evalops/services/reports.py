@@ -23,6 +23,7 @@ from sqlmodel import Session, col, select
 from evalops import __version__
 from evalops.domain import digests
 from evalops.domain.canonical import digest, plain_number
+from evalops.domain.changes import alpha_note, flip_counts, sides_from_inputs, task_changes
 from evalops.domain.classify import Classification, shown_score
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
@@ -53,6 +54,7 @@ EFFECT_ORDER = {"block": 0, "hold": 1, "waived": 2, "pass": 3}
 EFFICIENCY_KEYS = ("toolCallCount", "modelCallCount", "inputTokens", "outputTokens")
 HISTORY_LIMIT = 50
 _CHUNK = 500
+PAIRED_KEYS = ("verdict", "method", "alpha", "pairedTaskCount", "pValue", "discordant", "signs")
 
 
 def anchor(event: AuditEvent | None) -> dict[str, Any] | None:
@@ -97,6 +99,9 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> di
     )
     resolved["authority"] = _authority_facts(session, result, row.audit_seq)
     resolved["history"] = decision_history(session, row.suite_id, up_to=row.number)
+    resolved["previous_decision"] = previous_decision(
+        session, inputs, before=row.number, build=row.build
+    )
     return assemble(
         result=result,
         inputs=inputs,
@@ -125,6 +130,9 @@ def unstored_document(
             cutoff=decision_cutoff(inputs, None),
         )
         resolved["history"] = decision_history(session, inputs["suite"]["id"])
+        resolved["previous_decision"] = previous_decision(
+            session, inputs, before=None, build=inputs["build"]
+        )
         return assemble(
             result=result,
             inputs=inputs,
@@ -635,6 +643,44 @@ def decision_history(
     return out
 
 
+def previous_decision(
+    session: Session, inputs: Mapping[str, Any], *, before: int | None, build: str
+) -> dict[str, Any] | None:
+    """When the decision compared no baseline build: the suite's latest stored decision
+    before it (`before` is its number; None for a dry run) on another build, with its stored
+    inputs, so the report can still say what changed since then."""
+    if (inputs.get("baseline") or {}).get("build"):
+        return None
+    stmt = select(GateDecision).where(
+        GateDecision.suite_id == inputs["suite"]["id"], GateDecision.build != build
+    )
+    if before is not None:
+        stmt = stmt.where(GateDecision.number < before)
+    row = session.exec(stmt.order_by(col(GateDecision.number).desc()).limit(1)).first()
+    if row is None:
+        return None
+    return {"gate_id": row.gate_id, "build": row.build, "inputs": json.loads(row.inputs)}
+
+
+def decision_changes(
+    engine: Engine,
+    *,
+    gate_id: str | None = None,
+    unstored: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The changes since the baseline of a stored decision (`gate_id`) or of a dry run's
+    (result, inputs), as the audit report shows them: for the terminal."""
+    with read_session(engine) as session:
+        if unstored is not None:
+            result, inputs = unstored
+            previous = previous_decision(session, inputs, before=None, build=inputs["build"])
+        else:
+            row = _decision_row(session, str(gate_id))
+            result, inputs = json.loads(row.result), json.loads(row.inputs)
+            previous = previous_decision(session, inputs, before=row.number, build=row.build)
+    return changes_since_baseline(result, inputs, previous)
+
+
 # --- assembly (pure) ---------------------------------------------------------------------
 
 
@@ -660,6 +706,42 @@ def _effect_key(task: Mapping[str, Any]) -> str:
 
 def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
+
+
+def changes_since_baseline(
+    result: Mapping[str, Any],
+    inputs: Mapping[str, Any],
+    previous: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """Per-task flips against the decision's baseline build, or else against the suite's
+    previous decision on another build (`source` says which), with the paired verdict's
+    discordant counts and, when its method cannot reach alpha with this many pairs, why."""
+    baseline = inputs.get("baseline") or {}
+    paired = None
+    if baseline.get("build"):
+        source, build, gate_id = "baseline", baseline["build"], None
+        base = sides_from_inputs(inputs, baseline.get("tasks", []))
+        paired = result.get("regression")
+    elif previous is not None:
+        source, build, gate_id = "previous_decision", previous["build"], previous["gate_id"]
+        base = sides_from_inputs(previous["inputs"], previous["inputs"].get("tasks", []))
+    else:
+        source, build, gate_id, base = None, None, None, {}
+    rows = task_changes(base, sides_from_inputs(inputs, inputs.get("tasks", []))) if build else []
+    note = None
+    if paired and paired.get("method") is not None:
+        note = alpha_note(
+            str(paired["method"]), float(paired["alpha"]), int(paired.get("pairedTaskCount", 0))
+        )
+    return {
+        "baseline_build": build,
+        "source": source,
+        "baseline_gate_id": gate_id,
+        "tasks": rows,
+        "counts": flip_counts(rows),
+        "paired": ({key: paired[key] for key in PAIRED_KEYS if key in paired} if paired else None),
+        "alpha_note": note,
+    }
 
 
 def assemble(
@@ -816,6 +898,7 @@ def assemble(
         "waivers": waivers,
         "calibration": list(resolved.get("calibration", [])),
         "regression": result.get("regression"),
+        "changes": changes_since_baseline(result, inputs, resolved.get("previous_decision")),
         "efficiency": efficiency,
         "digests": {
             "suite_digest": result.get("suite_digest"),
