@@ -57,7 +57,10 @@ def test_wheel_install_runs_from_another_directory(tmp_path: Path) -> None:
     work = tmp_path / "elsewhere"
     shutil.copytree(EXAMPLE_REGISTRY, work / "registry")
     commit_all(work)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
+    # Neither the checkout (PYTHONPATH) nor a pinned database may leak into the wheel's run.
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_") and k != "PYTHONPATH"
+    }
     env["EVALOPS_ACTOR"] = "installer@example.com"
     evalops = str(venv / "bin" / "evalops")
 
@@ -69,6 +72,7 @@ def test_wheel_install_runs_from_another_directory(tmp_path: Path) -> None:
     where = subprocess.run(
         [str(venv / "bin" / "python"), "-c", "import evalops; print(evalops.__file__)"],
         cwd=work,
+        env=env,
         capture_output=True,
         text=True,
         check=True,
