@@ -1053,6 +1053,9 @@ def test_undefined_overall_agreement_and_missing_blocks_fail_the_calibration() -
         "holdout has 0 items, needs 50",
         "human agreement is undefined (the labels hold a single class): it never meets "
         "min_human_agreement",
+        # The pass class is never exempt: with no holdout it has no support either.
+        "class task_pass (the pass class): no holdout support, so its precision and recall "
+        "are unknown; the model's pass verdicts cannot be believed",
         "the grader could block none of its failing classes "
         "(missing_required_evidence, task_fail) under this calibration",
     )

@@ -404,6 +404,8 @@ def test_a_database_of_evaluator_2_decisions_replays_and_verifies(
     if engine == "postgresql":
         pg_url: str = request.getfixturevalue("pg_url")
         assert cli("--db", pg_url, "init", cwd=tmp_path).code == 0
+        # Rows move between databases of one schema: the old file is upgraded first.
+        assert cli("db", "upgrade", cwd=tmp_path).code == 0
         copy_rows(f"sqlite:///{db_file}", pg_url)
         db = ["--db", pg_url]
     assert cli(*db, "db", "upgrade", cwd=tmp_path).code == 0

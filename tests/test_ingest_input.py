@@ -104,7 +104,9 @@ def test_ingest_human_output_lists_every_rejected_line(synced: Path, cli: Cli) -
 
 def test_ingest_states_the_report_cap(synced: Path, cli: Cli) -> None:
     path = synced / "many.jsonl"
-    path.write_text("{\n" * 1003, encoding="utf-8")
+    # Broken lines, each its own error (a lone "{" on line 1 would be read as one
+    # pretty-printed document instead).
+    path.write_text('{"a"\n' * 1003, encoding="utf-8")
     doc = cli("trials", "ingest", str(path), "--json", cwd=synced).json()
     assert len(doc["rejected"]) == 1000
     assert doc["rejected_total"] == 1003
@@ -327,7 +329,14 @@ def test_verify_prints_its_stages_outside_a_terminal(
     result = cli("verify", "--progress", "plain", cwd=synced)
     assert result.code == 0, result.stderr
     stages = re.findall(r"^verifying: ([a-z ]+) \(\d+s\)$", result.stderr, re.MULTILINE)
-    assert stages == ["audit chain", "definitions", "trials", "rows", "gate decisions"]
+    assert stages == [
+        "audit chain",
+        "definitions",
+        "trials",
+        "rows",
+        "signed acts",
+        "gate decisions",
+    ]
 
 
 @pytest.mark.parametrize("source", ["inspect", "promptfoo"])

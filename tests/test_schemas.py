@@ -19,8 +19,8 @@ def test_committed_schemas_match_a_fresh_export(tmp_path: Path, cli: Cli) -> Non
         == committed
         == [
             "audit-report.schema.json",
-            "eval-summary.schema.json",
             "authority.schema.json",
+            "eval-summary.schema.json",
             "eval-task.schema.json",
             "execution-profile.schema.json",
             "gate-check.schema.json",

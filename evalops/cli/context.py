@@ -54,7 +54,7 @@ class Settings:
 
     def who(self) -> str:
         """The acting user: an identifier, so at most 256 characters on every engine."""
-        from evalops.domain.vocabulary import MAX_IDENTIFIER_CHARS
+        from evalops.domain.limits import MAX_IDENTIFIER_CHARS
         from evalops.errors import InputError
 
         actor = self.actor or resolve_actor()

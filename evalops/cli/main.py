@@ -254,7 +254,7 @@ def oversized_argument(args: list[str]) -> InputError | None:
     """The first argument beyond its limit (an identifier option's value at most 256
     characters, any other argument at most 4,096), before anything is parsed or stored:
     the same refusal on every engine."""
-    from evalops.domain.vocabulary import MAX_FREE_TEXT_CHARS, MAX_IDENTIFIER_CHARS
+    from evalops.domain.limits import MAX_FREE_TEXT_CHARS, MAX_IDENTIFIER_CHARS
 
     previous = ""
     for arg in args:

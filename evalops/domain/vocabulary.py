@@ -9,6 +9,8 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, Field, StringConstraints
 
+from evalops.domain.limits import MAX_FREE_TEXT_CHARS, MAX_IDENTIFIER_CHARS
+
 # Primary classification of a trial, highest precedence first (DESIGN.md section 6.2).
 TrialClass = Literal[
     "hard_constraint_fail",
@@ -86,8 +88,6 @@ Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 Digest = Annotated[str, StringConstraints(pattern=DIGEST_PATTERN)]
 # Limits that hold alike on every engine (a PostgreSQL index cannot hold a 4 KB key, SQLite
 # would): build names and other identifiers at most 256 characters, free text at most 4,096.
-MAX_IDENTIFIER_CHARS = 256
-MAX_FREE_TEXT_CHARS = 4096
 NonEmptyStr = Annotated[str, StringConstraints(min_length=1, max_length=MAX_FREE_TEXT_CHARS)]
 """Free text (a title, a reason, a URI, a message): at most 4,096 characters."""
 Identifier = Annotated[str, StringConstraints(min_length=1, max_length=MAX_IDENTIFIER_CHARS)]

@@ -525,8 +525,11 @@ class _Irregular(Exception):
 
 def _record_float(text: str) -> int | float:
     value = float(text)
-    if value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
-        return int(value)  # JCS writes an integral number without a fraction anyway
+    if value.is_integer():
+        if abs(value) <= MAX_SAFE_INTEGER:
+            return int(value)  # JCS writes an integral number without a fraction anyway
+        # Beyond 2^53 the C encoder would write `9007199254740992.0`, JCS writes no fraction.
+        raise _Irregular
     if math.isfinite(value) and 1e-4 <= abs(value) < 1e16:
         return value
     raise _Irregular  # needs the reference canonicalizer, or is not finite
