@@ -362,3 +362,21 @@ def test_nul_in_every_string_field_of_a_spec_is_exit_2_naming_file_line_and_fiel
         assert error["file"].endswith("mini-task.yaml"), (path, error)
         assert error["line"] == line, (path, error)
         assert error["field"] == path, (path, error)  # the poisoned field, not just any
+
+
+def test_deep_flow_nesting_is_refused_before_parsing_but_quoted_brackets_are_text() -> None:
+    """The pre-check refuses flow collections nested far past the limit without running the
+    recursive composer, and never counts brackets inside quotes or comments."""
+    from evalops.registry.load import FLOW_DEPTH_PRECHECK, _flow_depth_exceeds
+
+    deep = "x: " + "[" * (FLOW_DEPTH_PRECHECK + 1) + "]" * (FLOW_DEPTH_PRECHECK + 1)
+    assert _flow_depth_exceeds(deep, FLOW_DEPTH_PRECHECK)
+    brackets = "[" * (2 * FLOW_DEPTH_PRECHECK)
+    for text in (
+        f'a: "{brackets}"',
+        f"a: '{brackets}'",
+        f"a: 1  # {brackets}",
+        f'a: "\\" {brackets}"',
+        "[" * FLOW_DEPTH_PRECHECK + "]" * FLOW_DEPTH_PRECHECK,
+    ):
+        assert not _flow_depth_exceeds(text, FLOW_DEPTH_PRECHECK), text[:40]

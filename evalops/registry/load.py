@@ -284,8 +284,34 @@ class _Converter:
         return out
 
 
+# Flow collections this deep are refused before the (recursive, pure-Python) composer runs:
+# it would spend seconds descending 10,000 levels only to fail. Far above MAX_DEPTH, so the
+# composer's own check still names the nesting of anything a person writes.
+FLOW_DEPTH_PRECHECK = 1000
+
+
+_QUOTED_OR_COMMENT = re.compile(
+    r'"(?:[^"\\]|\\.)*"|\'(?:[^\']|\'\')*\'|(?:^|(?<=[ \t]))#[^\n]*', re.MULTILINE
+)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+def _flow_depth_exceeds(text: str, limit: int) -> bool:
+    """Whether `[`/`{` nest deeper than `limit` outside quoted scalars and comments."""
+    if text.count("[") + text.count("{") <= limit:
+        return False  # cannot nest that deep: the common case, decided at C speed
+    depth = 0
+    for match in _BRACKET.finditer(_QUOTED_OR_COMMENT.sub("", text)):
+        depth = depth + 1 if match.group() in "[{" else max(depth - 1, 0)
+        if depth > limit:
+            return True
+    return False
+
+
 def parse_yaml(text: str, path: str) -> Document:
     """Parse one YAML document under the core schema."""
+    if _flow_depth_exceeds(text, FLOW_DEPTH_PRECHECK):
+        raise InputError(f"YAML is nested deeper than {MAX_DEPTH} levels", path, 1)
     loader = _Composer(text)
     try:
         try:
