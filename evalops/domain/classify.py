@@ -276,7 +276,7 @@ def _score(
     trajectory: TrajectoryResult | None,
     failed_closed: bool,
 ) -> tuple[float, float, bool]:
-    """Trial score, gating score, and whether the score has a source (DESIGN.md 6.2)."""
+    """Trial score, gating score, and whether the score has a source (docs/classification.md)."""
     contract = task.contract
     if failed_closed:
         return 0.0, 0.0, True
