@@ -22,33 +22,14 @@ from typing import Any
 
 import pytest
 import rfc8785
-from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.conftest import Cli
+from tests.test_exports import keypair
 
 DB = Path(".evalops") / "registry.db"
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
 PREDICATE_TYPE = "urn:evalops:predicate:gate-decision:v1"
-
-
-def keypair(tmp_path: Path, name: str = "release") -> tuple[Path, Path, Ed25519PrivateKey]:
-    key = Ed25519PrivateKey.generate()
-    private = tmp_path / f"{name}.pem"
-    public = tmp_path / f"{name}.pub"
-    private.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    public.write_bytes(
-        key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
-    )
-    return private, public, key
 
 
 def pae(payload: bytes) -> bytes:
