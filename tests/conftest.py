@@ -261,3 +261,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return 1 if _group_of(item) is not None else 2
 
     items.sort(key=weight)  # stable: the order within a group and a module is kept
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def synced_store(request: pytest.FixtureRequest, workspace: Path, cli: Cli) -> Iterator[list[str]]:
+    """`--db` arguments of an initialized, synced store of `workspace` on either engine."""
+    args: list[str] = []
+    if request.param == "postgres":
+        args = ["--db", request.getfixturevalue("pg_url")]
+    assert cli(*args, "init", cwd=workspace).code == 0
+    assert cli(*args, "sync", cwd=workspace).code == 0
+    yield args

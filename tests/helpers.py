@@ -279,3 +279,18 @@ def copy_rows(source: str, target: str) -> None:
     finally:
         src.dispose()
         dst.dispose()
+
+
+def store_state(workspace: Path, db_args: list[str], tables: tuple[str, ...]) -> object:
+    """What must not change when a command is refused: the SQLite file's fingerprint, or on
+    PostgreSQL (`db_args` = `["--db", URL]`) the row counts of `tables`."""
+    import sqlalchemy as sa
+
+    if not db_args:
+        return sqlite_fingerprint(workspace / ".evalops" / "registry.db")
+    engine = sa.create_engine(db_args[1].replace("postgresql://", "postgresql+psycopg://"))
+    try:
+        with engine.connect() as conn:
+            return [conn.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar() for t in tables]
+    finally:
+        engine.dispose()

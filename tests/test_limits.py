@@ -10,18 +10,16 @@ from __future__ import annotations
 import copy
 import gzip
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
 import yaml
 
 from evalops.domain.specs import TrajectoryExpectation
 from evalops.domain.trajectory import ObservedCall, grade
 from tests.conftest import Cli
-from tests.helpers import commit_all, sqlite_fingerprint
+from tests.helpers import commit_all, sqlite_fingerprint, store_state
 from tests.test_hostile_files import MAX_CPU_SECONDS, MAX_RSS_MB, measure
 from tests.trial_factory import mini_case, record
 
@@ -132,29 +130,8 @@ def test_verify_anchors_reads_at_most_one_mib(synced: Path) -> None:
 # --------------------------------------------------- identifiers and free text, both engines
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def engine_args(request: pytest.FixtureRequest, workspace: Path, cli: Cli) -> Iterator[list[str]]:
-    """`--db` arguments of an initialized, synced store of `workspace` on either engine."""
-    args: list[str] = []
-    if request.param == "postgres":
-        args = ["--db", request.getfixturevalue("pg_url")]
-    assert cli(*args, "init", cwd=workspace).code == 0
-    assert cli(*args, "sync", cwd=workspace).code == 0
-    yield args
-
-
 def _state(workspace: Path, args: list[str]) -> object:
-    if not args:
-        return sqlite_fingerprint(workspace / DB)
-    engine = sa.create_engine(args[1])
-    try:
-        with engine.connect() as conn:
-            return [
-                conn.execute(sa.text(f"SELECT count(*) FROM {table}")).scalar()
-                for table in ("audit_event", "execution_profile", "trial", "waiver")
-            ]
-    finally:
-        engine.dispose()
+    return store_state(workspace, args, ("audit_event", "execution_profile", "trial", "waiver"))
 
 
 def _profile_with_build(workspace: Path, build: str) -> None:
@@ -168,33 +145,33 @@ def _profile_with_build(workspace: Path, build: str) -> None:
 
 
 def test_a_4kb_build_name_is_exit_2_naming_the_field_on_both_engines(
-    workspace: Path, cli: Cli, engine_args: list[str]
+    workspace: Path, cli: Cli, synced_store: list[str]
 ) -> None:
     _profile_with_build(workspace, "b" * 4000)
-    before = _state(workspace, engine_args)
+    before = _state(workspace, synced_store)
 
-    refused = cli(*engine_args, "--json", "sync", cwd=workspace)
+    refused = cli(*synced_store, "--json", "sync", cwd=workspace)
 
     assert refused.code == 2, refused.stdout + refused.stderr
     error = refused.json()["error"]
     assert error["file"] == "registry/executions/long-build.yaml"
     assert error["field"] == "system_build" and "256" in error["message"]
-    assert _state(workspace, engine_args) == before
+    assert _state(workspace, synced_store) == before
 
 
 def test_a_256_character_build_name_is_stored_on_both_engines(
-    workspace: Path, cli: Cli, engine_args: list[str]
+    workspace: Path, cli: Cli, synced_store: list[str]
 ) -> None:
     _profile_with_build(workspace, "b" * 256)
-    synced = cli(*engine_args, "--json", "sync", cwd=workspace)
+    synced = cli(*synced_store, "--json", "sync", cwd=workspace)
     assert synced.code == 0, synced.stderr
     assert [e["system_build"] for e in synced.json()["registered"]] == ["b" * 256]
 
 
 def test_long_identifiers_and_free_text_on_the_command_line_are_exit_2(
-    workspace: Path, cli: Cli, engine_args: list[str]
+    workspace: Path, cli: Cli, synced_store: list[str]
 ) -> None:
-    before = _state(workspace, engine_args)
+    before = _state(workspace, synced_store)
     cases = [
         (("gate", "check", "--build", "b" * 257, "--suite", "s"), "--build"),
         (("--actor", "a" * 257, "sync"), "--actor"),
@@ -204,25 +181,25 @@ def test_long_identifiers_and_free_text_on_the_command_line_are_exit_2(
         (("incident", "open", "--title=" + "t" * 4097, "--severity", "low"), "--title"),
     ]  # fmt: skip
     for args, field in cases:
-        result = cli(*engine_args, "--json", *args, cwd=workspace)
+        result = cli(*synced_store, "--json", *args, cwd=workspace)
         assert result.code == 2, (field, result.stdout, result.stderr)
         assert result.json()["error"]["field"] == field
-    assert _state(workspace, engine_args) == before
+    assert _state(workspace, synced_store) == before
 
 
 def test_a_4kb_run_id_in_a_trial_is_exit_2_on_both_engines(
-    workspace: Path, cli: Cli, engine_args: list[str]
+    workspace: Path, cli: Cli, synced_store: list[str]
 ) -> None:
-    before = _state(workspace, engine_args)
+    before = _state(workspace, synced_store)
     trial = record(mini_case(workspace), trial_id="t-1", run_id="r" * 4000)
     (workspace / "long.jsonl").write_text(json.dumps(trial) + "\n", encoding="utf-8")
 
-    result = cli(*engine_args, "--json", "trials", "ingest", "long.jsonl", cwd=workspace)
+    result = cli(*synced_store, "--json", "trials", "ingest", "long.jsonl", cwd=workspace)
 
     assert result.code == 2, result.stdout + result.stderr
     assert result.json()["error"]["field"] == "run_id"
     assert (result.json()["error"]["file"], result.json()["error"]["line"]) == ("long.jsonl", 1)
-    assert _state(workspace, engine_args) == before
+    assert _state(workspace, synced_store) == before
 
 
 # ---------------------------------------------------------------- rejected lines, linear

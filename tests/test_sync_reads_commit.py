@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import copy
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import sqlalchemy as sa
 import yaml
 
 from tests.conftest import Cli
-from tests.helpers import MINI_TASK, commit_all, sqlite_fingerprint, write_yaml
+from tests.helpers import MINI_TASK, commit_all, store_state, write_yaml
 
 TASK = Path("registry/tasks/mini-task.yaml")
 
@@ -75,74 +74,55 @@ TRICKS: dict[str, Callable[[Path], str]] = {
 }
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request: pytest.FixtureRequest, workspace: Path, cli: Cli) -> Iterator[list[str]]:
-    """`--db` arguments of an initialized, synced store of `workspace` on either engine."""
-    args: list[str] = []
-    if request.param == "postgres":
-        args = ["--db", request.getfixturevalue("pg_url")]
-    assert cli(*args, "init", cwd=workspace).code == 0
-    assert cli(*args, "sync", cwd=workspace).code == 0
-    yield args
-
-
 def _state(workspace: Path, args: list[str]) -> object:
-    if not args:
-        return sqlite_fingerprint(workspace / ".evalops/registry.db")
-    engine = sa.create_engine(args[1])
-    try:
-        with engine.connect() as conn:
-            return [
-                conn.execute(sa.text(f"SELECT count(*) FROM {table}")).scalar()
-                for table in ("audit_event", "task_revision", "sync_run")
-            ]
-    finally:
-        engine.dispose()
+    return store_state(workspace, args, ("audit_event", "task_revision", "sync_run"))
 
 
 @pytest.mark.parametrize("trick", list(TRICKS))
 def test_a_file_the_commit_does_not_hold_is_named_and_refused(
-    workspace: Path, cli: Cli, store: list[str], trick: str
+    workspace: Path, cli: Cli, synced_store: list[str], trick: str
 ) -> None:
     name = TRICKS[trick](workspace)
-    before = _state(workspace, store)
+    before = _state(workspace, synced_store)
 
-    refused = cli(*store, "--json", "sync", cwd=workspace)
+    refused = cli(*synced_store, "--json", "sync", cwd=workspace)
 
     assert refused.code == 2, refused.stdout
     error = refused.json()["error"]
     assert error["file"] == name
     assert "--allow-dirty" in error["message"]
-    assert _state(workspace, store) == before
+    assert _state(workspace, synced_store) == before
 
 
-def test_every_such_file_is_listed_at_once(workspace: Path, cli: Cli, store: list[str]) -> None:
+def test_every_such_file_is_listed_at_once(
+    workspace: Path, cli: Cli, synced_store: list[str]
+) -> None:
     names = {TRICKS[t](workspace) for t in ("git-ignored", "untracked", "skip-worktree")}
-    before = _state(workspace, store)
+    before = _state(workspace, synced_store)
 
-    refused = cli(*store, "--json", "sync", cwd=workspace)
+    refused = cli(*synced_store, "--json", "sync", cwd=workspace)
 
     assert refused.code == 2
     listed = {e["file"] for e in refused.json()["error"]["errors"]}
     assert listed == names
-    human = cli(*store, "sync", cwd=workspace)
+    human = cli(*synced_store, "sync", cwd=workspace)
     for name in names:
         assert f"error: {name}: registry has uncommitted changes" in human.stderr
-    assert _state(workspace, store) == before
+    assert _state(workspace, synced_store) == before
 
 
 @pytest.mark.parametrize("trick", ["git-ignored", "skip-worktree", "assume-unchanged"])
 def test_allow_dirty_reads_the_work_tree_and_records_dirty(
-    workspace: Path, cli: Cli, store: list[str], trick: str
+    workspace: Path, cli: Cli, synced_store: list[str], trick: str
 ) -> None:
     TRICKS[trick](workspace)
 
-    allowed = cli(*store, "--json", "sync", "--allow-dirty", cwd=workspace)
+    allowed = cli(*synced_store, "--json", "sync", "--allow-dirty", cwd=workspace)
 
     assert allowed.code == 0, allowed.stderr
     assert allowed.json()["git"]["git_dirty"] is True
     [registered] = allowed.json()["registered"]
-    shown = cli(*store, "--json", "task", "show", registered["id"], cwd=workspace).json()
+    shown = cli(*synced_store, "--json", "task", "show", registered["id"], cwd=workspace).json()
     assert shown["git_dirty"] is True
     expected = yaml.safe_load((workspace / registered["file"]).read_text(encoding="utf-8"))
     assert shown["title"] == expected["meta"]["title"]
