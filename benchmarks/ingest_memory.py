@@ -1,4 +1,4 @@
-"""Ingest streams: peak memory must not grow with the file (DESIGN.md section 12).
+"""Ingest streams: peak memory must not grow with the file (docs/verify.md).
 
     .venv/bin/python -m benchmarks.ingest_memory [--small 2000] [--factor 10]
 

@@ -345,7 +345,7 @@ def p3_p5_p7(big: int, runs: int) -> bool:
 def grown_build(big: int, runs: int) -> bool:
     """Not a target: peak memory when the gated build itself grows 10x (every record of the
     big database is one of the example's three builds). A stored decision holds every trial
-    it read (DESIGN.md section 9), so its size, and what reads it, follows that build."""
+    it read (docs/gate.md), so its size, and what reads it, follows that build."""
     small = big // 10
     peaks: dict[str, dict[int, dict[str, float]]] = {}
     for size in (small, big):

@@ -1,4 +1,4 @@
-"""One error tree for evalops; each error knows its exit code (DESIGN.md section 11)."""
+"""One error tree for evalops; each error knows its exit code (docs/cli.md)."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ class RejectedRecords(InputErrors):
 
     The headline is the first bad record itself (its file, line, field and message, nothing
     appended), so editors and CI annotations jump to it. With `--json` the error document
-    also carries the ingest shape (DESIGN.md section 11): `ingested` (0),
+    also carries the ingest shape (docs/cli.md): `ingested` (0),
     `skipped_identical`, `rejected` (every bad record up to the cap), `rejected_total` and
     `rejected_cap`; people read every record and a count on stderr.
     """

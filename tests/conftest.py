@@ -48,8 +48,8 @@ def _replay_all(databases: set[Path]) -> list[str]:
 def cli(capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest) -> Iterator[Cli]:
     """Run `evalops ARGS...` in-process (optionally in `cwd`); returns code, stdout, stderr.
 
-    Afterwards every gate decision the test stored must replay byte for byte (DESIGN.md
-    section 9), unless the test is marked `tampers` (it damages decisions on purpose).
+    Afterwards every gate decision the test stored must replay byte for byte
+    (docs/gate.md, "Replay"), unless the test is marked `tampers` (it damages decisions on purpose).
     """
     databases: set[Path] = set()
 

@@ -86,7 +86,7 @@ def write_yaml(path: Path, value: Any) -> Path:
     return path
 
 
-# The entry rules of the example suite policy (DESIGN.md sections 5.4 and 7), in order.
+# The entry rules of the example suite policy (docs/formats.md and docs/promotion.md), in order.
 CAPABILITY_REQUIREMENTS = [
     "reproducible_fixture",
     "task_digest",

@@ -1,4 +1,4 @@
-"""The audit chain's hash recipe, recomputed independently of evalops (issue 29, item 2).
+"""The audit chain's hash recipe, recomputed independently of evalops.
 
 docs/verify.md gives the recipe anyone can recompute with `hashlib` and `rfc8785`:
 

@@ -1,5 +1,5 @@
-"""Acceptance tests of calibration and human review at the CLI (DESIGN.md sections 5.3, 6.2,
-8, 9, 10 and 11).
+"""Acceptance tests of calibration and human review at the CLI (docs/promotion.md,
+docs/classification.md, docs/gate.md and docs/cli.md).
 
 The workspace: a critical task with an invariant, judged by a grader set whose outcome
 layer has a BLOCKING model grader (`judge`, produces task_pass / task_fail / abstain) next
@@ -160,7 +160,7 @@ def load_yaml(ws: Path, rel: str) -> Any:
 
 
 def config_digest(entry: dict[str, Any]) -> str:
-    """grader_config_digest (DESIGN.md section 4), recomputed with rfc8785 + hashlib."""
+    """grader_config_digest (docs/digests.md), recomputed with rfc8785 + hashlib."""
     return "sha256:" + hashlib.sha256(rfc8785.dumps(entry)).hexdigest()
 
 
@@ -307,7 +307,7 @@ def verify_ok(cli: Cli, ws: Path) -> None:
 
 
 def assert_record_shape(data: dict[str, Any]) -> None:
-    """The `calibration record --json` / `calibration show --json` shape of DESIGN.md 11."""
+    """The `calibration record --json` / `calibration show --json` shape of docs/cli.md."""
     assert set(data) >= {
         "calibration_id",
         "grader_id",
@@ -438,7 +438,7 @@ def test_zero_predictions_of_a_class_is_null_precision_and_fails(seed: Path, cli
 
 
 def test_one_class_only_has_undefined_agreement_and_fails(seed: Path, cli: Cli) -> None:
-    """DESIGN.md 8: agreement among one class is undefined, never 1, and never meets a
+    """docs/promotion.md: agreement among one class is undefined, never 1, and never meets a
     requirement; with no support for task_fail the judge could block nothing: failing."""
     labels = labels_file(seed, "only-pass", **DEGENERATE["one-class-only"])
     data = record_calibration(cli, seed, JUDGE, labels)
@@ -617,7 +617,7 @@ def assert_gate_holds_grader_invalid(
 def test_config_change_makes_the_new_config_stale_and_leaves_the_pinned_one_valid(
     seed: Path, cli: Cli
 ) -> None:
-    """DESIGN.md 8: a calibration belongs to one grader config; decisions judge the config
+    """docs/promotion.md: a calibration belongs to one grader config; decisions judge the config
     the suite pins. A new prompt, model or rubric makes the config in force `stale` until it
     is calibrated, while the pinned config keeps its own calibration and its gate."""
     ws = seed

@@ -1,4 +1,4 @@
-"""Calibration metrics and validity (DESIGN.md sections 5.3 and 8): pure, no database.
+"""Calibration metrics and validity (docs/formats.md and docs/promotion.md): pure, no database.
 
 Every metric is checked twice: against tables computed by hand here, and against an
 independent implementation (scikit-learn's `cohen_kappa_score`, `precision_score` and
@@ -163,7 +163,7 @@ def ref_wilson(successes: int, trials: int) -> tuple[float, float]:
 
 
 def documented_degenerate_kappa(observed_agreement: float) -> None:
-    """Module docstring and DESIGN.md 8: chance agreement 1 (a single class) -> undefined.
+    """Module docstring and docs/promotion.md: chance agreement 1 (a single class) -> undefined.
 
     The references say NaN there; evalops says None, which never meets a requirement.
     """
@@ -649,7 +649,7 @@ def test_calibration_metrics_are_always_defined_and_finite(items: list[LabelledI
 
 def test_one_class_only_is_defined() -> None:
     """Humans and the model only ever say task_pass: agreement is undefined (None, never a
-    made-up 1.0: DESIGN.md 8), no NaN, no crash."""
+    made-up 1.0: docs/promotion.md), no NaN, no crash."""
     items = items_from([(60, [P, P], P)]) + items_from([(10, [P, P], P)], "calibration")
     metrics = calibration_metrics(items)
     no_nan(metrics)

@@ -1,4 +1,4 @@
-"""The fast canonicalizer is byte-identical to rfc8785 (DESIGN.md section 4)."""
+"""The fast canonicalizer is byte-identical to rfc8785 (docs/digests.md)."""
 
 from __future__ import annotations
 

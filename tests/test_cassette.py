@@ -1,4 +1,4 @@
-"""Fail-closed fixture cassettes (RFC 0244 section D; DESIGN.md section 6.4). Pure.
+"""Fail-closed fixture cassettes (RFC 0244 section D; docs/classification.md). Pure.
 
 A spy stands in for the live tools: with `onMiss: fail` (or absent) a miss must never
 reach it. The cassette's miss count, fed into a trial record, makes the trial task_fail

@@ -1,4 +1,4 @@
-"""Primary classification (DESIGN.md section 6.2): pure, no database.
+"""Primary classification (docs/classification.md): pure, no database.
 
 A small task and grader set are built here so that one record can carry a trigger for any
 class (several triggers per class, each touching its own part of the record). Every pair
@@ -70,7 +70,7 @@ def test_the_code_s_precedence_is_the_documented_one() -> None:
 
 # Graders that "say so": one blocking deterministic grader per class a grader may report.
 # agent_error, runtime_error and infrastructure_invalid come from runtime.status alone
-# (DESIGN.md section 5.3: no grader may produce them).
+# (docs/formats.md: no grader may produce them).
 SAYS = (
     "hard_constraint_fail",
     "ambiguous_external_effect",
@@ -699,7 +699,7 @@ def test_calibrated_model_grader_blocks() -> None:
 
 
 def test_model_grader_may_not_block_a_class_humans_disagree_on() -> None:
-    # DESIGN.md 8: an unblockable verdict is never read as a pass: it waits for a person.
+    # docs/promotion.md: an unblockable verdict is never read as a pass: it waits for a person.
     case = new_case()
     case.validity = {"judge": Validity("valid", blockable_classes=frozenset({"task_pass"}))}
     set_result(case, "judge", "task_fail", 0.0)
@@ -754,7 +754,7 @@ def test_reconciling_another_effect_changes_nothing() -> None:
 
 
 def test_a_recorded_committed_effect_is_a_fact_no_reconciliation_changes() -> None:
-    # DESIGN.md 6.3: the built-in "committed twice" hard failure cannot be reconciled away.
+    # docs/classification.md: the built-in "committed twice" hard failure cannot be reconciled away.
     case = build([BY_NAME["hcf-double-commit"]])
     for settled in ({0: "not_committed"}, {1: "not_committed"}, {0: "x", 1: "y"}):
         assert run(case, reconciliations=settled).primary == "hard_constraint_fail"
@@ -783,7 +783,7 @@ def test_human_review_resolves_an_abstention() -> None:
 
 
 def test_a_human_review_never_replaces_a_deterministic_result() -> None:
-    # DESIGN.md 8: the review queue is the only door; nothing a person says lifts a failure.
+    # docs/promotion.md: the review queue is the only door; nothing a person says lifts a failure.
     c = run(new_case(), reviews={"outcome": review("outcome", "task_fail", 0.3)})
     assert (c.primary, c.score) == ("task_pass", 0.9)
     failing = build([BY_NAME["tf-outcome"]])
@@ -875,7 +875,7 @@ def test_diagnosis_task_pass_does_not_clear_an_unmatched_trajectory() -> None:
 
 
 def test_blocking_constraint_diagnosis_acts_as_a_hard_constraint() -> None:
-    # DESIGN.md 5.3: a blocking_constraint trajectory guard's task_fail is a hard failure.
+    # docs/formats.md: a blocking_constraint trajectory guard's task_fail is a hard failure.
     gs = _diag_blocking_set(["pass", "task_fail"])
     case = new_case()
     set_result(case, "diag", "task_fail")

@@ -1,4 +1,4 @@
-"""The CLI starts without its heavy dependencies (issue 13 P6); its options parse as before.
+"""The CLI starts without its heavy dependencies; its options parse as before.
 
 Start-up time itself is measured by benchmarks/cli_start.py, never here: these tests check
 which modules a start loads, in a fresh interpreter, and that the plain option parsing that

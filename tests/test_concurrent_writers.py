@@ -64,7 +64,7 @@ def _run_concurrently(url: str, tmp_path: Path) -> None:
     assert verified.returncode == 0, verified.stderr
     report = json.loads(verified.stdout)
     # Each sync appends one event per definition plus one for the in-force set it records
-    # (DESIGN section 10: every change appends one event); one chain, no fork, no loss.
+    # (docs/verify.md: every change appends one event); one chain, no fork, no loss.
     assert {k: report[k] for k in ("ok", "events", "definitions", "trials", "decisions")} == {
         "ok": True,
         "events": 4 * WRITERS,

@@ -1,9 +1,10 @@
-"""Decision integrity, pure domain (issue 9 and its part 2): no trial, reviewer, config swap
+"""Decision integrity, pure domain: no trial, reviewer, config swap
 or relabel can turn a block into a pass.
 
-Each rule of DESIGN.md sections 5.3, 5.4, 6.1-6.3, 8 and 9 that guards a decision is
-attacked here without a database; `test_decision_integrity_cli.py` attacks the same rules
-through the CLI on a copy of the example registry. Expectations come from the contract's
+Each rule of docs/formats.md, docs/classification.md, docs/promotion.md and docs/gate.md
+that guards a decision is attacked here without a database;
+`test_decision_integrity_cli.py` attacks the same rules through the CLI on a copy of the
+example registry. Expectations come from the contract's
 words or from brute force, never from the code under test.
 """
 
@@ -107,7 +108,7 @@ def _grader(layer: str, gtype: str, produces: list[str]) -> dict[str, Any]:
     return out
 
 
-# The table of DESIGN.md 5.3, written out from the contract's words.
+# The table of docs/formats.md, written out from the contract's words.
 CONTRACT_TABLE = {
     "outcome": {"task_pass", "task_fail"},
     "hard_constraint": {"pass", "hard_constraint_fail"},

@@ -1,9 +1,9 @@
-"""Decision integrity through the CLI (issues 9, 15 and 16), on a copy of the example registry.
+"""Decision integrity through the CLI, on a copy of the example registry.
 
 Every test starts from the finished `evalops demo` (build-124 blocked, build-125 passing
 with a waiver), tries one of the attacks the reviewers found, and ends in the exit code the
 contract demands. Each would end in exit 0 (or an accepted change) on the code before the
-rulings of DESIGN.md section 14.
+decision-integrity rulings (CHANGELOG.md).
 """
 
 from __future__ import annotations

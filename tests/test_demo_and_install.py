@@ -78,7 +78,7 @@ def test_wheel_install_runs_from_another_directory(tmp_path: Path) -> None:
         check=True,
     ).stdout
     assert str(venv) in where, "evalops must come from the wheel, not the checkout"
-    # The user documentation ships too (issue 14: nothing cites a file the user lacks).
+    # The user documentation ships too (nothing cites a file the user lacks).
     assert (Path(where.strip()).parent / "_docs" / "cli.md").is_file()
     for args in (["init"], ["sync", "registry"], ["verify"]):
         done = run(*args)

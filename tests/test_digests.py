@@ -1,4 +1,4 @@
-"""Digests (DESIGN.md section 4): independent recomputation, pinned values, invariants."""
+"""Digests (docs/digests.md): independent recomputation, pinned values, invariants."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_pinned_golden_digests() -> None:
 # --------------------------------------------------------------------------- invariants
 
 _SAFE = 2**53 - 1
-# Spec strings hold no control characters but tab and newline (DESIGN.md section 3).
+# Spec strings hold no control characters but tab and newline (docs/formats.md).
 spec_text = st.text(
     st.characters(
         blacklist_categories=("Cs",),

@@ -1,4 +1,4 @@
-"""Exit codes, destructive operations and credentials (issue 10; DESIGN.md section 10,
+"""Exit codes, destructive operations and credentials (docs/verify.md,
 "Destructive and failing operations").
 
 - every bad database URL form exits 2 with the URL masked, never its secret; a missing
@@ -345,7 +345,7 @@ def test_no_database_secret_reaches_output_rows_or_the_audit_chain(
 
 @pytest.mark.tampers
 def test_gate_check_on_an_edited_membership_pin_points_to_verify(demo: Path, cli: Cli) -> None:
-    """Issue 10: an edited pin made `gate check` die with an AssertionError (exit 1)."""
+    """An edited pin made `gate check` die with an AssertionError (exit 1)."""
     con = sqlite3.connect(demo / DB)
     con.execute(
         "UPDATE suite_membership SET task_digest = 'sha256:' || substr(task_digest, 8, 63) "

@@ -1,4 +1,4 @@
-"""The fast paths of issue 13 give exactly what the reference paths give.
+"""The fast paths give exactly what the reference paths give.
 
 - `parse_record` (the ingest parser) accepts and refuses exactly what `parse_json` does,
   with the same value, and vouches for the C encoder only when it is byte-identical to

@@ -1,4 +1,5 @@
-"""Acceptance tests of the release gate at the CLI (DESIGN.md sections 6.3, 9, 10 and 11).
+"""Acceptance tests of the release gate at the CLI (docs/gate.md,
+docs/classification.md, docs/verify.md and docs/cli.md).
 
 One prepared registry (built once per session, then copied) holds tasks of every risk tier,
 the example gate and suite policies, one regression suite per scenario family, and one
@@ -278,7 +279,7 @@ ALT_POLICIES = {"sign-test": {"method": "sign-test"}, "required-baseline": {"bas
 def alt_policy(root: Path, name: str, **regression: Any) -> Path:
     """A registered gate policy other than the one in force (`gate check --policy ID`).
 
-    DESIGN.md section 9: a stored decision uses only registered definitions. `populate`
+    docs/gate.md: a stored decision uses only registered definitions. `populate`
     syncs these files, then deletes and re-syncs, so they stay registered but not in force.
     """
     policy = yaml.safe_load((EXAMPLE_REGISTRY / "policies" / "gate-policy.yaml").read_text())
@@ -840,7 +841,7 @@ def test_hold_wins_over_pass_and_reasons_name_only_the_holding_task(shared: Path
 
 def test_gate_check_json_shape(shared: Path, cli: Cli) -> None:
     # A moment after everything was recorded, written with a +09:00 offset: the decision
-    # stores it in UTC with a Z (DESIGN: timestamps carry an offset, stored as UTC).
+    # stores it in UTC with a Z (the contract: timestamps carry an offset, stored as UTC).
     tokyo = timezone(timedelta(hours=9))
     at = (datetime.now(UTC) + timedelta(minutes=1)).replace(microsecond=0)
     data = gate(cli, shared, "build-mixed", MIXED, "--at", at.astimezone(tokyo).isoformat())

@@ -1,4 +1,4 @@
-"""The pure gate evaluator `evalops.domain.gate.evaluate(inputs)` (DESIGN.md section 9).
+"""The pure gate evaluator `evalops.domain.gate.evaluate(inputs)` (docs/gate.md).
 
 `inputs` has the shape `evalops.services.gate.build_inputs` produces (plain JSON): the
 policy document, the suite, the build, `evaluated_at`, one entry per member task with its

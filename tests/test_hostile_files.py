@@ -1,4 +1,4 @@
-"""Hostile files (issue 10; DESIGN.md section 3, "Limits"): each is exit 2 naming
+"""Hostile files (docs/formats.md, "Limits"): each is exit 2 naming
 file:line:field, within 2 seconds of CPU and under 200 MB of memory, and nothing is stored.
 
 Each case runs `python -m evalops` in a child process so that its peak memory
@@ -325,7 +325,7 @@ def test_out_of_range_timestamps_on_the_command_line_are_exit_2(
 def test_trial_index_at_2_53_minus_1_is_stored_on_postgresql_and_2_53_is_refused(
     workspace: Path, cli: Cli, pg_url: str
 ) -> None:
-    """DESIGN section 3 allows integers up to 2^53-1: PostgreSQL must hold them (it once
+    """docs/formats.md allows integers up to 2^53-1: PostgreSQL must hold them (it once
     overflowed an int4 column, exit 1); one more is exit 2 naming line and field."""
     assert cli("--db", pg_url, "init", cwd=workspace).code == 0
     assert cli("--db", pg_url, "sync", cwd=workspace).code == 0

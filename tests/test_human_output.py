@@ -1,4 +1,4 @@
-"""Human output is written for people (issue 14, findings 9, 11 and 12).
+"""Human output is written for people.
 
 - Numbers are rounded for people (`0.2875`, never `0.2875000000000001`); `--json` keeps the
   exact value.

@@ -1,4 +1,4 @@
-"""`evalops trials import inspect` on real logs written by Inspect AI (DESIGN.md 10.1).
+"""`evalops trials import inspect` on real logs written by Inspect AI (docs/importers.md).
 
 The logs come from tests/importer_tasks/refund_task.py, run with Inspect's mock model once
 per session, in Inspect's two formats. What each sample and epoch must become is derived
@@ -59,7 +59,7 @@ def attempts(sample: str, epoch: int) -> list[str]:
 
 
 def effective_class(chain: list[str]) -> str:
-    """The last attempt allowed to stand in (DESIGN.md 6.3, counting attempts from 1)."""
+    """The last attempt allowed to stand in (docs/classification.md, counting attempts from 1)."""
     current = 0
     for nxt in range(1, len(chain)):
         if nxt + 1 > STANDS_IN_FOR.get(chain[current], 0):
@@ -490,7 +490,7 @@ def test_unmapped_scorer_is_refused_naming_the_sample(
 def test_an_unmapped_scorer_value_is_grader_invalid_not_a_pass(
     logs: dict[str, Path], ws: Path, cli: Cli
 ) -> None:
-    # DESIGN 10.1: a value with no entry in `values` (or NaN) is grader_invalid. Drop C from
+    # docs/importers.md: a value with no entry in `values` (or NaN) is grader_invalid. Drop C from
     # ticket_check: every scored trial becomes grader_invalid, none passes.
     bad = write_map(
         ws,

@@ -1,4 +1,4 @@
-"""Definitions in force (DESIGN.md section 4) and the one gate effect of every grader.
+"""Definitions in force (docs/digests.md) and the one gate effect of every grader.
 
 - Hypothesis drives random sequences of commits, reverts and deletions over a registry's git
   history, syncing at random points: afterwards exactly the definitions of the last synced
@@ -291,7 +291,7 @@ def _generated_grader_sets() -> list[GraderSet]:
                 GraderSet.model_validate({**MINI_GRADERS, "id": "generated", "graders": [grader]})
             )
         except ValueError:
-            continue  # a layer that may not say this verdict (DESIGN.md 5.3)
+            continue  # a layer that may not say this verdict (docs/formats.md)
     return out
 
 

@@ -1,6 +1,6 @@
 """Acceptance: `evalops trials ingest` refuses bad input precisely and changes nothing.
 
-Criteria of the trials issue (DESIGN.md sections 4, 6, 11 and 12):
+Criteria of the trials issue (docs/digests.md, docs/formats.md, docs/cli.md and docs/verify.md):
 
 1. Every bad input below (at least 30 cases) exits 2 with the `--json` error
    `{"error": {"code", "message", "file", "line", "field"}}` naming the file, the line and the
@@ -47,7 +47,7 @@ from tests.helpers import (
 from tests.trial_factory import MINI_PASS_RESULTS, eval_case, mini_case, record
 
 # --------------------------------------------------------------------------- digests
-# Computed with the DESIGN.md section 4 recipes (rfc8785 + hashlib only) from the registry
+# Computed with the docs/digests.md recipes (rfc8785 + hashlib only) from the registry
 # the fixtures write; `test_module_digests_are_the_registered_ones` proves they match.
 
 
@@ -678,7 +678,7 @@ def assert_refused(
     context = f"exit {result.code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
     assert result.code == 2, context
     document = json.loads(result.stdout)
-    # A refused ingest's document also lists every rejected line (issue 14).
+    # A refused ingest's document also lists every rejected line.
     assert set(document) - {"ingested", "skipped_identical", "rejected", "rejected_total",
                             "rejected_cap"} == {"error"}, context  # fmt: skip
     error = document["error"]
@@ -1031,7 +1031,7 @@ def test_same_trial_id_with_another_record_digest_is_an_error(
 
 
 def rerun_of(n: int, parent: str, parent_index: int = 0) -> dict[str, Any]:
-    """A rerun keeps its parent's trial_index (DESIGN.md 6.1)."""
+    """A rerun keeps its parent's trial_index (docs/formats.md)."""
     return good(
         n,
         trial_index=parent_index,

@@ -1,4 +1,4 @@
-"""Issue 14 findings 2, 6, 7 and 8: every rejected line listed; a closed stdout keeps the
+"""Every rejected line listed; a closed stdout keeps the
 exit code; progress outside a terminal and Ctrl-C; stdin, gzip and zstd input."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile free text entered through the CLI (issue 10; DESIGN.md section 3, "Free text").
+"""Hostile free text entered through the CLI (docs/formats.md, "Free text").
 
 Every payload of the corpus goes into the free-text fields a user can set on the demo
 registry: incident title and trace URI, the acting user (`--actor`), waiver owner and

@@ -1,4 +1,4 @@
-"""Issue 14 finding 1: every list command pages honestly (`--limit`, `--all`, a footer) and
+"""Every list command pages honestly (`--limit`, `--all`, a footer) and
 `trials list` filters by build, task, class and suite, limited and counted in SQL."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Writers behind a long ingest (issue 10; DESIGN.md section 10, "Destructive and failing
+"""Writers behind a long ingest (docs/verify.md, "Destructive and failing
 operations"), on SQLite and PostgreSQL.
 
 An ingest of 100,000 records holds the write lock; 4 other writers start while it does:

@@ -2,9 +2,9 @@
 
 Criterion: every malformed spec file below is rejected by `evalops sync` with exit 2 and the
 `--json` error `{"error": {"code": 2, "message", "file", "line", "field"}}` naming the file,
-the line and the field (DESIGN.md sections 3-5 and 11), and the registry database stays
-byte-for-byte unchanged. `validate` (no database) and `digest FILE` (one file) refuse the
-same file at the same line and field whenever the problem is visible to them.
+the line and the field (docs/formats.md, docs/digests.md and docs/cli.md), and the registry
+database stays byte-for-byte unchanged. `validate` (no database) and `digest FILE` (one
+file) refuse the same file at the same line and field whenever the problem is visible to them.
 
 Every case starts from a valid base file (the bases are proved valid by
 `test_base_file_is_valid`) with exactly one problem put on a known line. The last tests prove
@@ -854,7 +854,7 @@ def assert_input_error(result: CliResult, case: Bad, command: str) -> None:
     document = json.loads(result.stdout)
     assert set(document) == {"error"}, context
     error = document["error"]
-    # `errors` lists every problem when a file has several (issue 14, finding 13).
+    # `errors` lists every problem when a file has several.
     assert set(error) - {"errors"} == {"code", "message", "file", "line", "field"}, context
     file = error["file"]
     got = {
@@ -925,7 +925,7 @@ def test_base_file_is_valid(name: str, synced: Path, cli: Cli) -> None:
 
 
 def jcs_digest(value: Any) -> str:
-    """A digest as DESIGN.md section 4 defines it, with rfc8785 and hashlib only."""
+    """A digest as docs/digests.md defines it, with rfc8785 and hashlib only."""
     return "sha256:" + hashlib.sha256(rfc8785.dumps(value)).hexdigest()
 
 
@@ -1055,7 +1055,7 @@ def test_boundary_values_are_accepted(tmp_path: Path, cli: Cli) -> None:
 
 
 def test_trajectory_diagnosis_grader_may_list_task_pass(tmp_path: Path, cli: Cli) -> None:
-    """DESIGN.md 5.3's own example lists task_pass; the classification, not the loader,
+    """docs/formats.md's own example lists task_pass; the classification, not the loader,
     keeps such a result from making a trial pass."""
     text = swap(GRADERS, "produces: [pass, task_fail]", "produces: [pass, task_pass]")
     (tmp_path / "graders.yaml").write_text(text, encoding="utf-8")

@@ -1,7 +1,7 @@
-"""Migration 0002 carries an existing registry forward (issue 10), on SQLite and PostgreSQL.
+"""Migration 0002 carries an existing registry forward, on SQLite and PostgreSQL.
 
-The fixture is the demo database made by evalops before the rulings of DESIGN.md section
-14 (schema 0001, tests/fixtures/README.md). After `evalops db upgrade`:
+The fixture is the demo database made by evalops before the decision-integrity
+rulings (schema 0001, tests/fixtures/README.md). After `evalops db upgrade`:
 - every row is still there and `verify` passes, old gate decisions replaying under the
   evaluator they were made with;
 - the rows that existed before are covered by the chain (a direct edit of one is caught);

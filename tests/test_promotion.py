@@ -1,4 +1,5 @@
-"""Acceptance tests of the suite lifecycle at the CLI (DESIGN.md sections 5.4, 7, 10, 11).
+"""Acceptance tests of the suite lifecycle at the CLI (docs/promotion.md,
+docs/formats.md, docs/verify.md and docs/cli.md).
 
 `promote` answers a checklist (`{"accepted", "requirements": [{name, met, evidence, fix}]}`):
 all met -> a membership pinned to (task_digest, grader_set_digest) and a
@@ -622,7 +623,7 @@ def test_uncalibrated_model_grader_also_leaves_no_valid_trials(ws: Path, cli: Cl
 
 
 def test_too_few_valid_trials_names_the_classes_not_counted(ws: Path, cli: Cli) -> None:
-    """Issue 14, finding 14: "ingest at least 2 valid trials" alone hides the cause when
+    """`ingest at least 2 valid trials` alone hides the cause when
     the trials exist but do not count; the refusal names their classes and why."""
 
     def add_judge(graders: dict[str, Any]) -> None:

@@ -1,4 +1,4 @@
-"""Issue 14, finding 5: every command block of README.md runs, in order, in a scratch
+"""Every command block of README.md runs, in order, in a scratch
 directory, and prints what the README shows (see tests/readme_commands.py for the rules;
 `python -m tests.readme_commands --update` refreshes the outputs after an intended change).
 """

@@ -1,4 +1,4 @@
-"""The paired regression verdict (RFC 0244 section F; DESIGN.md section 9).
+"""The paired regression verdict (RFC 0244 section F; docs/gate.md).
 
 `evalops.domain.regression.paired_verdict` pairs tasks by id (only tasks present in both
 builds), reports `pairedTaskCount`, and says `inconclusive` whenever its method cannot
@@ -98,7 +98,7 @@ def test_mcnemar_with_no_discordant_pair_is_never_improved_or_regressed() -> Non
     base, cand = from_table(5, 0, 0, 5)
     out = paired_verdict(base, cand, method="mcnemar", alpha=0.05)
     assert out["pairedTaskCount"] == 10
-    # DESIGN.md: inconclusive whenever the method cannot separate the runs; every pair being
+    # the contract: inconclusive whenever the method cannot separate the runs; every pair being
     # identical is also fairly reported as unchanged (RFC 0244 lists both verdicts).
     assert out["verdict"] in ("unchanged", "inconclusive")
     assert out["pValue"] in (1.0, None)
@@ -208,7 +208,7 @@ def test_an_unknown_method_is_refused() -> None:
 
 # ------------------------------------------------------------------- paired bootstrap
 
-# Twelve pairs: the bootstrap needs at least ten (DESIGN.md section 9).
+# Twelve pairs: the bootstrap needs at least ten (docs/gate.md).
 CLEAR_DROP = (
     [0.9, 0.95, 0.85, 0.9, 1.0, 0.8, 0.9, 0.95, 0.85, 0.9, 0.95, 1.0],
     [0.6, 0.7, 0.5, 0.65, 0.6, 0.55, 0.6, 0.7, 0.5, 0.6, 0.7, 0.65],

@@ -99,7 +99,7 @@ def test_json_report_is_the_stored_decision_plus_resolved_inputs(demo: Path, cli
         "WHERE gate_id = ?",
         "GATE-3",
     )[0]
-    # Anyone can recompute the digests from the report alone (DESIGN.md section 4).
+    # Anyone can recompute the digests from the report alone (docs/digests.md).
     recomputed = "sha256:" + hashlib.sha256(rfc8785.dumps(doc["decision_document"])).hexdigest()
     assert recomputed == result_digest == doc["digests"]["result_digest"]
     assert doc["decision_document"] == json.loads(stored_result)

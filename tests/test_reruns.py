@@ -1,4 +1,4 @@
-"""Reruns (DESIGN.md section 6.3): which trial counts, without ever dropping one. Pure.
+"""Reruns (docs/classification.md): which trial counts, without ever dropping one. Pure.
 
 With the example gate policy's `max_attempts_by_class: {infrastructure_invalid: 2,
 grader_invalid: 1}`, the count is of attempts, the first included (as

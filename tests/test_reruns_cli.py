@@ -1,4 +1,5 @@
-"""Reruns at the CLI: stored, linked, labelled when they may not stand in (DESIGN.md 6.3)."""
+"""Reruns at the CLI: stored, linked, labelled when they may not stand in
+(docs/classification.md)."""
 
 from __future__ import annotations
 

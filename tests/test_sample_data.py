@@ -385,7 +385,7 @@ def test_build_125_fixes_every_critical_task_and_keeps_the_noncritical_failure()
 def test_policy_explanation_failures_do_not_rest_on_the_model_judge() -> None:
     """Deterministic evidence (ticket-outcome, the trajectory, a fail-closed miss) fails
     these trials. If reply-quality may not block task_fail, its verdict waits for a person
-    (missing_required_evidence, DESIGN.md 8) and is never read as a pass: the trial still
+    (missing_required_evidence, docs/promotion.md) and is never read as a pass: the trial still
     fails, and the deterministic failure is still among its classes."""
     unblockable = {"reply-quality": Validity("valid", blockable_classes=frozenset())}
     for build in ("build-124", "build-125"):

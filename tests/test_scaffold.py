@@ -1,4 +1,4 @@
-"""Issue 14, finding 4: `evalops init --registry DIR` and `evalops new KIND ID` write
+"""`evalops init --registry DIR` and `evalops new KIND ID` write
 commented starter files that `validate` accepts at once, and `init` keeps `.evalops/` out
 of git."""
 

@@ -1,4 +1,4 @@
-"""Repeated-trial statistics (RFC 0244 section B; DESIGN.md section 6.4): pure, no database.
+"""Repeated-trial statistics (RFC 0244 section B; docs/classification.md): pure, no database.
 
 pass@k and pass^k are checked against `math.comb` rationals and against independent
 product formulas, within the RFC's tolerance |host - formula| <= 1e-9 * max(1, |formula|).

@@ -1,4 +1,4 @@
-"""The pure SuitePolicy engine (DESIGN.md sections 5.4 and 7), without a database.
+"""The pure SuitePolicy engine (docs/formats.md and docs/promotion.md), without a database.
 
 `evaluate_entry(EntryFacts, SuiteDeclaration, SuitePolicy)` answers a checklist naming every
 requirement of the target kind's entry rule (regression includes the capability rule), met
@@ -170,7 +170,7 @@ def test_each_kind_checks_its_entry_rule(kind: str, names: list[str]) -> None:
 
 
 def test_each_entry_rule_is_complete_in_itself() -> None:
-    """DESIGN.md 5.4: promotion checks exactly what the target kind's rule lists;
+    """docs/formats.md: promotion checks exactly what the target kind's rule lists;
     `regression_entry` does not silently add `capability_entry`'s requirements."""
     regression = evaluate_entry(facts(), suite("regression"), policy())
     example = yaml.safe_load((EXAMPLE_REGISTRY / "policies" / "suite-policy.yaml").read_text())

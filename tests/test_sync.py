@@ -126,7 +126,7 @@ def test_registry_outside_git_is_refused_unless_allowed(tmp_path: Path, cli: Cli
 
 
 def test_database_not_at_head_is_refused_naming_both_revisions(synced: Path, cli: Cli) -> None:
-    """DESIGN.md 11/12: exit 2 with "run evalops db upgrade"; `verify` reports it as 6."""
+    """docs/cli.md: exit 2 with "run evalops db upgrade"; `verify` reports it as 6."""
     con = sqlite3.connect(synced / DB)
     con.execute("UPDATE alembic_version SET version_num = '0000_older'")
     con.commit()

@@ -1,4 +1,4 @@
-"""The tampering suite of issue 10 (DESIGN.md section 10, "What verify proves").
+"""The tampering suite (docs/verify.md, "What verify proves").
 
 One populated registry per engine (the demo's, plus a second waiver and its revocation, a
 review, a calibration invalidation, a closed incident, a retirement, an authority and a
@@ -636,7 +636,7 @@ def test_named_mutations_cover_every_table_and_column(populated: Path) -> None:
     for table in TABLES:
         assert {f"delete-{table.name}", f"insert-{table.name}"} <= names
         assert {f"edit-{table.name}.{c.name}" for c in table.columns} <= names
-    # The columns decisions read are among them (issue 10's list of what slipped through).
+    # The columns decisions read are among them (the list of what once slipped through).
     for column in (
         "trial.trajectory",
         "trial.execution_digest",

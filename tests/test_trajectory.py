@@ -1,4 +1,4 @@
-"""Trajectory grading (RFC 0244 section A; DESIGN.md section 6.4): pure, no database.
+"""Trajectory grading (RFC 0244 section A; docs/classification.md): pure, no database.
 
 The four match modes, argsMatch, JSON deep equality, forbidden tools, delegate filtering,
 the mode-independent `matchedCount` and the content-free block, checked on the RFC's own

@@ -1,4 +1,4 @@
-"""`evalops trajectory grade` as a CI check (issue 14, finding 10; DESIGN.md 6.4 and 11).
+"""`evalops trajectory grade` as a CI check (docs/classification.md and docs/cli.md).
 
 An unmatched trajectory fails the check: exit 4, the contract's failing-decision code
 (documented in the README's exit-code table), and `--json` carries the reasons next to the

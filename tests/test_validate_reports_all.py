@@ -1,4 +1,4 @@
-"""`evalops validate` reports everything in one run (issue 14, finding 13; DESIGN.md 3, 5.4).
+"""`evalops validate` reports everything in one run (docs/formats.md).
 
 - Every error of every file, each at file:line and field, in one run, up to a stated cap
   (MAX_REPORTED_ERRORS; the rest are counted); `--json` lists them under `errors` inside
@@ -8,7 +8,7 @@
   missing is still reported.
 - A gate policy may omit `decision_precedence` and `waivers.forbidden_states`: their one
   allowed value (the canonical order; the five states) is the default. `policy_digest`
-  stays the digest of the file's whole object as written (DESIGN.md section 4), so a file
+  stays the digest of the file's whole object as written (docs/digests.md), so a file
   that writes the defaults out keeps its digest and one that omits them has its own.
 """
 

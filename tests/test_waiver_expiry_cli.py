@@ -1,4 +1,4 @@
-"""`waiver grant --expires` and `waiver list` states (issue 14, finding 11; DESIGN.md 9).
+"""`waiver grant --expires` and `waiver list` states (docs/gate.md).
 
 `--expires` is an RFC 3339 timestamp with an offset or a duration from now (`7d`, `72h`,
 `90m`); anything else is a usage error (exit 2) that records nothing, not even a refusal.

@@ -1,4 +1,4 @@
-"""Waivers (DESIGN.md section 9): owner-signed, build-scoped, expiring acceptance of a
+"""Waivers (docs/gate.md): owner-signed, build-scoped, expiring acceptance of a
 non-critical failure.
 
 `evalops waiver grant` is refused (exit 5, the rule named, the refusal audited, nothing
@@ -334,7 +334,7 @@ def test_applies_at_expires_at_minus_one_microsecond_and_not_at_expires_at(
     early = gate(cli, ws, FAIL_BUILD, NONCRIT, "--at", utc(granted - MICRO))
     assert early["decision"] == "hold"
     assert early["waivers"]["applied"] == []
-    # --at T reads the registry as it stood at T (DESIGN.md 5.4): the grant came later.
+    # --at T reads the registry as it stood at T (docs/formats.md): the grant came later.
     assert not listed_somewhere(early, waiver_id)
     assert gate(cli, ws, FAIL_BUILD, NONCRIT, "--at", utc(granted))["decision"] == "pass"
 

@@ -1,4 +1,4 @@
-"""Plain values of the global options without importing pydantic (issue 13 P6).
+"""Plain values of the global options without importing pydantic (so `--help` starts fast).
 
 typer coerces every non-flag option through a pydantic TypeAdapter, and importing pydantic
 costs more than importing typer itself. The global options are parsed on every command,

@@ -405,7 +405,7 @@ def _expiry(value: str | None, base: datetime | None = None) -> str | None:
     """`--expires`: a timestamp with offset, or a duration from now (`7d`, `72h`, `90m`).
 
     Garbage is a usage error (exit 2, nothing audited); a well-formed timestamp without an
-    offset goes on to the waiver rules, which refuse it (exit 5, audited, DESIGN.md 9).
+    offset goes on to the waiver rules, which refuse it (exit 5, audited, docs/gate.md).
     """
     from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 

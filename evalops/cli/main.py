@@ -37,7 +37,7 @@ def _error_json(
     line: int | None = None,
     field: str | None = None,
 ) -> dict[str, Any]:
-    """The contract's `--json` error object (DESIGN section 11)."""
+    """The contract's `--json` error object (docs/cli.md)."""
     return {"code": code, "message": message, "file": file, "line": line, "field": field}
 
 

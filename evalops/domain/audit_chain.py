@@ -1,4 +1,4 @@
-"""The hash-linked audit chain (DESIGN.md section 10), as pure functions."""
+"""The hash-linked audit chain (docs/verify.md), as pure functions."""
 
 from __future__ import annotations
 

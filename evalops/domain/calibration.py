@@ -1,11 +1,12 @@
-"""Calibration metrics of a model grader against human labels (DESIGN.md section 8), pure.
+"""Calibration metrics of a model grader against human labels (docs/promotion.md), pure.
 
 Conventions for degenerate data (documented, never NaN):
 - Human majority: the most frequent human label of an item; a tie means no majority and
   the item is left out of precision, recall and model-vs-majority kappa (`no_majority`).
 - Kappa when chance agreement is 1 (every rating is one and the same class) is undefined:
-  None, as with no rated items. Undefined agreement never meets a requirement (DESIGN.md
-  section 8): a set where everyone says one class shows nothing about telling classes apart.
+  None, as with no rated items. Undefined agreement never meets a requirement
+  (docs/promotion.md): a set where everyone says one class shows nothing about telling
+  classes apart.
 - Precision with no model predictions of a class, or recall with no majority items of it:
   None, with the uninformative interval [0.0, 1.0]; a lower bound of 0.0 never passes.
 - An abstention is not a prediction (left out of precision) but counts as a miss in recall.

@@ -1,4 +1,4 @@
-"""Is a model grader's calibration valid right now? (DESIGN.md section 8), as a pure function.
+"""Is a model grader's calibration valid right now? (docs/promotion.md), as a pure function.
 
 A calibration is valid when it was made for the grader's current configuration (a changed
 prompt, model or rubric makes it stale), was not invalidated by hand, its holdout is large

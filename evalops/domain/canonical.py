@@ -1,4 +1,4 @@
-"""Canonical JSON (RFC 8785, JCS) and sha256 digests (DESIGN.md section 4).
+"""Canonical JSON (RFC 8785, JCS) and sha256 digests (docs/digests.md).
 
 `canonical_json` takes a fast path through the standard library's C encoder when the
 value is one whose JCS form it is known to produce byte for byte, and `rfc8785` otherwise:

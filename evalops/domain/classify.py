@@ -1,4 +1,4 @@
-"""Primary classification of a trial (DESIGN.md section 6.2), as a pure function.
+"""Primary classification of a trial (docs/classification.md), as a pure function.
 
 Every rule that applies adds a candidate class; the trial gets the highest by canonical
 precedence and every other candidate becomes a secondary label. So a hard failure can
@@ -74,7 +74,7 @@ def effective_effect_statuses(
 ) -> list[tuple[str, str]]:
     """(effect_key, status) after reconciliation, by effect position.
 
-    A reconciliation settles one `requested` or `unknown` effect (DESIGN.md section 6.3);
+    A reconciliation settles one `requested` or `unknown` effect (docs/classification.md);
     an effect recorded `committed` or `not_committed` is a fact of the run and keeps its
     status whatever a reconciliation row says.
     """
@@ -160,7 +160,7 @@ def _queued(
     own: list[GraderResult],
     validity: Mapping[str, Validity],
 ) -> str | None:
-    """Why this (trial, grader) pair waits for a person, or None (DESIGN.md section 8)."""
+    """Why this (trial, grader) pair waits for a person, or None (docs/promotion.md)."""
     if grader.type == "human":
         return None if own else "blocking human grader has no result"
     if grader.type != "model" or not own:

@@ -1,4 +1,4 @@
-"""The digest recipes of DESIGN.md section 4, each over the exact object the recipe names.
+"""The digest recipes of docs/digests.md, each over the exact object the recipe names.
 
 They take the file's JSON value (what the file says), never a model dump, so that anyone
 can recompute them with `rfc8785` and `hashlib` from the file alone.

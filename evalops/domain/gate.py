@@ -1,4 +1,4 @@
-"""The GatePolicy evaluator (DESIGN.md section 9): `evaluate(inputs) -> decision`, pure.
+"""The GatePolicy evaluator (docs/gate.md): `evaluate(inputs) -> decision`, pure.
 
 `inputs` is plain JSON (the store loads it, the decision stores it), so any decision can be
 replayed byte for byte months later. Steps:

@@ -1,4 +1,4 @@
-"""The import map (`import-map/v1`, DESIGN.md section 10.1): how a harness's run becomes trials.
+"""The import map (`import-map/v1`, docs/importers.md): how a harness's run becomes trials.
 
 A map says which evalops task each source sample is, which grader each scorer stands for and
 what each scorer value means, which execution profile the run evaluated, how tool names

@@ -1,4 +1,4 @@
-"""The paired regression verdict (RFC 0244 section F; DESIGN.md section 9), on scipy.stats.
+"""The paired regression verdict (RFC 0244 section F; docs/gate.md), on scipy.stats.
 
 Tasks present in both builds are paired by task id (the task is the statistical unit).
 `inconclusive` whenever the method cannot separate the runs at alpha; `unchanged` only when
@@ -22,7 +22,7 @@ from typing import Any
 
 METHODS = ("mcnemar", "sign-test", "paired-t", "paired-bootstrap")
 BOOTSTRAP_RESAMPLES = 9999
-# Fewer pairs than this give a bootstrap distribution too coarse to trust (DESIGN.md 9).
+# Fewer pairs than this give a bootstrap distribution too coarse to trust (docs/gate.md).
 BOOTSTRAP_MIN_PAIRS = 10
 
 

@@ -1,4 +1,4 @@
-"""Reruns (DESIGN.md section 6.3): which trials count, without ever dropping one.
+"""Reruns (docs/classification.md): which trials count, without ever dropping one.
 
 `max_attempts_by_class` counts **attempts, the first included** (as `retry_policy.max_attempts`
 does): the original is attempt 1, its rerun attempt 2, and so on. A chain may reach attempt N

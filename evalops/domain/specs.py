@@ -1,4 +1,4 @@
-"""Registry spec models (DESIGN.md section 5): what a file may say, and nothing else.
+"""Registry spec models (docs/formats.md): what a file may say, and nothing else.
 
 Every model forbids unknown fields and validates strictly (no type coercion), so a typo or
 a `"1"` where `1` was meant is an error instead of a silent change of meaning or digest.
@@ -445,7 +445,7 @@ class Grader(Strict):
                 "a blocking model grader needs calibration_requirements",
                 "calibration_requirements",
             )
-        # A trajectory_diagnosis grader may say task_pass (DESIGN.md 5.3 example); the
+        # A trajectory_diagnosis grader may say task_pass (docs/formats.md example); the
         # classification never lets that result make a trial pass.
         if self.layer == "trajectory_diagnosis":
             if self.blocking and self.rule_state != "blocking_constraint":
@@ -465,7 +465,7 @@ class Grader(Strict):
         return self.layer == "hard_constraint" or self.rule_state == "blocking_constraint"
 
 
-# What each layer may say (DESIGN.md section 5.3, "A grader's layer bounds its verdicts").
+# What each layer may say (docs/formats.md, "A grader's layer bounds its verdicts").
 # Nobody produces agent_error, runtime_error or infrastructure_invalid: those come from
 # `runtime.status` alone.
 LAYER_STATES: dict[str, frozenset[str]] = {

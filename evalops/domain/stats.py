@@ -1,4 +1,4 @@
-"""Repeated-trial statistics (RFC 0244 section B; DESIGN.md section 6.4), exact where defined.
+"""Repeated-trial statistics (RFC 0244 section B; docs/classification.md), exact where defined.
 
 pass@k and pass^k are ratios of binomial coefficients computed as exact rationals, so two
 hosts agree to the last bit; only the final conversion to float rounds.
@@ -75,7 +75,7 @@ def task_block(t: TaskTrials) -> dict[str, Any]:
     """`{n, passedCount, meanScore, passAtK, passHatK}` of one task.
 
     pass@k and pass^k are null when fewer than k trials exist: they are never computed
-    with a smaller k (DESIGN.md section 9), which would overstate pass^k.
+    with a smaller k (docs/gate.md), which would overstate pass^k.
     """
     defined = t.n >= t.k
     return {

@@ -1,4 +1,4 @@
-"""The SuitePolicy engine (DESIGN.md section 7), as a pure function.
+"""The SuitePolicy engine (docs/promotion.md), as a pure function.
 
 `evaluate_entry(...)` answers, for one task and one target suite, a checklist: every
 requirement of the target kind's entry rule, met or unmet, with the evidence looked at and,
@@ -418,7 +418,7 @@ def _absent_rule(rule: str, what: str) -> Requirement:
 def required_names(policy: SuitePolicy, kind: str) -> list[str] | None:
     """The requirement names of a suite kind's entry rule, in policy order, no repeats.
 
-    Each rule is complete in itself (DESIGN.md section 5.4): `regression_entry` checks
+    Each rule is complete in itself (docs/formats.md): `regression_entry` checks
     exactly what it lists. None when the policy has no rule for the kind.
     """
     if kind == "incident_corpus":

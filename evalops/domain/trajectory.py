@@ -1,4 +1,4 @@
-"""Trajectory grading (RFC 0244 section A; DESIGN.md section 6.4), as pure functions.
+"""Trajectory grading (RFC 0244 section A; docs/classification.md), as pure functions.
 
 "Matched to a distinct" always means a maximum bipartite matching, never a greedy first
 match: with overlapping `argsMatch` a greedy pass can take the only observed call a later

@@ -1,4 +1,4 @@
-"""The `evalops.trial/v1` record (DESIGN.md section 6.1): one execution of one eval case."""
+"""The `evalops.trial/v1` record (docs/formats.md): one execution of one eval case."""
 
 from __future__ import annotations
 

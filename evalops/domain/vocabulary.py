@@ -1,4 +1,4 @@
-"""The closed vocabularies of the public contract (DESIGN.md sections 5-7), in one place."""
+"""The closed vocabularies of the public contract (docs/formats.md), in one place."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pydantic import AfterValidator, Field, StringConstraints
 
 from evalops.domain.limits import MAX_FREE_TEXT_CHARS, MAX_IDENTIFIER_CHARS
 
-# Primary classification of a trial, highest precedence first (DESIGN.md section 6.2).
+# Primary classification of a trial, highest precedence first (docs/classification.md).
 TrialClass = Literal[
     "hard_constraint_fail",
     "ambiguous_external_effect",
@@ -52,7 +52,7 @@ RuntimeStatus = Literal["ok", "agent_error", "runtime_error", "infrastructure_er
 EffectStatus = Literal["committed", "not_committed", "requested", "unknown"]
 RegressionMethod = Literal["mcnemar", "sign-test", "paired-t", "paired-bootstrap"]
 
-# Requirement names of the SuitePolicy (DESIGN.md section 7 table).
+# Requirement names of the SuitePolicy (docs/promotion.md table).
 EntryRequirement = Literal[
     "reproducible_fixture",
     "task_digest",
@@ -98,7 +98,7 @@ PositiveInt = Annotated[int, Field(ge=1)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
 UnitFloat = Annotated[float, Field(ge=0.0, le=1.0)]
 
-# Timestamps lie between these (DESIGN.md section 3): every engine and clock can hold them.
+# Timestamps lie between these (docs/formats.md): every engine and clock can hold them.
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 

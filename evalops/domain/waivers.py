@@ -1,4 +1,4 @@
-"""Waivers (DESIGN.md section 9): who may accept which failure, for which build, until when.
+"""Waivers (docs/gate.md): who may accept which failure, for which build, until when.
 
 A waiver is owner-signed, scoped to one task and one build, lists the states it accepts,
 and expires. It is valid at time T iff `granted_at <= T < expires_at` and it was not

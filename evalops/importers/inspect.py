@@ -1,4 +1,4 @@
-"""Inspect AI logs (`.eval` and `.json`) -> `evalops.trial/v1` records (DESIGN.md 10.1).
+"""Inspect AI logs (`.eval` and `.json`) -> `evalops.trial/v1` records (docs/importers.md).
 
 Reading: the header, the reductions and each sample are parsed once and validated with
 Inspect's own log models (`inspect_ai.log`). A `.eval` log is a zip opened once; a `.json`

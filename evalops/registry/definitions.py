@@ -1,4 +1,4 @@
-"""Files -> validated definitions with their digests (DESIGN.md sections 3-5)."""
+"""Files -> validated definitions with their digests (docs/formats.md and docs/digests.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Strict YAML/JSON loading (DESIGN.md section 3).
+"""Strict YAML/JSON loading (docs/formats.md).
 
 YAML is read with the YAML 1.2 core schema and nothing more: `2026-09-06`, `on` and `yes`
 stay strings, duplicate keys, non-string keys and tags other than the core ones are errors.
@@ -24,7 +24,7 @@ from evalops.errors import InputError
 
 JsonPath = tuple[str | int, ...]
 
-# Limits, so that no file can exhaust the machine (DESIGN.md section 3).
+# Limits, so that no file can exhaust the machine (docs/formats.md).
 MAX_ALIAS_NODES = 10_000
 MAX_DEPTH = 64
 MAX_SPEC_BYTES = 1024 * 1024
@@ -125,7 +125,7 @@ def _check_number(value: int | float, where: JsonPath, path: str, line: int) -> 
         raise InputError(f"number {value} is not finite", path, line, format_path(where))
 
 
-# Control characters other than tab and newline (DESIGN.md section 3); DEL and C1 too.
+# Control characters other than tab and newline (docs/formats.md); DEL and C1 too.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 

@@ -42,7 +42,7 @@ _SCP = re.compile(r"^([^:/@]+):(?!//)(.*)$", re.DOTALL)
 
 
 def strip_credentials(url: str) -> str:
-    """A git remote reduced to scheme, host, port and path (DESIGN.md section 10).
+    """A git remote reduced to scheme, host, port and path (docs/verify.md).
 
     Userinfo (anything up to the last `@` of the authority, so `@` or `/` inside a
     password cannot leak), query and fragment are dropped; the scheme may be in any case.

@@ -1,4 +1,4 @@
-"""Chain anchors kept outside the database (DESIGN.md section 10).
+"""Chain anchors kept outside the database (docs/verify.md).
 
 A database cannot defend itself against someone who rewrites its whole tail consistently,
 so the chain head leaves it: `gate check --json`, `verify`, every report and attestation

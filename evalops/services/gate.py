@@ -44,7 +44,7 @@ def _policy_choice(
 ) -> tuple[str | None, dict[str, Any] | None, str | None]:
     """(registered ref, document, digest) for `--policy ID|DIGEST|FILE`.
 
-    A stored decision uses only registered definitions (DESIGN.md section 9): a file is
+    A stored decision uses only registered definitions (docs/gate.md): a file is
     read only with `--dry-run`, unless its content is a registered policy anyway.
     """
     if policy is None:

@@ -451,7 +451,7 @@ def refused_waivers(
 
 def latest_pass_build(session: Session, suite_id: str, candidate: str, cutoff: int) -> str | None:
     """`--baseline auto`: the build of the latest stored pass for the suite, never the
-    candidate itself (DESIGN.md section 5.4)."""
+    candidate itself (docs/formats.md)."""
     row = session.exec(
         select(GateDecision)
         .where(

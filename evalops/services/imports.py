@@ -51,7 +51,7 @@ from evalops.store.tables import ExecutionProfileRow, GraderSetRow, TaskRevision
 
 Source = Literal["inspect", "promptfoo"]
 MAX_LISTED = 100
-# Grader states any grader may be mapped to besides its own `produces` (DESIGN.md 5.3).
+# Grader states any grader may be mapped to besides its own `produces` (docs/formats.md).
 ALWAYS_ALLOWED = frozenset({"grader_invalid"})
 
 
@@ -70,7 +70,7 @@ class ImportResult:
     sources: list[SourceSummary] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        """The `trials ingest --json` shape plus the import's own keys (DESIGN.md 11)."""
+        """The `trials ingest --json` shape plus the import's own keys (docs/cli.md)."""
         out = self.ingest.as_dict()
         out.update(
             {

@@ -138,7 +138,7 @@ class _Ingester:
         self.unchecked = 0
         """Lines counted but not checked once the ingest was certain to be refused."""
         # Under the writer lock: the ingest's one event and the trials' ids are known now,
-        # so every row is digested as it is written (DESIGN.md section 10).
+        # so every row is digested as it is written (docs/verify.md).
         self.seq = next_seq(session)
         self.next_id = (session.exec(select(func.max(Trial.id))).one() or 0) + 1
         self.rows_digest = RowsDigest()
@@ -439,7 +439,7 @@ class _Ingester:
         known: dict[str, tuple[str, str, int]],
         taken: dict[tuple[Any, str, int], str],
     ) -> InputError | None:
-        """DESIGN.md 6.1: originals unique per run, eval case and trial_index; a rerun's
+        """docs/formats.md: originals unique per run, eval case and trial_index; a rerun's
         parent is a trial of the same eval case and the rerun keeps its trial_index."""
         row = p.row
         if p.parent is None:

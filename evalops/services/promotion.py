@@ -235,7 +235,7 @@ def promote(
             session.get(TaskRevision, current.added.task_revision_id) if current else None
         )
         # A new revision with the same digests (labels only) is a repin too: promoting it is
-        # how a lower risk label takes effect (DESIGN.md section 9, risk labels ratchet).
+        # how a lower risk label takes effect (docs/gate.md, risk labels ratchet).
         same_pin = (
             current is not None
             and (current.task_digest, current.grader_set_digest)

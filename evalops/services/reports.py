@@ -218,7 +218,7 @@ EVALUATOR_TYPES = {"deterministic": "deterministic", "model": "llm_judge", "huma
 
 def _score_grader(defs: Definitions, task: Mapping[str, Any]) -> tuple[str | None, str | None]:
     """(grader id, RFC 0244 evaluatorType) of the grader whose score is the trial score:
-    `score_from`, else the first blocking outcome grader (DESIGN.md 6.2)."""
+    `score_from`, else the first blocking outcome grader (docs/classification.md)."""
     spec = defs.task(task["task_id"], task["task_digest"])
     found = defs.grader_set(task["grader_set_digest"])
     if spec is None or found is None:

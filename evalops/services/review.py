@@ -105,7 +105,7 @@ def resolve(
     now: datetime,
     signing: Signing = UNSIGNED,
 ) -> dict[str, Any]:
-    """Append a human verdict for a queued (trial, grader) pair (DESIGN.md section 8).
+    """Append a human verdict for a queued (trial, grader) pair (docs/promotion.md).
 
     With an authority in force the verdict is a reviewer's signed act (docs/authority.md).
 

@@ -91,7 +91,7 @@ def show_suite(engine: Engine, suite_id: str, *, include_removed: bool = False) 
 
 def _gate_effect(grader: Grader, risk: str) -> str:
     """The gate's effect of this grader's failing verdict on a task of this risk: the same
-    classification and effect functions the gate uses (DESIGN.md sections 5.3, 9)."""
+    classification and effect functions the gate uses (docs/formats.md and docs/gate.md)."""
     cls = failing_verdict_class(grader)
     if cls is None:
         return "none (diagnostic label)" if not grader.blocking else "hold (evidence only)"

@@ -183,7 +183,7 @@ def _conflict(d: Definition, rows: list[Any]) -> InputError | None:
 
 
 def _label_change(d: Definition, rows: list[Any]) -> InputError | None:
-    """Risk labels ratchet (DESIGN.md section 9): `meta.risk` and `meta.protects` of a
+    """Risk labels ratchet (docs/gate.md): `meta.risk` and `meta.protects` of a
     registered (id, revision) never change in place; a new revision carries new labels."""
     assert isinstance(d.spec, EvalTaskSpec)
     meta = d.spec.meta
@@ -276,7 +276,7 @@ def sync_registry(
     now: datetime,
 ) -> SyncResult:
     """Register every new definition of `snapshot` and put the snapshot's definitions in
-    force (DESIGN.md section 4); raise InputErrors on any conflict, writing nothing.
+    force (docs/digests.md); raise InputErrors on any conflict, writing nothing.
 
     Nothing is written when every definition is registered and already in force; a revert
     to an earlier content, or a deleted file, changes what is in force and is audited.

@@ -302,7 +302,7 @@ def reconcile(
     now: datetime,
     index: int | None = None,
 ) -> dict[str, Any]:
-    """Settle one `requested` or `unknown` effect (DESIGN.md section 6.3).
+    """Settle one `requested` or `unknown` effect (docs/classification.md).
 
     An effect recorded `committed` or `not_committed` is a fact of the run, and a settled
     effect stays settled: both refusals are audited and exit 5, so the built-in "committed

@@ -39,7 +39,7 @@ def _newest(session: Session, table: type[Row], *where: Any) -> Row | None:
 
 
 def in_force_row(session: Session, kind: str, definition_id: str, cutoff: int | None = None) -> Any:
-    """The registered row of `kind` `definition_id` in force (DESIGN.md section 4), or None.
+    """The registered row of `kind` `definition_id` in force (docs/digests.md), or None.
 
     "The newest registered" definition in the contract means this one: the latest sync
     says what its commit holds, so a revert puts an earlier definition back in force and a
@@ -124,7 +124,7 @@ def suite_spec(row: SuiteRow) -> SuiteDeclaration:
 def effective_labels(
     session: Session, task_id: str, pinned_revision_id: int | None, cutoff: int | None = None
 ) -> tuple[str, list[str]]:
-    """Risk and protects as the gate and waivers read them (DESIGN.md 9, "Risk labels ratchet").
+    """Risk and protects as the gate and waivers read them (docs/gate.md, "Risk labels ratchet").
 
     The strictest labels among the pinned revision and every later registered revision of
     the task: highest risk, union of `protects`. With no pin (not a member), every
@@ -258,7 +258,7 @@ def upto(column: Any, cutoff: int | None) -> Any:
 def calibration_of_config(
     session: Session, config_digest: str, cutoff: int | None = None
 ) -> StoredCalibration | None:
-    """The newest calibration recorded for exactly this grader config (DESIGN.md 8).
+    """The newest calibration recorded for exactly this grader config (docs/promotion.md).
 
     A calibration of any other config of the same grader, newer or looser, never counts.
     """
@@ -401,7 +401,7 @@ def latest_sync_run(session: Session, cutoff: int | None = None) -> SyncRun | No
 
 
 def in_force(session: Session, cutoff: int | None = None) -> dict[tuple[str, str], str]:
-    """(kind, id) -> document_digest of every definition in force (DESIGN.md section 4)."""
+    """(kind, id) -> document_digest of every definition in force (docs/digests.md)."""
     run = latest_sync_run(session, cutoff)
     if run is None:
         return {}

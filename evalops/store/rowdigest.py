@@ -1,4 +1,4 @@
-"""What an audit event commits to about the rows it recorded (DESIGN.md section 10).
+"""What an audit event commits to about the rows it recorded (docs/verify.md).
 
 Every row of lifecycle state carries the `audit_seq` of the event written in the same
 transaction, and that event's payload holds, per table, the count and digest of exactly

@@ -1,4 +1,4 @@
-"""The registry database: one table per concept of DESIGN.md section 1.
+"""The registry database: one table per concept of ARCHITECTURE.md.
 
 Every row is append-only. Documents and payloads are stored as canonical JSON text so that
 `verify` can re-hash exactly what was registered. Each change row points at the audit event
@@ -28,7 +28,7 @@ def _ts() -> datetime:
 
 
 def _big() -> int:
-    # Integers from user files reach 2^53-1 (DESIGN.md section 3): 64-bit on every engine.
+    # Integers from user files reach 2^53-1 (docs/formats.md): 64-bit on every engine.
     return Field(sa_type=BigInteger, nullable=False)  # type: ignore[no-any-return]
 
 
@@ -47,7 +47,7 @@ def _audit_fk() -> int:
 
 
 class AuditEvent(SQLModel, table=True):
-    """One change, hash-linked to the previous one (DESIGN.md section 10)."""
+    """One change, hash-linked to the previous one (docs/verify.md)."""
 
     __tablename__ = "audit_event"
 
@@ -79,7 +79,7 @@ class SyncRun(SQLModel, table=True):
 
 
 class SyncInForce(SQLModel, table=True):
-    """One definition a sync's commit holds: in force until the next sync (DESIGN.md 4)."""
+    """One definition a sync's commit holds: in force until the next sync (docs/digests.md)."""
 
     __tablename__ = "sync_in_force"
     __table_args__ = (UniqueConstraint("sync_run_id", "kind", "definition_id"),)
@@ -282,7 +282,7 @@ class Trial(SQLModel, table=True):
     __tablename__ = "trial"
     __table_args__ = (
         Index("ix_trial_eval_case", "task_digest", "grader_set_digest", "execution_digest"),
-        # Ingest: is (run, eval case, trial_index) of an original taken? (DESIGN.md 6.1)
+        # Ingest: is (run, eval case, trial_index) of an original taken? (docs/formats.md)
         Index("ix_trial_run_case_index", "run_id", "eval_case_digest", "trial_index"),
         # The gate reads one build's trials and counts those it ignores, per task.
         Index("ix_trial_execution_task", "execution_digest", "task_id"),
@@ -301,7 +301,7 @@ class Trial(SQLModel, table=True):
     started_at: datetime = _ts()
     completed_at: datetime = _ts()
     record_digest: str
-    """Digest of the record as ingested, tool calls included (DESIGN.md section 4)."""
+    """Digest of the record as ingested, tool calls included (docs/digests.md)."""
     record: str = _text()
     """The record as stored: canonical JSON without `tool_calls` (content-free)."""
     stored_digest: str

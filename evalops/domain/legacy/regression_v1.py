@@ -1,6 +1,6 @@
 """Evaluator 1, frozen (decisions stored before migration 0002 replay with it).
 
-The paired regression verdict (RFC 0244 section F; DESIGN.md section 9), on scipy.stats.
+The paired regression verdict (RFC 0244 section F; docs/gate.md), on scipy.stats.
 
 Tasks present in both builds are paired by task id (the task is the statistical unit).
 `inconclusive` whenever the method cannot separate the runs at alpha; `unchanged` only when

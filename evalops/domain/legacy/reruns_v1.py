@@ -1,6 +1,6 @@
 """Evaluator 1, frozen (decisions stored before migration 0002 replay with it).
 
-Reruns (DESIGN.md section 6.3): which trials count, without ever dropping one.
+Reruns (docs/classification.md): which trials count, without ever dropping one.
 
 A rerun stands in for its parent only when the parent's class is listed in
 `reruns.max_attempts_by_class` and the chain of reruns is within that count. Any other rerun

@@ -1,6 +1,6 @@
 """Evaluator 1, frozen (decisions stored before migration 0002 replay with it).
 
-Repeated-trial statistics (RFC 0244 section B; DESIGN.md section 6.4), exact where defined.
+Repeated-trial statistics (RFC 0244 section B; docs/classification.md), exact where defined.
 
 pass@k and pass^k are ratios of binomial coefficients computed as exact rationals, so two
 hosts agree to the last bit; only the final conversion to float rounds.
