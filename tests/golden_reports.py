@@ -3,7 +3,8 @@
 Builds the demo database with the pinned clock of the test suite and writes the HTML,
 Markdown and JSON audit reports of its final decision, and its suite card, to
 `tests/golden/reports/`. Run it only when a change to the reports is intended, and review
-the diff: `tests/test_report_golden.py` compares every rendering to these files byte for byte.
+the diff: `tests/report/test_report_golden.py` compares every rendering to these files
+byte for byte.
 """
 
 from __future__ import annotations

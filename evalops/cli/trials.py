@@ -435,7 +435,7 @@ def _run_import(
     signing: "Signing | None" = None,
 ) -> None:
     from evalops.services.authority import UNSIGNED
-    from evalops.services.imports import import_trials
+    from evalops.services.trial_import import import_trials
 
     state = settings(ctx, json_flag)
     mode = progress_mode(ctx, progress_option)

@@ -10,7 +10,7 @@ value is one whose JCS form it is known to produce byte for byte, and `rfc8785` 
   notation;
 - strings: `json.dumps(ensure_ascii=False)` escapes exactly what JCS escapes (", \\ and
   U+0000..U+001F, with the same short forms and lowercase \\u00xx).
-tests/test_canonical.py proves the equality on RFC 8785's published examples and on
+tests/domain/test_canonical.py proves the equality on RFC 8785's published examples and on
 Hypothesis-generated values.
 """
 
@@ -116,7 +116,7 @@ def canonical_json_document(value: dict[str, Any] | list[Any]) -> bytes:
     they can differ from RFC 8785, instead of a Python walk over every node. Where only
     float forms may differ (1.0 for 1), the C decoder reads the text back with its floats in
     JCS form and the C encoder writes it again: its tokenizer, not a pattern, tells numbers
-    from strings. tests/test_canonical.py proves it byte-identical to `rfc8785`."""
+    from strings. tests/domain/test_canonical.py proves it byte-identical to `rfc8785`."""
     try:
         data = _ENCODER.encode(value).encode("utf-8")
     except (ValueError, TypeError, UnicodeEncodeError):
@@ -174,7 +174,7 @@ def _shape_forms(data: bytes) -> tuple[bool, bool]:
 def encode_trusted(value: Any) -> bytes:
     """The C encoder's bytes of a value the caller has vouched is on the fast path (finite
     floats of plain magnitude or integral ones already ints, safe ints, keys in the BMP):
-    then they are its RFC 8785 form (tests/test_canonical.py)."""
+    then they are its RFC 8785 form (tests/domain/test_canonical.py)."""
     return _ENCODER.encode(value).encode("utf-8")
 
 

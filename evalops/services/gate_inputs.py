@@ -22,7 +22,7 @@ from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import InputError
 from evalops.registry.definitions import load_definition
-from evalops.services.evidence import Definitions, StaleClassifications, rederive
+from evalops.services.definitions import Definitions, StaleClassifications, rederive
 from evalops.services.policies import (
     AppliedPolicy,
     gate_policy_for,

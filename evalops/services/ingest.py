@@ -53,7 +53,7 @@ from evalops.services.authority import (
     authorize,
     record_refusal_apart,
 )
-from evalops.services.evidence import Definitions, validity_digest
+from evalops.services.definitions import Definitions, validity_digest
 from evalops.store.audit import append_event, next_seq
 from evalops.store.bulk import insert_rows
 from evalops.store.engine import write_session

@@ -33,7 +33,7 @@ from evalops.domain.suite_policy import (
 from evalops.errors import InputError
 from evalops.services import incidents as incident_service
 from evalops.services.authority import UNSIGNED, Signing, authorize, record_refusal
-from evalops.services.evidence import Definitions, StaleClassifications, rederive
+from evalops.services.definitions import Definitions, StaleClassifications, rederive
 from evalops.services.policies import suite_policy_for
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq

@@ -27,7 +27,7 @@ from evalops.domain.changes import alpha_note, flip_counts, sides_from_inputs, t
 from evalops.domain.classify import Classification, shown_score
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
-from evalops.services.evidence import Definitions, rederive
+from evalops.services.definitions import Definitions, rederive
 from evalops.services.policies import named_in
 from evalops.store import queries
 from evalops.store.audit import carried_forward, chain_head, rows_fully_covered_from

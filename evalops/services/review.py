@@ -23,7 +23,7 @@ from evalops.services.authority import (
     record_refusal,
     separation_refusal,
 )
-from evalops.services.evidence import Definitions, StaleClassifications, rederive
+from evalops.services.definitions import Definitions, StaleClassifications, rederive
 from evalops.services.trials import show_trial
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session

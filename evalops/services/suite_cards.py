@@ -12,7 +12,7 @@ from sqlmodel import col, select
 
 from evalops import __version__
 from evalops.domain.vocabulary import format_timestamp
-from evalops.services.evidence import Definitions
+from evalops.services.definitions import Definitions
 from evalops.services.reports import (
     SUITE_CARD_SCHEMA,
     anchor,

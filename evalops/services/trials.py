@@ -15,7 +15,7 @@ from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, resolve_reruns
 from evalops.domain.trial_record import TrialRecord
 from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, format_timestamp
 from evalops.errors import InputError, RefusedError
-from evalops.services.evidence import (
+from evalops.services.definitions import (
     Definitions,
     rederive,
     stored_record,

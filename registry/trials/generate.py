@@ -5,7 +5,7 @@
 The registry is read with evalops' own loader, so every `task_digest`, `execution_digest`,
 `grader_set_digest` and `eval_case_digest` is the real one: change a spec and regenerate.
 The output is deterministic (fixed ids and timestamps, no randomness; one
-`json.dumps(record, sort_keys=True)` per line, LF), so tests/test_sample_data.py can check
+`json.dumps(record, sort_keys=True)` per line, LF), so tests/domain/test_sample_data.py can check
 that the committed files never drift from the registry.
 
 Records carry no `primary_classification`: evalops derives it, and the calibration state
@@ -32,10 +32,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
+from evalops.cassette import Cassette
 from evalops.domain import digests
 from evalops.domain.specs import EvalTaskSpec, ExecutionProfile, Grader, GraderSet
 from evalops.domain.trial_record import TrialRecord
-from evalops.fixtures import Cassette
 from evalops.registry.snapshot import Snapshot, load_snapshot
 
 HERE = Path(__file__).resolve().parent

@@ -1,0 +1,125 @@
+"""The CLI starts without its heavy dependencies; its options parse as before.
+
+Start-up time itself is measured by benchmarks/cli_start.py, never here: these tests check
+which modules a start loads, in a fresh interpreter, and that the plain option parsing that
+avoids pydantic gives the same values and the same errors as typer's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalops.cli import fastparams
+from tests.conftest import Cli
+
+REPO = Path(__file__).resolve().parents[2]
+HEAVY = ("sqlalchemy", "sqlmodel", "alembic", "scipy", "numpy", "pydantic", "jinja2", "git")
+
+
+def _loaded_after(code: str) -> dict[str, bool]:
+    """Run `code` in a fresh interpreter; which of HEAVY did it import?"""
+    script = (
+        "import sys, io, contextlib\n"
+        f"{code}\n"
+        f"print('\\n' + __import__('json').dumps({{m: m in sys.modules for m in {HEAVY!r}}}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    loaded: dict[str, bool] = json.loads(done.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_importing_the_cli_loads_no_database_statistics_or_model_code() -> None:
+    loaded = _loaded_after("import evalops.cli.main")
+    assert not any(loaded.values()), [m for m, yes in loaded.items() if yes]
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["gate", "check", "--help"], ["trials", "--help"]])
+def test_help_loads_no_database_statistics_or_model_code(argv: list[str]) -> None:
+    loaded = _loaded_after(
+        "from evalops.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main({argv!r}) == 0"
+    )
+    assert not any(loaded.values()), [m for m, yes in loaded.items() if yes]
+
+
+def test_validate_loads_no_database_code() -> None:
+    loaded = _loaded_after(
+        "from evalops.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    assert main(['validate', 'registry']) == 0"
+    )
+    assert not loaded["sqlalchemy"] and not loaded["sqlmodel"] and not loaded["alembic"]
+
+
+class _Info:
+    min: float | None = 0
+    max: float | None = None
+
+
+@pytest.mark.parametrize(
+    ("annotation", "value", "expected"),
+    [
+        (str, "sqlite:///x.db", (True, "sqlite:///x.db")),
+        (str | None, "me@example.com", (True, "me@example.com")),
+        (str, b"bytes", (False, None)),
+        (float, "5", (True, 5.0)),
+        (float, "0.25", (True, 0.25)),
+        (float, 600.0, (True, 600.0)),
+        (float, "-1", (False, None)),  # out of range: typer says so
+        (float, "1e3", (False, None)),  # unusual spelling: typer decides
+        (float, "nan", (False, None)),
+        (float, True, (False, None)),
+        (int, "50", (True, 50)),
+        (int, "5.0", (False, None)),
+        (bool, False, (True, False)),
+        (bool, "yes", (False, None)),
+        (Path, "", (False, None)),
+    ],
+)
+def test_plain_values_are_taken_and_everything_else_is_left_to_typer(
+    annotation: object, value: object, expected: tuple[bool, object]
+) -> None:
+    assert fastparams._plain(annotation, _Info(), value) == expected
+
+
+def test_a_path_is_taken_when_missing_or_readable(tmp_path: Path) -> None:
+    assert fastparams._plain(Path, _Info(), str(tmp_path)) == (True, tmp_path)
+    missing = tmp_path / "nope"
+    assert fastparams._plain(Path, _Info(), str(missing)) == (True, missing)
+    assert fastparams._plain(Path, _Info(), tmp_path) == (True, tmp_path)
+
+
+def test_global_options_parse_to_the_same_values(cli: Cli, workspace: Path) -> None:
+    registry = workspace / "registry"
+    done = cli(
+        "--lock-timeout", "2.5", "--registry", str(registry), "--json", "validate", cwd=workspace
+    )
+    assert done.code == 0, done.stderr
+    assert json.loads(done.stdout)["ok"] is True
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("-1", "greater than or equal to 0"),
+        ("soon", "valid number"),
+    ],
+)
+def test_bad_global_option_values_get_typers_errors(cli: Cli, value: str, message: str) -> None:
+    done = cli("--lock-timeout", value, "validate")
+    assert done.code == 2
+    assert "Invalid value for '--lock-timeout'" in done.stderr
+    assert message in done.stderr

@@ -1,0 +1,433 @@
+"""The fast paths give exactly what the reference paths give.
+
+- `parse_record` (the ingest parser) accepts and refuses exactly what `parse_json` does,
+  with the same value, and vouches for the C encoder only when it is byte-identical to
+  RFC 8785 (`rfc8785`, the reference);
+- the stored and whole canonical forms cut from one encoding equal the reference;
+- a row's digest line equals the reference canonical JSON of its values;
+- the gate's inputs, which re-derive only trials whose evidence changed, equal inputs that
+  re-derive every trial, after reconciliations, reviews and calibration changes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import rfc8785
+from hypothesis import event, given, settings
+from hypothesis import strategies as st
+
+from evalops.errors import InputError
+from evalops.registry.load import parse_json, parse_record
+from evalops.services.ingest import _canonical_forms
+from evalops.store.rowdigest import PLAIN, TIMESTAMP, cell, line_of
+from tests.conftest import Cli
+from tests.helpers import real_clock_demo
+
+SAFE = 2**53 - 1
+numbers = (
+    st.integers(-(2**60), 2**60)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1.0, 0.0, -0.0, 1e-5, 1e16, 1e21, 5e-324, 0.1, 4200.0])
+)
+text = st.text(max_size=8) | st.sampled_from(["\x00", "\ud800", "😀", "a\U0001f600b", "é"])
+scalars = st.none() | st.booleans() | numbers | text
+values = st.recursive(
+    scalars,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(text, children, max_size=3),
+    max_leaves=12,
+)
+records = st.dictionaries(text | st.just("tool_calls"), values, max_size=6)
+
+
+def _outcome(parse: Any, raw: str) -> tuple[str, Any]:
+    try:
+        return "ok", parse(raw)
+    except InputError as exc:
+        return "error", (exc.line, exc.field)
+
+
+def _dumps(value: Any) -> str | None:
+    try:
+        return json.dumps(value, ensure_ascii=False, allow_nan=True)
+    except (ValueError, UnicodeEncodeError):
+        return None
+
+
+@settings(max_examples=500, deadline=None)
+@given(records)
+def test_parse_record_agrees_with_the_strict_parser(value: dict[str, Any]) -> None:
+    raw = _dumps(value)
+    if raw is None:
+        return
+    fast = _outcome(lambda t: parse_record(t, "r.jsonl"), raw)
+    strict = _outcome(lambda t: parse_json(t, "r.jsonl", spec=False), raw)
+    assert fast[0] == strict[0], (raw, fast, strict)
+    if fast[0] == "error":
+        assert fast[1] == strict[1]
+        return
+    parsed = fast[1]
+    assert rfc8785.dumps(parsed.document.value) == rfc8785.dumps(strict[1].value)
+    if parsed.encoder_safe:
+        from evalops.domain.canonical import encode_trusted
+
+        assert encode_trusted(parsed.document.value) == rfc8785.dumps(strict[1].value)
+
+
+# Records the reference can encode, with `tool_calls` between other keys: the case where the
+# stored form is cut out of the whole encoding. Mixed with `records` (whose hostile values
+# exercise the refusals), most examples reach the comparison.
+json_text = st.text(
+    st.characters(min_codepoint=0x20, max_codepoint=0x7E), max_size=8
+) | st.sampled_from(["é", "😀", "a\tb", "\u2028"])
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-SAFE, SAFE) | json_text
+    | st.sampled_from([0.5, -0.0, 1.5e-3, 1e-5, 1e21]),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(json_text, children, max_size=3),
+    max_leaves=12,
+)  # fmt: skip
+records_with_tool_calls = st.builds(
+    lambda rest, calls: {**rest, "tool_calls": calls},
+    st.dictionaries(
+        json_text | st.sampled_from(["a", "run_id", "trial_id", "zz"]), json_values, max_size=5
+    ),
+    json_values,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(records_with_tool_calls | records)
+def test_stored_and_whole_forms_equal_the_reference(value: dict[str, Any]) -> None:
+    raw = _dumps(value)
+    if raw is None:
+        event("not JSON text (a lone surrogate)")
+        return
+    try:
+        parsed = parse_record(raw, "r.jsonl")
+    except InputError:
+        event("refused by the parser")
+        return
+    record = parsed.document.value
+    try:
+        expected_whole = rfc8785.dumps(record)
+        expected_stored = rfc8785.dumps({k: v for k, v in record.items() if k != "tool_calls"})
+    except Exception:
+        event("refused by the reference")
+        with pytest.raises(Exception):  # noqa: B017 - the reference's own error, any kind
+            _canonical_forms(record, parsed.encoder_safe)
+        return
+    event(
+        f"compared: tool_calls={'tool_calls' in record}, keys after it="
+        f"{any(k > 'tool_calls' for k in record)}, encoder_safe={parsed.encoder_safe}"
+    )
+    assert _canonical_forms(record, parsed.encoder_safe) == (expected_whole, expected_stored)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.none()
+        | st.text(max_size=6)
+        | st.integers(-SAFE, SAFE)
+        | st.floats(allow_nan=False, allow_infinity=False).filter(
+            lambda f: abs(f) <= SAFE or not f.is_integer()
+        )
+        | st.datetimes(
+            min_value=datetime(1970, 1, 2), max_value=datetime(9998, 1, 1), timezones=st.just(UTC)
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_row_lines_equal_the_reference(cells: list[Any]) -> None:
+    from evalops.domain.vocabulary import format_timestamp
+
+    if any(isinstance(c, str) and any(0xD800 <= ord(ch) <= 0xDFFF for ch in c) for c in cells):
+        return
+    shown = [format_timestamp(c) if isinstance(c, datetime) else c for c in cells]
+    if any(isinstance(c, float) and not math.isfinite(c) for c in shown):
+        return
+    kinds = [TIMESTAMP if isinstance(c, datetime) else PLAIN for c in cells]
+    line = line_of([cell(k, c) for k, c in zip(kinds, cells, strict=True)])
+    assert line == rfc8785.dumps(shown) + b"\n"
+    # Read back raw from SQLite, a timestamp is its stored text: the same line.
+    raw = [c.strftime("%Y-%m-%d %H:%M:%S.%f") if isinstance(c, datetime) else c for c in cells]
+    assert line_of([cell(k, c) for k, c in zip(kinds, raw, strict=True)]) == line
+
+
+# ------------------------------------------------- the gate re-derives only what changed
+
+
+NOW = datetime(2030, 1, 1, tzinfo=UTC)  # after every event of the demo
+
+
+def _inputs(demo: Path, *, everything: bool) -> dict[str, Any]:
+    from evalops.services.definitions import StaleClassifications
+    from evalops.services.gate_inputs import build_inputs, request_for
+    from evalops.store.engine import make_engine, read_session
+
+    engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
+    saved = StaleClassifications.needed
+    if everything:
+        StaleClassifications.needed = lambda self, *a: True  # type: ignore[method-assign]
+    try:
+        with read_session(engine) as session:
+            out = {}
+            for build in ("build-123", "build-124", "build-125"):
+                request = request_for(
+                    session, build=build, suite_id="regression/core", at=None, now=NOW
+                )
+                out[build] = build_inputs(session, request)
+            return out
+    finally:
+        StaleClassifications.needed = saved  # type: ignore[method-assign]
+        engine.dispose()
+
+
+def test_gate_inputs_equal_a_full_rederivation(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, cli: Cli
+) -> None:
+    demo = tmp_path / "demo"
+    shutil.copytree(real_clock_demo(tmp_path_factory), demo, symlinks=True)
+    assert _inputs(demo, everything=False) == _inputs(demo, everything=True)
+    # Change the evidence behind stored classifications: a review of a queued pair, an
+    # invalidated calibration (the pinned judge's state changes for every support trial).
+    queue = json.loads(cli("review", "list", "--json", cwd=demo).stdout)
+    for item in queue[:1]:
+        assert cli("review", "resolve", item["trial_id"], "--grader", item["grader_id"],
+                   "--state", "task_fail", "--reason", "r", cwd=demo).code == 0  # fmt: skip
+    fast = _inputs(demo, everything=False)
+    assert fast == _inputs(demo, everything=True)
+    assert (
+        cli("calibration", "invalidate", "reply-quality", "--reason", "drift", cwd=demo).code == 0
+    )
+    after = _inputs(demo, everything=False)
+    assert after == _inputs(demo, everything=True)
+    assert after != fast  # the invalidation did change classifications
+    shutil.rmtree(demo)
+
+
+@pytest.mark.parametrize("with_null_run", [False, True])
+def test_the_originals_lookup_searches_the_run_case_index(
+    synced: Path, with_null_run: bool
+) -> None:
+    """Ingest looks up stored originals once per batch; a plan that scans the trial table
+    makes ingest quadratic (it did: SQLite chose ix_trial_parent_trial_id, which every
+    original matches). The plan must search ix_trial_run_case_index, on every branch."""
+    import sqlite3
+
+    from sqlalchemy.dialects import sqlite as sqlite_dialect
+
+    from evalops.services.ingest import _ORIGINALS, _ORIGINALS_OR_NO_RUN
+
+    statement = (_ORIGINALS_OR_NO_RUN if with_null_run else _ORIGINALS).params(
+        runs=["run-1", "run-2"], cases=["sha256:a", "sha256:b"], indexes=[0, 1]
+    )
+    sql = str(
+        statement.compile(
+            dialect=sqlite_dialect.dialect(),
+            compile_kwargs={"literal_binds": True, "render_postcompile": True},
+        )
+    )
+    con = sqlite3.connect(synced / ".evalops" / "registry.db")
+    try:
+        plan = " ".join(str(row[-1]) for row in con.execute(f"EXPLAIN QUERY PLAN {sql}"))
+    finally:
+        con.close()
+    assert "ix_trial_run_case_index" in plan, plan
+    assert "SCAN" not in plan and "ix_trial_parent_trial_id" not in plan, plan
+
+
+# --------------------------------------------- the review queue reads only what can queue
+
+
+def _brute_force_queue(engine: Any) -> list[tuple[str, str, str]]:
+    """Every trial re-derived, the queue taken from each classification (no pre-filter)."""
+    from sqlmodel import select
+
+    from evalops.services.definitions import Definitions, rederive
+    from evalops.store.engine import read_session
+    from evalops.store.tables import Trial
+
+    out = []
+    with read_session(engine) as session:
+        defs = Definitions(session)
+        for trial in session.exec(select(Trial).order_by(Trial.id)):  # type: ignore[arg-type]
+            current = rederive(defs, trial)
+            for grader_id, why in current.review if current else ():
+                out.append((trial.trial_id, grader_id, why))
+    return out
+
+
+def _ingest_abstained(demo: Path, cli: Cli, prefix: str = "abstained") -> None:
+    """Two trials the calibrated judge abstains on: they wait for a person."""
+    template = next(
+        json.loads(line)
+        for line in (demo / "registry" / "trials" / "fix-b125.jsonl").read_text().splitlines()
+        if '"reply-quality"' in line
+    )
+    records = []
+    for n in range(2):
+        record = {k: v for k, v in template.items() if k not in ("primary_classification", "rerun")}
+        record.update(trial_id=f"{prefix}-{n}", run_id=f"run-{prefix}", trial_index=n)
+        record["grader_results"] = [
+            {**g, "state": "abstain"} if g["grader_id"] == "reply-quality" else g
+            for g in template["grader_results"]
+        ]
+        records.append(json.dumps(record))
+    (demo / f"{prefix}.jsonl").write_text("\n".join(records) + "\n", encoding="utf-8")
+    ingested = cli("trials", "ingest", f"{prefix}.jsonl", cwd=demo)
+    assert ingested.code == 0, ingested.stderr
+
+
+def test_the_review_queue_equals_a_rederivation_of_every_trial(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, cli: Cli
+) -> None:
+    """`review list` skips trials whose grader set has no blocking model or human grader;
+    the queue must be the one a re-derivation of every trial gives, before and after a
+    review and a calibration change."""
+    from evalops.services.review import review_queue
+    from evalops.store.engine import make_engine
+
+    demo = tmp_path / "demo"
+    shutil.copytree(real_clock_demo(tmp_path_factory), demo, symlinks=True)
+    engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
+    try:
+
+        def queue() -> list[tuple[str, str, str]]:
+            return [(r["trial_id"], r["grader_id"], r["why"]) for r in review_queue(engine)]
+
+        _ingest_abstained(demo, cli)
+        first = queue()
+        assert [t for t, _, _ in first][-2:] == ["abstained-0", "abstained-1"], first
+        assert first == _brute_force_queue(engine)
+        trial_id, grader_id, _ = first[0]
+        assert cli("review", "resolve", trial_id, "--grader", grader_id, "--state",
+                   "task_fail", "--reason", "r", cwd=demo).code == 0  # fmt: skip
+        second = queue()
+        assert second == _brute_force_queue(engine) and len(second) == len(first) - 1
+        assert cli("calibration", "invalidate", "reply-quality", "--reason", "drift",
+                   cwd=demo).code == 0  # fmt: skip
+        assert queue() == _brute_force_queue(engine) == []
+        # Abstentions ingested while the judge is invalid are not labelled awaiting review;
+        # a new calibration makes them queue: the stored labels are stale, not the queue.
+        _ingest_abstained(demo, cli, prefix="while-invalid")
+        assert queue() == []
+        assert cli("calibration", "record", "reply-quality", "--labels",
+                   "registry/calibration/reply-quality.jsonl", cwd=demo).code == 0  # fmt: skip
+        third = queue()
+        assert third == _brute_force_queue(engine)
+        assert {"while-invalid-0", "while-invalid-1"} <= {t for t, _, _ in third}, third
+    finally:
+        engine.dispose()
+
+
+def _brute_force_entry_counts(
+    engine: Any,
+) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
+    """Per task in force: valid trials per execution and uncounted ones by class, from a
+    re-derivation of every trial (what promotion counted before it read stored classes)."""
+    from sqlmodel import Session, select
+
+    from evalops.domain.gate import INVALID_RUNS
+    from evalops.services.definitions import Definitions, rederive
+    from evalops.services.promotion import uncounted_key
+    from evalops.store import queries
+    from evalops.store.tables import TaskRevision, Trial
+
+    out = {}
+    with Session(engine) as session:
+        defs = Definitions(session)
+        for task_id in sorted(set(session.exec(select(TaskRevision.task_id)).all())):
+            task = queries.task_row(session, task_id)
+            assert task is not None
+            gs_row = queries.grader_set_row(session, queries.task_spec(task).grader_set)
+            assert gs_row is not None
+            counts: dict[str, int] = {}
+            uncounted: dict[str, int] = {}
+            for trial in session.exec(
+                select(Trial).where(
+                    Trial.task_id == task.task_id,
+                    Trial.task_digest == task.task_digest,
+                    Trial.grader_set_digest == gs_row.grader_set_digest,
+                )
+            ):
+                current = rederive(defs, trial)
+                cls = current.primary if current else trial.classification
+                if cls not in INVALID_RUNS:
+                    counts[trial.execution_digest] = counts.get(trial.execution_digest, 0) + 1
+                    continue
+                key = uncounted_key(cls, current)
+                uncounted[key] = uncounted.get(key, 0) + 1
+            out[task_id] = (counts, uncounted)
+    return out
+
+
+def _entry_counts(engine: Any) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
+    from sqlmodel import Session, select
+
+    from evalops.services.promotion import entry_facts
+    from evalops.store import queries
+    from evalops.store.tables import TaskRevision
+
+    out = {}
+    with Session(engine) as session:
+        for task_id in sorted(set(session.exec(select(TaskRevision.task_id)).all())):
+            task = queries.task_row(session, task_id)
+            assert task is not None
+            facts = entry_facts(session, task)
+            out[task_id] = (facts.valid_trials_by_execution, facts.uncounted_trials)
+    return out
+
+
+def test_promotion_counts_equal_a_rederivation_of_every_trial(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, cli: Cli
+) -> None:
+    """Promotion's entry facts re-derive only trials whose evidence changed since ingest
+    (and invalid ones, for their cause); the counts must be those a re-derivation of every
+    trial gives, before and after a review, a reconciliation and a calibration change."""
+    from evalops.store.engine import make_engine
+
+    demo = tmp_path / "demo"
+    shutil.copytree(real_clock_demo(tmp_path_factory), demo, symlinks=True)
+    engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
+    try:
+        first = _entry_counts(engine)
+        assert first == _brute_force_entry_counts(engine)
+        assert any(uncounted for _, uncounted in first.values()), first
+        _ingest_abstained(demo, cli)
+        assert _entry_counts(engine) == _brute_force_entry_counts(engine)
+        queued = cli("review", "list", "--json", cwd=demo)
+        assert queued.code == 0, queued.stderr
+        item = json.loads(queued.stdout)[0]
+        assert cli("review", "resolve", item["trial_id"], "--grader", item["grader_id"],
+                   "--state", "task_fail", "--reason", "r", cwd=demo).code == 0  # fmt: skip
+        assert _entry_counts(engine) == _brute_force_entry_counts(engine)
+        assert cli("calibration", "invalidate", "reply-quality", "--reason", "drift",
+                   cwd=demo).code == 0  # fmt: skip
+        after = _entry_counts(engine)
+        assert after == _brute_force_entry_counts(engine)
+        assert after != first
+    finally:
+        engine.dispose()
+
+
+@pytest.mark.parametrize(
+    "number", ["9007199254740992.0", "9007199254740994.0", "1e15", "-9.007199254740992e15"]
+)
+def test_an_integral_float_beyond_2_53_takes_the_reference_path(number: str) -> None:
+    """Found by the property test above: the C encoder writes 2^53 as a float with `.0`."""
+    raw = '{"x": ' + number + "}"
+    try:
+        parsed = parse_record(raw, "r.jsonl")
+    except InputError:
+        return  # refused by the strict parser: nothing to canonicalize
+    record = parsed.document.value
+    assert _canonical_forms(record, parsed.encoder_safe)[0] == rfc8785.dumps(record)
