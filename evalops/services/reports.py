@@ -68,11 +68,6 @@ def head_seq(session: Session) -> int:
     return event.seq if event is not None else 0
 
 
-def head_token(head: Mapping[str, Any] | None) -> str | None:
-    """`SEQ:sha256:HEX`, the spelling of an anchor inside HTML, Markdown and JUnit."""
-    return f"{head['seq']}:{head['hash']}" if head else None
-
-
 def _decision_row(session: Session, gate_id: str) -> GateDecision:
     row = session.exec(select(GateDecision).where(GateDecision.gate_id == gate_id)).first()
     if row is None:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy.engine import Engine
 
@@ -29,11 +28,6 @@ def head_revision() -> str:
     if len(heads) != 1:
         raise RuntimeError(f"migrations have {len(heads)} heads: {heads}")
     return str(heads[0])
-
-
-def current_revision(engine: Engine) -> str | None:
-    with engine.connect() as conn:
-        return MigrationContext.configure(conn).get_current_revision()
 
 
 def upgrade(url: str, engine: Engine, revision: str = "head") -> None:

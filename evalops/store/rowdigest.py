@@ -55,11 +55,6 @@ def digest_plan(table: Table) -> list[tuple[str, str]]:
     return plan
 
 
-def digest_columns(table: Table) -> list[str]:
-    """The columns a row digest covers, in their fixed order."""
-    return [name for name, _ in digest_plan(table)]
-
-
 def _timestamp(value: Any) -> str:
     if isinstance(value, datetime):
         return format_timestamp(value)
