@@ -1,5 +1,5 @@
-"""Run the command blocks of README.md in order, in a scratch directory, and compare the
-output shown (the way cog and sqlite-utils keep their docs true).
+"""Run the command blocks of README.md, then docs/tutorial.md, in order, in a scratch
+directory, and compare the output shown (the way cog and sqlite-utils keep their docs true).
 
 - A ```console block is a terminal session: each `$ ` line is a command (a line ending in
   `\\` continues on the next), the lines after it up to the next `$ ` are its output
@@ -41,6 +41,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+# Run in this order, in one scratch directory: the tutorial goes on from the README's demo.
+DOCUMENTS = (README, ROOT / "docs" / "tutorial.md")
 ELLIPSIS = "..."
 NOT_RUN = re.compile(r"^<!-- not run: (?P<reason>\S.*?) -->$")
 EXCERPT = re.compile(r"^<!-- excerpt of the output (?:above|of: (?P<prefix>\S.*?)) -->$")
@@ -50,9 +52,10 @@ EXCERPT = re.compile(r"^<!-- excerpt of the output (?:above|of: (?P<prefix>\S.*?
 class Step:
     command: str
     expected: list[str]  # console output lines (None-like empty for sh)
-    line: int  # 1-based README line of the command
-    output_span: tuple[int, int] = (0, 0)  # README line indexes [start, end) of the output
+    line: int  # 1-based line of the command in its document
+    output_span: tuple[int, int] = (0, 0)  # line indexes [start, end) of the output
     compare: bool = True
+    source: str = "README.md"  # the document, relative to the repository
 
 
 @dataclass
@@ -62,6 +65,26 @@ class Block:
     steps: list[Step] = field(default_factory=list)
     skip: str | None = None
     excerpt_of: str = ""  # an excerpt: the command prefix whose output it shows ("": last)
+
+
+def _source(document: Path) -> str:
+    """How messages name a document: relative to the repository when it is in it."""
+    try:
+        return document.resolve().relative_to(ROOT).as_posix()
+    except ValueError:
+        return document.name
+
+
+def parse_all(documents: tuple[Path, ...] = DOCUMENTS) -> list[Block]:
+    """The blocks of every document, in the order they run; each step knows its source."""
+    blocks: list[Block] = []
+    for document in documents:
+        found = parse(document.read_text(encoding="utf-8"))
+        for block in found:
+            for step in block.steps:
+                step.source = _source(document)
+        blocks.extend(found)
+    return blocks
 
 
 def parse(text: str) -> list[Block]:
@@ -293,33 +316,34 @@ def _elided(expected: list[str], actual: list[str]) -> list[str]:
     return actual[:head] + [ELLIPSIS] + (actual[len(actual) - tail :] if tail else [])
 
 
-def update(readme: Path = README) -> int:
+def update(documents: tuple[Path, ...] = DOCUMENTS) -> int:
     """Rewrite the output of every console command that no longer matches; the count."""
-    text = readme.read_text(encoding="utf-8")
-    blocks = parse(text)
+    blocks = parse_all(documents)
     with tempfile.TemporaryDirectory(prefix="readme-") as scratch:
         outcomes = run_all(blocks, Path(scratch))
-    lines = text.split("\n")
     changed = 0
-    for outcome in reversed(outcomes):  # bottom up: earlier line numbers stay valid
-        step = outcome.step
-        if not outcome.ok and not step.command:
-            print(f"README.md:{step.line}: this excerpt no longer matches: update it by hand")
-            continue
-        if outcome.ok or not step.compare:
-            if not step.compare and not outcome.ok:
-                print(f"README.md:{step.line}: exit {outcome.code}: {step.command}")
-            continue
-        start, end = step.output_span
-        new = _elided(step.expected, outcome.output)
-        lines[start:end] = new
-        changed += 1
-    readme.write_text("\n".join(lines), encoding="utf-8")
+    for document in documents:
+        source = _source(document)
+        lines = document.read_text(encoding="utf-8").split("\n")
+        mine = [o for o in outcomes if o.step.source == source]
+        for outcome in reversed(mine):  # bottom up: earlier line numbers stay valid
+            step = outcome.step
+            if not outcome.ok and not step.command:
+                print(f"{source}:{step.line}: this excerpt no longer matches: update it by hand")
+                continue
+            if outcome.ok or not step.compare:
+                if not step.compare and not outcome.ok:
+                    print(f"{source}:{step.line}: exit {outcome.code}: {step.command}")
+                continue
+            start, end = step.output_span
+            lines[start:end] = _elided(step.expected, outcome.output)
+            changed += 1
+        document.write_text("\n".join(lines), encoding="utf-8")
     return changed
 
 
 if __name__ == "__main__":
     if sys.argv[1:] == ["--update"]:
-        print(f"rewrote the output of {update()} command(s) in README.md")
+        print(f"rewrote the output of {update()} command(s) in README.md and docs/tutorial.md")
     else:
         sys.exit("usage: python -m tests.readme_commands --update")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlmodel import Session, col, select
 
@@ -32,6 +32,15 @@ from evalops.store.tables import (
 )
 
 
+class RegisteredGraderSet(NamedTuple):
+    """A grader set as registered: its validated spec, the raw grader objects as written
+    (what digests and calibration configs are computed from) and its id."""
+
+    spec: GraderSet
+    graders: list[dict[str, Any]]
+    grader_set_id: str
+
+
 @dataclass
 class Definitions:
     """Per-session caches of registered definitions, looked up by digest.
@@ -49,9 +58,7 @@ class Definitions:
     _all_tasks: dict[str, list[TaskRevision]] | None = None
     _specs: dict[int, EvalTaskSpec] = field(default_factory=dict)
     _task_specs: dict[tuple[str, str], EvalTaskSpec | None] = field(default_factory=dict)
-    _grader_sets: dict[str, tuple[GraderSet, list[dict[str, Any]], str] | None] = field(
-        default_factory=dict
-    )
+    _grader_sets: dict[str, RegisteredGraderSet | None] = field(default_factory=dict)
     _validity: dict[str, dict[str, Validity]] = field(default_factory=dict)
     _executions: dict[str, bool] = field(default_factory=dict)
     _appended: tuple[dict[str, list[Reconciliation]], dict[str, list[ReviewResult]]] | None = None
@@ -131,12 +138,12 @@ class Definitions:
         self._task_specs[key] = spec
         return spec
 
-    def grader_set(self, digest: str) -> tuple[GraderSet, list[dict[str, Any]], str] | None:
-        """(spec, raw graders, grader set id) of a registered grader set digest."""
+    def grader_set(self, digest: str) -> RegisteredGraderSet | None:
+        """The registered grader set of this digest, or None."""
         if digest not in self._grader_sets:
             row = queries.grader_set_by_digest(self.session, digest, self.cutoff)
             self._grader_sets[digest] = (
-                (
+                RegisteredGraderSet(
                     queries.grader_set_spec(row),
                     json.loads(row.document)["graders"],
                     row.grader_set_id,
@@ -153,8 +160,8 @@ class Definitions:
             self._validity[digest] = (
                 queries.model_grader_validity(
                     self.session,
-                    found[0],
-                    found[1],
+                    found.spec,
+                    found.graders,
                     self.cutoff,
                     pass_class_exempt=self.pass_class_exempt,
                 )
@@ -262,7 +269,7 @@ def rederive(defs: Definitions, trial: Trial) -> Classification | None:
     found = defs.grader_set(trial.grader_set_digest)
     if task is None or found is None:
         return None
-    graders = found[0]
+    graders = found.spec
     reconciliations, reviews = defs.appended(trial.trial_id)
     return classify(
         stored_record(trial),

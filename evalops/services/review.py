@@ -39,7 +39,7 @@ def reviewable_grader_sets(session: Session, defs: Definitions) -> list[str]:
     out = []
     for digest in digests:
         found = defs.grader_set(digest)
-        if found and any(g.blocking and g.type in ("model", "human") for g in found[0].graders):
+        if found and any(g.blocking and g.type in ("model", "human") for g in found.spec.graders):
             out.append(digest)
     return sorted(out)
 
@@ -123,10 +123,10 @@ def resolve(
         defs = Definitions(session)
         found = defs.grader_set(trial.grader_set_digest)
         assert found is not None
-        grader = found[0].grader(grader_id)
+        grader = found.spec.grader(grader_id)
         if grader is None:
             raise InputError(
-                f"grader {grader_id!r} is not in the trial's grader set {found[2]}",
+                f"grader {grader_id!r} is not in the trial's grader set {found.grader_set_id}",
                 field="--grader",
             )
         before = rederive(defs, trial)

@@ -86,8 +86,11 @@ def test_bad_calls_stay_a_usage_error(tmp_path: Path, cli: Cli, bad: str) -> Non
     assert cli(*args).code == 2
 
 
-def test_the_readme_documents_the_exit_code() -> None:
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("## Global options and exit codes", 1)[1].split("\n## ", 1)[0]
+@pytest.mark.parametrize(
+    ("page", "heading"), [("README.md", "## Exit codes"), ("docs/cli.md", "## Exit codes")]
+)
+def test_the_readme_and_the_reference_document_the_exit_code(page: str, heading: str) -> None:
+    text = (REPO_ROOT / page).read_text(encoding="utf-8")
+    section = text.split(heading, 1)[1].split("\n## ", 1)[0]
     row = next(line for line in section.splitlines() if line.startswith("| 4 |"))
     assert "trajectory grade" in row and "not matched" in row

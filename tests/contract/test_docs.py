@@ -159,3 +159,14 @@ def test_every_docs_page_the_code_cites_exists() -> None:
     assert cited, "help texts and errors should point at docs/"
     for page in sorted(cited):
         assert (DOCS / page).is_file(), f"the code cites docs/{page}, which does not exist"
+
+
+def test_the_readme_is_a_front_page_and_the_walkthrough_is_the_tutorial() -> None:
+    # The README says what evalops is, the two commands, a five-minute tour and where to go
+    # next; the executed walk-through, development notes and dated figures live elsewhere.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 300
+    for target in ("docs/tutorial.md", "CONTRIBUTING.md", "ARCHITECTURE.md", "docs/README.md"):
+        assert f"]({target}" in readme, target
+        assert (ROOT / target).is_file(), target
+    assert not re.search(r"\b20\d\d-\d\d-\d\d\b.*\b(min|ms|CPU)\b", readme), "dated timings"

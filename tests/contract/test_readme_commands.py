@@ -1,4 +1,4 @@
-"""Every command block of README.md runs, in order, in a scratch
+"""Every command block of README.md and then docs/tutorial.md runs, in order, in a scratch
 directory, and prints what the README shows (see tests/readme_commands.py for the rules;
 `python -m tests.readme_commands --update` refreshes the outputs after an intended change).
 """
@@ -13,7 +13,7 @@ from tests import readme_commands as rc
 
 
 def test_readme_commands_print_what_the_readme_shows(tmp_path: Path) -> None:
-    blocks = rc.parse(rc.README.read_text(encoding="utf-8"))
+    blocks = rc.parse_all()
     outcomes = rc.run_all(blocks, tmp_path)
     assert len(outcomes) >= 20, "the README should show real commands"
     failures = []
@@ -21,9 +21,9 @@ def test_readme_commands_print_what_the_readme_shows(tmp_path: Path) -> None:
         if not o.ok:
             shown = "\n".join(o.output[-40:])
             what = "output differs" if o.step.compare else f"exit {o.code}"
-            failures.append(f"README.md:{o.step.line}: {what}: $ {o.step.command}\n{shown}")
+            failures.append(f"{o.step.source}:{o.step.line}: {what}: $ {o.step.command}\n{shown}")
         for problem in rc.digest_mismatches(o.step.expected, o.output):
-            failures.append(f"README.md:{o.step.line}: digest differs: {problem}")
+            failures.append(f"{o.step.source}:{o.step.line}: digest differs: {problem}")
     assert not failures, (
         "\n\n".join(failures)
         + "\n\n(after an intended output change: python -m tests.readme_commands --update)"
@@ -31,7 +31,7 @@ def test_readme_commands_print_what_the_readme_shows(tmp_path: Path) -> None:
 
 
 def test_every_skipped_block_says_why() -> None:
-    blocks = rc.parse(rc.README.read_text(encoding="utf-8"))
+    blocks = rc.parse_all()
     skipped = [b for b in blocks if b.skip is not None]
     assert all(b.skip.strip() for b in skipped)
     # Most of the README runs: only installing, servers, the reader's own files and
@@ -120,7 +120,7 @@ def test_update_rewrites_only_what_differs_and_keeps_elisions(tmp_path: Path) ->
         "$ printf '1\\n2\\n3\\n4\\n'\n0\n...\n```\n",
         encoding="utf-8",
     )
-    assert rc.update(readme) == 2
+    assert rc.update((readme,)) == 2
     assert readme.read_text(encoding="utf-8") == (
         "```console\n$ printf 'a\\nb\\nc\\nd\\n'\na\n...\nd\n$ echo new\nnew\n$ echo same\nsame\n"
         "$ printf '1\\n2\\n3\\n4\\n'\n1\n...\n```\n"
