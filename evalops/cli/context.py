@@ -132,7 +132,7 @@ def now() -> datetime:
     """
     pinned = os.environ.get(NOW_ENV)
     if pinned:
-        from evalops.domain.vocabulary import parse_timestamp
+        from evalops.domain.timestamps import parse_timestamp
         from evalops.errors import InputError
 
         try:
