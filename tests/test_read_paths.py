@@ -37,6 +37,7 @@ READ_COMMANDS = [
     ["gate", "show", "GATE-3"],
     ["incident", "list"],
     ["waiver", "list", "--all"],
+    ["suite", "show", "regression/core", "--all"],
 ]
 
 
@@ -83,6 +84,26 @@ def test_the_sqlite3_reader_and_the_sqlalchemy_reader_agree(
     assert fast.code == engine.code == 0, (fast.stderr, engine.stderr)
     assert json.loads(fast.stdout) == json.loads(engine.stdout)
     assert json.loads(fast.stdout)  # the demo has something to show for each
+
+
+@pytest.mark.parametrize("include_removed", [False, True])
+def test_suite_show_reads_what_the_suite_card_reads(demo: Path, include_removed: bool) -> None:
+    """The suite card still reads its suite through the ORM (services/suites.py); both
+    readings of a suite are the same document."""
+    from evalops.services.database import open_database
+    from evalops.services.reads import show_suite
+    from evalops.services.suites import show_suite as orm_show_suite
+    from evalops.store.reader import engine_reader
+
+    engine = open_database(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
+    try:
+        with engine_reader(engine) as reader:
+            plain = show_suite(reader, "regression/core", include_removed=include_removed)
+        orm = orm_show_suite(engine, "regression/core", include_removed=include_removed)
+    finally:
+        engine.dispose()
+    assert plain == orm
+    assert len(plain["members"]) == 3
 
 
 def test_an_unknown_gate_decision_is_the_same_usage_error(demo: Path, cli: Cli) -> None:

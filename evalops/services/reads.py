@@ -41,7 +41,8 @@ def list_decisions(
 ) -> tuple[list[dict[str, Any]], int]:
     """The newest `limit` stored decisions (every one for None), listed oldest first, and
     how many match in all (SQL `LIMIT` and `COUNT`)."""
-    where, params = ["1 = 1"], {}
+    where: list[str] = ["1 = 1"]
+    params: dict[str, Any] = {}
     if suite_id:
         where.append("suite_id = :suite")
         params["suite"] = suite_id
@@ -169,7 +170,8 @@ def list_waivers(
     """Waivers valid at `now` (every one with `include_all`), of one build or task if given."""
     from evalops.domain.waivers import WaiverFact, validity_at
 
-    where, params = ["1 = 1"], {}
+    where: list[str] = ["1 = 1"]
+    params: dict[str, Any] = {}
     if build is not None:
         where.append("build = :build")
         params["build"] = build
@@ -213,3 +215,94 @@ def list_waivers(
             }
         )
     return views if include_all else [v for v in views if v["status"] == "valid"]
+
+
+# -- suites -----------------------------------------------------------------------------------
+
+
+def _in_force_suite(reader: Reader, suite_id: str) -> dict[str, Any] | None:
+    """The suite declaration the latest sync holds (`queries.in_force_row` for suites)."""
+    return reader.first(
+        "SELECT s.suite_id, s.kind, s.document FROM suite AS s "
+        "JOIN sync_in_force AS f ON f.kind = 'suite' AND f.definition_id = s.suite_id "
+        "AND f.document_digest = s.document_digest "
+        "WHERE s.suite_id = :suite AND f.sync_run_id = "
+        "(SELECT id FROM sync_run ORDER BY id DESC LIMIT 1) "
+        "ORDER BY s.id LIMIT 1",
+        {"suite": suite_id},
+    )
+
+
+def _members(
+    reader: Reader, suite_id: str, *, include_removed: bool
+) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
+    """The membership rows folded into each task's current pin: (the row that set the pin,
+    the row that retired it or None), by task id (`queries.members`)."""
+    state: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {}
+    for row in reader.rows(
+        "SELECT m.*, r.revision AS task_revision, p.subject AS promotion_subject "
+        "FROM suite_membership AS m "
+        "LEFT JOIN task_revision AS r ON r.id = m.task_revision_id "
+        "LEFT JOIN promotion AS p ON p.id = m.promotion_id "
+        "WHERE m.suite_id = :suite ORDER BY m.id",
+        {"suite": suite_id},
+    ):
+        if row["action"] != "retired":
+            state[row["task_id"]] = (row, None)
+        elif row["task_id"] in state:
+            state[row["task_id"]] = (state[row["task_id"]][0], row)
+    folded = [state[task_id] for task_id in sorted(state)]
+    return folded if include_removed else [m for m in folded if m[1] is None]
+
+
+def _membership_view(added: dict[str, Any], removed: dict[str, Any] | None) -> dict[str, Any]:
+    promotion = added["promotion_id"]
+    return {
+        "task_id": added["task_id"],
+        "revision": added["task_revision"],
+        "task_digest": added["task_digest"],
+        "grader_set_digest": added["grader_set_digest"],
+        "action": added["action"],
+        "added_at": _ts(added["at"]),
+        "added_by": added["actor"],
+        "promotion": (
+            {"id": promotion, "subject": added["promotion_subject"]}
+            if promotion is not None
+            else None
+        ),
+        "removed": (
+            {
+                "at": _ts(removed["at"]),
+                "by": removed["actor"],
+                "reason": removed["reason"],
+                "approved_by": removed["approved_by"],
+                "replaced_by": removed["replaced_by"],
+            }
+            if removed is not None
+            else None
+        ),
+    }
+
+
+def show_suite(reader: Reader, suite_id: str, *, include_removed: bool = False) -> dict[str, Any]:
+    """A suite's declaration, current pins (and removed members), and how often it changed."""
+    from evalops.domain.digests import suite_digest
+
+    row = _in_force_suite(reader, suite_id)
+    if row is None:
+        raise InputError(f"suite {suite_id!r} is not registered (run `evalops sync`)")
+    declaration = json.loads(row["document"])
+    shown = _members(reader, suite_id, include_removed=include_removed)
+    current = [m for m in shown if m[1] is None]
+    changes = reader.scalar(
+        "SELECT count(*) AS n FROM suite_membership WHERE suite_id = :suite", {"suite": suite_id}
+    )
+    return {
+        "suite": suite_id,
+        "kind": row["kind"],
+        "owner": declaration.get("owner"),
+        "description": declaration.get("description"),
+        "suite_digest": suite_digest(suite_id, row["kind"], [added for added, _ in current]),
+        "members": [_membership_view(added, removed) for added, removed in shown],
+        "changes": int(changes),
+    }
