@@ -177,7 +177,7 @@ def list_(
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
-    from evalops.services.authority import describe_signers
+    from evalops.services.reads import describe_signers
 
     with state.connect() as engine:
         rows = list_calibrations(engine)

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from rich.table import Table
     from sqlalchemy.engine import Engine
 
+    from evalops.store.reader import Reader
+
 
 @dataclass
 class Settings:
@@ -51,6 +53,23 @@ class Settings:
             yield engine
         finally:
             engine.dispose()
+
+    @contextmanager
+    def read(self, *, for_verify: bool = False) -> Iterator[Reader]:
+        """The registry database for one read-only command: on a plain SQLite file at head
+        through `sqlite3` alone (no SQLAlchemy to import), else through an engine opened
+        and checked as by `connect`, with the same errors."""
+        from evalops.store.reader import engine_reader, open_sqlite
+
+        fast = open_sqlite(self.db_url, lock_timeout=self.lock_timeout)
+        if fast is not None:
+            try:
+                yield fast
+            finally:
+                fast.close()
+            return
+        with self.connect(for_verify=for_verify) as engine, engine_reader(engine) as reader:
+            yield reader
 
     def who(self) -> str:
         """The acting user: an identifier, so at most 256 characters on every engine."""
@@ -113,7 +132,7 @@ def now() -> datetime:
     """
     pinned = os.environ.get(NOW_ENV)
     if pinned:
-        from evalops.domain.vocabulary import parse_timestamp
+        from evalops.domain.timestamps import parse_timestamp
         from evalops.errors import InputError
 
         try:

@@ -327,12 +327,18 @@ def gate_show(
 
     Example: evalops gate show GATE-3 --junit gate.xml --report gate-report.md
     """
-    from evalops.services.gate import show
-
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
-        data = show(engine, gate_id)
-        _write_artifacts(engine, gate_id, junit, report)
+    if junit is None and report is None:
+        from evalops.services.reads import show_decision
+
+        with state.read() as reader:
+            data = show_decision(reader, gate_id)
+    else:
+        from evalops.services.gate import show
+
+        with state.connect() as engine:
+            data = show(engine, gate_id)
+            _write_artifacts(engine, gate_id, junit, report)
 
     def human() -> None:
         _render_decision(data)
@@ -357,12 +363,12 @@ def gate_list(
 
     Example: evalops gate list --suite regression/core
     """
-    from evalops.services.gate import list_decisions
+    from evalops.services.reads import list_decisions
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
-    with state.connect() as engine:
-        rows, total = list_decisions(engine, suite, build=build, limit=shown_limit)
+    with state.read() as reader:
+        rows, total = list_decisions(reader, suite, build=build, limit=shown_limit)
     emit_page(
         ctx,
         Page(rows, total),
@@ -518,13 +524,13 @@ def waiver_list(
 
     Example: evalops waiver list --all
     """
-    from evalops.services.waivers import list_waivers
+    from evalops.services.reads import list_waivers
 
     state = settings(ctx, json_flag)
     # `--all` (the contract's "also expired and revoked") lists every waiver unless --limit.
     shown_limit = limit if all_ else row_limit(ctx, limit, False)
-    with state.connect() as engine:
-        rows = list_waivers(engine, include_all=all_, now=now(), build=build, task=task)
+    with state.read() as reader:
+        rows = list_waivers(reader, include_all=all_, now=now(), build=build, task=task)
     page = page_of(rows, shown_limit)
     emit_page(
         ctx,
@@ -589,7 +595,7 @@ def waiver_revoke(
 
 
 def _signed_line(signers: list[dict[str, str]]) -> str:
-    from evalops.services.authority import describe_signers
+    from evalops.services.reads import describe_signers
 
     return describe_signers(signers)
 

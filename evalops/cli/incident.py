@@ -136,11 +136,11 @@ def list_(
 
     Example: evalops incident list --state open
     """
-    from evalops.services.incidents import list_incidents
+    from evalops.services.reads import list_incidents
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
-        rows = list_incidents(engine, state_filter)
+    with state.read() as reader:
+        rows = list_incidents(reader, state_filter)
     page = page_of(
         [r for r in rows if task is None or task in r["tasks"]],
         row_limit(ctx, limit, all_rows),

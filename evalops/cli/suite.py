@@ -65,11 +65,11 @@ def show(
 
     Example: evalops suite show regression/core --all
     """
-    from evalops.services.suites import show_suite
+    from evalops.services.reads import show_suite
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
-        data = show_suite(engine, suite, include_removed=all_)
+    with state.read() as reader:
+        data = show_suite(reader, suite, include_removed=all_)
 
     def human() -> None:
         say(f"{data['suite']} ({data['kind']})  suite_digest {data['suite_digest']}")

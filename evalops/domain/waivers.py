@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalops.domain.free_text import has_visible_text
-from evalops.domain.specs import GatePolicy
-from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, format_timestamp, parse_timestamp
+from evalops.domain.timestamps import format_timestamp, parse_timestamp
+
+if TYPE_CHECKING:  # the spec models (pydantic) are not needed to list waivers
+    from evalops.domain.specs import GatePolicy
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ def grant_refusals(
     now: datetime,
 ) -> list[Refusal]:
     """Every rule of section 9 the request breaks (empty: it may be granted)."""
+    from evalops.domain.vocabulary import CANONICAL_PRECEDENCE
+
     out: list[Refusal] = []
     rules = policy.waivers
     if risk == "critical":

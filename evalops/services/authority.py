@@ -352,13 +352,6 @@ def signers_of(session: Session, kind: str, audit_seq: int) -> list[dict[str, st
     return [] if row is None else list(json.loads(row.signers))
 
 
-def describe_signers(signers: list[dict[str, str]]) -> str:
-    """`signed by alice (SHA256:...)` or `unsigned`, for people."""
-    if not signers:
-        return "unsigned"
-    return "signed by " + ", ".join(f"{s['principal']} ({s['fingerprint']})" for s in signers)
-
-
 @dataclass(frozen=True)
 class _Governing:
     """The authority a sync put in force, from its seq on."""

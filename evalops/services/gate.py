@@ -207,40 +207,6 @@ def show(engine: Engine, gate_id: str) -> dict[str, Any]:
         }
 
 
-def list_decisions(
-    engine: Engine,
-    suite_id: str | None = None,
-    *,
-    build: str | None = None,
-    limit: int | None = None,
-) -> tuple[list[dict[str, Any]], int]:
-    """The newest `limit` stored decisions (every one for None), listed oldest first, and
-    how many match in all (SQL `LIMIT` and `COUNT`)."""
-    with read_session(engine) as session:
-        where: list[Any] = []
-        if suite_id:
-            where.append(GateDecision.suite_id == suite_id)
-        if build:
-            where.append(GateDecision.build == build)
-        total = session.exec(select(func.count()).select_from(GateDecision).where(*where)).one()
-        stmt = select(GateDecision).where(*where).order_by(col(GateDecision.id).desc())
-        if limit is not None:
-            stmt = stmt.limit(limit)
-        newest_first = list(session.exec(stmt))
-        return [
-            {
-                "gate_id": r.gate_id,
-                "decision": r.decision,
-                "build": r.build,
-                "suite": r.suite_id,
-                "evaluated_at": format_timestamp(r.evaluated_at),
-                "decided_at": format_timestamp(r.at),
-                "actor": r.actor,
-            }
-            for r in reversed(newest_first)
-        ], total
-
-
 def _differences(a: Any, b: Any, path: str = "") -> list[str]:
     if isinstance(a, dict) and isinstance(b, dict):
         out: list[str] = []

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, func, select
+from sqlmodel import Session, func, select
 
 from evalops.domain.free_text import has_visible_text
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
@@ -238,15 +238,6 @@ def close(
             raise InputError(f"{incident_id} is already closed")
         move(session, current, action="close", state="closed", reason=reason, actor=actor, now=now)
         return _load(session, incident_id).as_dict()
-
-
-def list_incidents(engine: Engine, state: str | None = None) -> list[dict[str, Any]]:
-    if state is not None and state not in STATES:
-        raise InputError(f"state {state!r} is not one of {', '.join(STATES)}", field="--state")
-    with read_session(engine) as session:
-        rows = session.exec(select(Incident).order_by(col(Incident.number))).all()
-        views = [view(session, r).as_dict() for r in rows]
-    return [v for v in views if state is None or v["state"] == state]
 
 
 def show(engine: Engine, incident_id: str) -> dict[str, Any]:

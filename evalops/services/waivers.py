@@ -27,7 +27,7 @@ from evalops.services.authority import (
 from evalops.services.policies import gate_policy_for
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
-from evalops.store.engine import read_session, write_session
+from evalops.store.engine import write_session
 from evalops.store.tables import Waiver, WaiverRevocation
 
 
@@ -186,25 +186,6 @@ def grant(
             rows=[row] if act_row is None else [row, act_row],
         )
         return True, _view(session, row, now)
-
-
-def list_waivers(
-    engine: Engine,
-    *,
-    include_all: bool,
-    now: datetime,
-    build: str | None = None,
-    task: str | None = None,
-) -> list[dict[str, Any]]:
-    """Waivers valid at `now` (every one with `include_all`), of one build or task if given."""
-    with read_session(engine) as session:
-        stmt = select(Waiver).order_by(col(Waiver.id))
-        if build is not None:
-            stmt = stmt.where(Waiver.build == build)
-        if task is not None:
-            stmt = stmt.where(Waiver.task_id == task)
-        views = [_view(session, w, now) for w in session.exec(stmt).all()]
-    return views if include_all else [v for v in views if v["status"] == "valid"]
 
 
 def revoke(

@@ -1,0 +1,145 @@
+"""Read-only access to the registry for the everyday read commands.
+
+`gate list`, `incident list` and the like read a handful of rows; importing SQLAlchemy and
+the table models would cost them ten times what the reading does. On a SQLite registry they
+read through the standard library's `sqlite3`, with the same schema-revision check as every
+other command (`alembic_version`, read directly); on PostgreSQL, or any database URL beyond
+the plain `sqlite:///PATH`, through a SQLAlchemy connection (Core `text()`, no ORM). Queries
+are written once, in SQL both engines read, with `:name` parameters.
+
+Anything the fast path cannot vouch for (a missing file, a schema not at head, a file that is
+not a database) is left to the usual way of opening the database (`Settings.read` in
+evalops/cli/context.py), which raises the usual error with the usual message and exit code.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from evalops.store.schema import HEAD_REVISION
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
+
+#: A SQLite URL the fast path opens itself: a plain file path, no query, no driver name.
+_PLAIN_SQLITE = re.compile(r"^sqlite:///(?P<path>[^?#%]+)$")
+
+Params = Mapping[str, Any]
+
+
+class Reader:
+    """Rows of plain SQL as dicts, in one read transaction (one snapshot on both engines)."""
+
+    backend = "sqlite"
+
+    def rows(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def first(self, sql: str, params: Params | None = None) -> dict[str, Any] | None:
+        found = self.rows(sql, params)
+        return found[0] if found else None
+
+    def scalar(self, sql: str, params: Params | None = None) -> Any:
+        row = self.first(sql, params)
+        return None if row is None else next(iter(row.values()))
+
+
+class SqliteReader(Reader):
+    """`sqlite3` itself, inside one deferred transaction (one snapshot of the WAL)."""
+
+    backend = "sqlite"
+
+    def __init__(self, connection: sqlite3.Connection) -> None:
+        self._conn = connection
+        self._conn.row_factory = sqlite3.Row
+
+    def rows(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
+        cursor = self._conn.execute(sql, dict(params or {}))
+        return [dict(row) for row in cursor.fetchall()]
+
+    def close(self) -> None:
+        self._conn.rollback()
+        self._conn.close()
+
+
+class ConnectionReader(Reader):
+    """A SQLAlchemy connection (PostgreSQL, or a SQLite URL with options), Core only."""
+
+    def __init__(self, connection: Connection) -> None:
+        self._conn = connection
+        self.backend = connection.dialect.name
+
+    def rows(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
+        from sqlalchemy import text
+
+        result = self._conn.execute(text(sql), dict(params or {}))
+        return [dict(row) for row in result.mappings()]
+
+
+def timestamp(value: Any) -> datetime:
+    """A stored timestamp as an aware UTC datetime, as the tables' `UTCDateTime` gives it:
+    SQLite holds UTC as naive text (`2026-12-01 10:00:00.000000`), PostgreSQL an aware
+    value."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        raise TypeError(f"not a stored timestamp: {value!r}")
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _sqlite_file(url: str) -> Path | None:
+    match = _PLAIN_SQLITE.match(url)
+    if match is None or match.group("path") == ":memory:":
+        return None
+    return Path(match.group("path"))
+
+
+def _at_head(conn: sqlite3.Connection) -> bool:
+    has_table = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'alembic_version'"
+    ).fetchone()
+    if has_table is None:
+        return False
+    row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    return row is not None and row[0] == HEAD_REVISION
+
+
+def open_sqlite(url: str, *, lock_timeout: float) -> SqliteReader | None:
+    """A reader on the plain SQLite file `url` names, when it exists and is at head; None
+    when anything is off (the caller then opens the database the usual way, which says
+    what is wrong)."""
+    path = _sqlite_file(url)
+    if path is None or not path.is_file():
+        return None
+    conn = sqlite3.connect(path, timeout=lock_timeout, isolation_level=None)
+    try:
+        conn.execute(f"PRAGMA busy_timeout={int(lock_timeout * 1000)}")
+        conn.execute("BEGIN")
+        if _at_head(conn):
+            return SqliteReader(conn)
+    except sqlite3.Error:
+        pass
+    conn.close()
+    return None
+
+
+@contextmanager
+def engine_reader(engine: Engine) -> Iterator[Reader]:
+    """A reader on an engine already opened and checked, in one read-only transaction."""
+    with engine.connect() as plain:
+        # PostgreSQL: one snapshot for the whole read (READ COMMITTED takes one a statement).
+        conn = (
+            plain.execution_options(isolation_level="REPEATABLE READ")
+            if plain.dialect.name == "postgresql"
+            else plain
+        )
+        with conn.begin():
+            yield ConnectionReader(conn)
