@@ -53,6 +53,20 @@ def num(value: Any, digits: int = 3) -> str:
 _PLAIN = re.compile(r"[A-Za-z0-9 :._/@+=,#-]+")
 
 
+def seconds(value: Any) -> str:
+    """A duration for people: whole seconds (tenths below ten), minutes beside longer ones;
+    the JSON report keeps the exact value."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return "–"
+    if not math.isfinite(value):
+        return "–"
+    shown = f"{value:.1f} s" if abs(value) < 10 else f"{round(value)} s"
+    if abs(value) >= 60:
+        minutes, rest = divmod(round(value), 60)
+        shown += f" ({minutes} min {rest} s)"
+    return shown
+
+
 def code(value: Any) -> str:
     """A plain id, digest or command as an inline code span; anything else escaped text.
 
@@ -88,7 +102,9 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(code=code, md=md, num=num, short=short, url=safe_url, visible=visible)
+    env.filters.update(
+        code=code, md=md, num=num, seconds=seconds, short=short, url=safe_url, visible=visible
+    )
     env.globals.update(svg=svg, anchor_token=anchor_token)
     css = (templates_dir() / STYLESHEET).read_text(encoding="utf-8")
     env.globals["stylesheet"] = Markup(css)

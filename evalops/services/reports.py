@@ -27,6 +27,7 @@ from evalops.domain.changes import alpha_note, flip_counts, sides_from_inputs, t
 from evalops.domain.classify import Classification, shown_score
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
+from evalops.services.drilldown import failing_trials, trial_details
 from evalops.services.evidence import Definitions, rederive
 from evalops.services.policies import named_in
 from evalops.store import queries
@@ -39,6 +40,7 @@ from evalops.store.tables import (
     GateDecision,
     Incident,
     IncidentEvent,
+    IngestBatch,
     PolicyRow,
     SuiteRow,
     SyncRun,
@@ -347,11 +349,17 @@ def _trial_facts(
     ids = [t["trial_id"] for task in tasks for t in task.get("trials", [])]
     classes = {t["trial_id"]: t["classification"] for task in tasks for t in task["trials"]}
     found: dict[str, dict[str, Any]] = {}
+    details: dict[str, dict[str, Any]] = {}
+    batches = _BatchFiles(session)
     layers: Counter[tuple[str, str]] = Counter()
     for trial in _trial_rows(session, ids):
         trial_id = trial.trial_id
         record = json.loads(trial.record)
         _count_layers(layers, defs, trial, record)
+        if classes[trial_id] != "task_pass":
+            details[trial_id] = trial_details(
+                defs, trial, record, batches.of(trial.ingest_batch_id)
+            )
         recon, reviews = defs.appended(trial_id)
         current = rederive(defs, trial)
         found[trial_id] = {
@@ -369,6 +377,7 @@ def _trial_facts(
             "reconciliations": [
                 {
                     "effect_key": r.effect_key,
+                    "effect_index": r.effect_index,
                     "status": r.status,
                     "evidence_uri": r.evidence_uri,
                     "at": format_timestamp(r.at),
@@ -392,6 +401,7 @@ def _trial_facts(
     order = {"hard_constraint": 0, "outcome": 1, "trajectory_diagnosis": 2, "runtime": 3}
     return {
         "trials": {trial_id: found[trial_id] for trial_id in ids if trial_id in found},
+        "details": details,
         "layers": [
             {"layer": layer, "state": state, "count": n}
             for (layer, state), n in sorted(
@@ -399,6 +409,20 @@ def _trial_facts(
             )
         ],
     }
+
+
+class _BatchFiles:
+    """The files each ingest batch read, looked up once per batch."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.known: dict[int, list[str]] = {}
+
+    def of(self, batch_id: int) -> list[str]:
+        if batch_id not in self.known:
+            row = self.session.get(IngestBatch, batch_id)
+            self.known[batch_id] = [str(f) for f in json.loads(row.files)] if row else []
+        return self.known[batch_id]
 
 
 def _count_layers(
@@ -895,6 +919,12 @@ def assemble(
             "by_layer": list(resolved.get("layers", [])),
         },
         "trials": trials,
+        "failing_trials": failing_trials(
+            trials,
+            resolved.get("details", {}),
+            resolved.get("calibration", []),
+            {t["task_id"]: t["grader_set_digest"] for t in tasks},
+        ),
         "waivers": waivers,
         "calibration": list(resolved.get("calibration", [])),
         "regression": result.get("regression"),
