@@ -60,7 +60,7 @@ class TrajectoryResult:
     def stored(self) -> dict[str, Any]:
         """The block as a trial row keeps it: the counts, plus each expected call's tool
         name and state and the forbidden tools called, for the drill-down of reports
-        (docs/reports.md). Tool names only: arguments are never stored."""
+        (docs/verify.md). Tool names only: arguments are never stored."""
         return {
             **self.block(),
             "expected": [{"tool": tool, "state": state} for tool, state in self.calls],

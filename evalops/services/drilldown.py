@@ -1,6 +1,6 @@
 """The drill-down of a trial that did not pass: what each grader said, what became of each
 expected tool call, what the harness reported (fixture misses, effects, runtime, usage), what
-happened since (reconciliations, reviews, reruns) and where its trace is (docs/reports.md).
+happened since (reconciliations, reviews, reruns) and where its trace is (docs/verify.md).
 
 `trial_details` reads one stored trial (its record and trajectory block; content-free: tool
 names, never arguments); `failing_trials` arranges those details, with the decision's own
@@ -206,11 +206,28 @@ def _reruns(trial_id: str, children: Mapping[str, list[Mapping[str, Any]]]) -> l
     return out
 
 
+def _awaiting_review(grader: Mapping[str, Any], reviewed: set[str]) -> bool:
+    """A model grader that abstained, or a human grader with no result, that no review has
+    answered yet (docs/classification.md: the review queue)."""
+    if grader["grader_id"] in reviewed:
+        return False
+    if grader.get("type") == "model":
+        return grader.get("state") == "abstain"
+    return grader.get("type") == "human" and grader.get("state") is None
+
+
 def _with_calibration(
-    graders: Sequence[Mapping[str, Any]], states: Mapping[str, str]
+    graders: Sequence[Mapping[str, Any]],
+    states: Mapping[str, str],
+    reviews: Sequence[Mapping[str, Any]],
 ) -> list[dict[str, Any]]:
+    reviewed = {r["grader_id"] for r in reviews}
     return [
-        {**g, "calibration": states.get(g["grader_id"]) if g.get("type") == "model" else None}
+        {
+            **g,
+            "calibration": states.get(g["grader_id"]) if g.get("type") == "model" else None,
+            "awaiting_review": _awaiting_review(g, reviewed),
+        }
         for g in graders
     ]
 
@@ -242,7 +259,9 @@ def failing_trials(
                 "class": t["classification"],
                 "explanation": t.get("explanation"),
                 "rerun_of": t.get("parent_trial_id"),
-                "graders": _with_calibration(facts.get("graders") or [], mine),
+                "graders": _with_calibration(
+                    facts.get("graders") or [], mine, t.get("reviews") or []
+                ),
                 "trajectory": facts.get("trajectory"),
                 "fixture_misses": t.get("fixture_misses"),
                 "effects": _effects(facts.get("effects") or [], t.get("reconciliations") or []),
