@@ -90,7 +90,8 @@ def test_each_expected_call_is_matched_out_of_order_or_missing(
     assert result.calls == tuple(zip("abc", states, strict=True))
     assert result.forbidden_called == forbidden
     stored = result.stored()
-    assert stored["expected"] == [{"tool": t, "state": s} for t, s in zip("abc", states, strict=True)]
+    pairs = zip("abc", states, strict=True)
+    assert stored["expected"] == [{"tool": t, "state": s} for t, s in pairs]
     assert stored["forbiddenCalled"] == list(forbidden)
     assert not result.matched
 
@@ -121,7 +122,8 @@ def test_hard_constraint_failure_with_a_rerun_not_permitted(demo: Path, cli: Cli
     assert f["usage"]["output_tokens"] == usage["output_tokens"]
     assert f["runtime_status"] == record["runtime"]["status"]
     assert f["trace"]["uri"] == record["trace_uri"]
-    assert (f["trace"]["link"], f["trace"]["open_with"], f["trace"]["source"]) == (False, None, None)
+    trace = f["trace"]
+    assert (trace["link"], trace["open_with"], trace["source"]) == (False, None, None)
 
 
 def test_unmatched_trajectory_and_fixture_miss(demo: Path, cli: Cli) -> None:
