@@ -22,6 +22,7 @@ from sqlmodel import Session, col, select
 
 from evalops import __version__
 from evalops.domain import digests
+from evalops.domain.calibration_validity import measured_against_required
 from evalops.domain.canonical import digest, plain_number
 from evalops.domain.changes import alpha_note, flip_counts, sides_from_inputs, task_changes
 from evalops.domain.classify import Classification, shown_score
@@ -565,6 +566,11 @@ def calibration_facts(
                     "calibration_id": validity.calibration_id,
                     "recorded_at": format_timestamp(row.at) if row else None,
                     "recorded_by": row.actor if row else None,
+                    "measured": measured_against_required(
+                        grader.calibration_requirements, json.loads(row.record)
+                    )
+                    if row
+                    else None,
                 }
             )
     return out
