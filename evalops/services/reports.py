@@ -819,6 +819,7 @@ def assemble(
                 "score_grader": facts.get("score_grader"),
                 "evaluator_type": facts.get("evaluator_type"),
                 "ignored": ignored_by_reason(t.get("ignoredTrials")),
+                "k": (tasks_in.get(t["task_id"], {}).get("plan") or {}).get("k"),
                 "waiver": waiver,
             }
         )
