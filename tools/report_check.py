@@ -205,7 +205,8 @@ SIDEWAYS = """(() => {
     const style = getComputedStyle(e);
     if (['auto', 'scroll'].includes(style.overflowX) && e.scrollWidth > e.clientWidth + 1) {
       const what = e.id || (e.firstElementChild && e.firstElementChild.className) || e.tagName;
-      out.push(e.tagName.toLowerCase() + ' ' + what + ' by ' + (e.scrollWidth - e.clientWidth) + 'px');
+      const by = e.scrollWidth - e.clientWidth;
+      out.push(e.tagName.toLowerCase() + ' ' + what + ' by ' + by + 'px');
     }
   });
   document.querySelectorAll('details').forEach(d => d.open = false);
