@@ -958,9 +958,10 @@ def assemble(
         or {"syncs": [], "in_force": None, "definitions": []},
         "authority": resolved.get("authority") or {"id": None, "digest": None, "acts": []},
         "history": list(resolved.get("history", [])),
+        # The anchor itself, not a file: a pull-request comment has no file to point at.
         "recompute": [
             f"evalops gate replay {result['gate_id']}",
-            "evalops verify --anchors THIS-REPORT-FILE",
+            f"evalops verify --anchor {head_token(audit_head)}" if audit_head else "evalops verify",
         ],
         "decision_document": dict(result),
         "inputs": dict(inputs),
