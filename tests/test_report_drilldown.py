@@ -388,3 +388,35 @@ def test_hostile_strings_in_every_drill_down_field_are_escaped(
     assert any(f["reruns"] for f in kinds) and any(f["trajectory"] for f in kinds)
     html_injection_checks(drilled_documents, offset)
     markdown_injection_checks(drilled_documents, offset)
+
+
+# --- trials stored by an earlier release ------------------------------------------------
+
+
+def test_a_counts_only_block_from_an_earlier_release_says_so() -> None:
+    from evalops.services.drilldown import _trajectory
+
+    old = {
+        "mode": "in-order",
+        "matched": False,
+        "expectedCount": 2,
+        "observedCount": 1,
+        "matchedCount": 1,
+        "forbiddenCount": 0,
+    }
+    shown = _trajectory(json.dumps(old))
+    assert shown is not None
+    assert shown["per_call"] is False and shown["expected"] == []
+    assert {k: shown[k] for k in old} == old
+
+
+def test_reimporting_a_trial_stored_with_counts_only_is_the_same_claim() -> None:
+    from evalops.services.ingest import _same_trajectory
+
+    result = grade(expectation("in-order"), calls("a", "c"))
+    counts, stored = json.dumps(result.block()), json.dumps(result.stored())
+    assert _same_trajectory(counts, stored)  # stored by an earlier release
+    other = json.dumps(grade(expectation("in-order"), calls("a", "b", "c")).stored())
+    assert not _same_trajectory(counts, other)  # different counts: a different claim
+    assert not _same_trajectory(stored, other)
+    assert _same_trajectory(None, None) and not _same_trajectory(None, stored)
