@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 PINNED_NOW = "2026-11-30T12:00:00Z"
-DESKTOP = {"width": 1280, "height": 900, "deviceScaleFactor": 1, "mobile": False}
+DESKTOP = {"width": 1400, "height": 900, "deviceScaleFactor": 1, "mobile": False}
 PHONE = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
 TIMEOUT_S = 60.0
 
@@ -194,6 +194,32 @@ def _screenshot(tools: DevTools, session: str, path: Path) -> Path:
     return path
 
 
+# With every details block open: how far the page scrolls sideways, and every element that
+# scrolls sideways inside it (a table in an overflow container hides columns just the same).
+SIDEWAYS = """(() => {
+  document.querySelectorAll('details').forEach(d => d.open = true);
+  const out = [];
+  const page = document.documentElement.scrollWidth - window.innerWidth;
+  if (page > 1) out.push('the page by ' + page + 'px');
+  document.querySelectorAll('body *').forEach(e => {
+    const style = getComputedStyle(e);
+    if (['auto', 'scroll'].includes(style.overflowX) && e.scrollWidth > e.clientWidth + 1) {
+      const what = e.id || (e.firstElementChild && e.firstElementChild.className) || e.tagName;
+      const by = e.scrollWidth - e.clientWidth;
+      out.push(e.tagName.toLowerCase() + ' ' + what + ' by ' + by + 'px');
+    }
+  });
+  document.querySelectorAll('details').forEach(d => d.open = false);
+  return out;
+})()"""
+
+
+def _sideways(tools: DevTools, session: str, label: str) -> list[str]:
+    found = tools.send("Runtime.evaluate", session, expression=SIDEWAYS, returnByValue=True)
+    width = DESKTOP["width"] if label == "desktop" else PHONE["width"]
+    return [f"scrolls sideways at {width}px: {what}" for what in found["result"]["value"]]
+
+
 def inspect_page(binary: str, page: Path, out: Path, stem: str) -> PageResult:
     """Load `page` at desktop and phone width; screenshots, text and every problem."""
     result = PageResult(page.resolve().as_uri())
@@ -211,15 +237,7 @@ def inspect_page(binary: str, page: Path, out: Path, stem: str) -> PageResult:
                 tools.send("Page.navigate", session, url=result.url)
                 tools.wait_for("Page.loadEventFired", session)
                 result.files.append(_screenshot(tools, session, out / f"{stem}-{label}.png"))
-                if label == "phone":
-                    overflow = tools.send(
-                        "Runtime.evaluate",
-                        session,
-                        expression="document.documentElement.scrollWidth - window.innerWidth",
-                        returnByValue=True,
-                    )["result"]["value"]
-                    if overflow > 1:
-                        result.problems.append(f"scrolls sideways on a phone by {overflow}px")
+                result.problems += _sideways(tools, session, label)
             tools.send("Emulation.setDeviceMetricsOverride", session, **DESKTOP)
             text = tools.send(
                 "Runtime.evaluate",
@@ -266,20 +284,19 @@ def check(out: Path, binary: str) -> int:
     out.mkdir(parents=True)
     demo = out / "demo"
     _evalops(["demo", "--dir", str(demo)], cwd=out)
-    gate = json.loads(_evalops(["gate", "list", "--json"], cwd=demo))[-1]["gate_id"]
-    report = demo / "reports" / f"audit-{gate}.html"
+    pages: list[tuple[Path, str, list[str]]] = []
+    for row in json.loads(_evalops(["gate", "list", "--json"], cwd=demo)):
+        gate = row["gate_id"]
+        report = demo / "reports" / f"audit-{gate}.html"
+        _evalops(["report", "audit", "--gate", gate, "--format", "html", "-o", str(report)], demo)
+        doc = json.loads(_evalops(["report", "audit", "--gate", gate, "--format", "json"], demo))
+        shown = [doc["decision"].upper(), doc["gate_id"], *[t["task_id"] for t in doc["tasks"]]]
+        pages.append((report, f"audit-{gate}", shown))
     card = demo / "reports" / "suite-regression-core.html"
-    doc = json.loads(_evalops(["report", "audit", "--gate", gate, "--format", "json"], cwd=demo))
-    suite = json.loads(_evalops(["report", "suite", doc["suite"], "--format", "json"], cwd=demo))
+    suite = json.loads(_evalops(["report", "suite", "regression/core", "--format", "json"], demo))
+    pages.append((card, "suite-card", [suite["suite"], *[m["task_id"] for m in suite["members"]]]))
     failures = []
-    for page, stem, must_show in (
-        (
-            report,
-            "audit",
-            [doc["decision"].upper(), doc["gate_id"], *[t["task_id"] for t in doc["tasks"]]],
-        ),
-        (card, "suite-card", [suite["suite"], *[m["task_id"] for m in suite["members"]]]),
-    ):
+    for page, stem, must_show in pages:
         result = inspect_page(binary, page, out, stem)
         missing = [s for s in must_show if s not in result.text]
         print(

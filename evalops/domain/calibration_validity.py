@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from evalops.domain.humanize import number
-from evalops.domain.specs import Grader
+from evalops.domain.specs import CalibrationRequirements, Grader
 
 CalibrationState = Literal["valid", "stale", "failing", "missing"]
 # Verdicts that fail nothing: a calibration must let the grader block at least one other.
@@ -204,3 +204,89 @@ def calibration_validity(
     return Validity(
         "valid", tuple(notes), frozenset(blockable), calibration_id=record.calibration_id
     )
+
+
+def _meets(value: Any, required: float) -> bool | None:
+    return None if value is None else float(value) >= required
+
+
+def _class_row(
+    label: str, stats: Mapping[str, Any], kappa: Any, req: CalibrationRequirements | None
+) -> dict[str, Any]:
+    """One class of the holdout: precision and recall with their Wilson intervals beside
+    the lower bounds the grader requires, and the humans' own agreement on the class."""
+    precision_ci = stats.get("precision_ci")
+    recall_ci = stats.get("recall_ci")
+    row: dict[str, Any] = {
+        "class": label,
+        "support": stats.get("support", 0),
+        "precision": stats.get("precision"),
+        "precision_ci": precision_ci,
+        "recall": stats.get("recall"),
+        "recall_ci": recall_ci,
+        "human_kappa": kappa,
+    }
+    if req is not None:
+        supported = bool(stats.get("support"))
+        row["meets_precision"] = _meets(_lower(precision_ci), req.min_precision_lower_bound)
+        row["meets_recall"] = _meets(_lower(recall_ci), req.min_recall_lower_bound)
+        row["meets_human_agreement"] = _meets(kappa, req.min_human_agreement)
+        if not supported:
+            row["meets_precision"] = row["meets_recall"] = None
+    return row
+
+
+def measured_against_required(
+    requirements: CalibrationRequirements | None, metrics: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What a calibration record measured beside what the grader requires: holdout size,
+    human agreement (overall and per class), the model's kappa against the human majority,
+    per-class precision and recall with Wilson 95% bounds, and the confusion matrix (human
+    majority by row, model verdict by column). Numbers are the record's own."""
+    agreement = metrics.get("human_agreement") or {}
+    holdout = metrics.get("holdout") or {}
+    per_class_kappa: Mapping[str, Any] = agreement.get("per_class") or {}
+    required = None
+    if requirements is not None:
+        required = {
+            "min_holdout_items": requirements.min_holdout_items,
+            "min_precision_lower_bound": requirements.min_precision_lower_bound,
+            "min_recall_lower_bound": requirements.min_recall_lower_bound,
+            "min_human_agreement": requirements.min_human_agreement,
+        }
+    holdout_n = int((metrics.get("counts") or {}).get("holdout", 0))
+    return {
+        "required": required,
+        "holdout_items": holdout_n,
+        "meets_holdout": None
+        if requirements is None
+        else holdout_n >= requirements.min_holdout_items,
+        "human_agreement": {
+            "method": agreement.get("method"),
+            "annotators": agreement.get("annotators"),
+            "overall": agreement.get("overall"),
+            "meets": None
+            if requirements is None
+            else _meets(agreement.get("overall"), requirements.min_human_agreement),
+        },
+        "kappa_vs_majority": holdout.get("kappa_vs_majority"),
+        "abstain_rate": holdout.get("abstain_rate"),
+        "no_majority": holdout.get("no_majority"),
+        "classes": [
+            _class_row(label, stats, per_class_kappa.get(label), requirements)
+            for label, stats in sorted((holdout.get("per_class") or {}).items())
+        ],
+        "confusion": _confusion(holdout.get("confusion") or {}),
+    }
+
+
+def _confusion(matrix: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
+    """The confusion matrix as rows over one shared, sorted list of model verdicts."""
+    columns = sorted({m for row in matrix.values() for m in row})
+    return {
+        "columns": columns,
+        "rows": [
+            {"human": human, "counts": [int(row.get(m, 0)) for m in columns]}
+            for human, row in sorted(matrix.items())
+        ],
+    }

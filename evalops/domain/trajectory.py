@@ -8,6 +8,7 @@ expected call could use, and call a matchable trajectory unmatched.
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,6 +18,10 @@ from evalops.domain.matching import grouped_matching, maximum_matching
 from evalops.domain.specs import ExpectedCall, TrajectoryExpectation
 
 __all__ = ["ObservedCall", "TrajectoryResult", "grade", "maximum_matching"]
+
+CALL_STATES = ("matched", "out_of_order", "missing")
+"""What became of one expected call: made where the mode wants it; made, but not where the
+mode wants it (exact and in-order modes); or never made (no distinct observed call)."""
 
 
 @dataclass(frozen=True)
@@ -37,6 +42,10 @@ class TrajectoryResult:
     matched_count: int
     forbidden_count: int
     explanations: tuple[str, ...] = ()
+    calls: tuple[tuple[str, str], ...] = ()
+    """(tool name, state) of each expected call in order, a state of CALL_STATES."""
+    forbidden_called: tuple[str, ...] = ()
+    """The forbidden tools that were called, by name (sorted, each once)."""
 
     def block(self) -> dict[str, Any]:
         return {
@@ -48,8 +57,19 @@ class TrajectoryResult:
             "forbiddenCount": self.forbidden_count,
         }
 
+    def stored(self) -> dict[str, Any]:
+        """The block as a trial row keeps it: the counts, plus each expected call's tool
+        name and state and the forbidden tools called, for the drill-down of reports
+        (docs/verify.md). Tool names only: arguments are never stored."""
+        return {
+            **self.block(),
+            "expected": [{"tool": tool, "state": state} for tool, state in self.calls],
+            "forbiddenCalled": list(self.forbidden_called),
+        }
+
     @classmethod
     def from_block(cls, block: Mapping[str, Any]) -> TrajectoryResult:
+        """A stored block; one stored before the per-call detail was kept has none."""
         return cls(
             mode=block["mode"],
             matched=block["matched"],
@@ -57,6 +77,8 @@ class TrajectoryResult:
             observed_count=block["observedCount"],
             matched_count=block["matchedCount"],
             forbidden_count=block["forbiddenCount"],
+            calls=tuple((c["tool"], c["state"]) for c in block.get("expected") or ()),
+            forbidden_called=tuple(block.get("forbiddenCalled") or ()),
         )
 
 
@@ -225,6 +247,50 @@ def _matched_expected(
     return covered
 
 
+def _in_order_hits(
+    expected: Sequence[ExpectedCall], observed: Sequence[ObservedCall]
+) -> list[bool]:
+    """Which expected calls an earliest-match walk finds after the previous found one
+    (a call it cannot find there is skipped, and the walk goes on from where it was).
+    Observed positions are indexed by tool, so a skipped call costs only its tool's calls."""
+    by_tool: dict[str, list[int]] = {}
+    for j, seen in enumerate(observed):
+        by_tool.setdefault(seen.tool, []).append(j)
+    hits: list[bool] = []
+    position = 0
+    for call in expected:
+        places = by_tool.get(call.tool, [])
+        start = bisect_left(places, position)
+        found = next((j for j in places[start:] if call_matches(call, observed[j])), None)
+        hits.append(found is not None)
+        if found is not None:
+            position = found + 1
+    return hits
+
+
+def call_states(
+    mode: str,
+    expected: Sequence[ExpectedCall],
+    observed: Sequence[ObservedCall],
+    covered: Sequence[bool],
+) -> list[str]:
+    """The state (CALL_STATES) of each expected call: `missing` when no distinct observed
+    call matches it; for exact and in-order modes `out_of_order` when one does, but not
+    at its place (exact: the same position; in-order: after the calls found before it)."""
+    if mode == "exact":
+        placed: list[bool] = [
+            j < len(observed) and call_matches(call, observed[j]) for j, call in enumerate(expected)
+        ]
+    elif mode == "in-order":
+        placed = _in_order_hits(expected, observed)
+    else:
+        placed = list(covered)
+    return [
+        "matched" if hit and place else "out_of_order" if hit else "missing"
+        for hit, place in zip(covered, placed, strict=True)
+    ]
+
+
 def _describe(call: ExpectedCall) -> str:
     if call.argsMatch == "ignore" or not call.args:
         return f"a call to {call.tool}"
@@ -277,6 +343,7 @@ def grade(
             explanations.append(
                 f"{plural(forbidden_count, 'call')} to forbidden tools: {', '.join(tools)}"
             )
+    states = call_states(mode, expected, observed, covered)
     return TrajectoryResult(
         mode,
         matched,
@@ -285,4 +352,6 @@ def grade(
         matched_count,
         forbidden_count,
         tuple(explanations),
+        calls=tuple((call.tool, state) for call, state in zip(expected, states, strict=True)),
+        forbidden_called=tuple(sorted({c.tool for c in observed if c.tool in forbidden})),
     )

@@ -29,13 +29,26 @@ def _autoescape(name: str | None) -> bool:
     return name is not None and name.endswith((".html.j2", ".svg.j2"))
 
 
+_STORED_MOMENT = re.compile(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})\.\d+Z")
+
+
+def for_people(value: Any) -> Any:
+    """A stored timestamp to the second (`2026-11-30T12:00:00Z`): people read seconds; the
+    JSON report keeps the exact value. Anything else unchanged."""
+    if isinstance(value, str):
+        found = _STORED_MOMENT.fullmatch(value)
+        if found:
+            return found.group(1) + "Z"
+    return value
+
+
 def _finalize(value: Any) -> Any:
     from markupsafe import Markup
 
     if isinstance(value, Markup):
         return value  # already safe: written by evalops (SVG charts, the stylesheet)
     if isinstance(value, str):
-        return visible(value)
+        return visible(for_people(value))
     return value
 
 
@@ -51,6 +64,20 @@ def num(value: Any, digits: int = 3) -> str:
 
 
 _PLAIN = re.compile(r"[A-Za-z0-9 :._/@+=,#-]+")
+
+
+def seconds(value: Any) -> str:
+    """A duration for people: whole seconds (tenths below ten), minutes beside longer ones;
+    the JSON report keeps the exact value."""
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float):
+        return "–"
+    if not math.isfinite(value):
+        return "–"
+    shown = f"{value:.1f} s" if abs(value) < 10 else f"{round(value)} s"
+    if abs(value) >= 60:
+        minutes, rest = divmod(round(value), 60)
+        shown += f" ({minutes} min {rest} s)"
+    return shown
 
 
 def code(value: Any) -> str:
@@ -88,7 +115,15 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(code=code, md=md, num=num, short=short, url=safe_url, visible=visible)
+    env.filters.update(
+        code=lambda value: code(for_people(value)),
+        md=lambda value: md(for_people(value)),
+        num=num,
+        seconds=seconds,
+        short=short,
+        url=safe_url,
+        visible=visible,
+    )
     env.globals.update(svg=svg, anchor_token=anchor_token)
     css = (templates_dir() / STYLESHEET).read_text(encoding="utf-8")
     env.globals["stylesheet"] = Markup(css)

@@ -118,21 +118,25 @@ def pass_hat_k(chart_id: str, tasks: Sequence[Mapping[str, Any]], limit: int = 4
 
 
 def history(chart_id: str, decisions: Sequence[Mapping[str, Any]], current: str | None) -> Markup:
-    """The suite's decisions, oldest first: one labelled box each."""
-    box, gap = 64, 6
+    """The suite's decisions, oldest first: one labelled box each, naming its build (cut to
+    fit; the whole name in the box's tooltip)."""
+    box, gap = 104, 6
     width = max(len(decisions) * (box + gap) + gap, 200)
-    height = 70
+    height = 84
     body: list[str] = []
     for i, d in enumerate(decisions):
         x = gap + i * (box + gap)
         mark = " cur" if d.get("gate_id") == current else ""
         body.append(
             f'<rect x="{x}" y="6" width="{box}" height="34" rx="3" '
-            f'class="{kind_of_decision(str(d.get("decision")))}{mark}"/>'
+            f'class="{kind_of_decision(str(d.get("decision")))}{mark}">'
+            f"<title>{_t(d.get('gate_id', ''))}: {_t(d.get('build', ''))}</title></rect>"
             f'<text x="{x + box / 2}" y="28" class="dec" text-anchor="middle">'
             f"{_t(str(d.get('decision', '')).upper())}</text>"
             f'<text x="{x + box / 2}" y="56" class="lbl" text-anchor="middle">'
             f"{_t(d.get('gate_id', ''))}</text>"
+            f'<text x="{x + box / 2}" y="74" class="val" text-anchor="middle">'
+            f"{_t(_label(d.get('build', ''), 14))}</text>"
         )
     if not decisions:
         body.append('<text x="8" y="20" class="note">no decisions</text>')

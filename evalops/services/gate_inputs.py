@@ -19,6 +19,7 @@ from sqlmodel import Session, col, func, select
 from evalops.domain.canonical import plain_number
 from evalops.domain.gate import EVALUATOR
 from evalops.domain.specs import GatePolicy
+from evalops.domain.trajectory import TrajectoryResult
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import InputError
 from evalops.registry.definitions import load_definition
@@ -237,6 +238,10 @@ def _efficiency(text: str) -> tuple[dict[str, Any], int | None]:
     return counts, misses
 
 
+def _counts(trajectory: str | None) -> dict[str, Any] | None:
+    return TrajectoryResult.from_block(json.loads(trajectory)).block() if trajectory else None
+
+
 def _trial_input(
     session: Session, defs: Definitions, rederive_: StaleClassifications, row: Any
 ) -> dict[str, Any]:
@@ -247,7 +252,9 @@ def _trial_input(
         "classification": row.classification,
         "score": plain_number(row.score),
         "gating_score": plain_number(row.gating_score),
-        "trajectory": json.loads(row.trajectory) if row.trajectory else None,
+        # The RFC 0244 block (counts only): the per-call detail kept for reports is no
+        # input of the gate, so a decision reads alike from rows stored before and after.
+        "trajectory": _counts(row.trajectory),
         "efficiency": efficiency,
         "fixture_misses": misses,
     }

@@ -31,7 +31,7 @@ from evalops.domain.canonical import (
     sha256_digest,
 )
 from evalops.domain.classify import classify
-from evalops.domain.trajectory import ObservedCall, grade
+from evalops.domain.trajectory import ObservedCall, TrajectoryResult, grade
 from evalops.domain.trial_record import TrialRecord
 from evalops.domain.vocabulary import parse_timestamp
 from evalops.errors import InputError, RejectedRecords, rejected_entry
@@ -293,7 +293,7 @@ class _Ingester:
             "secondary_labels": encode_trusted(list(derived.secondary_labels)).decode(),
             "score": derived.score,
             "gating_score": derived.gating_score,
-            "trajectory": encode_trusted(trajectory.block()).decode() if trajectory else None,
+            "trajectory": encode_trusted(trajectory.stored()).decode() if trajectory else None,
             "efficiency": encode_trusted(
                 {
                     "toolCallCount": len(record.tool_calls),
@@ -402,7 +402,7 @@ class _Ingester:
             )
         record, trajectory = stored[trial_id]
         differs = self.same_execution(json.loads(record), json.loads(row["record"]), p.line.file)
-        if trajectory != row["trajectory"] and "tool_calls" not in differs:
+        if not _same_trajectory(trajectory, row["trajectory"]) and "tool_calls" not in differs:
             differs.append("tool_calls")
         if not differs:
             return None
@@ -480,6 +480,24 @@ class _Ingester:
 
 
 TRIAL: Table = Trial.__table__  # type: ignore[attr-defined]
+
+
+def _same_trajectory(stored: str | None, new: str | None) -> bool:
+    """Whether two stored trajectory blocks agree; a block stored before the per-call
+    detail was kept is compared by its counts only (the detail derives from the same
+    tool calls, so equal counts from an older release are not a new claim)."""
+    if stored == new:
+        return True
+    if stored is None or new is None:
+        return False
+    old, fresh = json.loads(stored), json.loads(new)
+    if "expected" in old:
+        return False
+    return bool(
+        TrajectoryResult.from_block(old).block() == TrajectoryResult.from_block(fresh).block()
+    )
+
+
 _STORED = sa_select(TRIAL.c.trial_id, TRIAL.c.record, TRIAL.c.trajectory).where(
     TRIAL.c.trial_id.in_(bindparam("ids", expanding=True))
 )

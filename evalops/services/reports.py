@@ -22,12 +22,14 @@ from sqlmodel import Session, col, select
 
 from evalops import __version__
 from evalops.domain import digests
+from evalops.domain.calibration_validity import measured_against_required
 from evalops.domain.canonical import digest, plain_number
 from evalops.domain.changes import alpha_note, flip_counts, sides_from_inputs, task_changes
 from evalops.domain.classify import Classification, shown_score
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.definitions import Definitions, rederive
+from evalops.services.drilldown import failing_trials, trial_details
 from evalops.services.policies import named_in
 from evalops.store import queries
 from evalops.store.audit import carried_forward, chain_head, rows_fully_covered_from
@@ -39,6 +41,7 @@ from evalops.store.tables import (
     GateDecision,
     Incident,
     IncidentEvent,
+    IngestBatch,
     PolicyRow,
     SuiteRow,
     SyncRun,
@@ -66,6 +69,11 @@ def head_seq(session: Session) -> int:
     """The audit seq of the chain head (0 for an empty chain): "now" as a chain position."""
     event = chain_head(session)
     return event.seq if event is not None else 0
+
+
+def head_token(head: Mapping[str, Any] | None) -> str | None:
+    """`SEQ:sha256:HEX`, the spelling of an anchor inside HTML, Markdown and JUnit."""
+    return f"{head['seq']}:{head['hash']}" if head else None
 
 
 def _decision_row(session: Session, gate_id: str) -> GateDecision:
@@ -342,11 +350,17 @@ def _trial_facts(
     ids = [t["trial_id"] for task in tasks for t in task.get("trials", [])]
     classes = {t["trial_id"]: t["classification"] for task in tasks for t in task["trials"]}
     found: dict[str, dict[str, Any]] = {}
+    details: dict[str, dict[str, Any]] = {}
+    batches = _BatchFiles(session)
     layers: Counter[tuple[str, str]] = Counter()
     for trial in _trial_rows(session, ids):
         trial_id = trial.trial_id
         record = json.loads(trial.record)
         _count_layers(layers, defs, trial, record)
+        if classes[trial_id] != "task_pass":
+            details[trial_id] = trial_details(
+                defs, trial, record, batches.of(trial.ingest_batch_id)
+            )
         recon, reviews = defs.appended(trial_id)
         current = rederive(defs, trial)
         found[trial_id] = {
@@ -364,6 +378,7 @@ def _trial_facts(
             "reconciliations": [
                 {
                     "effect_key": r.effect_key,
+                    "effect_index": r.effect_index,
                     "status": r.status,
                     "evidence_uri": r.evidence_uri,
                     "at": format_timestamp(r.at),
@@ -387,6 +402,7 @@ def _trial_facts(
     order = {"hard_constraint": 0, "outcome": 1, "trajectory_diagnosis": 2, "runtime": 3}
     return {
         "trials": {trial_id: found[trial_id] for trial_id in ids if trial_id in found},
+        "details": details,
         "layers": [
             {"layer": layer, "state": state, "count": n}
             for (layer, state), n in sorted(
@@ -394,6 +410,20 @@ def _trial_facts(
             )
         ],
     }
+
+
+class _BatchFiles:
+    """The files each ingest batch read, looked up once per batch."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.known: dict[int, list[str]] = {}
+
+    def of(self, batch_id: int) -> list[str]:
+        if batch_id not in self.known:
+            row = self.session.get(IngestBatch, batch_id)
+            self.known[batch_id] = [str(f) for f in json.loads(row.files)] if row else []
+        return self.known[batch_id]
 
 
 def _count_layers(
@@ -536,6 +566,11 @@ def calibration_facts(
                     "calibration_id": validity.calibration_id,
                     "recorded_at": format_timestamp(row.at) if row else None,
                     "recorded_by": row.actor if row else None,
+                    "measured": measured_against_required(
+                        grader.calibration_requirements, json.loads(row.record)
+                    )
+                    if row
+                    else None,
                 }
             )
     return out
@@ -784,6 +819,7 @@ def assemble(
                 "score_grader": facts.get("score_grader"),
                 "evaluator_type": facts.get("evaluator_type"),
                 "ignored": ignored_by_reason(t.get("ignoredTrials")),
+                "k": (tasks_in.get(t["task_id"], {}).get("plan") or {}).get("k"),
                 "waiver": waiver,
             }
         )
@@ -890,6 +926,12 @@ def assemble(
             "by_layer": list(resolved.get("layers", [])),
         },
         "trials": trials,
+        "failing_trials": failing_trials(
+            trials,
+            resolved.get("details", {}),
+            resolved.get("calibration", []),
+            {t["task_id"]: t["grader_set_digest"] for t in tasks},
+        ),
         "waivers": waivers,
         "calibration": list(resolved.get("calibration", [])),
         "regression": result.get("regression"),
@@ -916,9 +958,10 @@ def assemble(
         or {"syncs": [], "in_force": None, "definitions": []},
         "authority": resolved.get("authority") or {"id": None, "digest": None, "acts": []},
         "history": list(resolved.get("history", [])),
+        # The anchor itself, not a file: a pull-request comment has no file to point at.
         "recompute": [
             f"evalops gate replay {result['gate_id']}",
-            "evalops verify --anchors THIS-REPORT-FILE",
+            f"evalops verify --anchor {head_token(audit_head)}" if audit_head else "evalops verify",
         ],
         "decision_document": dict(result),
         "inputs": dict(inputs),

@@ -32,6 +32,43 @@ FLAKY_PASS_HAT_K = 0.5
 DEFAULT_BUILDS = 10
 
 
+def _flaky_point(point: dict[str, Any]) -> bool:
+    at_k, hat_k = point["passAtK"], point["passHatK"]
+    return (
+        at_k is not None
+        and hat_k is not None
+        and at_k >= FLAKY_PASS_AT_K
+        and hat_k <= (FLAKY_PASS_HAT_K)
+    )
+
+
+def flaky_tasks(
+    series: dict[str, list[dict[str, Any]]],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(flaky, failed a hard constraint): the tasks that passed sometimes but not reliably
+    in a build. A build whose misses include a hard-constraint failure (the task's state)
+    is not noise: a refund committed twice is a failure however often the task passes, so
+    such a task is listed apart, never as flaky for that build."""
+    flaky: list[dict[str, Any]] = []
+    hard: list[dict[str, Any]] = []
+    for task_id, points in series.items():
+        hits = [p for p in points if _flaky_point(p)]
+        for out, chosen in (
+            (flaky, [p for p in hits if p["state"] != "hard_constraint_fail"]),
+            (hard, [p for p in hits if p["state"] == "hard_constraint_fail"]),
+        ):
+            if chosen:
+                out.append(
+                    {
+                        "task_id": task_id,
+                        "builds": [p["build"] for p in chosen],
+                        "passAtK": chosen[-1]["passAtK"],
+                        "passHatK": chosen[-1]["passHatK"],
+                    }
+                )
+    return flaky, hard
+
+
 def suite_card_document(
     engine: Engine, suite_id: str, *, builds: int = DEFAULT_BUILDS, now: datetime
 ) -> dict[str, Any]:
@@ -87,25 +124,7 @@ def suite_card_document(
                     "state": t.get("state") if t else None,
                 }
             )
-    flaky = []
-    for task_id, points in series.items():
-        hits = [
-            p
-            for p in points
-            if p["passAtK"] is not None
-            and p["passHatK"] is not None
-            and p["passAtK"] >= FLAKY_PASS_AT_K
-            and p["passHatK"] <= FLAKY_PASS_HAT_K
-        ]
-        if hits:
-            flaky.append(
-                {
-                    "task_id": task_id,
-                    "builds": [p["build"] for p in hits],
-                    "passAtK": hits[-1]["passAtK"],
-                    "passHatK": hits[-1]["passHatK"],
-                }
-            )
+    flaky, hard_failed = flaky_tasks(series)
     return {
         "report": SUITE_CARD_SCHEMA,
         "evalops_version": __version__,
@@ -123,6 +142,7 @@ def suite_card_document(
         "builds": [{"build": r.build, "gate_id": r.gate_id, "decision": r.decision} for r in shown],
         "pass_hat_k": [{"task_id": t, "points": series[t]} for t in member_ids],
         "flaky": flaky,
+        "failed_hard_constraint": hard_failed,
         "flaky_rule": {"passAtK_at_least": FLAKY_PASS_AT_K, "passHatK_at_most": FLAKY_PASS_HAT_K},
         "audit_head": head,
     }

@@ -165,7 +165,8 @@ def test_html_report_is_valid_self_contained_and_anchored(demo: Path, cli: Cli) 
     visible = "".join(tree.find(".//body").itertext())
     assert f"evalops-audit-head:{head['seq']}:{head['hash']}" in visible
     assert "evalops gate replay GATE-1" in visible
-    assert "evalops verify --anchors" in visible
+    # The recompute line names the anchor itself (a pull-request comment has no file).
+    assert f"evalops verify --anchor {head['seq']}:{head['hash']}" in visible
 
 
 def test_html_report_says_first_what_was_decided_then_failing_tasks_first(
@@ -201,9 +202,15 @@ def test_html_report_says_first_what_was_decided_then_failing_tasks_first(
     rows = [r for r in strict_html(text).iter("tr") if r.get("class", "").startswith("e-")]
     row_tasks = [r.find("td").find("span").text for r in rows]
     assert row_tasks == [t["task_id"] for t in tasks]
-    details = strict_html(text).findall(".//details")
+    # The passing tasks' details block (each failing row folds its rare columns into one too).
+    found = [
+        d
+        for d in strict_html(text).iter("details")
+        if "".join(d.find("summary").itertext()).startswith("Passing tasks")
+    ]
     passing = [t["task_id"] for t in tasks if t["effect"] == "pass"]
-    collapsed = [row_task_id(r) for r in details[0].iter("tr") if r.find("td") is not None]
+    assert len(found) == (1 if passing else 0)  # an empty group is one line, not a block
+    collapsed = [row_task_id(r) for d in found for r in d.iter("tr") if r.find("td") is not None]
     assert collapsed == passing
 
 
@@ -266,9 +273,9 @@ def test_markdown_of_a_huge_decision_is_cut_to_the_comment_limit() -> None:
     assert len(md) <= LIMIT == COMMENT_LIMIT
     assert "Truncated to fit a pull-request comment" in md
     assert md.startswith("<!-- evalops-audit-head:")
-    # Whole rows only: every table row still has all its cells.
+    # Whole rows only: every table row still has all its cells (six columns at most).
     rows = [line for line in md.splitlines() if line.startswith("| `task-")]
-    assert rows and all(line.count(" | ") == 13 for line in rows)
+    assert rows and all(line.count(" | ") == 5 for line in rows)
     assert "more not shown (comment size limit)" in md
     strict_fragment(markdown_html(md))
 
@@ -358,6 +365,8 @@ def test_suite_card(demo: Path, cli: Cli) -> None:
             and p["passAtK"] >= 0.8
             and p["passHatK"] is not None
             and p["passHatK"] <= 0.5
+            # A miss that was a hard-constraint failure is not noise (listed apart).
+            and p["state"] != "hard_constraint_fail"
             for p in s["points"]
         )
     )
