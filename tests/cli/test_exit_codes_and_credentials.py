@@ -58,6 +58,7 @@ BAD_URLS = [
 COMMANDS = [
     ("init",),
     ("task", "list"),
+    ("gate", "list"),  # a read command: sqlite3 on a plain SQLite file, else SQLAlchemy
     ("sync",),
     ("verify",),
     ("db", "current"),
