@@ -12,10 +12,6 @@ def visible(text: object) -> str:
     return shown(text)
 
 
-def _number(value: Any) -> str:
-    return "-" if value is None else f"{value:.3f}"
-
-
 def _reduction(reduction: Any) -> str:
     if not isinstance(reduction, dict):
         return visible(reduction)
@@ -75,8 +71,8 @@ def import_summary_lines(data: dict[str, Any]) -> list[str]:
             lines.append(
                 f"{visible(task['task_id']):<36} {visible(task['execution']):<16} "
                 f"{task['trials']:>6} {task['n']:>3} "
-                f"{task['passedCount']:>4} {task['k']:>2} {_number(task['passAtK']):>6} "
-                f"{_number(task['passHatK']):>6}  {classes}{_policy_tag(task, several)}"
+                f"{task['passedCount']:>4} {task['k']:>2} {number(task['passAtK']):>6} "
+                f"{number(task['passHatK']):>6}  {classes}{_policy_tag(task, several)}"
             )
             if task.get("source_reduction"):
                 lines.append(

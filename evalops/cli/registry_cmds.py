@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, echo_lines, emit, now, say, settings
+from evalops.domain.humanize import plural
 from evalops.errors import EXIT_REFUSED, InputError, InputErrors
 
 schema_app = typer.Typer(
@@ -48,7 +49,7 @@ def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag =
     warnings = registry_warnings(snapshot.definitions)
 
     def human() -> None:
-        say(f"ok: {len(rows)} definitions valid in {snapshot.root}")
+        say(f"ok: {plural(len(rows), 'definition')} valid in {snapshot.root}")
         _warn(warnings)
 
     emit(ctx, {"ok": True, "definitions": rows, "warnings": warnings}, human)

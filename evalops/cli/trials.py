@@ -28,7 +28,7 @@ from evalops.cli.signing import (
     printing_act,
     signing_of,
 )
-from evalops.domain.humanize import plural, text
+from evalops.domain.humanize import number, plural, text
 from evalops.errors import EXIT_UNMATCHED, InputError, RejectedRecords
 from evalops.services.unsynced import with_file_hints
 
@@ -60,7 +60,7 @@ def _total(files: list[Path]) -> int | None:
 def _score_text(trial: dict[str, Any]) -> str:
     """A trial's score as people read it: its gating score (0 for a crashed, hard-failed or
     evidence-blocked trial), `-` when nothing scored it."""
-    return f"{trial['gating_score']:.2f}" if trial.get("scored", True) else "-"
+    return number(float(trial["gating_score"])) if trial.get("scored", True) else "-"
 
 
 @trials_app.command()

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evalops.domain.humanize import number
+from evalops.domain.humanize import number, plural
 from evalops.domain.specs import Grader
 
 CalibrationState = Literal["valid", "stale", "failing", "missing"]
@@ -128,7 +128,7 @@ def calibration_validity(
     reasons: list[str] = []
     holdout_n = int(metrics.get("counts", {}).get("holdout", 0))
     if holdout_n < req.min_holdout_items:
-        reasons.append(f"holdout has {holdout_n} items, needs {req.min_holdout_items}")
+        reasons.append(f"holdout has {plural(holdout_n, 'item')}, needs {req.min_holdout_items}")
     agreement = metrics.get("human_agreement", {})
     overall = agreement.get("overall")
     if overall is None:
@@ -174,16 +174,16 @@ def calibration_validity(
         ok = True
         if precision_lb < req.min_precision_lower_bound:
             reasons.append(
-                f"class {label}: precision lower bound {precision_lb:.3f} is below "
-                f"{req.min_precision_lower_bound} (short by "
-                f"{req.min_precision_lower_bound - precision_lb:.3f})"
+                f"class {label}: precision lower bound {number(precision_lb)} is below "
+                f"{number(req.min_precision_lower_bound)} (short by "
+                f"{number(req.min_precision_lower_bound - precision_lb)})"
             )
             ok = False
         if recall_lb < req.min_recall_lower_bound:
             reasons.append(
-                f"class {label}: recall lower bound {recall_lb:.3f} is below "
-                f"{req.min_recall_lower_bound} (short by "
-                f"{req.min_recall_lower_bound - recall_lb:.3f})"
+                f"class {label}: recall lower bound {number(recall_lb)} is below "
+                f"{number(req.min_recall_lower_bound)} (short by "
+                f"{number(req.min_recall_lower_bound - recall_lb)})"
             )
             ok = False
         if ok:
