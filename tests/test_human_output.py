@@ -103,7 +103,7 @@ def test_calibration_is_rounded_for_people_and_exact_in_json(demo: Path, cli: Cl
     # Rounded for people: no digits beyond the four places (the computed float may carry
     # representation noise such as 0.2875000000000001).
     assert re.search(r"human agreement \(cohen, 2 annotators\): 0\.2875(?![0-9])", shown)
-    assert "human agreement 0.2875 is below min_human_agreement 0.6" in shown
+    assert "human agreement 0.2875 is below min_human_agreement 0.60" in shown
     # No float artefact of 16 digits anywhere in the human output.
     assert not re.search(r"\d\.\d{9,}", shown), shown
 
@@ -141,7 +141,7 @@ def test_one_paired_task_is_singular_and_a_missing_p_value_is_not_none() -> None
     line = _regression_line(
         {"verdict": "unchanged", "method": "sign-test", "pairedTaskCount": 2, "pValue": 1.0}
     )
-    assert line == "unchanged (sign-test, 2 paired tasks, p=1)"
+    assert line == "unchanged (sign-test, 2 paired tasks, p=1.00)"
 
 
 # ---------------------------------------------------------------------------- tables
@@ -333,7 +333,7 @@ def test_an_import_dry_run_rounds_the_source_reduction() -> None:
 
     shown = _reduction({"reply_judge": {"mean": 0.8333333333333334, "pass_at_3": 1.0}})
 
-    assert shown == "reply_judge: mean 0.8333, pass_at_3 1"
+    assert shown == "reply_judge: mean 0.8333, pass_at_3 1.00"
 
 
 def test_the_markdown_report_says_1_paired_task(demo: Path) -> None:
