@@ -3,7 +3,7 @@
 from typing import Any
 
 from evalops.cli.context import shown
-from evalops.domain.humanize import number
+from evalops.domain.humanize import measure, number
 
 
 def visible(text: object) -> str:
@@ -71,8 +71,8 @@ def import_summary_lines(data: dict[str, Any]) -> list[str]:
             lines.append(
                 f"{visible(task['task_id']):<36} {visible(task['execution']):<16} "
                 f"{task['trials']:>6} {task['n']:>3} "
-                f"{task['passedCount']:>4} {task['k']:>2} {number(task['passAtK']):>6} "
-                f"{number(task['passHatK']):>6}  {classes}{_policy_tag(task, several)}"
+                f"{task['passedCount']:>4} {task['k']:>2} {measure(task['passAtK']):>6} "
+                f"{measure(task['passHatK']):>6}  {classes}{_policy_tag(task, several)}"
             )
             if task.get("source_reduction"):
                 lines.append(

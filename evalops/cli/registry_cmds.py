@@ -22,13 +22,14 @@ DirArg = Annotated[
 
 
 def _digest_table(rows: list[dict[str, object]], title: str) -> None:
-    from evalops.cli.context import console, new_table
+    from evalops.cli.context import new_table
+    from evalops.cli.tables import print_table
 
     table = new_table("file", "kind", "id", "digest", title=title)
     for row in rows:
         digest_key = next(k for k in row if k.endswith("_digest"))
         add_row(table, str(row["file"]), str(row["kind"]), str(row["id"]), str(row[digest_key]))
-    console().print(table)
+    print_table(table, shorten=("digest",), drop=("kind",))
 
 
 def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag = False) -> None:

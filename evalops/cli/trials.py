@@ -10,7 +10,6 @@ import typer
 from evalops.cli.context import (
     JsonFlag,
     add_row,
-    console,
     emit,
     json_text,
     new_table,
@@ -28,7 +27,8 @@ from evalops.cli.signing import (
     printing_act,
     signing_of,
 )
-from evalops.domain.humanize import number, plural, text
+from evalops.cli.tables import print_table
+from evalops.domain.humanize import measure, plural, text
 from evalops.errors import EXIT_UNMATCHED, InputError, RejectedRecords
 from evalops.services.unsynced import with_file_hints
 
@@ -60,7 +60,7 @@ def _total(files: list[Path]) -> int | None:
 def _score_text(trial: dict[str, Any]) -> str:
     """A trial's score as people read it: its gating score (0 for a crashed, hard-failed or
     evidence-blocked trial), `-` when nothing scored it."""
-    return number(float(trial["gating_score"])) if trial.get("scored", True) else "-"
+    return measure(float(trial["gating_score"])) if trial.get("scored", True) else "-"
 
 
 @trials_app.command()
@@ -186,7 +186,7 @@ def list_(
                 r["parent_trial_id"] or "",
                 ", ".join(r["secondary_labels"]),
             )
-        console().print(table)
+        print_table(table, prose=("labels",), drop=("rerun of", "labels", "#", "task"))
 
     emit_page(ctx, Page(rows, total), "trials", human)
 

@@ -35,6 +35,14 @@ def number(value: object, *, missing: str = "-") -> str:
     return str(value)
 
 
+def measure(value: object, *, missing: str = "-") -> str:
+    """A rate, a score, a p-value or a threshold: the measure format even when the stored
+    document holds it as an integer (canonical JSON writes `1.0` as `1`: `1` -> `1.00`)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _measure(float(value))
+    return number(value, missing=missing)
+
+
 def _measure(value: float) -> str:
     if not math.isfinite(value):
         return str(value)
