@@ -5,12 +5,16 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shlex
 import sqlite3
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from _pytest.capture import CaptureIO
 from rich.console import Console
 
 from evalops.cli import progress as progress_module
@@ -382,3 +386,116 @@ def test_a_missing_policy_file_is_named_as_missing(demo: Path, cli: Cli) -> None
     assert result.code == 2
     assert "policy file not found: lax.yaml" in result.stderr
     assert "with --dry-run" not in result.stderr
+
+
+# ------------------------------------------------------------------ tables and words
+
+NARROW = 80
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+TABLE_EDGES = ("┏", "┃", "┡", "│", "└")
+
+
+@pytest.fixture
+def terminal_80(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal of 80 columns (what rich reads from COLUMNS), without colour."""
+    monkeypatch.setenv("COLUMNS", str(NARROW))
+    monkeypatch.setenv("NO_COLOR", "1")
+    # The class, not today's instance: the capture stream may be replaced between phases.
+    monkeypatch.setattr(CaptureIO, "isatty", lambda self: True)
+
+
+def _ids(rows: list[dict[str, Any]], *keys: str) -> set[str]:
+    return {str(r[k]) for r in rows for k in keys if r.get(k)}
+
+
+NARROW_LISTINGS: list[tuple[tuple[str, ...], Callable[[Any], set[str]]]] = [
+    (("gate", "show", "GATE-1"), lambda d: _ids(d["tasks"], "task_id", "state")),
+    (("gate", "show", "GATE-3"), lambda d: _ids(d["tasks"], "task_id", "state", "waiver_id")),
+    (("trials", "list", "--limit", "12"), lambda d: _ids(d, "trial_id", "classification")),
+    (("task", "list"), lambda d: _ids(d, "task_id")),
+    (("suite", "show", "regression/core"), lambda d: _ids(d["members"], "task_id")),
+    (("suite", "list"), lambda d: _ids(d, "suite")),
+    (("suite", "coverage", "regression/core"), lambda d: _ids(d["rows"], "task_id", "item")),
+    (("calibration", "status"), lambda d: _ids(d, "grader_id", "state")),
+    (("incident", "list"), lambda d: _ids(d, "incident_id")),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "ids_of"), NARROW_LISTINGS, ids=[" ".join(a) for a, _ in NARROW_LISTINGS]
+)
+def test_at_80_columns_no_identifier_is_cut(
+    demo: Path,
+    cli: Cli,
+    terminal_80: None,
+    args: tuple[str, ...],
+    ids_of: Callable[[Any], set[str]],
+) -> None:
+    """Every table line fits 80 columns, and every id the listing shows is there whole, on
+    one line (rich would fold `support-refund-policy-explanation` over two)."""
+    from rich.cells import cell_len
+
+    ids = ids_of(cli(*args, "--json", cwd=demo).json())
+    assert ids, args
+    result = cli(*args, cwd=demo)
+    assert result.code == 0, result.stderr
+    lines = ANSI.sub("", result.stdout).splitlines()
+    too_wide = [line for line in lines if line.startswith(TABLE_EDGES) and cell_len(line) > NARROW]
+    assert not too_wide, "\n".join(too_wide)
+    words = {w.strip(";,") for line in lines for w in line.replace("│", " ").split()}
+    missing = sorted(i for i in ids if i not in words)
+    assert not missing, f"cut or missing: {missing}\n{result.stdout}"
+
+
+def test_a_narrow_table_says_what_it_left_out(demo: Path, cli: Cli, terminal_80: None) -> None:
+    result = cli("task", "list", cwd=demo)
+    assert "left out git" in result.stderr and "--json has every field" in result.stderr
+    digests = _ids(cli("task", "list", "--json", cwd=demo).json(), "task_digest")
+    shown = ANSI.sub("", result.stdout)
+    # A digest is shortened as git shortens a commit: its prefix, never a middle part.
+    assert all(d[: len("sha256:") + 12] in shown for d in digests)
+
+
+def test_piped_tables_keep_every_column(demo: Path, cli: Cli) -> None:
+    """A pipe has no width: nothing is left out, shortened or reflowed."""
+    result = cli("task", "list", cwd=demo)
+    header = next(line for line in result.stdout.splitlines() if line.startswith("┃"))
+    assert [c.strip() for c in header.strip("┃").split("┃")] == [
+        "task", "rev", "risk", "task_digest", "grader set", "git",
+    ]  # fmt: skip
+    for digest in _ids(cli("task", "list", "--json", cwd=demo).json(), "task_digest"):
+        assert digest in result.stdout
+    assert "left out" not in result.stderr
+
+
+@pytest.mark.parametrize("gate_id", ["GATE-1", "GATE-2", "GATE-3"])
+def test_a_decision_lists_failing_tasks_first(demo: Path, cli: Cli, gate_id: str) -> None:
+    tasks = cli("gate", "show", gate_id, "--json", cwd=demo).json()["tasks"]
+
+    def rank(t: dict[str, Any]) -> int:
+        if t["effect"] in ("block", "hold"):
+            return ["block", "hold"].index(t["effect"])
+        return 2 if t["waiver_id"] else 3
+
+    expected = [t["task_id"] for t in sorted(tasks, key=rank)]
+    assert len({rank(t) for t in tasks}) > 1 or gate_id == "GATE-3", "the demo mixes effects"
+    shown = cli("gate", "show", gate_id, cwd=demo).stdout
+    rows = [line.split("│")[1].strip() for line in shown.splitlines() if line.startswith("│")]
+    assert rows == expected
+
+
+def test_numbers_for_people_have_one_format(demo: Path, cli: Cli) -> None:
+    """`pass^k 0.40`, `p=0.25`, `alpha 0.05`; a measure stored as an integer is `1.00`."""
+    blocked = cli("gate", "show", "GATE-1", cwd=demo).stdout
+    cells = [
+        [c.strip() for c in line.split("│")[1:-1]]
+        for line in blocked.splitlines()
+        if line.startswith("│")
+    ]
+    header = next(line for line in blocked.splitlines() if line.startswith("┃"))
+    columns = [c.strip() for c in header.strip("┃").split("┃")]
+    for name in ("pass@k", "pass^k"):
+        values = [row[columns.index(name)] for row in cells]
+        assert all(re.fullmatch(r"\d\.\d\d+", v) for v in values), (name, values)
+    assert "0.40" in [row[columns.index("pass^k")] for row in cells]
+    assert re.search(r"p=\d\.\d\d", blocked)
