@@ -9,6 +9,7 @@ import re
 import shlex
 import sqlite3
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -499,3 +500,78 @@ def test_numbers_for_people_have_one_format(demo: Path, cli: Cli) -> None:
         assert all(re.fullmatch(r"\d\.\d\d+", v) for v in values), (name, values)
     assert "0.40" in [row[columns.index("pass^k")] for row in cells]
     assert re.search(r"p=\d\.\d\d", blocked)
+
+
+# ------------------------------------------------------------------ colour
+
+COLOUR = re.compile(r"\x1b\[[0-9;]*3[0-7]m")  # an SGR sequence that sets a foreground colour
+
+
+@pytest.fixture
+def a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(CaptureIO, "isatty", lambda self: True)
+
+
+def test_verdicts_and_effects_are_coloured_on_a_terminal(
+    demo: Path, cli: Cli, a_terminal: None
+) -> None:
+    shown = cli("gate", "show", "GATE-1", cwd=demo).stdout
+    assert shown.startswith("\x1b[1;31mBLOCK\x1b[0m: build-124"), shown[:80]
+    effects = [line for line in shown.splitlines() if line.startswith("│")]
+    assert all(COLOUR.search(line) for line in effects), effects
+    listed = cli("gate", "list", cwd=demo).stdout.splitlines()
+    verdicts = {"block": "31", "hold": "33", "pass": "32"}
+    for line in listed:
+        verdict = ANSI.sub("", line).split()[1]
+        assert f"\x1b[1;{verdicts[verdict]}m{verdict}" in line, line
+
+
+@pytest.mark.parametrize("no_color", [False, True], ids=["piped", "NO_COLOR"])
+def test_no_colour_in_a_pipe_or_with_no_color(
+    demo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch, no_color: bool
+) -> None:
+    if no_color:
+        monkeypatch.setenv("NO_COLOR", "1")
+        monkeypatch.setattr(CaptureIO, "isatty", lambda self: True)
+    for args in [
+        ("gate", "show", "GATE-1"),
+        ("gate", "list"),
+        ("gate", "check", "--build", "build-125", "--suite", "regression/core", "--dry-run"),
+    ]:
+        result = cli(*args, cwd=demo)
+        assert result.code in (0, 3, 4), result.stderr
+        assert not COLOUR.search(result.stdout + result.stderr), args
+        if not no_color:
+            assert "\x1b" not in result.stdout + result.stderr, args
+
+
+def test_a_real_terminal_gets_colour_and_a_pipe_none(demo: Path) -> None:
+    """The same command in a pseudo-terminal and through a pipe (no patched isatty)."""
+    import pty
+
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    env.update(TERM="xterm", PYTHONPATH=str(REPO_ROOT))
+    command = [sys.executable, "-m", "evalops", "gate", "list"]
+    leader, follower = pty.openpty()
+    try:
+        subprocess.run(command, cwd=demo, env=env, stdout=follower, stderr=follower, check=True)
+        os.close(follower)
+        through_pty = b""
+        while chunk := _read_available(leader):
+            through_pty += chunk
+    finally:
+        os.close(leader)
+    assert b"\x1b[1;31mblock" in through_pty, through_pty
+    piped = subprocess.run(command, cwd=demo, env=env, capture_output=True, check=True)
+    assert b"\x1b" not in piped.stdout + piped.stderr
+    assert b"block" in piped.stdout
+
+
+def _read_available(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: the terminal's other side is closed and drained
+        return b""

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from evalops.cli.colour import painted_cell, say_painted
 from evalops.cli.context import (
     JsonFlag,
     add_row,
@@ -170,8 +171,9 @@ def _states(tasks: list[dict[str, Any]], shown: list[dict[str, Any]]) -> list[st
 
 
 def _render_decision(data: dict[str, Any], changes: dict[str, Any] | None = None) -> None:
-    decision = data["decision"].upper()
-    say(f"{decision}: {data['build']} on {data['suite']} ({data['gate_id']})")
+    say_painted(
+        data["decision"].upper(), f": {data['build']} on {data['suite']} ({data['gate_id']})"
+    )
     if data.get("policy"):
         say("  " + policy_line(data["policy"]))
     for reason in data["reasons"]:
@@ -188,7 +190,7 @@ def _render_decision(data: dict[str, Any], changes: dict[str, Any] | None = None
                 t["task_id"],
                 t["risk"],
                 t["state"],
-                t["effect"],
+                painted_cell(t["effect"]),
                 str(t["n"]),
                 str(t["passedCount"]),
                 measure(t.get("passAtK")),
@@ -377,17 +379,17 @@ def gate_list(
     shown_limit = row_limit(ctx, limit, all_rows)
     with state.connect() as engine:
         rows, total = list_decisions(engine, suite, build=build, limit=shown_limit)
-    emit_page(
-        ctx,
-        Page(rows, total),
-        "gate decisions",
-        echo_lines(
-            [
-                f"{r['gate_id']} {r['decision']:<5} {r['build']} {r['suite']} {r['evaluated_at']}"
-                for r in rows
-            ]
-        ),
-    )
+
+    def human() -> None:
+        for r in rows:
+            say_painted(
+                f"{r['decision']:<5}",
+                f" {r['build']} {r['suite']} {r['evaluated_at']}",
+                before=f"{r['gate_id']} ",
+                key=r["decision"],
+            )
+
+    emit_page(ctx, Page(rows, total), "gate decisions", human)
 
 
 @gate_app.command("replay")
