@@ -575,3 +575,64 @@ def _read_available(fd: int) -> bytes:
         return os.read(fd, 65536)
     except OSError:  # EIO: the terminal's other side is closed and drained
         return b""
+
+
+# ------------------------------------------------------------------ help at 80 columns
+
+
+def _command_paths() -> list[tuple[str, ...]]:
+    import typer
+
+    from evalops.cli.main import app
+
+    paths: list[tuple[str, ...]] = [()]
+
+    def walk(command: Any, path: tuple[str, ...]) -> None:
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            if not getattr(sub, "hidden", False):
+                paths.append((*path, name))
+                walk(sub, (*path, name))
+
+    walk(typer.main.get_command(app), ())
+    return paths
+
+
+def _help(cli: Cli, path: tuple[str, ...]) -> str:
+    result = cli(*path, "--help")
+    assert result.code == 0, result.stderr
+    return result.stdout
+
+
+def test_help_at_80_columns_never_breaks_a_word(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every help page at 80 columns holds the same words as at an unlimited width: no id
+    is split at a hyphen (`build-` / `124`) or cut (`sqlite:///.eval` / `ops`)."""
+    from evalops.cli.helpformat import _click
+
+    formatting = _click().formatting
+    paths = _command_paths()
+    assert len(paths) > 40, paths
+    monkeypatch.setenv("COLUMNS", str(NARROW))
+    narrow = {path: _help(cli, path) for path in paths}
+    monkeypatch.setattr(formatting, "FORCED_WIDTH", 10_000)
+    for path in paths:
+        wide_words = set(_help(cli, path).split())
+        lines = narrow[path].splitlines()
+        assert all(len(line) <= NARROW for line in lines if " " in line.strip()), path
+        # A command's one-line summary may end early with `...` (click, at a word's end).
+        words = {w.removesuffix("...") for w in narrow[path].split()} - {"\\", ""}
+        split = sorted(words - wide_words - {w.removesuffix("...") for w in wide_words})
+        assert not split, (path, split)
+
+
+def test_a_help_example_is_a_pasteable_command(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", str(NARROW))
+    page = _help(cli, ("gate", "check"))
+    example = page.split("Example:\n", 1)[1].split("\n\n", 1)[0]
+    command = example.replace("\\\n", " ")
+    assert shlex.split(command) == shlex.split(
+        "evalops gate check --build build-124 --suite regression/core --baseline build-123"
+    )
+    assert all(len(line) <= NARROW for line in example.splitlines())
+    assert all(line.endswith(" \\") for line in example.splitlines()[:-1]), (
+        "a continued line ends with a backslash"
+    )
