@@ -636,3 +636,24 @@ def test_a_help_example_is_a_pasteable_command(cli: Cli, monkeypatch: pytest.Mon
     assert all(line.endswith(" \\") for line in example.splitlines()[:-1]), (
         "a continued line ends with a backslash"
     )
+
+
+def test_trials_show_puts_the_trajectory_in_words(demo: Path, cli: Cli) -> None:
+    trial = "trial-b124-support-refund-in-order-2"
+    block = cli("trials", "show", trial, "--json", cwd=demo).json()["trajectory"]
+    assert block["mode"] == "in-order", block
+    shown = cli("trials", "show", trial, cwd=demo).stdout
+    line = next(x for x in shown.splitlines() if x.strip().startswith("trajectory:"))
+    assert "{" not in line and '"' not in line, line
+    verdict = "matched" if block["matched"] else "NOT matched"
+    expected = (
+        f"trajectory: {verdict} ({block['mode']}): {block['matchedCount']} of "
+        f"{block['expectedCount']} expected calls matched, {block['observedCount']} observed, "
+        f"{block['forbiddenCount']} forbidden"
+    )
+    assert line.strip() == expected
+
+
+def test_gate_show_documents_its_exit_code(cli: Cli) -> None:
+    page = " ".join(cli("gate", "show", "--help").stdout.split())
+    assert "Exits 0 whatever the stored decision says" in page, page

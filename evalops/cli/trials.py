@@ -28,7 +28,7 @@ from evalops.cli.signing import (
     signing_of,
 )
 from evalops.cli.tables import print_table
-from evalops.domain.humanize import measure, plural, text
+from evalops.domain.humanize import measure, text
 from evalops.errors import EXIT_UNMATCHED, InputError, RejectedRecords
 from evalops.services.unsynced import with_file_hints
 
@@ -55,6 +55,16 @@ def _total(files: list[Path]) -> int | None:
     if any(str(f) == "-" or not f.is_file() for f in files):
         return None
     return sum(f.stat().st_size for f in files)
+
+
+def _trajectory_words(block: dict[str, Any]) -> str:
+    """The stored trajectory block in words (`--json` keeps the block itself)."""
+    from evalops.domain.trajectory import TrajectoryResult
+
+    try:
+        return TrajectoryResult.from_block(block).describe()
+    except (KeyError, TypeError):
+        return json.dumps(block)  # a block of another shape: shown as it is
 
 
 def _score_text(trial: dict[str, Any]) -> str:
@@ -223,7 +233,7 @@ def show(
         for r in data["reviews"]:
             say(f"  review {r['grader_id']}: {r['state']} by {r['actor']} ({text(r['reason'])})")
         if data["trajectory"]:
-            say(f"  trajectory: {json.dumps(data['trajectory'])}")
+            say(f"  trajectory: {_trajectory_words(data['trajectory'])}")
         say(f"  rerun chain: {' -> '.join(data['rerun_chain'])}")
         for r in data["reconciliations"]:
             say(
@@ -364,12 +374,7 @@ def grade(
     result = run_grade(expectation, observed, target_agent)
 
     def human() -> None:
-        verdict = "matched" if result.matched else "NOT matched"
-        say(
-            f"trajectory {verdict} ({result.mode}): {result.matched_count} of "
-            f"{plural(result.expected_count, 'expected call')} matched, "
-            f"{result.observed_count} observed, {result.forbidden_count} forbidden"
-        )
+        say(f"trajectory {result.describe()}")
         for line in result.explanations:
             say(f"  - {line}")
 

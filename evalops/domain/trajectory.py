@@ -48,6 +48,16 @@ class TrajectoryResult:
             "forbiddenCount": self.forbidden_count,
         }
 
+    def describe(self) -> str:
+        """The block in words: `matched (in-order): 2 of 2 expected calls matched,
+        3 observed, 0 forbidden`."""
+        verdict = "matched" if self.matched else "NOT matched"
+        return (
+            f"{verdict} ({self.mode}): {self.matched_count} of "
+            f"{plural(self.expected_count, 'expected call')} matched, "
+            f"{self.observed_count} observed, {self.forbidden_count} forbidden"
+        )
+
     @classmethod
     def from_block(cls, block: Mapping[str, Any]) -> TrajectoryResult:
         return cls(
