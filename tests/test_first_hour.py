@@ -594,53 +594,52 @@ def _read_available(fd: int) -> bytes:
 # ------------------------------------------------------------------ help at 80 columns
 
 
-def _command_paths() -> list[tuple[str, ...]]:
+def _help_pages() -> dict[tuple[str, ...], str]:
+    """Every command's `--help` page, rendered as `--help` renders it (one command tree,
+    not one CLI run per page)."""
     import typer
 
+    from evalops.cli.helpformat import _click
     from evalops.cli.main import app
 
-    paths: list[tuple[str, ...]] = [()]
+    context = _click().Context
+    pages: dict[tuple[str, ...], str] = {}
 
-    def walk(command: Any, path: tuple[str, ...]) -> None:
+    def walk(command: Any, path: tuple[str, ...], parent: Any) -> None:
+        ctx = context(command, info_name=path[-1] if path else "evalops", parent=parent)
+        pages[path] = command.get_help(ctx)
         for name, sub in sorted(getattr(command, "commands", {}).items()):
             if not getattr(sub, "hidden", False):
-                paths.append((*path, name))
-                walk(sub, (*path, name))
+                walk(sub, (*path, name), ctx)
 
-    walk(typer.main.get_command(app), ())
-    return paths
-
-
-def _help(cli: Cli, path: tuple[str, ...]) -> str:
-    result = cli(*path, "--help")
-    assert result.code == 0, result.stderr
-    return result.stdout
+    walk(typer.main.get_command(app), (), None)
+    return pages
 
 
-def test_help_at_80_columns_never_breaks_a_word(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_help_at_80_columns_never_breaks_a_word(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every help page at 80 columns holds the same words as at an unlimited width: no id
     is split at a hyphen (`build-` / `124`) or cut (`sqlite:///.eval` / `ops`)."""
     from evalops.cli.helpformat import _click
 
-    formatting = _click().formatting
-    paths = _command_paths()
-    assert len(paths) > 40, paths
     monkeypatch.setenv("COLUMNS", str(NARROW))
-    narrow = {path: _help(cli, path) for path in paths}
-    monkeypatch.setattr(formatting, "FORCED_WIDTH", 10_000)
-    for path in paths:
-        wide_words = set(_help(cli, path).split())
-        lines = narrow[path].splitlines()
-        assert all(len(line) <= NARROW for line in lines if " " in line.strip()), path
+    narrow = _help_pages()
+    assert len(narrow) > 40, sorted(narrow)
+    monkeypatch.setattr(_click().formatting, "FORCED_WIDTH", 10_000)
+    wide = _help_pages()
+    for path, page in narrow.items():
+        assert all(len(line) <= NARROW for line in page.splitlines() if " " in line.strip()), path
         # A command's one-line summary may end early with `...` (click, at a word's end).
-        words = {w.removesuffix("...") for w in narrow[path].split()} - {"\\", ""}
-        split = sorted(words - wide_words - {w.removesuffix("...") for w in wide_words})
+        wide_words = {w.removesuffix("...") for w in wide[path].split()}
+        words = {w.removesuffix("...") for w in page.split()} - {"\\", ""}
+        split = sorted(words - wide_words)
         assert not split, (path, split)
 
 
 def test_a_help_example_is_a_pasteable_command(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", str(NARROW))
-    page = _help(cli, ("gate", "check"))
+    result = cli("gate", "check", "--help")
+    assert result.code == 0, result.stderr
+    page = result.stdout
     example = page.split("Example:\n", 1)[1].split("\n\n", 1)[0]
     command = example.replace("\\\n", " ")
     assert shlex.split(command) == shlex.split(
