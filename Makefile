@@ -7,16 +7,19 @@ RUNTIME := $(VENV)/.installed-runtime
 STAMP := $(VENV)/.installed
 # Where `make demo` writes (the README's tour works in this directory).
 DEMO_DIR ?= /tmp/evalops-demo
+# --no-compile: byte-compiling every installed module (scipy alone has thousands) took half
+# of the install's CPU time; Python compiles the modules a run imports, once, on first use.
+PIP_FLAGS := --quiet --disable-pip-version-check --no-compile
 
 .PHONY: demo test test-fast check lint typecheck layers schemas golden golden-reports bench report-check mutate clean
 
 $(RUNTIME): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e .
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e .
 	touch $@
 
 $(STAMP): $(RUNTIME)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	$(BIN)/python -m pip install $(PIP_FLAGS) -e '.[dev]'
 	touch $@
 
 # A directory an earlier `make demo` wrote is replaced; any other non-empty one is refused.

@@ -8,7 +8,6 @@ import typer
 from evalops.cli.context import (
     JsonFlag,
     add_row,
-    console,
     echo_lines,
     emit,
     new_table,
@@ -25,7 +24,8 @@ from evalops.cli.signing import (
     printing_act,
     signing_of,
 )
-from evalops.domain.humanize import interval, number, plural
+from evalops.cli.tables import print_table
+from evalops.domain.humanize import interval, measure, plural
 
 calibration_app = typer.Typer(
     help="Model-grader calibration against human labels.\n\nExample: evalops calibration status",
@@ -44,19 +44,19 @@ def _human(data: dict[str, Any]) -> None:
     say(
         f"  human agreement ({agreement['method']}, "
         f"{plural(agreement['annotators'], 'annotator')}): "
-        f"{number(agreement['overall'], missing='undefined')}"
+        f"{measure(agreement['overall'], missing='undefined')}"
     )
     counts = data["counts"]
     say(f"  items: {counts['calibration']} calibration, {counts['holdout']} holdout")
     holdout = data["holdout"]
     say(
-        f"  holdout kappa vs majority {number(holdout['kappa_vs_majority'], missing='undefined')}"
-        f", abstain rate {number(holdout['abstain_rate'])}"
+        f"  holdout kappa vs majority {measure(holdout['kappa_vs_majority'], missing='undefined')}"
+        f", abstain rate {measure(holdout['abstain_rate'])}"
     )
     for label, s in holdout["per_class"].items():
         say(
-            f"    {label}: precision {number(s['precision'])} {interval(s['precision_ci'])}, "
-            f"recall {number(s['recall'])} {interval(s['recall_ci'])}, support {s['support']}"
+            f"    {label}: precision {measure(s['precision'])} {interval(s['precision_ci'])}, "
+            f"recall {measure(s['recall'])} {interval(s['recall_ci'])}, support {s['support']}"
         )
     say(f"  blockable classes: {', '.join(data['blockable_classes']) or 'none'}")
 
@@ -139,7 +139,12 @@ def status_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
                 r["state"],
                 "; ".join(r["reasons"]),
             )
-        console().print(table)
+        print_table(
+            table,
+            shorten=("config",),
+            prose=("why", "pinned by"),
+            drop=("in force", "pinned by", "version"),
+        )
 
     emit(
         ctx,

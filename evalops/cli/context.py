@@ -197,8 +197,11 @@ def flush_stdout() -> None:
 
 
 def add_row(table: Any, *cells: object) -> None:
-    """A table row whose cells are shown as plain text (no markup, no control characters)."""
-    table.add_row(*(shown(c) for c in cells))
+    """A table row whose cells are shown as plain text (no markup, no control characters);
+    a cell already made a rich Text (a coloured verdict word) is kept as it is."""
+    from rich.text import Text
+
+    table.add_row(*(c if isinstance(c, Text) else shown(c) for c in cells))
 
 
 @cache

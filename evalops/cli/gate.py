@@ -7,10 +7,10 @@ from typing import Annotated, Any
 
 import typer
 
+from evalops.cli.colour import painted_cell, say_painted
 from evalops.cli.context import (
     JsonFlag,
     add_row,
-    console,
     echo_lines,
     emit,
     new_table,
@@ -27,7 +27,8 @@ from evalops.cli.signing import (
     printing_act,
     signing_of,
 )
-from evalops.domain.humanize import number, plural
+from evalops.cli.tables import print_table
+from evalops.domain.humanize import measure, plural
 from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_REFUSED, EXIT_VERIFY, InputError
 
 gate_app = typer.Typer(
@@ -89,9 +90,9 @@ def _regression_line(r: dict[str, Any], alpha: bool = False) -> str:
     p_value = r.get("pValue")
     detail = [str(r["method"])]
     if alpha:
-        detail.append(f"alpha {number(r.get('alpha'))}")
+        detail.append(f"alpha {measure(r.get('alpha'))}")
     detail.append(plural(r["pairedTaskCount"], "paired task"))
-    detail.append("no p-value" if p_value is None else f"p={number(p_value)}")
+    detail.append("no p-value" if p_value is None else f"p={measure(p_value)}")
     line = f"{r['verdict']} ({', '.join(detail)})"
     if r.get("reason"):
         line += f": {r['reason']}"
@@ -101,7 +102,7 @@ def _regression_line(r: dict[str, Any], alpha: bool = False) -> str:
 def _side(side: dict[str, Any] | None) -> str:
     if side is None:
         return "no trials"
-    return f"{side['passedCount']}/{side['n']} pass^k {number(side['passHatK'])}"
+    return f"{side['passedCount']}/{side['n']} pass^k {measure(side['passHatK'])}"
 
 
 def change_lines(changes: dict[str, Any], *, against: bool = True) -> list[str]:
@@ -136,13 +137,26 @@ TASK_ROWS = 100
 would print for longer than anyone reads it)."""
 
 
+#: The order of the task table: what stops the build first, a plain pass last.
+EFFECT_ORDER = {"block": 0, "hold": 1}
+
+
+def failing_first(tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Blocking tasks, then holding ones, then passes resting on a waiver, then plain passes:
+    the rows a reader looks for come first. A stable sort keeps the decision's order within
+    each group."""
+
+    def rank(t: dict[str, Any]) -> int:
+        return EFFECT_ORDER.get(t["effect"], 2 if t["waiver_id"] else 3)
+
+    return sorted(tasks, key=rank)
+
+
 def _compact(tasks: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-    """Every task when there are few; else the tasks that are not a plain pass first (those
-    are what a reader is looking for), then passing ones, up to TASK_ROWS rows."""
-    if len(tasks) <= TASK_ROWS:
-        return tasks, 0
-    # A stable sort keeps the decision's order within each group.
-    shown = sorted(tasks, key=lambda t: t["effect"] == "pass" and not t["waiver_id"])
+    """The tasks failing first; every one when there are few, else the first TASK_ROWS."""
+    shown = failing_first(tasks)
+    if len(shown) <= TASK_ROWS:
+        return shown, 0
     return shown[:TASK_ROWS], len(tasks) - TASK_ROWS
 
 
@@ -157,8 +171,9 @@ def _states(tasks: list[dict[str, Any]], shown: list[dict[str, Any]]) -> list[st
 
 
 def _render_decision(data: dict[str, Any], changes: dict[str, Any] | None = None) -> None:
-    decision = data["decision"].upper()
-    say(f"{decision}: {data['build']} on {data['suite']} ({data['gate_id']})")
+    say_painted(
+        data["decision"].upper(), f": {data['build']} on {data['suite']} ({data['gate_id']})"
+    )
     if data.get("policy"):
         say("  " + policy_line(data["policy"]))
     for reason in data["reasons"]:
@@ -175,14 +190,15 @@ def _render_decision(data: dict[str, Any], changes: dict[str, Any] | None = None
                 t["task_id"],
                 t["risk"],
                 t["state"],
-                t["effect"],
+                painted_cell(t["effect"]),
                 str(t["n"]),
                 str(t["passedCount"]),
-                number(t.get("passAtK")),
-                number(t.get("passHatK")),
+                measure(t.get("passAtK")),
+                measure(t.get("passHatK")),
                 t["waiver_id"] or "-",
             )
-        console().print(table)
+        # The verdict's columns stay; the counts behind pass^k go first at 80 columns.
+        print_table(table, drop=("pass@k", "risk", "n", "passed", "waiver"))
         if left_out:
             states = ", ".join(_states(data["tasks"], shown))
             more = f"{left_out:,} more task{'s' if left_out != 1 else ''}"
@@ -369,17 +385,17 @@ def gate_list(
     shown_limit = row_limit(ctx, limit, all_rows)
     with state.read() as reader:
         rows, total = list_decisions(reader, suite, build=build, limit=shown_limit)
-    emit_page(
-        ctx,
-        Page(rows, total),
-        "gate decisions",
-        echo_lines(
-            [
-                f"{r['gate_id']} {r['decision']:<5} {r['build']} {r['suite']} {r['evaluated_at']}"
-                for r in rows
-            ]
-        ),
-    )
+
+    def human() -> None:
+        for r in rows:
+            say_painted(
+                f"{r['decision']:<5}",
+                f" {r['build']} {r['suite']} {r['evaluated_at']}",
+                before=f"{r['gate_id']} ",
+                key=r["decision"],
+            )
+
+    emit_page(ctx, Page(rows, total), "gate decisions", human)
 
 
 @gate_app.command("replay")

@@ -3,17 +3,13 @@
 from typing import Any
 
 from evalops.cli.context import shown
-from evalops.domain.humanize import number
+from evalops.domain.humanize import measure, number
 
 
 def visible(text: object) -> str:
     """Names from a source log, with control and invisible characters shown, never acted
     on by a terminal (the one terminal rule: `shown`)."""
     return shown(text)
-
-
-def _number(value: Any) -> str:
-    return "-" if value is None else f"{value:.3f}"
 
 
 def _reduction(reduction: Any) -> str:
@@ -75,8 +71,8 @@ def import_summary_lines(data: dict[str, Any]) -> list[str]:
             lines.append(
                 f"{visible(task['task_id']):<36} {visible(task['execution']):<16} "
                 f"{task['trials']:>6} {task['n']:>3} "
-                f"{task['passedCount']:>4} {task['k']:>2} {_number(task['passAtK']):>6} "
-                f"{_number(task['passHatK']):>6}  {classes}{_policy_tag(task, several)}"
+                f"{task['passedCount']:>4} {task['k']:>2} {measure(task['passAtK']):>6} "
+                f"{measure(task['passHatK']):>6}  {classes}{_policy_tag(task, several)}"
             )
             if task.get("source_reduction"):
                 lines.append(

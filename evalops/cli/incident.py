@@ -4,8 +4,9 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, add_row, console, emit, new_table, now, say, settings
+from evalops.cli.context import JsonFlag, add_row, emit, new_table, now, say, settings
 from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
+from evalops.cli.tables import print_table
 from evalops.domain.humanize import text
 
 incident_app = typer.Typer(
@@ -157,7 +158,7 @@ def list_(
                 r["title"],
                 ", ".join(r["tasks"]),
             )
-        console().print(table)
+        print_table(table, prose=("title", "tasks"))
 
     emit_page(ctx, page, "incidents", human)
 

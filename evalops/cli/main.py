@@ -26,6 +26,7 @@ from evalops.cli import (
 )
 from evalops.cli.context import Settings, flush_stdout, print_json, settings, shown
 from evalops.cli.discover import project_root
+from evalops.cli.helpformat import use_in_help
 from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError, InputError, RejectedRecords
 from evalops.store.defaults import DEFAULT_DB_PATH, DEFAULT_URL
 
@@ -86,6 +87,7 @@ class EvalopsGroup(TyperGroup):
 
 
 HELP_NAMES = ["-h", "--help"]
+use_in_help()  # help text never breaks an id; examples stay pasteable commands
 
 app = typer.Typer(
     cls=EvalopsGroup,

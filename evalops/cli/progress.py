@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 import typer
 
 from evalops.cli.context import console, settings, shown
+from evalops.domain.humanize import plural, quantity
 from evalops.errors import InputError
 
 ProgressMode = Literal["auto", "bar", "plain", "none"]
@@ -86,12 +87,12 @@ class PlainProgress:
     def line(self) -> str:
         elapsed = time.monotonic() - self.started
         if self.unit == "records":
-            text = f"{self.label}: {self.done:,} records"
+            text = f"{self.label}: {plural(self.done, 'record')}"
         else:
             text = f"{self.label}: {self.calls:,} lines, {_size(self.done)}"
             if self.total:
                 text += f" of {_size(self.total)} ({min(100, 100 * self.done // self.total)}%)"
-        return f"{text}, {elapsed:.0f}s"
+        return f"{text}, {quantity(round(elapsed))}s"
 
     def __call__(self, n: int) -> None:
         self.done += n
@@ -172,7 +173,8 @@ def stages(mode: ProgressMode, label: str) -> Iterator[Callable[[str], None] | N
             now = time.monotonic()
             if now - last >= interval:
                 last = now
-                sys.stderr.write(shown(f"{label}: {name} ({now - started:.0f}s)") + "\n")
+                seconds = quantity(round(now - started))
+                sys.stderr.write(shown(f"{label}: {name} ({seconds}s)") + "\n")
                 sys.stderr.flush()
 
         yield plain

@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, echo_lines, emit, now, say, settings
+from evalops.domain.humanize import plural
 from evalops.errors import EXIT_REFUSED, InputError, InputErrors
 
 schema_app = typer.Typer(
@@ -21,13 +22,14 @@ DirArg = Annotated[
 
 
 def _digest_table(rows: list[dict[str, object]], title: str) -> None:
-    from evalops.cli.context import console, new_table
+    from evalops.cli.context import new_table
+    from evalops.cli.tables import print_table
 
     table = new_table("file", "kind", "id", "digest", title=title)
     for row in rows:
         digest_key = next(k for k in row if k.endswith("_digest"))
         add_row(table, str(row["file"]), str(row["kind"]), str(row["id"]), str(row[digest_key]))
-    console().print(table)
+    print_table(table, shorten=("digest",), drop=("kind",))
 
 
 def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag = False) -> None:
@@ -48,7 +50,7 @@ def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag =
     warnings = registry_warnings(snapshot.definitions)
 
     def human() -> None:
-        say(f"ok: {len(rows)} definitions valid in {snapshot.root}")
+        say(f"ok: {plural(len(rows), 'definition')} valid in {snapshot.root}")
         _warn(warnings)
 
     emit(ctx, {"ok": True, "definitions": rows, "warnings": warnings}, human)

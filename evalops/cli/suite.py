@@ -4,7 +4,7 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, add_row, console, emit, new_table, now, say, settings
+from evalops.cli.context import JsonFlag, add_row, emit, new_table, now, say, settings
 from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
 from evalops.cli.signing import (
     ActOption,
@@ -14,6 +14,7 @@ from evalops.cli.signing import (
     printing_act,
     signing_of,
 )
+from evalops.cli.tables import print_table
 from evalops.domain.humanize import plural
 from evalops.errors import EXIT_REFUSED
 
@@ -47,7 +48,7 @@ def list_(
         table = new_table("suite", "kind", "members", "suite_digest")
         for r in page.rows:
             add_row(table, r["suite"], r["kind"], str(r["members"]), r["suite_digest"])
-        console().print(table)
+        print_table(table, shorten=("suite_digest",))
 
     emit_page(ctx, page, "suites", human)
 
@@ -86,7 +87,12 @@ def show(
                 (m["promotion"] or {}).get("subject", "-"),
                 f"{removed['reason']} by {removed['approved_by']}" if removed else "",
             )
-        console().print(table)
+        print_table(
+            table,
+            shorten=("task_digest",),
+            prose=("removed",),
+            drop=("via", "by", "added", "rev", "removed"),
+        )
 
     emit(ctx, data, human)
 
@@ -126,7 +132,7 @@ def coverage(ctx: typer.Context, suite: SuiteArg, json_flag: JsonFlag = False) -
                 r["gate_effect"],
                 "GAP" if r["gap"] else "-",
             )
-        console().print(table)
+        print_table(table, prose=("evidence",), drop=("gap", "primary grader", "kind"))
 
     emit(ctx, data, human)
 

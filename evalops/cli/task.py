@@ -4,8 +4,9 @@ from typing import Annotated, Any
 
 import typer
 
-from evalops.cli.context import JsonFlag, add_row, console, emit, new_table, say, settings
+from evalops.cli.context import JsonFlag, add_row, emit, new_table, say, settings
 from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
+from evalops.cli.tables import print_table
 from evalops.domain.humanize import text
 
 task_app = typer.Typer(help="Registered tasks.\n\nExample: evalops task list", no_args_is_help=True)
@@ -42,7 +43,7 @@ def list_(
                 r["grader_set"],
                 (r["git_commit"] or "-")[:10] + (" dirty" if r["git_dirty"] else ""),
             )
-        console().print(table)
+        print_table(table, shorten=("task_digest",), drop=("git", "rev", "grader set", "risk"))
 
     emit_page(ctx, page, "tasks", human)
 

@@ -10,7 +10,6 @@ import typer
 from evalops.cli.context import (
     JsonFlag,
     add_row,
-    console,
     emit,
     json_text,
     new_table,
@@ -28,7 +27,8 @@ from evalops.cli.signing import (
     printing_act,
     signing_of,
 )
-from evalops.domain.humanize import plural, text
+from evalops.cli.tables import print_table
+from evalops.domain.humanize import measure, text
 from evalops.errors import EXIT_UNMATCHED, InputError, RejectedRecords
 from evalops.services.unsynced import with_file_hints
 
@@ -57,10 +57,20 @@ def _total(files: list[Path]) -> int | None:
     return sum(f.stat().st_size for f in files)
 
 
+def _trajectory_words(block: dict[str, Any]) -> str:
+    """The stored trajectory block in words (`--json` keeps the block itself)."""
+    from evalops.domain.trajectory import TrajectoryResult
+
+    try:
+        return TrajectoryResult.from_block(block).describe()
+    except (KeyError, TypeError):
+        return json.dumps(block)  # a block of another shape: shown as it is
+
+
 def _score_text(trial: dict[str, Any]) -> str:
     """A trial's score as people read it: its gating score (0 for a crashed, hard-failed or
     evidence-blocked trial), `-` when nothing scored it."""
-    return f"{trial['gating_score']:.2f}" if trial.get("scored", True) else "-"
+    return measure(float(trial["gating_score"])) if trial.get("scored", True) else "-"
 
 
 @trials_app.command()
@@ -186,7 +196,7 @@ def list_(
                 r["parent_trial_id"] or "",
                 ", ".join(r["secondary_labels"]),
             )
-        console().print(table)
+        print_table(table, prose=("labels",), drop=("rerun of", "labels", "#", "task"))
 
     emit_page(ctx, Page(rows, total), "trials", human)
 
@@ -223,7 +233,7 @@ def show(
         for r in data["reviews"]:
             say(f"  review {r['grader_id']}: {r['state']} by {r['actor']} ({text(r['reason'])})")
         if data["trajectory"]:
-            say(f"  trajectory: {json.dumps(data['trajectory'])}")
+            say(f"  trajectory: {_trajectory_words(data['trajectory'])}")
         say(f"  rerun chain: {' -> '.join(data['rerun_chain'])}")
         for r in data["reconciliations"]:
             say(
@@ -364,12 +374,7 @@ def grade(
     result = run_grade(expectation, observed, target_agent)
 
     def human() -> None:
-        verdict = "matched" if result.matched else "NOT matched"
-        say(
-            f"trajectory {verdict} ({result.mode}): {result.matched_count} of "
-            f"{plural(result.expected_count, 'expected call')} matched, "
-            f"{result.observed_count} observed, {result.forbidden_count} forbidden"
-        )
+        say(f"trajectory {result.describe()}")
         for line in result.explanations:
             say(f"  - {line}")
 

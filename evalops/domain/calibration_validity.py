@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from evalops.domain.humanize import number
+from evalops.domain.humanize import measure, plural
 from evalops.domain.specs import CalibrationRequirements, Grader
 
 CalibrationState = Literal["valid", "stale", "failing", "missing"]
@@ -72,10 +72,10 @@ def _pass_class_problems(
         ]
     kappa = agreement.get(label)
     if kappa is None or float(kappa) < req.min_human_agreement:
-        shown = number(kappa, missing="undefined")
+        shown = measure(kappa, missing="undefined")
         return [
             f"class {label} (the pass class): human agreement {shown} is below "
-            f"min_human_agreement {number(req.min_human_agreement)}; the model's pass "
+            f"min_human_agreement {measure(req.min_human_agreement)}; the model's pass "
             "verdicts cannot be believed"
         ]
     return []
@@ -128,7 +128,7 @@ def calibration_validity(
     reasons: list[str] = []
     holdout_n = int(metrics.get("counts", {}).get("holdout", 0))
     if holdout_n < req.min_holdout_items:
-        reasons.append(f"holdout has {holdout_n} items, needs {req.min_holdout_items}")
+        reasons.append(f"holdout has {plural(holdout_n, 'item')}, needs {req.min_holdout_items}")
     agreement = metrics.get("human_agreement", {})
     overall = agreement.get("overall")
     if overall is None:
@@ -138,8 +138,8 @@ def calibration_validity(
         )
     elif float(overall) < req.min_human_agreement:
         reasons.append(
-            f"human agreement {number(overall)} is below min_human_agreement "
-            f"{number(req.min_human_agreement)}"
+            f"human agreement {measure(overall)} is below min_human_agreement "
+            f"{measure(req.min_human_agreement)}"
         )
     per_class_agreement: Mapping[str, Any] = agreement.get("per_class", {})
     blockable: set[str] = set()
@@ -163,10 +163,10 @@ def calibration_validity(
             continue
         if kappa is None or float(kappa) < req.min_human_agreement:
             # Not a failure of the calibration: the model simply may not block this class.
-            shown = number(kappa, missing="undefined")
+            shown = measure(kappa, missing="undefined")
             notes.append(
                 f"class {label}: human agreement {shown} is below min_human_agreement "
-                f"{number(req.min_human_agreement)}; the model grader may not block it"
+                f"{measure(req.min_human_agreement)}; the model grader may not block it"
             )
             continue
         precision_lb = _lower(stats.get("precision_ci"))
@@ -174,16 +174,16 @@ def calibration_validity(
         ok = True
         if precision_lb < req.min_precision_lower_bound:
             reasons.append(
-                f"class {label}: precision lower bound {precision_lb:.3f} is below "
-                f"{req.min_precision_lower_bound} (short by "
-                f"{req.min_precision_lower_bound - precision_lb:.3f})"
+                f"class {label}: precision lower bound {measure(precision_lb)} is below "
+                f"{measure(req.min_precision_lower_bound)} (short by "
+                f"{measure(req.min_precision_lower_bound - precision_lb)})"
             )
             ok = False
         if recall_lb < req.min_recall_lower_bound:
             reasons.append(
-                f"class {label}: recall lower bound {recall_lb:.3f} is below "
-                f"{req.min_recall_lower_bound} (short by "
-                f"{req.min_recall_lower_bound - recall_lb:.3f})"
+                f"class {label}: recall lower bound {measure(recall_lb)} is below "
+                f"{measure(req.min_recall_lower_bound)} (short by "
+                f"{measure(req.min_recall_lower_bound - recall_lb)})"
             )
             ok = False
         if ok:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evalops.domain.humanize import measure
 from evalops.domain.regression import BOOTSTRAP_MIN_PAIRS
 
 FLIPS = ("regressed", "improved", "unchanged", "new", "missing")
@@ -104,8 +105,8 @@ def alpha_note(method: str, alpha: float, pairs: int) -> str | None:
     # A verdict needs p < alpha, so a floor equal to alpha cannot reach it either.
     relation = ">" if floor > alpha else "="
     return (
-        f"with {tasks} {_METHOD_NAMES[method]} smallest p-value is {floor:.4g} "
-        f"{relation} alpha {alpha:g}"
+        f"with {tasks} {_METHOD_NAMES[method]} smallest p-value is {measure(floor)} "
+        f"{relation} alpha {measure(alpha)}"
     )
 
 

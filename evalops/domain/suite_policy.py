@@ -109,7 +109,9 @@ def _reproducible_fixture(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
     if fixtures is not None and fixtures.onMiss == "live":
         fixture_text = "fixtures.onMiss is live (a miss may reach a live tool)"
     elif fail_closed and fixtures is not None and fixtures.toolResponses:
-        fixture_text = f"fixtures fail closed ({len(fixtures.toolResponses)} tool responses)"
+        fixture_text = (
+            f"fixtures fail closed ({plural(len(fixtures.toolResponses), 'tool response')})"
+        )
     elif none_needed:
         fixture_text = "no fixtures needed (network_policy deny, no tool calls expected)"
     elif fail_closed:
@@ -288,7 +290,7 @@ def _stable_success_state(f: EntryFacts, _: SuiteDeclaration) -> Requirement:
         return Requirement(
             "stable_success_state",
             True,
-            f"{len(keys)} success-state keys, each covered by a deterministic grader",
+            f"{plural(len(keys), 'success-state key')}, each covered by a deterministic grader",
             None,
         )
     return Requirement(

@@ -67,6 +67,16 @@ class TrajectoryResult:
             "forbiddenCalled": list(self.forbidden_called),
         }
 
+    def describe(self) -> str:
+        """The block in words: `matched (in-order): 2 of 2 expected calls matched,
+        3 observed, 0 forbidden`."""
+        verdict = "matched" if self.matched else "NOT matched"
+        return (
+            f"{verdict} ({self.mode}): {self.matched_count} of "
+            f"{plural(self.expected_count, 'expected call')} matched, "
+            f"{self.observed_count} observed, {self.forbidden_count} forbidden"
+        )
+
     @classmethod
     def from_block(cls, block: Mapping[str, Any]) -> TrajectoryResult:
         """A stored block; one stored before the per-call detail was kept has none."""

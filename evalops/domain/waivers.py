@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from evalops.domain.free_text import has_visible_text
+from evalops.domain.humanize import quantity
 from evalops.domain.timestamps import format_timestamp, parse_timestamp
 
 if TYPE_CHECKING:  # the spec models (pydantic) are not needed to list waivers
@@ -188,7 +189,7 @@ def policy_refusals(waiver: WaiverFact, *, risk: str, policy: GatePolicy) -> lis
         out.append(
             Refusal(
                 "expires_at_too_far",
-                f"valid for {_days(duration)} days, more than max_duration_days "
+                f"valid for {_days(duration)}, more than max_duration_days "
                 f"({rules.max_duration_days})",
             )
         )
@@ -197,7 +198,7 @@ def policy_refusals(waiver: WaiverFact, *, risk: str, policy: GatePolicy) -> lis
 
 def _days(duration: timedelta) -> str:
     days = duration / timedelta(days=1)
-    return f"{days:g}" if days == int(days) else f"{days:.2f}"
+    return f"{quantity(days)} day" + ("" if days == 1 else "s")
 
 
 def covers(

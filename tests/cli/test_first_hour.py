@@ -5,12 +5,17 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shlex
 import sqlite3
 import subprocess
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from _pytest.capture import CaptureIO
 from rich.console import Console
 
 from evalops.cli import progress as progress_module
@@ -132,6 +137,20 @@ def test_make_demo_on_a_fresh_clone(tmp_path: Path) -> None:
     # A second `make demo` replaces the directory the first one wrote.
     _make_demo(clone, demo_dir)
     assert (demo_dir / "demo-summary.md").is_file()
+
+
+def test_make_installs_without_byte_compiling_everything() -> None:
+    """Both installs of the Makefile skip pip's byte-compilation of every module (half the
+    CPU time of `make demo`'s install); a run compiles what it imports."""
+    makefile = (REPO_ROOT / "Makefile").read_text(encoding="utf-8")
+    flags = next(
+        line.split(":=", 1)[1].split()
+        for line in makefile.splitlines()
+        if line.startswith("PIP_FLAGS :=")
+    )
+    assert "--no-compile" in flags
+    installs = [line for line in makefile.splitlines() if "pip install" in line]
+    assert len(installs) == 2 and all("$(PIP_FLAGS)" in line for line in installs), installs
 
 
 def test_from_a_subdirectory_the_repository_database_is_used(ws: Path, cli: Cli) -> None:
@@ -382,3 +401,272 @@ def test_a_missing_policy_file_is_named_as_missing(demo: Path, cli: Cli) -> None
     assert result.code == 2
     assert "policy file not found: lax.yaml" in result.stderr
     assert "with --dry-run" not in result.stderr
+
+
+# ------------------------------------------------------------------ tables and words
+
+NARROW = 80
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+TABLE_EDGES = ("┏", "┃", "┡", "│", "└")
+
+
+@pytest.fixture
+def terminal_80(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal of 80 columns (what rich reads from COLUMNS), without colour."""
+    monkeypatch.setenv("COLUMNS", str(NARROW))
+    monkeypatch.setenv("NO_COLOR", "1")
+    # The class, not today's instance: the capture stream may be replaced between phases.
+    monkeypatch.setattr(CaptureIO, "isatty", lambda self: True)
+
+
+def _ids(rows: list[dict[str, Any]], *keys: str) -> set[str]:
+    return {str(r[k]) for r in rows for k in keys if r.get(k)}
+
+
+NARROW_LISTINGS: list[tuple[tuple[str, ...], Callable[[Any], set[str]]]] = [
+    (("gate", "show", "GATE-1"), lambda d: _ids(d["tasks"], "task_id", "state")),
+    (("gate", "show", "GATE-3"), lambda d: _ids(d["tasks"], "task_id", "state", "waiver_id")),
+    (("trials", "list", "--limit", "12"), lambda d: _ids(d, "trial_id", "classification")),
+    (("task", "list"), lambda d: _ids(d, "task_id")),
+    (("suite", "show", "regression/core"), lambda d: _ids(d["members"], "task_id")),
+    (("suite", "list"), lambda d: _ids(d, "suite")),
+    (("suite", "coverage", "regression/core"), lambda d: _ids(d["rows"], "task_id", "item")),
+    (("calibration", "status"), lambda d: _ids(d, "grader_id", "state")),
+    (("incident", "list"), lambda d: _ids(d, "incident_id")),
+]
+
+
+@pytest.mark.parametrize(
+    ("args", "ids_of"), NARROW_LISTINGS, ids=[" ".join(a) for a, _ in NARROW_LISTINGS]
+)
+def test_at_80_columns_no_identifier_is_cut(
+    demo: Path,
+    cli: Cli,
+    terminal_80: None,
+    args: tuple[str, ...],
+    ids_of: Callable[[Any], set[str]],
+) -> None:
+    """Every table line fits 80 columns, and every id the listing shows is there whole, on
+    one line (rich would fold `support-refund-policy-explanation` over two)."""
+    from rich.cells import cell_len
+
+    ids = ids_of(cli(*args, "--json", cwd=demo).json())
+    assert ids, args
+    result = cli(*args, cwd=demo)
+    assert result.code == 0, result.stderr
+    lines = ANSI.sub("", result.stdout).splitlines()
+    too_wide = [line for line in lines if line.startswith(TABLE_EDGES) and cell_len(line) > NARROW]
+    assert not too_wide, "\n".join(too_wide)
+    words = {w.strip(";,") for line in lines for w in line.replace("│", " ").split()}
+    missing = sorted(i for i in ids if i not in words)
+    assert not missing, f"cut or missing: {missing}\n{result.stdout}"
+
+
+def test_a_narrow_table_says_what_it_left_out(demo: Path, cli: Cli, terminal_80: None) -> None:
+    result = cli("task", "list", cwd=demo)
+    assert "left out git" in result.stderr and "--json has every field" in result.stderr
+    digests = _ids(cli("task", "list", "--json", cwd=demo).json(), "task_digest")
+    shown = ANSI.sub("", result.stdout)
+    # A digest is shortened as git shortens a commit: its prefix, never a middle part.
+    assert all(d[: len("sha256:") + 12] in shown for d in digests)
+
+
+def test_piped_tables_keep_every_column(demo: Path, cli: Cli) -> None:
+    """A pipe has no width: nothing is left out, shortened or reflowed."""
+    result = cli("task", "list", cwd=demo)
+    header = next(line for line in result.stdout.splitlines() if line.startswith("┃"))
+    assert [c.strip() for c in header.strip("┃").split("┃")] == [
+        "task", "rev", "risk", "task_digest", "grader set", "git",
+    ]  # fmt: skip
+    for digest in _ids(cli("task", "list", "--json", cwd=demo).json(), "task_digest"):
+        assert digest in result.stdout
+    assert "left out" not in result.stderr
+
+
+@pytest.mark.parametrize("gate_id", ["GATE-1", "GATE-2", "GATE-3"])
+def test_a_decision_lists_failing_tasks_first(demo: Path, cli: Cli, gate_id: str) -> None:
+    tasks = cli("gate", "show", gate_id, "--json", cwd=demo).json()["tasks"]
+
+    def rank(t: dict[str, Any]) -> int:
+        if t["effect"] in ("block", "hold"):
+            return ["block", "hold"].index(t["effect"])
+        return 2 if t["waiver_id"] else 3
+
+    expected = [t["task_id"] for t in sorted(tasks, key=rank)]
+    assert len({rank(t) for t in tasks}) > 1 or gate_id == "GATE-3", "the demo mixes effects"
+    shown = cli("gate", "show", gate_id, cwd=demo).stdout
+    rows = [line.split("│")[1].strip() for line in shown.splitlines() if line.startswith("│")]
+    assert rows == expected
+
+
+def test_numbers_for_people_have_one_format(demo: Path, cli: Cli) -> None:
+    """`pass^k 0.40`, `p=0.25`, `alpha 0.05`; a measure stored as an integer is `1.00`."""
+    blocked = cli("gate", "show", "GATE-1", cwd=demo).stdout
+    cells = [
+        [c.strip() for c in line.split("│")[1:-1]]
+        for line in blocked.splitlines()
+        if line.startswith("│")
+    ]
+    header = next(line for line in blocked.splitlines() if line.startswith("┃"))
+    columns = [c.strip() for c in header.strip("┃").split("┃")]
+    for name in ("pass@k", "pass^k"):
+        values = [row[columns.index(name)] for row in cells]
+        assert all(re.fullmatch(r"\d\.\d\d+", v) for v in values), (name, values)
+    assert "0.40" in [row[columns.index("pass^k")] for row in cells]
+    assert re.search(r"p=\d\.\d\d", blocked)
+
+
+# ------------------------------------------------------------------ colour
+
+COLOUR = re.compile(r"\x1b\[[0-9;]*3[0-7]m")  # an SGR sequence that sets a foreground colour
+
+
+@pytest.fixture
+def a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm-256color")
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setattr(CaptureIO, "isatty", lambda self: True)
+
+
+def test_verdicts_and_effects_are_coloured_on_a_terminal(
+    demo: Path, cli: Cli, a_terminal: None
+) -> None:
+    shown = cli("gate", "show", "GATE-1", cwd=demo).stdout
+    assert shown.startswith("\x1b[1;31mBLOCK\x1b[0m: build-124"), shown[:80]
+    effects = [line for line in shown.splitlines() if line.startswith("│")]
+    assert all(COLOUR.search(line) for line in effects), effects
+    listed = cli("gate", "list", cwd=demo).stdout.splitlines()
+    verdicts = {"block": "31", "hold": "33", "pass": "32"}
+    for line in listed:
+        verdict = ANSI.sub("", line).split()[1]
+        assert f"\x1b[1;{verdicts[verdict]}m{verdict}" in line, line
+
+
+@pytest.mark.parametrize("no_color", [False, True], ids=["piped", "NO_COLOR"])
+def test_no_colour_in_a_pipe_or_with_no_color(
+    demo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch, no_color: bool
+) -> None:
+    if no_color:
+        monkeypatch.setenv("NO_COLOR", "1")
+        monkeypatch.setattr(CaptureIO, "isatty", lambda self: True)
+    for args in [
+        ("gate", "show", "GATE-1"),
+        ("gate", "list"),
+        ("gate", "check", "--build", "build-125", "--suite", "regression/core", "--dry-run"),
+    ]:
+        result = cli(*args, cwd=demo)
+        assert result.code in (0, 3, 4), result.stderr
+        assert not COLOUR.search(result.stdout + result.stderr), args
+        if not no_color:
+            assert "\x1b" not in result.stdout + result.stderr, args
+
+
+def test_a_real_terminal_gets_colour_and_a_pipe_none(demo: Path) -> None:
+    """The same command in a pseudo-terminal and through a pipe (no patched isatty)."""
+    import pty
+
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    env.update(TERM="xterm", PYTHONPATH=str(REPO_ROOT))
+    command = [sys.executable, "-m", "evalops", "gate", "list"]
+    leader, follower = pty.openpty()
+    try:
+        subprocess.run(command, cwd=demo, env=env, stdout=follower, stderr=follower, check=True)
+        os.close(follower)
+        through_pty = b""
+        while chunk := _read_available(leader):
+            through_pty += chunk
+    finally:
+        os.close(leader)
+    assert b"\x1b[1;31mblock" in through_pty, through_pty
+    piped = subprocess.run(command, cwd=demo, env=env, capture_output=True, check=True)
+    assert b"\x1b" not in piped.stdout + piped.stderr
+    assert b"block" in piped.stdout
+
+
+def _read_available(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: the terminal's other side is closed and drained
+        return b""
+
+
+# ------------------------------------------------------------------ help at 80 columns
+
+
+def _help_pages() -> dict[tuple[str, ...], str]:
+    """Every command's `--help` page, rendered as `--help` renders it (one command tree,
+    not one CLI run per page)."""
+    import typer
+
+    from evalops.cli.helpformat import _click
+    from evalops.cli.main import app
+
+    context = _click().Context
+    pages: dict[tuple[str, ...], str] = {}
+
+    def walk(command: Any, path: tuple[str, ...], parent: Any) -> None:
+        ctx = context(command, info_name=path[-1] if path else "evalops", parent=parent)
+        pages[path] = command.get_help(ctx)
+        for name, sub in sorted(getattr(command, "commands", {}).items()):
+            if not getattr(sub, "hidden", False):
+                walk(sub, (*path, name), ctx)
+
+    walk(typer.main.get_command(app), (), None)
+    return pages
+
+
+def test_help_at_80_columns_never_breaks_a_word(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every help page at 80 columns holds the same words as at an unlimited width: no id
+    is split at a hyphen (`build-` / `124`) or cut (`sqlite:///.eval` / `ops`)."""
+    from evalops.cli.helpformat import _click
+
+    monkeypatch.setenv("COLUMNS", str(NARROW))
+    narrow = _help_pages()
+    assert len(narrow) > 40, sorted(narrow)
+    monkeypatch.setattr(_click().formatting, "FORCED_WIDTH", 10_000)
+    wide = _help_pages()
+    for path, page in narrow.items():
+        assert all(len(line) <= NARROW for line in page.splitlines() if " " in line.strip()), path
+        # A command's one-line summary may end early with `...` (click, at a word's end).
+        wide_words = {w.removesuffix("...") for w in wide[path].split()}
+        words = {w.removesuffix("...") for w in page.split()} - {"\\", ""}
+        split = sorted(words - wide_words)
+        assert not split, (path, split)
+
+
+def test_a_help_example_is_a_pasteable_command(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", str(NARROW))
+    result = cli("gate", "check", "--help")
+    assert result.code == 0, result.stderr
+    page = result.stdout
+    example = page.split("Example:\n", 1)[1].split("\n\n", 1)[0]
+    command = example.replace("\\\n", " ")
+    assert shlex.split(command) == shlex.split(
+        "evalops gate check --build build-124 --suite regression/core --baseline build-123"
+    )
+    assert all(len(line) <= NARROW for line in example.splitlines())
+    assert all(line.endswith(" \\") for line in example.splitlines()[:-1]), (
+        "a continued line ends with a backslash"
+    )
+
+
+def test_trials_show_puts_the_trajectory_in_words(demo: Path, cli: Cli) -> None:
+    trial = "trial-b124-support-refund-in-order-2"
+    block = cli("trials", "show", trial, "--json", cwd=demo).json()["trajectory"]
+    assert block["mode"] == "in-order", block
+    shown = cli("trials", "show", trial, cwd=demo).stdout
+    line = next(x for x in shown.splitlines() if x.strip().startswith("trajectory:"))
+    assert "{" not in line and '"' not in line, line
+    verdict = "matched" if block["matched"] else "NOT matched"
+    expected = (
+        f"trajectory: {verdict} ({block['mode']}): {block['matchedCount']} of "
+        f"{block['expectedCount']} expected calls matched, {block['observedCount']} observed, "
+        f"{block['forbiddenCount']} forbidden"
+    )
+    assert line.strip() == expected
+
+
+def test_gate_show_documents_its_exit_code(cli: Cli) -> None:
+    page = " ".join(cli("gate", "show", "--help").stdout.split())
+    assert "Exits 0 whatever the stored decision says" in page, page

@@ -26,7 +26,7 @@ from rich.console import Console
 
 from evalops.cli.context import new_table
 from evalops.cli.gate import _regression_line, _render_decision
-from evalops.domain.humanize import number, plural, text
+from evalops.domain.humanize import number, plural, quantity, text
 from evalops.domain.vocabulary import parse_timestamp
 from tests.conftest import Cli
 
@@ -56,18 +56,30 @@ def header_labels(output: str) -> list[str]:
 
 
 def test_number_rounds_for_people() -> None:
+    """One format for a measure: two decimals or more, never float noise."""
     assert number(0.2875000000000001) == "0.2875"
-    assert number(0.8999999999999999) == "0.9"
+    assert number(0.8999999999999999) == "0.90"
     assert number(0.25) == "0.25"
-    assert number(1.0) == "1"
-    assert number(0.0) == "0"
+    assert number(0.4) == "0.40"
+    assert number(0.05) == "0.05"
+    assert number(1.0) == "1.00"
+    assert number(0.0) == "0.00"
+    assert number(-0.125) == "-0.125"
     assert number(1234.5678) == "1234.57"
+    assert number(0.0012) == "0.0012"
     assert number(3.2e-07) == "3.2e-07"
     assert number(7) == "7"
     assert number(None) == "-"
     assert text(None) == "-"
     assert text("") == "-"
-    assert text(0.30000000000000004) == "0.3"
+    assert text(0.30000000000000004) == "0.30"
+
+
+def test_a_count_or_duration_has_no_point_zero() -> None:
+    assert quantity(7.0) == "7"
+    assert quantity(30) == "30"
+    assert quantity(1.5) == "1.5"
+    assert quantity(0.25) == "0.25"
 
 
 def test_plural_agrees_with_the_count() -> None:
@@ -91,7 +103,7 @@ def test_calibration_is_rounded_for_people_and_exact_in_json(demo: Path, cli: Cl
     # Rounded for people: no digits beyond the four places (the computed float may carry
     # representation noise such as 0.2875000000000001).
     assert re.search(r"human agreement \(cohen, 2 annotators\): 0\.2875(?![0-9])", shown)
-    assert "human agreement 0.2875 is below min_human_agreement 0.6" in shown
+    assert "human agreement 0.2875 is below min_human_agreement 0.60" in shown
     # No float artefact of 16 digits anywhere in the human output.
     assert not re.search(r"\d\.\d{9,}", shown), shown
 
@@ -129,7 +141,7 @@ def test_one_paired_task_is_singular_and_a_missing_p_value_is_not_none() -> None
     line = _regression_line(
         {"verdict": "unchanged", "method": "sign-test", "pairedTaskCount": 2, "pValue": 1.0}
     )
-    assert line == "unchanged (sign-test, 2 paired tasks, p=1)"
+    assert line == "unchanged (sign-test, 2 paired tasks, p=1.00)"
 
 
 # ---------------------------------------------------------------------------- tables
@@ -321,7 +333,7 @@ def test_an_import_dry_run_rounds_the_source_reduction() -> None:
 
     shown = _reduction({"reply_judge": {"mean": 0.8333333333333334, "pass_at_3": 1.0}})
 
-    assert shown == "reply_judge: mean 0.8333, pass_at_3 1"
+    assert shown == "reply_judge: mean 0.8333, pass_at_3 1.00"
 
 
 def test_the_markdown_report_says_1_paired_task(demo: Path) -> None:

@@ -1030,16 +1030,16 @@ def test_failing_validity_lists_every_reason_then_every_note_in_full() -> None:
         "state": "failing",
         "reasons": [
             "holdout has 12 items, needs 50",
-            "human agreement 0.5 is below min_human_agreement 0.6",
-            "class task_fail: recall lower bound 0.750 is below 0.8 (short by 0.050)",
-            "class task_pass: precision lower bound 0.700 is below 0.8 (short by 0.100)",
-            "class task_pass: recall lower bound 0.700 is below 0.8 (short by 0.100)",
+            "human agreement 0.50 is below min_human_agreement 0.60",
+            "class task_fail: recall lower bound 0.75 is below 0.80 (short by 0.05)",
+            "class task_pass: precision lower bound 0.70 is below 0.80 (short by 0.10)",
+            "class task_pass: recall lower bound 0.70 is below 0.80 (short by 0.10)",
             "the grader could block none of its failing classes "
             "(missing_required_evidence, task_fail) under this calibration",
             "class grader_invalid: no holdout support, so no bounds; the model grader may not "
             "block it",
             "class missing_required_evidence: human agreement undefined is below "
-            "min_human_agreement 0.6; the model grader may not block it",
+            "min_human_agreement 0.60; the model grader may not block it",
         ],
         "blockable_classes": [],
         "calibration_id": "CAL-1",
@@ -1062,15 +1062,15 @@ def test_undefined_overall_agreement_and_missing_blocks_fail_the_calibration() -
     no_interval = {**good_class(), "precision_ci": None, "recall_ci": []}
     bare = validity(metrics(per_class={P: good_class(), F: no_interval, M: good_class()}))
     assert bare.blockable_classes == {P, M}  # an absent interval is a lower bound of 0
-    assert "class task_fail: precision lower bound 0.000 is below 0.8 (short by 0.800)" in (
+    assert "class task_fail: precision lower bound 0.00 is below 0.80 (short by 0.80)" in (
         bare.reasons
     )
     valid = validity(metrics(agreement={P: 0.8, F: 0.8, M: 0.2}))
     assert valid.as_dict() == {
         "state": "valid",
         "reasons": [
-            "class missing_required_evidence: human agreement 0.2 is below "
-            "min_human_agreement 0.6; the model grader may not block it"
+            "class missing_required_evidence: human agreement 0.20 is below "
+            "min_human_agreement 0.60; the model grader may not block it"
         ],
         "blockable_classes": [F, P],
         "calibration_id": "CAL-1",
@@ -1092,6 +1092,6 @@ def test_metrics_without_agreement_blocks_are_read_as_undefined_agreement() -> N
     v = validity(m)
     assert v.blockable_classes == frozenset()
     assert (
-        "class task_fail: human agreement undefined is below min_human_agreement 0.6; "
+        "class task_fail: human agreement undefined is below min_human_agreement 0.60; "
         "the model grader may not block it"
     ) in v.reasons

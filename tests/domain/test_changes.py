@@ -153,5 +153,5 @@ def test_bootstrap_needs_ten_pairs_and_paired_t_says_nothing() -> None:
     assert alpha_note("paired-t", 0.05, 2) is None
     assert alpha_note("mcnemar", 0.05, 0) is None
     assert alpha_note("mcnemar", 0.05, 1) == (
-        "with 1 paired task McNemar's smallest p-value is 1 > alpha 0.05"
+        "with 1 paired task McNemar's smallest p-value is 1.00 > alpha 0.05"
     )

@@ -413,6 +413,15 @@ def test_dry_run_of_a_refused_promotion_changes_nothing(ws: Path, cli: Cli) -> N
     assert "promotion.refused" not in [e["kind"] for e in audit(ws)]
 
 
+def test_checklist_evidence_counts_agree_with_their_nouns(ws: Path, cli: Cli) -> None:
+    """The base task scripts exactly one tool response: `1 tool response`, never `responses`."""
+    data = promote(cli, ws, "mini-task", REGRESSION, "--dry-run").json()
+    evidence = {r["name"]: r["evidence"] for r in data["requirements"]}
+    assert len(BASE_TASK["fixtures"]["toolResponses"]) == 1
+    assert "fixtures fail closed (1 tool response)" in evidence["reproducible_fixture"]
+    assert "1 tool responses" not in json.dumps(data)
+
+
 # ------------------------------------------------------ one unmet requirement at a time
 
 
