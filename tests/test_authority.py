@@ -770,3 +770,116 @@ def test_an_import_is_an_ingesters_signed_act(
         kind, scope = con.execute("SELECT kind, scope FROM signed_act").fetchone()
     assert kind == "trials.import" and json.loads(scope)["builds"]
     assert world.run("verify").code == 0
+
+
+# ------------------------------------------------------------------ who signed, shown everywhere
+
+
+def _signed(world: World, name: str) -> str:
+    return f"signed by {name} ({_fingerprint(world.keys[name])})"
+
+
+def _gate(world: World) -> str:
+    gate = world.run("gate", "check", "--build", "build-125", "--suite", SUITE, "--json")
+    assert gate.code in (0, 3), gate.stdout + gate.stderr
+    gate_id: str = gate.json()["gate_id"]
+    return gate_id
+
+
+def test_gate_show_names_who_signed_each_waiver(world: World) -> None:
+    world.run("waiver", "revoke", "WVR-1", "--reason", "re-signed",
+              "--sign-with", str(world.keys["alice"]))  # fmt: skip
+    assert world.grant("--sign-with", str(world.keys["dave"])).code == 0
+    gate_id = _gate(world)
+    shown = world.run("gate", "show", gate_id, "--json").json()
+    assert shown["waivers"]["applied"] == ["WVR-2"]
+    assert shown["waiver_signers"]["WVR-2"] == [
+        {"principal": "dave", "fingerprint": _fingerprint(world.keys["dave"])}
+    ]
+    assert shown["waiver_signers"]["WVR-1"] == []  # the demo's, granted before the authority
+    human = world.run("gate", "show", gate_id).stdout
+    assert f"waiver WVR-2: {_signed(world, 'dave')}" in human
+    assert "waiver WVR-1: unsigned" in human
+
+
+def test_without_an_authority_gate_show_says_unsigned(demo: Path, cli: Cli) -> None:
+    shown = cli("gate", "show", "GATE-3", cwd=demo)
+    assert "waiver WVR-1: unsigned" in shown.stdout
+    assert cli("gate", "show", "GATE-3", "--json", cwd=demo).json()["waiver_signers"] == {
+        "WVR-1": []
+    }
+
+
+def test_review_list_names_the_ingest_signers_and_the_reviewers(world: World) -> None:
+    ingest = world.run(
+        "trials", "ingest", str(_review_me(world)), "--sign-with", str(world.keys["bob"])
+    )
+    assert ingest.code == 0, ingest.stderr
+    queue = world.run("review", "list", "--json").json()
+    mine = [r for r in queue if r["trial_id"] == "review-me"]
+    assert [r["ingest_signers"][0]["principal"] for r in mine] == ["bob"]
+    line = next(x for x in world.run("review", "list").stdout.splitlines() if "review-me" in x)
+    assert f"ingest {_signed(world, 'bob')}" in line
+    others = [r for r in queue if r["trial_id"] != "review-me"]
+    assert all(r["ingest_signers"] == [] for r in others)  # ingested before the authority
+    done = world.run(
+        "review", "resolve", "review-me", "--grader", "reply-quality", "--state", "task_pass",
+        "--reason", "read it", "--sign-with", str(world.keys["carol"]),
+    )  # fmt: skip
+    assert done.code == 0, done.stderr
+    resolved = world.run("review", "list", "--resolved", "--json").json()
+    assert [(r["trial_id"], r["signers"][0]["principal"]) for r in resolved] == [
+        ("review-me", "carol")
+    ]
+    human = world.run("review", "list", "--resolved").stdout
+    assert "review-me reply-quality -> task_pass" in human
+    assert _signed(world, "carol") in human
+
+
+def test_without_an_authority_review_list_says_unsigned(demo: Path, cli: Cli) -> None:
+    plain = World(demo, [], {}, cli)
+    assert plain.run("trials", "ingest", str(_review_me(plain))).code == 0
+    queue = cli("review", "list", "--json", cwd=demo).json()
+    assert queue, "the trial waits for review"
+    assert all(r["ingest_signers"] == [] for r in queue)
+    assert "ingest unsigned" in cli("review", "list", cwd=demo).stdout
+    first = queue[0]
+    done = cli("review", "resolve", first["trial_id"], "--grader", first["grader_id"],
+               "--state", "task_fail", "--reason", "r", cwd=demo)  # fmt: skip
+    assert done.code == 0, done.stderr
+    assert cli("review", "list", "--resolved", "--json", cwd=demo).json()[0]["signers"] == []
+    assert "(unsigned)" in cli("review", "list", "--resolved", cwd=demo).stdout
+
+
+def test_the_audit_report_names_who_last_changed_the_policy_and_the_suite(world: World) -> None:
+    _loosen_gate_policy(world)
+    sha = signed_commit(world.root, world.keys["alice"], "gate policy: longer waivers")
+    assert world.run("sync", "registry").code == 0
+    gate_id = _gate(world)
+    report = world.run("report", "audit", "--gate", gate_id, "--format", "json", "-o", "-")
+    changed = {c["kind"]: c for c in json.loads(report.stdout)["authority"]["rules_changed_by"]}
+    assert changed["gate_policy"]["commit"] == sha
+    assert changed["gate_policy"]["signers"] == [
+        {"principal": "alice", "fingerprint": _fingerprint(world.keys["alice"])}
+    ]
+    assert changed["suite"]["id"] == SUITE
+    assert changed["suite"]["signers"] == []  # declared before the authority: unsigned
+    md = world.run("report", "audit", "--gate", gate_id, "--format", "md", "-o", "-").stdout
+    assert (
+        f"gate\\_policy `release-gate` last changed in commit `{sha[:12]}`: signed by `alice`" in md
+    )
+    assert f"suite `{SUITE}` last changed" in md
+    html = world.run("report", "audit", "--gate", gate_id, "--format", "html", "-o", "-").stdout
+    assert f'last changed in commit <span class="mono">{sha[:12]}</span>: signed by alice' in html
+
+
+def test_without_an_authority_the_report_says_the_rules_are_unsigned(demo: Path, cli: Cli) -> None:
+    report = cli("report", "audit", "--gate", "GATE-3", "--format", "json", "-o", "-", cwd=demo)
+    changed = json.loads(report.stdout)["authority"]["rules_changed_by"]
+    assert [(c["kind"], c["signers"]) for c in changed] == [
+        ("gate_policy", []),
+        ("suite", []),
+    ]
+    md = cli("report", "audit", "--gate", "GATE-3", "--format", "md", "-o", "-", cwd=demo).stdout
+    assert "gate\\_policy `release-gate` last changed in commit" in md
+    assert md.count("last changed in commit") == 2 and ": unsigned" in md

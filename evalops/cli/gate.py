@@ -336,6 +336,8 @@ def gate_show(
 
     def human() -> None:
         _render_decision(data)
+        for waiver_id, signers in data["waiver_signers"].items():
+            say(f"  waiver {waiver_id}: {_signed_line(signers)}")
         say(
             f"stored decision {gate_id}, shown as recorded (exit 0 whatever it says; "
             "`gate check` exits 0, 3 or 4)"
