@@ -2,7 +2,8 @@
 
 Issue 13's targets (benchmarks/perf.py, P1-P7) first, then the streaming, report and
 importer benchmarks (import_inspect; import_scale: start-up against the registry's size,
-memory against the log's), and signed acts at scale (authority_scale). Each prints its own figures; the exit status is 1 if any fails.
+memory against the log's), and signed acts at scale (authority_scale). Each prints its own
+figures; the exit status is 1 if any fails.
 Pass `--quick` for a smaller run of the performance targets (not the issue's sizes).
 """
 
