@@ -1,9 +1,10 @@
 """Run every benchmark: `make bench`.
 
-Issue 13's targets (benchmarks/perf.py, P1-P7) first, then the streaming, report and
+The performance targets (benchmarks/perf.py, P1-P7) first, then the streaming, report and
 importer benchmarks (import_inspect; import_scale: start-up against the registry's size,
-memory against the log's), then the read commands on the demo registry (read_commands,
-P8). Each prints its own figures; the exit status is 1 if any fails.
+memory against the log's), the read commands on the demo registry (read_commands, P8) and
+signed acts at scale (authority_scale). Each prints its own figures; the exit status is 1 if
+any fails.
 Pass `--quick` for a smaller run of the performance targets (not the issue's sizes).
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import sys
 
 from benchmarks import (
+    authority_scale,
     import_inspect,
     import_scale,
     ingest_memory,
@@ -38,6 +40,8 @@ def main() -> int:
     failed |= import_scale.main()
     print()
     failed |= read_commands.main()
+    print()
+    failed |= authority_scale.main([])
     return 1 if failed else 0
 
 

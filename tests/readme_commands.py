@@ -19,7 +19,8 @@ code of the command before. `/tmp/` in a command means the scratch directory, an
 scratch directory prints as `/tmp/`.
 
 Before comparing, both sides are normalized: digests (`sha256:` + hex, whole or cut),
-RFC 3339 timestamps, git commit ids, and trailing spaces. A digest shown whole (64 hex
+RFC 3339 timestamps, git commit ids, SSH key fingerprints (`SHA256:` + base64: the demo
+makes new keys every run), and trailing spaces. A digest shown whole (64 hex
 digits) is then checked exactly as well (`digest_mismatches`): digests of specs and files do
 not depend on the clock, so the README shows the ones a reader gets. Cut digests (an audit
 head shown as `sha256:cbc7…`) stay normalized.
@@ -168,6 +169,8 @@ _NORMALIZE = [
         "<time>",
     ),
     (re.compile(r"\b[0-9a-f]{40}\b"), "<commit>"),
+    # An SSH key fingerprint: the demo's keys are new every run.
+    (re.compile(r"SHA256:[A-Za-z0-9+/]{43}"), "SHA256:<fingerprint>"),
     # A short commit id: 7 to 12 hex digits, letters and digits both.
     (re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,12}\b"), "<commit>"),
 ]

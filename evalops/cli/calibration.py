@@ -244,6 +244,12 @@ def review_list(
     ctx: typer.Context,
     task: Annotated[str | None, typer.Option(help="Only this task id.")] = None,
     grader: Annotated[str | None, typer.Option(help="Only this grader id.")] = None,
+    resolved: Annotated[
+        bool,
+        typer.Option(
+            "--resolved", help="List the human verdicts recorded, with who signed each, instead."
+        ),
+    ] = False,
     limit: LimitOption = None,
     all_rows: AllOption = False,
     json_flag: JsonFlag = False,
@@ -254,10 +260,15 @@ def review_list(
 
     Example: evalops review list
     """
-    from evalops.services.review import review_queue
+    from evalops.services.reads import describe_signers
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
+    if resolved:
+        _resolved_list(ctx, state, task, grader, shown_limit)
+        return
+    from evalops.services.review import review_queue
+
     with state.connect() as engine:
         rows = review_queue(engine)
     rows = [
@@ -273,7 +284,36 @@ def review_list(
         echo_lines(
             [
                 f"{r['trial_id']} {r['task_id']} {r['grader_id']}: {r['why']} "
-                f"(now {r['classification']})"
+                f"(now {r['classification']}; ingest {describe_signers(r['ingest_signers'])})"
+                for r in page.rows
+            ]
+        ),
+    )
+
+
+def _resolved_list(
+    ctx: typer.Context, state: Any, task: str | None, grader: str | None, shown_limit: int | None
+) -> None:
+    """`review list --resolved`: the human verdicts recorded, with who signed each."""
+    from evalops.services.reads import describe_signers
+    from evalops.services.review import resolved_reviews
+
+    with state.connect() as engine:
+        rows = resolved_reviews(engine)
+    rows = [
+        r
+        for r in rows
+        if (task is None or r["task_id"] == task) and (grader is None or r["grader_id"] == grader)
+    ]
+    page = page_of(rows, shown_limit)
+    emit_page(
+        ctx,
+        page,
+        "resolved reviews",
+        echo_lines(
+            [
+                f"{r['trial_id']} {r['grader_id']} -> {r['state']} {r['at']} {r['actor']} "
+                f"({describe_signers(r['signers'])})"
                 for r in page.rows
             ]
         ),

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +30,8 @@ class Step:
     title: str
     args: tuple[str, ...]
     expect: int = EXIT_OK
+    where: str = ""
+    """The subdirectory of the demo directory the step runs in ("": the demo directory)."""
 
 
 @dataclass(frozen=True)
@@ -36,12 +40,48 @@ class StepResult:
     code: int
 
 
+POLICY_TASK = "support-refund-policy-explanation"
+INCIDENT_OPEN = (
+    "incident",
+    "open",
+    "--title",
+    "support agent promised a refund outside the refund policy",
+    "--severity",
+    "high",
+    "--observed-at",
+    "2026-11-02T09:14:00Z",
+    "--trace-uri",
+    "trace://prod/support/8812",
+)
+
+
+def waiver_args(now: datetime) -> tuple[str, ...]:
+    """The demo's waiver: the fix build's non-critical failure, for two weeks."""
+    return (
+        "waiver",
+        "grant",
+        "--task",
+        POLICY_TASK,
+        "--suite",
+        "regression/core",
+        "--states",
+        "task_fail",
+        "--build",
+        "build-125",
+        "--owner",
+        "support-lead@example.com",
+        "--reason",
+        "policy wording fix ships in the next sprint",
+        "--expires",
+        format_timestamp(now + timedelta(days=14)),
+    )
+
+
 def steps(now: datetime) -> list[Step]:
     """The demo script: the whole lifecycle on the example registry (docs/promotion.md,
     docs/gate.md): incident, promotion, calibration, gate, waiver, replay, reports."""
-    expires = format_timestamp(now + timedelta(days=14))
     incident = "INC-1"
-    policy_task = "support-refund-policy-explanation"
+    policy_task = POLICY_TASK
     return [
         Step("Create the registry database and migrate it to head", ("init",)),
         Step("Validate every spec file (no database needed)", ("validate", "registry")),
@@ -58,18 +98,7 @@ def steps(now: datetime) -> list[Step]:
         Step("Ingest the baseline build's trials", ("trials", "ingest", BASELINE_TRIALS)),
         Step(
             "A production failure: open an incident",
-            (
-                "incident",
-                "open",
-                "--title",
-                "support agent promised a refund outside the refund policy",
-                "--severity",
-                "high",
-                "--observed-at",
-                "2026-11-02T09:14:00Z",
-                "--trace-uri",
-                "trace://prod/support/8812",
-            ),
+            INCIDENT_OPEN,
         ),
         Step("Confirm it is a real failure", ("incident", "confirm", incident)),
         Step(
@@ -159,27 +188,7 @@ def steps(now: datetime) -> list[Step]:
             ("gate", "check", "--build", "build-125", "--suite", "regression/core"),
             EXIT_HOLD,
         ),
-        Step(
-            "The risk owner waives it, for this build only, for two weeks",
-            (
-                "waiver",
-                "grant",
-                "--task",
-                policy_task,
-                "--suite",
-                "regression/core",
-                "--states",
-                "task_fail",
-                "--build",
-                "build-125",
-                "--owner",
-                "support-lead@example.com",
-                "--reason",
-                "policy wording fix ships in the next sprint",
-                "--expires",
-                expires,
-            ),
-        ),
+        Step("The risk owner waives it, for this build only, for two weeks", waiver_args(now)),
         Step(
             "The fix build passes",
             (
@@ -225,6 +234,164 @@ def report_steps() -> list[Step]:
             ("report", "suite", DEMO_SUITE, "--format", "html", "-o", card),
         ),
     ]
+
+
+SIGNED = "signed"
+"""Part two runs on its own copy of the registry, under an authority: the first part's
+database (and the README tour run on it) stays a registry without one."""
+KEYS = "keys"
+#: The demo's principals, each with the roles it holds (docs/authority.md).
+PRINCIPALS = {
+    "support-lead": "risk owner of regression/*, policy owner",
+    "release-eng": "ingester, and risk owner of regression/*",
+    "quality-lead": "calibrator and reviewer",
+}
+
+
+def authority_document() -> dict[str, object]:
+    """The demo's authority: keys are filled in from `keys/` when the demo runs."""
+    return {
+        "spec_schema_version": "authority/v1",
+        "id": "authority",
+        "principals": [
+            {"id": name, "email": f"{name}@example.com", "keys": []} for name in PRINCIPALS
+        ],
+        "roles": {
+            "risk_owner": [
+                {"principal": "support-lead", "suites": ["regression/*"]},
+                {"principal": "release-eng", "suites": ["regression/*"]},
+            ],
+            "policy_owner": [{"principal": "support-lead"}],
+            "ingester": [{"principal": "release-eng"}],
+            "calibrator": [{"principal": "quality-lead"}],
+            "reviewer": [{"principal": "quality-lead"}],
+        },
+        "separation_of_duties": ["no_self_waiver", "no_self_review"],
+        "max_act_age_days": 7,
+    }
+
+
+def _key(name: str) -> str:
+    return f"../{KEYS}/{name}"
+
+
+def authority_steps(now: datetime) -> list[Step]:
+    """Part two (docs/authority.md): the same acts, signed by the principals allowed to
+    make them; an unsigned waiver and a self-waiver are refused."""
+    here = SIGNED
+    return [
+        Step("Part 2, under an authority: create its database", ("init",), where=here),
+        Step(
+            "Register the registry; its first authority is accepted as the bootstrap",
+            ("sync", "registry"),
+            where=here,
+        ),
+        Step(
+            "The release engineer, an ingester, signs the fix build's ingest",
+            ("trials", "ingest", FIX_TRIALS, "--sign-with", _key("release-eng")),
+            where=here,
+        ),
+        Step(
+            "The quality lead, a calibrator, signs the judge's calibration",
+            (
+                "calibration",
+                "record",
+                "reply-quality",
+                "--labels",
+                "registry/calibration/reply-quality.jsonl",
+                "--annotation-guide",
+                "support-reply-guide/v2",
+                "--sign-with",
+                _key("quality-lead"),
+            ),
+            where=here,
+        ),
+        *(
+            Step(title, args, where=here)
+            for title, args in (
+                ("The same incident: open it", INCIDENT_OPEN),
+                ("Confirm it", ("incident", "confirm", "INC-1")),
+                (
+                    "Link the task that reproduces it",
+                    ("incident", "link", "INC-1", "--task", POLICY_TASK),
+                ),
+                ("Promote it (its judge is calibrated)", ("promote", "INC-1", "--to", DEMO_SUITE)),
+            )
+        ),
+        Step(
+            "An unsigned waiver is refused: an authority is in force",
+            waiver_args(now),
+            EXIT_REFUSED,
+            where=here,
+        ),
+        Step(
+            "Refused: the release engineer signed this build's ingest (no_self_waiver)",
+            (*waiver_args(now), "--sign-with", _key("release-eng")),
+            EXIT_REFUSED,
+            where=here,
+        ),
+        Step(
+            "The support lead, a risk owner, signs the waiver",
+            (*waiver_args(now), "--sign-with", _key("support-lead")),
+            where=here,
+        ),
+        Step("Who signed each waiver", ("waiver", "list", "--all"), where=here),
+        Step(
+            "The fix build passes on the signed waiver",
+            ("gate", "check", "--build", "build-125", "--suite", DEMO_SUITE),
+            where=here,
+        ),
+        Step("Who signed each calibration", ("calibration", "list"), where=here),
+        Step(
+            "verify re-checks every signature against the authority of its time",
+            ("verify",),
+            where=here,
+        ),
+    ]
+
+
+def prepare_authority(directory: Path, now: datetime) -> None:
+    """Part two's keys (`keys/`, made by ssh-keygen: ed25519, no passphrase) and its copy of
+    the registry with an authority naming them, committed (nobody signs the bootstrap)."""
+    import git
+
+    keys = directory / KEYS
+    keys.mkdir()
+    document = authority_document()
+    principals: list[dict[str, object]] = document["principals"]  # type: ignore[assignment]
+    for principal in principals:
+        name = str(principal["id"])
+        command = ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", f"{name}@demo"]
+        typer.echo(f"$ {shlex.join([*command, '-f', f'{KEYS}/{name}'])}")
+        try:
+            subprocess.run(
+                [*command, "-f", str(keys / name)], check=True, capture_output=True, timeout=60
+            )
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise DemoFailed(
+                f"the demo needs ssh-keygen (OpenSSH) to make its keys: {exc}"
+            ) from None
+        principal["keys"] = [(keys / f"{name}.pub").read_text(encoding="utf-8").strip()]
+    signed = directory / SIGNED
+    prepare(signed, now)
+    path = signed / "registry" / "policies" / "authority.yaml"
+    path.write_text(
+        "# The demo's authority (docs/authority.md); its keys are in ../../../keys/.\n"
+        + json.dumps(document, indent=2)
+        + "\n",
+        encoding="utf-8",
+    )
+    repo = git.Repo(signed)
+    try:
+        repo.index.add([str(path.relative_to(signed))])
+        when = f"{int(now.timestamp())} +0000"
+        repo.index.commit("declare the authority", author_date=when, commit_date=when)
+    finally:
+        repo.close()
+    typer.echo(f"wrote {SIGNED}/registry/policies/authority.yaml and committed it:")
+    for name, roles in PRINCIPALS.items():
+        typer.echo(f"  {name}: {roles}")
+    typer.echo("")
 
 
 BASELINE_TRIALS = "registry/trials/baseline-b123.jsonl"
@@ -278,7 +445,13 @@ def _render_summary(directory: Path, results: list[StepResult]) -> Path:
     text = env.get_template("demo_summary.md.j2").render(
         directory=str(directory),
         results=[
-            {"title": r.step.title, "command": "evalops " + shlex.join(r.step.args), "code": r.code}
+            {
+                "title": r.step.title,
+                "command": (f"cd {r.step.where} && " if r.step.where else "")
+                + "evalops "
+                + shlex.join(r.step.args),
+                "code": r.code,
+            }
             for r in results
         ],
     )
@@ -287,9 +460,29 @@ def _render_summary(directory: Path, results: list[StepResult]) -> Path:
     return path
 
 
-def run_demo(directory: Path | None, now: datetime | None = None) -> list[StepResult]:
+def _run_steps(directory: Path, script: list[Step], results: list[StepResult]) -> None:
+    """Run `script` through the real CLI, numbering on from `results`; stop at a step that
+    ends with another exit code than the one it shows."""
     from evalops.cli.main import main
 
+    where = ""
+    for number, step in enumerate(script, start=len(results) + 1):
+        if step.where != where:
+            where = step.where
+            typer.echo(f"$ cd {directory / where}\n")
+        typer.secho(f"## {number}. {step.title}", bold=True)
+        typer.echo(f"$ evalops {shlex.join(step.args)}")
+        with _cwd(directory / step.where):
+            code = main(["--actor", "demo@evalops.invalid", *step.args])
+        typer.echo(f"-> exit {code}\n")
+        results.append(StepResult(step, code))
+        if code != step.expect:
+            raise DemoFailed(
+                f"demo step {number} ({step.title}) exited {code}, expected {step.expect}"
+            )
+
+
+def run_demo(directory: Path | None, now: datetime | None = None) -> list[StepResult]:
     if directory is None:
         directory = Path(tempfile.mkdtemp(prefix="evalops-demo-"))
     elif directory.exists() and any(directory.iterdir()):
@@ -303,17 +496,10 @@ def run_demo(directory: Path | None, now: datetime | None = None) -> list[StepRe
     env = {"EVALOPS_DATABASE_URL": None, "EVALOPS_REGISTRY": None, "EVALOPS_ACTOR": None}
     saved = {k: os.environ.pop(k, None) for k in env}
     try:
-        with _cwd(directory):
-            for number, step in enumerate(steps(started), start=1):
-                typer.secho(f"## {number}. {step.title}", bold=True)
-                typer.echo(f"$ evalops {shlex.join(step.args)}")
-                code = main(["--actor", "demo@evalops.invalid", *step.args])
-                typer.echo(f"-> exit {code}\n")
-                results.append(StepResult(step, code))
-                if code != step.expect:
-                    raise DemoFailed(
-                        f"demo step {number} ({step.title}) exited {code}, expected {step.expect}"
-                    )
+        _run_steps(directory, steps(started), results)
+        typer.secho("# Part 2: the same registry under an authority (docs/authority.md)", bold=True)
+        prepare_authority(directory, started)
+        _run_steps(directory, authority_steps(started), results)
     finally:
         for k, v in saved.items():
             if v is not None:

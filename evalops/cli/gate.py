@@ -209,6 +209,9 @@ def _render_decision(data: dict[str, Any], changes: dict[str, Any] | None = None
     waiver_lines = _waiver_lines(data["waivers"])
     if waiver_lines:
         say("  waivers: " + "; ".join(waiver_lines))
+    # A stored decision shown by `gate show` names who signed each waiver.
+    for waiver_id, signers in (data.get("waiver_signers") or {}).items():
+        say(f"  waiver {waiver_id}: {_signed_line(signers)}")
     if data["regression"]:
         r = data["regression"]
         baseline = r.get("baseline") or "-"

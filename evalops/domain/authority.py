@@ -230,25 +230,32 @@ def _difference(act: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
 def commit_refusal(
     authority: AuthoritySpec, sha: str, payload: bytes, signature: bytes | None
 ) -> str | None:
-    """Why a commit that changes the rules is not a policy owner's (None: it is).
+    """Why a commit that changes the rules is not a policy owner's (None: it is)."""
+    return judge_commit(authority, sha, payload, signature)[0]
+
+
+def judge_commit(
+    authority: AuthoritySpec, sha: str, payload: bytes, signature: bytes | None
+) -> tuple[str | None, Signer | None]:
+    """(why a commit that changes the rules is not a policy owner's, None: it is; its signer).
 
     git signs commits in the SSHSIG namespace `git`; a policy_owner grant scoped to some
     suites or tasks does not cover rule changes (they reach every suite).
     """
     short = sha[:12]
     if signature is None:
-        return f"commit {short} is not SSH-signed (git config gpg.format ssh; git commit -S)"
+        return f"commit {short} is not SSH-signed (git config gpg.format ssh; git commit -S)", None
     try:
         check = sshsig.verify(signature, payload, "git")
     except sshsig.MalformedSignature as exc:
-        return f"commit {short} carries a malformed SSH signature: {exc}"
+        return f"commit {short} carries a malformed SSH signature: {exc}", None
     if not check.valid:
-        return f"commit {short}: {check.reason}"
+        return f"commit {short}: {check.reason}", None
     key = check.signature.public_key
     principal = key_owners(authority).get(key.blob)
     if principal is None:
-        return f"commit {short} is signed by key {key.fingerprint}, no principal's"
+        return f"commit {short} is signed by key {key.fingerprint}, no principal's", None
     grants = [g for g in authority.roles.get("policy_owner", []) if g.principal == principal]
     if not any(_grant_covers(g, Scope()) for g in grants):
-        return f"commit {short} is signed by {principal!r}, who is not a policy_owner"
-    return None
+        return f"commit {short} is signed by {principal!r}, who is not a policy_owner", None
+    return None, Signer(principal, key.fingerprint)

@@ -8,7 +8,10 @@ the signer's public key, the namespace, the hash algorithm and a signature over
 
 (the format is OpenSSH's PROTOCOL.sshsig; `string` is a uint32 big-endian length and the
 bytes). Keys: Ed25519, ECDSA on P-256/P-384/P-521 and RSA with SHA-2 signatures; RSA with
-SHA-1 (`ssh-rsa` signatures) is refused as OpenSSH refuses it. A malformed file raises
+SHA-1 (`ssh-rsa` signatures) is refused as OpenSSH refuses it. FIDO security keys
+(`sk-ssh-ed25519@openssh.com`, `sk-ecdsa-sha2-nistp256@openssh.com`, OpenSSH's PROTOCOL.u2f)
+sign `sha256(application) || flags || counter || sha256(data)` instead of the data; their
+signature carries the flags and counter after it. A malformed file raises
 `MalformedSignature` (a usage error); a well-formed signature that does not verify is a
 `SignatureCheck` with `valid=False` and the reason, so callers can name why they refuse.
 """
@@ -43,7 +46,10 @@ _ECDSA_CURVES = {
 _RSA_SIGNATURES = {"rsa-sha2-256": hashes.SHA256(), "rsa-sha2-512": hashes.SHA512()}
 #: OpenSSH refuses smaller RSA moduli.
 MIN_RSA_BITS = 1024
-KEY_TYPES = ("ssh-ed25519", "ssh-rsa", *_ECDSA_CURVES)
+SK_ED25519 = "sk-ssh-ed25519@openssh.com"
+SK_ECDSA = "sk-ecdsa-sha2-nistp256@openssh.com"
+SK_TYPES = (SK_ED25519, SK_ECDSA)
+KEY_TYPES = ("ssh-ed25519", "ssh-rsa", *_ECDSA_CURVES, *SK_TYPES)
 
 
 class MalformedSignature(ValueError):
@@ -83,6 +89,17 @@ class Signature:
     hash_algorithm: str
     sig_type: str
     sig_blob: bytes
+    sk_flags: int | None = None
+    """A security key's flags (bit 0: user present); None for other keys."""
+    sk_counter: int | None = None
+
+
+@dataclass(frozen=True)
+class SecurityKey:
+    """A FIDO security key's public key and the application it is bound to (PROTOCOL.u2f)."""
+
+    key: ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey
+    application: bytes
 
 
 @dataclass(frozen=True)
@@ -151,7 +168,7 @@ def parse_public_key(text: str) -> PublicKey:
     return key
 
 
-LoadedKey = ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey | rsa.RSAPublicKey
+LoadedKey = ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey | rsa.RSAPublicKey | SecurityKey
 
 
 def _load(key: PublicKey, error: type[ValueError]) -> LoadedKey:
@@ -173,6 +190,8 @@ def _load_cached(key_type: str, blob: bytes) -> LoadedKey:
     reader = _Reader(key.blob, error)
     if reader.text() != key.key_type:
         raise error(f"the key blob is not a {key.key_type} key")
+    if key_type in SK_TYPES:
+        return _security_key(key_type, reader)
     try:
         loaded = load_ssh_public_key(key.openssh.encode())
     except (ValueError, UnsupportedAlgorithm) as exc:
@@ -184,6 +203,28 @@ def _load_cached(key_type: str, blob: bytes) -> LoadedKey:
     if isinstance(loaded, rsa.RSAPublicKey) and loaded.key_size < MIN_RSA_BITS:
         raise error(f"an RSA key of {loaded.key_size} bits (at least {MIN_RSA_BITS})")
     return loaded
+
+
+def _security_key(key_type: str, reader: _Reader) -> SecurityKey:
+    """The rest of a security key's blob: `string pk, string application` (Ed25519) or
+    `string "nistp256", string Q, string application` (ECDSA), nothing after."""
+    try:
+        if key_type == SK_ED25519:
+            point = reader.string()
+            if len(point) != 32:
+                raise _BadKey("an Ed25519 public key is 32 bytes")
+            inner: ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey = (
+                ed25519.Ed25519PublicKey.from_public_bytes(point)
+            )
+        else:
+            if reader.text() != "nistp256":
+                raise _BadKey(f"a {key_type} key is on nistp256")
+            inner = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), reader.string())
+    except ValueError as exc:
+        raise _BadKey(f"not a valid {key_type} key: {exc}") from None
+    application = reader.string()
+    reader.done()
+    return SecurityKey(inner, application)
 
 
 def dearmor(armored: bytes | str) -> bytes:
@@ -219,13 +260,16 @@ def parse_signature(armored: bytes | str) -> Signature:
     reader.done()
     sig_type = inner.text()
     sig_blob = inner.string()
+    flags = counter = None
+    if sig_type in SK_TYPES:
+        flags, counter = inner.raw(1)[0], inner.uint32()
     inner.done()
     key_type = _Reader(key_blob, MalformedSignature).text()
     key = PublicKey(key_type, key_blob)
     if key_type not in KEY_TYPES:
         raise MalformedSignature(f"unsupported key type {key_type!r}")
     _load(key, MalformedSignature)
-    return Signature(key, namespace, reserved, hash_algorithm, sig_type, sig_blob)
+    return Signature(key, namespace, reserved, hash_algorithm, sig_type, sig_blob, flags, counter)
 
 
 def signed_data(namespace: str, hash_algorithm: str, message: bytes) -> bytes:
@@ -247,6 +291,8 @@ def _verify_raw(sig: Signature, data: bytes) -> str | None:
     """None when the key's signature over `data` holds, else why not."""
     key = _load(sig.public_key, MalformedSignature)
     try:
+        if isinstance(key, SecurityKey):
+            return _verify_security_key(sig, key, data)
         if isinstance(key, ed25519.Ed25519PublicKey):
             if sig.sig_type != "ssh-ed25519":
                 return f"a {sig.sig_type} signature from an ssh-ed25519 key"
@@ -266,6 +312,29 @@ def _verify_raw(sig: Signature, data: bytes) -> str | None:
             key.verify(sig.sig_blob, data, padding.PKCS1v15(), rsa_digest)
     except InvalidSignature:
         return "the signature does not match the signed data"
+    return None
+
+
+def _verify_security_key(sig: Signature, key: SecurityKey, data: bytes) -> str | None:
+    """PROTOCOL.u2f: the authenticator signed sha256(application) || flags || counter ||
+    sha256(data); ECDSA hashes that with SHA-256, Ed25519 signs it as it is. Like
+    `ssh-keygen -Y verify`, a signature without the user-presence flag is not refused."""
+    if sig.sig_type != sig.public_key.key_type:
+        return f"a {sig.sig_type} signature from a {sig.public_key.key_type} key"
+    assert sig.sk_flags is not None and sig.sk_counter is not None
+    signed = (
+        hashlib.sha256(key.application).digest()
+        + bytes([sig.sk_flags])
+        + sig.sk_counter.to_bytes(4, "big")
+        + hashlib.sha256(data).digest()
+    )
+    if isinstance(key.key, ed25519.Ed25519PublicKey):
+        key.key.verify(sig.sig_blob, signed)
+    else:
+        values = _Reader(sig.sig_blob, MalformedSignature)
+        r, s = values.mpint(), values.mpint()
+        values.done()
+        key.key.verify(encode_dss_signature(r, s), signed, ec.ECDSA(hashes.SHA256()))
     return None
 
 

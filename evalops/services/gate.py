@@ -36,7 +36,7 @@ from evalops.services.gate_inputs import (
 from evalops.services.policies import named_by_digest, named_in
 from evalops.store.audit import append_event, chain_head, next_seq
 from evalops.store.engine import read_session, write_session
-from evalops.store.tables import AuditEvent, GateDecision
+from evalops.store.tables import AuditEvent, GateDecision, Waiver
 
 
 def _policy_choice(
@@ -193,12 +193,28 @@ def _decision(session: Session, gate_id: str) -> GateDecision:
     return row
 
 
+def waiver_signers(session: Session, accounting: dict[str, Any]) -> dict[str, list[Any]]:
+    """Who signed each waiver a decision names (applied, expired, unused, revoked): the
+    principals and key fingerprints, [] for an unsigned one (docs/authority.md)."""
+    from evalops.services.authority import signers_of
+
+    out: dict[str, list[Any]] = {}
+    for kind in ("applied", "expired", "unused", "revoked"):
+        for waiver_id in accounting.get(kind) or []:
+            row = session.exec(select(Waiver).where(Waiver.waiver_id == waiver_id)).first()
+            if row is not None and waiver_id not in out:
+                out[waiver_id] = signers_of(session, "waiver.grant", row.audit_seq)
+    return out
+
+
 def show(engine: Engine, gate_id: str) -> dict[str, Any]:
     with read_session(engine) as session:
         row = _decision(session, gate_id)
         event = session.get(AuditEvent, row.audit_seq)
+        result = json.loads(row.result)
         return {
-            **json.loads(row.result),
+            **result,
+            "waiver_signers": waiver_signers(session, result.get("waivers") or {}),
             "policy": named_by_digest(session, row.policy_digest),
             "decided_at": format_timestamp(row.at),
             "actor": row.actor,

@@ -100,7 +100,7 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> di
         upto=row.audit_seq,
         cutoff=decision_cutoff(inputs, row.audit_seq),
     )
-    resolved["authority"] = _authority_facts(session, result, row.audit_seq)
+    resolved["authority"] = _authority_facts(session, result, row.audit_seq, inputs)
     resolved["history"] = decision_history(session, row.suite_id, up_to=row.number)
     resolved["previous_decision"] = previous_decision(
         session, inputs, before=row.number, build=row.build
@@ -176,12 +176,12 @@ def resolve(
         ),
         "provenance": _provenance(session, inputs, upto),
         "coverage": _coverage(session),
-        "authority": _authority_facts(session, result, None),
+        "authority": _authority_facts(session, result, None, inputs),
     }
 
 
 def _authority_facts(
-    session: Session, result: Mapping[str, Any], cutoff: int | None
+    session: Session, result: Mapping[str, Any], cutoff: int | None, inputs: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The authority in force at the decision's event (`cutoff`; None: now, for a decision
     not stored), and the signed acts it rests on (its waivers): their signers, or unsigned."""
@@ -205,7 +205,50 @@ def _authority_facts(
         "id": found[0].id if found else None,
         "digest": found[1] if found else None,
         "acts": acts,
+        "rules_changed_by": _rules_changed_by(session, inputs, cutoff),
     }
+
+
+def _rules_changed_by(
+    session: Session, inputs: Mapping[str, Any], cutoff: int | None
+) -> list[dict[str, Any]]:
+    """Who last changed the decision's gate policy and its suite: the signer of the newest
+    commit of the sync that registered the version in force (docs/authority.md); no
+    signers when it came in unsigned (no authority in force then, or the bootstrap)."""
+    policy = session.exec(
+        select(PolicyRow)
+        .where(PolicyRow.policy_digest == inputs.get("policy_digest"))
+        .order_by(col(PolicyRow.id))
+    ).first()
+    suite_stmt = select(SuiteRow).where(SuiteRow.suite_id == inputs["suite"]["id"])
+    if cutoff is not None:
+        suite_stmt = suite_stmt.where(SuiteRow.audit_seq <= cutoff)
+    suite = session.exec(suite_stmt.order_by(col(SuiteRow.id).desc())).first()
+    out = []
+    for kind, ident, row in (
+        ("gate_policy", policy.policy_id if policy else None, policy),
+        ("suite", inputs["suite"]["id"], suite),
+    ):
+        if row is None:
+            continue
+        run = session.get(SyncRun, row.sync_run_id)
+        event = session.get(AuditEvent, run.audit_seq) if run is not None else None
+        commits = json.loads(event.payload).get("rule_change_commits", []) if event else []
+        newest = commits[0] if commits else None
+        out.append(
+            {
+                "kind": kind,
+                "id": ident,
+                "at": format_timestamp(run.at) if run is not None else None,
+                "commit": newest["commit"] if newest else (run.git_commit if run else None),
+                "signers": (
+                    [{"principal": newest["principal"], "fingerprint": newest["fingerprint"]}]
+                    if newest
+                    else []
+                ),
+            }
+        )
+    return out
 
 
 def _coverage(session: Session) -> dict[str, Any]:

@@ -15,13 +15,16 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from evalops.domain.authority import Scope
+from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError, RefusedError
 from evalops.services.authority import (
+    INGEST_ACTS,
     UNSIGNED,
     Signing,
     authorize,
     record_refusal,
     separation_refusal,
+    signers_of,
 )
 from evalops.services.definitions import Definitions, StaleClassifications, rederive
 from evalops.services.trials import show_trial
@@ -81,6 +84,7 @@ def review_queue(engine: Engine) -> list[dict[str, Any]]:
             session.expunge(trial)
             if current is None:
                 continue
+            ingest_signers = _ingest_signers(session, trial.audit_seq) if current.review else []
             for grader_id, why in current.review:
                 out.append(
                     {
@@ -89,9 +93,43 @@ def review_queue(engine: Engine) -> list[dict[str, Any]]:
                         "grader_id": grader_id,
                         "why": why,
                         "classification": current.primary,
+                        "ingest_signers": ingest_signers,
                     }
                 )
         return out
+
+
+def _ingest_signers(session: Session, audit_seq: int) -> list[dict[str, str]]:
+    """Who signed the ingest (or import) that brought a trial: under `no_self_review`
+    they may not review it (docs/authority.md)."""
+    for kind in INGEST_ACTS:
+        found = signers_of(session, kind, audit_seq)
+        if found:
+            return found
+    return []
+
+
+def resolved_reviews(engine: Engine) -> list[dict[str, Any]]:
+    """Every human verdict recorded, oldest first, with its signers ([]: unsigned)."""
+    with read_session(engine) as session:
+        rows = session.exec(
+            select(ReviewResult, Trial.task_id)
+            .join(Trial, col(Trial.trial_id) == col(ReviewResult.trial_id))
+            .order_by(col(ReviewResult.id))
+        ).all()
+        return [
+            {
+                "trial_id": r.trial_id,
+                "task_id": task_id,
+                "grader_id": r.grader_id,
+                "state": r.state,
+                "reason": r.reason,
+                "at": format_timestamp(r.at),
+                "actor": r.actor,
+                "signers": signers_of(session, "review.resolve", r.audit_seq),
+            }
+            for r, task_id in rows
+        ]
 
 
 def resolve(

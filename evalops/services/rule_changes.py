@@ -10,10 +10,11 @@ first authority is accepted as it is (the bootstrap).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from sqlmodel import Session
 
-from evalops.domain.authority import commit_refusal
+from evalops.domain.authority import judge_commit
 from evalops.domain.specs import AuthoritySpec, EvalTaskSpec
 from evalops.registry.commits import UnknownHistory, commits_touching
 from evalops.registry.provenance import GitProvenance
@@ -48,22 +49,29 @@ def rule_changes(session: Session, snapshot: Snapshot) -> tuple[list[str], list[
 
 def rule_change_refusal(
     session: Session, snapshot: Snapshot, provenance: GitProvenance, authority: AuthoritySpec
-) -> tuple[str | None, list[str]]:
-    """(why the sync is refused or None, the rule changes it carries)."""
+) -> tuple[str | None, list[str], list[dict[str, Any]]]:
+    """(why the sync is refused or None, the rule changes it carries, the commits that made
+    them with their signers, newest first: what the audit report names)."""
     changed, paths = rule_changes(session, snapshot)
     if not changed:
-        return None, changed
+        return None, changed, []
     what = ", ".join(changed)
     if provenance.dirty or provenance.commit is None:
-        return f"uncommitted rule changes ({what}) cannot be signed: commit them signed", changed
+        return (
+            f"uncommitted rule changes ({what}) cannot be signed: commit them signed",
+            changed,
+            [],
+        )
     last = queries.latest_sync_run(session)
     since = last.git_commit if last is not None else None
     try:
         commits = commits_touching(snapshot.root, since, provenance.commit, paths)
     except UnknownHistory as exc:
-        return f"{exc}: cannot tell who changed the rules ({what})", changed
+        return f"{exc}: cannot tell who changed the rules ({what})", changed, []
+    signed: list[dict[str, Any]] = []
     for commit in commits:
-        problem = commit_refusal(authority, commit.sha, commit.payload, commit.signature)
-        if problem is not None:
-            return f"{what} changed: {problem}", changed
-    return None, changed
+        problem, signer = judge_commit(authority, commit.sha, commit.payload, commit.signature)
+        if problem is not None or signer is None:
+            return f"{what} changed: {problem}", changed, []
+        signed.append({"commit": commit.sha, **signer.as_dict()})
+    return None, changed, signed

@@ -19,7 +19,13 @@ from sqlmodel import Session, SQLModel, col, select
 
 from evalops.domain import digests
 from evalops.domain.canonical import canonical_text
-from evalops.domain.specs import EvalTaskSpec, ExecutionProfile, GraderSet, SuiteDeclaration
+from evalops.domain.specs import (
+    AuthoritySpec,
+    EvalTaskSpec,
+    ExecutionProfile,
+    GraderSet,
+    SuiteDeclaration,
+)
 from evalops.errors import InputError, InputErrors
 from evalops.registry.definitions import Definition
 from evalops.registry.provenance import GitProvenance, git_provenance
@@ -301,23 +307,12 @@ def sync_registry(
             raise InputErrors.of(conflicts)
         governing = authority_in_force(session)
         bootstrap = governing is None and bool(snapshot.of_kind("authority"))
+        rule_commits: list[dict[str, Any]] = []
         if governing is not None:
-            refusal, changed = rule_change_refusal(session, snapshot, provenance, governing[0])
+            refusal, rule_commits = _rule_check(
+                session, snapshot, provenance, governing, now=now, actor=actor, where=registry_path
+            )
             if refusal is not None:
-                append_event(
-                    session,
-                    at=now,
-                    actor=actor,
-                    kind="sync.refused",
-                    subject="sync",
-                    payload={
-                        "registry_path": registry_path,
-                        **provenance.as_dict(),
-                        "authority_digest": governing[1],
-                        "rule_changes": changed,
-                        "refusal": refusal,
-                    },
-                )
                 result.refused = refusal
                 return result
         before = queries.in_force(session)
@@ -408,10 +403,43 @@ def sync_registry(
                 "no_longer_in_force": result.no_longer_in_force,
                 # The first authority is accepted as it is: nobody could have signed it.
                 **({"authority_bootstrap": True} if bootstrap else {}),
+                # Who signed the commits that changed the rules (newest first).
+                **({"rule_change_commits": rule_commits} if rule_commits else {}),
             },
             rows=[run, *forced],
         )
     return result
+
+
+def _rule_check(
+    session: Session,
+    snapshot: Snapshot,
+    provenance: GitProvenance,
+    governing: tuple[AuthoritySpec, str],
+    *,
+    now: datetime,
+    actor: str,
+    where: str,
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """With an authority in force: (why the sync is refused, audited; the signed commits
+    that changed the rules, newest first)."""
+    refusal, changed, commits = rule_change_refusal(session, snapshot, provenance, governing[0])
+    if refusal is not None:
+        append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind="sync.refused",
+            subject="sync",
+            payload={
+                "registry_path": where,
+                **provenance.as_dict(),
+                "authority_digest": governing[1],
+                "rule_changes": changed,
+                "refusal": refusal,
+            },
+        )
+    return refusal, commits
 
 
 def latest_task_revisions(session: Session) -> list[TaskRevision]:

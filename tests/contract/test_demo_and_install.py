@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +112,38 @@ def test_report_check_sees_csp_violations(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Content Security Policy" in done.stdout
+
+
+def test_demo_part_two_signs_under_an_authority(demo: Path, cli: Cli) -> None:
+    """The demo's second part: keys made by ssh-keygen in its directory, a signed ingest,
+    calibration and waiver, and an unsigned waiver and a self-waiver refused (exit 5)."""
+    summary = (demo / "demo-summary.md").read_text(encoding="utf-8")
+    refused = [line for line in summary.splitlines() if line.endswith("| 5 |")]
+    signed_refusals = [line for line in refused if "cd signed && evalops waiver grant" in line]
+    assert len(signed_refusals) == 2
+    assert "--sign-with ../keys/release-eng" in signed_refusals[1]
+    assert "--sign-with" not in signed_refusals[0]
+    signed = demo / "signed"
+
+    def fingerprint(name: str) -> str:
+        out = subprocess.run(
+            ["ssh-keygen", "-l", "-E", "sha256", "-f", str(demo / "keys" / f"{name}.pub")],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        return out.stdout.split()[1]
+
+    waivers = cli("waiver", "list", "--all", "--json", cwd=signed).json()
+    assert [w["signers"] for w in waivers] == [
+        [{"principal": "support-lead", "fingerprint": fingerprint("support-lead")}]
+    ]
+    calibrations = cli("calibration", "list", "--json", cwd=signed).json()
+    assert [c["signers"][0]["principal"] for c in calibrations] == ["quality-lead"]
+    with sqlite3.connect(signed / ".evalops" / "registry.db") as con:
+        refusals = con.execute(
+            "SELECT payload FROM audit_event WHERE kind = 'authority.refused' ORDER BY seq"
+        ).fetchall()
+    rules = [json.loads(p)["refusal"]["rule"] for (p,) in refusals]
+    assert rules == ["authority", "no_self_waiver"]
+    assert cli("verify", cwd=signed).code == 0
+    # Part one's registry has no authority: its acts stay unsigned.
+    assert cli("waiver", "list", "--all", "--json", cwd=demo).json()[0]["signers"] == []

@@ -13,6 +13,7 @@ import hashlib
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import hashes
@@ -271,3 +272,126 @@ def test_python_signatures_verify_with_ssh_keygen(
     assert ssh_keygen_verifies(signature, MESSAGE, line, "evalops", tmp_path)
     assert not ssh_keygen_verifies(signature, MESSAGE + b" ", line, "evalops", tmp_path)
     assert _ours(signature, MESSAGE, line, "evalops")
+
+
+# ------------------------------------------------------------------ FIDO security keys
+#
+# No hardware key exists here: the keys and signatures are built with `cryptography`
+# following OpenSSH's PROTOCOL.u2f, written out below independently of evalops, and every
+# case is checked against `ssh-keygen -Y verify`.
+
+SK_TYPES = {
+    "sk-ed25519": b"sk-ssh-ed25519@openssh.com",
+    "sk-ecdsa": b"sk-ecdsa-sha2-nistp256@openssh.com",
+}
+
+
+def _mp(value: int) -> bytes:
+    return _s(value.to_bytes((value.bit_length() + 8) // 8, "big") if value else b"")
+
+
+def _sk_signature(kind: str, how: dict[str, Any] | None = None) -> tuple[bytes, str]:
+    """(armored SSHSIG, public key line) of a fresh security key: the authenticator signs
+    sha256(application) || flags || uint32 counter || sha256(SSHSIG signed data)."""
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519
+    from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    how = how or {}
+    application: bytes = how.get("application", b"ssh:")
+    signed_application: bytes = how.get("signed_application", application)
+    flags: int = how.get("flags", 0x01)
+    counter: int = how.get("counter", 7)
+    namespace: bytes = how.get("namespace", b"evalops")
+    key_type = SK_TYPES[kind]
+    data = _signed_data(namespace, b"sha512", MESSAGE)
+    signed = (
+        hashlib.sha256(signed_application).digest()
+        + bytes([flags])
+        + counter.to_bytes(4, "big")
+        + hashlib.sha256(data).digest()
+    )
+    if kind == "sk-ed25519":
+        private = ed25519.Ed25519PrivateKey.generate()
+        raw = private.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+        blob = _s(key_type) + _s(raw) + _s(application)
+        signature = _s(private.sign(signed))
+    else:
+        ec_private = ec.generate_private_key(ec.SECP256R1())
+        point = ec_private.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)
+        blob = _s(key_type) + _s(b"nistp256") + _s(point) + _s(application)
+        r, s = decode_dss_signature(ec_private.sign(signed, ec.ECDSA(hashes.SHA256())))
+        signature = _s(_mp(r) + _mp(s))
+    inner = (
+        _s(how.get("sig_type", key_type)) + signature + bytes([flags]) + counter.to_bytes(4, "big")
+    )
+    armored = _rebuild(
+        [
+            b"SSHSIG",
+            (1).to_bytes(4, "big"),
+            blob,
+            namespace,
+            b"",
+            b"sha512",
+            inner + how.get("tail", b""),
+        ]
+    )
+    return armored, f"{key_type.decode()} {base64.b64encode(blob).decode()} sk@test"
+
+
+SK_CASES: dict[str, tuple[dict[str, Any], bytes, bool]] = {
+    # name: (how the signature is made, the message checked, valid for OpenSSH)
+    "good": ({}, MESSAGE, True),
+    "user verified too": ({"flags": 0x05}, MESSAGE, True),
+    # ssh-keygen -Y verify does not require the user-presence flag (sshd does): neither do we.
+    "no user presence": ({"flags": 0x00}, MESSAGE, True),
+    "another application": ({"application": b"ssh:evalops"}, MESSAGE, True),
+    "signed for another application": ({"signed_application": b"ssh:other"}, MESSAGE, False),
+    "other message": ({}, MESSAGE + b"!", False),
+    "wrong namespace": ({"namespace": b"git"}, MESSAGE, False),
+    "trailing byte after the counter": ({"tail": b"\0"}, MESSAGE, False),
+    "signature type of the other sk key": ({"sig_type": b"other"}, MESSAGE, False),
+}
+
+
+@pytest.mark.parametrize("kind", list(SK_TYPES))
+@pytest.mark.parametrize("case", list(SK_CASES))
+def test_security_key_signatures_agree_with_ssh_keygen(
+    kind: str, case: str, tmp_path: Path
+) -> None:
+    how, message, valid = SK_CASES[case]
+    if how.get("sig_type") == b"other":
+        other = next(t for k, t in SK_TYPES.items() if k != kind)
+        how = {**how, "sig_type": other}
+    signature, key_line = _sk_signature(kind, how)
+    openssh = ssh_keygen_verifies(signature, message, key_line, "evalops", tmp_path)
+    assert openssh is valid
+    assert _ours(signature, message, key_line, "evalops") is valid
+
+
+@pytest.mark.parametrize("kind", list(SK_TYPES))
+def test_security_key_flipped_bit_and_truncation(kind: str, tmp_path: Path) -> None:
+    signature, key_line = _sk_signature(kind)
+    fields = _fields(signature)
+    inner = fields[6]
+    # A flipped counter bit: the authenticator did not sign that counter.
+    flipped = _rebuild([*fields[:6], inner[:-1] + bytes([inner[-1] ^ 1])])
+    # No counter at all: a malformed signature.
+    cut = _rebuild([*fields[:6], inner[:-4]])
+    for bad in (flipped, cut):
+        assert not ssh_keygen_verifies(bad, MESSAGE, key_line, "evalops", tmp_path)
+        assert not _ours(bad, MESSAGE, key_line, "evalops")
+    with pytest.raises(sshsig.MalformedSignature):
+        sshsig.parse_signature(cut)
+
+
+@pytest.mark.parametrize("kind", list(SK_TYPES))
+def test_security_key_fingerprint_is_what_ssh_keygen_prints(kind: str, tmp_path: Path) -> None:
+    _, key_line = _sk_signature(kind)
+    (tmp_path / "sk.pub").write_text(key_line + "\n")
+    printed = subprocess.run(
+        ["ssh-keygen", "-l", "-E", "sha256", "-f", str(tmp_path / "sk.pub")],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert sshsig.parse_public_key(key_line).fingerprint == printed[1]
+    assert printed[-1] == ("(ED25519-SK)" if kind == "sk-ed25519" else "(ECDSA-SK)")

@@ -51,6 +51,17 @@ class World:
         rows: list[dict[str, Any]] = done.json()
         return rows
 
+    def sql(self, query: str) -> list[Any]:
+        """Rows of a query on this world's database, SQLite or PostgreSQL."""
+        from sqlalchemy import create_engine, text
+
+        engine = create_engine(self.db[1] if self.db else f"sqlite:///{self.root / DB}")
+        try:
+            with engine.connect() as conn:
+                return list(conn.execute(text(query)).all())
+        finally:
+            engine.dispose()
+
     def last_event(self) -> dict[str, Any]:
         done = self.run("verify", "--json")
         assert done.code == 0, done.stdout + done.stderr
@@ -242,8 +253,9 @@ def test_an_act_differing_in_one_byte_is_refused(world: World) -> None:
     _refused(world, world.grant("--act", str(act), "--signature", str(signature)), "differ")
 
 
-def test_a_valid_signature_of_another_act_is_refused(world: World) -> None:
+def test_a_valid_signature_of_another_act_is_refused(any_engine: World) -> None:
     """A forged act carrying the signature of an act the risk owner did sign."""
+    world = any_engine
     signed = world.print_act(reason="the act alice read")
     signature = sign_file(world.keys["alice"], signed)
     forged = world.print_act(reason="what mallory wants")
@@ -299,7 +311,8 @@ def test_a_replayed_act_is_refused(any_engine: World) -> None:
     assert [x["waiver_id"] for x in w.waivers()] == ["WVR-1", "WVR-2"]
 
 
-def test_a_threshold_of_two_is_not_met_by_one_key_twice(world: World) -> None:
+def test_a_threshold_of_two_is_not_met_by_one_key_twice(any_engine: World) -> None:
+    world = any_engine
     world.authority(thresholds={"waiver.grant": 2})
     act = world.print_act()
     first = sign_file(world.keys["alice"], act)
@@ -404,7 +417,8 @@ def test_a_signature_moved_to_another_row_by_sql_is_exit_6(any_engine: World) ->
     assert done.code == 6 and "signed_act" in done.stderr
 
 
-def test_a_later_key_removal_voids_nothing_earlier(world: World) -> None:
+def test_a_later_key_removal_voids_nothing_earlier(any_engine: World) -> None:
+    world = any_engine
     assert world.grant("--sign-with", str(world.keys["dave"])).code == 0
     world.authority(
         principals=[
@@ -414,18 +428,22 @@ def test_a_later_key_removal_voids_nothing_earlier(world: World) -> None:
         roles={"risk_owner": [{"principal": "alice"}]},
     )
     assert world.run("verify").code == 0
+    # The removed key, used after its removal: refused at once.
+    refused = world.grant("--sign-with", str(world.keys["dave"]), reason="after removal")
+    assert refused.code == 5 and "not a key of any principal" in refused.stdout
+    assert [w["waiver_id"] for w in world.waivers()] == ["WVR-1", "WVR-2"]
 
 
 def test_an_act_signed_with_a_key_removed_before_it_is_exit_6(
-    world: World, monkeypatch: pytest.MonkeyPatch
+    any_engine: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A compromised evalops that stored an act of a removed key keeps its chain consistent:
     only re-verifying each signature against the authority of its time finds it."""
     from evalops.services import authority
 
+    world = any_engine
     old = authority.authority_in_force
-    with sqlite3.connect(world.root / DB) as con:
-        before_removal = con.execute("SELECT max(audit_seq) FROM sync_run").fetchone()[0]
+    ((before_removal,),) = world.sql("SELECT max(audit_seq) FROM sync_run")
     world.authority(
         principals=[
             {"id": name, "keys": [public_key(world.keys[name])]}
@@ -627,8 +645,9 @@ def _loosen_gate_policy(world: World) -> None:
     ],
 )
 def test_a_rule_change_needs_a_policy_owners_signed_commit(
-    world: World, signer: str | None, expected: int, words: str
+    any_engine: World, signer: str | None, expected: int, words: str
 ) -> None:
+    world = any_engine
     _loosen_gate_policy(world)
     signed_commit(world.root, world.keys[signer] if signer else None, "loosen the waiver rule")
     before = world.last_event()["seq"]
@@ -638,11 +657,10 @@ def test_a_rule_change_needs_a_policy_owners_signed_commit(
     if expected == 5:
         assert world.last_event()["seq"] == before + 1  # the refusal is audited, nothing else
         policy = world.run("--json", "digest", "registry/policies/gate-policy.yaml").json()[0]
-        with sqlite3.connect(world.root / DB) as con:
-            in_force = con.execute(
-                "SELECT document_digest FROM sync_in_force WHERE kind = 'gate_policy' "
-                "AND sync_run_id = (SELECT max(id) FROM sync_run)"
-            ).fetchall()
+        in_force = world.sql(
+            "SELECT document_digest FROM sync_in_force WHERE kind = 'gate_policy' "
+            "AND sync_run_id = (SELECT max(id) FROM sync_run)"
+        )
         assert policy["policy_digest"] not in {d for (d,) in in_force}
 
 
@@ -770,3 +788,116 @@ def test_an_import_is_an_ingesters_signed_act(
         kind, scope = con.execute("SELECT kind, scope FROM signed_act").fetchone()
     assert kind == "trials.import" and json.loads(scope)["builds"]
     assert world.run("verify").code == 0
+
+
+# ------------------------------------------------------------------ who signed, shown everywhere
+
+
+def _signed(world: World, name: str) -> str:
+    return f"signed by {name} ({_fingerprint(world.keys[name])})"
+
+
+def _gate(world: World) -> str:
+    gate = world.run("gate", "check", "--build", "build-125", "--suite", SUITE, "--json")
+    assert gate.code in (0, 3), gate.stdout + gate.stderr
+    gate_id: str = gate.json()["gate_id"]
+    return gate_id
+
+
+def test_gate_show_names_who_signed_each_waiver(world: World) -> None:
+    world.run("waiver", "revoke", "WVR-1", "--reason", "re-signed",
+              "--sign-with", str(world.keys["alice"]))  # fmt: skip
+    assert world.grant("--sign-with", str(world.keys["dave"])).code == 0
+    gate_id = _gate(world)
+    shown = world.run("gate", "show", gate_id, "--json").json()
+    assert shown["waivers"]["applied"] == ["WVR-2"]
+    assert shown["waiver_signers"]["WVR-2"] == [
+        {"principal": "dave", "fingerprint": _fingerprint(world.keys["dave"])}
+    ]
+    assert shown["waiver_signers"]["WVR-1"] == []  # the demo's, granted before the authority
+    human = world.run("gate", "show", gate_id).stdout
+    assert f"waiver WVR-2: {_signed(world, 'dave')}" in human
+    assert "waiver WVR-1: unsigned" in human
+
+
+def test_without_an_authority_gate_show_says_unsigned(demo: Path, cli: Cli) -> None:
+    shown = cli("gate", "show", "GATE-3", cwd=demo)
+    assert "waiver WVR-1: unsigned" in shown.stdout
+    assert cli("gate", "show", "GATE-3", "--json", cwd=demo).json()["waiver_signers"] == {
+        "WVR-1": []
+    }
+
+
+def test_review_list_names_the_ingest_signers_and_the_reviewers(world: World) -> None:
+    ingest = world.run(
+        "trials", "ingest", str(_review_me(world)), "--sign-with", str(world.keys["bob"])
+    )
+    assert ingest.code == 0, ingest.stderr
+    queue = world.run("review", "list", "--json").json()
+    mine = [r for r in queue if r["trial_id"] == "review-me"]
+    assert [r["ingest_signers"][0]["principal"] for r in mine] == ["bob"]
+    line = next(x for x in world.run("review", "list").stdout.splitlines() if "review-me" in x)
+    assert f"ingest {_signed(world, 'bob')}" in line
+    others = [r for r in queue if r["trial_id"] != "review-me"]
+    assert all(r["ingest_signers"] == [] for r in others)  # ingested before the authority
+    done = world.run(
+        "review", "resolve", "review-me", "--grader", "reply-quality", "--state", "task_pass",
+        "--reason", "read it", "--sign-with", str(world.keys["carol"]),
+    )  # fmt: skip
+    assert done.code == 0, done.stderr
+    resolved = world.run("review", "list", "--resolved", "--json").json()
+    assert [(r["trial_id"], r["signers"][0]["principal"]) for r in resolved] == [
+        ("review-me", "carol")
+    ]
+    human = world.run("review", "list", "--resolved").stdout
+    assert "review-me reply-quality -> task_pass" in human
+    assert _signed(world, "carol") in human
+
+
+def test_without_an_authority_review_list_says_unsigned(demo: Path, cli: Cli) -> None:
+    plain = World(demo, [], {}, cli)
+    assert plain.run("trials", "ingest", str(_review_me(plain))).code == 0
+    queue = cli("review", "list", "--json", cwd=demo).json()
+    assert queue, "the trial waits for review"
+    assert all(r["ingest_signers"] == [] for r in queue)
+    assert "ingest unsigned" in cli("review", "list", cwd=demo).stdout
+    first = queue[0]
+    done = cli("review", "resolve", first["trial_id"], "--grader", first["grader_id"],
+               "--state", "task_fail", "--reason", "r", cwd=demo)  # fmt: skip
+    assert done.code == 0, done.stderr
+    assert cli("review", "list", "--resolved", "--json", cwd=demo).json()[0]["signers"] == []
+    assert "(unsigned)" in cli("review", "list", "--resolved", cwd=demo).stdout
+
+
+def test_the_audit_report_names_who_last_changed_the_policy_and_the_suite(world: World) -> None:
+    _loosen_gate_policy(world)
+    sha = signed_commit(world.root, world.keys["alice"], "gate policy: longer waivers")
+    assert world.run("sync", "registry").code == 0
+    gate_id = _gate(world)
+    report = world.run("report", "audit", "--gate", gate_id, "--format", "json", "-o", "-")
+    changed = {c["kind"]: c for c in json.loads(report.stdout)["authority"]["rules_changed_by"]}
+    assert changed["gate_policy"]["commit"] == sha
+    assert changed["gate_policy"]["signers"] == [
+        {"principal": "alice", "fingerprint": _fingerprint(world.keys["alice"])}
+    ]
+    assert changed["suite"]["id"] == SUITE
+    assert changed["suite"]["signers"] == []  # declared before the authority: unsigned
+    md = world.run("report", "audit", "--gate", gate_id, "--format", "md", "-o", "-").stdout
+    assert (
+        f"gate\\_policy `release-gate` last changed in commit `{sha[:12]}`: signed by `alice`" in md
+    )
+    assert f"suite `{SUITE}` last changed" in md
+    html = world.run("report", "audit", "--gate", gate_id, "--format", "html", "-o", "-").stdout
+    assert f'last changed in commit <span class="mono">{sha[:12]}</span>: signed by alice' in html
+
+
+def test_without_an_authority_the_report_says_the_rules_are_unsigned(demo: Path, cli: Cli) -> None:
+    report = cli("report", "audit", "--gate", "GATE-3", "--format", "json", "-o", "-", cwd=demo)
+    changed = json.loads(report.stdout)["authority"]["rules_changed_by"]
+    assert [(c["kind"], c["signers"]) for c in changed] == [
+        ("gate_policy", []),
+        ("suite", []),
+    ]
+    md = cli("report", "audit", "--gate", "GATE-3", "--format", "md", "-o", "-", cwd=demo).stdout
+    assert "gate\\_policy `release-gate` last changed in commit" in md
+    assert md.count("last changed in commit") == 2 and ": unsigned" in md
