@@ -227,3 +227,34 @@ def test_a_long_integer_token_is_seen(value: Any, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(canonical, "canonical_json", counted)
     assert canonical_json_document(value) == canonical_json_reference(value)
     assert seen == [value]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(9007199254740991.0, 9007199254740991), (-9007199254740991.0, -9007199254740991), (4.0, 4)],
+)
+def test_plain_number_makes_every_safe_integral_float_an_int(value: float, expected: int) -> None:
+    """An integral float within JCS's safe integer range (+-(2^53-1), the bound included) is
+    written as an integer, so `plain_number` hands it over as an int; beyond it stays a float."""
+    shown = plain_number(value)
+    assert type(shown) is int and shown == expected
+    assert type(plain_number(2.0**53)) is float
+
+
+@pytest.mark.parametrize("chunk", [80, 100, 128])
+def test_digits_inside_a_string_stay_on_the_fast_path_across_chunks(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long run of digits inside a string, ending near a chunk boundary, is not a long
+    integer token in any chunk: the look-back bytes before a chunk were already judged, with
+    more context, by the chunk before, so they never cost the walk over every node."""
+    from evalops.domain import canonical
+
+    value = {"s": "x" + "1" * 80 + ",", "n": 1}
+
+    def walk(_: Any) -> bytes:
+        raise AssertionError("took the walk")
+
+    monkeypatch.setattr(canonical, "_SHAPE_CHUNK", chunk)
+    monkeypatch.setattr(canonical, "canonical_json", walk)
+    assert canonical_json_document(value) == canonical_json_reference(value)

@@ -1,6 +1,6 @@
 """Mutation testing of the domain rules: `make mutate` (mutmut 3, configured in pyproject.toml).
 
-    python tools/mutation_report.py run [MODULE ...]   # mutmut on these rule modules, then report
+    python tools/mutation_report.py run [--max-children N] [MODULE ...]   # mutmut, then report
     python tools/mutation_report.py report             # tests/MUTATION.md from the last results
 
 MODULE is a name under evalops/domain/ (`reruns`, `audit_chain`...); without one, every rule
@@ -9,6 +9,9 @@ module in `[tool.mutmut] only_mutate` runs (slow: hours on two cores). Results a
 them. Every surviving mutant must be killed by a test or explained in
 tests/mutation_equivalents.toml (mutant name -> why no test can tell it from the original);
 the report lists the rest as unexplained and the command exits 1.
+
+`--max-children N` (`make mutate JOBS=N`) caps mutmut's parallel test processes (default: one
+per CPU); on a machine shared with other work, 1 keeps mutation testing to one core.
 """
 
 from __future__ import annotations
@@ -59,7 +62,7 @@ def rule_modules() -> list[str]:
     return [Path(p).stem for p in paths]
 
 
-def run(modules: list[str]) -> int:
+def run(modules: list[str], children: int) -> int:
     unknown = sorted(set(modules) - set(rule_modules()))
     if unknown:
         print(f"not a rule module of [tool.mutmut] only_mutate: {', '.join(unknown)}")
@@ -72,7 +75,7 @@ def run(modules: list[str]) -> int:
     for module in modules:
         print(f"mutmut: {PACKAGE}{module}", flush=True)
         done = subprocess.run(
-            [str(mutmut), "run", "--max-children", str(os.cpu_count() or 1),
+            [str(mutmut), "run", "--max-children", str(children),
              f"{PACKAGE}{module}.*"],
             cwd=ROOT, env=env, check=False,
         )  # fmt: skip
@@ -182,7 +185,11 @@ def report() -> int:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["run"]:
-        return run(argv[1:] or rule_modules())
+        args = argv[1:]
+        children = os.cpu_count() or 1
+        if args[:1] == ["--max-children"] and len(args) > 1 and args[1].isdigit():
+            children, args = max(1, int(args[1])), args[2:]
+        return run(args or rule_modules(), children)
     if argv == ["report"]:
         return report()
     print(__doc__)
