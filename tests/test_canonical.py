@@ -258,3 +258,30 @@ def test_digits_inside_a_string_stay_on_the_fast_path_across_chunks(
     monkeypatch.setattr(canonical, "_SHAPE_CHUNK", chunk)
     monkeypatch.setattr(canonical, "canonical_json", walk)
     assert canonical_json_document(value) == canonical_json_reference(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"small": 1e-4, "half": 0.5, "long": 123456789.125, "neg": -0.25},
+        [9007199254740991.0, -9007199254740991.0, 1.0, -0.0],
+        [9007199254740991, -9007199254740991, 0, True, False, None],
+        {"\u00e9": 1, "\ufb33": "BMP keys", "v": "astral values are fine: \U0001f600"},
+        ("a tuple", ["nested", {"k": (1, 2.5)}]),
+    ],
+)
+def test_values_the_fast_path_covers_never_reach_the_reference(
+    value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The module's documented fast path: keys in the Basic Multilingual Plane, safe
+    integers, integral floats within +-(2^53-1) and other floats of magnitude in
+    [1e-4, 1e16) are written by the C encoder, never handed to `rfc8785`."""
+    from evalops.domain import canonical
+
+    expected = canonical_json_reference(value)
+
+    def reference(_: Any) -> bytes:
+        raise AssertionError("took the reference path")
+
+    monkeypatch.setattr(canonical.rfc8785, "dumps", reference)
+    assert canonical_json(value) == expected

@@ -3,7 +3,8 @@
     python tools/mutation_report.py run [--max-children N] [MODULE ...]   # mutmut, then report
     python tools/mutation_report.py report             # tests/MUTATION.md from the last results
 
-MODULE is a name under evalops/domain/ (`reruns`, `audit_chain`...); without one, every rule
+MODULE is a name under evalops/domain/ (`reruns`, `audit_chain`...), or `module:function` for
+one function's mutants (`gate:summarize_task`); without one, every rule
 module in `[tool.mutmut] only_mutate` runs (slow: hours on two cores). Results accumulate in
 `mutants/` (git-ignored), so modules can be run one at a time and the report covers all of
 them. Every surviving mutant must be killed by a test or explained in
@@ -63,7 +64,7 @@ def rule_modules() -> list[str]:
 
 
 def run(modules: list[str], children: int) -> int:
-    unknown = sorted(set(modules) - set(rule_modules()))
+    unknown = sorted({m.partition(":")[0] for m in modules} - set(rule_modules()))
     if unknown:
         print(f"not a rule module of [tool.mutmut] only_mutate: {', '.join(unknown)}")
         return 2
@@ -73,10 +74,12 @@ def run(modules: list[str], children: int) -> int:
     env.pop("PYTHONPATH", None)  # mutmut puts mutants/ first itself
     mutmut = Path(sys.executable).parent / "mutmut"
     for module in modules:
-        print(f"mutmut: {PACKAGE}{module}", flush=True)
+        # `module:function` runs one function's mutants (a module split by function).
+        name, _, function = module.partition(":")
+        pattern = f"{PACKAGE}{name}.x_{function}__mutmut_*" if function else f"{PACKAGE}{name}.*"
+        print(f"mutmut: {pattern}", flush=True)
         done = subprocess.run(
-            [str(mutmut), "run", "--max-children", str(children),
-             f"{PACKAGE}{module}.*"],
+            [str(mutmut), "run", "--max-children", str(children), pattern],
             cwd=ROOT, env=env, check=False,
         )  # fmt: skip
         if done.returncode != 0:
