@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from typing import Any
 
 import pytest
+import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +16,8 @@ from evalops.domain.canonical import (
     canonical_json,
     canonical_json_document,
     canonical_json_reference,
+    canonical_text,
+    digest,
     plain_number,
 )
 
@@ -285,3 +289,13 @@ def test_values_the_fast_path_covers_never_reach_the_reference(
 
     monkeypatch.setattr(canonical.rfc8785, "dumps", reference)
     assert canonical_json(value) == expected
+
+
+@pytest.mark.parametrize("value", [{"b": [1.0, "\u00e9\U0001f600"], "a": None}, "text", 0.5])
+def test_canonical_text_and_digest_follow_the_documented_recipe(value: Any) -> None:
+    """docs/digests.md: a digest is "sha256:" + lowercase hex of SHA-256 of the RFC 8785
+    bytes; the stored text is those bytes as UTF-8, so it re-hashes to the same digest."""
+    reference = rfc8785.dumps(value)
+    assert digest(value) == "sha256:" + hashlib.sha256(reference).hexdigest()
+    assert canonical_text(value) == reference.decode("utf-8")
+    assert canonical_text(value).encode("utf-8") == reference
