@@ -299,3 +299,34 @@ def test_canonical_text_and_digest_follow_the_documented_recipe(value: Any) -> N
     assert digest(value) == "sha256:" + hashlib.sha256(reference).hexdigest()
     assert canonical_text(value) == reference.decode("utf-8")
     assert canonical_text(value).encode("utf-8") == reference
+
+
+BEYOND_SAFE_DOCUMENTS = [
+    {"a": 10**16},
+    {"a": 2**60},
+    {"a": -(2**60)},
+    [2**60, "x1111111111111111,"],
+    [10**100, -1, -22, -333, "-"],
+    [10**100, "a-"],
+    [10**100, 2.5e-07],
+    {"k": -(10**100), "l": [-4, -55]},
+]
+
+
+@pytest.mark.parametrize("value", BEYOND_SAFE_DOCUMENTS)
+def test_an_integer_beyond_2_53_is_refused_at_every_chunk_size(value: Any) -> None:
+    """RFC 8785 (I-JSON) has no integer beyond +-(2^53-1): the reference refuses one, of
+    any length (17, 19 or 101 digits, a run longer than the scan's look-back), after any
+    key or sign, beside strings that end in digits or a sign, wherever the scan's chunks cut it."""
+    from evalops.domain import canonical
+
+    with pytest.raises(Exception) as reference:
+        canonical_json_reference(value)
+    saved = canonical._SHAPE_CHUNK
+    try:
+        for chunk in [*range(1, 101), saved]:
+            canonical._SHAPE_CHUNK = chunk
+            with pytest.raises(type(reference.value)):
+                canonical_json_document(value)
+    finally:
+        canonical._SHAPE_CHUNK = saved
