@@ -4,7 +4,7 @@
     python tools/mutation_report.py report             # tests/MUTATION.md from the last results
 
 MODULE is a name under evalops/domain/ (`reruns`, `audit_chain`...), or `module:function` for
-one function's mutants (`gate:summarize_task`); without one, every rule
+one function's mutants (`gate:summarize_task`), or a mutant's full name; without one, every rule
 module in `[tool.mutmut] only_mutate` runs (slow: hours on two cores). Results accumulate in
 `mutants/` (git-ignored), so modules can be run one at a time and the report covers all of
 them. Every surviving mutant must be killed by a test or explained in
@@ -64,6 +64,8 @@ def rule_modules() -> list[str]:
 
 
 def run(modules: list[str], children: int) -> int:
+    named = [m for m in modules if m.startswith(PACKAGE)]  # mutant names, run again as they are
+    modules = [m for m in modules if not m.startswith(PACKAGE)]
     unknown = sorted({m.partition(":")[0] for m in modules} - set(rule_modules()))
     if unknown:
         print(f"not a rule module of [tool.mutmut] only_mutate: {', '.join(unknown)}")
@@ -78,7 +80,7 @@ def run(modules: list[str], children: int) -> int:
     patterns = [
         f"{PACKAGE}{name}.x_{function}__mutmut_*" if function else f"{PACKAGE}{name}.*"
         for name, _, function in (m.partition(":") for m in modules)
-    ]
+    ] + named
     print(f"mutmut: {' '.join(patterns)}", flush=True)
     done = subprocess.run(
         [str(mutmut), "run", "--max-children", str(children), *patterns],
