@@ -331,3 +331,26 @@ def test_an_integer_beyond_2_53_is_refused_at_every_chunk_size(value: Any) -> No
                 canonical_json_document(value)
     finally:
         canonical._SHAPE_CHUNK = saved
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"score": 0.5, "n": 3, "id": "sha256:" + "ab" * 32, "tags": ["x.5", "e-0"]},
+        [0.25, -7, {"k": None, "t": True}],
+    ],
+)
+def test_a_document_without_float_forms_to_fix_is_not_read_back(
+    value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only an integral float (1.0) or an exponent (1e-05) makes the C encoder's bytes
+    differ from RFC 8785 outside keys and long integers; a document with neither is the
+    encoder's bytes as they are, never decoded and encoded again."""
+    from evalops.domain import canonical
+
+    class Refuse:
+        def decode(self, _: str) -> Any:
+            raise AssertionError("read the document back")
+
+    monkeypatch.setattr(canonical, "_FLOAT_DECODER", Refuse())
+    assert canonical_json_document(value) == canonical_json_reference(value)
