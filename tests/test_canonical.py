@@ -280,14 +280,12 @@ def test_values_the_fast_path_covers_never_reach_the_reference(
     """The module's documented fast path: keys in the Basic Multilingual Plane, safe
     integers, integral floats within +-(2^53-1) and other floats of magnitude in
     [1e-4, 1e16) are written by the C encoder, never handed to `rfc8785`."""
-    from evalops.domain import canonical
-
     expected = canonical_json_reference(value)
 
     def reference(_: Any) -> bytes:
         raise AssertionError("took the reference path")
 
-    monkeypatch.setattr(canonical.rfc8785, "dumps", reference)
+    monkeypatch.setattr(rfc8785, "dumps", reference)
     assert canonical_json(value) == expected
 
 
