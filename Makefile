@@ -71,7 +71,7 @@ bench: $(STAMP)
 # Mutation testing of the domain rules (mutmut; slow, never part of `make test`). Report in
 # tests/MUTATION.md. MODULES="reruns waivers" runs only those modules of evalops/domain/.
 mutate: $(STAMP)
-	$(BIN)/python tools/mutation_report.py run $(MODULES)
+	$(BIN)/python tools/mutation_report.py run $(if $(JOBS),--max-children $(JOBS)) $(MODULES)
 
 # Render the demo's HTML report and suite card in headless Chromium (screenshots in build/).
 report-check: $(STAMP)

@@ -1,14 +1,18 @@
 """Mutation testing of the domain rules: `make mutate` (mutmut 3, configured in pyproject.toml).
 
-    python tools/mutation_report.py run [MODULE ...]   # mutmut on these rule modules, then report
+    python tools/mutation_report.py run [--max-children N] [MODULE ...]   # mutmut, then report
     python tools/mutation_report.py report             # tests/MUTATION.md from the last results
 
-MODULE is a name under evalops/domain/ (`reruns`, `audit_chain`...); without one, every rule
+MODULE is a name under evalops/domain/ (`reruns`, `audit_chain`...), or `module:function` for
+one function's mutants (`gate:summarize_task`), or a mutant's full name; without one, every rule
 module in `[tool.mutmut] only_mutate` runs (slow: hours on two cores). Results accumulate in
 `mutants/` (git-ignored), so modules can be run one at a time and the report covers all of
 them. Every surviving mutant must be killed by a test or explained in
 tests/mutation_equivalents.toml (mutant name -> why no test can tell it from the original);
 the report lists the rest as unexplained and the command exits 1.
+
+`--max-children N` (`make mutate JOBS=N`) caps mutmut's parallel test processes (default: one
+per CPU); on a machine shared with other work, 1 keeps mutation testing to one core.
 """
 
 from __future__ import annotations
@@ -59,8 +63,10 @@ def rule_modules() -> list[str]:
     return [Path(p).stem for p in paths]
 
 
-def run(modules: list[str]) -> int:
-    unknown = sorted(set(modules) - set(rule_modules()))
+def run(modules: list[str], children: int) -> int:
+    named = [m for m in modules if m.startswith(PACKAGE)]  # mutant names, run again as they are
+    modules = [m for m in modules if not m.startswith(PACKAGE)]
+    unknown = sorted({m.partition(":")[0] for m in modules} - set(rule_modules()))
     if unknown:
         print(f"not a rule module of [tool.mutmut] only_mutate: {', '.join(unknown)}")
         return 2
@@ -69,16 +75,20 @@ def run(modules: list[str]) -> int:
     env["PYTEST_DEBUG_TEMPROOT"] = tempfile.mkdtemp(prefix="evalops-mutmut-")
     env.pop("PYTHONPATH", None)  # mutmut puts mutants/ first itself
     mutmut = Path(sys.executable).parent / "mutmut"
-    for module in modules:
-        print(f"mutmut: {PACKAGE}{module}", flush=True)
-        done = subprocess.run(
-            [str(mutmut), "run", "--max-children", str(os.cpu_count() or 1),
-             f"{PACKAGE}{module}.*"],
-            cwd=ROOT, env=env, check=False,
-        )  # fmt: skip
-        if done.returncode != 0:
-            print(f"mutmut run for {module} exited {done.returncode}")
-            return done.returncode
+    # One mutmut run for every pattern: each run first runs the whole clean selection.
+    # `module:function` runs one function's mutants (a module split by function).
+    patterns = [
+        f"{PACKAGE}{name}.x_{function}__mutmut_*" if function else f"{PACKAGE}{name}.*"
+        for name, _, function in (m.partition(":") for m in modules)
+    ] + named
+    print(f"mutmut: {' '.join(patterns)}", flush=True)
+    done = subprocess.run(
+        [str(mutmut), "run", "--max-children", str(children), *patterns],
+        cwd=ROOT, env=env, check=False,
+    )  # fmt: skip
+    if done.returncode != 0:
+        print(f"mutmut run exited {done.returncode}")
+        return done.returncode
     return report()
 
 
@@ -125,11 +135,35 @@ def _diff(name: str) -> str:
     return "\n".join(lines) or done.stdout.strip()
 
 
+def _earlier(found: dict[str, ModuleResult]) -> tuple[dict[str, str], dict[str, str]]:
+    """The rows and surviving mutants' diffs of the modules this machine has no results for,
+    from the report as committed: `mutants/` is not kept, and a module measured elsewhere
+    keeps its measurement until it is run again here."""
+    if not REPORT.exists():
+        return {}, {}
+    text = REPORT.read_text(encoding="utf-8")
+    rows: dict[str, str] = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        measured = len(cells) > 3 and cells[2] != "not run yet"
+        here = found.get(cells[1]) if len(cells) > 1 else None
+        if measured and cells[1] in rule_modules() and (here is None or here.tested == 0):
+            rows[cells[1]] = line
+    diffs: dict[str, str] = {}
+    for section in text.split("\n### `")[1:]:
+        name = section.split("`", 1)[0]
+        module = name.removeprefix(PACKAGE).split(".", 1)[0]
+        if module in rows and "```diff\n" in section:
+            diffs[name] = section.split("```diff\n", 1)[1].split("\n```", 1)[0]
+    return rows, diffs
+
+
 def report() -> int:
     equivalents: dict[str, str] = (
         tomllib.loads(EQUIVALENTS.read_text(encoding="utf-8")) if EQUIVALENTS.exists() else {}
     )
     found = results()
+    earlier_rows, earlier_diffs = _earlier(found)
     lines = [
         "# Mutation testing of the domain rules",
         "",
@@ -137,7 +171,9 @@ def report() -> int:
         "configured in `pyproject.toml` `[tool.mutmut]`); do not edit by hand. `make mutate",
         'MODULES="reruns waivers"` runs some modules; results accumulate in `mutants/`',
         "(git-ignored) and `python tools/mutation_report.py report` rewrites this file from them.",
-        "It is not part of `make test`.",
+        "It is not part of `make test`. `JOBS=1` keeps mutmut to one test process; a module too",
+        "slow to run whole can be run a function at a time (`MODULES=gate:summarize_task`): its",
+        "row then counts the mutants not run yet.",
         "",
         "A mutant is one small change to a rule module of `evalops/domain/`; for each, mutmut runs",
         "the tests of the fast selection (the pure tests of the files listed in `[tool.mutmut]`;",
@@ -145,7 +181,8 @@ def report() -> int:
         "function, and the mutant is killed when one fails. Score: killed (timeouts included) over",
         "tested; the last column leaves out the survivors explained as equivalent in",
         "`tests/mutation_equivalents.toml`. Target: at least 90% per module, every survivor",
-        "killed by a test or explained there.",
+        "killed by a test or explained there. A module not run on the machine that wrote this",
+        "file keeps the row and survivors of the run that measured it.",
         "",
         "| module | mutants | tested | killed | timeout | survived | equivalent | score"
         " | score without equivalents |",
@@ -154,6 +191,14 @@ def report() -> int:
     unexplained: list[str] = []
     for module in rule_modules():
         r = found.get(module)
+        if module in earlier_rows:  # not run here: the committed measurement
+            lines.append(earlier_rows[module])
+            unexplained += [
+                s
+                for s in earlier_diffs
+                if s.startswith(f"{PACKAGE}{module}.") and s not in equivalents
+            ]
+            continue
         if r is None or r.tested == 0:
             lines.append(f"| {module} | not run yet | | | | | | | |")
             continue
@@ -167,12 +212,13 @@ def report() -> int:
         )
         unexplained += [s for s in r.survived if s not in equivalents]
     lines += ["", "## Surviving mutants", ""]
-    survivors = [s for r in found.values() for s in r.survived]
+    survivors = [s for r in found.values() for s in r.survived] + list(earlier_diffs)
     if not survivors:
         lines.append("None.")
-    for name in survivors:
+    for name in sorted(survivors, key=_natural):
         why = equivalents.get(name, "UNEXPLAINED: write a test that kills it, or explain it")
-        lines += [f"### `{name}`", "", "```diff", _diff(name), "```", "", why, ""]
+        diff = earlier_diffs[name] if name in earlier_diffs else _diff(name)
+        lines += [f"### `{name}`", "", "```diff", diff, "```", "", why, ""]
     REPORT.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
     print(f"wrote {REPORT.relative_to(ROOT)}")
     for name in unexplained:
@@ -182,7 +228,11 @@ def report() -> int:
 
 def main(argv: list[str]) -> int:
     if argv[:1] == ["run"]:
-        return run(argv[1:] or rule_modules())
+        args = argv[1:]
+        children = os.cpu_count() or 1
+        if args[:1] == ["--max-children"] and len(args) > 1 and args[1].isdigit():
+            children, args = max(1, int(args[1])), args[2:]
+        return run(args or rule_modules(), children)
     if argv == ["report"]:
         return report()
     print(__doc__)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import struct
 from typing import Any
 
 import pytest
+import rfc8785
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,6 +16,8 @@ from evalops.domain.canonical import (
     canonical_json,
     canonical_json_document,
     canonical_json_reference,
+    canonical_text,
+    digest,
     plain_number,
 )
 
@@ -227,3 +231,124 @@ def test_a_long_integer_token_is_seen(value: Any, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(canonical, "canonical_json", counted)
     assert canonical_json_document(value) == canonical_json_reference(value)
     assert seen == [value]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(9007199254740991.0, 9007199254740991), (-9007199254740991.0, -9007199254740991), (4.0, 4)],
+)
+def test_plain_number_makes_every_safe_integral_float_an_int(value: float, expected: int) -> None:
+    """An integral float within JCS's safe integer range (+-(2^53-1), the bound included) is
+    written as an integer, so `plain_number` hands it over as an int; beyond it stays a float."""
+    shown = plain_number(value)
+    assert type(shown) is int and shown == expected
+    assert type(plain_number(2.0**53)) is float
+
+
+@pytest.mark.parametrize("chunk", [80, 100, 128])
+def test_digits_inside_a_string_stay_on_the_fast_path_across_chunks(
+    chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long run of digits inside a string, ending near a chunk boundary, is not a long
+    integer token in any chunk: the look-back bytes before a chunk were already judged, with
+    more context, by the chunk before, so they never cost the walk over every node."""
+    from evalops.domain import canonical
+
+    value = {"s": "x" + "1" * 80 + ",", "n": 1}
+
+    def walk(_: Any) -> bytes:
+        raise AssertionError("took the walk")
+
+    monkeypatch.setattr(canonical, "_SHAPE_CHUNK", chunk)
+    monkeypatch.setattr(canonical, "canonical_json", walk)
+    assert canonical_json_document(value) == canonical_json_reference(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"small": 1e-4, "half": 0.5, "long": 123456789.125, "neg": -0.25},
+        [9007199254740991.0, -9007199254740991.0, 1.0, -0.0],
+        [9007199254740991, -9007199254740991, 0, True, False, None],
+        {"\u00e9": 1, "\ufb33": "BMP keys", "v": "astral values are fine: \U0001f600"},
+        ("a tuple", ["nested", {"k": (1, 2.5)}]),
+    ],
+)
+def test_values_the_fast_path_covers_never_reach_the_reference(
+    value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The module's documented fast path: keys in the Basic Multilingual Plane, safe
+    integers, integral floats within +-(2^53-1) and other floats of magnitude in
+    [1e-4, 1e16) are written by the C encoder, never handed to `rfc8785`."""
+    expected = canonical_json_reference(value)
+
+    def reference(_: Any) -> bytes:
+        raise AssertionError("took the reference path")
+
+    monkeypatch.setattr(rfc8785, "dumps", reference)
+    assert canonical_json(value) == expected
+
+
+@pytest.mark.parametrize("value", [{"b": [1.0, "\u00e9\U0001f600"], "a": None}, "text", 0.5])
+def test_canonical_text_and_digest_follow_the_documented_recipe(value: Any) -> None:
+    """docs/digests.md: a digest is "sha256:" + lowercase hex of SHA-256 of the RFC 8785
+    bytes; the stored text is those bytes as UTF-8, so it re-hashes to the same digest."""
+    reference = rfc8785.dumps(value)
+    assert digest(value) == "sha256:" + hashlib.sha256(reference).hexdigest()
+    assert canonical_text(value) == reference.decode("utf-8")
+    assert canonical_text(value).encode("utf-8") == reference
+
+
+BEYOND_SAFE_DOCUMENTS = [
+    {"a": 10**16},
+    {"a": 2**60},
+    {"a": -(2**60)},
+    [2**60, "x1111111111111111,"],
+    ["x1111111111111111,", 2**60, "y1111111111111111,"],
+    [10**100, -1, -22, -333, "-"],
+    [10**100, "a-"],
+    [10**100, 2.5e-07],
+    {"k": -(10**100), "l": [-4, -55]},
+]
+
+
+@pytest.mark.parametrize("value", BEYOND_SAFE_DOCUMENTS)
+def test_an_integer_beyond_2_53_is_refused_at_every_chunk_size(value: Any) -> None:
+    """RFC 8785 (I-JSON) has no integer beyond +-(2^53-1): the reference refuses one, of
+    any length (17, 19 or 101 digits, a run longer than the scan's look-back), after any
+    key or sign, beside strings that end in digits or a sign, wherever the scan's chunks cut it."""
+    from evalops.domain import canonical
+
+    with pytest.raises(Exception) as reference:
+        canonical_json_reference(value)
+    saved = canonical._SHAPE_CHUNK
+    try:
+        for chunk in [*range(1, 101), saved]:
+            canonical._SHAPE_CHUNK = chunk
+            with pytest.raises(type(reference.value)):
+                canonical_json_document(value)
+    finally:
+        canonical._SHAPE_CHUNK = saved
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"score": 0.5, "n": 3, "id": "sha256:" + "ab" * 32, "tags": ["x.5", "e-0"]},
+        [0.25, -7, {"k": None, "t": True}],
+    ],
+)
+def test_a_document_without_float_forms_to_fix_is_not_read_back(
+    value: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only an integral float (1.0) or an exponent (1e-05) makes the C encoder's bytes
+    differ from RFC 8785 outside keys and long integers; a document with neither is the
+    encoder's bytes as they are, never decoded and encoded again."""
+    from evalops.domain import canonical
+
+    class Refuse:
+        def decode(self, _: str) -> Any:
+            raise AssertionError("read the document back")
+
+    monkeypatch.setattr(canonical, "_FLOAT_DECODER", Refuse())
+    assert canonical_json_document(value) == canonical_json_reference(value)
