@@ -19,10 +19,13 @@ from evalops.cli import (
     new,
     registry_cmds,
     report,
+    review,
     suite,
     task,
+    trajectory,
     trials,
     verify,
+    waiver,
 )
 from evalops.cli.context import Settings, flush_stdout, print_json, settings, shown
 from evalops.cli.discover import project_root
@@ -198,8 +201,11 @@ task.register(app)
 incident.register(app)
 suite.register(app)
 trials.register(app)
+trajectory.register(app)
 calibration.register(app)
+review.register(app)
 gate.register(app)
+waiver.register(app)
 report.register(app)
 export.register(app)
 verify.register(app)
