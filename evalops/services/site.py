@@ -4,10 +4,11 @@ Every page document is built from one read of the registry and rendered by
 `evalops.report.site`; this module decides which pages exist, builds their documents and
 writes them. Two promises shape it (docs/site.md):
 
-- **Byte-identical re-runs.** A page shows no wall-clock time: it is dated by the audit
-  head it carries (a registry only ever appends, and every change appends an audit event, so
-  the head names the registry's state). The one thing measured against the clock is the
-  index's list of waivers expiring soon, and each waiver's status.
+- **Byte-identical re-runs.** The site is the registry as of its audit head, and nothing on
+  it reads the wall clock: pages are dated by the head's time, and time-relative facts (a
+  waiver's status, the waivers expiring within 7 days) are measured at that time too. A
+  registry only ever appends, and every change appends an audit event, so the same head is
+  the same registry, and the same bytes.
 - **An unchanged re-run rewrites nothing, and is cheap.** A file is written only when its
   bytes differ (its mtime is kept otherwise). Decision pages, the costly ones, are a
   function of the audit head and the renderer alone: a manifest in the site directory
@@ -607,8 +608,7 @@ def _decision_pages(ctx: _Context, suite_ids: Sequence[str]) -> None:
     from evalops.report.site import decision_page, page_path
 
     session = ctx.session
-    # Dated by the audit head, not the clock: the same registry gives the same bytes.
-    when = _head_time(session)
+    when = ctx.now  # the audit head's time: the same registry gives the same bytes
     for suite_id in suite_ids:
         for row in _decision_rows(session, suite_id):
             relative = page_path("decision", row.gate_id)
@@ -626,13 +626,6 @@ def _decision_pages(ctx: _Context, suite_ids: Sequence[str]) -> None:
             text = decision_page(doc, suite_id=suite_id)
             ctx.new[relative] = {"key": ctx.cache_key, "digest": ctx.writer.put(relative, text)}
             session.expunge(row)
-
-
-def _head_time(session: Session) -> datetime:
-    event = chain_head(session)
-    if event is None:
-        raise InputError("the registry has no audit events yet: run evalops sync first")
-    return event.at
 
 
 def count_pages(engine: Engine, suites: Sequence[str] = ()) -> int:
@@ -667,6 +660,8 @@ def write_site(
         head = anchor(head_event)
         result.audit_head = head
         as_of = format_timestamp(head_event.at) if head_event is not None else None
+        # The registry's own time (docs/site.md); the clock only for an empty chain.
+        now = head_event.at if head_event is not None else now
         cache_key = f"{head['hash'] if head else None}|{_renderer_fingerprint()}"
         manifest = _read_manifest(directory)
         ctx = _Context(
