@@ -500,8 +500,10 @@ def _calibration_views(session: Session) -> list[dict[str, Any]]:
 
 
 def _shown(value: Any) -> str:
-    if isinstance(value, bool) or value is None:
-        return str(value).lower()
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.4g}"
     if isinstance(value, list):
@@ -509,18 +511,18 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-def flatten_metrics(record: Any, prefix: str = "") -> list[tuple[str, str]]:
+def flatten_metrics(record: Any, prefix: str = "") -> list[list[str]]:
     """A calibration record's measures as (dotted key, value) rows, in the record's order:
     per-class precision and recall with their bounds, kappa, holdout size, confusion."""
     if not isinstance(record, Mapping):
-        return [(prefix or "value", _shown(record))]
-    rows: list[tuple[str, str]] = []
+        return [[prefix or "value", _shown(record)]]
+    rows: list[list[str]] = []
     for key, value in record.items():
         name = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, Mapping) and value:
             rows += flatten_metrics(value, name)
         else:
-            rows.append((name, _shown(value)))
+            rows.append([name, _shown(value)])
     return rows
 
 
