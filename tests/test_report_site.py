@@ -216,6 +216,21 @@ def test_waiver_and_calibration_pages_say_who_signed(site: Path) -> None:
     assert "unsigned" in calibration and "kappa_vs_majority" in calibration
 
 
+@pytest.fixture(scope="module")
+def golden_site(demo_master: Path) -> dict[str, str]:
+    from tests.golden_reports import render_site
+
+    return render_site(demo_master)
+
+
+@pytest.mark.parametrize("name", __import__("tests.golden_reports").golden_reports.SITE_PAGES)
+def test_site_page_matches_its_golden_file(golden_site: dict[str, str], name: str) -> None:
+    from tests.golden_reports import SITE_GOLDEN
+
+    expected = (SITE_GOLDEN / name).read_text(encoding="utf-8")
+    assert golden_site[name] == expected, f"{name} changed; if intended: make golden-reports"
+
+
 # --- pure parts ------------------------------------------------------------------------------
 
 
@@ -280,3 +295,11 @@ def test_demo_directory_holds_the_site(demo_master: Path) -> None:
     manifest = json.loads((demo_master / "site" / ".evalops-site.json").read_text())
     assert set(manifest["pages"]) == {"decisions/GATE-1.html", "decisions/GATE-2.html",
                                       "decisions/GATE-3.html"}  # fmt: skip
+
+
+def test_timestamps_are_shown_to_the_second() -> None:
+    from evalops.report.site import when
+
+    assert when("2026-11-30T12:00:00.123456Z") == "2026-11-30 12:00:00 UTC"
+    assert when("2026-11-30T12:00:00+02:00") == "2026-11-30 12:00:00 +02:00"
+    assert when(None) == "–" and when("not a time") == "not a time"

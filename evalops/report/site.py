@@ -63,6 +63,20 @@ def _linker(page: str) -> Any:
     return href
 
 
+_TIMESTAMP = re.compile(r"(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)(?:\.\d+)?(Z|[+-]\d\d:\d\d)")
+
+
+def when(value: Any) -> str:
+    """A stored timestamp for people: to the second, `2026-11-30 12:00:00 UTC` (the JSON
+    and the audit chain keep every digit)."""
+    text = "" if value is None else str(value)
+    found = _TIMESTAMP.fullmatch(text)
+    if found is None:
+        return text or "–"
+    date, clock, offset = found.groups()
+    return f"{date} {clock} {'UTC' if offset == 'Z' else offset}"
+
+
 def render_page(doc: Mapping[str, Any]) -> str:
     """The HTML of one site page (`doc["page"]` names which; decision pages: `decision_page`)."""
     from evalops.report import site_svg
@@ -70,7 +84,9 @@ def render_page(doc: Mapping[str, Any]) -> str:
     page = str(doc["page"])
     if page not in PAGES or page == "decision":
         raise ValueError(f"not a site page: {page!r}")
-    return render(f"site_{page}.html.j2", doc=doc, href=_linker(page), chart=site_svg)
+    return render(
+        f"site_{page}.html.j2", doc=doc, href=_linker(page), chart=site_svg, when=when
+    )
 
 
 def decision_page(doc: Mapping[str, Any], *, suite_id: str) -> str:
