@@ -40,6 +40,7 @@ from evalops.domain.changes import TaskSide, flip
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.authority import signers_of
+from evalops.services.evidence import share_definitions
 from evalops.services.reports import anchor, stored_document
 from evalops.store import queries
 from evalops.store.audit import chain_head
@@ -611,6 +612,8 @@ def _decision_pages(ctx: _Context, suite_ids: Sequence[str]) -> None:
 
     session = ctx.session
     when = ctx.now  # the audit head's time: the same registry gives the same bytes
+    # One snapshot, many decisions over the same tasks: look each definition up once.
+    share_definitions(session)
     for suite_id in suite_ids:
         for row in _decision_rows(session, suite_id):
             relative = page_path("decision", row.gate_id)
