@@ -122,13 +122,13 @@ def site(
 
     Example: evalops report site site/ --suite regression/core
     """
-    from evalops.services.site import count_pages, write_site
+    from evalops.services.site import write_site
 
     state = settings(ctx, json_flag)
     mode = progress_mode(ctx, progress_option)
     with state.connect() as engine:
-        total = count_pages(engine, suites or ())
-        with progress(mode, "writing site", total, unit="records") as on_page:
+        # Counted as they are written: how many pages a registry makes is known only then.
+        with progress(mode, "writing site pages", None, unit="records") as on_page:
             result = write_site(engine, directory, suites=suites or (), now=now(), on_page=on_page)
     data = result.as_dict()
     emit(

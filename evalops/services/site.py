@@ -388,31 +388,42 @@ def _incident_views(session: Session) -> list[dict[str, Any]]:
     return [view(session, r).as_dict(history=True) for r in rows]
 
 
-def _graders_of(session: Session, revision: TaskRevision | None) -> list[dict[str, Any]]:
+def _graders_of(
+    session: Session, revision: TaskRevision | None, cache: dict[str, list[dict[str, Any]]]
+) -> list[dict[str, Any]]:
+    """The graders of the grader set in force for the task (looked up once per set)."""
     if revision is None:
         return []
-    found = queries.grader_set_row(session, revision.grader_set_id)
-    if found is None:
-        return []
-    spec = queries.grader_set_spec(found)
-    return [
-        {
-            "grader_set_id": spec.id,
-            "grader_set_version": spec.version,
-            "grader_id": g.id,
-            "version": g.version,
-            "layer": g.layer,
-            "type": g.type,
-            "blocking": g.blocking,
-        }
-        for g in spec.graders
-    ]
+    if revision.grader_set_id not in cache:
+        found = queries.grader_set_row(session, revision.grader_set_id)
+        spec = queries.grader_set_spec(found) if found is not None else None
+        cache[revision.grader_set_id] = [
+            {
+                "grader_set_id": spec.id,
+                "grader_set_version": spec.version,
+                "grader_id": g.id,
+                "version": g.version,
+                "layer": g.layer,
+                "type": g.type,
+                "blocking": g.blocking,
+            }
+            for g in (spec.graders if spec is not None else [])
+        ]
+    return cache[revision.grader_set_id]
 
 
-def _pins(session: Session, task_id: str, suites: Sequence[str]) -> list[dict[str, Any]]:
+@dataclass
+class _Lookups:
+    """What every task page reads, read once: members of each suite, graders of each set."""
+
+    members: dict[str, list[queries.Member]]
+    graders: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+def _pins(session: Session, task_id: str, lookups: _Lookups) -> list[dict[str, Any]]:
     out = []
-    for suite_id in suites:
-        for m in queries.members(session, suite_id, include_removed=True):
+    for suite_id, members in lookups.members.items():
+        for m in members:
             if m.task_id != task_id:
                 continue
             revision = (
@@ -441,6 +452,7 @@ def task_page(
     incidents: Sequence[Mapping[str, Any]],
     waivers: Sequence[Mapping[str, Any]],
     base: Mapping[str, Any],
+    lookups: _Lookups,
 ) -> dict[str, Any]:
     revision = queries.newest_task_row(session, task_id)
     meta = queries.task_spec(revision).meta if revision is not None else None
@@ -467,8 +479,8 @@ def task_page(
             for w in waivers
             if w["task_id"] == task_id
         ],
-        "graders": _graders_of(session, revision),
-        "pins": _pins(session, task_id, [f.suite_id for f in facts]),
+        "graders": _graders_of(session, revision, lookups.graders),
+        "pins": _pins(session, task_id, lookups),
     }
 
 
@@ -633,18 +645,6 @@ def _decision_pages(ctx: _Context, suite_ids: Sequence[str]) -> None:
             session.expunge(row)
 
 
-def count_pages(engine: Engine, suites: Sequence[str] = ()) -> int:
-    """How many pages `write_site` will write (for a progress bar)."""
-    from sqlalchemy import func
-
-    with read_session(engine) as session:
-        chosen = _suite_ids(session, suites)
-        decisions = session.exec(
-            select(func.count()).where(col(GateDecision.suite_id).in_(chosen))
-        ).one()
-    return int(decisions)
-
-
 def write_site(
     engine: Engine,
     directory: Path,
@@ -686,12 +686,41 @@ def write_site(
     return result
 
 
+def _others_intact(ctx: _Context, key: str) -> bool:
+    """Whether every page but the decisions' was written for this very key (audit head,
+    renderer, suites) and still holds exactly those bytes: then none needs rendering."""
+    others = {rel: e for rel, e in ctx.old.items() if not rel.startswith("decisions/")}
+    return (
+        "index.html" in others
+        and all(e.get("key") == key for e in others.values())
+        and all(_file_digest(ctx.writer.root / rel) == e.get("digest") for rel, e in others.items())
+    )
+
+
 def _other_pages(ctx: _Context, suite_ids: Sequence[str]) -> None:
+    key = f"{ctx.cache_key}|{json.dumps(list(suite_ids))}"
+    if _others_intact(ctx, key):
+        for rel, entry in sorted(ctx.old.items()):
+            if not rel.startswith("decisions/"):
+                ctx.writer.keep(rel)
+                ctx.new[rel] = entry
+        return
+    put = ctx.writer.put
+
+    def write(relative: str, text: str) -> None:
+        ctx.new[relative] = {"key": key, "digest": put(relative, text)}
+
+    _render_others(ctx, suite_ids, write)
+
+
+def _render_others(
+    ctx: _Context, suite_ids: Sequence[str], write: Callable[[str, str], None]
+) -> None:
     from evalops.report import site as render
     from evalops.services.calibration import status as calibration_status
     from evalops.services.suites import list_suites
 
-    session, writer, now = ctx.session, ctx.writer, ctx.now
+    session, now = ctx.session, ctx.now
     facts = [suite_facts(session, s) for s in suite_ids]
 
     def base(page: str) -> dict[str, Any]:
@@ -699,28 +728,33 @@ def _other_pages(ctx: _Context, suite_ids: Sequence[str]) -> None:
 
     for f in facts:
         doc = suite_page(ctx.engine, session, f, base("suite"), now)
-        writer.put(render.page_path("suite", f.suite_id), render.render_page(doc))
+        write(render.page_path("suite", f.suite_id), render.render_page(doc))
     incidents = _incident_views(session)
     waivers = _waiver_views(session, suite_ids, now)
-    task_ids = sorted({t for f in facts for t in f.points} | _member_ids(session, suite_ids))
+    lookups = _Lookups(
+        {s: queries.members(session, s, include_removed=True) for s in suite_ids}
+    )
+    current = {m.task_id for ms in lookups.members.values() for m in ms if m.removed is None}
+    task_ids = sorted({t for f in facts for t in f.points} | current)
     if len(suite_ids) != len(_suite_ids(session, ())):
         incidents = [i for i in incidents if set(i["tasks"]) & set(task_ids)]
     tasks = []
+    graders: set[str] = set()
     for task_id in task_ids:
-        doc = task_page(session, task_id, facts, incidents, waivers, base("task"))
+        doc = task_page(session, task_id, facts, incidents, waivers, base("task"), lookups)
         tasks.append({"task_id": task_id, "title": doc["title"], "risk": doc["risk"]})
-        writer.put(render.page_path("task", task_id), render.render_page(doc))
+        graders |= {g["grader_id"] for g in doc["graders"]}
+        write(render.page_path("task", task_id), render.render_page(doc))
     for incident in incidents:
         doc = {**base("incident"), "incident": incident}
-        writer.put(render.page_path("incident", incident["incident_id"]), render.render_page(doc))
+        write(render.page_path("incident", incident["incident_id"]), render.render_page(doc))
     for waiver in waivers:
         doc = {**base("waiver"), "waiver": waiver}
-        writer.put(render.page_path("waiver", waiver["waiver_id"]), render.render_page(doc))
-    graders = {g["grader_id"] for t in task_ids for g in _graders_of(session, _row(session, t))}
+        write(render.page_path("waiver", waiver["waiver_id"]), render.render_page(doc))
     calibrations = [c for c in _calibration_views(session) if c["grader_id"] in graders]
     for calibration in calibrations:
         doc = {**base("calibration"), "calibration": calibration}
-        writer.put(
+        write(
             render.page_path("calibration", calibration["calibration_id"]),
             render.render_page(doc),
         )
@@ -733,13 +767,4 @@ def _other_pages(ctx: _Context, suite_ids: Sequence[str]) -> None:
     doc = index_page(
         base("index"), facts, chosen, incidents, waivers, calibrations, status, tasks, now
     )
-    writer.put(render.page_path("index", ""), render.render_page(doc))
-
-
-def _row(session: Session, task_id: str) -> TaskRevision | None:
-    return queries.newest_task_row(session, task_id)
-
-
-def _member_ids(session: Session, suite_ids: Sequence[str]) -> set[str]:
-    return {m.task_id for s in suite_ids for m in queries.members(session, s)}
-
+    write(render.page_path("index", ""), render.render_page(doc))
