@@ -89,7 +89,9 @@ def build_suite(ws: Path, tasks: int, trials: int = 5) -> None:
     for sub in ("tasks", "graders", "executions", "suites", "policies"):
         (reg / sub).mkdir(parents=True)
     for i in range(tasks):
-        (reg / "tasks" / f"task-{i:05d}.json").write_text(json.dumps(_task(i, trials)), encoding="utf-8")
+        (reg / "tasks" / f"task-{i:05d}.json").write_text(
+            json.dumps(_task(i, trials)), encoding="utf-8"
+        )
     (reg / "graders" / "bench-graders.json").write_text(json.dumps(GRADERS), encoding="utf-8")
     (reg / "executions" / "bench-b1.json").write_text(json.dumps(EXECUTION), encoding="utf-8")
     (reg / "suites" / "bench.json").write_text(

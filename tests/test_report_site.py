@@ -102,9 +102,7 @@ def test_every_relative_link_resolves_and_every_page_is_linked(site: Path) -> No
     assert linked == {p.resolve() for p in pages(site)}, "a page no other page links to"
 
 
-def test_rerun_is_byte_identical_and_rewrites_nothing(
-    demo_master: Path, tmp_path: Path
-) -> None:
+def test_rerun_is_byte_identical_and_rewrites_nothing(demo_master: Path, tmp_path: Path) -> None:
     out = tmp_path / "site"
     first = _write(demo_master, out)
     assert first["written"] == first["pages"] and first["unchanged"] == 0
@@ -198,9 +196,7 @@ def test_suite_page_chart_has_labelled_axes_build_names_and_a_legend(site: Path)
 
 
 def test_task_page_shows_history_flips_incidents_graders_and_pins(site: Path) -> None:
-    page = (site / "tasks" / "support-refund-policy-explanation.html").read_text(
-        encoding="utf-8"
-    )
+    page = (site / "tasks" / "support-refund-policy-explanation.html").read_text(encoding="utf-8")
     tree = html5lib.parse(page, namespaceHTMLElements=False)
     text = "".join(tree.find(".//body").itertext())
     for gate in ("GATE-1", "GATE-2", "GATE-3"):

@@ -405,7 +405,7 @@ def test_decision_pages_link_back_safely_whatever_the_suite_id(
     tree = parse_html(page)
     assert_no_active_content(tree, relative=SITE_LINK)
     nav = tree.find(".//nav")
-    assert nav is not None and [a.get("href") for a in nav.iter("a")][0] == "../index.html"
+    assert nav is not None and next(a.get("href") for a in nav.iter("a")) == "../index.html"
 
 
 def test_invisible_characters_never_reach_a_site_page_raw(site_documents: list[Any]) -> None:
@@ -417,7 +417,10 @@ def test_invisible_characters_never_reach_a_site_page_raw(site_documents: list[A
     for doc in site_documents:
         bad = strings_replaced(doc, lambda i: f"build-125{INVISIBLE}", itertools.count())
         text = render_page(_same_page(bad, doc))
-        assert not raw_invisible(text), (doc["page"], sorted(map(hex, map(ord, raw_invisible(text)))))
+        assert not raw_invisible(text), (
+            doc["page"],
+            sorted(map(hex, map(ord, raw_invisible(text)))),
+        )
         assert escaped in "".join(parse_html(text).find(".//body").itertext())
 
 

@@ -298,7 +298,9 @@ def _evalops(args: list[str], cwd: Path) -> str:
     return done.stdout
 
 
-def _pages(demo: Path, doc: dict[str, Any], suite: dict[str, Any]) -> list[tuple[Path, str, list[str]]]:
+def _pages(
+    demo: Path, doc: dict[str, Any], suite: dict[str, Any]
+) -> list[tuple[Path, str, list[str]]]:
     """Every page to look at: the audit report, the suite card, each page of the site."""
     gate = doc["gate_id"]
     pages = [
@@ -400,7 +402,9 @@ def self_test(out: Path, binary: str) -> int:
         unseen = [w for w in wanted if not any(w in p for p in result.problems)]
         if stem == "self-test-bad" and len(result.problems) < 2:
             unseen.append("at least two violations")
-        if stem == "self-test-links" and any("'self-test-links.html'" in p for p in result.problems):
+        if stem == "self-test-links" and any(
+            "'self-test-links.html'" in p for p in result.problems
+        ):
             unseen.append("a link to an existing file passes")
         for w in unseen:
             print(f"{stem}: NOT SEEN: {w}")

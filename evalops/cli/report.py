@@ -126,10 +126,12 @@ def site(
 
     state = settings(ctx, json_flag)
     mode = progress_mode(ctx, progress_option)
-    with state.connect() as engine:
-        # Counted as they are written: how many pages a registry makes is known only then.
-        with progress(mode, "writing site pages", None, unit="records") as on_page:
-            result = write_site(engine, directory, suites=suites or (), now=now(), on_page=on_page)
+    # Pages are counted as they are written: how many a registry makes is known only then.
+    with (
+        state.connect() as engine,
+        progress(mode, "writing site pages", None, unit="records") as on_page,
+    ):
+        result = write_site(engine, directory, suites=suites or (), now=now(), on_page=on_page)
     data = result.as_dict()
     emit(
         ctx,

@@ -84,9 +84,7 @@ def render_page(doc: Mapping[str, Any]) -> str:
     page = str(doc["page"])
     if page not in PAGES or page == "decision":
         raise ValueError(f"not a site page: {page!r}")
-    return render(
-        f"site_{page}.html.j2", doc=doc, href=_linker(page), chart=site_svg, when=when
-    )
+    return render(f"site_{page}.html.j2", doc=doc, href=_linker(page), chart=site_svg, when=when)
 
 
 def decision_page(doc: Mapping[str, Any], *, suite_id: str) -> str:

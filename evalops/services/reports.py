@@ -628,7 +628,6 @@ def decision_history(
 ) -> list[dict[str, Any]]:
     """The suite's decisions, oldest first, up to and including decision number `up_to`."""
     stmt = select(
-        GateDecision.id,
         GateDecision.gate_id,
         GateDecision.decision,
         GateDecision.build,
@@ -639,27 +638,33 @@ def decision_history(
     rows = session.exec(stmt.order_by(col(GateDecision.number).desc()).limit(limit)).all()
     # Per-decision effect counts: read once per decision, and once per session when a long
     # read shares its lookups (the registry site renders every decision's history).
-    known: dict[int, dict[str, int]] = (
+    known: dict[str, dict[str, int]] = (
         session.info.setdefault(HISTORY_KEY, {}) if SHARED_KEY in session.info else {}
     )
-    missing = [r.id for r in rows if r.id not in known]
-    for row_id, text in session.exec(
-        select(GateDecision.id, GateDecision.result).where(col(GateDecision.id).in_(missing))
-    ).all() if missing else []:
+    missing = [gate_id for gate_id, *_ in rows if gate_id not in known]
+    for gate_id, text in (
+        session.exec(
+            select(GateDecision.gate_id, GateDecision.result).where(
+                col(GateDecision.gate_id).in_(missing)
+            )
+        ).all()
+        if missing
+        else []
+    ):
         effects = Counter(
             "waived" if t.get("waiver_id") else t.get("effect")
             for t in json.loads(text).get("tasks", [])
         )
-        known[row_id] = {k: effects.get(k, 0) for k in ("block", "hold", "waived", "pass")}
+        known[gate_id] = {k: effects.get(k, 0) for k in ("block", "hold", "waived", "pass")}
     return [
         {
-            "gate_id": row.gate_id,
-            "decision": row.decision,
-            "build": row.build,
-            "evaluated_at": format_timestamp(row.evaluated_at),
-            "tasks": dict(known[row.id]),
+            "gate_id": gate_id,
+            "decision": decision,
+            "build": build,
+            "evaluated_at": format_timestamp(evaluated_at),
+            "tasks": dict(known[gate_id]),
         }
-        for row in reversed(rows)
+        for gate_id, decision, build, evaluated_at in reversed(rows)
     ]
 
 

@@ -396,7 +396,10 @@ def _graders_of(
         return []
     if revision.grader_set_id not in cache:
         found = queries.grader_set_row(session, revision.grader_set_id)
-        spec = queries.grader_set_spec(found) if found is not None else None
+        if found is None:
+            cache[revision.grader_set_id] = []
+            return []
+        spec = queries.grader_set_spec(found)
         cache[revision.grader_set_id] = [
             {
                 "grader_set_id": spec.id,
@@ -407,17 +410,24 @@ def _graders_of(
                 "type": g.type,
                 "blocking": g.blocking,
             }
-            for g in (spec.graders if spec is not None else [])
+            for g in spec.graders
         ]
     return cache[revision.grader_set_id]
 
 
 @dataclass
 class _Lookups:
-    """What every task page reads, read once: members of each suite, graders of each set."""
+    """What the task pages and the index read, read once: the suites' facts and members,
+    incidents, waivers, graders of each grader set."""
 
+    facts: list[SuiteFacts]
     members: dict[str, list[queries.Member]]
+    incidents: list[dict[str, Any]] = field(default_factory=list)
+    waivers: list[dict[str, Any]] = field(default_factory=list)
     graders: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    calibrations: list[dict[str, Any]] = field(default_factory=list)
+    status: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _pins(session: Session, task_id: str, lookups: _Lookups) -> list[dict[str, Any]]:
@@ -446,13 +456,7 @@ def _pins(session: Session, task_id: str, lookups: _Lookups) -> list[dict[str, A
 
 
 def task_page(
-    session: Session,
-    task_id: str,
-    facts: Sequence[SuiteFacts],
-    incidents: Sequence[Mapping[str, Any]],
-    waivers: Sequence[Mapping[str, Any]],
-    base: Mapping[str, Any],
-    lookups: _Lookups,
+    session: Session, task_id: str, base: Mapping[str, Any], lookups: _Lookups
 ) -> dict[str, Any]:
     revision = queries.newest_task_row(session, task_id)
     meta = queries.task_spec(revision).meta if revision is not None else None
@@ -466,17 +470,17 @@ def task_page(
         "task_digest": revision.task_digest if revision else None,
         "history": [
             {"suite": f.suite_id, "rows": list(reversed(task_history(f.points[task_id])))}
-            for f in facts
+            for f in lookups.facts
             if task_id in f.points
         ],
         "incidents": [
             {k: i[k] for k in ("incident_id", "title", "severity", "state")}
-            for i in incidents
+            for i in lookups.incidents
             if task_id in i["tasks"]
         ],
         "waivers": [
             {k: w[k] for k in ("waiver_id", "suite_id", "build", "states", "status", "expires_at")}
-            for w in waivers
+            for w in lookups.waivers
             if w["task_id"] == task_id
         ],
         "graders": _graders_of(session, revision, lookups.graders),
@@ -546,16 +550,12 @@ def _expiring(waivers: Sequence[Mapping[str, Any]], now: datetime) -> list[dict[
 
 def index_page(
     base: Mapping[str, Any],
-    facts: Sequence[SuiteFacts],
     suites: Sequence[Mapping[str, Any]],
-    incidents: Sequence[Mapping[str, Any]],
-    waivers: Sequence[Mapping[str, Any]],
-    calibrations: Sequence[Mapping[str, Any]],
-    status: Sequence[Mapping[str, Any]],
-    tasks: Sequence[Mapping[str, Any]],
+    lookups: _Lookups,
     now: datetime,
 ) -> dict[str, Any]:
-    by_suite = {f.suite_id: f for f in facts}
+    by_suite = {f.suite_id: f for f in lookups.facts}
+    incidents, waivers = lookups.incidents, lookups.waivers
     return {
         **base,
         "suites": [
@@ -574,10 +574,7 @@ def index_page(
         ],
         "open_incidents": [i["incident_id"] for i in incidents if i["state"] != "closed"],
         "waivers": [
-            {
-                k: w[k]
-                for k in ("waiver_id", "task_id", "suite_id", "build", "status", "expires_at")
-            }
+            {k: w[k] for k in ("waiver_id", "task_id", "suite_id", "build", "status", "expires_at")}
             for w in waivers
         ],
         "expiring": [w["waiver_id"] for w in _expiring(waivers, now)],
@@ -585,10 +582,10 @@ def index_page(
         "expiring_before": format_timestamp(now + timedelta(days=EXPIRING_DAYS)),
         "calibrations": [
             {k: c[k] for k in ("calibration_id", "grader_id", "grader_version", "state")}
-            for c in calibrations
+            for c in lookups.calibrations
         ],
-        "calibration_problems": [dict(s) for s in status if s["state"] != "valid"],
-        "tasks": list(tasks),
+        "calibration_problems": [dict(s) for s in lookups.status if s["state"] != "valid"],
+        "tasks": list(lookups.tasks),
     }
 
 
@@ -654,7 +651,6 @@ def write_site(
     on_page: Progress | None = None,
 ) -> SiteResult:
     """Write the site of the registry (or of `suites`) under `directory`."""
-    from evalops.report import site as render
 
     directory.mkdir(parents=True, exist_ok=True)
     result = SiteResult(directory, directory / "index.html")
@@ -729,42 +725,41 @@ def _render_others(
     for f in facts:
         doc = suite_page(ctx.engine, session, f, base("suite"), now)
         write(render.page_path("suite", f.suite_id), render.render_page(doc))
-    incidents = _incident_views(session)
-    waivers = _waiver_views(session, suite_ids, now)
     lookups = _Lookups(
-        {s: queries.members(session, s, include_removed=True) for s in suite_ids}
+        facts, {s: queries.members(session, s, include_removed=True) for s in suite_ids}
     )
     current = {m.task_id for ms in lookups.members.values() for m in ms if m.removed is None}
     task_ids = sorted({t for f in facts for t in f.points} | current)
+    lookups.incidents = _incident_views(session)
     if len(suite_ids) != len(_suite_ids(session, ())):
-        incidents = [i for i in incidents if set(i["tasks"]) & set(task_ids)]
-    tasks = []
+        lookups.incidents = [i for i in lookups.incidents if set(i["tasks"]) & set(task_ids)]
+    lookups.waivers = _waiver_views(session, suite_ids, now)
     graders: set[str] = set()
     for task_id in task_ids:
-        doc = task_page(session, task_id, facts, incidents, waivers, base("task"), lookups)
-        tasks.append({"task_id": task_id, "title": doc["title"], "risk": doc["risk"]})
+        doc = task_page(session, task_id, base("task"), lookups)
+        lookups.tasks.append({"task_id": task_id, "title": doc["title"], "risk": doc["risk"]})
         graders |= {g["grader_id"] for g in doc["graders"]}
         write(render.page_path("task", task_id), render.render_page(doc))
-    for incident in incidents:
+    for incident in lookups.incidents:
         doc = {**base("incident"), "incident": incident}
         write(render.page_path("incident", incident["incident_id"]), render.render_page(doc))
-    for waiver in waivers:
+    for waiver in lookups.waivers:
         doc = {**base("waiver"), "waiver": waiver}
         write(render.page_path("waiver", waiver["waiver_id"]), render.render_page(doc))
-    calibrations = [c for c in _calibration_views(session) if c["grader_id"] in graders]
-    for calibration in calibrations:
+    lookups.calibrations = [c for c in _calibration_views(session) if c["grader_id"] in graders]
+    for calibration in lookups.calibrations:
         doc = {**base("calibration"), "calibration": calibration}
         write(
             render.page_path("calibration", calibration["calibration_id"]),
             render.render_page(doc),
         )
-    status = [
+    lookups.status = [
         s
         for s in calibration_status(ctx.engine)
         if s["grader_id"] in graders and (set(s["pinned_by"]) & set(suite_ids) or s["in_force"])
     ]
     chosen = [s for s in list_suites(ctx.engine) if s["suite"] in suite_ids]
-    doc = index_page(
-        base("index"), facts, chosen, incidents, waivers, calibrations, status, tasks, now
+    write(
+        render.page_path("index", ""),
+        render.render_page(index_page(base("index"), chosen, lookups, now)),
     )
-    write(render.page_path("index", ""), render.render_page(doc))
