@@ -38,6 +38,9 @@ _ORIGINAL = re.compile(r'"(t-\d{5}-\d)"')
 
 def _copy_trials(con: sqlite3.Connection, decisions: int) -> None:
     columns = [r[1] for r in con.execute("PRAGMA table_info(trial)")]
+    # From a copy of the originals: selecting them from the growing table would scan it
+    # once per build.
+    con.execute("CREATE TEMP TABLE original_trial AS SELECT * FROM trial")
     for n in range(1, decisions):
         picked = ", ".join(
             f"trial_id || '-d{n}'"
@@ -50,8 +53,7 @@ def _copy_trials(con: sqlite3.Connection, decisions: int) -> None:
             for c in columns
         )
         con.execute(
-            f"INSERT INTO trial ({', '.join(columns)}) SELECT {picked} FROM trial"
-            " WHERE length(trial_id) = 9"
+            f"INSERT INTO trial ({', '.join(columns)}) SELECT {picked} FROM original_trial"
         )
 
 

@@ -182,11 +182,18 @@ class SuiteFacts:
 
 
 def _decision_rows(session: Session, suite_id: str) -> Iterator[GateDecision]:
-    yield from session.exec(
-        select(GateDecision)
+    """The suite's decisions, oldest first, one row in memory at a time (a row holds the
+    decision's stored inputs: all of them at once would be most of the database)."""
+    ids = session.exec(
+        select(GateDecision.id)
         .where(GateDecision.suite_id == suite_id)
         .order_by(col(GateDecision.number))
-    )
+    ).all()
+    for row_id in ids:
+        row = session.get(GateDecision, row_id)
+        if row is not None:
+            yield row
+            session.expunge(row)
 
 
 def _points_of(row: GateDecision) -> list[tuple[str, Point]]:
@@ -231,7 +238,6 @@ def suite_facts(session: Session, suite_id: str) -> SuiteFacts:
         )
         for task_id, point in _points_of(row):
             facts.points.setdefault(task_id, []).append(point)
-        session.expunge(row)
     return facts
 
 
@@ -359,24 +365,92 @@ def _membership_history(session: Session, suite_id: str) -> list[dict[str, Any]]
     ]
 
 
+def _members(session: Session, suite: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for m in suite["members"]:
+        revision = session.exec(
+            select(TaskRevision)
+            .where(
+                TaskRevision.task_id == m["task_id"], TaskRevision.task_digest == m["task_digest"]
+            )
+            .order_by(col(TaskRevision.id).desc())
+        ).first()
+        meta = queries.task_spec(revision).meta if revision else None
+        out.append(
+            {
+                **m,
+                "title": meta.title if meta else None,
+                "risk": meta.risk if meta else None,
+                "owner": meta.owner if meta else None,
+            }
+        )
+    return out
+
+
+def _flaky(facts: SuiteFacts, builds: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The suite card's flaky rule over the charted builds: can pass, but not reliably."""
+    from evalops.services.suite_cards import FLAKY_PASS_AT_K, FLAKY_PASS_HAT_K
+
+    shown = {b["gate_id"] for b in builds}
+    out = []
+    for task_id, points in facts.points.items():
+        hits = [
+            p
+            for p in points
+            if p.gate_id in shown
+            and p.pass_at_k is not None
+            and p.pass_hat_k is not None
+            and p.pass_at_k >= FLAKY_PASS_AT_K
+            and p.pass_hat_k <= FLAKY_PASS_HAT_K
+        ]
+        if hits:
+            out.append(
+                {
+                    "task_id": task_id,
+                    "builds": [p.build for p in hits],
+                    "passAtK": hits[-1].pass_at_k,
+                    "passHatK": hits[-1].pass_hat_k,
+                }
+            )
+    return sorted(out, key=lambda f: f["task_id"])
+
+
 def suite_page(
     engine: Engine,
     session: Session,
     facts: SuiteFacts,
     base: Mapping[str, Any],
-    now: datetime,
 ) -> dict[str, Any]:
-    from evalops.services.suite_cards import suite_card_document
+    """What the suite card shows, from the facts already read (a suite card reads every
+    decision's stored inputs, which for a long history is most of the database)."""
+    from evalops.services.evidence import Definitions
+    from evalops.services.reports import calibration_facts
+    from evalops.services.suite_cards import FLAKY_PASS_AT_K, FLAKY_PASS_HAT_K
+    from evalops.services.suites import show_suite, suite_coverage
 
-    card = suite_card_document(engine, facts.suite_id, builds=TREND_BUILDS, now=now)
-    card.pop("rendered_at", None)
-    members = [m["task_id"] for m in card["members"]]
+    suite = show_suite(engine, facts.suite_id)
+    coverage = suite_coverage(engine, facts.suite_id)
+    members = _members(session, suite)
+    trend = _trend(facts, [m["task_id"] for m in members])
+    card = {
+        "kind": suite["kind"],
+        "owner": suite["owner"],
+        "description": suite["description"],
+        "suite_digest": suite["suite_digest"],
+        "members": members,
+        "coverage": coverage["rows"],
+        "coverage_gaps": coverage["gaps"],
+        "calibration": calibration_facts(session, Definitions(session), suite["members"], None),
+        "builds": trend["builds"],
+        "flaky": _flaky(facts, trend["builds"]),
+        "flaky_rule": {"passAtK_at_least": FLAKY_PASS_AT_K, "passHatK_at_most": FLAKY_PASS_HAT_K},
+    }
     return {
         **base,
         "card": card,
         "suite": facts.suite_id,
         "decisions": list(reversed(facts.decisions)),
-        "trend": _trend(facts, members),
+        "trend": trend,
         "membership_history": _membership_history(session, facts.suite_id),
     }
 
@@ -624,8 +698,13 @@ def _decision_pages(ctx: _Context, suite_ids: Sequence[str]) -> None:
     # One snapshot, many decisions over the same tasks: look each definition up once.
     share_definitions(session)
     for suite_id in suite_ids:
-        for row in _decision_rows(session, suite_id):
-            relative = page_path("decision", row.gate_id)
+        listed = session.exec(
+            select(GateDecision.id, GateDecision.gate_id)
+            .where(GateDecision.suite_id == suite_id)
+            .order_by(col(GateDecision.number))
+        ).all()
+        for row_id, gate_id in listed:
+            relative = page_path("decision", gate_id)
             known = ctx.old.get(relative)
             if (
                 known is not None
@@ -634,12 +713,13 @@ def _decision_pages(ctx: _Context, suite_ids: Sequence[str]) -> None:
             ):
                 ctx.writer.keep(relative)
                 ctx.new[relative] = known
-                session.expunge(row)
                 continue
+            row = session.get(GateDecision, row_id)
+            assert row is not None  # listed in this very snapshot
             doc = stored_document(session, row, now=when)
+            session.expunge(row)
             text = decision_page(doc, suite_id=suite_id)
             ctx.new[relative] = {"key": ctx.cache_key, "digest": ctx.writer.put(relative, text)}
-            session.expunge(row)
 
 
 def write_site(
@@ -723,7 +803,7 @@ def _render_others(
         return _common(ctx.head, ctx.as_of, page)
 
     for f in facts:
-        doc = suite_page(ctx.engine, session, f, base("suite"), now)
+        doc = suite_page(ctx.engine, session, f, base("suite"))
         write(render.page_path("suite", f.suite_id), render.render_page(doc))
     lookups = _Lookups(
         facts, {s: queries.members(session, s, include_removed=True) for s in suite_ids}
