@@ -52,9 +52,7 @@ def _copy_trials(con: sqlite3.Connection, decisions: int) -> None:
             else c
             for c in columns
         )
-        con.execute(
-            f"INSERT INTO trial ({', '.join(columns)}) SELECT {picked} FROM original_trial"
-        )
+        con.execute(f"INSERT INTO trial ({', '.join(columns)}) SELECT {picked} FROM original_trial")
 
 
 def _copy_decisions(con: sqlite3.Connection, decisions: int) -> None:

@@ -2,7 +2,8 @@
 
 Issue 13's targets (benchmarks/perf.py, P1-P7) first, then the streaming, report and
 importer benchmarks (import_inspect; import_scale: start-up against the registry's size,
-memory against the log's). Each prints its own figures; the exit status is 1 if any fails.
+memory against the log's) and the registry site (report_site: 1,000 decisions). Each
+prints its own figures; the exit status is 1 if any fails.
 Pass `--quick` for a smaller run of the performance targets (not the issue's sizes).
 """
 
@@ -10,7 +11,14 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import import_inspect, import_scale, ingest_memory, perf, report_scale
+from benchmarks import (
+    import_inspect,
+    import_scale,
+    ingest_memory,
+    perf,
+    report_scale,
+    report_site,
+)
 
 
 def main() -> int:
@@ -28,6 +36,8 @@ def main() -> int:
     failed |= import_inspect.main()
     print()
     failed |= import_scale.main()
+    print()
+    failed |= report_site.main([])
     return 1 if failed else 0
 
 
