@@ -10,10 +10,11 @@ writes them. Two promises shape it (docs/site.md):
   registry only ever appends, and every change appends an audit event, so the same head is
   the same registry, and the same bytes.
 - **An unchanged re-run rewrites nothing, and is cheap.** A file is written only when its
-  bytes differ (its mtime is kept otherwise). Decision pages, the costly ones, are a
-  function of the audit head and the renderer alone: a manifest in the site directory
-  records, per decision page, the head and renderer it was made with and the digest of its
-  bytes, and a page whose three still match is not rendered again.
+  bytes differ (its mtime is kept otherwise). Every page is a function of the audit head,
+  the renderer (evalops and its templates) and the suites chosen: a manifest in the site
+  directory records, per page, that key and the digest of its bytes. A decision page whose
+  key and bytes still match is not rendered again; the other pages are rendered again
+  (and compared) only when one of them no longer matches.
 
 Decision pages are built one at a time (stored document, render, write, drop), so memory
 does not grow with the number of decisions; what the other pages need from every decision
