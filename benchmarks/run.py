@@ -2,9 +2,9 @@
 
 The performance targets (benchmarks/perf.py, P1-P7) first, then the streaming, report and
 importer benchmarks (import_inspect; import_scale: start-up against the registry's size,
-memory against the log's), the read commands on the demo registry (read_commands, P8) and
-signed acts at scale (authority_scale). Each prints its own figures; the exit status is 1 if
-any fails.
+memory against the log's), the read commands on the demo registry (read_commands, P8),
+signed acts at scale (authority_scale) and the registry site (report_site: 1,000
+decisions). Each prints its own figures; the exit status is 1 if any fails.
 Pass `--quick` for a smaller run of the performance targets (not the issue's sizes).
 """
 
@@ -20,6 +20,7 @@ from benchmarks import (
     perf,
     read_commands,
     report_scale,
+    report_site,
 )
 
 
@@ -42,6 +43,8 @@ def main() -> int:
     failed |= read_commands.main()
     print()
     failed |= authority_scale.main([])
+    print()
+    failed |= report_site.main([])
     return 1 if failed else 0
 
 

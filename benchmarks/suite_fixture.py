@@ -52,7 +52,7 @@ EXECUTION = {
 }
 
 
-def _task(i: int) -> dict[str, Any]:
+def _task(i: int, trials: int = 5) -> dict[str, Any]:
     return {
         "spec_schema_version": "eval-task/v1",
         "id": f"task-{i:05d}",
@@ -70,14 +70,14 @@ def _task(i: int) -> dict[str, Any]:
             "environment": {"network_policy": "deny"},
             "success_state": {"done": True},
             "forbidden_effects": ["twice"],
-            "trials": {"count": 5, "k": 3},
+            "trials": {"count": trials, "k": min(3, trials)},
         },
         "fixtures": {"onMiss": "fail", "toolResponses": []},
         "grader_set": "bench-graders",
     }
 
 
-def build_suite(ws: Path, tasks: int) -> None:
+def build_suite(ws: Path, tasks: int, trials: int = 5) -> None:
     import git
 
     from evalops.domain import digests
@@ -89,7 +89,9 @@ def build_suite(ws: Path, tasks: int) -> None:
     for sub in ("tasks", "graders", "executions", "suites", "policies"):
         (reg / sub).mkdir(parents=True)
     for i in range(tasks):
-        (reg / "tasks" / f"task-{i:05d}.json").write_text(json.dumps(_task(i)), encoding="utf-8")
+        (reg / "tasks" / f"task-{i:05d}.json").write_text(
+            json.dumps(_task(i, trials)), encoding="utf-8"
+        )
     (reg / "graders" / "bench-graders.json").write_text(json.dumps(GRADERS), encoding="utf-8")
     (reg / "executions" / "bench-b1.json").write_text(json.dumps(EXECUTION), encoding="utf-8")
     (reg / "suites" / "bench.json").write_text(
@@ -118,8 +120,8 @@ def build_suite(ws: Path, tasks: int) -> None:
         for i in range(tasks):
             task = load_definition(reg / "tasks" / f"task-{i:05d}.json").digest
             case = digests.eval_case_digest(task, execution, graders)
-            for j in range(5):
-                failing = i % 97 == 3 and j == 1
+            for j in range(trials):
+                failing = i % 97 == 3 and j == min(1, trials - 1)
                 out.write(
                     json.dumps(
                         {

@@ -2,7 +2,8 @@
 
 Builds the demo database with the pinned clock of the test suite and writes the HTML,
 Markdown and JSON audit reports of its final decision, and its suite card, to
-`tests/golden/reports/`. Run it only when a change to the reports is intended, and review
+`tests/golden/reports/`, and a few representative pages of its registry site (docs/site.md)
+to `tests/golden/site/`. Run it only when a change to the reports is intended, and review
 the diff: `tests/report/test_report_golden.py` compares every rendering to these files
 byte for byte.
 """
@@ -15,6 +16,17 @@ import tempfile
 from pathlib import Path
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "reports"
+SITE_GOLDEN = GOLDEN.parent / "site"
+SITE_PAGES = (
+    "index.html",
+    "suites/regression_2fcore.html",
+    "tasks/support-refund-policy-explanation.html",
+    "incidents/INC-1.html",
+    "waivers/WVR-1.html",
+    "calibrations/CAL-2.html",
+)
+"""The index, a suite with its chart, a task with flips, incident, waiver and calibration
+pages (decision pages are the audit report, whose golden files are above)."""
 GATE = "GATE-3"
 SUITE = "regression/core"
 
@@ -42,16 +54,38 @@ def render_all(demo: Path) -> dict[str, str]:
     return out
 
 
+def render_site(demo: Path) -> dict[str, str]:
+    """The golden site pages and their text, written from the demo directory `demo`."""
+    from evalops.domain.vocabulary import parse_timestamp
+    from evalops.services.site import write_site
+    from evalops.store.engine import make_engine
+    from tests.conftest import PINNED_NOW
+
+    engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
+    try:
+        with tempfile.TemporaryDirectory(prefix="evalops-golden-site-") as tmp:
+            write_site(engine, Path(tmp), now=parse_timestamp(PINNED_NOW))
+            return {name: (Path(tmp) / name).read_text(encoding="utf-8") for name in SITE_PAGES}
+    finally:
+        engine.dispose()
+
+
 def main() -> int:
     from tests.conftest import build_demo
 
     with tempfile.TemporaryDirectory(prefix="evalops-golden-") as tmp:
         demo = build_demo(Path(tmp) / "demo")
         files = render_all(demo)
+        site = render_site(demo)
     GOLDEN.mkdir(parents=True, exist_ok=True)
     for name, text in sorted(files.items()):
         (GOLDEN / name).write_text(text, encoding="utf-8", newline="\n")
         print(f"wrote {GOLDEN / name} ({len(text)} characters)")
+    for name, text in sorted(site.items()):
+        path = SITE_GOLDEN / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8", newline="\n")
+        print(f"wrote {path} ({len(text)} characters)")
     return 0
 
 

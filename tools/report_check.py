@@ -1,15 +1,19 @@
 """`make report-check`: open the demo's HTML reports in headless Chromium and look at them.
 
 Runs the demo into `build/report-check/demo` (with a pinned clock), then, for the audit
-report of its final decision and for the suite card, drives Chromium over the DevTools
-protocol (`--remote-debugging-pipe`): it loads the file, collects every console message,
-exception, log entry and CSP issue, saves full-page PNG screenshots (desktop and phone
-width, details collapsed and expanded) and a printed PDF under `build/report-check/`, and
-fails unless the rendered text shows the decision and every task id, the page does not
-scroll sideways on a phone, and nothing was reported (a CSP violation included).
+report of its final decision, for the suite card and for every page of the registry site
+the demo wrote (`demo/site/`, docs/site.md), drives Chromium over the DevTools protocol
+(`--remote-debugging-pipe`): it loads the file, collects every console message, exception,
+log entry and CSP issue, saves full-page PNG screenshots (1,400 px and 390 px wide, details
+collapsed and expanded) and a printed PDF under `build/report-check/`, and fails unless the
+rendered text shows what the page is about (the decision and every task id; on site pages
+the audit head), the page does not scroll sideways at either width, it holds no script,
+every relative link resolves to a file (and every `#fragment` to an element), and nothing
+was reported (a CSP violation included).
 
 `--self-test` checks the checker: a page with an inline script and a style attribute under
-the same CSP must fail.
+the same CSP, a page wider than a phone and a page with a broken relative link must each
+fail.
 """
 
 from __future__ import annotations
@@ -220,6 +224,40 @@ def _sideways(tools: DevTools, session: str, label: str) -> list[str]:
     return [f"scrolls sideways at {width}px: {what}" for what in found["result"]["value"]]
 
 
+LINKS_JS = """Array.from(document.querySelectorAll('[href],[src]')).map(e => {
+  const ref = e.getAttribute('href') ?? e.getAttribute('src');
+  const hash = ref.includes('#') && !/^[a-z][a-z0-9+.-]*:/i.test(ref) && ref.split('#')[0] === ''
+    ? !!document.getElementById(decodeURIComponent(ref.split('#')[1])) : null;
+  return [ref, hash];
+})"""
+
+
+def _evaluate(tools: DevTools, session: str, expression: str) -> Any:
+    return tools.send("Runtime.evaluate", session, expression=expression, returnByValue=True)[
+        "result"
+    ].get("value")
+
+
+def _link_problems(page: Path, links: list[list[Any]]) -> list[str]:
+    """Every relative reference must name a file that exists (a fragment of this page, an
+    element of it); http(s) links lead off the site and load nothing, anything else fails."""
+    from urllib.parse import unquote, urlsplit
+
+    problems = []
+    for ref, fragment_found in links:
+        parts = urlsplit(ref)
+        if parts.scheme in ("http", "https") and parts.netloc:
+            continue
+        if parts.scheme or parts.netloc:
+            problems.append(f"link {ref!r} is neither relative nor http(s)")
+        elif not parts.path:
+            if fragment_found is False:
+                problems.append(f"link {ref!r} names no element of the page")
+        elif not (page.parent / unquote(parts.path)).resolve().is_file():
+            problems.append(f"link {ref!r} does not resolve to a file")
+    return problems
+
+
 def inspect_page(binary: str, page: Path, out: Path, stem: str) -> PageResult:
     """Load `page` at desktop and phone width; screenshots, text and every problem."""
     result = PageResult(page.resolve().as_uri())
@@ -238,6 +276,9 @@ def inspect_page(binary: str, page: Path, out: Path, stem: str) -> PageResult:
                 tools.wait_for("Page.loadEventFired", session)
                 result.files.append(_screenshot(tools, session, out / f"{stem}-{label}.png"))
                 result.problems += _sideways(tools, session, label)
+            result.problems += _link_problems(page, _evaluate(tools, session, LINKS_JS))
+            if _evaluate(tools, session, "document.querySelectorAll('script').length"):
+                result.problems.append("holds a script element")
             tools.send("Emulation.setDeviceMetricsOverride", session, **DESKTOP)
             text = tools.send(
                 "Runtime.evaluate",
@@ -277,6 +318,17 @@ def _evalops(args: list[str], cwd: Path) -> str:
     return done.stdout
 
 
+def _site_pages(demo: Path, doc: dict[str, Any]) -> list[tuple[Path, str, list[str]]]:
+    """Each page of the demo's registry site; each must show the audit head."""
+    site = demo / "site"
+    head = f"evalops-audit-head:{doc['audit_head']['seq']}:{doc['audit_head']['hash']}"
+    pages = []
+    for page in sorted(site.rglob("*.html")):
+        relative = page.relative_to(site).with_suffix("")
+        pages.append((page, "site-" + "-".join(relative.parts), [head]))
+    return pages
+
+
 def check(out: Path, binary: str) -> int:
     out = out.resolve()
     if out.exists():
@@ -295,17 +347,18 @@ def check(out: Path, binary: str) -> int:
     card = demo / "reports" / "suite-regression-core.html"
     suite = json.loads(_evalops(["report", "suite", "regression/core", "--format", "json"], demo))
     pages.append((card, "suite-card", [suite["suite"], *[m["task_id"] for m in suite["members"]]]))
+    pages += _site_pages(demo, doc)
     failures = []
+    if not (demo / "site" / "index.html").is_file():
+        failures.append("the demo wrote no site (demo/site/index.html)")
     for page, stem, must_show in pages:
         result = inspect_page(binary, page, out, stem)
         missing = [s for s in must_show if s not in result.text]
-        print(
-            f"{page.name}: {len(result.text)} characters of text; wrote "
-            + ", ".join(str(f) for f in result.files)
-        )
+        name = str(page.relative_to(demo))
+        print(f"{name}: {len(result.text)} characters of text; {len(result.files)} files written")
         for s in missing:
-            failures.append(f"{page.name}: the rendered page does not show {s!r}")
-        failures += [f"{page.name}: {p}" for p in result.problems]
+            failures.append(f"{name}: the rendered page does not show {s!r}")
+        failures += [f"{name}: {p}" for p in result.problems]
     for f in failures:
         print(f"FAIL {f}")
     print(
@@ -313,7 +366,9 @@ def check(out: Path, binary: str) -> int:
         + (
             "FAILED"
             if failures
-            else "ok: decision and every task id shown, no console error or CSP violation"
+            else f"ok: {len(pages)} pages at 1,400 and 390 px, what each is about shown, no "
+            "sideways scroll, every relative link resolves, no script, no console error or "
+            "CSP violation"
         )
     )
     return 1 if failures else 0
@@ -326,16 +381,48 @@ BAD_PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
 """
 
 
+WIDE_PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>wide</title></head><body><pre>wide</pre><svg xmlns="http://www.w3.org/2000/svg"
+width="2000" height="10"></svg></body></html>
+"""
+BROKEN_LINK_PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>links</title></head><body><p>links</p><a href="self-test-links.html">itself</a>
+<a href="missing/page.html">missing</a><a href="#nowhere">nowhere</a></body></html>
+"""
+
+
 def self_test(out: Path, binary: str) -> int:
-    """The checker must see the CSP violations of a page that breaks the policy."""
+    """The checker must see what is wrong with pages that break each rule: CSP violations,
+    a page wider than a phone, broken relative links."""
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    page = out / "self-test-bad.html"
-    page.write_text(BAD_PAGE, encoding="utf-8")
-    result = inspect_page(binary, page, out, "self-test-bad")
-    for p in result.problems:
-        print(f"seen: {p}")
-    ok = len(result.problems) >= 2 and "styled" in result.text
+    expectations = {
+        "self-test-bad": (BAD_PAGE, ("issue:", "holds a script element")),
+        "self-test-wide": (WIDE_PAGE, ("scrolls sideways at 390 px",)),
+        "self-test-links": (
+            BROKEN_LINK_PAGE,
+            ("'missing/page.html' does not resolve", "'#nowhere' names no element"),
+        ),
+    }
+    ok = True
+    for stem, (text, wanted) in expectations.items():
+        page = out / f"{stem}.html"
+        page.write_text(text, encoding="utf-8")
+        result = inspect_page(binary, page, out, stem)
+        for p in result.problems:
+            print(f"{stem}: seen: {p}")
+        unseen = [w for w in wanted if not any(w in p for p in result.problems)]
+        if stem == "self-test-bad" and len(result.problems) < 2:
+            unseen.append("at least two violations")
+        if stem == "self-test-links" and any(
+            "'self-test-links.html'" in p for p in result.problems
+        ):
+            unseen.append("a link to an existing file passes")
+        for w in unseen:
+            print(f"{stem}: NOT SEEN: {w}")
+        ok = ok and not unseen
     print("self-test: " + ("ok: violations caught" if ok else "FAILED: violations not seen"))
     return 0 if ok else 1
 

@@ -215,10 +215,13 @@ REPORTS = (
     f"reports/audit-{FINAL_GATE}.md",
     "reports/suite-regression-core.html",
 )
+SITE_DIR = "site"
+"""Where the demo writes the registry site (docs/site.md); its index is SITE_DIR/index.html."""
 
 
 def report_steps() -> list[Step]:
-    """The demo's last steps: the audit reports of its final decision and the suite card."""
+    """The demo's last steps: the audit reports of its final decision, the suite card and
+    the registry site."""
     html, markdown, card = REPORTS
     return [
         Step(
@@ -232,6 +235,10 @@ def report_steps() -> list[Step]:
         Step(
             "The suite card: members, coverage, calibration, pass^k across builds",
             ("report", "suite", DEMO_SUITE, "--format", "html", "-o", card),
+        ),
+        Step(
+            "The registry as a static site: suites, decisions, tasks, incidents, waivers",
+            ("report", "site", SITE_DIR),
         ),
     ]
 
@@ -509,4 +516,6 @@ def run_demo(directory: Path | None, now: datetime | None = None) -> list[StepRe
     typer.echo("reports (open the HTML files in a browser; the Markdown fits a PR comment):")
     for report in REPORTS:
         typer.echo(f"  {directory / report}")
+    typer.echo("the registry site (open its index in a browser; any static host serves it):")
+    typer.echo(f"  {directory / SITE_DIR / 'index.html'}")
     return results

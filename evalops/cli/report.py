@@ -1,14 +1,18 @@
-"""`evalops report audit|suite`: audit reports and suite cards (read-only)."""
+"""`evalops report audit|suite|site`: audit reports, suite cards and the registry site
+(read-only)."""
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from evalops.cli.context import JsonFlag, emit, note, now, settings
 from evalops.cli.output import OutputOption, format_for, write_output
+from evalops.cli.progress import ProgressOption, progress, progress_mode
 
 report_app = typer.Typer(
-    help="Audit reports of stored gate decisions, and suite cards (HTML, Markdown, JSON).\n\n"
+    help="Audit reports of stored gate decisions, suite cards (HTML, Markdown, JSON), and "
+    "the static site of the registry.\n\n"
     "Example: evalops report audit --gate GATE-3 --format html -o audit.html",
     no_args_is_help=True,
 )
@@ -96,6 +100,46 @@ def suite(
         path,
         chosen,
         {"suite": suite_id, "audit_head": doc["audit_head"]},
+    )
+
+
+@report_app.command("site")
+def site(
+    ctx: typer.Context,
+    directory: Annotated[
+        Path, typer.Argument(metavar="DIR", help="Directory to write the site into.")
+    ],
+    suites: Annotated[
+        list[str] | None,
+        typer.Option("--suite", help="Only this suite and what it links to (repeatable)."),
+    ] = None,
+    progress_option: ProgressOption = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Write the static site of the registry: an index, a page per suite, decision, task,
+    incident, waiver and calibration. Relative links, no script; a re-run on an unchanged
+    registry rewrites no file (docs/site.md).
+
+    Example: evalops report site site/ --suite regression/core
+    """
+    from evalops.services.site import write_site
+
+    state = settings(ctx, json_flag)
+    mode = progress_mode(ctx, progress_option)
+    # Pages are counted as they are written: how many a registry makes is known only then.
+    with (
+        state.connect() as engine,
+        progress(mode, "writing site pages", None, unit="records") as on_page,
+    ):
+        result = write_site(engine, directory, suites=suites or (), now=now(), on_page=on_page)
+    data = result.as_dict()
+    emit(
+        ctx,
+        data,
+        lambda: note(
+            f"wrote the site to {directory}: {data['written']} page(s) written, "
+            f"{data['unchanged']} unchanged; open {result.index}"
+        ),
     )
 
 

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 FORMATS = ("html", "md", "json")
 STYLESHEET = "report.css"
+SITE_STYLESHEET = "site.css"
+"""Added to the report's stylesheet on the pages of the registry site (docs/site.md)."""
 
 
 def _autoescape(name: str | None) -> bool:
@@ -128,6 +130,9 @@ def environment() -> jinja2.Environment:
     css = (templates_dir() / STYLESHEET).read_text(encoding="utf-8")
     env.globals["stylesheet"] = Markup(css)
     env.globals["csp"] = content_security_policy(css)
+    site_css = css + (templates_dir() / SITE_STYLESHEET).read_text(encoding="utf-8")
+    env.globals["site_stylesheet"] = Markup(site_css)
+    env.globals["site_csp"] = content_security_policy(site_css)
     return env
 
 

@@ -184,6 +184,26 @@ class Definitions:
         return self._executions[digest]
 
 
+SHARED_KEY = "evalops.shared_definitions"
+
+
+def session_definitions(session: Session) -> Definitions:
+    """The Definitions a long read shares across many decisions (`share_definitions`), else
+    a fresh one. Sharing is opt-in: only a read session whose rows cannot change under it
+    (the registry site renders every stored decision in one snapshot) may reuse lookups."""
+    shared = session.info.get(SHARED_KEY)
+    return shared if isinstance(shared, Definitions) else Definitions(session)
+
+
+def share_definitions(session: Session) -> Definitions:
+    """Make every report built in this read session share one Definitions (and one cache
+    of task revisions), so that N decisions over the same tasks look each one up once."""
+    defs = Definitions(session)
+    defs.preload_tasks()
+    session.info[SHARED_KEY] = defs
+    return defs
+
+
 def validity_digest(validity: dict[str, Validity]) -> str:
     """What a classification depended on of its grader set's calibrations, as one digest
     (recorded per ingest batch, compared by the gate to know what to re-derive)."""

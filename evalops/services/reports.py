@@ -28,7 +28,7 @@ from evalops.domain.changes import alpha_note, flip_counts, sides_from_inputs, t
 from evalops.domain.classify import Classification, shown_score
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
-from evalops.services.definitions import Definitions, rederive
+from evalops.services.definitions import SHARED_KEY, Definitions, rederive, session_definitions
 from evalops.services.drilldown import failing_trials, trial_details
 from evalops.services.policies import named_in
 from evalops.store import queries
@@ -56,6 +56,7 @@ SUITE_CARD_SCHEMA = "evalops.suite-card/v1"
 EFFECT_ORDER = {"block": 0, "hold": 1, "waived": 2, "pass": 3}
 EFFICIENCY_KEYS = ("toolCallCount", "modelCallCount", "inputTokens", "outputTokens")
 HISTORY_LIMIT = 50
+HISTORY_KEY = "evalops.history_effects"
 _CHUNK = 500
 PAIRED_KEYS = ("verdict", "method", "alpha", "pairedTaskCount", "pValue", "discordant", "signs")
 
@@ -165,7 +166,7 @@ def resolve(
     not change what the decision saw; a later revocation is still shown, dated). Point in
     time is a position in the chain, never a comparison of the rows' own timestamps.
     Calibrations are those the gate selected, by the decision's own audit `cutoff`."""
-    defs = Definitions(session)
+    defs = session_definitions(session)
     tasks = list(inputs.get("tasks", []))
     return {
         "tasks": _task_facts(session, defs, tasks, inputs["execution_digest"]),
@@ -278,6 +279,23 @@ def _score_grader(defs: Definitions, task: Mapping[str, Any]) -> tuple[str | Non
     return chosen.id, EVALUATOR_TYPES.get(chosen.type)
 
 
+def _task_revision(
+    session: Session, task_id: str, task_digest: str, *, newest: bool
+) -> TaskRevision | None:
+    """The newest (or first) registration of a task revision; from the session's shared
+    Definitions when a long read installed one (evidence.share_definitions)."""
+    shared = session.info.get(SHARED_KEY)
+    if isinstance(shared, Definitions):
+        rows = [r for r in shared.task_rows(task_digest) if r.task_id == task_id]
+        rows.sort(key=lambda r: r.id or 0)
+        return (rows[-1] if newest else rows[0]) if rows else None
+    return session.exec(
+        select(TaskRevision)
+        .where(TaskRevision.task_id == task_id, TaskRevision.task_digest == task_digest)
+        .order_by(col(TaskRevision.id).desc() if newest else col(TaskRevision.id))
+    ).first()
+
+
 def _task_facts(
     session: Session,
     defs: Definitions,
@@ -292,14 +310,8 @@ def _task_facts(
             links.setdefault(event.task_id, []).append(event.incident_row_id)
     out: dict[str, dict[str, Any]] = {}
     for t in tasks:
-        revision = session.exec(
-            select(TaskRevision)
-            .where(
-                TaskRevision.task_id == t["task_id"], TaskRevision.task_digest == t["task_digest"]
-            )
-            .order_by(col(TaskRevision.id).desc())
-        ).first()
-        meta = queries.task_spec(revision).meta if revision is not None else None
+        revision = _task_revision(session, t["task_id"], t["task_digest"], newest=True)
+        meta = defs.spec_of(revision).meta if revision is not None else None
         incidents = []
         for row_id in dict.fromkeys(links.get(t["task_id"], [])):
             incident = session.get(Incident, row_id)
@@ -675,13 +687,7 @@ def _provenance(session: Session, inputs: Mapping[str, Any], upto: int) -> dict[
     ).first()
     add("suite", suite_id, suite.document_digest if suite else "", suite)
     for t in inputs.get("tasks", []):
-        revision = session.exec(
-            select(TaskRevision)
-            .where(
-                TaskRevision.task_id == t["task_id"], TaskRevision.task_digest == t["task_digest"]
-            )
-            .order_by(col(TaskRevision.id))
-        ).first()
+        revision = _task_revision(session, t["task_id"], t["task_digest"], newest=False)
         add("task", t["task_id"], t["task_digest"], revision)
     return {
         "syncs": [_sync_view(r) for r in runs],
@@ -694,26 +700,45 @@ def decision_history(
     session: Session, suite_id: str, *, up_to: int | None = None, limit: int = HISTORY_LIMIT
 ) -> list[dict[str, Any]]:
     """The suite's decisions, oldest first, up to and including decision number `up_to`."""
-    stmt = select(GateDecision).where(GateDecision.suite_id == suite_id)
+    stmt = select(
+        GateDecision.gate_id,
+        GateDecision.decision,
+        GateDecision.build,
+        GateDecision.evaluated_at,
+    ).where(GateDecision.suite_id == suite_id)
     if up_to is not None:
         stmt = stmt.where(GateDecision.number <= up_to)
     rows = session.exec(stmt.order_by(col(GateDecision.number).desc()).limit(limit)).all()
-    out = []
-    for row in reversed(rows):
-        result = json.loads(row.result)
+    # Per-decision effect counts: read once per decision, and once per session when a long
+    # read shares its lookups (the registry site renders every decision's history).
+    known: dict[str, dict[str, int]] = (
+        session.info.setdefault(HISTORY_KEY, {}) if SHARED_KEY in session.info else {}
+    )
+    missing = [gate_id for gate_id, *_ in rows if gate_id not in known]
+    for gate_id, text in (
+        session.exec(
+            select(GateDecision.gate_id, GateDecision.result).where(
+                col(GateDecision.gate_id).in_(missing)
+            )
+        ).all()
+        if missing
+        else []
+    ):
         effects = Counter(
-            "waived" if t.get("waiver_id") else t.get("effect") for t in result.get("tasks", [])
+            "waived" if t.get("waiver_id") else t.get("effect")
+            for t in json.loads(text).get("tasks", [])
         )
-        out.append(
-            {
-                "gate_id": row.gate_id,
-                "decision": row.decision,
-                "build": row.build,
-                "evaluated_at": format_timestamp(row.evaluated_at),
-                "tasks": {k: effects.get(k, 0) for k in ("block", "hold", "waived", "pass")},
-            }
-        )
-    return out
+        known[gate_id] = {k: effects.get(k, 0) for k in ("block", "hold", "waived", "pass")}
+    return [
+        {
+            "gate_id": gate_id,
+            "decision": decision,
+            "build": build,
+            "evaluated_at": format_timestamp(evaluated_at),
+            "tasks": dict(known[gate_id]),
+        }
+        for gate_id, decision, build, evaluated_at in reversed(rows)
+    ]
 
 
 def previous_decision(

@@ -73,6 +73,17 @@ def task_row(session: Session, task_id: str, cutoff: int | None = None) -> TaskR
     return row
 
 
+def newest_task_row(session: Session, task_id: str) -> TaskRevision | None:
+    """The highest registered revision, newest labels (for history views)."""
+    stmt = (
+        select(TaskRevision)
+        .where(TaskRevision.task_id == task_id)
+        .order_by(col(TaskRevision.revision).desc(), col(TaskRevision.id).desc())
+        .limit(1)
+    )
+    return session.exec(stmt).first()
+
+
 def task_spec(row: TaskRevision) -> EvalTaskSpec:
     return EvalTaskSpec.model_validate(json.loads(row.document))
 

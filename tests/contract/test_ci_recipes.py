@@ -117,6 +117,7 @@ def test_the_doc_holds_both_recipes() -> None:
 @pytest.mark.parametrize(("build", "verdict"), [("build-125", 0), ("build-124", 4)])
 def test_a_recipe_gates_and_publishes(demo: Path, recipe: str, build: str, verdict: int) -> None:
     _workspace(demo, build)
+    shutil.rmtree(demo / "site", ignore_errors=True)  # the demo wrote one: the recipe must
     code = RUNNERS[recipe](_yaml_blocks()[recipe], demo, build)
     assert code == verdict, f"{recipe} ended {code} for {build}"
     report = (demo / "report.md").read_text(encoding="utf-8")
@@ -124,3 +125,5 @@ def test_a_recipe_gates_and_publishes(demo: Path, recipe: str, build: str, verdi
     assert ("BLOCK" if verdict == 4 else "PASS") in report
     junit = (demo / "junit.xml").read_text(encoding="utf-8")
     assert junit.startswith("<?xml") and "testsuite" in junit
+    index = (demo / "site" / "index.html").read_text(encoding="utf-8")
+    assert build in index, "the site's index shows the suite's latest decision"

@@ -118,7 +118,9 @@ def local(tag: Any) -> str:
     return str(tag).rsplit("}", 1)[-1].lower()
 
 
-def assert_no_active_content(tree: Any) -> None:
+def assert_no_active_content(tree: Any, relative: re.Pattern[str] | None = None) -> None:
+    """No active element, handler or non-http(s) link; with `relative`, links that match it
+    (the registry site's own pages) are allowed too."""
     for element in tree.iter():
         if not isinstance(element.tag, str):
             continue
@@ -129,6 +131,8 @@ def assert_no_active_content(tree: Any) -> None:
         for attribute, value in element.attrib.items():
             attr = local(attribute)
             assert not attr.startswith("on"), (name, attr, value)
+            if relative is not None and attr == "href" and relative.fullmatch(value):
+                continue
             if attr in ("href", "src", "action", "formaction", "srcdoc", "xlink:href"):
                 assert urlsplit(value.strip()).scheme.lower() in ("http", "https"), value
 
@@ -329,6 +333,95 @@ def test_payloads_entered_through_the_cli_reach_the_reports_escaped(
     assert owner in md_text and "# {{ 7*7 }}␊| pipe | <svg onload=alert(1)>" in md_text
     junit = cli("export", "junit", "--gate", gate_id, cwd=demo).stdout
     ET.fromstring(junit.encode("utf-8"))
+
+
+# --- the registry site (docs/site.md) --------------------------------------------------------
+
+SITE_LINK = re.compile(r"(\.\./)?(index|[a-z]+/[A-Za-z0-9_-]+)\.html")
+
+
+@pytest.fixture(scope="module")
+def site_documents(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) -> list[Any]:
+    """Every page document of the demo's site, as the site writer hands them to the renderer."""
+    from evalops.domain.vocabulary import parse_timestamp
+    from evalops.report import site as render
+    from evalops.services.site import write_site
+    from evalops.store.engine import make_engine
+
+    captured: list[Any] = []
+    original = render.render_page
+
+    def capture(doc: Any) -> str:
+        captured.append(copy.deepcopy(doc))
+        return original(doc)
+
+    engine = make_engine(f"sqlite:///{demo_master / '.evalops' / 'registry.db'}")
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(render, "render_page", capture)
+            write_site(
+                engine,
+                tmp_path_factory.mktemp("xss-site"),
+                now=parse_timestamp("2026-11-30T12:00:00Z"),
+            )
+    finally:
+        engine.dispose()
+    assert {d["page"] for d in captured} == {
+        "index", "suite", "task", "incident", "waiver", "calibration"
+    }  # fmt: skip
+    return captured
+
+
+def _same_page(bad: dict[str, Any], doc: dict[str, Any]) -> dict[str, Any]:
+    return {**bad, "page": doc["page"], "site": doc["site"]}
+
+
+@pytest.mark.parametrize("offset", OFFSETS)
+def test_site_pages_never_carry_injected_markup(site_documents: list[Any], offset: int) -> None:
+    from evalops.report.site import render_page
+
+    for doc in site_documents:
+        bad = render_page(_same_page(hostile(doc, offset), doc))
+        good = render_page(_same_page(harmless(doc, offset), doc))
+        tree = parse_html(bad)  # strict: no parse error, whatever the text
+        assert_no_active_content(tree, relative=SITE_LINK)
+        assert len(tree.findall(".//style")) == 1
+        assert element_sequence(tree, skip=("a",)) == element_sequence(
+            parse_html(good), skip=("a",)
+        ), doc["page"]
+        # Ids become file names: every link into the site is a plain relative path.
+        for a in tree.iter("a"):
+            href = a.get("href")
+            assert SITE_LINK.fullmatch(href) or urlsplit(href).scheme in ("http", "https"), href
+
+
+@pytest.mark.parametrize("payload", PAYLOADS)
+def test_decision_pages_link_back_safely_whatever_the_suite_id(
+    documents: list[dict[str, Any]], payload: str
+) -> None:
+    from evalops.report.site import decision_page
+
+    page = decision_page(hostile(documents[2], 3), suite_id=payload)
+    tree = parse_html(page)
+    assert_no_active_content(tree, relative=SITE_LINK)
+    nav = tree.find(".//nav")
+    assert nav is not None and next(a.get("href") for a in nav.iter("a")) == "../index.html"
+
+
+def test_invisible_characters_never_reach_a_site_page_raw(site_documents: list[Any]) -> None:
+    import itertools
+
+    from evalops.report.site import render_page
+
+    escaped = "build-125\\u200b\\u2028\\u2029\\u061c\\u202e"
+    for doc in site_documents:
+        bad = strings_replaced(doc, lambda i: f"build-125{INVISIBLE}", itertools.count())
+        text = render_page(_same_page(bad, doc))
+        assert not raw_invisible(text), (
+            doc["page"],
+            sorted(map(hex, map(ord, raw_invisible(text)))),
+        )
+        assert escaped in "".join(parse_html(text).find(".//body").itertext())
 
 
 # Invisible and line-breaking characters: one of each kind the contract names (a zero-width

@@ -1,0 +1,301 @@
+"""`evalops report site`: the static registry site of the demo (docs/site.md).
+
+Every page parses strictly, carries the report CSP and the audit head, holds no script, and
+every relative link resolves; a re-run is byte-identical and rewrites no file; `--suite`
+keeps the site to that suite; task histories flip as the domain's flips do.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import html5lib
+import pytest
+
+from tests.conftest import PINNED_NOW, Cli
+
+PAGE_LINK = re.compile(r"^(\.\./)?(index|[a-z]+/[A-Za-z0-9_-]+)\.html$")
+
+
+def _write(demo: Path, out: Path, *suites: str) -> dict[str, object]:
+    from evalops.domain.vocabulary import parse_timestamp
+    from evalops.services.site import write_site
+    from evalops.store.engine import make_engine
+
+    engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
+    try:
+        result = write_site(engine, out, suites=suites, now=parse_timestamp(PINNED_NOW))
+    finally:
+        engine.dispose()
+    return result.as_dict() | {"written_pages": result.written}
+
+
+@pytest.fixture(scope="module")
+def site(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("site") / "site"
+    _write(demo_master, out)
+    return out
+
+
+def pages(root: Path) -> list[Path]:
+    return sorted(root.rglob("*.html"))
+
+
+def hrefs(tree: object) -> list[str]:
+    return [e.get("href") for e in tree.iter() if isinstance(e.tag, str) and e.get("href")]  # type: ignore[attr-defined]
+
+
+def test_every_kind_of_page_is_written(site: Path) -> None:
+    names = {p.relative_to(site).as_posix() for p in pages(site)}
+    assert {
+        "index.html",
+        "suites/regression_2fcore.html",
+        "decisions/GATE-1.html",
+        "decisions/GATE-2.html",
+        "decisions/GATE-3.html",
+        "tasks/support-refund-in-order.html",
+        "incidents/INC-1.html",
+        "waivers/WVR-1.html",
+        "calibrations/CAL-2.html",
+    } <= names
+
+
+def test_every_page_parses_has_the_head_and_csp_and_no_script(
+    site: Path, demo_master: Path
+) -> None:
+    from tests.audit_recipe import recomputed_head
+
+    seq, head = recomputed_head(demo_master / ".evalops" / "registry.db")
+    for page in pages(site):
+        parser = html5lib.HTMLParser(strict=True, namespaceHTMLElements=False)
+        tree = parser.parse(page.read_text(encoding="utf-8"))
+        assert parser.errors == [], page
+        metas = {m.get("name") or m.get("http-equiv"): m.get("content") for m in tree.iter("meta")}
+        assert metas["evalops-audit-head"] == f"{seq}:{head}", page
+        csp = metas["Content-Security-Policy"]
+        assert "script-src 'none'" in csp and "default-src 'none'" in csp, page
+        assert not list(tree.iter("script")), page
+        assert len(list(tree.iter("style"))) == 1, page
+        text = page.read_text(encoding="utf-8")
+        assert f"evalops-audit-head:{seq}:{head}" in text, page
+
+
+def test_every_relative_link_resolves_and_every_page_is_linked(site: Path) -> None:
+    linked: set[Path] = {(site / "index.html").resolve()}
+    for page in pages(site):
+        tree = html5lib.parse(page.read_text(encoding="utf-8"), namespaceHTMLElements=False)
+        for href in hrefs(tree):
+            parts = urlsplit(href)
+            if parts.scheme in ("http", "https"):
+                continue
+            assert not parts.scheme and not parts.netloc, (page, href)
+            if not parts.path:
+                continue  # a fragment of the page itself
+            target = (page.parent / unquote(parts.path)).resolve()
+            assert target.is_file(), (page, href)
+            assert site.resolve() in target.parents, (page, href)
+            linked.add(target)
+    assert linked == {p.resolve() for p in pages(site)}, "a page no other page links to"
+
+
+def test_rerun_is_byte_identical_and_rewrites_nothing(demo_master: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    first = _write(demo_master, out)
+    assert first["written"] == first["pages"] and first["unchanged"] == 0
+    before = {p: p.read_bytes() for p in pages(out)}
+    for p in before:
+        os.utime(p, (1_000_000, 1_000_000))  # a rewrite would move the mtime
+    again = _write(demo_master, out)
+    assert again["written"] == 0 and again["unchanged"] == first["pages"]
+    assert {p: p.read_bytes() for p in pages(out)} == before
+    assert all(p.stat().st_mtime == 1_000_000 for p in before)
+    # Another directory: the same bytes (nothing depends on where or when it is written).
+    other = tmp_path / "other"
+    _write(demo_master, other)
+    assert {p.relative_to(other): p.read_bytes() for p in pages(other)} == {
+        p.relative_to(out): b for p, b in before.items()
+    }
+
+
+def test_a_damaged_page_is_written_again_and_only_it(demo_master: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    _write(demo_master, out)
+    damaged = out / "decisions" / "GATE-2.html"
+    good = damaged.read_bytes()
+    damaged.write_bytes(good.replace(b"HOLD", b"PASS"))
+    (out / "tasks" / "support-refund-in-order.html").unlink()
+    again = _write(demo_master, out)
+    assert sorted(again["written_pages"]) == [  # type: ignore[type-var]
+        "decisions/GATE-2.html",
+        "tasks/support-refund-in-order.html",
+    ]
+    assert damaged.read_bytes() == good
+
+
+def test_a_new_audit_event_changes_every_page(demo: Path, cli: Cli, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    _write(demo, out)
+    before = {p: p.read_bytes() for p in pages(out)}
+    opened = cli(
+        "incident", "open", "--title", "a new incident", "--severity", "low",
+        "--observed-at", "2026-11-02T09:14:00Z", "--trace-uri", "trace://x", cwd=demo,
+    )  # fmt: skip
+    assert opened.code == 0, opened.stderr
+    result = _write(demo, out)
+    assert result["written"] == result["pages"] == len(before) + 1
+    assert (out / "incidents" / "INC-2.html").is_file()
+
+
+def test_suite_filter_keeps_the_site_to_that_suite(demo_master: Path, tmp_path: Path) -> None:
+    out = tmp_path / "site"
+    _write(demo_master, out, "regression/core")
+    names = {p.relative_to(out).as_posix() for p in pages(out)}
+    assert [n for n in names if n.startswith("suites/")] == ["suites/regression_2fcore.html"]
+    index = (out / "index.html").read_text(encoding="utf-8")
+    assert "regression/core" in index and "capability/agents" not in index
+    for page in pages(out):
+        tree = html5lib.parse(page.read_text(encoding="utf-8"), namespaceHTMLElements=False)
+        for href in hrefs(tree):
+            if PAGE_LINK.match(href):
+                assert (page.parent / href).resolve().is_file(), (page, href)
+
+
+def test_cli_site_json_and_unknown_suite(demo: Path, cli: Cli) -> None:
+    done = cli("--json", "report", "site", "out", "--suite", "regression/core", cwd=demo)
+    assert done.code == 0, done.stderr
+    data = done.json()
+    assert data["index"] == "out/index.html" and data["written"] == data["pages"] > 0
+    assert data["unchanged"] == 0
+    again = cli("--json", "report", "site", "out", "--suite", "regression/core", cwd=demo)
+    assert again.json()["written"] == 0 and again.json()["unchanged"] == data["pages"]
+    human = cli("report", "site", "out", cwd=demo)
+    assert human.code == 0 and "out/index.html" in human.stderr
+    missing = cli("report", "site", "out", "--suite", "no/such", cwd=demo)
+    assert missing.code == 2 and "no/such" in missing.stderr
+
+
+def test_decision_page_is_the_audit_report_with_a_way_back(site: Path, demo_master: Path) -> None:
+    page = (site / "decisions" / "GATE-3.html").read_text(encoding="utf-8")
+    assert '<a href="../index.html">registry index</a>' in page
+    assert '<a href="../suites/regression_2fcore.html">' in page
+    assert "evalops audit report · GATE-3" in page
+
+
+def test_suite_page_chart_has_labelled_axes_build_names_and_a_legend(site: Path) -> None:
+    page = (site / "suites" / "regression_2fcore.html").read_text(encoding="utf-8")
+    chart = page[page.index("<svg") : page.index("</svg>")]
+    assert ">pass^k</text>" in chart and "build, oldest to newest" in chart
+    assert ">build-124</text>" in chart and ">build-125</text>" in chart
+    assert "task passed (task_pass)" in chart and "hard constraint failed" in chart
+    for task in ("support-refund-in-order", "article-publish-approved-revision"):
+        assert task in chart
+
+
+def test_task_page_shows_history_flips_incidents_graders_and_pins(site: Path) -> None:
+    page = (site / "tasks" / "support-refund-policy-explanation.html").read_text(encoding="utf-8")
+    tree = html5lib.parse(page, namespaceHTMLElements=False)
+    text = "".join(tree.find(".//body").itertext())
+    for gate in ("GATE-1", "GATE-2", "GATE-3"):
+        assert gate in text
+    assert "INC-1" in text and "WVR-1" in text and "reply-quality" in text
+    assert "regression/core" in text
+
+
+def test_waiver_and_calibration_pages_say_who_signed(site: Path) -> None:
+    waiver = (site / "waivers" / "WVR-1.html").read_text(encoding="utf-8")
+    assert "unsigned" in waiver and "policy wording fix ships in the next sprint" in waiver
+    calibration = (site / "calibrations" / "CAL-2.html").read_text(encoding="utf-8")
+    assert "unsigned" in calibration and "kappa_vs_majority" in calibration
+
+
+@pytest.fixture(scope="module")
+def golden_site(demo_master: Path) -> dict[str, str]:
+    from tests.golden_reports import render_site
+
+    return render_site(demo_master)
+
+
+@pytest.mark.parametrize("name", __import__("tests.golden_reports").golden_reports.SITE_PAGES)
+def test_site_page_matches_its_golden_file(golden_site: dict[str, str], name: str) -> None:
+    from tests.golden_reports import SITE_GOLDEN
+
+    expected = (SITE_GOLDEN / name).read_text(encoding="utf-8")
+    assert golden_site[name] == expected, f"{name} changed; if intended: make golden-reports"
+
+
+# --- pure parts ------------------------------------------------------------------------------
+
+
+def test_slugs_are_safe_distinct_and_short() -> None:
+    from evalops.report.site import page_path, slug
+
+    ids = ["a/b", "a_2fb", "a b", "A/B", "ä", "..", "", "x" * 300, "x" * 299 + "y", "<s>"]
+    slugs = [slug(i) for i in ids]
+    assert len(set(slugs)) == len(ids)
+    for s in slugs:
+        assert re.fullmatch(r"[A-Za-z0-9_-]+", s) and len(s) <= 140, s
+    assert slug("a/b") == "a_2fb" and slug("a_2fb") == "a_5f2fb"
+    assert page_path("suite", "../../etc") == "suites/_2e_2e_2f_2e_2e_2fetc.html"
+
+
+def _point(gate: str, build: str, state: str | None, n: int | None = 3) -> object:
+    from evalops.services.site import Point
+
+    passed = 3 if state == "task_pass" else 1
+    return Point(gate, build, "pass", "t", n, passed if n else None, 1.0, None, state, "pass")
+
+
+def test_task_history_flips_against_the_build_before() -> None:
+    from evalops.services.site import task_history
+
+    rows = task_history(
+        [
+            _point("GATE-1", "b1", "task_pass"),
+            _point("GATE-2", "b2", "task_fail"),  # regressed since b1
+            _point("GATE-3", "b2", "task_fail"),  # b2 decided again: still since b1
+            _point("GATE-4", "b3", "task_pass"),  # improved since b2
+            _point("GATE-5", "b4", "task_pass"),  # unchanged
+            _point("GATE-6", "b5", None, n=None),  # no trials: missing
+            _point("GATE-7", "b6", "task_pass"),  # no trials before: new
+        ]
+    )
+    assert [(r["flip"], r["since"]) for r in rows] == [
+        (None, None),
+        ("regressed", "b1"),
+        ("regressed", "b1"),
+        ("improved", "b2"),
+        ("unchanged", "b3"),
+        ("missing", "b4"),
+        ("new", "b5"),
+    ]
+
+
+def test_metrics_are_flattened_in_order() -> None:
+    from evalops.services.site import flatten_metrics
+
+    assert flatten_metrics({"a": 1, "b": {"c": [0.12345, 1.0], "d": {}}, "e": None}) == [
+        ["a", "1"],
+        ["b.c", "[0.1235, 1]"],
+        ["b.d", "{}"],
+        ["e", "–"],
+    ]
+
+
+def test_demo_directory_holds_the_site(demo_master: Path) -> None:
+    index = demo_master / "site" / "index.html"
+    assert index.is_file()
+    manifest = json.loads((demo_master / "site" / ".evalops-site.json").read_text())
+    written = {p.relative_to(index.parent).as_posix() for p in pages(index.parent)}
+    assert set(manifest["pages"]) == written
+
+
+def test_timestamps_are_shown_to_the_second() -> None:
+    from evalops.report.site import when
+
+    assert when("2026-11-30T12:00:00.123456Z") == "2026-11-30 12:00:00 UTC"
+    assert when("2026-11-30T12:00:00+02:00") == "2026-11-30 12:00:00 +02:00"
+    assert when(None) == "–" and when("not a time") == "not a time"
