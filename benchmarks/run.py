@@ -1,7 +1,8 @@
 """Run every benchmark: `make bench`.
 
-Issue 13's targets (benchmarks/perf.py, P1-P7) first, then the streaming, report and
-importer benchmarks (import_inspect; import_scale: start-up against the registry's size,
+Issue 13's targets (benchmarks/perf.py, P1-P7) first, then P9 (benchmarks/grown_build.py:
+memory of a decision as the gated build grows), then the streaming, report and importer
+benchmarks (import_inspect; import_scale: start-up against the registry's size,
 memory against the log's). Each prints its own figures; the exit status is 1 if any fails.
 Pass `--quick` for a smaller run of the performance targets (not the issue's sizes).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from benchmarks import import_inspect, import_scale, ingest_memory, perf, report_scale
+from benchmarks import grown_build, import_inspect, import_scale, ingest_memory, perf, report_scale
 
 
 def main() -> int:
@@ -21,6 +22,11 @@ def main() -> int:
     failed = perf.main()
     print()
     sys.argv = sys.argv[:1]  # each benchmark parses its own (default) options
+    if quick:
+        sys.argv += ["--small", "2000", "--runs", "3"]
+    failed |= grown_build.main()
+    print()
+    sys.argv = sys.argv[:1]
     failed |= ingest_memory.main()
     print()
     failed |= report_scale.main()
