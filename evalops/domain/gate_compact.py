@@ -67,6 +67,25 @@ def _exact(value: Fraction) -> str:
     return str(value)
 
 
+class ExactSum:
+    """The exact sum of floats, cheaply: numerators summed per power-of-two denominator (a
+    float is an integer over a power of two), one `Fraction` at the end. Scores and counts
+    have few distinct denominators, so adding a trial costs a dict update, not a gcd."""
+
+    __slots__ = ("_by_denominator",)
+
+    def __init__(self) -> None:
+        self._by_denominator: dict[int, int] = {}
+
+    def add(self, value: float) -> None:
+        numerator, denominator = float(value).as_integer_ratio()
+        found = self._by_denominator
+        found[denominator] = found.get(denominator, 0) + numerator
+
+    def total(self) -> Fraction:
+        return sum((Fraction(n, d) for d, n in sorted(self._by_denominator.items())), Fraction(0))
+
+
 class CompactTrials:
     """One task's trials, added one at a time in stored order, summarized.
 
@@ -79,10 +98,10 @@ class CompactTrials:
         self._single_n = 0
         self._classes: Counter[str] = Counter()
         self._first: dict[str, list[Any]] = {}
-        self._score = Fraction(0)
-        self._gating = Fraction(0)
+        self._score = ExactSum()
+        self._gating = ExactSum()
         self._efficiency_n = 0
-        self._efficiency: dict[str, Fraction] = {key: Fraction(0) for key in EFFICIENCY_KEYS}
+        self._efficiency = {key: ExactSum() for key in EFFICIENCY_KEYS}
         self._fixture_misses = 0
         self._last: dict[str, Any] | None = None
         self._chained: list[dict[str, Any]] = []
@@ -99,13 +118,13 @@ class CompactTrials:
         self._single_n += 1
         self._classes[cls] += 1
         self._first.setdefault(cls, [position, trial["trial_id"]])
-        self._score += Fraction(float(trial["score"]))
-        self._gating += Fraction(counted_gating_score(cls, float(trial["gating_score"])))
+        self._score.add(float(trial["score"]))
+        self._gating.add(counted_gating_score(cls, float(trial["gating_score"])))
         efficiency = trial.get("efficiency")
         if efficiency:
             self._efficiency_n += 1
             for key in EFFICIENCY_KEYS:
-                self._efficiency[key] += Fraction(float(efficiency[key]))
+                self._efficiency[key].add(float(efficiency[key]))
         self._fixture_misses += int(trial.get("fixture_misses", 0))
         self._last = {"position": position, "trajectory": trial.get("trajectory")}
 
@@ -117,10 +136,10 @@ class CompactTrials:
                 "n": self._single_n,
                 "classes": dict(sorted(self._classes.items())),
                 "first": dict(sorted(self._first.items())),
-                "scoreSum": _exact(self._score),
-                "gatingSum": _exact(self._gating),
+                "scoreSum": _exact(self._score.total()),
+                "gatingSum": _exact(self._gating.total()),
                 "efficiencyCount": self._efficiency_n,
-                "efficiencySums": {k: _exact(v) for k, v in self._efficiency.items()},
+                "efficiencySums": {k: _exact(v.total()) for k, v in self._efficiency.items()},
                 "fixtureMisses": self._fixture_misses,
                 "last": self._last,
             },
