@@ -15,7 +15,8 @@ Databases are built once under build/bench/ and reused by later runs.
   small one plus nine earlier builds' trials (`with_history`): stored trials grow 10x, the
   gated build and its stored decision stay the same size.
 - P4 gate check of 10,000 tasks x 5 trials: within 3x of a plain read of the same trial
-  rows; with 2,000,000 trials of other builds in the database, within 1.2x.
+  rows (and within 5x with `--evaluator 4`, per-task summaries); with 2,000,000 trials of
+  other builds in the database, within 1.2x.
 - P5 scaling: gate check, verify, report audit from 1,000 to 10,000 tasks grow at most 12x;
   `trials list --limit 50` at the big database within 1.5x of a small one.
 - P6 start-up: `evalops --help`, `evalops gate check --help` and `evalops validate` of the
@@ -385,8 +386,9 @@ def big_suite(tasks: int, other_builds: int = 0) -> Path:
     return wide
 
 
-def _gate(ws: Path, runs: int) -> dict[str, float]:
+def _gate(ws: Path, runs: int, *extra: str) -> dict[str, float]:
     argv = ["evalops", "gate", "check", "--build", "build-1", "--suite", "regression/bench"]
+    argv += extra
     samples = []
     for _ in range(runs):
         copy = _copy_db(ws, WORK / "p4-run")
@@ -412,6 +414,14 @@ def p4_p5(runs: int) -> bool:
         ours["cpu"] / floor["cpu"],
         3.0,
         f"evalops {_fmt(ours)}; sqlite3 read {_fmt(floor)}",
+    )
+    compact = _gate(ten, runs, "--evaluator", "4")
+    ok &= figure(
+        "P4 gate check --evaluator 4 (per-task summaries), 10,000 tasks x 5 trials, "
+        "evalops/plain read CPU",
+        compact["cpu"] / floor["cpu"],
+        5.0,
+        f"evalops {_fmt(compact)}; sqlite3 read {_fmt(floor)}",
     )
     wide = _gate(big_suite(10_000, other_builds=2_000_000), runs)
     ok &= figure(

@@ -1,10 +1,11 @@
 """Run every benchmark: `make bench`.
 
-The performance targets (benchmarks/perf.py, P1-P7) first, then the streaming, report and
-importer benchmarks (import_inspect; import_scale: start-up against the registry's size,
-memory against the log's), the read commands on the demo registry (read_commands, P8),
-signed acts at scale (authority_scale) and the registry site (report_site: 1,000
-decisions). Each prints its own figures; the exit status is 1 if any fails.
+The performance targets (benchmarks/perf.py, P1-P7) first, then P9 (benchmarks/grown_build.py:
+memory of a decision as the gated build grows), then the streaming, report and importer
+benchmarks (import_inspect; import_scale: start-up against the registry's size, memory
+against the log's), the read commands on the demo registry (read_commands, P8), signed acts
+at scale (authority_scale) and the registry site (report_site: 1,000 decisions). Each prints
+its own figures; the exit status is 1 if any fails.
 Pass `--quick` for a smaller run of the performance targets (not the issue's sizes).
 """
 
@@ -14,6 +15,7 @@ import sys
 
 from benchmarks import (
     authority_scale,
+    grown_build,
     import_inspect,
     import_scale,
     ingest_memory,
@@ -32,6 +34,11 @@ def main() -> int:
     failed = perf.main()
     print()
     sys.argv = sys.argv[:1]  # each benchmark parses its own (default) options
+    if quick:
+        sys.argv += ["--small", "2000", "--runs", "3"]
+    failed |= grown_build.main()
+    print()
+    sys.argv = sys.argv[:1]
     failed |= ingest_memory.main()
     print()
     failed |= report_scale.main()

@@ -6,6 +6,7 @@ import os
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,7 +24,9 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _replay_all(databases: set[Path]) -> list[str]:
-    """Replay every gate decision stored in these databases; list any that differ."""
+    """Replay every gate decision stored in these databases; list any that differ. Each
+    decision of evaluator 3 is also decided by evaluator 4, which must agree
+    (`compact_differences`)."""
     from sqlmodel import select
 
     from evalops.services.gate import replay_row
@@ -39,9 +42,39 @@ def _replay_all(databases: set[Path]) -> list[str]:
                     outcome = replay_row(row)
                     if not outcome["identical"]:
                         problems.append(f"{db}: {row.gate_id}: {outcome['problems']}")
+                    problems += [f"{db}: {p}" for p in compact_differences(session, row)]
         finally:
             engine.dispose()
     return problems
+
+
+def compact_differences(session: Any, row: Any) -> list[str]:
+    """Evaluator 4 decides a stored evaluator-3 decision as evaluator 3 did (docs/gate.md,
+    "Evaluator 4"): from the stored inputs summarized (`compact_inputs`), and from inputs
+    loaded again from the registry at the decision's cutoff by evaluator 4's streaming
+    loader. The only difference allowed is `firstResults` counted by class."""
+    import json
+
+    from evalops.domain.canonical import canonical_json
+    from evalops.domain.gate_compact import compact_inputs, same_decision_as_evaluator_3
+    from evalops.domain.gate_compact import evaluate as evaluate_compact
+    from evalops.services.gate_inputs import GateRequest, build_inputs
+
+    inputs = json.loads(row.inputs)
+    if inputs.get("evaluator") != 3:
+        return []
+    expected = canonical_json(same_decision_as_evaluator_3(json.loads(row.result)))
+    out = []
+    if canonical_json(evaluate_compact(compact_inputs(inputs))) != expected:
+        out.append(f"{row.gate_id}: evaluator 4 over its summarized inputs decides otherwise")
+    if "request" in inputs:
+        loaded = build_inputs(
+            session, GateRequest.from_dict(inputs["request"]), rebuild=True, evaluator=4
+        )
+        loaded["gate_id"] = inputs["gate_id"]
+        if canonical_json(evaluate_compact(loaded)) != expected:
+            out.append(f"{row.gate_id}: evaluator 4 over its loaded inputs decides otherwise")
+    return out
 
 
 @pytest.fixture

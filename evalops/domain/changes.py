@@ -117,14 +117,19 @@ def sides_from_inputs(
     baseline's), summarized by the evaluator that made the decision, under its policy: the
     same pass the paired verdict used."""
     from evalops.domain.gate import EVALUATOR, summarize_task
+    from evalops.domain.gate_compact import EVALUATOR_COMPACT, summarize_compact
     from evalops.domain.legacy.gate_v1 import summarize_task as summarize_task_v1
     from evalops.domain.specs import GatePolicy
 
-    summarize = summarize_task if inputs.get("evaluator", 1) == EVALUATOR else summarize_task_v1
+    version = inputs.get("evaluator", 1)
+    summarize: Any = summarize_task if version == EVALUATOR else summarize_task_v1
+    if version == EVALUATOR_COMPACT:
+        summarize = summarize_compact
     policy = GatePolicy.model_validate(inputs["policy"])
     out: dict[str, TaskSide] = {}
     for task in tasks:
-        if not task["trials"]:
+        # An evaluator-4 task input counts its trials instead of listing them.
+        if not (task["trialCount"] if "trialCount" in task else task["trials"]):
             continue
         s = summarize(task, policy)
         if s.n:

@@ -169,6 +169,10 @@ def evaluate_stored(inputs: Mapping[str, Any]) -> dict[str, Any]:
     version = inputs.get("evaluator", 1)
     if version == EVALUATOR:
         return evaluate(inputs)
+    if version == 4:
+        from evalops.domain.gate_compact import evaluate as evaluate_compact
+
+        return evaluate_compact(inputs)
     if version == 2:
         from evalops.domain.legacy.gate_v2 import evaluate as evaluate_v2
 

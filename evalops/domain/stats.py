@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -77,22 +77,31 @@ def task_block(t: TaskTrials) -> dict[str, Any]:
     pass@k and pass^k are null when fewer than k trials exist: they are never computed
     with a smaller k (docs/gate.md), which would overstate pass^k.
     """
-    defined = t.n >= t.k
+    return counts_block(t.n, t.c, t.k, mean(t.scores))
+
+
+def counts_block(n: int, c: int, k: int, mean_score: float | None) -> dict[str, Any]:
+    """`task_block` from the counts alone (the compact evaluator keeps no per-trial list)."""
+    defined = n >= k
     return {
-        "n": t.n,
-        "passedCount": t.c,
-        "meanScore": mean(t.scores),
-        "passAtK": float(pass_at_k(t.n, t.c, t.k)) if defined else None,
-        "passHatK": float(pass_hat_k(t.n, t.c, t.k)) if defined else None,
+        "n": n,
+        "passedCount": c,
+        "meanScore": mean_score,
+        "passAtK": float(pass_at_k(n, c, k)) if defined else None,
+        "passHatK": float(pass_hat_k(n, c, k)) if defined else None,
     }
 
 
 def trial_stats(tasks: Sequence[TaskTrials]) -> dict[str, Any]:
     """Suite `trialStats`: shared k, means of passAtK / passHatK, clustered scoreStderr."""
-    with_trials = [t for t in tasks if t.n]
-    blocks = [task_block(t) for t in with_trials]
+    return blocks_stats([(t.k, task_block(t)) for t in tasks if t.n])
+
+
+def blocks_stats(with_trials: Sequence[tuple[int, Mapping[str, Any]]]) -> dict[str, Any]:
+    """`trial_stats` from each task's (k, block), tasks with trials only."""
+    blocks = [b for _, b in with_trials]
     out: dict[str, Any] = {"taskCount": len(with_trials)}
-    ks = {t.k for t in with_trials}
+    ks = {k for k, _ in with_trials}
     if len(ks) == 1:
         out["k"] = ks.pop()
     defined = [b for b in blocks if b["passAtK"] is not None]

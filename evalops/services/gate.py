@@ -21,7 +21,7 @@ from evalops.domain.canonical import (
     canonical_json_document,
     sha256_digest,
 )
-from evalops.domain.gate import evaluate, evaluate_stored
+from evalops.domain.gate import EVALUATOR, evaluate, evaluate_stored
 from evalops.domain.regression import METHODS
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError, VerificationError
@@ -83,8 +83,10 @@ def dry_run_check(
     execution_id: str | None = None,
     baseline: str | None = None,
     policy: str | None = None,
+    evaluator: int = EVALUATOR,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Evaluate without storing anything (a policy FILE is allowed): (decision, inputs)."""
+    """Evaluate without storing anything (a policy FILE is allowed): (decision, inputs).
+    `evaluator` is the rules version (docs/gate.md, "Evaluator versions")."""
     with read_session(engine) as session:
         ref, document, policy_digest = _policy_choice(session, policy, dry_run=True)
         request = request_for(
@@ -98,11 +100,16 @@ def dry_run_check(
             policy=ref,
         )
         inputs = build_inputs(
-            session, request, policy_doc=document, policy_digest=policy_digest, dry_run=True
+            session,
+            request,
+            policy_doc=document,
+            policy_digest=policy_digest,
+            dry_run=True,
+            evaluator=evaluator,
         )
         inputs["gate_id"] = "dry-run"
         result = {
-            **evaluate(inputs),
+            **evaluate_stored(inputs),
             "policy": named_in(inputs),
             "stored": False,
             "audit_head": _head(session),
@@ -121,8 +128,10 @@ def check(
     execution_id: str | None = None,
     baseline: str | None = None,
     policy: str | None = None,
+    evaluator: int = EVALUATOR,
 ) -> dict[str, Any]:
-    """Evaluate, store and audit one gate decision; returns the decision."""
+    """Evaluate, store and audit one gate decision; returns the decision. `evaluator` is
+    the rules version its inputs are loaded for (docs/gate.md, "Evaluator versions")."""
     with write_session(engine) as session:
         ref, document, policy_digest = _policy_choice(session, policy, dry_run=False)
         request = request_for(
@@ -135,10 +144,12 @@ def check(
             baseline=baseline,
             policy=ref,
         )
-        inputs = build_inputs(session, request, policy_doc=document, policy_digest=policy_digest)
+        inputs = build_inputs(
+            session, request, policy_doc=document, policy_digest=policy_digest, evaluator=evaluator
+        )
         number = (session.exec(select(func.max(GateDecision.number))).one() or 0) + 1
         inputs["gate_id"] = f"GATE-{number}"
-        result = evaluate(inputs)
+        result = evaluate_stored(inputs)
         inputs_bytes = canonical_json_document(inputs)
         result_bytes = canonical_json_document(result)
         row = GateDecision(

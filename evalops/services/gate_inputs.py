@@ -18,6 +18,7 @@ from sqlmodel import Session, col, func, select
 
 from evalops.domain.canonical import plain_number
 from evalops.domain.gate import EVALUATOR
+from evalops.domain.gate_compact import EVALUATOR_COMPACT, CompactTrials
 from evalops.domain.specs import GatePolicy
 from evalops.domain.trajectory import TrajectoryResult
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
@@ -394,6 +395,71 @@ def task_inputs(
     ]
 
 
+def _chained_ids(session: Session, execution: ExecutionProfileRow, cutoff: int) -> set[str]:
+    """Every trial id a trial of the build names as its parent: the trials an evaluator-4
+    summary keeps in full (reruns are few; the rest are counted)."""
+    rows = session.connection().execute(
+        select(Trial.parent_trial_id)
+        .where(
+            Trial.execution_digest == execution.execution_digest,
+            col(Trial.parent_trial_id).is_not(None),
+            upto(Trial.audit_seq, cutoff),
+        )
+        .distinct()
+    )
+    return {str(parent) for (parent,) in rows}
+
+
+def compact_task_inputs(
+    session: Session,
+    defs: Definitions,
+    members: list[queries.Member],
+    execution: ExecutionProfileRow,
+    cutoff: int,
+    heads: dict[str, dict[str, Any]],
+) -> list[dict[str, Any]]:
+    """`task_inputs` for evaluator 4: the same rows, read the same way, each trial's input
+    added to its task's summary as it is read and let go (docs/gate.md, "Evaluator 4"), so
+    memory follows the number of tasks and reruns, not of trials."""
+    older = _older_counts(session, execution, cutoff)
+    rederive_ = StaleClassifications(session, defs)
+    chained = _chained_ids(session, execution, cutoff)
+    members_by_id = {m.task_id: m for m in members}
+    summaries = {m.task_id: CompactTrials(chained) for m in members}
+    ignored: dict[str, dict[str, int]] = {
+        m.task_id: ({"older_execution_digest": older[m.task_id]} if older.get(m.task_id) else {})
+        for m in members
+    }
+    rows: Any = session.connection().execute(
+        select(*_TRIAL_COLUMNS)  # type: ignore[call-overload]
+        .where(
+            Trial.execution_digest == execution.execution_digest,
+            upto(Trial.audit_seq, cutoff),
+        )
+        .order_by(col(Trial.id))
+    )
+    for row in rows:
+        m = members_by_id.get(row.task_id)
+        if m is None:
+            continue
+        if row.task_digest != m.task_digest:
+            key = "other_task_revision"
+        elif row.grader_set_digest != m.grader_set_digest:
+            key = "other_grader_set_version"
+        else:
+            summaries[m.task_id].add(_trial_input(session, defs, rederive_, row))
+            continue
+        ignored[m.task_id][key] = ignored[m.task_id].get(key, 0) + 1
+    return [
+        {
+            **heads[m.task_id],
+            **summaries.pop(m.task_id).document(),
+            "ignoredTrials": dict(sorted(ignored[m.task_id].items())),
+        }
+        for m in members
+    ]
+
+
 # ----------------------------------------------------------------------------- waivers
 
 
@@ -479,6 +545,7 @@ def _baseline_block(
     defs: Definitions,
     members: list[queries.Member],
     heads: dict[str, dict[str, Any]],
+    evaluator: int,
 ) -> dict[str, Any] | None:
     rule = policy.critical_regressions
     baseline = request.baseline
@@ -508,7 +575,8 @@ def _baseline_block(
             )
         base_exec = execution_for(session, baseline, None, request.cutoff)
         block["execution_digest"] = base_exec.execution_digest
-        block["tasks"] = task_inputs(session, defs, members, base_exec, request.cutoff, heads)
+        load = compact_task_inputs if evaluator >= EVALUATOR_COMPACT else task_inputs
+        block["tasks"] = load(session, defs, members, base_exec, request.cutoff, heads)
     return block
 
 
@@ -546,6 +614,7 @@ def build_inputs(
     defs = Definitions(session, cutoff, pass_class_exempt=evaluator < 3)
     heads = member_heads(defs, members)
     run = queries.latest_sync_run(session, cutoff)
+    load = compact_task_inputs if evaluator >= EVALUATOR_COMPACT else task_inputs
     return {
         "evaluator": evaluator,
         "request": request.as_dict(),
@@ -561,10 +630,10 @@ def build_inputs(
         "policy": policy_doc,
         "policy_digest": policy_digest,
         "evaluated_at": request.at,
-        "tasks": task_inputs(session, defs, members, execution, cutoff, heads),
+        "tasks": load(session, defs, members, execution, cutoff, heads),
         "waivers": waiver_facts(session, request.build, cutoff),
         "refused_waivers": refused_waivers(session, request.build, request.suite_id, cutoff),
-        "baseline": _baseline_block(session, request, policy, defs, members, heads),
+        "baseline": _baseline_block(session, request, policy, defs, members, heads, evaluator),
     }
 
 

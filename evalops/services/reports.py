@@ -91,9 +91,46 @@ def audit_document(engine: Engine, gate_id: str, *, now: datetime) -> dict[str, 
         return stored_document(session, row, now=now)
 
 
+def listed_trials(session: Session, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The decision's inputs with every task's trials listed, as a report shows them.
+
+    Evaluator 4 stores per-task summaries, not trials (docs/gate.md, "Evaluator 4"): the
+    trials are loaded again from the registry as it stood at the decision's cutoff (the
+    rows `verify` checks the summaries against), one input per trial as evaluator 3
+    stores them. Earlier decisions list their trials already."""
+    from evalops.domain.gate_compact import EVALUATOR_COMPACT
+    from evalops.services.gate_inputs import GateRequest, build_inputs
+
+    if int(inputs.get("evaluator", 1)) < EVALUATOR_COMPACT:
+        return inputs
+    request = GateRequest.from_dict(dict(inputs["request"]))
+    listed = build_inputs(
+        session,
+        request,
+        policy_doc=dict(inputs["policy"]),
+        policy_digest=str(inputs["policy_digest"]),
+        dry_run=True,
+        evaluator=EVALUATOR_COMPACT - 1,
+    )
+
+    def with_trials(
+        tasks: Sequence[Mapping[str, Any]], loaded: Sequence[Mapping[str, Any]]
+    ) -> list[dict[str, Any]]:
+        trials = {t["task_id"]: t["trials"] for t in loaded}
+        return [{**t, "trials": trials.get(t["task_id"], [])} for t in tasks]
+
+    view = {**inputs, "tasks": with_trials(inputs["tasks"], listed["tasks"])}
+    baseline = inputs.get("baseline")
+    if baseline and "tasks" in baseline:
+        loaded = (listed.get("baseline") or {}).get("tasks", [])
+        view["baseline"] = {**baseline, "tasks": with_trials(baseline["tasks"], loaded)}
+    return view
+
+
 def stored_document(session: Session, row: GateDecision, *, now: datetime) -> dict[str, Any]:
     result = json.loads(row.result)
-    inputs = json.loads(row.inputs)
+    stored_inputs = json.loads(row.inputs)
+    inputs = listed_trials(session, stored_inputs)
     resolved = resolve(
         session,
         result=result,
@@ -106,7 +143,7 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> di
     resolved["previous_decision"] = previous_decision(
         session, inputs, before=row.number, build=row.build
     )
-    return assemble(
+    document = assemble(
         result=result,
         inputs=inputs,
         resolved=resolved,
@@ -118,6 +155,8 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> di
         decision_event=anchor(session.get(AuditEvent, row.audit_seq)),
         rendered_at=format_timestamp(now),
     )
+    document["inputs"] = stored_inputs  # verbatim, as stored
+    return document
 
 
 def unstored_document(
@@ -125,7 +164,9 @@ def unstored_document(
 ) -> dict[str, Any]:
     """The report document of a decision that was evaluated but not stored (a dry run):
     resolved as of `now`, anchored to the chain head, with no decision event."""
+    stored_inputs = inputs
     with read_session(engine) as session:
+        inputs = listed_trials(session, stored_inputs)
         resolved = resolve(
             session,
             result=result,
@@ -137,18 +178,20 @@ def unstored_document(
         resolved["previous_decision"] = previous_decision(
             session, inputs, before=None, build=inputs["build"]
         )
-        return assemble(
+        document = assemble(
             result=result,
             inputs=inputs,
             resolved=resolved,
             decided_at=None,
             decided_by=None,
-            inputs_digest=digest(dict(inputs)),
+            inputs_digest=digest(dict(stored_inputs)),
             result_digest=digest(dict(result)),
             audit_head=anchor(chain_head(session)),
             decision_event=None,
             rendered_at=format_timestamp(now),
         )
+        document["inputs"] = dict(stored_inputs)
+        return document
 
 
 # --- resolution (reads the database) ---------------------------------------------------
@@ -791,8 +834,14 @@ def ignored_by_reason(value: Any) -> dict[str, int]:
     return {}
 
 
-def _first_results(first: Mapping[str, str]) -> str:
-    counts = Counter(first.values())
+def _first_results(task: Mapping[str, Any]) -> str:
+    """Originals by their own class: evaluator 4 counts them, earlier ones list them."""
+    listed = task.get("firstResultCounts")
+    counts = (
+        Counter({str(k): int(v) for k, v in listed.items()})
+        if listed is not None
+        else Counter((task.get("firstResults") or {}).values())
+    )
     return ", ".join(
         f"{n} {cls}" for cls, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
     )
@@ -883,7 +932,7 @@ def assemble(
                 ),
                 "eval_case_digest": facts.get("eval_case_digest"),
                 "incidents": facts.get("incidents", []),
-                "first_result": _first_results(first),
+                "first_result": _first_results(t),
                 "score_grader": facts.get("score_grader"),
                 "evaluator_type": facts.get("evaluator_type"),
                 "ignored": ignored_by_reason(t.get("ignoredTrials")),
@@ -911,7 +960,12 @@ def assemble(
                         )
                     ),
                     "parent_trial_id": trial.get("parent_trial_id"),
-                    "first_result": trial["trial_id"] in first,
+                    # An original's own result is its first (evaluator 4 lists no ids).
+                    "first_result": (
+                        trial["trial_id"] in first
+                        if "firstResultCounts" not in t
+                        else trial.get("parent_trial_id") is None
+                    ),
                     "rerun_not_permitted": trial["trial_id"] in not_permitted,
                     "fixture_misses": trial.get("fixture_misses", 0),
                     "trial_index": fact.get("trial_index"),

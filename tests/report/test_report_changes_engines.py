@@ -95,3 +95,32 @@ def test_previous_decision_and_every_flip_kind(engine_ws: tuple[Path, str], cli:
     assert [f for f, _ in flips(ch)].count("regressed") == (
         fail["regression"]["discordant"]["baselineOnlyPassed"]
     )
+
+
+def test_evaluator_4_decides_replays_and_verifies_on_both_engines(
+    engine_ws: tuple[Path, str], cli: Cli
+) -> None:
+    """The streaming loader of evaluator 4 (a DISTINCT read of parent ids, then the build's
+    rows) on both engines: the same decision as evaluator 3 at the same moment, a rerun
+    chain kept in full, and the stored decision replays and verifies."""
+    ws, url = engine_ws
+    ten = "regression/ten"
+    runs = {}
+    for evaluator in ("3", "4"):
+        out = cli("--db", url, "--json", "gate", "check", "--build", "build-ten-rerun",
+                  "--suite", ten, "--evaluator", evaluator, "--at", "2030-01-01T00:00:00Z",
+                  cwd=ws)  # fmt: skip
+        assert out.code in (0, 3, 4), out.stderr
+        runs[evaluator] = json.loads(out.stdout)
+    three, four = runs["3"], runs["4"]
+    assert four["decision"] == three["decision"]
+    for a, b in zip(three["tasks"], four["tasks"], strict=True):
+        assert {k: v for k, v in a.items() if k != "firstResults"} == {
+            k: v for k, v in b.items() if k != "firstResultCounts"
+        }
+        assert sum(b["firstResultCounts"].values()) == len(a["firstResults"])
+    assert four["tasks"][0]["rerunCount"] == 1
+    replay = cli("--db", url, "gate", "replay", four["gate_id"], cwd=ws)
+    assert replay.code == 0, replay.stdout + replay.stderr
+    verified = cli("--db", url, "verify", cwd=ws)
+    assert verified.code == 0, verified.stderr

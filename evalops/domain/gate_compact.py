@@ -1,0 +1,521 @@
+"""Evaluator 4: the same rules as evaluator 3 (`domain.gate`), over a compact inputs document.
+
+Evaluator 3 stores every trial's input in a decision, so a decision's size, and the memory
+of everything that reads it, follows the gated build. Evaluator 4 stores one summary per
+task instead (docs/gate.md, "Evaluator 4"), whose size does not grow with the task's trials:
+
+- `single`: the trials in no rerun chain (neither a rerun nor the parent of one). Each of
+  them is an original and stands for itself whatever the policy's rerun limits, so counts
+  are enough: trials by class, the first trial of each class (the reasons name it), exact
+  sums of scores, gating scores and efficiency counts (`Fraction` text, so the means are
+  the correctly rounded ones evaluator 3 computes with `math.fsum`), fixture misses, and
+  the last one's trajectory.
+- `chained`: every trial of a rerun chain, in full, with its position among the task's
+  trials: which rerun stands in depends on the policy, so these are resolved here as
+  evaluator 3 resolves them.
+
+A decision of evaluator 4 says the same as evaluator 3 over the same trials, except that a
+task's `firstResults` (every original trial's id and class) becomes `firstResultCounts`
+(originals by class). `compact_task` turns an evaluator-3 task input into its summary, the
+input loader feeds `CompactTrials` one trial at a time; the differential tests hold the two
+evaluators to the same decisions.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from evalops.domain.classify import counted_gating_score
+from evalops.domain.gate import (
+    EFFICIENCY_KEYS,
+    FAILING,
+    INVALID_RUNS,
+    _effect,
+    _highest,
+    _ignored_by_reason,
+    _refused_by_policy,
+    _waiver_accounting,
+)
+from evalops.domain.regression import TaskOutcome, paired_verdict
+from evalops.domain.reruns import TrialNode, resolve_reruns
+from evalops.domain.specs import GatePolicy
+from evalops.domain.stats import blocks_stats, counts_block
+from evalops.domain.vocabulary import EVIDENCE_BLOCKED, parse_timestamp
+from evalops.domain.waivers import WaiverFact, covers, validity_at
+
+EVALUATOR_COMPACT = 4
+HARD = "hard_constraint_fail"
+# What a chained trial keeps: every field of its evaluator-3 input, plus its position.
+CHAINED_KEYS = (
+    "trial_id",
+    "parent_trial_id",
+    "classification",
+    "score",
+    "gating_score",
+    "trajectory",
+    "efficiency",
+    "fixture_misses",
+)
+
+
+def _exact(value: Fraction) -> str:
+    """An exact sum as JSON text ("3/2"): a float would round, and the means must not."""
+    return str(value)
+
+
+class ExactSum:
+    """The exact sum of floats, cheaply: numerators summed per power-of-two denominator (a
+    float is an integer over a power of two), one `Fraction` at the end. Scores and counts
+    have few distinct denominators, so adding a trial costs a dict update, not a gcd."""
+
+    __slots__ = ("_by_denominator",)
+
+    def __init__(self) -> None:
+        self._by_denominator: dict[int, int] = {}
+
+    def add(self, value: float) -> None:
+        numerator, denominator = float(value).as_integer_ratio()
+        found = self._by_denominator
+        found[denominator] = found.get(denominator, 0) + numerator
+
+    def total(self) -> Fraction:
+        return sum((Fraction(n, d) for d, n in sorted(self._by_denominator.items())), Fraction(0))
+
+
+class CompactTrials:
+    """One task's trials, added one at a time in stored order, summarized.
+
+    `chained_ids` are the trial ids named as a parent by any trial of the build (a
+    superset is harmless: a chained trial without reruns resolves to itself)."""
+
+    def __init__(self, chained_ids: Iterable[str] = ()) -> None:
+        self._parents = set(chained_ids)
+        self._position = 0
+        self._single_n = 0
+        self._classes: Counter[str] = Counter()
+        self._first: dict[str, list[Any]] = {}
+        self._score = ExactSum()
+        self._gating = ExactSum()
+        self._efficiency_n = 0
+        self._efficiency = {key: ExactSum() for key in EFFICIENCY_KEYS}
+        self._fixture_misses = 0
+        self._last: dict[str, Any] | None = None
+        self._chained: list[dict[str, Any]] = []
+
+    def add(self, trial: Mapping[str, Any]) -> None:
+        position = self._position
+        self._position += 1
+        if trial["parent_trial_id"] is not None or trial["trial_id"] in self._parents:
+            node = {key: trial.get(key) for key in CHAINED_KEYS}
+            node["position"] = position
+            self._chained.append(node)
+            return
+        cls = trial["classification"]
+        self._single_n += 1
+        self._classes[cls] += 1
+        self._first.setdefault(cls, [position, trial["trial_id"]])
+        self._score.add(float(trial["score"]))
+        self._gating.add(counted_gating_score(cls, float(trial["gating_score"])))
+        efficiency = trial.get("efficiency")
+        if efficiency:
+            self._efficiency_n += 1
+            for key in EFFICIENCY_KEYS:
+                self._efficiency[key].add(float(efficiency[key]))
+        self._fixture_misses += int(trial.get("fixture_misses", 0))
+        self._last = {"position": position, "trajectory": trial.get("trajectory")}
+
+    def document(self) -> dict[str, Any]:
+        """`{trialCount, single, chained}`: the trials part of an evaluator-4 task input."""
+        return {
+            "trialCount": self._position,
+            "single": {
+                "n": self._single_n,
+                "classes": dict(sorted(self._classes.items())),
+                "first": dict(sorted(self._first.items())),
+                "scoreSum": _exact(self._score.total()),
+                "gatingSum": _exact(self._gating.total()),
+                "efficiencyCount": self._efficiency_n,
+                "efficiencySums": {k: _exact(v.total()) for k, v in self._efficiency.items()},
+                "fixtureMisses": self._fixture_misses,
+                "last": self._last,
+            },
+            "chained": self._chained,
+        }
+
+
+def compact_task(task: Mapping[str, Any]) -> dict[str, Any]:
+    """An evaluator-3 task input (with `trials`) as its evaluator-4 summary."""
+    trials = list(task["trials"])
+    summary = CompactTrials(t["parent_trial_id"] for t in trials if t["parent_trial_id"])
+    for trial in trials:
+        summary.add(trial)
+    out = {key: value for key, value in task.items() if key != "trials"}
+    return {**out, **summary.document()}
+
+
+def compact_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """Evaluator-3 inputs as evaluator-4 inputs (the same facts, tasks summarized)."""
+    out = dict(inputs)
+    out["evaluator"] = EVALUATOR_COMPACT
+    out["tasks"] = [compact_task(t) for t in inputs["tasks"]]
+    baseline = inputs.get("baseline")
+    if baseline is not None and "tasks" in baseline:
+        out["baseline"] = {**baseline, "tasks": [compact_task(t) for t in baseline["tasks"]]}
+    return out
+
+
+# ------------------------------------------------------------------------------ evaluation
+
+
+@dataclass(frozen=True)
+class CompactSummary:
+    state: str
+    n: int
+    passed_count: int
+    passed: bool
+    k: int
+    block: dict[str, Any]
+    gating_score: float | None
+    failing: tuple[str, ...]
+    invalid_count: int
+    rerun_count: int
+    not_permitted: tuple[str, ...]
+    trajectory: dict[str, Any] | None
+    efficiency: dict[str, float | None]
+    fixture_misses: int
+    why: str
+    first_result_counts: dict[str, int]
+
+    @property
+    def mean_score(self) -> float | None:
+        return self.block["meanScore"]  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class _Effective:
+    """The trials that count: counts and exact sums, and the chains' stand-ins, each with
+    the position of the original it stands for."""
+
+    classes: Counter[str]
+    n: int
+    score: Fraction
+    gating: Fraction
+    efficiency_n: int
+    efficiency: dict[str, Fraction]
+    fixture_misses: int
+    chained: list[tuple[int, Mapping[str, Any]]]
+
+
+def _effective(task: Mapping[str, Any], limits: Mapping[str, int]) -> tuple[_Effective, Any]:
+    single = task["single"]
+    chained = task["chained"]
+    outcome = resolve_reruns(
+        [TrialNode(t["trial_id"], t["parent_trial_id"], t["classification"]) for t in chained],
+        limits,
+    )
+    by_id = {t["trial_id"]: t for t in chained}
+    originals = [t for t in chained if t["parent_trial_id"] is None]
+    standing = [
+        (o["position"], by_id[i]) for o, i in zip(originals, outcome.effective, strict=True)
+    ]
+    classes = Counter({str(k): int(v) for k, v in single["classes"].items()})
+    score = Fraction(single["scoreSum"])
+    gating = Fraction(single["gatingSum"])
+    efficiency = {k: Fraction(v) for k, v in single["efficiencySums"].items()}
+    efficiency_n = int(single["efficiencyCount"])
+    misses = int(single["fixtureMisses"])
+    for _, t in standing:
+        cls = t["classification"]
+        classes[cls] += 1
+        score += Fraction(float(t["score"]))
+        gating += Fraction(counted_gating_score(cls, float(t["gating_score"])))
+        if t.get("efficiency"):
+            efficiency_n += 1
+            for key in EFFICIENCY_KEYS:
+                efficiency[key] += Fraction(float(t["efficiency"][key]))
+        misses += int(t.get("fixture_misses", 0))
+    found = _Effective(
+        classes=classes,
+        n=int(single["n"]) + len(standing),
+        score=score,
+        gating=gating,
+        efficiency_n=efficiency_n,
+        efficiency=efficiency,
+        fixture_misses=misses,
+        chained=standing,
+    )
+    return found, outcome
+
+
+def _mean(total: Fraction, n: int) -> float | None:
+    # float(Fraction) is correctly rounded, as `math.fsum` is: the same mean evaluator 3 has.
+    return float(total) / n if n else None
+
+
+def _first(
+    cls: str, single: Mapping[str, Any], candidates: Sequence[tuple[int, Mapping[str, Any]]]
+) -> str:
+    """The trial id of the first trial of class `cls`, by position."""
+    found = [(p, t["trial_id"]) for p, t in candidates if t["classification"] == cls]
+    if cls in single["first"]:
+        position, trial_id = single["first"][cls]
+        found.append((int(position), trial_id))
+    return str(min(found)[1])
+
+
+def _state(task: Mapping[str, Any], eff: _Effective, passes: bool, passed: int) -> tuple[str, str]:
+    """The task's state and why, in evaluator 3's order and words."""
+    single = task["single"]
+    plan = task["plan"]
+    count = int(plan["count"])
+    if int(single["classes"].get(HARD, 0)) or any(
+        t["classification"] == HARD for t in task["chained"]
+    ):
+        everything = [(int(t["position"]), t) for t in task["chained"]]
+        return HARD, f"hard constraint failed in {_first(HARD, single, everything)}"
+    blocked = [c for c in eff.classes if c in EVIDENCE_BLOCKED and eff.classes[c]]
+    if blocked:
+        state = _highest(blocked)
+        return state, f"{state} in {_first(state, single, eff.chained)}"
+    if eff.n < count:
+        why = (
+            "no trials for this build"
+            if not eff.n
+            else f"{eff.n} effective trials, trials.count is {count}"
+        )
+        return "missing_required_evidence", why
+    if passes:
+        return "task_pass", f"{passed}/{eff.n} passed ({plan['passRule']})"
+    failing = [c for c in eff.classes if c in FAILING and eff.classes[c]]
+    state = _highest(failing) if failing else "task_fail"
+    return state, f"{eff.n - passed}/{eff.n} trials failed (passRule {plan['passRule']})"
+
+
+def _passes(rule: str, eff: _Effective, passed: int, pass_score: float) -> bool:
+    """`passes_rule` of `domain.stats`, from counts and the exact gating sum."""
+    if not eff.n:
+        return False
+    if rule == "all":
+        return passed == eff.n
+    if rule == "any":
+        return passed > 0
+    m = _mean(eff.gating, eff.n)
+    return m is not None and m >= pass_score
+
+
+def _trajectory(task: Mapping[str, Any], eff: _Effective) -> dict[str, Any] | None:
+    """The trajectory of the last effective trial (by its original's position)."""
+    last = task["single"]["last"]
+    best: tuple[int, Any] | None = (int(last["position"]), last["trajectory"]) if last else None
+    for position, t in eff.chained:
+        if best is None or position > best[0]:
+            best = (position, t.get("trajectory"))
+    return best[1] if best else None
+
+
+def summarize_compact(task: Mapping[str, Any], policy: GatePolicy) -> CompactSummary:
+    """`domain.gate.summarize_task` over an evaluator-4 task summary."""
+    plan = task["plan"]
+    limits = {str(k): v for k, v in policy.reruns.max_attempts_by_class.items()}
+    eff, outcome = _effective(task, limits)
+    passed = eff.classes.get("task_pass", 0)
+    passes = _passes(plan["passRule"], eff, passed, float(plan["passScore"]))
+    state, why = _state(task, eff, passes, passed)
+    k = int(plan.get("k") or plan["count"])
+    all_classes = Counter(task["single"]["classes"]) + Counter(
+        t["classification"] for t in task["chained"]
+    )
+    originals = Counter(task["single"]["classes"]) + Counter(
+        t["classification"] for t in task["chained"] if t["parent_trial_id"] is None
+    )
+    present_failing = {c for c in eff.classes if c in FAILING and eff.classes[c]}
+    return CompactSummary(
+        state=state,
+        n=eff.n,
+        passed_count=passed,
+        passed=passes and eff.n >= 1,
+        k=k,
+        block=counts_block(eff.n, passed, k, _mean(eff.score, eff.n)),
+        gating_score=_mean(eff.gating, eff.n),
+        failing=tuple(sorted({state, *present_failing} & set(FAILING))),
+        invalid_count=sum(all_classes.get(c, 0) for c in INVALID_RUNS),
+        rerun_count=outcome.rerun_count,
+        not_permitted=tuple(sorted(outcome.not_permitted)),
+        trajectory=_trajectory(task, eff),
+        efficiency={key: _mean(eff.efficiency[key], eff.efficiency_n) for key in EFFICIENCY_KEYS},
+        fixture_misses=eff.fixture_misses,
+        why=why,
+        first_result_counts={c: n for c, n in sorted(originals.items()) if n},
+    )
+
+
+def _task_row(
+    task: Mapping[str, Any], s: CompactSummary, effect: str, waiver_id: str | None
+) -> dict[str, Any]:
+    return {
+        "task_id": task["task_id"],
+        "state": s.state,
+        "effect": effect,
+        "risk": task["risk"],
+        "n": s.n,
+        "passedCount": s.passed_count,
+        "meanScore": s.mean_score,
+        "gatingScore": s.gating_score,
+        "passAtK": s.block["passAtK"],
+        "passHatK": s.block["passHatK"],
+        "invalidCount": s.invalid_count,
+        "rerunCount": s.rerun_count,
+        "waiver_id": waiver_id,
+        "trajectory": s.trajectory,
+        "efficiency": s.efficiency,
+        "fixtureMissCount": s.fixture_misses,
+        "ignoredTrials": dict(task.get("ignoredTrials", {})),
+        "rerunsNotPermitted": list(s.not_permitted),
+        "firstResultCounts": s.first_result_counts,
+        "reason": s.why,
+    }
+
+
+def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The decision for one build on one suite, from evaluator-4 inputs: evaluator 3's
+    `evaluate` step for step, over task summaries."""
+    policy = GatePolicy.model_validate(inputs["policy"])
+    at = parse_timestamp(inputs["evaluated_at"])
+    build = inputs["build"]
+    suite_id = inputs["suite"]["id"]
+    in_scope = [
+        w
+        for w in (WaiverFact.from_dict(d) for d in inputs["waivers"])
+        if w.build == build and w.suite_id == suite_id
+    ]
+    risks = {t["task_id"]: t["risk"] for t in inputs["tasks"]}
+    refused = _refused_by_policy(in_scope, risks, policy)
+    usable_now = [
+        w for w in in_scope if w.waiver_id not in refused and validity_at(w, at) == "valid"
+    ]
+    applied: list[str] = []
+    blocks: list[str] = []
+    holds: list[str] = []
+    tasks_out: list[dict[str, Any]] = []
+    summaries: dict[str, CompactSummary] = {}
+    for task in sorted(inputs["tasks"], key=lambda t: t["task_id"]):
+        s = summarize_compact(task, policy)
+        summaries[task["task_id"]] = s
+        effect = _effect(s.state, task["risk"])
+        waiver_id = None
+        if effect == "hold" and s.state in FAILING:
+            usable = [
+                w
+                for w in usable_now
+                if covers(
+                    w, task_id=task["task_id"], suite_id=suite_id, build=build, failing=s.failing
+                )
+            ]
+            if usable:
+                waiver_id = sorted(usable, key=lambda w: w.waiver_id)[0].waiver_id
+                applied.append(waiver_id)
+                effect = "pass"
+        line = f"{task['task_id']} ({task['risk']}): {s.state} -> {effect}; {s.why}"
+        if waiver_id:
+            line += f"; waived by {waiver_id}"
+        if effect == "block":
+            blocks.append(line)
+        elif effect == "hold":
+            holds.append(line)
+        tasks_out.append(_task_row(task, s, effect, waiver_id))
+    if not inputs["tasks"]:
+        holds.append(f"suite {suite_id} has no members: nothing guards this release")
+    notes: list[str] = []
+    regression = _regression(inputs, summaries, policy, (blocks, holds, notes))
+    decision = "block" if blocks else ("hold" if holds else "pass")
+    stats = blocks_stats([(s.k, s.block) for s in summaries.values() if s.n])
+    return {
+        "gate_id": inputs["gate_id"],
+        "decision": decision,
+        "build": build,
+        "suite": suite_id,
+        "suite_digest": inputs["suite"]["suite_digest"],
+        "policy_digest": inputs["policy_digest"],
+        "execution_digest": inputs["execution_digest"],
+        "evaluated_at": inputs["evaluated_at"],
+        "reasons": blocks + holds + notes,
+        "tasks": tasks_out,
+        "trialStats": stats,
+        "waivers": _waiver_accounting(
+            in_scope, applied, at, inputs.get("refused_waivers", []), refused
+        ),
+        "regression": regression,
+        "ignoredTrials": _ignored_by_reason(inputs["tasks"]),
+    }
+
+
+def _regression(
+    inputs: Mapping[str, Any],
+    summaries: Mapping[str, CompactSummary],
+    policy: GatePolicy,
+    reasons: tuple[list[str], list[str], list[str]],
+) -> dict[str, Any] | None:
+    """Evaluator 3's baseline step over task summaries; `reasons` are the decision's
+    (blocks, holds, notes), which it adds to."""
+    blocks, holds, notes = reasons
+    baseline = inputs.get("baseline")
+    if baseline is None:
+        return None
+    if baseline.get("build") is None:
+        if baseline.get("required"):
+            why = "a baseline is required (critical_regressions.baseline) and none was found"
+            if baseline.get("note"):
+                why += f" ({baseline['note']})"
+            holds.append(why)
+        else:
+            why = f"no baseline: {baseline.get('note') or 'none given'}"
+            notes.append(why)
+        return {
+            "baseline": None,
+            "verdict": "inconclusive",
+            "method": baseline["method"],
+            "alpha": baseline["alpha"],
+            "pairedTaskCount": 0,
+            "pValue": None,
+            "reason": why,
+        }
+    base_summaries = {
+        t["task_id"]: summarize_compact(t, policy)
+        for t in baseline["tasks"]
+        if int(t["trialCount"])
+    }
+    if not base_summaries and baseline.get("required"):
+        holds.append(f"required baseline {baseline['build']} has no trials for this suite")
+    verdict = paired_verdict(
+        {k: TaskOutcome(s.passed, s.mean_score or 0.0) for k, s in base_summaries.items() if s.n},
+        {k: TaskOutcome(s.passed, s.mean_score or 0.0) for k, s in summaries.items() if s.n},
+        method=baseline["method"],
+        alpha=float(baseline["alpha"]),
+        seed=int(baseline.get("seed", 0)),
+    )
+    verdict["baseline"] = baseline["build"]
+    verdict["baseline_execution_digest"] = baseline.get("execution_digest")
+    if verdict["verdict"] == "regressed":
+        blocks.append(
+            f"regressed against baseline {baseline['build']} ({verdict['method']}, "
+            f"p={verdict['pValue']}, alpha={verdict['alpha']})"
+        )
+    return verdict
+
+
+def same_decision_as_evaluator_3(result: Mapping[str, Any]) -> dict[str, Any]:
+    """An evaluator-3 decision as evaluator 4 words it (for the differential tests): each
+    task's `firstResults` becomes `firstResultCounts`."""
+    out = dict(result)
+    tasks = []
+    for t in result["tasks"]:
+        row = {k: v for k, v in t.items() if k != "firstResults"}
+        counts = Counter(t.get("firstResults", {}).values())
+        row["firstResultCounts"] = {c: n for c, n in sorted(counts.items()) if n}
+        tasks.append(row)
+    out["tasks"] = tasks
+    return out
