@@ -91,14 +91,31 @@ def show_decision(reader: Reader, gate_id: str) -> dict[str, Any]:
     event_hash = reader.scalar(
         "SELECT hash FROM audit_event WHERE seq = :seq", {"seq": row["audit_seq"]}
     )
+    result = json.loads(row["result"])
     return {
-        **json.loads(row["result"]),
+        **result,
+        "waiver_signers": _waiver_signers(reader, result.get("waivers") or {}),
         "policy": {"id": policy_id, "revision": None, "digest": row["policy_digest"]},
         "decided_at": _ts(row["at"]),
         "actor": row["actor"],
         "decision_event": {"seq": row["audit_seq"], "hash": event_hash},
         "audit_head": _head(reader),
     }
+
+
+def _waiver_signers(reader: Reader, accounting: dict[str, Any]) -> dict[str, list[Any]]:
+    """Who signed each waiver a decision names (applied, expired, unused, revoked): the
+    principals and key fingerprints, [] for an unsigned one (docs/authority.md)."""
+    out: dict[str, list[Any]] = {}
+    for kind in ("applied", "expired", "unused", "revoked"):
+        for waiver_id in accounting.get(kind) or []:
+            seq = reader.scalar(
+                "SELECT audit_seq FROM waiver WHERE waiver_id = :waiver_id ORDER BY id LIMIT 1",
+                {"waiver_id": waiver_id},
+            )
+            if seq is not None and waiver_id not in out:
+                out[waiver_id] = _signers(reader, "waiver.grant", seq)
+    return out
 
 
 # -- incidents --------------------------------------------------------------------------------
