@@ -824,8 +824,13 @@ def read_inspect(
 
     def items() -> Iterator[Item]:
         # `header.invalidated` only says some sample is; each sample's `invalidation` says which.
-        for raw in samples:
-            yield from _translate(raw, ctx)
+        try:
+            for raw in samples:
+                yield from _translate(raw, ctx)
+        finally:
+            # A sample refused mid-log raises here, not in `samples`: close the log now,
+            # not when the garbage collector reaches the suspended reader.
+            samples.close()
         _reductions(ctx, log.reductions)
 
     return ctx.summary, items()
