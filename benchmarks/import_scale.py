@@ -1,6 +1,7 @@
 """Importer cost against the registry and the log: start-up, peak memory, CPU rate.
 
     .venv/bin/python -m benchmarks.import_scale [--samples 5000] [--epochs 5] [--tasks 8000]
+        [--runs 3] [--cache DIR]
 
 - start-up: `trials import inspect` of a 3-sample x 5-epoch log (a full ingest) into a
   registry of 20 tasks and one of `--tasks` tasks, the map naming the same 3: the import
@@ -15,7 +16,9 @@
 The Inspect logs replicate a real sample (benchmarks/import_inspect.py builds them, and the
 registries, under build/bench-import/); the promptfoo rows replicate a row of the real
 promptfoo fixture (tests/fixtures/promptfoo), one test repeated. Each measurement runs in a
-fresh interpreter (median of `--runs`). The ratios are printed side by side at the end.
+fresh interpreter (median of `--runs`). Each figure is printed with its limit and PASS or
+FAIL; the exit status is 1 if any fails. `--cache DIR` builds the logs and registries there
+instead of build/bench-import/ (the smoke test runs the whole benchmark at a tiny size).
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.import_inspect import CACHE, FORMAT, REPO, _build_log, _env, _registry, _template
+from benchmarks import import_inspect
+from benchmarks.import_inspect import FORMAT, REPO, _build_log, _env, _registry, _template
 
 LIMIT = 1.5
 TARGET_PER_CPU_S = 1000
@@ -164,14 +168,14 @@ def _startup_map(root: Path, samples: int) -> Path:
 
 
 def _startup(template: Path, tasks: int, runs: int) -> tuple[dict[str, float], dict[str, float]]:
-    log = _build_log(template, CACHE / f"log-{FORMAT}-3x5.eval", 3, 5)
+    log = _build_log(template, import_inspect.CACHE / f"log-{FORMAT}-3x5.eval", 3, 5)
     out = []
     for size in (20, tasks):
         root, _, _ = _registry(size)
         map_path = _startup_map(root, 3)
         measured = []
         for _ in range(runs):
-            db = CACHE / "startup.db"
+            db = import_inspect.CACHE / "startup.db"
             shutil.copyfile(root / "registry.db", db)
             measured.append(_child("inspect", str(log), f"sqlite:///{db}", str(map_path), cwd=root))
             db.unlink()
@@ -183,7 +187,7 @@ def _startup(template: Path, tasks: int, runs: int) -> tuple[dict[str, float], d
 def _memory(
     source: str, logs: tuple[Path, Path], map_path: Path, root: Path, runs: int
 ) -> tuple[dict[str, float], dict[str, float]]:
-    out = CACHE / "scale-out.jsonl"
+    out = import_inspect.CACHE / "scale-out.jsonl"
     url = f"sqlite:///{root / 'registry.db'}"
 
     def measure(log: Path) -> dict[str, float]:
@@ -195,6 +199,18 @@ def _memory(
     return small, big
 
 
+def _verdict(name: str, measured: float, limit: float, unit: str = "") -> str:
+    """One figure, its limit and PASS or FAIL: a ratio (unit `x`) passes at or below its
+    limit, a rate at or above its target."""
+    if unit == "x":
+        passed, target = measured <= limit, f"<= {limit}x"
+        shown = f"{measured:.2f}x"
+    else:
+        passed, target = measured >= limit, f">= {limit:,.0f}"
+        shown = f"{measured:,.0f}"
+    return f"{name}: {shown} (target {target}) {'PASS' if passed else 'FAIL'}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -203,7 +219,9 @@ def main() -> int:
     parser.add_argument("--epochs", type=int, default=5)
     parser.add_argument("--tasks", type=int, default=8000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--cache", type=Path, default=import_inspect.CACHE)
     args = parser.parse_args()
+    import_inspect.CACHE = CACHE = args.cache.resolve()
     CACHE.mkdir(parents=True, exist_ok=True)
     runs = max(1, args.runs)
     template = _template()
@@ -233,6 +251,7 @@ def main() -> int:
         f"\n{'':>16}  {small:>7} s-e peak  {big:>7} s-e peak  ratio  "
         "samples/CPU-s (whole command; past start-up)"
     )
+    verdicts = []
     for name, (lo, hi) in memory.items():
         assert (int(lo["count"]), int(hi["count"])) == (small, big), (name, lo, hi)
         ratio, whole = hi["peak_kib"] / lo["peak_kib"], big / hi["cpu"]
@@ -244,6 +263,8 @@ def main() -> int:
             f"{name:>16}  {lo['peak_kib'] / 1024:8.1f} MiB  {hi['peak_kib'] / 1024:8.1f} MiB  "
             f"{ratio:5.2f}x  {whole:9.0f}; {rate:9.0f}"
         )
+        verdicts.append(_verdict(f"{name} peak memory {big} / {small} s-e", ratio, LIMIT, "x"))
+        verdicts.append(_verdict(f"{name} sample-epochs per CPU-second", rate, TARGET_PER_CPU_S))
     # CPU time: what the import costs; wall time, beside it, is what a shared machine left.
     startup = many["cpu"] / few["cpu"]
     ok &= startup <= LIMIT
@@ -252,6 +273,10 @@ def main() -> int:
         f"{args.tasks} tasks cpu {many['cpu']:.2f} s (wall {many['seconds']:.2f})  "
         f"{startup:5.2f}x"
     )
+    verdicts.append(_verdict(f"start-up {args.tasks} / 20 registered tasks", startup, LIMIT, "x"))
+    print()
+    for line in verdicts:
+        print(line)
     print(
         f"import scale: {'ok' if ok else 'FAILED'}: memory and start-up ratios limit {LIMIT}x, "
         f"rate target >= {TARGET_PER_CPU_S} sample-epochs per CPU-second"

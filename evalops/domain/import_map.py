@@ -88,7 +88,12 @@ class ScorerMap(Strict):
     def state_of(self, value: object) -> GraderState | None:
         """The grader state a source value maps to (None: unmapped or NaN)."""
         key = value_key(value)
-        return None if key is None else self._lookup.get(key)
+        if key is None:
+            return None
+        # Private attributes live in `__pydantic_private__`; reading them as attributes
+        # goes through BaseModel.__getattr__, a Python call for every score imported.
+        lookup: dict[str, GraderState] = (self.__pydantic_private__ or {})["_lookup"]
+        return lookup.get(key)
 
 
 class TaskMap(Strict):
