@@ -400,7 +400,7 @@ def self_test(out: Path, binary: str) -> int:
     out.mkdir(parents=True, exist_ok=True)
     expectations = {
         "self-test-bad": (BAD_PAGE, ("issue:", "holds a script element")),
-        "self-test-wide": (WIDE_PAGE, ("scrolls sideways at 390 px",)),
+        "self-test-wide": (WIDE_PAGE, ("scrolls sideways at 390px",)),
         "self-test-links": (
             BROKEN_LINK_PAGE,
             ("'missing/page.html' does not resolve", "'#nowhere' names no element"),
