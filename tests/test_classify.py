@@ -989,3 +989,29 @@ def test_failing_verdict_class_of_each_kind_of_grader() -> None:
     assert failing_verdict_class(by_id["diag"]) is None
     guard = {g.id: g for g in _diag_blocking_set(["pass", "task_fail"]).graders}["diag"]
     assert failing_verdict_class(guard) == "hard_constraint_fail"
+
+
+def _no_manifest(case: Case) -> None:
+    case.record["artifact_manifest"] = None
+
+
+@pytest.mark.parametrize(
+    ("apply", "cls", "facts"),
+    [
+        (_unknown_grader, "grader_invalid", ["ghost"]),
+        (_wrong_version, "grader_invalid", ["versioned"]),
+        (lambda case: set_result(case, "narrow", "task_fail"), "grader_invalid", ["narrow"]),
+        (_drop_artifact, "missing_required_evidence", ["refund_receipt"]),
+        (_no_manifest, "missing_required_evidence", ["refund_receipt"]),
+    ],
+)
+def test_each_evidence_reason_names_its_grader_or_artifact(
+    apply: Callable[[Case], None], cls: str, facts: list[str]
+) -> None:
+    """An untrusted result names its grader; a missing required artifact (no manifest at
+    all included) names the artifact kind."""
+    case = new_case()
+    apply(case)
+    c = run(case)
+    whys = [r.split(": ", 1)[1] for r in c.reasons if r.startswith(f"{cls}: ")]
+    assert any(all(fact in why for fact in facts) for why in whys), c.reasons
