@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from evalops.domain.calibration_validity import Validity
-from evalops.domain.classify import Classification, classify, shown_score
+from evalops.domain.classify import Classification, classify, failing_verdict_class, shown_score
 from evalops.domain.specs import EvalTaskSpec, GraderSet
 from evalops.domain.trajectory import ObservedCall, grade
 from evalops.domain.trial_record import GraderResult, Runtime, TrialRecord
@@ -937,3 +937,81 @@ def test_adding_a_trigger_never_lowers_the_primary_rank(
         assert c.primary == best, c.reasons
         assert class_labels(c) == classes - {best}, c.reasons
         assert c.passed is (best == "task_pass")
+
+
+def test_a_fixture_miss_with_no_fixtures_block_fails_closed() -> None:
+    """docs/classification.md: `fixtures.onMiss` `fail` or absent, with fixture misses, is
+    task_fail; a task with no `fixtures` block at all has no onMiss either."""
+    spec = task_dict()
+    del spec["fixtures"]
+    task = EvalTaskSpec.model_validate(spec)
+    case = new_case()
+    case.record["fixture_misses"] = 2
+    c = run(case, task)
+    assert c.primary == "task_fail"
+    assert c.score == 0.0
+
+
+@pytest.mark.parametrize(
+    ("change", "cls", "facts"),
+    [
+        ({"runtime": {"status": "timeout"}}, "infrastructure_invalid", ["timeout"]),
+        ({"runtime": {"status": "agent_error"}}, "agent_error", ["agent_error"]),
+        ({"fixture_misses": 3}, "task_fail", ["3"]),
+        (
+            {"external_effects": [{"effect_key": "refund:A-1", "status": "committed"}] * 2},
+            "hard_constraint_fail",
+            ["refund:A-1", "2"],
+        ),
+    ],
+)
+def test_each_reason_says_why_its_class_applied(
+    change: dict[str, Any], cls: str, facts: list[str]
+) -> None:
+    """A reason is `class: why` (Classification.reasons): the why names the fact that made
+    the class apply (the runtime status, the number of misses, the effect and its count)."""
+    case = new_case()
+    case.record.update(copy.deepcopy(change))
+    c = run(case)
+    whys = [r.split(": ", 1)[1] for r in c.reasons if r.startswith(f"{cls}: ")]
+    assert whys
+    assert any(all(fact in why for fact in facts) for why in whys), c.reasons
+
+
+def test_failing_verdict_class_of_each_kind_of_grader() -> None:
+    """The class a blocking grader's own failing verdict becomes: its hard_constraint_fail
+    first, else its task_fail; a blocking trajectory guard's task_fail acts as a hard
+    constraint; a diagnostic grader, or one that cannot fail, has none."""
+    by_id = {g.id: g for g in GRADER_SET.graders}
+    assert failing_verdict_class(by_id["outcome"]) == "task_fail"
+    assert failing_verdict_class(by_id["says-hard-constraint-fail"]) == "hard_constraint_fail"
+    assert failing_verdict_class(by_id["narrow"]) is None
+    assert failing_verdict_class(by_id["diag"]) is None
+    guard = {g.id: g for g in _diag_blocking_set(["pass", "task_fail"]).graders}["diag"]
+    assert failing_verdict_class(guard) == "hard_constraint_fail"
+
+
+def _no_manifest(case: Case) -> None:
+    case.record["artifact_manifest"] = None
+
+
+@pytest.mark.parametrize(
+    ("apply", "cls", "facts"),
+    [
+        (_unknown_grader, "grader_invalid", ["ghost"]),
+        (_wrong_version, "grader_invalid", ["versioned"]),
+        (lambda case: set_result(case, "narrow", "task_fail"), "grader_invalid", ["narrow"]),
+        (_drop_artifact, "missing_required_evidence", ["refund_receipt"]),
+        (_no_manifest, "missing_required_evidence", ["refund_receipt"]),
+    ],
+)
+def test_each_evidence_reason_names_its_grader_or_artifact(
+    apply: Callable[[Case], None], cls: str, facts: list[str]
+) -> None:
+    """An untrusted result names its grader; a missing required artifact (no manifest at
+    all included) names the artifact kind."""
+    case = new_case()
+    apply(case)
+    c = run(case)
+    whys = [r.split(": ", 1)[1] for r in c.reasons if r.startswith(f"{cls}: ")]
+    assert any(all(fact in why for fact in facts) for why in whys), c.reasons
