@@ -1,4 +1,4 @@
-"""Issue 13 P6: the CLI starts instantly. `python -m benchmarks.cli_start [--runs 7]`
+"""P6: the CLI starts instantly. `python -m benchmarks.cli_start [--runs 7]`
 
 Three commands, each in a fresh process, against the floor `python -c "import typer"` (the
 least any typer CLI can cost): `evalops --help`, `evalops gate check --help` and

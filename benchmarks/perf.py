@@ -1,4 +1,4 @@
-"""Issue 13's performance targets, measured side by side in one run: `make bench`.
+"""The performance targets P1-P7, measured side by side in one run: `make bench`.
 
     python -m benchmarks.perf [--records 200000] [--runs 5] [--big 1000000] [--only P1,P4]
 
@@ -491,8 +491,8 @@ def main() -> int:
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     print(
-        f"issue 13 targets ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} CPUs, "
-        f"load {os.getloadavg()[0]:.1f})",
+        f"performance targets P1-P7 ({datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
+        f"{os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})",
         flush=True,
     )
     ok = True

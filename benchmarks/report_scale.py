@@ -1,6 +1,6 @@
 """Report rendering at scale: a synthetic 10,000-task decision, HTML vs JSON.
 
-Target (issue 11): the HTML audit report renders in under 5x the time of the JSON report
+Target: the HTML audit report renders in under 5x the time of the JSON report
 and stays under 5 MB. Both are timed on the same document (median of 5 runs, CPU and wall
 time); the JSON report is the document itself, so the ratio is the price of the HTML.
 """
