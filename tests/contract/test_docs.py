@@ -152,6 +152,27 @@ def test_nothing_a_user_reads_cites_a_file_that_does_not_ship() -> None:
     assert not citing, f"cite docs/ or ARCHITECTURE.md instead of {name}: {citing[:20]}"
 
 
+def test_comments_give_reasons_not_issue_numbers() -> None:
+    # An issue number means nothing to a reader of the code; the CHANGELOG may name them.
+    tracked = (
+        subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=False)
+        .stdout.decode()
+        .split("\0")
+    )
+    numbered = re.compile(r"\b[Ii]ssues? \d+|\b[Ii]ssue-\d+")
+    found = []
+    for relative in tracked:
+        path = ROOT / relative
+        if relative in ("", "CHANGELOG.md") or path.suffix not in {".py", ".md", ".yaml", ".toml"}:
+            continue
+        if not path.is_file():
+            continue
+        for number, line in enumerate(path.read_text("utf-8", errors="replace").splitlines(), 1):
+            if numbered.search(line):
+                found.append(f"{relative}:{number}")
+    assert not found, found[:20]
+
+
 def test_every_docs_page_the_code_cites_exists() -> None:
     cited = set()
     for source in (ROOT / "evalops").rglob("*.py"):
