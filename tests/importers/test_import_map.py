@@ -32,8 +32,8 @@ def test_example_maps_are_valid(path: Path) -> None:
     ]
 
 
-def test_the_maps_shown_in_the_readme_are_valid(tmp_path: Path) -> None:
-    text = (EXAMPLE_REGISTRY.parent / "README.md").read_text(encoding="utf-8")
+def test_the_maps_shown_in_the_tutorial_are_valid(tmp_path: Path) -> None:
+    text = (EXAMPLE_REGISTRY.parent / "docs" / "tutorial.md").read_text(encoding="utf-8")
     maps = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.S) if "import-map/v1" in b]
     assert {yaml.safe_load(b)["source"] for b in maps} == {"inspect", "promptfoo"}
     for i, block in enumerate(maps):
