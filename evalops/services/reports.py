@@ -24,8 +24,15 @@ from evalops import __version__
 from evalops.domain import digests
 from evalops.domain.calibration_validity import measured_against_required
 from evalops.domain.canonical import digest, plain_number
-from evalops.domain.changes import alpha_note, flip_counts, sides_from_inputs, task_changes
+from evalops.domain.changes import (
+    TaskSide,
+    alpha_note,
+    flip_counts,
+    sides_from_inputs,
+    task_changes,
+)
 from evalops.domain.classify import Classification, shown_score
+from evalops.domain.gate_compact import EVALUATOR_COMPACT
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.definitions import SHARED_KEY, Definitions, rederive, session_definitions
@@ -57,6 +64,10 @@ EFFECT_ORDER = {"block": 0, "hold": 1, "waived": 2, "pass": 3}
 EFFICIENCY_KEYS = ("toolCallCount", "modelCallCount", "inputTokens", "outputTokens")
 HISTORY_LIMIT = 50
 HISTORY_KEY = "evalops.history_effects"
+SIDES_KEY = "evalops.decision_sides"
+SIDES_KEPT = 4
+"""Summarized decisions a shared read keeps (the registry site renders decisions in order,
+and each page compares with the one before it): a few, so memory does not grow."""
 _CHUNK = 500
 PAIRED_KEYS = ("verdict", "method", "alpha", "pairedTaskCount", "pValue", "discordant", "signs")
 
@@ -137,12 +148,20 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> di
         inputs=inputs,
         upto=row.audit_seq,
         cutoff=decision_cutoff(inputs, row.audit_seq),
+        authority_at=row.audit_seq,
     )
-    resolved["authority"] = _authority_facts(session, result, row.audit_seq, inputs)
     resolved["history"] = decision_history(session, row.suite_id, up_to=row.number)
     resolved["previous_decision"] = previous_decision(
         session, inputs, before=row.number, build=row.build
     )
+    sides = _shared_sides(session)
+    if sides is not None and int(inputs.get("evaluator", 1)) < EVALUATOR_COMPACT:
+        # Summarized once: this page's changes, and the next page's "since" side (its
+        # stored inputs are these very inputs, so the summary is the same).
+        resolved["sides"] = sides_from_inputs(inputs, inputs.get("tasks", []))
+        sides[row.gate_id] = resolved["sides"]
+        while len(sides) > SIDES_KEPT:
+            del sides[next(iter(sides))]
     document = assemble(
         result=result,
         inputs=inputs,
@@ -204,11 +223,13 @@ def resolve(
     inputs: Mapping[str, Any],
     upto: int,
     cutoff: int | None,
+    authority_at: int | None = None,
 ) -> dict[str, Any]:
     """What the decision names, looked up as of audit seq `upto` (rows recorded later do
     not change what the decision saw; a later revocation is still shown, dated). Point in
     time is a position in the chain, never a comparison of the rows' own timestamps.
-    Calibrations are those the gate selected, by the decision's own audit `cutoff`."""
+    Calibrations are those the gate selected, by the decision's own audit `cutoff`; the
+    authority is the one in force at `authority_at` (the decision's event; None: now)."""
     defs = session_definitions(session)
     tasks = list(inputs.get("tasks", []))
     return {
@@ -220,7 +241,7 @@ def resolve(
         ),
         "provenance": _provenance(session, inputs, upto),
         "coverage": _coverage(session),
-        "authority": _authority_facts(session, result, None, inputs),
+        "authority": _authority_facts(session, result, authority_at, inputs),
     }
 
 
@@ -784,23 +805,38 @@ def decision_history(
     ]
 
 
+def _shared_sides(session: Session) -> dict[str, dict[str, TaskSide]] | None:
+    """Decisions summarized earlier in a shared read (by gate id), or None when the read
+    shares nothing."""
+    if SHARED_KEY not in session.info:
+        return None
+    found: dict[str, dict[str, TaskSide]] = session.info.setdefault(SIDES_KEY, {})
+    return found
+
+
 def previous_decision(
     session: Session, inputs: Mapping[str, Any], *, before: int | None, build: str
 ) -> dict[str, Any] | None:
     """When the decision compared no baseline build: the suite's latest stored decision
     before it (`before` is its number; None for a dry run) on another build, with its stored
-    inputs, so the report can still say what changed since then."""
+    inputs, so the report can still say what changed since then (or, in a shared read that
+    summarized it already, its summarized `sides` instead of its inputs)."""
     if (inputs.get("baseline") or {}).get("build"):
         return None
-    stmt = select(GateDecision).where(
+    stmt = select(GateDecision.id, GateDecision.gate_id, GateDecision.build).where(
         GateDecision.suite_id == inputs["suite"]["id"], GateDecision.build != build
     )
     if before is not None:
         stmt = stmt.where(GateDecision.number < before)
-    row = session.exec(stmt.order_by(col(GateDecision.number).desc()).limit(1)).first()
-    if row is None:
+    found = session.exec(stmt.order_by(col(GateDecision.number).desc()).limit(1)).first()
+    if found is None:
         return None
-    return {"gate_id": row.gate_id, "build": row.build, "inputs": json.loads(row.inputs)}
+    row_id, gate_id, other = found
+    known = (_shared_sides(session) or {}).get(gate_id)
+    if known is not None:
+        return {"gate_id": gate_id, "build": other, "sides": known}
+    text = session.exec(select(GateDecision.inputs).where(GateDecision.id == row_id)).one()
+    return {"gate_id": gate_id, "build": other, "inputs": json.loads(text)}
 
 
 def decision_changes(
@@ -859,6 +895,7 @@ def changes_since_baseline(
     result: Mapping[str, Any],
     inputs: Mapping[str, Any],
     previous: Mapping[str, Any] | None,
+    current: Mapping[str, TaskSide] | None = None,
 ) -> dict[str, Any]:
     """Per-task flips against the decision's baseline build, or else against the suite's
     previous decision on another build (`source` says which), with the paired verdict's
@@ -871,10 +908,16 @@ def changes_since_baseline(
         paired = result.get("regression")
     elif previous is not None:
         source, build, gate_id = "previous_decision", previous["build"], previous["gate_id"]
-        base = sides_from_inputs(previous["inputs"], previous["inputs"].get("tasks", []))
+        base = (
+            dict(previous["sides"])
+            if "sides" in previous
+            else sides_from_inputs(previous["inputs"], previous["inputs"].get("tasks", []))
+        )
     else:
         source, build, gate_id, base = None, None, None, {}
-    rows = task_changes(base, sides_from_inputs(inputs, inputs.get("tasks", []))) if build else []
+    if current is None and build:
+        current = sides_from_inputs(inputs, inputs.get("tasks", []))
+    rows = task_changes(base, dict(current or {})) if build else []
     note = None
     if paired and paired.get("method") is not None:
         note = alpha_note(
@@ -1057,7 +1100,9 @@ def assemble(
         "waivers": waivers,
         "calibration": list(resolved.get("calibration", [])),
         "regression": result.get("regression"),
-        "changes": changes_since_baseline(result, inputs, resolved.get("previous_decision")),
+        "changes": changes_since_baseline(
+            result, inputs, resolved.get("previous_decision"), resolved.get("sides")
+        ),
         "efficiency": efficiency,
         "digests": {
             "suite_digest": result.get("suite_digest"),
