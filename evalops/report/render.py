@@ -47,8 +47,11 @@ def for_people(value: Any) -> Any:
 
 
 def _finalize(value: Any) -> Any:
-    # Called for every value printed (hundreds of thousands on a registry site): the
-    # import is module-level, a function-level one costs a lookup per call.
+    # Called for every value printed (hundreds of thousands on a registry site), so the
+    # common case is short: a plain str of printable ASCII has nothing to make visible,
+    # and only one ending in `Z` can be a stored timestamp.
+    if type(value) is str and value.isascii() and value.isprintable():
+        return for_people(value) if value[-1:] == "Z" else value
     if isinstance(value, Markup):
         return value  # already safe: written by evalops (SVG charts, the stylesheet)
     if isinstance(value, str):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -170,7 +170,7 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> di
         decided_by=row.actor,
         inputs_digest=row.inputs_digest,
         result_digest=row.result_digest,
-        audit_head=anchor(chain_head(session)),
+        audit_head=_remembered(_memo(session, "head"), None, lambda: anchor(chain_head(session))),
         decision_event=anchor(session.get(AuditEvent, row.audit_seq)),
         rendered_at=format_timestamp(now),
     )
@@ -240,7 +240,7 @@ def resolve(
             session, defs, tasks, cutoff, pass_class_exempt=int(inputs.get("evaluator", 1)) < 3
         ),
         "provenance": _provenance(session, inputs, upto),
-        "coverage": _coverage(session),
+        "coverage": _remembered(_memo(session, "coverage"), None, lambda: _coverage(session)),
         "authority": _authority_facts(session, result, authority_at, inputs),
     }
 
@@ -252,7 +252,9 @@ def _authority_facts(
     not stored), and the signed acts it rests on (its waivers): their signers, or unsigned."""
     from evalops.services.authority import authority_in_force, signers_of
 
-    found = authority_in_force(session, cutoff)
+    found = _remembered(
+        _memo(session, "authority"), cutoff, lambda: authority_in_force(session, cutoff)
+    )
     accounting = result.get("waivers") or {}
     acts = []
     for key in ("applied", "expired", "revoked"):
@@ -270,7 +272,11 @@ def _authority_facts(
         "id": found[0].id if found else None,
         "digest": found[1] if found else None,
         "acts": acts,
-        "rules_changed_by": _rules_changed_by(session, inputs, cutoff),
+        "rules_changed_by": _remembered(
+            _memo(session, "rules_changed_by"),
+            (inputs.get("policy_digest"), inputs["suite"]["id"], cutoff),
+            lambda: _rules_changed_by(session, inputs, cutoff),
+        ),
     }
 
 
@@ -360,18 +366,25 @@ def _task_revision(
     ).first()
 
 
-def _task_facts(
-    session: Session,
-    defs: Definitions,
-    tasks: Sequence[Mapping[str, Any]],
-    execution_digest: str,
-) -> dict[str, dict[str, Any]]:
+def _incident_links(session: Session) -> dict[str, list[int]]:
     links: dict[str, list[int]] = {}
     for event in session.exec(
         select(IncidentEvent).where(IncidentEvent.action == "link").order_by(col(IncidentEvent.id))
     ):
         if event.task_id:
             links.setdefault(event.task_id, []).append(event.incident_row_id)
+    return links
+
+
+def _task_facts(
+    session: Session,
+    defs: Definitions,
+    tasks: Sequence[Mapping[str, Any]],
+    execution_digest: str,
+) -> dict[str, dict[str, Any]]:
+    links: dict[str, list[int]] = _remembered(
+        _memo(session, "incident_links"), None, lambda: _incident_links(session)
+    )
     out: dict[str, dict[str, Any]] = {}
     for t in tasks:
         revision = _task_revision(session, t["task_id"], t["task_digest"], newest=True)
@@ -712,10 +725,27 @@ def _sync_view(run: SyncRun | None) -> dict[str, Any] | None:
 def _provenance(session: Session, inputs: Mapping[str, Any], upto: int) -> dict[str, Any]:
     """The registry's git provenance: every sync up to the decision, and where each input
     definition the decision names was registered from."""
-    runs = session.exec(
-        select(SyncRun).where(SyncRun.audit_seq <= upto).order_by(col(SyncRun.id))
-    ).all()
+    views = _memo(session, "sync_views")
+    every = _memo(session, "sync_runs")
+    if every is None:
+        runs = session.exec(
+            select(SyncRun).where(SyncRun.audit_seq <= upto).order_by(col(SyncRun.id))
+        ).all()
+    else:
+        if not every:
+            # Every sync run of the snapshot, read once; each decision takes its prefix.
+            every.update(
+                (r.id, (r.audit_seq, _sync_view(r)))
+                for r in session.exec(select(SyncRun).order_by(col(SyncRun.id))).all()
+            )
+        runs = [view for seq, view in every.values() if seq <= upto]
     definitions: list[dict[str, Any]] = []
+
+    def sync_of(run_id: int) -> dict[str, Any] | None:
+        view: dict[str, Any] | None = _remembered(
+            views, run_id, lambda: _sync_view(session.get(SyncRun, run_id))
+        )
+        return view
 
     def add(kind: str, ident: str, digest: str, row: Any) -> None:
         definitions.append(
@@ -724,21 +754,29 @@ def _provenance(session: Session, inputs: Mapping[str, Any], upto: int) -> dict[
                 "id": ident,
                 "digest": digest,
                 "file_path": row.file_path if row else None,
-                "sync": _sync_view(session.get(SyncRun, row.sync_run_id)) if row else None,
+                "sync": sync_of(row.sync_run_id) if row else None,
             }
         )
 
-    policy = session.exec(
-        select(PolicyRow)
-        .where(PolicyRow.policy_digest == inputs.get("policy_digest"))
-        .order_by(col(PolicyRow.id))
-    ).first()
+    policy = _remembered(
+        _memo(session, "policy_rows"),
+        inputs.get("policy_digest"),
+        lambda: session.exec(
+            select(PolicyRow)
+            .where(PolicyRow.policy_digest == inputs.get("policy_digest"))
+            .order_by(col(PolicyRow.id))
+        ).first(),
+    )
     add("gate_policy", policy.policy_id if policy else "?", inputs.get("policy_digest", ""), policy)
-    execution = session.exec(
-        select(ExecutionProfileRow)
-        .where(ExecutionProfileRow.execution_digest == inputs["execution_digest"])
-        .order_by(col(ExecutionProfileRow.id))
-    ).first()
+    execution = _remembered(
+        _memo(session, "execution_rows"),
+        inputs["execution_digest"],
+        lambda: session.exec(
+            select(ExecutionProfileRow)
+            .where(ExecutionProfileRow.execution_digest == inputs["execution_digest"])
+            .order_by(col(ExecutionProfileRow.id))
+        ).first(),
+    )
     add(
         "execution_profile",
         execution.execution_id if execution else "?",
@@ -746,16 +784,21 @@ def _provenance(session: Session, inputs: Mapping[str, Any], upto: int) -> dict[
         execution,
     )
     suite_id = inputs["suite"]["id"]
-    suite = session.exec(
-        select(SuiteRow).where(SuiteRow.suite_id == suite_id).order_by(col(SuiteRow.id).desc())
-    ).first()
+    suite = _remembered(
+        _memo(session, "newest_suite_rows"),
+        suite_id,
+        lambda: session.exec(
+            select(SuiteRow).where(SuiteRow.suite_id == suite_id).order_by(col(SuiteRow.id).desc())
+        ).first(),
+    )
     add("suite", suite_id, suite.document_digest if suite else "", suite)
     for t in inputs.get("tasks", []):
         revision = _task_revision(session, t["task_id"], t["task_digest"], newest=False)
         add("task", t["task_id"], t["task_digest"], revision)
+    syncs = [r if isinstance(r, dict) else _sync_view(r) for r in runs]
     return {
-        "syncs": [_sync_view(r) for r in runs],
-        "in_force": _sync_view(runs[-1]) if runs else None,
+        "syncs": syncs,
+        "in_force": syncs[-1] if syncs else None,
         "definitions": definitions,
     }
 
@@ -803,6 +846,25 @@ def decision_history(
         }
         for gate_id, decision, build, evaluated_at in reversed(rows)
     ]
+
+
+def _memo(session: Session, name: str) -> dict[Any, Any] | None:
+    """A lookup table that lives as long as a shared read (`share_definitions`: one snapshot
+    whose rows cannot change under it), or None when the read shares nothing. What is kept
+    is small and the same for every decision of the snapshot (sync runs, definition rows,
+    the chain head), so N decisions read it once."""
+    if SHARED_KEY not in session.info:
+        return None
+    found: dict[Any, Any] = session.info.setdefault(f"evalops.report.{name}", {})
+    return found
+
+
+def _remembered(memo: dict[Any, Any] | None, key: Any, compute: Callable[[], Any]) -> Any:
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
 
 
 def _shared_sides(session: Session) -> dict[str, dict[str, TaskSide]] | None:
