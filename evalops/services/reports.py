@@ -483,7 +483,7 @@ def _trial_facts(
     classes = {t["trial_id"]: t["classification"] for task in tasks for t in task["trials"]}
     found: dict[str, dict[str, Any]] = {}
     details: dict[str, dict[str, Any]] = {}
-    batches = _BatchFiles(session)
+    batches = _remembered(_memo(session, "batches"), None, lambda: _BatchFiles(session))
     layers: Counter[tuple[str, str]] = Counter()
     for trial in _trial_rows(session, ids):
         trial_id = trial.trial_id
@@ -494,7 +494,7 @@ def _trial_facts(
                 defs, trial, record, batches.of(trial.ingest_batch_id)
             )
         recon, reviews = defs.appended(trial_id)
-        current = rederive(defs, trial)
+        current = rederive(defs, trial, record)
         found[trial_id] = {
             "trial_index": trial.trial_index,
             "run_id": trial.run_id,
