@@ -385,45 +385,64 @@ def _task_facts(
     links: dict[str, list[int]] = _remembered(
         _memo(session, "incident_links"), None, lambda: _incident_links(session)
     )
+    memo = _memo(session, "task_facts")
     out: dict[str, dict[str, Any]] = {}
     for t in tasks:
-        revision = _task_revision(session, t["task_id"], t["task_digest"], newest=True)
-        meta = defs.spec_of(revision).meta if revision is not None else None
-        incidents = []
-        for row_id in dict.fromkeys(links.get(t["task_id"], [])):
-            incident = session.get(Incident, row_id)
-            if incident is None:
+        # The same in every decision that pins the same revisions (in one snapshot).
+        key = (t["task_id"], t["task_digest"], t["grader_set_digest"], execution_digest)
+        if memo is None or key not in memo:
+            found = _one_task_facts(session, defs, t, execution_digest, links)
+            if memo is None:
+                out[t["task_id"]] = found
                 continue
-            last = session.exec(
-                select(IncidentEvent)
-                .where(IncidentEvent.incident_row_id == row_id)
-                .order_by(col(IncidentEvent.id).desc())
-            ).first()
-            incidents.append(
-                {
-                    "incident_id": incident.incident_id,
-                    "title": incident.title,
-                    "severity": incident.severity,
-                    "state": last.state if last else "open",
-                    "trace_uri": incident.trace_uri,
-                }
-            )
-        score_grader, evaluator_type = _score_grader(defs, t)
-        out[t["task_id"]] = {
-            "score_grader": score_grader,
-            "evaluator_type": evaluator_type,
-            "title": meta.title if meta else None,
-            "owner": meta.owner if meta else None,
-            "failure_owner": meta.failure_owner if meta else None,
-            "revision": revision.revision if revision else None,
-            "task_digest": t["task_digest"],
-            "grader_set_digest": t["grader_set_digest"],
-            "eval_case_digest": digests.eval_case_digest(
-                t["task_digest"], execution_digest, t["grader_set_digest"]
-            ),
-            "incidents": incidents,
-        }
+            memo[key] = found
+        out[t["task_id"]] = memo[key]
     return out
+
+
+def _one_task_facts(
+    session: Session,
+    defs: Definitions,
+    t: Mapping[str, Any],
+    execution_digest: str,
+    links: Mapping[str, list[int]],
+) -> dict[str, Any]:
+    revision = _task_revision(session, t["task_id"], t["task_digest"], newest=True)
+    meta = defs.spec_of(revision).meta if revision is not None else None
+    incidents = []
+    for row_id in dict.fromkeys(links.get(t["task_id"], [])):
+        incident = session.get(Incident, row_id)
+        if incident is None:
+            continue
+        last = session.exec(
+            select(IncidentEvent)
+            .where(IncidentEvent.incident_row_id == row_id)
+            .order_by(col(IncidentEvent.id).desc())
+        ).first()
+        incidents.append(
+            {
+                "incident_id": incident.incident_id,
+                "title": incident.title,
+                "severity": incident.severity,
+                "state": last.state if last else "open",
+                "trace_uri": incident.trace_uri,
+            }
+        )
+    score_grader, evaluator_type = _score_grader(defs, t)
+    return {
+        "score_grader": score_grader,
+        "evaluator_type": evaluator_type,
+        "title": meta.title if meta else None,
+        "owner": meta.owner if meta else None,
+        "failure_owner": meta.failure_owner if meta else None,
+        "revision": revision.revision if revision else None,
+        "task_digest": t["task_digest"],
+        "grader_set_digest": t["grader_set_digest"],
+        "eval_case_digest": digests.eval_case_digest(
+            t["task_digest"], execution_digest, t["grader_set_digest"]
+        ),
+        "incidents": incidents,
+    }
 
 
 def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
@@ -813,9 +832,24 @@ def decision_history(
         GateDecision.build,
         GateDecision.evaluated_at,
     ).where(GateDecision.suite_id == suite_id)
-    if up_to is not None:
-        stmt = stmt.where(GateDecision.number <= up_to)
-    rows = session.exec(stmt.order_by(col(GateDecision.number).desc()).limit(limit)).all()
+    newest_first = col(GateDecision.number).desc()
+    every = _memo(session, "suite_decisions")
+    if every is not None:
+        # A shared read lists the suite's decisions once (a few columns each), newest first.
+        if suite_id not in every:
+            numbers = select(GateDecision.number).where(GateDecision.suite_id == suite_id)
+            every[suite_id] = list(
+                zip(
+                    session.exec(numbers.order_by(newest_first)).all(),
+                    session.exec(stmt.order_by(newest_first)).all(),
+                    strict=True,
+                )
+            )
+        rows = [r for n, r in every[suite_id] if up_to is None or n <= up_to][:limit]
+    else:
+        if up_to is not None:
+            stmt = stmt.where(GateDecision.number <= up_to)
+        rows = list(session.exec(stmt.order_by(newest_first).limit(limit)).all())
     # Per-decision effect counts: read once per decision, and once per session when a long
     # read shares its lookups (the registry site renders every decision's history).
     known: dict[str, dict[str, int]] = (
