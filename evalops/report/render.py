@@ -15,6 +15,8 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from markupsafe import Markup
+
 from evalops.report import svg
 from evalops.report.text import anchor_token, md, safe_url, visible
 
@@ -45,8 +47,11 @@ def for_people(value: Any) -> Any:
 
 
 def _finalize(value: Any) -> Any:
-    from markupsafe import Markup
-
+    # Called for every value printed (hundreds of thousands on a registry site), so the
+    # common case is short: a plain str of printable ASCII has nothing to make visible,
+    # and only one ending in `Z` can be a stored timestamp.
+    if type(value) is str and value.isascii() and value.isprintable():
+        return for_people(value) if value[-1:] == "Z" else value
     if isinstance(value, Markup):
         return value  # already safe: written by evalops (SVG charts, the stylesheet)
     if isinstance(value, str):
@@ -104,7 +109,6 @@ def short(digest: Any, length: int = 12) -> str:
 def environment() -> jinja2.Environment:
     """The shared Environment (built once per process; templates are compiled once)."""
     import jinja2
-    from markupsafe import Markup
 
     from evalops.resources import templates_dir
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from evalops.report.audit import html as audit_html
@@ -33,8 +34,10 @@ SLUG_CHARS = 120
 limited to 255 bytes on common file systems)."""
 
 
+@lru_cache(maxsize=8192)
 def slug(ident: str) -> str:
-    """A file name stem for `ident`: `[A-Za-z0-9-]` kept, every other character `_XX`."""
+    """A file name stem for `ident`: `[A-Za-z0-9-]` kept, every other character `_XX`.
+    Cached: the site links every build's decision from every task page."""
     out = "".join(
         c if _SAFE.fullmatch(c) else "".join(f"_{b:02x}" for b in c.encode("utf-8", "replace"))
         for c in ident

@@ -143,30 +143,88 @@ def history(chart_id: str, decisions: Sequence[Mapping[str, Any]], current: str 
     return _frame(chart_id, "Decision history of the suite, oldest first", width, height, body)
 
 
+NAME_CHARS = 30
+"""Characters per line of a task's name in a small-multiples panel (wrapped, never cut)."""
+_BREAK_AFTER = "-_/.:@ "
+
+
+def wrap_name(value: Any, chars: int = NAME_CHARS) -> list[str]:
+    """`value` (made visible) in lines of at most `chars` characters, broken after a
+    separator when one is near the end of the line, else at the limit: every character
+    is kept."""
+    text = visible(value)
+    lines: list[str] = []
+    while len(text) > chars:
+        cut = max(text.rfind(c, 0, chars) for c in _BREAK_AFTER) + 1
+        cut = cut if cut > chars // 2 else chars
+        lines.append(text[:cut])
+        text = text[cut:]
+    return [*lines, text] if text or not lines else lines
+
+
+def _panel_axes(x0: float, x1: float, top: float, base: float, builds: Sequence[Any]) -> str:
+    """A panel's axes: pass^k 0 to 1 along y (ticks at 0, 0.5 and 1), the builds along x,
+    oldest at the left (the first and last named; every bar's title names its build)."""
+    mid = (top + base) / 2
+    ticks = "".join(
+        f'<line x1="{x0 - 3}" y1="{y:.1f}" x2="{x0}" y2="{y:.1f}" class="axis"/>'
+        f'<text x="{x0 - 5}" y="{y + 3:.1f}" class="note" text-anchor="end">{label}</text>'
+        for y, label in ((base, "0"), (mid, "0.5"), (top, "1"))
+    )
+    out = (
+        f'<line x1="{x0}" y1="{top:.1f}" x2="{x0}" y2="{base}" class="axis"/>{ticks}'
+        f'<text x="{x0 - 26}" y="{mid:.1f}" class="note" text-anchor="middle" '
+        f'transform="rotate(-90 {x0 - 26} {mid:.1f})">pass^k</text>'
+    )
+    if builds:
+        first, last = builds[0].get("build"), builds[-1].get("build")
+        out += f'<text x="{x0}" y="{base + 11}" class="note">{_t(_label(first, 14))}</text>' + (
+            f'<text x="{x1}" y="{base + 11}" class="note" text-anchor="end">'
+            f"{_t(_label(last, 14))}</text>"
+            if len(builds) > 1
+            else ""
+        )
+    out += (
+        f'<text x="{(x0 + x1) / 2:.1f}" y="{base + 22}" class="note" text-anchor="middle">'
+        "builds, oldest first</text>"
+    )
+    return out
+
+
 def small_multiples(
     chart_id: str, series: Sequence[Mapping[str, Any]], builds: Sequence[Mapping[str, Any]]
 ) -> Markup:
-    """pass^k of every task across the shown builds: one small panel per task."""
+    """pass^k of every task across the shown builds: one small panel per task, its full
+    name on top (wrapped), pass^k from 0 to 1 up the y axis and the builds along x."""
     cols = 3
-    panel_w, panel_h, bar_area = 210, 96, 56
+    panel_w, bar_area, line_h, left = 210, 56, 12, 40
     n_builds = max(len(builds), 1)
+    names = [wrap_name(s["task_id"]) for s in series]
+    name_h = line_h * max((len(n) for n in names), default=1)
+    panel_h = name_h + bar_area + 44
     rows = (len(series) + cols - 1) // cols
     width, height = cols * panel_w, max(rows * panel_h, 30)
     body: list[str] = []
     for i, s in enumerate(series):
         px, py = (i % cols) * panel_w, (i // cols) * panel_h
-        body.append(
-            f'<rect x="{px + 2}" y="{py + 2}" width="{panel_w - 4}" height="{panel_h - 4}" '
-            'class="panel"/>'
-            f'<text x="{px + 8}" y="{py + 16}" class="lbl">{_t(_label(s["task_id"], 27))}</text>'
-            f'<line x1="{px + 8}" y1="{py + 22 + bar_area}" x2="{px + panel_w - 8}" '
-            f'y2="{py + 22 + bar_area}" class="axis"/>'
+        base = py + name_h + 14 + bar_area
+        x0, x1 = px + left, px + panel_w - 8
+        name = "".join(
+            f'<text x="{px + 8}" y="{py + 16 + k * line_h}" class="lbl">{_t(line)}</text>'
+            for k, line in enumerate(names[i])
         )
-        bar_w = (panel_w - 16) / n_builds
+        body.append(
+            f"<g><title>{_t(s['task_id'])}</title>"
+            f'<rect x="{px + 2}" y="{py + 2}" width="{panel_w - 4}" height="{panel_h - 4}" '
+            f'class="panel"/>{name}'
+            f'<line x1="{x0}" y1="{base}" x2="{x1}" y2="{base}" class="axis"/>'
+            + _panel_axes(x0, x1, base - (bar_area - 12), base, s.get("points", []))
+            + "</g>"
+        )
+        bar_w = (x1 - x0) / n_builds
         for j, p in enumerate(s.get("points", [])):
             value = p.get("passHatK")
-            x = px + 8 + j * bar_w
-            base = py + 22 + bar_area
+            x = x0 + j * bar_w
             if value is None:
                 body.append(
                     f'<text x="{x + bar_w / 2:.1f}" y="{base - 2}" class="note" '

@@ -8,7 +8,7 @@ and the review queue always re-derive from current evidence with the same pure f
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -275,16 +275,20 @@ def review_results(rows: Sequence[ReviewResult], graders: GraderSet) -> dict[str
     return out
 
 
-def stored_record(trial: Trial) -> TrialRecord:
-    return TrialRecord.model_validate(json.loads(trial.record))
+def stored_record(trial: Trial, parsed: Mapping[str, Any] | None = None) -> TrialRecord:
+    """The trial's stored record; `parsed` is its JSON already parsed by the caller."""
+    return TrialRecord.model_validate(parsed if parsed is not None else json.loads(trial.record))
 
 
 def trajectory_of(trial: Trial) -> TrajectoryResult | None:
     return TrajectoryResult.from_block(json.loads(trial.trajectory)) if trial.trajectory else None
 
 
-def rederive(defs: Definitions, trial: Trial) -> Classification | None:
-    """The trial's classification from current evidence (None if its definitions vanished)."""
+def rederive(
+    defs: Definitions, trial: Trial, record: Mapping[str, Any] | None = None
+) -> Classification | None:
+    """The trial's classification from current evidence (None if its definitions vanished);
+    `record` is the trial's stored record when the caller parsed it already."""
     task = defs.task(trial.task_id, trial.task_digest)
     found = defs.grader_set(trial.grader_set_digest)
     if task is None or found is None:
@@ -292,7 +296,7 @@ def rederive(defs: Definitions, trial: Trial) -> Classification | None:
     graders = found.spec
     reconciliations, reviews = defs.appended(trial.trial_id)
     return classify(
-        stored_record(trial),
+        stored_record(trial, record),
         task,
         graders,
         validity=defs.validity(trial.grader_set_digest),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -24,8 +24,15 @@ from evalops import __version__
 from evalops.domain import digests
 from evalops.domain.calibration_validity import measured_against_required
 from evalops.domain.canonical import digest, plain_number
-from evalops.domain.changes import alpha_note, flip_counts, sides_from_inputs, task_changes
+from evalops.domain.changes import (
+    TaskSide,
+    alpha_note,
+    flip_counts,
+    sides_from_inputs,
+    task_changes,
+)
 from evalops.domain.classify import Classification, shown_score
+from evalops.domain.gate_compact import EVALUATOR_COMPACT
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.definitions import SHARED_KEY, Definitions, rederive, session_definitions
@@ -57,6 +64,10 @@ EFFECT_ORDER = {"block": 0, "hold": 1, "waived": 2, "pass": 3}
 EFFICIENCY_KEYS = ("toolCallCount", "modelCallCount", "inputTokens", "outputTokens")
 HISTORY_LIMIT = 50
 HISTORY_KEY = "evalops.history_effects"
+SIDES_KEY = "evalops.decision_sides"
+SIDES_KEPT = 4
+"""Summarized decisions a shared read keeps (the registry site renders decisions in order,
+and each page compares with the one before it): a few, so memory does not grow."""
 _CHUNK = 500
 PAIRED_KEYS = ("verdict", "method", "alpha", "pairedTaskCount", "pValue", "discordant", "signs")
 
@@ -137,12 +148,20 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> di
         inputs=inputs,
         upto=row.audit_seq,
         cutoff=decision_cutoff(inputs, row.audit_seq),
+        authority_at=row.audit_seq,
     )
-    resolved["authority"] = _authority_facts(session, result, row.audit_seq, inputs)
     resolved["history"] = decision_history(session, row.suite_id, up_to=row.number)
     resolved["previous_decision"] = previous_decision(
         session, inputs, before=row.number, build=row.build
     )
+    sides = _shared_sides(session)
+    if sides is not None and int(inputs.get("evaluator", 1)) < EVALUATOR_COMPACT:
+        # Summarized once: this page's changes, and the next page's "since" side (its
+        # stored inputs are these very inputs, so the summary is the same).
+        resolved["sides"] = sides_from_inputs(inputs, inputs.get("tasks", []))
+        sides[row.gate_id] = resolved["sides"]
+        while len(sides) > SIDES_KEPT:
+            del sides[next(iter(sides))]
     document = assemble(
         result=result,
         inputs=inputs,
@@ -151,7 +170,7 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> di
         decided_by=row.actor,
         inputs_digest=row.inputs_digest,
         result_digest=row.result_digest,
-        audit_head=anchor(chain_head(session)),
+        audit_head=_remembered(_memo(session, "head"), None, lambda: anchor(chain_head(session))),
         decision_event=anchor(session.get(AuditEvent, row.audit_seq)),
         rendered_at=format_timestamp(now),
     )
@@ -204,11 +223,13 @@ def resolve(
     inputs: Mapping[str, Any],
     upto: int,
     cutoff: int | None,
+    authority_at: int | None = None,
 ) -> dict[str, Any]:
     """What the decision names, looked up as of audit seq `upto` (rows recorded later do
     not change what the decision saw; a later revocation is still shown, dated). Point in
     time is a position in the chain, never a comparison of the rows' own timestamps.
-    Calibrations are those the gate selected, by the decision's own audit `cutoff`."""
+    Calibrations are those the gate selected, by the decision's own audit `cutoff`; the
+    authority is the one in force at `authority_at` (the decision's event; None: now)."""
     defs = session_definitions(session)
     tasks = list(inputs.get("tasks", []))
     return {
@@ -219,8 +240,8 @@ def resolve(
             session, defs, tasks, cutoff, pass_class_exempt=int(inputs.get("evaluator", 1)) < 3
         ),
         "provenance": _provenance(session, inputs, upto),
-        "coverage": _coverage(session),
-        "authority": _authority_facts(session, result, None, inputs),
+        "coverage": _remembered(_memo(session, "coverage"), None, lambda: _coverage(session)),
+        "authority": _authority_facts(session, result, authority_at, inputs),
     }
 
 
@@ -231,7 +252,9 @@ def _authority_facts(
     not stored), and the signed acts it rests on (its waivers): their signers, or unsigned."""
     from evalops.services.authority import authority_in_force, signers_of
 
-    found = authority_in_force(session, cutoff)
+    found = _remembered(
+        _memo(session, "authority"), cutoff, lambda: authority_in_force(session, cutoff)
+    )
     accounting = result.get("waivers") or {}
     acts = []
     for key in ("applied", "expired", "revoked"):
@@ -249,7 +272,11 @@ def _authority_facts(
         "id": found[0].id if found else None,
         "digest": found[1] if found else None,
         "acts": acts,
-        "rules_changed_by": _rules_changed_by(session, inputs, cutoff),
+        "rules_changed_by": _remembered(
+            _memo(session, "rules_changed_by"),
+            (inputs.get("policy_digest"), inputs["suite"]["id"], cutoff),
+            lambda: _rules_changed_by(session, inputs, cutoff),
+        ),
     }
 
 
@@ -339,57 +366,83 @@ def _task_revision(
     ).first()
 
 
-def _task_facts(
-    session: Session,
-    defs: Definitions,
-    tasks: Sequence[Mapping[str, Any]],
-    execution_digest: str,
-) -> dict[str, dict[str, Any]]:
+def _incident_links(session: Session) -> dict[str, list[int]]:
     links: dict[str, list[int]] = {}
     for event in session.exec(
         select(IncidentEvent).where(IncidentEvent.action == "link").order_by(col(IncidentEvent.id))
     ):
         if event.task_id:
             links.setdefault(event.task_id, []).append(event.incident_row_id)
+    return links
+
+
+def _task_facts(
+    session: Session,
+    defs: Definitions,
+    tasks: Sequence[Mapping[str, Any]],
+    execution_digest: str,
+) -> dict[str, dict[str, Any]]:
+    links: dict[str, list[int]] = _remembered(
+        _memo(session, "incident_links"), None, lambda: _incident_links(session)
+    )
+    memo = _memo(session, "task_facts")
     out: dict[str, dict[str, Any]] = {}
     for t in tasks:
-        revision = _task_revision(session, t["task_id"], t["task_digest"], newest=True)
-        meta = defs.spec_of(revision).meta if revision is not None else None
-        incidents = []
-        for row_id in dict.fromkeys(links.get(t["task_id"], [])):
-            incident = session.get(Incident, row_id)
-            if incident is None:
+        # The same in every decision that pins the same revisions (in one snapshot).
+        key = (t["task_id"], t["task_digest"], t["grader_set_digest"], execution_digest)
+        if memo is None or key not in memo:
+            found = _one_task_facts(session, defs, t, execution_digest, links)
+            if memo is None:
+                out[t["task_id"]] = found
                 continue
-            last = session.exec(
-                select(IncidentEvent)
-                .where(IncidentEvent.incident_row_id == row_id)
-                .order_by(col(IncidentEvent.id).desc())
-            ).first()
-            incidents.append(
-                {
-                    "incident_id": incident.incident_id,
-                    "title": incident.title,
-                    "severity": incident.severity,
-                    "state": last.state if last else "open",
-                    "trace_uri": incident.trace_uri,
-                }
-            )
-        score_grader, evaluator_type = _score_grader(defs, t)
-        out[t["task_id"]] = {
-            "score_grader": score_grader,
-            "evaluator_type": evaluator_type,
-            "title": meta.title if meta else None,
-            "owner": meta.owner if meta else None,
-            "failure_owner": meta.failure_owner if meta else None,
-            "revision": revision.revision if revision else None,
-            "task_digest": t["task_digest"],
-            "grader_set_digest": t["grader_set_digest"],
-            "eval_case_digest": digests.eval_case_digest(
-                t["task_digest"], execution_digest, t["grader_set_digest"]
-            ),
-            "incidents": incidents,
-        }
+            memo[key] = found
+        out[t["task_id"]] = memo[key]
     return out
+
+
+def _one_task_facts(
+    session: Session,
+    defs: Definitions,
+    t: Mapping[str, Any],
+    execution_digest: str,
+    links: Mapping[str, list[int]],
+) -> dict[str, Any]:
+    revision = _task_revision(session, t["task_id"], t["task_digest"], newest=True)
+    meta = defs.spec_of(revision).meta if revision is not None else None
+    incidents = []
+    for row_id in dict.fromkeys(links.get(t["task_id"], [])):
+        incident = session.get(Incident, row_id)
+        if incident is None:
+            continue
+        last = session.exec(
+            select(IncidentEvent)
+            .where(IncidentEvent.incident_row_id == row_id)
+            .order_by(col(IncidentEvent.id).desc())
+        ).first()
+        incidents.append(
+            {
+                "incident_id": incident.incident_id,
+                "title": incident.title,
+                "severity": incident.severity,
+                "state": last.state if last else "open",
+                "trace_uri": incident.trace_uri,
+            }
+        )
+    score_grader, evaluator_type = _score_grader(defs, t)
+    return {
+        "score_grader": score_grader,
+        "evaluator_type": evaluator_type,
+        "title": meta.title if meta else None,
+        "owner": meta.owner if meta else None,
+        "failure_owner": meta.failure_owner if meta else None,
+        "revision": revision.revision if revision else None,
+        "task_digest": t["task_digest"],
+        "grader_set_digest": t["grader_set_digest"],
+        "eval_case_digest": digests.eval_case_digest(
+            t["task_digest"], execution_digest, t["grader_set_digest"]
+        ),
+        "incidents": incidents,
+    }
 
 
 def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
@@ -449,7 +502,7 @@ def _trial_facts(
     classes = {t["trial_id"]: t["classification"] for task in tasks for t in task["trials"]}
     found: dict[str, dict[str, Any]] = {}
     details: dict[str, dict[str, Any]] = {}
-    batches = _BatchFiles(session)
+    batches = _remembered(_memo(session, "batches"), None, lambda: _BatchFiles(session))
     layers: Counter[tuple[str, str]] = Counter()
     for trial in _trial_rows(session, ids):
         trial_id = trial.trial_id
@@ -460,7 +513,7 @@ def _trial_facts(
                 defs, trial, record, batches.of(trial.ingest_batch_id)
             )
         recon, reviews = defs.appended(trial_id)
-        current = rederive(defs, trial)
+        current = rederive(defs, trial, record)
         found[trial_id] = {
             "trial_index": trial.trial_index,
             "run_id": trial.run_id,
@@ -691,10 +744,27 @@ def _sync_view(run: SyncRun | None) -> dict[str, Any] | None:
 def _provenance(session: Session, inputs: Mapping[str, Any], upto: int) -> dict[str, Any]:
     """The registry's git provenance: every sync up to the decision, and where each input
     definition the decision names was registered from."""
-    runs = session.exec(
-        select(SyncRun).where(SyncRun.audit_seq <= upto).order_by(col(SyncRun.id))
-    ).all()
+    views = _memo(session, "sync_views")
+    every = _memo(session, "sync_runs")
+    if every is None:
+        runs = session.exec(
+            select(SyncRun).where(SyncRun.audit_seq <= upto).order_by(col(SyncRun.id))
+        ).all()
+    else:
+        if not every:
+            # Every sync run of the snapshot, read once; each decision takes its prefix.
+            every.update(
+                (r.id, (r.audit_seq, _sync_view(r)))
+                for r in session.exec(select(SyncRun).order_by(col(SyncRun.id))).all()
+            )
+        runs = [view for seq, view in every.values() if seq <= upto]
     definitions: list[dict[str, Any]] = []
+
+    def sync_of(run_id: int) -> dict[str, Any] | None:
+        view: dict[str, Any] | None = _remembered(
+            views, run_id, lambda: _sync_view(session.get(SyncRun, run_id))
+        )
+        return view
 
     def add(kind: str, ident: str, digest: str, row: Any) -> None:
         definitions.append(
@@ -703,21 +773,29 @@ def _provenance(session: Session, inputs: Mapping[str, Any], upto: int) -> dict[
                 "id": ident,
                 "digest": digest,
                 "file_path": row.file_path if row else None,
-                "sync": _sync_view(session.get(SyncRun, row.sync_run_id)) if row else None,
+                "sync": sync_of(row.sync_run_id) if row else None,
             }
         )
 
-    policy = session.exec(
-        select(PolicyRow)
-        .where(PolicyRow.policy_digest == inputs.get("policy_digest"))
-        .order_by(col(PolicyRow.id))
-    ).first()
+    policy = _remembered(
+        _memo(session, "policy_rows"),
+        inputs.get("policy_digest"),
+        lambda: session.exec(
+            select(PolicyRow)
+            .where(PolicyRow.policy_digest == inputs.get("policy_digest"))
+            .order_by(col(PolicyRow.id))
+        ).first(),
+    )
     add("gate_policy", policy.policy_id if policy else "?", inputs.get("policy_digest", ""), policy)
-    execution = session.exec(
-        select(ExecutionProfileRow)
-        .where(ExecutionProfileRow.execution_digest == inputs["execution_digest"])
-        .order_by(col(ExecutionProfileRow.id))
-    ).first()
+    execution = _remembered(
+        _memo(session, "execution_rows"),
+        inputs["execution_digest"],
+        lambda: session.exec(
+            select(ExecutionProfileRow)
+            .where(ExecutionProfileRow.execution_digest == inputs["execution_digest"])
+            .order_by(col(ExecutionProfileRow.id))
+        ).first(),
+    )
     add(
         "execution_profile",
         execution.execution_id if execution else "?",
@@ -725,16 +803,21 @@ def _provenance(session: Session, inputs: Mapping[str, Any], upto: int) -> dict[
         execution,
     )
     suite_id = inputs["suite"]["id"]
-    suite = session.exec(
-        select(SuiteRow).where(SuiteRow.suite_id == suite_id).order_by(col(SuiteRow.id).desc())
-    ).first()
+    suite = _remembered(
+        _memo(session, "newest_suite_rows"),
+        suite_id,
+        lambda: session.exec(
+            select(SuiteRow).where(SuiteRow.suite_id == suite_id).order_by(col(SuiteRow.id).desc())
+        ).first(),
+    )
     add("suite", suite_id, suite.document_digest if suite else "", suite)
     for t in inputs.get("tasks", []):
         revision = _task_revision(session, t["task_id"], t["task_digest"], newest=False)
         add("task", t["task_id"], t["task_digest"], revision)
+    syncs = [r if isinstance(r, dict) else _sync_view(r) for r in runs]
     return {
-        "syncs": [_sync_view(r) for r in runs],
-        "in_force": _sync_view(runs[-1]) if runs else None,
+        "syncs": syncs,
+        "in_force": syncs[-1] if syncs else None,
         "definitions": definitions,
     }
 
@@ -749,9 +832,24 @@ def decision_history(
         GateDecision.build,
         GateDecision.evaluated_at,
     ).where(GateDecision.suite_id == suite_id)
-    if up_to is not None:
-        stmt = stmt.where(GateDecision.number <= up_to)
-    rows = session.exec(stmt.order_by(col(GateDecision.number).desc()).limit(limit)).all()
+    newest_first = col(GateDecision.number).desc()
+    every = _memo(session, "suite_decisions")
+    if every is not None:
+        # A shared read lists the suite's decisions once (a few columns each), newest first.
+        if suite_id not in every:
+            numbers = select(GateDecision.number).where(GateDecision.suite_id == suite_id)
+            every[suite_id] = list(
+                zip(
+                    session.exec(numbers.order_by(newest_first)).all(),
+                    session.exec(stmt.order_by(newest_first)).all(),
+                    strict=True,
+                )
+            )
+        rows = [r for n, r in every[suite_id] if up_to is None or n <= up_to][:limit]
+    else:
+        if up_to is not None:
+            stmt = stmt.where(GateDecision.number <= up_to)
+        rows = list(session.exec(stmt.order_by(newest_first).limit(limit)).all())
     # Per-decision effect counts: read once per decision, and once per session when a long
     # read shares its lookups (the registry site renders every decision's history).
     known: dict[str, dict[str, int]] = (
@@ -784,23 +882,57 @@ def decision_history(
     ]
 
 
+def _memo(session: Session, name: str) -> dict[Any, Any] | None:
+    """A lookup table that lives as long as a shared read (`share_definitions`: one snapshot
+    whose rows cannot change under it), or None when the read shares nothing. What is kept
+    is small and the same for every decision of the snapshot (sync runs, definition rows,
+    the chain head), so N decisions read it once."""
+    if SHARED_KEY not in session.info:
+        return None
+    found: dict[Any, Any] = session.info.setdefault(f"evalops.report.{name}", {})
+    return found
+
+
+def _remembered(memo: dict[Any, Any] | None, key: Any, compute: Callable[[], Any]) -> Any:
+    if memo is None:
+        return compute()
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
+def _shared_sides(session: Session) -> dict[str, dict[str, TaskSide]] | None:
+    """Decisions summarized earlier in a shared read (by gate id), or None when the read
+    shares nothing."""
+    if SHARED_KEY not in session.info:
+        return None
+    found: dict[str, dict[str, TaskSide]] = session.info.setdefault(SIDES_KEY, {})
+    return found
+
+
 def previous_decision(
     session: Session, inputs: Mapping[str, Any], *, before: int | None, build: str
 ) -> dict[str, Any] | None:
     """When the decision compared no baseline build: the suite's latest stored decision
     before it (`before` is its number; None for a dry run) on another build, with its stored
-    inputs, so the report can still say what changed since then."""
+    inputs, so the report can still say what changed since then (or, in a shared read that
+    summarized it already, its summarized `sides` instead of its inputs)."""
     if (inputs.get("baseline") or {}).get("build"):
         return None
-    stmt = select(GateDecision).where(
+    stmt = select(GateDecision.id, GateDecision.gate_id, GateDecision.build).where(
         GateDecision.suite_id == inputs["suite"]["id"], GateDecision.build != build
     )
     if before is not None:
         stmt = stmt.where(GateDecision.number < before)
-    row = session.exec(stmt.order_by(col(GateDecision.number).desc()).limit(1)).first()
-    if row is None:
+    found = session.exec(stmt.order_by(col(GateDecision.number).desc()).limit(1)).first()
+    if found is None:
         return None
-    return {"gate_id": row.gate_id, "build": row.build, "inputs": json.loads(row.inputs)}
+    row_id, gate_id, other = found
+    known = (_shared_sides(session) or {}).get(gate_id)
+    if known is not None:
+        return {"gate_id": gate_id, "build": other, "sides": known}
+    text = session.exec(select(GateDecision.inputs).where(GateDecision.id == row_id)).one()
+    return {"gate_id": gate_id, "build": other, "inputs": json.loads(text)}
 
 
 def decision_changes(
@@ -859,6 +991,7 @@ def changes_since_baseline(
     result: Mapping[str, Any],
     inputs: Mapping[str, Any],
     previous: Mapping[str, Any] | None,
+    current: Mapping[str, TaskSide] | None = None,
 ) -> dict[str, Any]:
     """Per-task flips against the decision's baseline build, or else against the suite's
     previous decision on another build (`source` says which), with the paired verdict's
@@ -871,10 +1004,16 @@ def changes_since_baseline(
         paired = result.get("regression")
     elif previous is not None:
         source, build, gate_id = "previous_decision", previous["build"], previous["gate_id"]
-        base = sides_from_inputs(previous["inputs"], previous["inputs"].get("tasks", []))
+        base = (
+            dict(previous["sides"])
+            if "sides" in previous
+            else sides_from_inputs(previous["inputs"], previous["inputs"].get("tasks", []))
+        )
     else:
         source, build, gate_id, base = None, None, None, {}
-    rows = task_changes(base, sides_from_inputs(inputs, inputs.get("tasks", []))) if build else []
+    if current is None and build:
+        current = sides_from_inputs(inputs, inputs.get("tasks", []))
+    rows = task_changes(base, dict(current or {})) if build else []
     note = None
     if paired and paired.get("method") is not None:
         note = alpha_note(
@@ -1057,7 +1196,9 @@ def assemble(
         "waivers": waivers,
         "calibration": list(resolved.get("calibration", [])),
         "regression": result.get("regression"),
-        "changes": changes_since_baseline(result, inputs, resolved.get("previous_decision")),
+        "changes": changes_since_baseline(
+            result, inputs, resolved.get("previous_decision"), resolved.get("sides")
+        ),
         "efficiency": efficiency,
         "digests": {
             "suite_digest": result.get("suite_digest"),
