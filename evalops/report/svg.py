@@ -143,23 +143,9 @@ def history(chart_id: str, decisions: Sequence[Mapping[str, Any]], current: str 
     return _frame(chart_id, "Decision history of the suite, oldest first", width, height, body)
 
 
-NAME_CHARS = 30
-"""Characters per line of a task's name in a small-multiples panel (wrapped, never cut)."""
-_BREAK_AFTER = "-_/.:@ "
-
-
-def wrap_name(value: Any, chars: int = NAME_CHARS) -> list[str]:
-    """`value` (made visible) in lines of at most `chars` characters, broken after a
-    separator when one is near the end of the line, else at the limit: every character
-    is kept."""
-    text = visible(value)
-    lines: list[str] = []
-    while len(text) > chars:
-        cut = max(text.rfind(c, 0, chars) for c in _BREAK_AFTER) + 1
-        cut = cut if cut > chars // 2 else chars
-        lines.append(text[:cut])
-        text = text[cut:]
-    return [*lines, text] if text or not lines else lines
+# Lines of a task's name a small-multiples panel has room for: four lines of a panel's
+# width hold about 120 characters; a longer name is whole in the panel's title.
+NAME_LINES = 4
 
 
 def _panel_axes(x0: float, x1: float, top: float, base: float, builds: Sequence[Any]) -> str:
@@ -195,12 +181,14 @@ def small_multiples(
     chart_id: str, series: Sequence[Mapping[str, Any]], builds: Sequence[Mapping[str, Any]]
 ) -> Markup:
     """pass^k of every task across the shown builds: one small panel per task, its full
-    name on top (wrapped), pass^k from 0 to 1 up the y axis and the builds along x."""
+    name on top (HTML the browser wraps), pass^k from 0 to 1 up the y axis and the builds
+    along x."""
     cols = 3
     panel_w, bar_area, line_h, left = 210, 56, 12, 40
     n_builds = max(len(builds), 1)
-    names = [wrap_name(s["task_id"]) for s in series]
-    name_h = line_h * max((len(n) for n in names), default=1)
+    # The name is HTML inside the panel, so the browser wraps it at any width and the
+    # panel's structure never depends on what the name says (room for NAME_LINES lines).
+    name_h = line_h * NAME_LINES
     panel_h = name_h + bar_area + 44
     rows = (len(series) + cols - 1) // cols
     width, height = cols * panel_w, max(rows * panel_h, 30)
@@ -209,9 +197,10 @@ def small_multiples(
         px, py = (i % cols) * panel_w, (i // cols) * panel_h
         base = py + name_h + 14 + bar_area
         x0, x1 = px + left, px + panel_w - 8
-        name = "".join(
-            f'<text x="{px + 8}" y="{py + 16 + k * line_h}" class="lbl">{_t(line)}</text>'
-            for k, line in enumerate(names[i])
+        name = (
+            f'<foreignObject x="{px + 8}" y="{py + 5}" width="{panel_w - 16}" '
+            f'height="{name_h + 2}"><div xmlns="http://www.w3.org/1999/xhtml" class="pname">'
+            f"{_t(s['task_id'])}</div></foreignObject>"
         )
         body.append(
             f"<g><title>{_t(s['task_id'])}</title>"
