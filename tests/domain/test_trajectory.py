@@ -631,3 +631,75 @@ def test_maximum_matching_is_maximum_and_valid(adjacency: list[list[int]]) -> No
         return out
 
     assert len(rights) == best(0, frozenset())
+
+
+# -- what reports and `trials show` read back from a graded trajectory ---------------------
+
+
+def test_the_block_in_words_names_mode_counts_and_verdict() -> None:
+    from evalops.domain.trajectory import TrajectoryResult
+
+    ok = TrajectoryResult("in-order", True, 2, 3, 2, 0)
+    assert ok.describe() == (
+        "matched (in-order): 2 of 2 expected calls matched, 3 observed, 0 forbidden"
+    )
+    bad = TrajectoryResult("exact", False, 1, 5, 0, 1)
+    assert bad.describe() == (
+        "NOT matched (exact): 0 of 1 expected call matched, 5 observed, 1 forbidden"
+    )
+
+
+def test_the_stored_block_keeps_tool_names_and_states_and_reads_back_whole() -> None:
+    from evalops.domain.trajectory import TrajectoryResult
+
+    result = TrajectoryResult(
+        "any-order",
+        False,
+        2,
+        1,
+        1,
+        1,
+        explanations=("not stored",),
+        calls=(("crm:lookup", "matched"), ("billing:refund", "missing")),
+        forbidden_called=("billing:refund-twice",),
+    )
+    stored = result.stored()
+    assert stored == {
+        "mode": "any-order",
+        "matched": False,
+        "expectedCount": 2,
+        "observedCount": 1,
+        "matchedCount": 1,
+        "forbiddenCount": 1,
+        "expected": [
+            {"tool": "crm:lookup", "state": "matched"},
+            {"tool": "billing:refund", "state": "missing"},
+        ],
+        "forbiddenCalled": ["billing:refund-twice"],
+    }
+    again = TrajectoryResult.from_block(stored)
+    assert (again.calls, again.forbidden_called) == (result.calls, result.forbidden_called)
+    assert again.block() == result.block()
+    # A block stored before the per-call detail was kept reads back with none.
+    old = TrajectoryResult.from_block(result.block())
+    assert (old.calls, old.forbidden_called, old.block()) == ((), (), result.block())
+
+
+def test_each_expected_call_is_matched_out_of_order_or_missing_by_mode() -> None:
+    from evalops.domain.trajectory import ObservedCall, call_states
+
+    a, b = ExpectedCall(tool="a"), ExpectedCall(tool="b")
+    seen_ba = [ObservedCall("b", {}), ObservedCall("a", {})]
+    # exact: each call at its own position.
+    assert call_states("exact", [a, b], seen_ba, [True, True]) == ["out_of_order"] * 2
+    assert call_states("exact", [a, b], [ObservedCall("a", {})], [True, False]) == [
+        "matched",
+        "missing",
+    ]
+    # in-order: `a` found, then `b` must come after it.
+    assert call_states("in-order", [a, b], seen_ba, [True, True]) == ["matched", "out_of_order"]
+    assert call_states(
+        "in-order", [a, b], [ObservedCall("a", {}), ObservedCall("b", {})], [True, True]
+    ) == ["matched", "matched"]
+    # any-order: found anywhere is matched; not found is missing.
+    assert call_states("any-order", [a, b], seen_ba[:1], [False, True]) == ["missing", "matched"]
