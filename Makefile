@@ -10,6 +10,10 @@ DEMO_DIR ?= /tmp/evalops-demo
 # --no-compile: byte-compiling every installed module (scipy alone has thousands) took half
 # of the install's CPU time; Python compiles the modules a run imports, once, on first use.
 PIP_FLAGS := --quiet --disable-pip-version-check --no-compile
+# ... which relies on Python writing those .pyc files: container images often set
+# PYTHONDONTWRITEBYTECODE=1, and then every evalops process would compile SQLAlchemy,
+# pydantic and the rest from source again (2.5 s of CPU for a command instead of 1 s).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: demo test test-fast check lint typecheck layers schemas golden golden-reports bench report-check mutate clean
 

@@ -39,12 +39,14 @@ def verify(
     Example: evalops verify --anchors reports/audit-GATE-3.html
     """
     from evalops.services.anchors import anchors_in_file, parse_anchor
-    from evalops.services.verify import verify_database
 
     state = settings(ctx, json_flag)
     wanted = [parse_anchor(a) for a in anchor or []]
     for path in anchors or []:
         wanted += anchors_in_file(path)
+    # After the anchors are read: a bad anchor file is refused before the verifier loads.
+    from evalops.services.verify import verify_database
+
     mode = progress_mode(ctx, progress_option)
     with state.connect(for_verify=True) as engine, stages(mode, "verifying") as on_stage:
         report = verify_database(engine, wanted, on_stage)

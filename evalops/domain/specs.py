@@ -7,6 +7,8 @@ Digests are computed from the file's JSON value, not from these models (section 
 
 from __future__ import annotations
 
+import ast
+import inspect
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -40,11 +42,54 @@ from evalops.domain.vocabulary import (
 )
 
 
+def _field_docstrings(model: type) -> dict[str, str]:
+    """The string literal under each annotated field of `model`'s own class body."""
+    try:
+        tree = ast.parse(inspect.cleandoc("\n" + inspect.getsource(model)))
+    except (OSError, TypeError, SyntaxError):
+        return {}
+    body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
+    docs: dict[str, str] = {}
+    for field, under in zip(body, body[1:], strict=False):
+        if (
+            isinstance(field, ast.AnnAssign)
+            and isinstance(field.target, ast.Name)
+            and isinstance(under, ast.Expr)
+            and isinstance(under.value, ast.Constant)
+            and isinstance(under.value.value, str)
+        ):
+            docs[field.target.id] = inspect.cleandoc(under.value.value)
+    return docs
+
+
+def _describe_fields(schema: dict[str, Any], model: type) -> None:
+    """Fill each property's JSON Schema `description` from its field's docstring.
+
+    Done when a schema is generated rather than when the class is built (pydantic's
+    `use_attribute_docstrings`): reading and parsing the source of every model at import
+    cost a tenth of the start-up of every command.
+    """
+    docs: dict[str, str] = {}
+    for cls in reversed(model.__mro__):
+        if isinstance(cls, type) and issubclass(cls, Strict):
+            docs.update(_field_docstrings(cls))
+    fields = getattr(model, "model_fields", {})
+    properties = schema.get("properties", {})
+    for name, info in fields.items():
+        key = info.alias or name
+        if key in properties and info.description is None and name in docs:
+            properties[key]["description"] = docs[name]
+
+
 class Strict(BaseModel):
     """Base for every spec model: unknown fields are errors, values are not coerced."""
 
     model_config = ConfigDict(
-        extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True
+        extra="forbid",
+        strict=True,
+        frozen=True,
+        json_schema_extra=_describe_fields,
+        defer_build=True,
     )
 
 

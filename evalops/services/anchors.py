@@ -18,12 +18,12 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from sqlmodel import Session
+from typing import TYPE_CHECKING, Any
 
 from evalops.errors import InputError
-from evalops.store.tables import AuditEvent
+
+if TYPE_CHECKING:
+    from sqlmodel import Session
 
 HASH = r"sha256:[0-9a-f]{64}"
 LINE = re.compile(rf"^\s*(\d+):({HASH})\s*$")
@@ -161,6 +161,9 @@ def anchors_in_file(path: Path) -> list[Anchor]:
 
 
 def anchor_problem(session: Session, anchor: Anchor) -> str | None:
+    # Imported here: reading an anchor file (and refusing a hostile one) needs no database.
+    from evalops.store.tables import AuditEvent
+
     event = session.get(AuditEvent, anchor.seq)
     if event is None:
         return (
