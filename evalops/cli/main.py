@@ -1,5 +1,6 @@
 """The `evalops` command: global options, sub-commands, and errors -> exit codes."""
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -211,11 +212,20 @@ export.register(app)
 verify.register(app)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI and return its exit code (1 for an unexpected internal error)."""
+@functools.cache
+def _command() -> Any:
+    """The click command tree of `app`, built once per process: `evalops demo` and the
+    tests run many commands in one process, and building the tree costs more than most
+    commands do."""
     command = typer.main.get_command(app)
     # Ordinary option values parse without pydantic: `--help` and simple commands start fast.
     fastparams.install_tree(command, HELP_NAMES)
+    return command
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI and return its exit code (1 for an unexpected internal error)."""
+    command = _command()
     args = argv if argv is not None else sys.argv[1:]
     as_json = "--json" in args
     oversized = oversized_argument(args)

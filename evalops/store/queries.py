@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import true
+from sqlalchemy import and_, true
 from sqlmodel import Session, SQLModel, col, select
 
 from evalops.domain import digests
@@ -438,19 +438,29 @@ def in_force_rows_of(session: Session, kind: str, ids: list[str]) -> dict[str, A
 
 
 def in_force_rows(session: Session, kind: str, cutoff: int | None = None) -> dict[str, Any]:
-    """id -> the registered row of every definition of `kind` in force."""
+    """id -> the registered row of every definition of `kind` in force (the first row
+    registered with the digest in force), in id order.
+
+    Two queries whatever the registry's size (the sync, then its definitions joined to
+    their rows): a gate check and every replay read each kind in force, and a query per
+    definition made that the largest cost of building gate inputs."""
+    run = latest_sync_run(session, cutoff)
+    if run is None:
+        return {}
     table, id_column = DEFINITION_TABLES[kind]
+    definition_id = getattr(table, id_column)
+    stmt = select(table).join(
+        SyncInForce,
+        and_(
+            col(SyncInForce.sync_run_id) == run.id,
+            col(SyncInForce.kind) == kind,
+            col(SyncInForce.definition_id) == definition_id,
+            col(SyncInForce.document_digest) == table.document_digest,  # type: ignore[attr-defined]
+        ),
+    )
+    if table is PolicyRow:
+        stmt = stmt.where(PolicyRow.kind == kind)
     out: dict[str, Any] = {}
-    for (k, definition_id), document_digest in sorted(in_force(session, cutoff).items()):
-        if k != kind:
-            continue
-        stmt = select(table).where(
-            getattr(table, id_column) == definition_id,
-            table.document_digest == document_digest,  # type: ignore[attr-defined]
-        )
-        if table is PolicyRow:
-            stmt = stmt.where(PolicyRow.kind == kind)
-        row = session.exec(stmt.order_by(col(table.id))).first()  # type: ignore[attr-defined]
-        if row is not None:
-            out[definition_id] = row
-    return out
+    for row in session.exec(stmt.order_by(col(table.id))):  # type: ignore[attr-defined]
+        out.setdefault(getattr(row, id_column), row)
+    return dict(sorted(out.items()))
