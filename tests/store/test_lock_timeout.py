@@ -1,7 +1,9 @@
 """Writers behind a long ingest (docs/verify.md, "Destructive and failing
 operations"), on SQLite and PostgreSQL.
 
-An ingest of 100,000 records holds the write lock; 4 other writers start while it does:
+An ingest of 25,000 records holds the write lock (several seconds, far beyond the 2-second
+lock timeout below; each test asserts it is still running when the writers start); 4
+other writers start while it does:
 - with the default lock timeout each waits, then succeeds (recorded after the ingest);
 - with `--lock-timeout 2` each either got the lock in time or exits 1 with "registry is
   busy: another writer holds it" and a JSON error, no traceback, nothing partial;
@@ -26,7 +28,7 @@ from sqlalchemy import create_engine, text
 from tests.conftest import Cli
 from tests.trial_factory import mini_case, record
 
-RECORDS = 100_000
+RECORDS = 25_000
 WRITERS = 4
 BUSY = "registry is busy: another writer holds it"
 
