@@ -15,8 +15,6 @@ keys later evaluators added are `NotRequired` there. Evaluator-2 inputs have the
 and are only ever read as plain dicts.
 """
 
-from __future__ import annotations
-
 from typing import Any, Generic, NotRequired, TypeAlias, TypedDict, TypeVar
 
 # ---------------------------------------------------------------------------------- inputs
@@ -224,7 +222,8 @@ AnyGateInputs: TypeAlias = ListedInputs | CompactInputs
 class DecisionTask(TypedDict):
     """One task of a decision. Evaluator 4 counts first results by class
     (`firstResultCounts`) where the others list them by trial (`firstResults`); evaluators
-    1 and 2 wrote no `gatingScore`."""
+    1 and 2 wrote no `gatingScore`, and evaluator 1 counted `ignoredTrials` without
+    reasons."""
 
     task_id: str
     state: str
@@ -242,7 +241,8 @@ class DecisionTask(TypedDict):
     trajectory: TrajectoryCounts | None
     efficiency: dict[str, float | None]
     fixtureMissCount: int
-    ignoredTrials: dict[str, int]
+    ignoredTrials: dict[str, int] | int
+    """By reason; evaluator 1 wrote a count."""
     rerunsNotPermitted: list[str]
     firstResults: NotRequired[dict[str, str]]
     firstResultCounts: NotRequired[dict[str, int]]
@@ -335,7 +335,8 @@ class DecisionDocument(TypedDict):
     trialStats: TrialStats
     waivers: WaiverAccounting
     regression: RegressionVerdict | None
-    ignoredTrials: dict[str, int]
+    ignoredTrials: dict[str, int] | int
+    """By reason; evaluator 1 wrote a count."""
 
 
 class PolicyName(TypedDict):

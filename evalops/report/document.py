@@ -8,8 +8,6 @@ here changes a byte of a report. `tests/contract/test_document_types.py` compare
 with the documents the demo's decisions produce, so they cannot drift apart.
 """
 
-from __future__ import annotations
-
 from typing import Any, NotRequired, TypeAlias, TypedDict
 
 from evalops.domain.changes import TaskChange
@@ -17,6 +15,7 @@ from evalops.domain.gate_documents import (
     Anchor,
     DecisionDocument,
     DecisionTask,
+    DryRunOutput,
     PolicyName,
     RefusedByPolicy,
     RefusedWaiver,
@@ -291,15 +290,11 @@ class Provenance(TypedDict):
     definitions: list[DefinitionProvenance]
 
 
-class Signer(TypedDict):
-    principal: str
-    fingerprint: str
-
-
 class AuthorityAct(TypedDict):
     act: str
     subject: str
     signers: list[dict[str, str]]
+    """`{principal, fingerprint}` of each signer of the act; empty when unsigned."""
 
 
 class RuleChange(TypedDict):
@@ -309,7 +304,8 @@ class RuleChange(TypedDict):
     id: str | None
     at: str | None
     commit: str | None
-    signers: list[Signer]
+    signers: list[dict[str, str]]
+    """`{principal, fingerprint}` of the commit's signer; empty when unsigned."""
 
 
 class AuthorityFacts(TypedDict):
@@ -365,6 +361,9 @@ class ReportDocument(TypedDict):
     authority: AuthorityFacts
     history: list[HistoryEntry]
     recompute: list[str]
-    decision_document: DecisionDocument
+    decision_document: DecisionDocument | DryRunOutput
+    """The stored decision; for a dry run's report (`gate check --dry-run --report`), what
+    the dry run returned: the decision with `policy`, `stored` and `audit_head` beside it
+    (and `digests.result_digest` is of that)."""
     inputs: dict[str, Any]
     """The decision's inputs as stored, of whichever evaluator made it."""
