@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
+from evalops.domain import audit_kinds
 from evalops.domain.canonical import (
     canonical_json,
     canonical_json_document,
@@ -179,7 +180,7 @@ def check(
             session,
             at=now,
             actor=actor,
-            kind="gate.decision",
+            kind=audit_kinds.GATE_DECISION,
             subject=inputs["gate_id"],
             payload={
                 "gate_id": inputs["gate_id"],

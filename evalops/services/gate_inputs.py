@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlmodel import Session, col, func, select
 
+from evalops.domain import audit_kinds
 from evalops.domain.canonical import plain_number
 from evalops.domain.gate import EVALUATOR
 from evalops.domain.gate_compact import EVALUATOR_COMPACT, CompactTrials
@@ -516,7 +517,7 @@ def refused_waivers(
 ) -> list[RefusedWaiverRequest]:
     rows = session.exec(
         select(AuditEvent)
-        .where(AuditEvent.kind == "waiver.refused", upto(AuditEvent.seq, cutoff))
+        .where(AuditEvent.kind == audit_kinds.WAIVER_REFUSED, upto(AuditEvent.seq, cutoff))
         .order_by(col(AuditEvent.seq))
     ).all()
     out: list[RefusedWaiverRequest] = []
