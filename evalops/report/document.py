@@ -1,5 +1,5 @@
 """The shape of the report document: what `services/reports.py` `assemble` builds and every
-renderer and exporter reads (docs/reports.md).
+renderer and exporter reads (docs/json.md, docs/exports.md).
 
 The document is the stored decision and its inputs verbatim, plus the facts resolved for a
 reader; `evalops report audit --format json` writes it as it is. These types name every

@@ -145,7 +145,7 @@ def test_all_kinds_is_every_constant_of_the_module() -> None:
 def test_the_families_cover_every_definition_kind_and_incident_action() -> None:
     from evalops.registry.definitions import _DIGEST_FIELD
 
-    # Every definition kind has an identity digest (section 4), and sync registers each.
+    # Every definition kind has an identity digest (docs/digests.md); sync registers each.
     assert set(audit_kinds.SYNC_DEFINITION) == set(_DIGEST_FIELD)
     actions = set()
     for _, tree in _modules():
