@@ -2,7 +2,7 @@
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -10,6 +10,9 @@ from evalops.cli.context import JsonFlag, echo_lines, emit, note, now, settings
 from evalops.cli.gate import EXIT_BY_DECISION
 from evalops.cli.output import OutputOption, write_output
 from evalops.errors import EXIT_VERIFY, InputError
+
+if TYPE_CHECKING:
+    from evalops.report.document import ReportDocument
 
 export_app = typer.Typer(
     help="Exports of a stored gate decision: JUnit XML, OTLP JSON logs, RFC 0244 "
@@ -21,7 +24,7 @@ export_app = typer.Typer(
 GateOption = Annotated[str, typer.Option("--gate", help="Stored gate decision id (GATE-<n>).")]
 
 
-def _document(ctx: typer.Context, gate: str, json_flag: bool) -> dict[str, Any]:
+def _document(ctx: typer.Context, gate: str, json_flag: bool) -> "ReportDocument":
     from evalops.services.reports import audit_document
 
     state = settings(ctx, json_flag)
@@ -29,7 +32,7 @@ def _document(ctx: typer.Context, gate: str, json_flag: bool) -> dict[str, Any]:
         return audit_document(engine, gate, now=now())
 
 
-def _finish(ctx: typer.Context, what: str, doc: dict[str, Any], output: str, text: str) -> None:
+def _finish(ctx: typer.Context, what: str, doc: "ReportDocument", output: str, text: str) -> None:
     path = write_output(output, text)
     if path is not None:
         emit(

@@ -1,7 +1,8 @@
 """`evalops gate check|show|list|replay` and `evalops compare`."""
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -20,6 +21,9 @@ from evalops.cli.listing import AllOption, LimitOption, Page, emit_page, row_lim
 from evalops.cli.tables import print_table
 from evalops.domain.humanize import measure, plural
 from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_VERIFY, InputError
+
+if TYPE_CHECKING:
+    from evalops.domain.gate_documents import AnyGateInputs, DecisionDocument
 
 gate_app = typer.Typer(
     help="The release gate: pass, hold or block, and why.\n\nExample: evalops gate check "
@@ -90,7 +94,7 @@ def _side(side: dict[str, Any] | None) -> str:
     return f"{side['passedCount']}/{side['n']} pass^k {measure(side['passHatK'])}"
 
 
-def change_lines(changes: dict[str, Any], *, against: bool = True) -> list[str]:
+def change_lines(changes: Mapping[str, Any], *, against: bool = True) -> list[str]:
     """The per-task flips, regressed first, one line per task that changed, then how many
     did not (the order is the report's)."""
     if not changes.get("baseline_build") and against:
@@ -155,7 +159,7 @@ def _states(tasks: list[dict[str, Any]], shown: list[dict[str, Any]]) -> list[st
     return [f"{n:,} {state}" for state, n in sorted(counts.items())]
 
 
-def _render_decision(data: dict[str, Any], changes: dict[str, Any] | None = None) -> None:
+def _render_decision(data: Mapping[str, Any], changes: Mapping[str, Any] | None = None) -> None:
     say_painted(
         data["decision"].upper(), f": {data['build']} on {data['suite']} ({data['gate_id']})"
     )
@@ -215,7 +219,7 @@ def _write_artifacts(
     gate_id: str,
     junit: Path | None,
     report: Path | None,
-    unstored: tuple[dict[str, Any], dict[str, Any]] | None = None,
+    unstored: "tuple[DecisionDocument, AnyGateInputs] | None" = None,
 ) -> None:
     """`--junit` / `--report`: render the decision with the exporters (read-only); a dry
     run's `unstored` (result, inputs) is rendered marked as not stored.
@@ -318,6 +322,7 @@ def gate_check(
         "policy": policy,
         "evaluator": _evaluator(evaluator),
     }
+    data: DecisionDocument
     with state.connect() as engine:
         if dry_run:
             data, inputs = dry_run_check(engine, **options)

@@ -20,7 +20,8 @@ import hashlib
 import json
 import math
 import re
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, overload
 
 import rfc8785
 
@@ -110,7 +111,7 @@ _ASTRAL_LEADS = (b"\xf0", b"\xf1", b"\xf2", b"\xf3", b"\xf4")  # keys sort by UT
 _FLOAT_DECODER = json.JSONDecoder(parse_float=lambda token: _plain_float(float(token)))
 
 
-def canonical_json_document(value: dict[str, Any] | list[Any]) -> bytes:
+def canonical_json_document(value: Mapping[str, Any] | list[Any]) -> bytes:
     """`canonical_json` of a large object or array whose object keys are all `str` (parsed
     JSON, or built by evalops): the C encoder's bytes, searched for the only forms in which
     they can differ from RFC 8785, instead of a Python walk over every node. Where only
@@ -178,6 +179,12 @@ def encode_trusted(value: Any) -> bytes:
     return _ENCODER.encode(value).encode("utf-8")
 
 
+@overload
+def plain_number(value: float) -> float: ...
+@overload
+def plain_number(value: None) -> None: ...
+@overload
+def plain_number(value: float | None) -> float | None: ...
 def plain_number(value: float | None) -> float | None:
     """A score as canonical JSON writes it (an integral float as an int), so a document
     built from stored floats takes `canonical_json_document`'s first path. Its bytes are

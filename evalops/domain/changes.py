@@ -9,14 +9,29 @@ baseline and does not pass in the candidate, `improved` for the reverse, else `u
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from evalops.domain.humanize import measure
 from evalops.domain.regression import BOOTSTRAP_MIN_PAIRS
 
 FLIPS = ("regressed", "improved", "unchanged", "new", "missing")
+
+
+class TaskSideDocument(TypedDict):
+    n: int
+    passedCount: int
+    passHatK: float | None
+
+
+class TaskChange(TypedDict):
+    """One task's flip, with its side in each build (None: no trials there)."""
+
+    task_id: str
+    baseline: TaskSideDocument | None
+    candidate: TaskSideDocument | None
+    flip: str
 
 
 @dataclass(frozen=True)
@@ -28,7 +43,7 @@ class TaskSide:
     pass_hat_k: float | None
     passed: bool
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> TaskSideDocument:
         return {"n": self.n, "passedCount": self.passed_count, "passHatK": self.pass_hat_k}
 
 
@@ -49,9 +64,9 @@ def flip(baseline: TaskSide | None, candidate: TaskSide | None) -> str:
 
 def task_changes(
     baseline: Mapping[str, TaskSide], candidate: Mapping[str, TaskSide]
-) -> list[dict[str, Any]]:
+) -> list[TaskChange]:
     """`[{task_id, baseline, candidate, flip}]`: regressed first, then the rest by task id."""
-    rows = []
+    rows: list[TaskChange] = []
     for task_id in sorted(baseline.keys() | candidate.keys()):
         base, cand = baseline.get(task_id), candidate.get(task_id)
         rows.append(
@@ -65,7 +80,7 @@ def task_changes(
     return sorted(rows, key=lambda r: (r["flip"] != "regressed", r["task_id"]))
 
 
-def flip_counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+def flip_counts(rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     """How many tasks of each flip, every flip named (zeros included)."""
     return {f: sum(1 for r in rows if r["flip"] == f) for f in FLIPS}
 

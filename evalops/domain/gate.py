@@ -25,9 +25,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from evalops.domain.classify import counted_gating_score
+from evalops.domain.gate_documents import (
+    BaselineInput,
+    CompactInputs,
+    CompactTaskInput,
+    DecisionDocument,
+    DecisionTask,
+    ListedInputs,
+    RefusedByPolicy,
+    RefusedWaiver,
+    RefusedWaiverRequest,
+    RegressionVerdict,
+    TaskInput,
+    TrajectoryCounts,
+    WaiverAccounting,
+)
 from evalops.domain.regression import TaskOutcome, paired_verdict
 from evalops.domain.reruns import TrialNode, resolve_reruns
 from evalops.domain.specs import GatePolicy
@@ -57,7 +72,7 @@ class TaskSummary:
     invalid_count: int
     rerun_count: int
     not_permitted: tuple[str, ...]
-    trajectory: dict[str, Any] | None
+    trajectory: TrajectoryCounts | None
     efficiency: dict[str, float | None]
     fixture_misses: int
     why: str
@@ -70,9 +85,9 @@ def _highest(classes: Sequence[str]) -> str:
     return min(classes, key=RANK.__getitem__)
 
 
-def summarize_task(task: Mapping[str, Any], policy: GatePolicy) -> TaskSummary:
+def summarize_task(task: TaskInput, policy: GatePolicy) -> TaskSummary:
     """State and statistics of one task from its trials (the baseline uses it too)."""
-    trials: list[Mapping[str, Any]] = list(task["trials"])
+    trials = list(task["trials"])
     plan = task["plan"]
     outcome = resolve_reruns(
         [TrialNode(t["trial_id"], t["parent_trial_id"], t["classification"]) for t in trials],
@@ -164,27 +179,31 @@ EVALUATOR = 3
 `domain.legacy` so a decision replays under the rules it was made under."""
 
 
-def evaluate_stored(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """Replay a stored decision under the evaluator it was made with."""
+def evaluate_stored(inputs: Mapping[str, Any]) -> DecisionDocument:
+    """Replay a stored decision under the evaluator it was made with.
+
+    Stored inputs are read as plain JSON; the `evaluator` number they record says which
+    shape they have, so this dispatch is where they are given their type. The frozen
+    evaluators 1 and 2 write plain dicts of the shape `DecisionDocument` describes."""
     version = inputs.get("evaluator", 1)
     if version == EVALUATOR:
-        return evaluate(inputs)
+        return evaluate(cast("ListedInputs", inputs))
     if version == 4:
         from evalops.domain.gate_compact import evaluate as evaluate_compact
 
-        return evaluate_compact(inputs)
+        return evaluate_compact(cast("CompactInputs", inputs))
     if version == 2:
         from evalops.domain.legacy.gate_v2 import evaluate as evaluate_v2
 
-        return evaluate_v2(inputs)
+        return cast("DecisionDocument", evaluate_v2(inputs))
     if version == 1:
         from evalops.domain.legacy.gate_v1 import evaluate as evaluate_v1
 
-        return evaluate_v1(inputs)
+        return cast("DecisionDocument", evaluate_v1(inputs))
     raise ValueError(f"decision made by evaluator {version}, unknown to this evalops")
 
 
-def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
+def evaluate(inputs: ListedInputs) -> DecisionDocument:
     """The decision for one build on one suite, from plain-JSON inputs."""
     policy = GatePolicy.model_validate(inputs["policy"])
     at = parse_timestamp(inputs["evaluated_at"])
@@ -203,7 +222,7 @@ def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
     applied: list[str] = []
     blocks: list[str] = []
     holds: list[str] = []
-    tasks_out: list[dict[str, Any]] = []
+    tasks_out: list[DecisionTask] = []
     summaries: dict[str, TaskSummary] = {}
     for task in sorted(inputs["tasks"], key=lambda t: t["task_id"]):
         s = summarize_task(task, policy)
@@ -289,13 +308,13 @@ def _ignored_by_reason(tasks: Sequence[Mapping[str, Any]]) -> dict[str, int]:
 
 
 def _regression(
-    inputs: Mapping[str, Any],
+    inputs: ListedInputs,
     summaries: Mapping[str, TaskSummary],
     policy: GatePolicy,
     blocks: list[str],
     holds: list[str],
     notes: list[str],
-) -> dict[str, Any] | None:
+) -> RegressionVerdict | None:
     baseline = inputs.get("baseline")
     if baseline is None:
         return None
@@ -322,15 +341,20 @@ def _regression(
     }
     if not base_summaries and baseline.get("required"):
         holds.append(f"required baseline {baseline['build']} has no trials for this suite")
-    verdict = paired_verdict(
-        {k: TaskOutcome(s.passed, s.mean_score or 0.0) for k, s in base_summaries.items() if s.n},
-        {k: TaskOutcome(s.passed, s.mean_score or 0.0) for k, s in summaries.items() if s.n},
-        method=baseline["method"],
-        alpha=float(baseline["alpha"]),
-        seed=int(baseline.get("seed", 0)),
+    verdict = with_baseline(
+        paired_verdict(
+            {
+                k: TaskOutcome(s.passed, s.mean_score or 0.0)
+                for k, s in base_summaries.items()
+                if s.n
+            },
+            {k: TaskOutcome(s.passed, s.mean_score or 0.0) for k, s in summaries.items() if s.n},
+            method=baseline["method"],
+            alpha=float(baseline["alpha"]),
+            seed=int(baseline.get("seed", 0)),
+        ),
+        baseline,
     )
-    verdict["baseline"] = baseline["build"]
-    verdict["baseline_execution_digest"] = baseline.get("execution_digest")
     if verdict["verdict"] == "regressed":
         blocks.append(
             f"regressed against baseline {baseline['build']} ({verdict['method']}, "
@@ -339,13 +363,30 @@ def _regression(
     return verdict
 
 
+def with_baseline(
+    verdict: Mapping[str, Any],
+    baseline: BaselineInput[TaskInput] | BaselineInput[CompactTaskInput],
+) -> RegressionVerdict:
+    """The paired verdict with the baseline it was computed against: a decision's
+    `regression`. `paired_verdict` keeps returning a plain dict because the frozen
+    evaluator 2 adds these keys to it in place; its keys are `PairedVerdict`'s."""
+    return cast(
+        "RegressionVerdict",
+        {
+            **verdict,
+            "baseline": baseline["build"],
+            "baseline_execution_digest": baseline.get("execution_digest"),
+        },
+    )
+
+
 def _refused_by_policy(
     in_scope: Sequence[WaiverFact], risks: Mapping[str, str], policy: GatePolicy
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, RefusedByPolicy]:
     """Waiver id -> why the policy this decision applies forbids it (the ones it allows are
     left out). A waiver for a task outside the suite has no layer to judge: it covers
     nothing here and is listed as unused."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, RefusedByPolicy] = {}
     for w in in_scope:
         if w.task_id not in risks:
             continue
@@ -366,18 +407,24 @@ def _waiver_accounting(
     in_scope: Sequence[WaiverFact],
     applied: Sequence[str],
     at: Any,
-    refused: Sequence[Mapping[str, Any]],
-    refused_by_policy: Mapping[str, Mapping[str, Any]],
-) -> dict[str, list[Any]]:
+    refused: Sequence[RefusedWaiverRequest],
+    refused_by_policy: Mapping[str, RefusedByPolicy],
+) -> WaiverAccounting:
     """Every waiver the decision considered, each in one list: refused by the policy in
     force comes first (it is refused whatever its time), then applied, expired, revoked,
     unused; `refused` also lists waiver requests refused at grant (by audit event)."""
-    out: dict[str, list[Any]] = {"applied": [], "expired": [], "unused": [], "revoked": []}
-    by_policy: list[dict[str, Any]] = []
+    out: WaiverAccounting = {
+        "applied": [],
+        "expired": [],
+        "unused": [],
+        "revoked": [],
+        "refused": [],
+    }
+    by_policy: list[RefusedWaiver] = []
     for w in sorted(in_scope, key=lambda w: w.waiver_id):
         state = validity_at(w, at)
         if w.waiver_id in refused_by_policy:
-            by_policy.append(dict(refused_by_policy[w.waiver_id]))
+            by_policy.append(refused_by_policy[w.waiver_id].copy())
         elif w.waiver_id in applied:
             out["applied"].append(w.waiver_id)
         elif state == "expired":
@@ -386,5 +433,6 @@ def _waiver_accounting(
             out["revoked"].append(w.waiver_id)
         else:
             out["unused"].append(w.waiver_id)
-    out["refused"] = [dict(r) for r in refused] + by_policy
+    at_grant: list[RefusedWaiver] = [r.copy() for r in refused]
+    out["refused"] = at_grant + by_policy
     return out

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 from evalops.domain.classify import counted_gating_score
 from evalops.domain.gate import (
@@ -39,6 +39,22 @@ from evalops.domain.gate import (
     _ignored_by_reason,
     _refused_by_policy,
     _waiver_accounting,
+    with_baseline,
+)
+from evalops.domain.gate_documents import (
+    ChainedTrial,
+    CompactInputs,
+    CompactLast,
+    CompactSingle,
+    CompactTaskInput,
+    CompactTrialsDocument,
+    DecisionDocument,
+    DecisionTask,
+    ListedInputs,
+    RegressionVerdict,
+    TaskInput,
+    TrajectoryCounts,
+    TrialInput,
 )
 from evalops.domain.regression import TaskOutcome, paired_verdict
 from evalops.domain.reruns import TrialNode, resolve_reruns
@@ -103,16 +119,14 @@ class CompactTrials:
         self._efficiency_n = 0
         self._efficiency = {key: ExactSum() for key in EFFICIENCY_KEYS}
         self._fixture_misses = 0
-        self._last: dict[str, Any] | None = None
-        self._chained: list[dict[str, Any]] = []
+        self._last: CompactLast | None = None
+        self._chained: list[ChainedTrial] = []
 
-    def add(self, trial: Mapping[str, Any]) -> None:
+    def add(self, trial: TrialInput) -> None:
         position = self._position
         self._position += 1
         if trial["parent_trial_id"] is not None or trial["trial_id"] in self._parents:
-            node = {key: trial.get(key) for key in CHAINED_KEYS}
-            node["position"] = position
-            self._chained.append(node)
+            self._chained.append(_chained(trial, position))
             return
         cls = trial["classification"]
         self._single_n += 1
@@ -128,7 +142,7 @@ class CompactTrials:
         self._fixture_misses += int(trial.get("fixture_misses", 0))
         self._last = {"position": position, "trajectory": trial.get("trajectory")}
 
-    def document(self) -> dict[str, Any]:
+    def document(self) -> CompactTrialsDocument:
         """`{trialCount, single, chained}`: the trials part of an evaluator-4 task input."""
         return {
             "trialCount": self._position,
@@ -147,25 +161,50 @@ class CompactTrials:
         }
 
 
-def compact_task(task: Mapping[str, Any]) -> dict[str, Any]:
+def _chained(trial: TrialInput, position: int) -> ChainedTrial:
+    """Every key of the trial's evaluator-3 input (`CHAINED_KEYS`), and its position."""
+    return {
+        "trial_id": trial["trial_id"],
+        "parent_trial_id": trial["parent_trial_id"],
+        "classification": trial["classification"],
+        "score": trial["score"],
+        "gating_score": trial["gating_score"],
+        "trajectory": trial["trajectory"],
+        "efficiency": trial["efficiency"],
+        "fixture_misses": trial["fixture_misses"],
+        "position": position,
+    }
+
+
+def compact_task(task: TaskInput) -> CompactTaskInput:
     """An evaluator-3 task input (with `trials`) as its evaluator-4 summary."""
     trials = list(task["trials"])
     summary = CompactTrials(t["parent_trial_id"] for t in trials if t["parent_trial_id"])
     for trial in trials:
         summary.add(trial)
-    out = {key: value for key, value in task.items() if key != "trials"}
-    return {**out, **summary.document()}
+    return {
+        "task_id": task["task_id"],
+        "risk": task["risk"],
+        "protects": task["protects"],
+        "task_digest": task["task_digest"],
+        "grader_set_digest": task["grader_set_digest"],
+        "plan": task["plan"],
+        "ignoredTrials": task["ignoredTrials"],
+        **summary.document(),
+    }
 
 
-def compact_inputs(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """Evaluator-3 inputs as evaluator-4 inputs (the same facts, tasks summarized)."""
-    out = dict(inputs)
+def compact_inputs(inputs: ListedInputs) -> CompactInputs:
+    """Evaluator-3 inputs as evaluator-4 inputs (the same facts, tasks summarized). Every
+    other key is copied as it is, whatever the inputs hold (a test's hold fewer keys than
+    stored ones), so the copy is given its type here."""
+    out: dict[str, Any] = dict(inputs)
     out["evaluator"] = EVALUATOR_COMPACT
     out["tasks"] = [compact_task(t) for t in inputs["tasks"]]
     baseline = inputs.get("baseline")
     if baseline is not None and "tasks" in baseline:
         out["baseline"] = {**baseline, "tasks": [compact_task(t) for t in baseline["tasks"]]}
-    return out
+    return cast("CompactInputs", out)
 
 
 # ------------------------------------------------------------------------------ evaluation
@@ -184,7 +223,7 @@ class CompactSummary:
     invalid_count: int
     rerun_count: int
     not_permitted: tuple[str, ...]
-    trajectory: dict[str, Any] | None
+    trajectory: TrajectoryCounts | None
     efficiency: dict[str, float | None]
     fixture_misses: int
     why: str
@@ -207,10 +246,10 @@ class _Effective:
     efficiency_n: int
     efficiency: dict[str, Fraction]
     fixture_misses: int
-    chained: list[tuple[int, Mapping[str, Any]]]
+    chained: list[tuple[int, ChainedTrial]]
 
 
-def _effective(task: Mapping[str, Any], limits: Mapping[str, int]) -> tuple[_Effective, Any]:
+def _effective(task: CompactTaskInput, limits: Mapping[str, int]) -> tuple[_Effective, Any]:
     single = task["single"]
     chained = task["chained"]
     outcome = resolve_reruns(
@@ -256,18 +295,16 @@ def _mean(total: Fraction, n: int) -> float | None:
     return float(total) / n if n else None
 
 
-def _first(
-    cls: str, single: Mapping[str, Any], candidates: Sequence[tuple[int, Mapping[str, Any]]]
-) -> str:
+def _first(cls: str, single: CompactSingle, candidates: Sequence[tuple[int, ChainedTrial]]) -> str:
     """The trial id of the first trial of class `cls`, by position."""
     found = [(p, t["trial_id"]) for p, t in candidates if t["classification"] == cls]
     if cls in single["first"]:
         position, trial_id = single["first"][cls]
-        found.append((int(position), trial_id))
+        found.append((int(position), str(trial_id)))
     return str(min(found)[1])
 
 
-def _state(task: Mapping[str, Any], eff: _Effective, passes: bool, passed: int) -> tuple[str, str]:
+def _state(task: CompactTaskInput, eff: _Effective, passes: bool, passed: int) -> tuple[str, str]:
     """The task's state and why, in evaluator 3's order and words."""
     single = task["single"]
     plan = task["plan"]
@@ -307,17 +344,19 @@ def _passes(rule: str, eff: _Effective, passed: int, pass_score: float) -> bool:
     return m is not None and m >= pass_score
 
 
-def _trajectory(task: Mapping[str, Any], eff: _Effective) -> dict[str, Any] | None:
+def _trajectory(task: CompactTaskInput, eff: _Effective) -> TrajectoryCounts | None:
     """The trajectory of the last effective trial (by its original's position)."""
     last = task["single"]["last"]
-    best: tuple[int, Any] | None = (int(last["position"]), last["trajectory"]) if last else None
+    best: tuple[int, TrajectoryCounts | None] | None = (
+        (int(last["position"]), last["trajectory"]) if last else None
+    )
     for position, t in eff.chained:
         if best is None or position > best[0]:
             best = (position, t.get("trajectory"))
     return best[1] if best else None
 
 
-def summarize_compact(task: Mapping[str, Any], policy: GatePolicy) -> CompactSummary:
+def summarize_compact(task: CompactTaskInput, policy: GatePolicy) -> CompactSummary:
     """`domain.gate.summarize_task` over an evaluator-4 task summary."""
     plan = task["plan"]
     limits = {str(k): v for k, v in policy.reruns.max_attempts_by_class.items()}
@@ -354,8 +393,8 @@ def summarize_compact(task: Mapping[str, Any], policy: GatePolicy) -> CompactSum
 
 
 def _task_row(
-    task: Mapping[str, Any], s: CompactSummary, effect: str, waiver_id: str | None
-) -> dict[str, Any]:
+    task: CompactTaskInput, s: CompactSummary, effect: str, waiver_id: str | None
+) -> DecisionTask:
     return {
         "task_id": task["task_id"],
         "state": s.state,
@@ -380,7 +419,7 @@ def _task_row(
     }
 
 
-def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
+def evaluate(inputs: CompactInputs) -> DecisionDocument:
     """The decision for one build on one suite, from evaluator-4 inputs: evaluator 3's
     `evaluate` step for step, over task summaries."""
     policy = GatePolicy.model_validate(inputs["policy"])
@@ -400,7 +439,7 @@ def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
     applied: list[str] = []
     blocks: list[str] = []
     holds: list[str] = []
-    tasks_out: list[dict[str, Any]] = []
+    tasks_out: list[DecisionTask] = []
     summaries: dict[str, CompactSummary] = {}
     for task in sorted(inputs["tasks"], key=lambda t: t["task_id"]):
         s = summarize_compact(task, policy)
@@ -454,11 +493,11 @@ def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _regression(
-    inputs: Mapping[str, Any],
+    inputs: CompactInputs,
     summaries: Mapping[str, CompactSummary],
     policy: GatePolicy,
     reasons: tuple[list[str], list[str], list[str]],
-) -> dict[str, Any] | None:
+) -> RegressionVerdict | None:
     """Evaluator 3's baseline step over task summaries; `reasons` are the decision's
     (blocks, holds, notes), which it adds to."""
     blocks, holds, notes = reasons
@@ -490,15 +529,20 @@ def _regression(
     }
     if not base_summaries and baseline.get("required"):
         holds.append(f"required baseline {baseline['build']} has no trials for this suite")
-    verdict = paired_verdict(
-        {k: TaskOutcome(s.passed, s.mean_score or 0.0) for k, s in base_summaries.items() if s.n},
-        {k: TaskOutcome(s.passed, s.mean_score or 0.0) for k, s in summaries.items() if s.n},
-        method=baseline["method"],
-        alpha=float(baseline["alpha"]),
-        seed=int(baseline.get("seed", 0)),
+    verdict = with_baseline(
+        paired_verdict(
+            {
+                k: TaskOutcome(s.passed, s.mean_score or 0.0)
+                for k, s in base_summaries.items()
+                if s.n
+            },
+            {k: TaskOutcome(s.passed, s.mean_score or 0.0) for k, s in summaries.items() if s.n},
+            method=baseline["method"],
+            alpha=float(baseline["alpha"]),
+            seed=int(baseline.get("seed", 0)),
+        ),
+        baseline,
     )
-    verdict["baseline"] = baseline["build"]
-    verdict["baseline_execution_digest"] = baseline.get("execution_digest")
     if verdict["verdict"] == "regressed":
         blocks.append(
             f"regressed against baseline {baseline['build']} ({verdict['method']}, "
@@ -507,15 +551,14 @@ def _regression(
     return verdict
 
 
-def same_decision_as_evaluator_3(result: Mapping[str, Any]) -> dict[str, Any]:
+def same_decision_as_evaluator_3(result: DecisionDocument) -> DecisionDocument:
     """An evaluator-3 decision as evaluator 4 words it (for the differential tests): each
     task's `firstResults` becomes `firstResultCounts`."""
-    out = dict(result)
-    tasks = []
+    tasks: list[DecisionTask] = []
     for t in result["tasks"]:
-        row = {k: v for k, v in t.items() if k != "firstResults"}
-        counts = Counter(t.get("firstResults", {}).values())
+        row = t.copy()
+        first = row.pop("firstResults", {})
+        counts = Counter(first.values())
         row["firstResultCounts"] = {c: n for c, n in sorted(counts.items()) if n}
         tasks.append(row)
-    out["tasks"] = tasks
-    return out
+    return {**result, "tasks": tasks}

@@ -11,7 +11,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalops.domain.gate_documents import TrialStats
 
 
 def pass_at_k(n: int, c: int, k: int) -> Fraction:
@@ -92,15 +95,15 @@ def counts_block(n: int, c: int, k: int, mean_score: float | None) -> dict[str, 
     }
 
 
-def trial_stats(tasks: Sequence[TaskTrials]) -> dict[str, Any]:
+def trial_stats(tasks: Sequence[TaskTrials]) -> TrialStats:
     """Suite `trialStats`: shared k, means of passAtK / passHatK, clustered scoreStderr."""
     return blocks_stats([(t.k, task_block(t)) for t in tasks if t.n])
 
 
-def blocks_stats(with_trials: Sequence[tuple[int, Mapping[str, Any]]]) -> dict[str, Any]:
+def blocks_stats(with_trials: Sequence[tuple[int, Mapping[str, Any]]]) -> TrialStats:
     """`trial_stats` from each task's (k, block), tasks with trials only."""
     blocks = [b for _, b in with_trials]
-    out: dict[str, Any] = {"taskCount": len(with_trials)}
+    out: TrialStats = {"taskCount": len(with_trials)}
     ks = {k for k, _ in with_trials}
     if len(ks) == 1:
         out["k"] = ks.pop()

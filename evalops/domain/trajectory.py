@@ -11,11 +11,14 @@ import json
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalops.domain.humanize import plural
 from evalops.domain.matching import grouped_matching, maximum_matching
 from evalops.domain.specs import ExpectedCall, TrajectoryExpectation
+
+if TYPE_CHECKING:
+    from evalops.domain.gate_documents import TrajectoryCounts
 
 __all__ = ["ObservedCall", "TrajectoryResult", "grade", "maximum_matching"]
 
@@ -47,7 +50,7 @@ class TrajectoryResult:
     forbidden_called: tuple[str, ...] = ()
     """The forbidden tools that were called, by name (sorted, each once)."""
 
-    def block(self) -> dict[str, Any]:
+    def block(self) -> TrajectoryCounts:
         return {
             "mode": self.mode,
             "matched": self.matched,

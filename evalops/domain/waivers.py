@@ -7,7 +7,7 @@ revoked at or before T. Time is always a parameter and always carries an offset.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -17,6 +17,7 @@ from evalops.domain.humanize import quantity
 from evalops.domain.timestamps import format_timestamp, parse_timestamp
 
 if TYPE_CHECKING:  # the spec models (pydantic) are not needed to list waivers
+    from evalops.domain.gate_documents import WaiverFactDocument
     from evalops.domain.specs import GatePolicy
 
 
@@ -135,7 +136,7 @@ class WaiverFact:
     expires_at: str
     revoked_at: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> WaiverFactDocument:
         return {
             "waiver_id": self.waiver_id,
             "task_id": self.task_id,
@@ -148,7 +149,7 @@ class WaiverFact:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> WaiverFact:
+    def from_dict(cls, d: Mapping[str, Any]) -> WaiverFact:
         return cls(
             d["waiver_id"],
             d["task_id"],

@@ -33,6 +33,10 @@ from evalops.domain.canonical import canonical_json, canonical_json_document, sh
 from evalops.errors import InputError, VerificationError
 
 if TYPE_CHECKING:
+    from evalops.report.document import ReportDocument
+
+
+if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import (
         Ed25519PrivateKey,
         Ed25519PublicKey,
@@ -46,7 +50,7 @@ MAX_FILE_BYTES = 1024 * 1024
 REPEATED_FIELDS = ("gate_id", "decision", "build", "suite", "evaluated_at")
 
 
-def statement(doc: Mapping[str, Any]) -> dict[str, Any]:
+def statement(doc: ReportDocument) -> dict[str, Any]:
     """The in-toto Statement v1 of a report document."""
     digests = doc.get("digests") or {}
     execution = str(digests.get("execution_digest") or "")
@@ -267,7 +271,7 @@ def statement_problem(value: Mapping[str, Any]) -> str | None:
     return None
 
 
-def attestation_json(doc: Mapping[str, Any], sign_key: Path | None = None) -> str:
+def attestation_json(doc: ReportDocument, sign_key: Path | None = None) -> str:
     value: dict[str, Any] = statement(doc)
     if sign_key is not None:
         value = envelope(value, load_private_key(sign_key))

@@ -18,9 +18,13 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalops.report.text import anchor_token, visible
+
+if TYPE_CHECKING:
+    from evalops.report.document import ReportDocument
+
 
 GATE_CASE = "gate-decision"
 HOSTNAME = "localhost"  # the schema's word for "not recorded": a decision has no host
@@ -52,7 +56,7 @@ def _waiver_fields(task: Mapping[str, Any]) -> tuple[str, str, str]:
     )
 
 
-def _properties(suite: ET.Element, doc: Mapping[str, Any]) -> None:
+def _properties(suite: ET.Element, doc: ReportDocument) -> None:
     props = ET.SubElement(suite, "properties")
     digests = doc.get("digests") or {}
     values: list[tuple[str, Any]] = [
@@ -83,7 +87,7 @@ def _properties(suite: ET.Element, doc: Mapping[str, Any]) -> None:
             ET.SubElement(props, "property", name=_s(name), value=_s(value))
 
 
-def _task_case(suite: ET.Element, doc: Mapping[str, Any], task: Mapping[str, Any]) -> str | None:
+def _task_case(suite: ET.Element, doc: ReportDocument, task: Mapping[str, Any]) -> str | None:
     case = ET.SubElement(
         suite, "testcase", classname=_s(doc["suite"]), name=_s(task["task_id"]), time="0"
     )
@@ -116,7 +120,7 @@ def _task_case(suite: ET.Element, doc: Mapping[str, Any], task: Mapping[str, Any
     return None
 
 
-def _gate_case(suite: ET.Element, doc: Mapping[str, Any]) -> bool:
+def _gate_case(suite: ET.Element, doc: ReportDocument) -> bool:
     """The `gate-decision` case; True when it fails (the decision is not pass)."""
     gate = ET.SubElement(suite, "testcase", classname=_s(doc["suite"]), name=GATE_CASE, time="0")
     if doc["decision"] == "pass":
@@ -131,7 +135,7 @@ def _gate_case(suite: ET.Element, doc: Mapping[str, Any]) -> bool:
     return True
 
 
-def junit_xml(doc: Mapping[str, Any]) -> str:
+def junit_xml(doc: ReportDocument) -> str:
     """The JUnit XML text of a report document."""
     root = ET.Element("testsuites")
     suite = ET.SubElement(

@@ -23,9 +23,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalops.report.text import anchor_token
+
+if TYPE_CHECKING:
+    from evalops.report.document import ReportDocument, ReportTrial
+
 
 EVENT_NAME = "gen_ai.evaluation.result"
 # The semantic-conventions release whose registry holds the gen_ai.evaluation.* attributes.
@@ -58,7 +62,7 @@ def _attributes(pairs: list[tuple[str, Any]]) -> list[dict[str, Any]]:
     return [{"key": k, "value": _value(v)} for k, v in pairs if v is not None]
 
 
-def _resource(doc: Mapping[str, Any]) -> dict[str, Any]:
+def _resource(doc: ReportDocument) -> dict[str, Any]:
     digests = doc.get("digests") or {}
     return {
         "attributes": _attributes(
@@ -81,11 +85,11 @@ def _resource(doc: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _record(
-    doc: Mapping[str, Any],
-    trial: Mapping[str, Any],
+    doc: ReportDocument,
+    trial: ReportTrial,
     *,
     observed: str,
-    eval_cases: Mapping[str, str],
+    eval_cases: Mapping[str, str | None],
     waivers: Mapping[str, str],
 ) -> dict[str, Any]:
     label = str(trial["classification"])
@@ -119,7 +123,7 @@ def _record(
     }
 
 
-def log_records(doc: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+def log_records(doc: ReportDocument) -> Iterator[dict[str, Any]]:
     """One `gen_ai.evaluation.result` log record per trial of the decision."""
     digests = doc.get("digests") or {}
     observed = _nanos(doc.get("evaluated_at"))
@@ -150,7 +154,7 @@ def _request(resource: Mapping[str, Any], scope: Mapping[str, Any], records: str
     return head.replace('"logRecords":[]', f'"logRecords":[{records}]', 1)
 
 
-def otlp_lines(doc: Mapping[str, Any], max_bytes: int = MAX_LINE_BYTES) -> Iterator[str]:
+def otlp_lines(doc: ReportDocument, max_bytes: int = MAX_LINE_BYTES) -> Iterator[str]:
     """The JSON Lines, each an ExportLogsServiceRequest of at most `max_bytes` bytes (a
     single record larger than that, which the field limits rule out, stands alone)."""
     resource = _resource(doc)
@@ -168,6 +172,6 @@ def otlp_lines(doc: Mapping[str, Any], max_bytes: int = MAX_LINE_BYTES) -> Itera
     yield _request(resource, scope, ",".join(batch))
 
 
-def otlp_json(doc: Mapping[str, Any]) -> str:
+def otlp_json(doc: ReportDocument) -> str:
     """The OTLP/JSON Lines text (one request per line, newline-terminated)."""
     return "".join(line + "\n" for line in otlp_lines(doc))

@@ -11,7 +11,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalops.report.document import ReportDocument
+
 
 SCHEMA_ID = "evalops.eval-summary/v1"
 SCHEMA_FILE = Path(__file__).with_name("eval-summary.schema.json")
@@ -64,9 +68,9 @@ def _task(task: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def eval_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
+def eval_summary(doc: ReportDocument) -> dict[str, Any]:
     """The EvalSummary document of a report document."""
-    digests = doc.get("digests") or {}
+    digests: Mapping[str, Any] = doc.get("digests") or {}
     tasks = [_task(t) for t in sorted(doc.get("tasks", []), key=lambda t: t["task_id"])]
     scores = [t["score"] for t in tasks if t["score"] is not None]
     out: dict[str, Any] = {
@@ -100,7 +104,7 @@ def eval_summary(doc: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def summary_json(doc: Mapping[str, Any]) -> str:
+def summary_json(doc: ReportDocument) -> str:
     return json.dumps(eval_summary(doc), indent=2, ensure_ascii=True) + "\n"
 
 

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalops.report.render import FORMATS, render
 from evalops.report.svg import kind_of_decision
+
+if TYPE_CHECKING:
+    from evalops.report.document import ReportDocument
+
 
 COMMENT_LIMIT = 65_536
 """GitHub's limit for a pull-request comment, in characters."""
@@ -31,18 +35,19 @@ def to_json(doc: Mapping[str, Any]) -> str:
     return text + "\n"
 
 
-def _longest(doc: Mapping[str, Any]) -> int:
+def _longest(doc: ReportDocument) -> int:
+    waivers: Mapping[str, Any] = doc.get("waivers") or {}
     return max(
         len(doc.get("tasks", [])),
         len(doc.get("trials", [])),
         len(doc.get("reasons", [])),
         len(doc.get("calibration", [])),
-        *(len(v) for v in (doc.get("waivers") or {}).values()),
+        *(len(v) for v in waivers.values()),
         1,
     )
 
 
-def markdown(doc: Mapping[str, Any], *, limit: int = COMMENT_LIMIT) -> str:
+def markdown(doc: ReportDocument, *, limit: int = COMMENT_LIMIT) -> str:
     """The Markdown report, cut (whole rows, with a note) to at most `limit` characters."""
     full = render("audit.md.j2", doc=doc, limit=_longest(doc), truncated=False)
     if len(full) <= limit:
@@ -62,7 +67,7 @@ def markdown(doc: Mapping[str, Any], *, limit: int = COMMENT_LIMIT) -> str:
     return best
 
 
-def html(doc: Mapping[str, Any]) -> str:
+def html(doc: ReportDocument) -> str:
     return render(
         "audit.html.j2",
         doc=doc,
@@ -71,7 +76,7 @@ def html(doc: Mapping[str, Any]) -> str:
     )
 
 
-def render_audit(doc: Mapping[str, Any], fmt: str) -> str:
+def render_audit(doc: ReportDocument, fmt: str) -> str:
     """The audit report of `doc` in `fmt` (html, md or json)."""
     if fmt == "html":
         return html(doc)

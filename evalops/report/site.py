@@ -14,10 +14,14 @@ import hashlib
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalops.report.audit import html as audit_html
 from evalops.report.render import render
+
+if TYPE_CHECKING:
+    from evalops.report.document import ReportDocument
+
 
 DIRECTORIES = {
     "suite": "suites",
@@ -90,7 +94,7 @@ def render_page(doc: Mapping[str, Any]) -> str:
     return render(f"site_{page}.html.j2", doc=doc, href=_linker(page), chart=site_svg, when=when)
 
 
-def decision_page(doc: Mapping[str, Any], *, suite_id: str) -> str:
+def decision_page(doc: ReportDocument, *, suite_id: str) -> str:
     """The audit report of a stored decision, with a line of links back into the site.
 
     The report's own template is used as is (the same report `report audit` writes); the

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, select
 
 from evalops.errors import InputError, VerificationError
+from evalops.report.document import ReportDocument
 from evalops.services.anchors import Anchor, anchor_problem
 from evalops.services.gate import decision_event_mismatch, rebuilt_inputs_problem, replay_row
 from evalops.services.reports import stored_document
@@ -44,7 +44,7 @@ def _problems(session: Session, row: GateDecision, anchors: Iterable[Anchor]) ->
 
 def certified_document(
     engine: Engine, gate_id: str, anchors: Iterable[Anchor] = (), *, now: datetime
-) -> dict[str, Any]:
+) -> ReportDocument:
     """The report document of a stored decision that verifies; VerificationError otherwise."""
     with read_session(engine) as session:
         row = session.exec(select(GateDecision).where(GateDecision.gate_id == gate_id)).first()

@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from evalops.domain import sshsig
+from evalops.domain import audit_kinds, sshsig
 from evalops.domain.authority import (
     META_FIELDS,
     NAMESPACE,
@@ -332,7 +332,7 @@ def record_refusal(
         session,
         at=now,
         actor=actor,
-        kind="authority.refused",
+        kind=audit_kinds.AUTHORITY_REFUSED,
         subject=subject,
         payload={
             "act": authorized.kind,

@@ -12,7 +12,7 @@ from pydantic import Field, ValidationError
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
-from evalops.domain import digests
+from evalops.domain import audit_kinds, digests
 from evalops.domain.authority import Scope
 from evalops.domain.calibration import ABSTAIN, LabelledItem, calibration_metrics, item_json
 from evalops.domain.calibration_validity import Validity
@@ -319,7 +319,7 @@ def _store(
         session,
         at=now,
         actor=actor,
-        kind="calibration.record",
+        kind=audit_kinds.CALIBRATION_RECORD,
         subject=calibration_id,
         payload={**record, **authorized.payload()},
         rows=[row] if act_row is None else [row, act_row],
@@ -486,7 +486,7 @@ def invalidate(
             session,
             at=now,
             actor=actor,
-            kind="calibration.invalidate",
+            kind=audit_kinds.CALIBRATION_INVALIDATE,
             subject=row.calibration_id,
             payload={"grader_id": grader_id, "reason": reason},
             rows=[invalidation],

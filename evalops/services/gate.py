@@ -9,6 +9,7 @@ for byte, and `verify` can rebuild the inputs and compare.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,14 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
+from evalops.domain import audit_kinds
 from evalops.domain.canonical import (
     canonical_json,
     canonical_json_document,
     sha256_digest,
 )
 from evalops.domain.gate import EVALUATOR, evaluate, evaluate_stored
+from evalops.domain.gate_documents import Anchor, AnyGateInputs, DryRunOutput, StoredOutput
 from evalops.domain.regression import METHODS
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError, VerificationError
@@ -30,6 +33,7 @@ from evalops.services.gate_inputs import (
     GateRequest,
     build_inputs,
     evaluated_at,
+    listed_inputs,
     policy_from_file,
     request_for,
 )
@@ -68,7 +72,7 @@ def _policy_choice(
     return None, document, policy_digest
 
 
-def _head(session: Session) -> dict[str, Any] | None:
+def _head(session: Session) -> Anchor | None:
     head = chain_head(session)
     return {"seq": head.seq, "hash": head.hash} if head else None
 
@@ -84,7 +88,7 @@ def dry_run_check(
     baseline: str | None = None,
     policy: str | None = None,
     evaluator: int = EVALUATOR,
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[DryRunOutput, AnyGateInputs]:
     """Evaluate without storing anything (a policy FILE is allowed): (decision, inputs).
     `evaluator` is the rules version (docs/gate.md, "Evaluator versions")."""
     with read_session(engine) as session:
@@ -108,7 +112,7 @@ def dry_run_check(
             evaluator=evaluator,
         )
         inputs["gate_id"] = "dry-run"
-        result = {
+        result: DryRunOutput = {
             **evaluate_stored(inputs),
             "policy": named_in(inputs),
             "stored": False,
@@ -129,7 +133,7 @@ def check(
     baseline: str | None = None,
     policy: str | None = None,
     evaluator: int = EVALUATOR,
-) -> dict[str, Any]:
+) -> StoredOutput:
     """Evaluate, store and audit one gate decision; returns the decision. `evaluator` is
     the rules version its inputs are loaded for (docs/gate.md, "Evaluator versions")."""
     with write_session(engine) as session:
@@ -176,7 +180,7 @@ def check(
             session,
             at=now,
             actor=actor,
-            kind="gate.decision",
+            kind=audit_kinds.GATE_DECISION,
             subject=inputs["gate_id"],
             payload={
                 "gate_id": inputs["gate_id"],
@@ -188,7 +192,7 @@ def check(
             },
             rows=[row],
         )
-        anchor = {"seq": event.seq, "hash": event.hash}
+        anchor: Anchor = {"seq": event.seq, "hash": event.hash}
         return {
             **result,
             "policy": named_in(inputs),
@@ -204,7 +208,7 @@ def _decision(session: Session, gate_id: str) -> GateDecision:
     return row
 
 
-def waiver_signers(session: Session, accounting: dict[str, Any]) -> dict[str, list[Any]]:
+def waiver_signers(session: Session, accounting: Mapping[str, Any]) -> dict[str, list[Any]]:
     """Who signed each waiver a decision names (applied, expired, unused, revoked): the
     principals and key fingerprints, [] for an unsigned one (docs/authority.md)."""
     from evalops.services.authority import signers_of
@@ -395,7 +399,7 @@ def compare(
             seed=seed,
         )
         # Nothing is stored: any registered policy may be asked for, as in a dry run.
-        inputs = build_inputs(session, request, dry_run=True)
+        inputs = listed_inputs(session, request, dry_run=True)
     inputs["gate_id"] = "compare"
     result = evaluate(inputs)
     regression = result["regression"]

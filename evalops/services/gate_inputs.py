@@ -9,6 +9,7 @@ the seq it was made and compares them with what was stored.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -16,9 +17,25 @@ from typing import Any
 
 from sqlmodel import Session, col, func, select
 
+from evalops.domain import audit_kinds
 from evalops.domain.canonical import plain_number
 from evalops.domain.gate import EVALUATOR
 from evalops.domain.gate_compact import EVALUATOR_COMPACT, CompactTrials
+from evalops.domain.gate_documents import (
+    AnyGateInputs,
+    BaselineInput,
+    CompactTaskInput,
+    GateInputs,
+    GateRequestDocument,
+    RefusedWaiverRequest,
+    SyncRef,
+    TaskHead,
+    TaskInput,
+    TaskT,
+    TrajectoryCounts,
+    TrialInput,
+    WaiverFactDocument,
+)
 from evalops.domain.specs import GatePolicy
 from evalops.domain.trajectory import TrajectoryResult
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
@@ -39,6 +56,7 @@ from evalops.store.tables import (
     GateDecision,
     PolicyRow,
     SuiteRow,
+    SyncRun,
     TaskRevision,
     Trial,
     Waiver,
@@ -67,7 +85,7 @@ class GateRequest:
     alpha: float | None = None
     seed: int = DEFAULT_SEED
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> GateRequestDocument:
         return {
             "build": self.build,
             "suite": self.suite_id,
@@ -82,7 +100,7 @@ class GateRequest:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> GateRequest:
+    def from_dict(cls, d: GateRequestDocument) -> GateRequest:
         return cls(
             build=d["build"],
             suite_id=d["suite"],
@@ -239,15 +257,15 @@ def _efficiency(text: str) -> tuple[dict[str, Any], int | None]:
     return counts, misses
 
 
-def _counts(trajectory: str | None) -> dict[str, Any] | None:
+def _counts(trajectory: str | None) -> TrajectoryCounts | None:
     return TrajectoryResult.from_block(json.loads(trajectory)).block() if trajectory else None
 
 
 def _trial_input(
     session: Session, defs: Definitions, rederive_: StaleClassifications, row: Any
-) -> dict[str, Any]:
+) -> TrialInput:
     efficiency, misses = _efficiency(row.efficiency)
-    out = {
+    out: TrialInput = {
         "trial_id": row.trial_id,
         "parent_trial_id": row.parent_trial_id,
         "classification": row.classification,
@@ -257,7 +275,8 @@ def _trial_input(
         # input of the gate, so a decision reads alike from rows stored before and after.
         "trajectory": _counts(row.trajectory),
         "efficiency": efficiency,
-        "fixture_misses": misses,
+        # Read from the record below when ingest did not count them.
+        "fixture_misses": 0 if misses is None else misses,
     }
     if misses is None or rederive_.needed(row.trial_id, row.grader_set_digest, row.ingest_batch_id):
         trial = session.get(Trial, row.id)
@@ -312,12 +331,12 @@ def _labels_by_task(
     }
 
 
-def member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str, dict[str, Any]]:
+def member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str, TaskHead]:
     """Each member's ratcheted labels and trial plan (the parts of its input that are not
     trials), from its registered spec; the candidate and the baseline share them. The
     validated specs are let go after (a 10,000-task suite's take about 50 MiB)."""
     labels = _labels_by_task(defs, members)
-    out = {}
+    out: dict[str, TaskHead] = {}
     for m in members:
         pinned = defs.task(m.task_id, m.task_digest)
         if pinned is None:
@@ -350,8 +369,8 @@ def task_inputs(
     members: list[queries.Member],
     execution: ExecutionProfileRow,
     cutoff: int,
-    heads: dict[str, dict[str, Any]],
-) -> list[dict[str, Any]]:
+    heads: dict[str, TaskHead],
+) -> list[TaskInput]:
     """Every member's plan and ratcheted labels (`heads`, from `member_heads`), trials and
     ignored trials, from one indexed read of the build's trials (other builds' trials are
     never scanned). Each row becomes its trial input as it is read, so rows are never held
@@ -359,7 +378,7 @@ def task_inputs(
     older = _older_counts(session, execution, cutoff)
     rederive_ = StaleClassifications(session, defs)
     members_by_id = {m.task_id: m for m in members}
-    trials: dict[str, list[dict[str, Any]]] = {m.task_id: [] for m in members}
+    trials: dict[str, list[TrialInput]] = {m.task_id: [] for m in members}
     ignored: dict[str, dict[str, int]] = {
         m.task_id: ({"older_execution_digest": older[m.task_id]} if older.get(m.task_id) else {})
         for m in members
@@ -416,8 +435,8 @@ def compact_task_inputs(
     members: list[queries.Member],
     execution: ExecutionProfileRow,
     cutoff: int,
-    heads: dict[str, dict[str, Any]],
-) -> list[dict[str, Any]]:
+    heads: dict[str, TaskHead],
+) -> list[CompactTaskInput]:
     """`task_inputs` for evaluator 4: the same rows, read the same way, each trial's input
     added to its task's summary as it is read and let go (docs/gate.md, "Evaluator 4"), so
     memory follows the number of tasks and reruns, not of trials."""
@@ -463,13 +482,13 @@ def compact_task_inputs(
 # ----------------------------------------------------------------------------- waivers
 
 
-def waiver_facts(session: Session, build: str, cutoff: int | None) -> list[dict[str, Any]]:
+def waiver_facts(session: Session, build: str, cutoff: int | None) -> list[WaiverFactDocument]:
     rows = session.exec(
         select(Waiver)
         .where(Waiver.build == build, upto(Waiver.audit_seq, cutoff))
         .order_by(col(Waiver.id))
     ).all()
-    out = []
+    out: list[WaiverFactDocument] = []
     for w in rows:
         revoked = session.exec(
             select(WaiverRevocation)
@@ -479,30 +498,29 @@ def waiver_facts(session: Session, build: str, cutoff: int | None) -> list[dict[
             )
             .order_by(col(WaiverRevocation.revoked_at))
         ).first()
-        out.append(
-            {
-                "waiver_id": w.waiver_id,
-                "task_id": w.task_id,
-                "suite_id": w.suite_id,
-                "build": w.build,
-                "states": json.loads(w.states),
-                "granted_at": format_timestamp(w.granted_at),
-                "expires_at": format_timestamp(w.expires_at),
-                "revoked_at": format_timestamp(revoked.revoked_at) if revoked else None,
-            }
-        )
+        fact: WaiverFactDocument = {
+            "waiver_id": w.waiver_id,
+            "task_id": w.task_id,
+            "suite_id": w.suite_id,
+            "build": w.build,
+            "states": json.loads(w.states),
+            "granted_at": format_timestamp(w.granted_at),
+            "expires_at": format_timestamp(w.expires_at),
+            "revoked_at": format_timestamp(revoked.revoked_at) if revoked else None,
+        }
+        out.append(fact)
     return out
 
 
 def refused_waivers(
     session: Session, build: str, suite_id: str, cutoff: int | None
-) -> list[dict[str, Any]]:
+) -> list[RefusedWaiverRequest]:
     rows = session.exec(
         select(AuditEvent)
-        .where(AuditEvent.kind == "waiver.refused", upto(AuditEvent.seq, cutoff))
+        .where(AuditEvent.kind == audit_kinds.WAIVER_REFUSED, upto(AuditEvent.seq, cutoff))
         .order_by(col(AuditEvent.seq))
     ).all()
-    out = []
+    out: list[RefusedWaiverRequest] = []
     for row in rows:
         payload = json.loads(row.payload)
         request = payload.get("request", {})
@@ -538,15 +556,22 @@ def latest_pass_build(session: Session, suite_id: str, candidate: str, cutoff: i
     return row.build if row else None
 
 
+TaskLoader = Callable[
+    [Session, Definitions, list[queries.Member], ExecutionProfileRow, int, dict[str, TaskHead]],
+    list[TaskT],
+]
+"""`task_inputs` (evaluators 2 and 3) or `compact_task_inputs` (evaluator 4)."""
+
+
 def _baseline_block(
     session: Session,
     request: GateRequest,
     policy: GatePolicy,
     defs: Definitions,
     members: list[queries.Member],
-    heads: dict[str, dict[str, Any]],
-    evaluator: int,
-) -> dict[str, Any] | None:
+    heads: dict[str, TaskHead],
+    load: TaskLoader[TaskT],
+) -> BaselineInput[TaskT] | None:
     rule = policy.critical_regressions
     baseline = request.baseline
     note = None
@@ -559,7 +584,7 @@ def _baseline_block(
             )
     if baseline is None and rule.baseline != "required" and note is None:
         return None
-    block: dict[str, Any] = {
+    block: BaselineInput[TaskT] = {
         "build": baseline,
         "asked": request.baseline,
         "note": note,
@@ -575,7 +600,6 @@ def _baseline_block(
             )
         base_exec = execution_for(session, baseline, None, request.cutoff)
         block["execution_digest"] = base_exec.execution_digest
-        load = compact_task_inputs if evaluator >= EVALUATOR_COMPACT else task_inputs
         block["tasks"] = load(session, defs, members, base_exec, request.cutoff, heads)
     return block
 
@@ -592,12 +616,74 @@ def build_inputs(
     dry_run: bool = False,
     rebuild: bool = False,
     evaluator: int = EVALUATOR,
-) -> dict[str, Any]:
+) -> AnyGateInputs:
     """The plain-JSON inputs of one decision (`policy_doc` only for a dry-run file;
     `dry_run` and `rebuild` as for `applied_gate_policy`).
 
     `evaluator` is the rules version they are for: a new decision's is the current one;
-    `verify` rebuilds a stored decision's inputs for the version it was made with."""
+    `verify` rebuilds a stored decision's inputs for the version it was made with.
+    Evaluator 4's tasks are summaries (`compact_task_inputs`), earlier ones' list every
+    trial (`task_inputs`)."""
+    if evaluator >= EVALUATOR_COMPACT:
+        return _inputs(
+            session,
+            request,
+            compact_task_inputs,
+            policy_doc=policy_doc,
+            policy_digest=policy_digest,
+            dry_run=dry_run,
+            rebuild=rebuild,
+            evaluator=evaluator,
+        )
+    return listed_inputs(
+        session,
+        request,
+        policy_doc=policy_doc,
+        policy_digest=policy_digest,
+        dry_run=dry_run,
+        rebuild=rebuild,
+        evaluator=evaluator,
+    )
+
+
+def listed_inputs(
+    session: Session,
+    request: GateRequest,
+    *,
+    policy_doc: dict[str, Any] | None = None,
+    policy_digest: str | None = None,
+    dry_run: bool = False,
+    rebuild: bool = False,
+    evaluator: int = EVALUATOR,
+) -> GateInputs[TaskInput]:
+    """`build_inputs` for an evaluator that lists every trial (any before 4): what
+    evaluator 3 reads, and what a report lists."""
+    if evaluator >= EVALUATOR_COMPACT:
+        raise ValueError(f"evaluator {evaluator} does not list trials")
+    return _inputs(
+        session,
+        request,
+        task_inputs,
+        policy_doc=policy_doc,
+        policy_digest=policy_digest,
+        dry_run=dry_run,
+        rebuild=rebuild,
+        evaluator=evaluator,
+    )
+
+
+def _inputs(
+    session: Session,
+    request: GateRequest,
+    load: TaskLoader[TaskT],
+    *,
+    policy_doc: dict[str, Any] | None,
+    policy_digest: str | None,
+    dry_run: bool,
+    rebuild: bool,
+    evaluator: int,
+) -> GateInputs[TaskT]:
+    """`build_inputs` with its task loader chosen."""
     cutoff = request.cutoff
     suite = queries.suite_row(session, request.suite_id, cutoff)
     if suite is None:
@@ -614,7 +700,6 @@ def build_inputs(
     defs = Definitions(session, cutoff, pass_class_exempt=evaluator < 3)
     heads = member_heads(defs, members)
     run = queries.latest_sync_run(session, cutoff)
-    load = compact_task_inputs if evaluator >= EVALUATOR_COMPACT else task_inputs
     return {
         "evaluator": evaluator,
         "request": request.as_dict(),
@@ -624,7 +709,7 @@ def build_inputs(
             "kind": suite.kind,
             "suite_digest": queries.current_suite_digest(session, suite, cutoff, members),
         },
-        "sync": {"sync_run": run.id, "git_commit": run.git_commit} if run else None,
+        "sync": _sync_ref(run),
         "execution_id": execution.execution_id,
         "execution_digest": execution.execution_digest,
         "policy": policy_doc,
@@ -633,8 +718,16 @@ def build_inputs(
         "tasks": load(session, defs, members, execution, cutoff, heads),
         "waivers": waiver_facts(session, request.build, cutoff),
         "refused_waivers": refused_waivers(session, request.build, request.suite_id, cutoff),
-        "baseline": _baseline_block(session, request, policy, defs, members, heads, evaluator),
+        "baseline": _baseline_block(session, request, policy, defs, members, heads, load),
     }
+
+
+def _sync_ref(run: SyncRun | None) -> SyncRef | None:
+    """The newest sync run a decision saw (a stored row: its id is set)."""
+    if run is None:
+        return None
+    assert run.id is not None
+    return {"sync_run": run.id, "git_commit": run.git_commit}
 
 
 def request_for(

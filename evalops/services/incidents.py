@@ -14,6 +14,7 @@ from typing import Any, Literal
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
 
+from evalops.domain import audit_kinds
 from evalops.domain.free_text import has_visible_text
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import InputError
@@ -154,7 +155,7 @@ def open_incident(
             session,
             at=now,
             actor=actor,
-            kind="incident.open",
+            kind=audit_kinds.incident_kind("open"),
             subject=incident_id,
             payload=payload,
             rows=[row, opened],
@@ -193,7 +194,7 @@ def move(
         session,
         at=now,
         actor=actor,
-        kind=f"incident.{action}",
+        kind=audit_kinds.incident_kind(action),
         subject=current.row.incident_id,
         payload=payload,
         rows=[moved],

@@ -22,7 +22,7 @@ from sqlalchemy import select as sa_select
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
-from evalops.domain import digests
+from evalops.domain import audit_kinds, digests
 from evalops.domain.authority import Scope
 from evalops.domain.canonical import (
     canonical_json,
@@ -746,7 +746,7 @@ def _record_batch(
         session,
         at=now,
         actor=actor,
-        kind="trials.ingest",
+        kind=audit_kinds.TRIALS_INGEST,
         subject=f"ingest:{batch_id}",
         payload={**payload, **authorized.payload()},
         rows=[batch] if act_row is None else [batch, act_row],

@@ -10,11 +10,13 @@ retirement, the `trials import --dry-run` preview and the trial listings all ask
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from sqlmodel import Session, col, select
 
+from evalops.domain.gate_documents import PolicyName
 from evalops.domain.specs import GatePolicy
 from evalops.errors import InputError
 from evalops.store import queries
@@ -33,13 +35,13 @@ class AppliedPolicy:
     digest: str
     document: dict[str, Any]
 
-    def named(self) -> dict[str, Any]:
+    def named(self) -> PolicyName:
         """`{id, revision, digest}` as the gate's JSON and the reports name it. A policy file
         has no `revision` field: its digest is what identifies one definition of an id."""
         return {"id": self.policy_id, "revision": None, "digest": self.digest}
 
 
-def named_in(inputs: dict[str, Any]) -> dict[str, Any]:
+def named_in(inputs: Mapping[str, Any]) -> PolicyName:
     """The applied gate policy of a decision's inputs, as `AppliedPolicy.named` spells it
     (the inputs hold the policy's document and digest, so nothing stored needs to change)."""
     document = inputs.get("policy") or {}
@@ -50,7 +52,7 @@ def named_in(inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def named_by_digest(session: Session, digest: str) -> dict[str, Any]:
+def named_by_digest(session: Session, digest: str) -> PolicyName:
     """A stored decision's gate policy named from its registered row (every stored
     decision's policy is registered), without reading the decision's whole inputs."""
     row = session.exec(

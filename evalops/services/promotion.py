@@ -16,6 +16,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from evalops.domain import audit_kinds
 from evalops.domain.authority import Scope
 from evalops.domain.canonical import canonical_text
 from evalops.domain.classify import Classification
@@ -251,7 +252,7 @@ def promote(
                 session,
                 at=now,
                 actor=actor,
-                kind="promotion.noop",
+                kind=audit_kinds.PROMOTION_NOOP,
                 subject=f"{suite_id}:{task_id}",
                 payload={"subject": subject, **pin, "reason": "already a member with this pin"},
             )
@@ -289,7 +290,7 @@ def promote(
             session,
             at=now,
             actor=actor,
-            kind="promotion.accepted",
+            kind=audit_kinds.PROMOTION_ACCEPTED,
             subject=f"{suite_id}:{task_id}",
             payload={
                 "subject": subject,
@@ -346,7 +347,7 @@ def _finish_refusal(
         session,
         at=now,
         actor=actor,
-        kind="promotion.refused",
+        kind=audit_kinds.PROMOTION_REFUSED,
         subject=f"{suite_id}:{task_id or subject}",
         payload={"subject": subject, "task_id": task_id, "requirements": requirements},
         rows=[refusal],
@@ -450,7 +451,11 @@ def retire(
             "replaced_by": replaced_by,
             "requirements": checklist.as_dict()["requirements"],
         }
-        kind = "retirement.accepted" if checklist.accepted else "retirement.refused"
+        kind = (
+            audit_kinds.RETIREMENT_ACCEPTED
+            if checklist.accepted
+            else audit_kinds.RETIREMENT_REFUSED
+        )
         if not checklist.accepted:
             append_event(
                 session,

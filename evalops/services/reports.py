@@ -15,7 +15,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
@@ -33,8 +33,32 @@ from evalops.domain.changes import (
 )
 from evalops.domain.classify import Classification, shown_score
 from evalops.domain.gate_compact import EVALUATOR_COMPACT
+from evalops.domain.gate_documents import (
+    Anchor,
+    AnyGateInputs,
+    DecisionDocument,
+    DecisionTask,
+    TaskInput,
+)
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
+from evalops.report.document import (
+    AuthorityAct,
+    AuthorityFacts,
+    CalibrationFact,
+    Changes,
+    Coverage,
+    EffectCounts,
+    HistoryEntry,
+    Provenance,
+    ReportDocument,
+    ReportRefused,
+    ReportTask,
+    ReportTrial,
+    ReportWaiver,
+    ReportWaivers,
+    SyncView,
+)
 from evalops.services.definitions import SHARED_KEY, Definitions, rederive, session_definitions
 from evalops.services.drilldown import failing_trials, trial_details
 from evalops.services.policies import named_in
@@ -72,7 +96,7 @@ _CHUNK = 500
 PAIRED_KEYS = ("verdict", "method", "alpha", "pairedTaskCount", "pValue", "discordant", "signs")
 
 
-def anchor(event: AuditEvent | None) -> dict[str, Any] | None:
+def anchor(event: AuditEvent | None) -> Anchor | None:
     """`{"seq", "hash"}` of an audit event: what `evalops verify --anchors` checks."""
     return {"seq": event.seq, "hash": event.hash} if event is not None else None
 
@@ -95,7 +119,7 @@ def _decision_row(session: Session, gate_id: str) -> GateDecision:
     return row
 
 
-def audit_document(engine: Engine, gate_id: str, *, now: datetime) -> dict[str, Any]:
+def audit_document(engine: Engine, gate_id: str, *, now: datetime) -> ReportDocument:
     """The report document of one stored decision (read-only)."""
     with read_session(engine) as session:
         row = _decision_row(session, gate_id)
@@ -110,12 +134,12 @@ def listed_trials(session: Session, inputs: Mapping[str, Any]) -> Mapping[str, A
     rows `verify` checks the summaries against), one input per trial as evaluator 3
     stores them. Earlier decisions list their trials already."""
     from evalops.domain.gate_compact import EVALUATOR_COMPACT
-    from evalops.services.gate_inputs import GateRequest, build_inputs
+    from evalops.services.gate_inputs import GateRequest, listed_inputs
 
     if int(inputs.get("evaluator", 1)) < EVALUATOR_COMPACT:
         return inputs
-    request = GateRequest.from_dict(dict(inputs["request"]))
-    listed = build_inputs(
+    request = GateRequest.from_dict(inputs["request"])
+    listed = listed_inputs(
         session,
         request,
         policy_doc=dict(inputs["policy"]),
@@ -125,7 +149,7 @@ def listed_trials(session: Session, inputs: Mapping[str, Any]) -> Mapping[str, A
     )
 
     def with_trials(
-        tasks: Sequence[Mapping[str, Any]], loaded: Sequence[Mapping[str, Any]]
+        tasks: Sequence[Mapping[str, Any]], loaded: Sequence[TaskInput]
     ) -> list[dict[str, Any]]:
         trials = {t["task_id"]: t["trials"] for t in loaded}
         return [{**t, "trials": trials.get(t["task_id"], [])} for t in tasks]
@@ -133,13 +157,15 @@ def listed_trials(session: Session, inputs: Mapping[str, Any]) -> Mapping[str, A
     view = {**inputs, "tasks": with_trials(inputs["tasks"], listed["tasks"])}
     baseline = inputs.get("baseline")
     if baseline and "tasks" in baseline:
-        loaded = (listed.get("baseline") or {}).get("tasks", [])
+        listed_baseline = listed["baseline"]
+        loaded = listed_baseline.get("tasks", []) if listed_baseline else []
         view["baseline"] = {**baseline, "tasks": with_trials(baseline["tasks"], loaded)}
     return view
 
 
-def stored_document(session: Session, row: GateDecision, *, now: datetime) -> dict[str, Any]:
-    result = json.loads(row.result)
+def stored_document(session: Session, row: GateDecision, *, now: datetime) -> ReportDocument:
+    # A stored decision of any evaluator has the shape `DecisionDocument` describes.
+    result = cast("DecisionDocument", json.loads(row.result))
     stored_inputs = json.loads(row.inputs)
     inputs = listed_trials(session, stored_inputs)
     resolved = resolve(
@@ -179,37 +205,36 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> di
 
 
 def unstored_document(
-    engine: Engine, *, result: Mapping[str, Any], inputs: Mapping[str, Any], now: datetime
-) -> dict[str, Any]:
+    engine: Engine, *, result: DecisionDocument, inputs: AnyGateInputs, now: datetime
+) -> ReportDocument:
     """The report document of a decision that was evaluated but not stored (a dry run):
     resolved as of `now`, anchored to the chain head, with no decision event."""
-    stored_inputs = inputs
     with read_session(engine) as session:
-        inputs = listed_trials(session, stored_inputs)
+        listed = listed_trials(session, inputs)
         resolved = resolve(
             session,
             result=result,
-            inputs=inputs,
+            inputs=listed,
             upto=head_seq(session),
-            cutoff=decision_cutoff(inputs, None),
+            cutoff=decision_cutoff(listed, None),
         )
-        resolved["history"] = decision_history(session, inputs["suite"]["id"])
+        resolved["history"] = decision_history(session, listed["suite"]["id"])
         resolved["previous_decision"] = previous_decision(
-            session, inputs, before=None, build=inputs["build"]
+            session, listed, before=None, build=listed["build"]
         )
         document = assemble(
             result=result,
-            inputs=inputs,
+            inputs=listed,
             resolved=resolved,
             decided_at=None,
             decided_by=None,
-            inputs_digest=digest(dict(stored_inputs)),
+            inputs_digest=digest(dict(inputs)),
             result_digest=digest(dict(result)),
             audit_head=anchor(chain_head(session)),
             decision_event=None,
             rendered_at=format_timestamp(now),
         )
-        document["inputs"] = dict(stored_inputs)
+        document["inputs"] = dict(inputs)
         return document
 
 
@@ -219,7 +244,7 @@ def unstored_document(
 def resolve(
     session: Session,
     *,
-    result: Mapping[str, Any],
+    result: DecisionDocument,
     inputs: Mapping[str, Any],
     upto: int,
     cutoff: int | None,
@@ -246,8 +271,8 @@ def resolve(
 
 
 def _authority_facts(
-    session: Session, result: Mapping[str, Any], cutoff: int | None, inputs: Mapping[str, Any]
-) -> dict[str, Any]:
+    session: Session, result: DecisionDocument, cutoff: int | None, inputs: Mapping[str, Any]
+) -> AuthorityFacts:
     """The authority in force at the decision's event (`cutoff`; None: now, for a decision
     not stored), and the signed acts it rests on (its waivers): their signers, or unsigned."""
     from evalops.services.authority import authority_in_force, signers_of
@@ -255,8 +280,8 @@ def _authority_facts(
     found = _remembered(
         _memo(session, "authority"), cutoff, lambda: authority_in_force(session, cutoff)
     )
-    accounting = result.get("waivers") or {}
-    acts = []
+    accounting: Mapping[str, Any] = result.get("waivers") or {}
+    acts: list[AuthorityAct] = []
     for key in ("applied", "expired", "revoked"):
         for waiver_id in accounting.get(key, []):
             w = session.exec(select(Waiver).where(Waiver.waiver_id == waiver_id)).first()
@@ -322,7 +347,7 @@ def _rules_changed_by(
     return out
 
 
-def _coverage(session: Session) -> dict[str, Any]:
+def _coverage(session: Session) -> Coverage:
     """From which audit event on the rows are fully covered by their own events' digests,
     and which migrations carried older rows forward (checked only as far as their schema
     recorded them)."""
@@ -676,13 +701,13 @@ def calibration_facts(
     cutoff: int | None,
     *,
     pass_class_exempt: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[CalibrationFact]:
     """Every model grader of every pinned grader set, judged for the pinned config by the
     very rule the gate applies (`queries.config_validity`): the newest calibration of
     exactly that config among the rows at or before `cutoff` (None: every row), under the
     rules of the decision's evaluator. A calibration recorded after an `--at` decision's
     cutoff is never shown as its own."""
-    out: list[dict[str, Any]] = []
+    out: list[CalibrationFact] = []
     for grader_set_digest in dict.fromkeys(t["grader_set_digest"] for t in tasks):
         found = defs.grader_set(grader_set_digest)
         if found is None:
@@ -727,9 +752,10 @@ def calibration_facts(
     return out
 
 
-def _sync_view(run: SyncRun | None) -> dict[str, Any] | None:
+def _sync_view(run: SyncRun | None) -> SyncView | None:
     if run is None:
         return None
+    assert run.id is not None  # a stored row
     return {
         "sync_run": run.id,
         "at": format_timestamp(run.at),
@@ -824,7 +850,7 @@ def _provenance(session: Session, inputs: Mapping[str, Any], upto: int) -> dict[
 
 def decision_history(
     session: Session, suite_id: str, *, up_to: int | None = None, limit: int = HISTORY_LIMIT
-) -> list[dict[str, Any]]:
+) -> list[HistoryEntry]:
     """The suite's decisions, oldest first, up to and including decision number `up_to`."""
     stmt = select(
         GateDecision.gate_id,
@@ -852,7 +878,7 @@ def decision_history(
         rows = list(session.exec(stmt.order_by(newest_first).limit(limit)).all())
     # Per-decision effect counts: read once per decision, and once per session when a long
     # read shares its lookups (the registry site renders every decision's history).
-    known: dict[str, dict[str, int]] = (
+    known: dict[str, EffectCounts] = (
         session.info.setdefault(HISTORY_KEY, {}) if SHARED_KEY in session.info else {}
     )
     missing = [gate_id for gate_id, *_ in rows if gate_id not in known]
@@ -869,14 +895,19 @@ def decision_history(
             "waived" if t.get("waiver_id") else t.get("effect")
             for t in json.loads(text).get("tasks", [])
         )
-        known[gate_id] = {k: effects.get(k, 0) for k in ("block", "hold", "waived", "pass")}
+        known[gate_id] = {
+            "block": effects.get("block", 0),
+            "hold": effects.get("hold", 0),
+            "waived": effects.get("waived", 0),
+            "pass": effects.get("pass", 0),
+        }
     return [
         {
             "gate_id": gate_id,
             "decision": decision,
             "build": build,
             "evaluated_at": format_timestamp(evaluated_at),
-            "tasks": dict(known[gate_id]),
+            "tasks": known[gate_id].copy(),
         }
         for gate_id, decision, build, evaluated_at in reversed(rows)
     ]
@@ -939,17 +970,20 @@ def decision_changes(
     engine: Engine,
     *,
     gate_id: str | None = None,
-    unstored: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None,
-) -> dict[str, Any]:
+    unstored: tuple[DecisionDocument, AnyGateInputs] | None = None,
+) -> Changes:
     """The changes since the baseline of a stored decision (`gate_id`) or of a dry run's
     (result, inputs), as the audit report shows them: for the terminal."""
+    result: DecisionDocument
+    inputs: Mapping[str, Any]
     with read_session(engine) as session:
         if unstored is not None:
             result, inputs = unstored
             previous = previous_decision(session, inputs, before=None, build=inputs["build"])
         else:
             row = _decision_row(session, str(gate_id))
-            result, inputs = json.loads(row.result), json.loads(row.inputs)
+            result = cast("DecisionDocument", json.loads(row.result))
+            inputs = json.loads(row.inputs)
             previous = previous_decision(session, inputs, before=row.number, build=row.build)
     return changes_since_baseline(result, inputs, previous)
 
@@ -966,7 +1000,7 @@ def ignored_by_reason(value: Any) -> dict[str, int]:
     return {}
 
 
-def _first_results(task: Mapping[str, Any]) -> str:
+def _first_results(task: DecisionTask) -> str:
     """Originals by their own class: evaluator 4 counts them, earlier ones list them."""
     listed = task.get("firstResultCounts")
     counts = (
@@ -979,7 +1013,7 @@ def _first_results(task: Mapping[str, Any]) -> str:
     )
 
 
-def _effect_key(task: Mapping[str, Any]) -> str:
+def _effect_key(task: DecisionTask) -> str:
     return "waived" if task.get("waiver_id") else str(task.get("effect"))
 
 
@@ -987,17 +1021,29 @@ def _mean(values: Sequence[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _efficiency_mean(tasks: Sequence[ReportTask], key: str) -> float | None:
+    """The mean of one efficiency count over the tasks that have it."""
+    values: list[float] = []
+    for t in tasks:
+        counts = t.get("efficiency")
+        if isinstance(counts, Mapping):
+            value = counts.get(key)
+            if value is not None:
+                values.append(float(value))
+    return _mean(values)
+
+
 def changes_since_baseline(
-    result: Mapping[str, Any],
+    result: DecisionDocument,
     inputs: Mapping[str, Any],
     previous: Mapping[str, Any] | None,
     current: Mapping[str, TaskSide] | None = None,
-) -> dict[str, Any]:
+) -> Changes:
     """Per-task flips against the decision's baseline build, or else against the suite's
     previous decision on another build (`source` says which), with the paired verdict's
     discordant counts and, when its method cannot reach alpha with this many pairs, why."""
     baseline = inputs.get("baseline") or {}
-    paired = None
+    paired: Mapping[str, Any] | None = None
     if baseline.get("build"):
         source, build, gate_id = "baseline", baseline["build"], None
         base = sides_from_inputs(inputs, baseline.get("tasks", []))
@@ -1032,29 +1078,30 @@ def changes_since_baseline(
 
 def assemble(
     *,
-    result: Mapping[str, Any],
+    result: DecisionDocument,
     inputs: Mapping[str, Any],
     resolved: Mapping[str, Any],
     decided_at: str | None,
     decided_by: str | None,
     inputs_digest: str,
     result_digest: str,
-    audit_head: Mapping[str, Any] | None,
-    decision_event: Mapping[str, Any] | None,
+    audit_head: Anchor | None,
+    decision_event: Anchor | None,
     rendered_at: str,
-) -> dict[str, Any]:
+) -> ReportDocument:
     """The report document: the stored decision and inputs verbatim, plus resolved facts
     arranged the way a reader follows them. Renderers and exporters read only this."""
     task_facts: Mapping[str, Any] = resolved.get("tasks", {})
     trial_facts: Mapping[str, Any] = resolved.get("trials", {})
     waiver_rows: Mapping[str, Any] = resolved.get("waivers", {}).get("rows", {})
     tasks_in = {t["task_id"]: t for t in inputs.get("tasks", [])}
-    tasks: list[dict[str, Any]] = []
-    trials: list[dict[str, Any]] = []
+    tasks: list[ReportTask] = []
+    trials: list[ReportTrial] = []
     for t in result.get("tasks", []):
         facts = task_facts.get(t["task_id"], {})
         first = t.get("firstResults") or {}
-        waiver = waiver_rows.get(t["waiver_id"]) if t.get("waiver_id") else None
+        waiver_id = t.get("waiver_id")
+        waiver = waiver_rows.get(waiver_id) if waiver_id else None
         tasks.append(
             {
                 **t,
@@ -1083,6 +1130,9 @@ def assemble(
         not_permitted = set(t.get("rerunsNotPermitted") or [])
         for trial in task_in.get("trials", []):
             fact = trial_facts.get(trial["trial_id"], {})
+            rerun_not_permitted = trial["trial_id"] in not_permitted
+            reconciliations = fact.get("reconciliations", [])
+            reviews = fact.get("reviews", [])
             trials.append(
                 {
                     "trial_id": trial["trial_id"],
@@ -1105,7 +1155,7 @@ def assemble(
                         if "firstResultCounts" not in t
                         else trial.get("parent_trial_id") is None
                     ),
-                    "rerun_not_permitted": trial["trial_id"] in not_permitted,
+                    "rerun_not_permitted": rerun_not_permitted,
                     "fixture_misses": trial.get("fixture_misses", 0),
                     "trial_index": fact.get("trial_index"),
                     "run_id": fact.get("run_id"),
@@ -1116,40 +1166,48 @@ def assemble(
                     "runtime_status": fact.get("runtime_status"),
                     "rerun_reason": fact.get("rerun_reason"),
                     "explanation": fact.get("explanation", trial["classification"]),
-                    "reconciliations": fact.get("reconciliations", []),
-                    "reviews": fact.get("reviews", []),
+                    "reconciliations": reconciliations,
+                    "reviews": reviews,
+                    "notable": bool(
+                        trial["classification"] != "task_pass"
+                        or trial.get("parent_trial_id")
+                        or rerun_not_permitted
+                        or reconciliations
+                        or reviews
+                    ),
                 }
             )
     tasks.sort(key=lambda t: (EFFECT_ORDER.get(t["outcome"], 9), t["task_id"]))
     outcomes = Counter(t["outcome"] for t in tasks)
     by_class = Counter(t["classification"] for t in trials)
-    for t in trials:
-        t["notable"] = bool(
-            t["classification"] != "task_pass"
-            or t["parent_trial_id"]
-            or t["rerun_not_permitted"]
-            or t["reconciliations"]
-            or t["reviews"]
-        )
-    accounting = result.get("waivers") or {}
-    waivers = {
-        key: [{"waiver_id": w, **(waiver_rows.get(w) or {})} for w in accounting.get(key, [])]
-        for key in ("applied", "expired", "unused", "revoked")
-    }
-    waivers["refused"] = list(
+    accounting: Mapping[str, Any] = result.get("waivers") or {}
+
+    def listed(key: str) -> list[ReportWaiver]:
+        out: list[ReportWaiver] = []
+        for waiver_id in accounting.get(key, []):
+            row: ReportWaiver = {"waiver_id": waiver_id}
+            facts = waiver_rows.get(waiver_id)
+            if facts:
+                row.update(facts)
+            out.append(row)
+        return out
+
+    refused: list[ReportRefused] = list(
         resolved.get("waivers", {}).get("refused", accounting.get("refused", []))
     )
-    efficiency = {
-        key: _mean(
-            [
-                float(t["efficiency"][key])
-                for t in tasks
-                if isinstance(t.get("efficiency"), Mapping) and t["efficiency"].get(key) is not None
-            ]
-        )
-        for key in EFFICIENCY_KEYS
+    waivers: ReportWaivers = {
+        "applied": listed("applied"),
+        "expired": listed("expired"),
+        "unused": listed("unused"),
+        "revoked": listed("revoked"),
+        "refused": refused,
     }
+    efficiency = {key: _efficiency_mean(tasks, key) for key in EFFICIENCY_KEYS}
     baseline = inputs.get("baseline") or {}
+    no_provenance: Provenance = {"syncs": [], "in_force": None, "definitions": []}
+    no_authority: AuthorityFacts = {"id": None, "digest": None, "acts": []}
+    provenance: Provenance = resolved.get("provenance") or no_provenance
+    authority: AuthorityFacts = resolved.get("authority") or no_authority
     return {
         "report": REPORT_SCHEMA,
         "evalops_version": __version__,
@@ -1164,9 +1222,9 @@ def assemble(
         "decided_by": decided_by,
         "stored": decision_event is not None,
         "reasons": list(result.get("reasons", [])),
-        "policy": named_in(dict(inputs)),
-        "audit_head": dict(audit_head) if audit_head else None,
-        "decision_event": dict(decision_event) if decision_event else None,
+        "policy": named_in(inputs),
+        "audit_head": audit_head.copy() if audit_head else None,
+        "decision_event": decision_event.copy() if decision_event else None,
         "coverage": resolved.get("coverage"),
         "summary": {
             "tasks": len(tasks),
@@ -1178,7 +1236,7 @@ def assemble(
             "ignored_trials": ignored_by_reason(result.get("ignoredTrials")),
         },
         "tasks": tasks,
-        "trialStats": result.get("trialStats") or {},
+        "trialStats": result["trialStats"],
         "failure_classes": {
             "by_class": [
                 {"classification": c, "trials": n}
@@ -1201,9 +1259,9 @@ def assemble(
         ),
         "efficiency": efficiency,
         "digests": {
-            "suite_digest": result.get("suite_digest"),
-            "policy_digest": result.get("policy_digest"),
-            "execution_digest": result.get("execution_digest"),
+            "suite_digest": result["suite_digest"],
+            "policy_digest": result["policy_digest"],
+            "execution_digest": result["execution_digest"],
             "baseline_execution_digest": baseline.get("execution_digest"),
             "inputs_digest": inputs_digest,
             "result_digest": result_digest,
@@ -1217,15 +1275,14 @@ def assemble(
                 for t in sorted(tasks, key=lambda t: t["task_id"])
             ],
         },
-        "provenance": resolved.get("provenance")
-        or {"syncs": [], "in_force": None, "definitions": []},
-        "authority": resolved.get("authority") or {"id": None, "digest": None, "acts": []},
+        "provenance": provenance,
+        "authority": authority,
         "history": list(resolved.get("history", [])),
         # The anchor itself, not a file: a pull-request comment has no file to point at.
         "recompute": [
             f"evalops gate replay {result['gate_id']}",
             f"evalops verify --anchor {head_token(audit_head)}" if audit_head else "evalops verify",
         ],
-        "decision_document": dict(result),
+        "decision_document": result.copy(),
         "inputs": dict(inputs),
     }

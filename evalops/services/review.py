@@ -14,6 +14,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from evalops.domain import audit_kinds
 from evalops.domain.authority import Scope
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError, RefusedError
@@ -207,7 +208,7 @@ def resolve(
                 session,
                 at=now,
                 actor=actor,
-                kind="review.refused",
+                kind=audit_kinds.REVIEW_REFUSED,
                 subject=trial_id,
                 payload={**request, "refusal": refusal},
             )
@@ -227,7 +228,7 @@ def resolve(
                 session,
                 at=now,
                 actor=actor,
-                kind="review.resolve",
+                kind=audit_kinds.REVIEW_RESOLVE,
                 subject=trial_id,
                 payload={
                     **request,

@@ -38,6 +38,7 @@ from sqlmodel import Session, col, select
 
 from evalops import __version__
 from evalops.domain.changes import TaskSide, flip
+from evalops.domain.gate_documents import Anchor
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.authority import signers_of
@@ -70,7 +71,7 @@ class SiteResult:
     index: Path
     written: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
-    audit_head: dict[str, Any] | None = None
+    audit_head: Anchor | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -683,7 +684,7 @@ class _Context:
     engine: Engine
     session: Session
     writer: Writer
-    head: dict[str, Any] | None
+    head: Anchor | None
     as_of: str | None
     now: datetime
     cache_key: str

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, col, select
 
-from evalops.domain import digests
+from evalops.domain import audit_kinds, digests
 from evalops.domain.canonical import canonical_text
 from evalops.domain.specs import (
     AuthoritySpec,
@@ -364,7 +364,7 @@ def sync_registry(
                 session,
                 at=now,
                 actor=actor,
-                kind=f"sync.{d.kind}",
+                kind=audit_kinds.sync_kind(d.kind),
                 subject=_subject(d),
                 payload=entry,
                 rows=written,
@@ -388,7 +388,7 @@ def sync_registry(
             session,
             at=now,
             actor=actor,
-            kind="sync.in_force",
+            kind=audit_kinds.SYNC_IN_FORCE,
             subject=f"sync:{run.id}",
             payload={
                 "sync_run": run.id,
@@ -429,7 +429,7 @@ def _rule_check(
             session,
             at=now,
             actor=actor,
-            kind="sync.refused",
+            kind=audit_kinds.SYNC_REFUSED,
             subject="sync",
             payload={
                 "registry_path": where,

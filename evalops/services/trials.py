@@ -10,6 +10,7 @@ from sqlalchemy import and_, false, or_
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
+from evalops.domain import audit_kinds
 from evalops.domain.classify import AMBIGUOUS_EFFECT_STATUSES, counted_gating_score
 from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, resolve_reruns
 from evalops.domain.trial_record import TrialRecord
@@ -347,7 +348,7 @@ def reconcile(
                 session,
                 at=now,
                 actor=actor,
-                kind="trials.reconcile_refused",
+                kind=audit_kinds.TRIALS_RECONCILE_REFUSED,
                 subject=trial_id,
                 payload={**request, "refusal": refusal},
             )
@@ -367,7 +368,7 @@ def reconcile(
                 session,
                 at=now,
                 actor=actor,
-                kind="trials.reconcile",
+                kind=audit_kinds.TRIALS_RECONCILE,
                 subject=trial_id,
                 payload={
                     **request,

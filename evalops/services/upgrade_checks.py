@@ -30,6 +30,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import defer
 from sqlmodel import Session, col, select
 
+from evalops.domain import audit_kinds
 from evalops.domain.canonical import sha256_digest
 from evalops.domain.digests import grader_config_digest
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
@@ -88,23 +89,23 @@ TIMESTAMP_COLUMNS = {"observed_at", "granted_at", "expires_at", "revoked_at"}
 
 # Event kinds of schema 0001 that always wrote a row of a table: a deleted row is missing.
 ROW_OF_KIND_0001: dict[str, str] = {
-    "calibration.invalidate": "calibration_invalidation",
-    "calibration.record": "calibration",
-    "gate.decision": "gate_decision",
-    "incident.open": "incident",
-    "promotion.accepted": "promotion",
-    "promotion.refused": "promotion",
-    "review.resolve": "review_result",
-    "sync.execution_profile": "execution_profile",
-    "sync.gate_policy": "policy",
-    "sync.grader_set": "grader_set",
-    "sync.suite": "suite",
-    "sync.suite_policy": "policy",
-    "sync.task": "task_revision",
-    "trials.ingest": "ingest_batch",
-    "trials.reconcile": "reconciliation",
-    "waiver.grant": "waiver",
-    "waiver.revoke": "waiver_revocation",
+    audit_kinds.CALIBRATION_INVALIDATE: "calibration_invalidation",
+    audit_kinds.CALIBRATION_RECORD: "calibration",
+    audit_kinds.GATE_DECISION: "gate_decision",
+    audit_kinds.INCIDENT_ACTION["open"]: "incident",
+    audit_kinds.PROMOTION_ACCEPTED: "promotion",
+    audit_kinds.PROMOTION_REFUSED: "promotion",
+    audit_kinds.REVIEW_RESOLVE: "review_result",
+    audit_kinds.SYNC_DEFINITION["execution_profile"]: "execution_profile",
+    audit_kinds.SYNC_DEFINITION["gate_policy"]: "policy",
+    audit_kinds.SYNC_DEFINITION["grader_set"]: "grader_set",
+    audit_kinds.SYNC_DEFINITION["suite"]: "suite",
+    audit_kinds.SYNC_DEFINITION["suite_policy"]: "policy",
+    audit_kinds.SYNC_DEFINITION["task"]: "task_revision",
+    audit_kinds.TRIALS_INGEST: "ingest_batch",
+    audit_kinds.TRIALS_RECONCILE: "reconciliation",
+    audit_kinds.WAIVER_GRANT: "waiver",
+    audit_kinds.WAIVER_REVOKE: "waiver_revocation",
 }
 
 

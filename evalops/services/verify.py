@@ -26,6 +26,7 @@ from sqlalchemy import String, Table, select, type_coerce
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, SQLModel, col
 
+from evalops.domain import audit_kinds
 from evalops.domain.audit_chain import ChainEvent, first_chain_problem
 from evalops.domain.canonical import canonical_text, sha256_digest
 from evalops.domain.vocabulary import format_timestamp
@@ -214,7 +215,7 @@ def _stored_rows(
 def _declared_rows(session: Session) -> Iterator[tuple[AuditEvent, dict[str, Any]]]:
     """Each event with the rows it recorded (legacy events: as a migration recorded them)."""
     legacy: dict[str, Any] = {}
-    migrations = select(AuditEvent).where(col(AuditEvent.kind) == "migration.rows")
+    migrations = select(AuditEvent).where(col(AuditEvent.kind) == audit_kinds.MIGRATION_ROWS)
     for (event,) in _stream(session, migrations.order_by(col(AuditEvent.seq))):
         for seq, rows in json.loads(event.payload).get("legacy_rows", {}).items():
             # A migration vouches only for events before it, and the first one to vouch

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
+from evalops.domain import audit_kinds
 from evalops.domain.authority import Scope
 from evalops.domain.canonical import canonical_text
 from evalops.domain.free_text import has_visible_text
@@ -131,7 +132,7 @@ def grant(
                 session,
                 at=now,
                 actor=actor,
-                kind="waiver.refused",
+                kind=audit_kinds.WAIVER_REFUSED,
                 subject=f"{request.suite_id}:{request.task_id}",
                 payload={"request": request_json, "refusals": listed},
             )
@@ -174,7 +175,7 @@ def grant(
             session,
             at=now,
             actor=actor,
-            kind="waiver.grant",
+            kind=audit_kinds.WAIVER_GRANT,
             subject=waiver_id,
             payload={
                 **request_json,
@@ -231,7 +232,7 @@ def revoke(
             session,
             at=now,
             actor=actor,
-            kind="waiver.revoke",
+            kind=audit_kinds.WAIVER_REVOKE,
             subject=waiver_id,
             payload={
                 "waiver_id": waiver_id,

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
+from evalops.domain import audit_kinds
 from evalops.domain.audit_chain import ChainEvent, event_hash
 from evalops.domain.canonical import GENESIS_HASH, canonical_text, sha256_digest
 from evalops.domain.vocabulary import format_timestamp
@@ -108,7 +109,9 @@ def carried_forward(session: Session) -> list[dict[str, Any]]:
     vouches for the rows of every event before its own `seq`, checked at the upgrade only
     as far as that schema recorded them. Rows of events from the last one's `seq` on are
     fully covered by the digests their own events recorded."""
-    events = select(AuditEvent.seq, AuditEvent.subject).where(AuditEvent.kind == "migration.rows")
+    events = select(AuditEvent.seq, AuditEvent.subject).where(
+        AuditEvent.kind == audit_kinds.MIGRATION_ROWS
+    )
     return [
         {"seq": seq, "migration": subject.partition(":")[2]}
         for seq, subject in session.exec(events.order_by(col(AuditEvent.seq)))
