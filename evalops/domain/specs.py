@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -50,7 +51,7 @@ def _field_docstrings(model: type) -> dict[str, str]:
         return {}
     body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
     docs: dict[str, str] = {}
-    for field, under in zip(body, body[1:], strict=False):
+    for field, under in itertools.pairwise(body):
         if (
             isinstance(field, ast.AnnAssign)
             and isinstance(field.target, ast.Name)
