@@ -161,27 +161,15 @@ def _effect(state: str, risk: str) -> str:
 
 EVALUATOR = 3
 """The rules version new decisions record in their inputs; earlier ones are frozen in
-`domain.legacy` so a decision replays under the rules it was made under."""
+`domain.legacy` so a decision replays under the rules it was made under. Every version's
+functions are listed in `domain.evaluators`."""
 
 
 def evaluate_stored(inputs: Mapping[str, Any]) -> dict[str, Any]:
     """Replay a stored decision under the evaluator it was made with."""
-    version = inputs.get("evaluator", 1)
-    if version == EVALUATOR:
-        return evaluate(inputs)
-    if version == 4:
-        from evalops.domain.gate_compact import evaluate as evaluate_compact
+    from evalops.domain.evaluators import evaluator_for, stored_version
 
-        return evaluate_compact(inputs)
-    if version == 2:
-        from evalops.domain.legacy.gate_v2 import evaluate as evaluate_v2
-
-        return evaluate_v2(inputs)
-    if version == 1:
-        from evalops.domain.legacy.gate_v1 import evaluate as evaluate_v1
-
-        return evaluate_v1(inputs)
-    raise ValueError(f"decision made by evaluator {version}, unknown to this evalops")
+    return evaluator_for(stored_version(inputs))(inputs)
 
 
 def evaluate(inputs: Mapping[str, Any]) -> dict[str, Any]:
