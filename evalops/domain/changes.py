@@ -131,16 +131,10 @@ def sides_from_inputs(
     """Each task with effective trials in `tasks` (a decision's stored task inputs, or its
     baseline's), summarized by the evaluator that made the decision, under its policy: the
     same pass the paired verdict used."""
-    from evalops.domain.gate import EVALUATOR, summarize_task
-    from evalops.domain.gate_compact import EVALUATOR_COMPACT, summarize_compact
-    from evalops.domain.legacy.gate_v1 import summarize_task as summarize_task_v1
-    from evalops.domain.specs import GatePolicy
+    from evalops.domain.evaluators import stored_version, summaries_for
 
-    version = inputs.get("evaluator", 1)
-    summarize: Any = summarize_task if version == EVALUATOR else summarize_task_v1
-    if version == EVALUATOR_COMPACT:
-        summarize = summarize_compact
-    policy = GatePolicy.model_validate(inputs["policy"])
+    read_policy, summarize = summaries_for(stored_version(inputs))
+    policy = read_policy(inputs["policy"])
     out: dict[str, TaskSide] = {}
     for task in tasks:
         # An evaluator-4 task input counts its trials instead of listing them.

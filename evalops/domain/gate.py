@@ -30,7 +30,6 @@ from typing import Any, cast
 from evalops.domain.classify import counted_gating_score
 from evalops.domain.gate_documents import (
     BaselineInput,
-    CompactInputs,
     CompactTaskInput,
     DecisionDocument,
     DecisionTask,
@@ -176,31 +175,16 @@ def _effect(state: str, risk: str) -> str:
 
 EVALUATOR = 3
 """The rules version new decisions record in their inputs; earlier ones are frozen in
-`domain.legacy` so a decision replays under the rules it was made under."""
+`domain.legacy` so a decision replays under the rules it was made under. Every version's
+functions are listed in `domain.evaluators`."""
 
 
 def evaluate_stored(inputs: Mapping[str, Any]) -> DecisionDocument:
-    """Replay a stored decision under the evaluator it was made with.
+    """Replay a stored decision under the evaluator it was made with (the `evaluator`
+    number its inputs record picks the function in `domain.evaluators`)."""
+    from evalops.domain.evaluators import evaluator_for, stored_version
 
-    Stored inputs are read as plain JSON; the `evaluator` number they record says which
-    shape they have, so this dispatch is where they are given their type. The frozen
-    evaluators 1 and 2 write plain dicts of the shape `DecisionDocument` describes."""
-    version = inputs.get("evaluator", 1)
-    if version == EVALUATOR:
-        return evaluate(cast("ListedInputs", inputs))
-    if version == 4:
-        from evalops.domain.gate_compact import evaluate as evaluate_compact
-
-        return evaluate_compact(cast("CompactInputs", inputs))
-    if version == 2:
-        from evalops.domain.legacy.gate_v2 import evaluate as evaluate_v2
-
-        return cast("DecisionDocument", evaluate_v2(inputs))
-    if version == 1:
-        from evalops.domain.legacy.gate_v1 import evaluate as evaluate_v1
-
-        return cast("DecisionDocument", evaluate_v1(inputs))
-    raise ValueError(f"decision made by evaluator {version}, unknown to this evalops")
+    return evaluator_for(stored_version(inputs))(inputs)
 
 
 def evaluate(inputs: ListedInputs) -> DecisionDocument:

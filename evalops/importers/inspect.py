@@ -33,6 +33,7 @@ from evalops.importers.common import (
     Item,
     Resolved,
     ResolvedExecution,
+    ResolvedTask,
     Skipped,
     SourceSummary,
     Translated,
@@ -442,21 +443,40 @@ def _parts_model() -> Any:
 
 
 def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
+    """One sample-epoch's trials, in steps: the sample's key, the task it maps to (or why it
+    is skipped), the sample validated, then one trial per failed attempt and the final one.
+    Lazy: a failed attempt's trial is yielded before a later error in the final attempt."""
+    sample_id, epoch, label = _sample_key(raw, ctx)
+    task_id = _task_of(raw, ctx, sample_id, label)
+    if isinstance(task_id, Skipped):
+        yield task_id
+        return
+    one = _sample(raw, ctx, task_id, (sample_id, epoch, label))
+    yield from _failed_attempts(one)
+    yield from _final_attempt(one)
+
+
+def _sample_key(raw: Mapping[str, Any], ctx: _Context) -> tuple[int | str, int, str]:
+    """The sample's id and epoch, checked, and the label errors name it by (`id/epoch`)."""
     sample_id, epoch = raw.get("id"), raw.get("epoch")
     label = f"{sample_id}/{epoch}"
     if not isinstance(sample_id, int | str) or isinstance(sample_id, bool):
         raise at(ctx.name, label, "a sample has no id", "id")
     if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 1:
         raise at(ctx.name, label, "a sample has no epoch (a whole number from 1)", "epoch")
+    return sample_id, epoch, label
+
+
+def _task_of(
+    raw: Mapping[str, Any], ctx: _Context, sample_id: int | str, label: str
+) -> str | Skipped:
+    """The evalops task a sample is a trial of, or why the sample is skipped."""
     if raw.get("invalidation"):
-        yield Skipped(ctx.name, label, "invalidated", str(sample_id))
-        return
+        return Skipped(ctx.name, label, "invalidated", str(sample_id))
     if ctx.incomplete and _harness_cancelled(raw):
-        yield Skipped(ctx.name, label, "cancelled_by_harness", str(sample_id))
-        return
+        return Skipped(ctx.name, label, "cancelled_by_harness", str(sample_id))
     if ctx.task_map is None:
-        yield Skipped(ctx.name, label, "unmapped_task", str(ctx.header.eval.task))
-        return
+        return Skipped(ctx.name, label, "unmapped_task", str(ctx.header.eval.task))
     task_id = (ctx.task_map.samples or {}).get(str(sample_id))
     if task_id is None:
         if ctx.unmapped == "error":
@@ -467,8 +487,7 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
                 "(map it, or pass --skip-unmapped)",
                 "id",
             )
-        yield Skipped(ctx.name, label, "unmapped_sample", str(sample_id))
-        return
+        return Skipped(ctx.name, label, "unmapped_sample", str(sample_id))
     # Map keys are text: the ids 1 and "1" are one key, but two samples of the log.
     owner = ctx.owners.setdefault(task_id, sample_id)
     if owner != sample_id or type(owner) is not type(sample_id):
@@ -479,13 +498,112 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
             "(one task receives at most one sample per log)",
             "id",
         )
-    target = ctx.resolved.tasks[task_id]
+    return task_id
 
+
+@dataclass
+class _Sample:
+    """One mapped sample-epoch, validated, and what each of its attempts' records shares."""
+
+    ctx: _Context
+    raw: dict[str, Any]
+    sample_id: int | str
+    epoch: int
+    label: str
+    task_id: str
+    task_map: TaskMap
+    target: ResolvedTask
+    sample: Any
+    """The parts an import reads, validated with Inspect's models (`_validate`)."""
+    attempt_events: list[list[Any]]
+    """Each attempt's events: the failed ones (`error_retries`), then the final one."""
+    ids: list[str]
+    legacy: list[str]
+    started: str
+    completed: str
+    labels: list[str]
+    """The final attempt's secondary labels so far."""
+
+    @property
+    def attempts(self) -> int:
+        return len(self.attempt_events)
+
+    @property
+    def attachments(self) -> Mapping[str, Any]:
+        return self.sample.attachments or {}
+
+    def source_artifact(self, digest: str) -> dict[str, Any]:
+        return {
+            "kind": "source_log",
+            "digest": digest,
+            "producer": self.ctx.producer,
+            "location": f"{self.ctx.id_base}#{self.sample_id}/{self.epoch}",
+        }
+
+    def aliases(self, attempt: int) -> tuple[str, ...]:
+        old = self.legacy[attempt - 1]
+        return (old,) if old != self.ids[attempt - 1] else ()
+
+    def record(self, attempt: int, start: str, end: str) -> dict[str, Any]:
+        ctx = self.ctx
+        rec = base_record(
+            trial=self.ids[attempt - 1],
+            run_id=ctx.run_id,
+            attempt_id=f"{ctx.id_base}/{self.sample_id}/{self.epoch}/{attempt}",
+            target=self.target,
+            execution=ctx.execution,
+            trial_index=self.epoch - 1,
+            started_at=start,
+            completed_at=end,
+        )
+        if attempt > 1:
+            rec["rerun"] = {
+                "parent_trial_id": self.ids[attempt - 2],
+                "reason": "error_retry",
+                "ordinal": attempt - 1,
+            }
+        target_agent = ctx.resolved.map.spec.target_agent_id
+        if target_agent:
+            rec["target_agent_id"] = target_agent
+        return rec
+
+
+def _sample(
+    raw: dict[str, Any], ctx: _Context, task_id: str, key: tuple[int | str, int, str]
+) -> _Sample:
+    """Validate a mapped sample and fix what all its attempts' records share."""
+    sample_id, epoch, label = key
+    assert ctx.task_map is not None  # `_task_of` skips the samples of an unmapped task
+    target = ctx.resolved.tasks[task_id]
     events = raw.get("events") or []
     retries_raw = raw.get("error_retries") or []
     sample = _validate(raw, ctx, label)
-    attachments = sample.attachments or {}
+    started, completed, labels = _sample_window(sample, ctx)
+    attempt_events = [_events_of(r) for r in retries_raw] + [events]
+    ids, legacy = _attempt_ids(raw, ctx, attempt_events, sample.error is not None)
+    return _Sample(
+        ctx=ctx,
+        raw=raw,
+        sample_id=sample_id,
+        epoch=epoch,
+        label=label,
+        task_id=task_id,
+        task_map=ctx.task_map,
+        target=target,
+        sample=sample,
+        attempt_events=attempt_events,
+        ids=ids,
+        legacy=legacy,
+        started=started,
+        completed=completed,
+        labels=labels,
+    )
 
+
+def _sample_window(sample: Any, ctx: _Context) -> tuple[str, str, list[str]]:
+    """The sample's start and end as Inspect recorded them, else synthesized (and said so):
+    a missing start is the eval's creation, an end missing or before the start is the
+    start."""
     labels: list[str] = []
     begin = _moment(sample.started_at)
     end = _moment(sample.completed_at)
@@ -496,57 +614,24 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
         end = begin
         if "timestamps_synthesized" not in labels:
             labels.append("timestamps_synthesized")
-    started, completed = format_timestamp(begin), format_timestamp(end)
+    return format_timestamp(begin), format_timestamp(end), labels
 
-    attempts = len(retries_raw) + 1
-    final_failed = sample.error is not None
-    attempt_events = [_events_of(r) for r in retries_raw] + [events]
-    ids, legacy = _attempt_ids(raw, ctx, attempt_events, final_failed)
-    location = f"{ctx.id_base}#{sample_id}/{epoch}"
 
-    def source_artifact(digest: str) -> dict[str, Any]:
-        return {
-            "kind": "source_log",
-            "digest": digest,
-            "producer": ctx.producer,
-            "location": location,
-        }
-
-    def aliases(attempt: int) -> tuple[str, ...]:
-        old = legacy[attempt - 1]
-        return (old,) if old != ids[attempt - 1] else ()
-
-    def record(attempt: int, start: str, end: str) -> dict[str, Any]:
-        rec = base_record(
-            trial=ids[attempt - 1],
-            run_id=ctx.run_id,
-            attempt_id=f"{ctx.id_base}/{sample_id}/{epoch}/{attempt}",
-            target=target,
-            execution=ctx.execution,
-            trial_index=epoch - 1,
-            started_at=start,
-            completed_at=end,
-        )
-        if attempt > 1:
-            rec["rerun"] = {
-                "parent_trial_id": ids[attempt - 2],
-                "reason": "error_retry",
-                "ordinal": attempt - 1,
-            }
-        target_agent = ctx.resolved.map.spec.target_agent_id
-        if target_agent:
-            rec["target_agent_id"] = target_agent
-        return rec
-
-    # The failed attempts: Inspect keeps their error and the events since the last model call.
+def _failed_attempts(one: _Sample) -> Iterator[Item]:
+    """The failed attempts: Inspect keeps their error and the events since the last model
+    call."""
+    ctx = one.ctx
+    retries_raw = one.raw.get("error_retries") or []
     for attempt, (retry, retry_raw) in enumerate(
-        zip(sample.error_retries or [], retries_raw, strict=True), start=1
+        zip(one.sample.error_retries or [], retries_raw, strict=True), start=1
     ):
         # Built exactly as the failed final attempt of a log is: `eval_retry` copies that
         # attempt, events and all, into the retry log's error_retries (one execution).
-        observed = _observe(attempt_events[attempt - 1], ctx, attachments, label, task_id)
+        observed = _observe(
+            one.attempt_events[attempt - 1], ctx, one.attachments, one.label, one.task_id
+        )
         begun, ended = _timestamp(observed.first), _timestamp(observed.last)
-        rec = record(attempt, begun or started, ended or begun or started)
+        rec = one.record(attempt, begun or one.started, ended or begun or one.started)
         rec["grader_results"] = []
         rec["runtime"] = {
             "status": ctx.resolved.map.spec.runtime.status_of(retry.message),
@@ -554,34 +639,65 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
         }
         rec["tool_calls"] = observed.tool_calls
         rec["usage"] = _usage(observed)
-        rec["artifact_manifest"] = {"artifacts": [source_artifact(_failure_digest(retry_raw))]}
+        rec["artifact_manifest"] = {"artifacts": [one.source_artifact(_failure_digest(retry_raw))]}
         rec["secondary_labels"] = [] if begun else ["timestamps_synthesized"]
         yield Translated(
-            ctx.name, f"{label}#{attempt}", task_id, rec, str(sample_id), aliases(attempt)
+            ctx.name,
+            f"{one.label}#{attempt}",
+            one.task_id,
+            rec,
+            str(one.sample_id),
+            one.aliases(attempt),
         )
 
-    observed = _observe(events, ctx, attachments, label, task_id)
+
+def _final_attempt(one: _Sample) -> Iterator[Item]:
+    """The sample's own (last) attempt: scores, runtime, usage and the store's extras."""
+    ctx, sample = one.ctx, one.sample
+    final_failed = sample.error is not None
+    started, completed, labels = one.started, one.completed, one.labels
+    events = one.attempt_events[-1]
+    observed = _observe(events, ctx, one.attachments, one.label, one.task_id)
     if final_failed:
         begun, ended = _timestamp(observed.first), _timestamp(observed.last)
         if begun:
             started, completed = begun, ended or begun
             labels = [x for x in labels if x != "timestamps_synthesized"]
-    rec = record(attempts, started, completed)
+    rec = one.record(one.attempts, started, completed)
+    rec["grader_results"] = yield from _scores(one, labels)
+    rec["runtime"] = _runtime(one)
+    rec["tool_calls"] = observed.tool_calls
+    rec["usage"] = _final_usage(observed, sample, labels)
+    artifacts = _store_extras(rec, one)
+    digest = _failure_digest(one.raw.get("error")) if final_failed else _execution_digest(one.raw)
+    rec["artifact_manifest"] = {"artifacts": [*artifacts, one.source_artifact(digest)]}
+    if one.attempts > 1 and not final_failed:
+        labels.insert(0, "after_error_retries")
+    rec["secondary_labels"] = list(dict.fromkeys(labels))
+    yield Translated(
+        ctx.name, one.label, one.task_id, rec, str(one.sample_id), one.aliases(one.attempts)
+    )
+
+
+def _scores(one: _Sample, labels: list[str]) -> Generator[Item, None, list[dict[str, Any]]]:
+    """The final attempt's grader results through the map's scorers (each unmapped scorer
+    skipped, or an error); what happened to a value is added to `labels`."""
+    ctx = one.ctx
     results: list[dict[str, Any]] = []
-    for name, score in (sample.scores or {}).items():
-        scorer = ctx.task_map.scorers.get(name)
+    for name, score in (one.sample.scores or {}).items():
+        scorer = one.task_map.scorers.get(name)
         if scorer is None:
             if ctx.unmapped == "error":
                 raise at(
                     ctx.name,
-                    label,
+                    one.label,
                     f"scorer {name!r} is not in the map for task {ctx.header.eval.task} "
                     "(map it, or pass --skip-unmapped)",
                     f"scores.{name}",
                 )
-            yield Skipped(ctx.name, label, "unmapped_scorer", name)
+            yield Skipped(ctx.name, one.label, "unmapped_scorer", name)
             continue
-        blocking = scorer.grader_id in target.blocking
+        blocking = scorer.grader_id in one.target.blocking
         result, problem = grader_result(scorer, score.value, score.value, blocking=blocking)
         if result is not None:
             results.append(result)
@@ -591,57 +707,64 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
             labels.append(problem)
         if any(edit.provenance is not None for edit in getattr(score, "history", None) or []):
             labels.append("edited_score")
-    rec["grader_results"] = results
-    runtime: dict[str, Any] = {"status": "ok"}
+    return results
+
+
+def _runtime(one: _Sample) -> dict[str, Any]:
+    """How the final attempt ended: its error, the limit that stopped it (every limit is
+    mapped), or ok."""
+    ctx, sample = one.ctx, one.sample
     if sample.error is not None:
-        runtime = {
+        return {
             "status": ctx.resolved.map.spec.runtime.status_of(sample.error.message),
             "message": short_message(sample.error.message),
         }
-    elif sample.limit is not None:
+    if sample.limit is not None:
         status = ctx.resolved.map.spec.runtime.limits.get(sample.limit.type)
         if status is None:
             raise at(
                 ctx.name,
-                label,
-                f"sample {sample_id} was stopped by the {sample.limit.type} limit, which the "
-                f"map's runtime.limits does not list (every stop is mapped: add "
+                one.label,
+                f"sample {one.sample_id} was stopped by the {sample.limit.type} limit, which "
+                f"the map's runtime.limits does not list (every stop is mapped: add "
                 f"{sample.limit.type}: <status>)",
                 "limit.type",
             )
-        runtime = {"status": status, "message": f"{sample.limit.type} limit reached"}
-    rec["runtime"] = runtime
-    rec["tool_calls"] = observed.tool_calls
+        return {"status": status, "message": f"{sample.limit.type} limit reached"}
+    return {"status": "ok"}
+
+
+def _final_usage(observed: _Observed, sample: Any, labels: list[str]) -> dict[str, int]:
+    """The agent's model usage from the model events; without any (events were not logged),
+    the sample's totals, scorers included, and `labels` says so."""
     if observed.model_calls or not sample.model_usage:
-        rec["usage"] = _usage(observed)
-    else:
-        # No model events (events were not logged): the sample's totals, scorers included.
-        totals = list(sample.model_usage.values())
-        rec["usage"] = {
-            "model_calls": 0,
-            "input_tokens": sum(
-                u.input_tokens
-                + (u.input_tokens_cache_read or 0)
-                + (u.input_tokens_cache_write or 0)
-                for u in totals
-            ),
-            "output_tokens": sum(u.output_tokens for u in totals),
-        }
-        labels.append("usage_includes_scorers")
-    store = sample.store or {}
+        return _usage(observed)
+    totals = list(sample.model_usage.values())
+    labels.append("usage_includes_scorers")
+    return {
+        "model_calls": 0,
+        "input_tokens": sum(
+            u.input_tokens + (u.input_tokens_cache_read or 0) + (u.input_tokens_cache_write or 0)
+            for u in totals
+        ),
+        "output_tokens": sum(u.output_tokens for u in totals),
+    }
+
+
+def _store_extras(rec: dict[str, Any], one: _Sample) -> list[Any]:
+    """What the harness left in the sample's store for evalops: external effects and
+    fixture misses go into `rec`; its artifacts are returned (a list, else an error)."""
+    store = one.sample.store or {}
     if _STORE_EFFECTS in store:
         rec["external_effects"] = store[_STORE_EFFECTS]
     if _STORE_MISSES in store:
         rec["fixture_misses"] = store[_STORE_MISSES]
     artifacts = store.get(_STORE_ARTIFACTS, [])
     if not isinstance(artifacts, list):
-        raise at(ctx.name, label, "must be a list of artifacts", f"store.{_STORE_ARTIFACTS}")
-    digest = _failure_digest(raw.get("error")) if final_failed else _execution_digest(raw)
-    rec["artifact_manifest"] = {"artifacts": [*artifacts, source_artifact(digest)]}
-    if attempts > 1 and not final_failed:
-        labels.insert(0, "after_error_retries")
-    rec["secondary_labels"] = list(dict.fromkeys(labels))
-    yield Translated(ctx.name, label, task_id, rec, str(sample_id), aliases(attempts))
+        raise at(
+            one.ctx.name, one.label, "must be a list of artifacts", f"store.{_STORE_ARTIFACTS}"
+        )
+    return artifacts
 
 
 def _events_of(retry: Any) -> list[Any]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -329,7 +329,74 @@ def _verdict(
         )
 
 
+@dataclass(frozen=True)
+class _Mapped:
+    """A row whose provider and test the map knows: what its trial is of."""
+
+    plain: str
+    """The test's plain key (its description, else its vars)."""
+    identity: str
+    """`plain#vars digest`: the test itself."""
+    provider_key: str
+    execution: ResolvedExecution
+    prompt: int
+    label: str
+    """`test/provider`, what errors name the row by until its ordinal is known."""
+    key: str
+    """The map's key for the test."""
+    task_id: str
+
+
+@dataclass(frozen=True)
+class _Trial:
+    """One mapped row's trial: its record's identity part, and what names it."""
+
+    label: str
+    """`test/provider/ordinal`."""
+    failure: int
+    """promptfoo's failureReason (ERROR_ROW: the provider or harness failed)."""
+    target: ResolvedTask
+    record: dict[str, Any]
+    aliases: tuple[str, ...]
+    where: str
+    """The row within the run, for the source-log artifact's location."""
+
+
 def _translate(row: Any, index: int, ctx: _Context) -> Iterator[Item]:
+    """One result row's trial, in steps: the row mapped to an execution and a task (or why
+    it is skipped), the trial it is (ordinal, ids, times), its outcome (runtime and grader
+    results), then the rest of its record. Lazy: an unmapped assertion is yielded as
+    skipped before a later error in the same row."""
+    mapped = _mapped(row, index, ctx)
+    if isinstance(mapped, Skipped):
+        yield mapped
+        return
+    trial = _trial(row, mapped, ctx)
+    record = trial.record
+    results, labels = yield from _outcome(row, ctx, trial, mapped.key)
+    record["grader_results"] = results
+    record["tool_calls"] = _tool_calls(row, ctx, trial.label)
+    if ctx.resolved.map.spec.target_agent_id:
+        record["target_agent_id"] = ctx.resolved.map.spec.target_agent_id
+    record["usage"] = _usage(row)
+    record["artifact_manifest"] = {
+        "artifacts": [
+            {
+                "kind": "source_log",
+                "digest": content_digest(row),
+                "producer": PRODUCER,
+                "location": f"{ctx.run_id}#{trial.where}",
+            }
+        ]
+    }
+    record["secondary_labels"] = labels
+    yield Translated(
+        ctx.name, trial.label, trial.target.task_id, record, mapped.identity, trial.aliases
+    )
+
+
+def _mapped(row: Any, index: int, ctx: _Context) -> _Mapped | Skipped:
+    """The row's test and provider through the map; unmapped, it is skipped or an error."""
     if not isinstance(row, dict):
         raise at(ctx.name, f"row {index}", "a result row must be a JSON object")
     try:
@@ -352,8 +419,7 @@ def _translate(row: Any, index: int, ctx: _Context) -> Iterator[Item]:
                 "execution profile, or pass --skip-unmapped)",
                 "provider",
             )
-        yield Skipped(ctx.name, label, "unmapped_provider", provider_key)
-        return
+        return Skipped(ctx.name, label, "unmapped_provider", provider_key)
     key = _map_key(ctx, plain, identity, label)
     task_map = ctx.resolved.map.spec.tasks.get(key) if key is not None else None
     if key is None or task_map is None or task_map.task is None:
@@ -364,21 +430,32 @@ def _translate(row: Any, index: int, ctx: _Context) -> Iterator[Item]:
                 f"test {plain!r} is not in the map (map it, or pass --skip-unmapped)",
                 "testCase.description",
             )
-        yield Skipped(ctx.name, label, "unmapped_sample", plain)
-        return
+        return Skipped(ctx.name, label, "unmapped_sample", plain)
+    return _Mapped(plain, identity, provider_key, execution, prompt, label, key, task_map.task)
+
+
+def _failure_reason(row: Mapping[str, Any], ctx: _Context, label: str) -> int:
+    """The row's failureReason, once its `success` is checked to be a boolean."""
     success = row.get("success")
     if not isinstance(success, bool):
         raise at(ctx.name, label, "must be true or false", "success")
     failure = row.get("failureReason", 0)
     if failure not in FAILURE_REASONS or isinstance(failure, bool):
         raise at(ctx.name, label, "must be 0, 1 or 2", "failureReason")
-    first_prompt = ctx.prompts.setdefault((identity, provider_key), prompt)
+    return int(failure)
+
+
+def _ordinal(row: Mapping[str, Any], mapped: _Mapped, ctx: _Context) -> int:
+    """The row's repeat ordinal (`trial_index`): the provider's repeatIndex, else the order
+    of appearance of (test, provider, prompt); a test runs with one prompt per run."""
+    label, prompt = mapped.label, mapped.prompt
+    first_prompt = ctx.prompts.setdefault((mapped.identity, mapped.provider_key), prompt)
     if first_prompt != prompt:
         raise at(
             ctx.name,
             label,
-            f"test {plain!r} ran with prompts {first_prompt} and {prompt}; one task receives "
-            "one input per run (split the prompts into separate tests)",
+            f"test {mapped.plain!r} ran with prompts {first_prompt} and {prompt}; one task "
+            "receives one input per run (split the prompts into separate tests)",
             "promptIdx",
         )
     response = row.get("response")
@@ -390,74 +467,76 @@ def _translate(row: Any, index: int, ctx: _Context) -> Iterator[Item]:
         label,
         MAX_REPEAT,
     )
-    counter = (identity, provider_key, prompt)
+    counter = (mapped.identity, mapped.provider_key, prompt)
     ordinal = ctx.ordinals.get(counter, 0)
     ctx.ordinals[counter] = ordinal + 1
-    if repeat is not None:
-        ordinal = repeat
-    label = f"{label}/{ordinal}"
+    return ordinal if repeat is None else repeat
+
+
+def _trial(row: Mapping[str, Any], mapped: _Mapped, ctx: _Context) -> _Trial:
+    """The trial a mapped row is: checked verdict fields, ordinal, ids and synthesized
+    times (the run's start plus the row's latency)."""
+    failure = _failure_reason(row, ctx, mapped.label)
+    ordinal = _ordinal(row, mapped, ctx)
+    prompt, provider_key = mapped.prompt, mapped.provider_key
+    label = f"{mapped.label}/{ordinal}"
     latency = _latency(row, ctx.name, label)
-    target = ctx.resolved.tasks[task_map.task]
+    target = ctx.resolved.tasks[mapped.task_id]
     row_id = row.get("id")
     has_id = isinstance(row_id, str) and bool(row_id)
     ids: tuple[object, ...] = (
-        (row_id,) if has_id else (ctx.run_id, identity, provider_key, prompt, ordinal)
+        (row_id,) if has_id else (ctx.run_id, mapped.identity, provider_key, prompt, ordinal)
     )
     # Without a row id, an earlier evalops keyed the test by its description alone.
     aliases = (
         ()
         if has_id
-        else (trial_id(TRIAL_PREFIX, ctx.run_id, plain, provider_key, prompt, ordinal),)
+        else (trial_id(TRIAL_PREFIX, ctx.run_id, mapped.plain, provider_key, prompt, ordinal),)
     )
     record = base_record(
         trial=trial_id(TRIAL_PREFIX, *ids),
         run_id=ctx.run_id,
         attempt_id=str(row_id) if has_id else label,
         target=target,
-        execution=execution,
+        execution=mapped.execution,
         trial_index=ordinal,
         started_at=ctx.started_at,
         completed_at=plus_ms(ctx.started_at, latency),
     )
+    where = row_id if has_id else f"{row.get('testIdx')}/{prompt}/{ordinal}"
+    return _Trial(label, failure, target, record, aliases, str(where))
+
+
+def _outcome(
+    row: Mapping[str, Any], ctx: _Context, trial: _Trial, key: str
+) -> Generator[Item, None, tuple[list[dict[str, Any]], list[str]]]:
+    """The trial's runtime (into its record) and its grader results and labels: an error
+    row has no grader results; otherwise each mapped assertion's, then the row's own
+    verdict (unmapped assertions are yielded as skipped)."""
+    record, label = trial.record, trial.label
     labels = ["timestamps_synthesized"]
     results: list[dict[str, Any]] = []
-    if failure == ERROR_ROW:
+    if trial.failure == ERROR_ROW:
+        response = row.get("response")
         text = row.get("error") or (response.get("error") if isinstance(response, dict) else None)
         text = text if isinstance(text, str) else "error"
         record["runtime"] = {
             "status": ctx.resolved.map.spec.runtime.status_of(text),
             "message": short_message(text),
         }
-    else:
-        record["runtime"] = {"status": "ok"}
-        for item in _grader_results(row, ctx, label, key, target):
-            if isinstance(item, Skipped):
-                yield item
-                continue
-            result, problem = item
-            if result is not None:
-                results.append(result)
-            if problem:
-                labels.append(problem)
-        _verdict(row, ctx, label, results, target)
-    record["grader_results"] = results
-    record["tool_calls"] = _tool_calls(row, ctx, label)
-    if ctx.resolved.map.spec.target_agent_id:
-        record["target_agent_id"] = ctx.resolved.map.spec.target_agent_id
-    record["usage"] = _usage(row)
-    where = row_id if has_id else f"{row.get('testIdx')}/{prompt}/{ordinal}"
-    record["artifact_manifest"] = {
-        "artifacts": [
-            {
-                "kind": "source_log",
-                "digest": content_digest(row),
-                "producer": PRODUCER,
-                "location": f"{ctx.run_id}#{where}",
-            }
-        ]
-    }
-    record["secondary_labels"] = labels
-    yield Translated(ctx.name, label, target.task_id, record, identity, aliases)
+        return results, labels
+    record["runtime"] = {"status": "ok"}
+    for item in _grader_results(row, ctx, label, key, trial.target):
+        if isinstance(item, Skipped):
+            yield item
+            continue
+        result, problem = item
+        if result is not None:
+            results.append(result)
+        if problem:
+            labels.append(problem)
+    _verdict(row, ctx, label, results, trial.target)
+    return results, labels
 
 
 def _timestamp(text: Any, name: str, field_path: str) -> str:

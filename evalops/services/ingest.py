@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from sqlalchemy import Table, bindparam
@@ -30,7 +30,7 @@ from evalops.domain.canonical import (
     encode_trusted,
     sha256_digest,
 )
-from evalops.domain.classify import classify
+from evalops.domain.classify import Classification, classify
 from evalops.domain.trajectory import ObservedCall, TrajectoryResult, grade
 from evalops.domain.trial_record import TrialRecord
 from evalops.domain.vocabulary import parse_timestamp
@@ -59,6 +59,9 @@ from evalops.store.bulk import insert_rows
 from evalops.store.engine import write_session
 from evalops.store.rowdigest import RowsDigest
 from evalops.store.tables import ExecutionProfileRow, IngestBatch, Trial
+
+if TYPE_CHECKING:
+    from evalops.domain.specs import EvalTaskSpec, GraderSet
 
 BATCH_SIZE = 500
 MAX_REPORTED = 1000
@@ -203,6 +206,18 @@ class _Ingester:
     def _check(
         self, line: Line, value: dict[str, Any], record: TrialRecord, encoder_safe: bool
     ) -> _Prepared:
+        """A valid record checked against the registry and classified, in steps: its task,
+        execution and grader set as registered, its eval case, its derived class, then its
+        row."""
+        task, graders = self._definitions(line, record)
+        case = self._eval_case(line, record)
+        derived, trajectory = self._classified(line, record, task, graders)
+        row = self._row(value, encoder_safe, record, (case, derived, trajectory))
+        return _Prepared(line, row, row["parent_trial_id"])
+
+    def _definitions(self, line: Line, record: TrialRecord) -> tuple[EvalTaskSpec, GraderSet]:
+        """The record's task (by id and digest) and its grader set's graders, as registered;
+        the execution must be registered too."""
         task = self.defs.task(record.task_id, record.task_digest)
         if task is None:
             if self.defs.task_rows(record.task_digest):
@@ -238,6 +253,11 @@ class _Ingester:
                 "grader_set_digest",
             )
         self.grader_sets.add(record.grader_set_digest)
+        return task, graders
+
+    def _eval_case(self, line: Line, record: TrialRecord) -> str:
+        """The eval case digest recomputed from the three pins (once per pin triple); a
+        record that states one must state this one."""
         key = (record.task_digest, record.execution_digest, record.grader_set_digest)
         case = self.cases.get(key)
         if case is None:
@@ -248,6 +268,13 @@ class _Ingester:
                 f"eval_case_digest {record.eval_case_digest} does not match the recomputed {case}",
                 "eval_case_digest",
             )
+        return case
+
+    def _classified(
+        self, line: Line, record: TrialRecord, task: EvalTaskSpec, graders: GraderSet
+    ) -> tuple[Classification, TrajectoryResult | None]:
+        """The trajectory graded (when the task expects one) and the class evalops derives;
+        a record that claims a class must claim this one."""
         expected = task.contract.expected
         trajectory = None
         if expected is not None and expected.trajectory is not None:
@@ -269,11 +296,23 @@ class _Ingester:
                 f"({why})",
                 "primary_classification",
             )
+        return derived, trajectory
+
+    def _row(
+        self,
+        value: dict[str, Any],
+        encoder_safe: bool,
+        record: TrialRecord,
+        judged: tuple[str, Classification, TrajectoryResult | None],
+    ) -> dict[str, Any]:
+        """The trial table's row: the record's identity, its stored canonical text and
+        digests, and what evalops derived (`judged`: eval case, class, trajectory)."""
+        case, derived, trajectory = judged
         whole, stored_bytes = _canonical_forms(value, encoder_safe)
         stored_text = stored_bytes.decode("utf-8")
         record_digest = sha256_digest(whole)
         parent = record.rerun.parent_trial_id if record.rerun else None
-        row = {
+        return {
             "trial_id": record.trial_id,
             "run_id": record.run_id,
             "attempt_id": record.attempt_id,
@@ -307,7 +346,6 @@ class _Ingester:
             "rerun_reason": record.rerun.reason if record.rerun else None,
             "ingest_batch_id": self.batch_id,
         }
-        return _Prepared(line, row, parent)
 
     def flush(self, chunk: list[_Prepared]) -> None:
         """Resolve duplicates, parents and trial indexes against the database (which holds

@@ -49,10 +49,13 @@ from evalops.report.document import (
     Changes,
     Coverage,
     EffectCounts,
+    EvalCaseDigests,
+    FailureClasses,
     HistoryEntry,
     Provenance,
     ReportDocument,
     ReportRefused,
+    ReportSummary,
     ReportTask,
     ReportTrial,
     ReportWaiver,
@@ -1090,119 +1093,25 @@ def assemble(
     rendered_at: str,
 ) -> ReportDocument:
     """The report document: the stored decision and inputs verbatim, plus resolved facts
-    arranged the way a reader follows them. Renderers and exporters read only this."""
-    task_facts: Mapping[str, Any] = resolved.get("tasks", {})
-    trial_facts: Mapping[str, Any] = resolved.get("trials", {})
+    arranged the way a reader follows them. Renderers and exporters read only this.
+
+    In steps: one row per task (failures first) and per trial of the decision, each with
+    its resolved facts; then the blocks a reader follows (summary, failure classes,
+    waivers, efficiency, digests), each from those rows."""
     waiver_rows: Mapping[str, Any] = resolved.get("waivers", {}).get("rows", {})
     tasks_in = {t["task_id"]: t for t in inputs.get("tasks", [])}
-    tasks: list[ReportTask] = []
-    trials: list[ReportTrial] = []
-    for t in result.get("tasks", []):
-        facts = task_facts.get(t["task_id"], {})
-        first = t.get("firstResults") or {}
-        waiver_id = t.get("waiver_id")
-        waiver = waiver_rows.get(waiver_id) if waiver_id else None
-        tasks.append(
-            {
-                **t,
-                "outcome": _effect_key(t),
-                "title": facts.get("title"),
-                "owner": facts.get("owner"),
-                "failure_owner": facts.get("failure_owner"),
-                "revision": facts.get("revision"),
-                "task_digest": facts.get(
-                    "task_digest", tasks_in.get(t["task_id"], {}).get("task_digest")
-                ),
-                "grader_set_digest": facts.get(
-                    "grader_set_digest", tasks_in.get(t["task_id"], {}).get("grader_set_digest")
-                ),
-                "eval_case_digest": facts.get("eval_case_digest"),
-                "incidents": facts.get("incidents", []),
-                "first_result": _first_results(t),
-                "score_grader": facts.get("score_grader"),
-                "evaluator_type": facts.get("evaluator_type"),
-                "ignored": ignored_by_reason(t.get("ignoredTrials")),
-                "k": (tasks_in.get(t["task_id"], {}).get("plan") or {}).get("k"),
-                "waiver": waiver,
-            }
-        )
-        task_in = tasks_in.get(t["task_id"], {})
-        not_permitted = set(t.get("rerunsNotPermitted") or [])
-        for trial in task_in.get("trials", []):
-            fact = trial_facts.get(trial["trial_id"], {})
-            rerun_not_permitted = trial["trial_id"] in not_permitted
-            reconciliations = fact.get("reconciliations", [])
-            reviews = fact.get("reviews", [])
-            trials.append(
-                {
-                    "trial_id": trial["trial_id"],
-                    "task_id": t["task_id"],
-                    "evaluator_type": fact.get("evaluator_type") or facts.get("evaluator_type"),
-                    "classification": trial["classification"],
-                    "score": trial.get("score"),
-                    "gating_score": trial.get("gating_score"),
-                    "shown_score": plain_number(
-                        shown_score(
-                            trial["classification"],
-                            float(trial.get("gating_score") or 0.0),
-                            scored=fact.get("scored", True),
-                        )
-                    ),
-                    "parent_trial_id": trial.get("parent_trial_id"),
-                    # An original's own result is its first (evaluator 4 lists no ids).
-                    "first_result": (
-                        trial["trial_id"] in first
-                        if "firstResultCounts" not in t
-                        else trial.get("parent_trial_id") is None
-                    ),
-                    "rerun_not_permitted": rerun_not_permitted,
-                    "fixture_misses": trial.get("fixture_misses", 0),
-                    "trial_index": fact.get("trial_index"),
-                    "run_id": fact.get("run_id"),
-                    "started_at": fact.get("started_at"),
-                    "completed_at": fact.get("completed_at"),
-                    "record_digest": fact.get("record_digest"),
-                    "trace_uri": fact.get("trace_uri"),
-                    "runtime_status": fact.get("runtime_status"),
-                    "rerun_reason": fact.get("rerun_reason"),
-                    "explanation": fact.get("explanation", trial["classification"]),
-                    "reconciliations": reconciliations,
-                    "reviews": reviews,
-                    "notable": bool(
-                        trial["classification"] != "task_pass"
-                        or trial.get("parent_trial_id")
-                        or rerun_not_permitted
-                        or reconciliations
-                        or reviews
-                    ),
-                }
-            )
+    tasks = [
+        _decision_task(t, tasks_in.get(t["task_id"], {}), resolved, waiver_rows)
+        for t in result.get("tasks", [])
+    ]
+    trials = [
+        trial
+        for t in result.get("tasks", [])
+        for trial in _decision_trials(t, tasks_in.get(t["task_id"], {}), resolved)
+    ]
     tasks.sort(key=lambda t: (EFFECT_ORDER.get(t["outcome"], 9), t["task_id"]))
-    outcomes = Counter(t["outcome"] for t in tasks)
-    by_class = Counter(t["classification"] for t in trials)
-    accounting: Mapping[str, Any] = result.get("waivers") or {}
-
-    def listed(key: str) -> list[ReportWaiver]:
-        out: list[ReportWaiver] = []
-        for waiver_id in accounting.get(key, []):
-            row: ReportWaiver = {"waiver_id": waiver_id}
-            facts = waiver_rows.get(waiver_id)
-            if facts:
-                row.update(facts)
-            out.append(row)
-        return out
-
-    refused: list[ReportRefused] = list(
-        resolved.get("waivers", {}).get("refused", accounting.get("refused", []))
-    )
-    waivers: ReportWaivers = {
-        "applied": listed("applied"),
-        "expired": listed("expired"),
-        "unused": listed("unused"),
-        "revoked": listed("revoked"),
-        "refused": refused,
-    }
-    efficiency = {key: _efficiency_mean(tasks, key) for key in EFFICIENCY_KEYS}
+    waivers = _waiver_block(result, resolved, waiver_rows)
+    efficiency = _efficiency(tasks)
     baseline = inputs.get("baseline") or {}
     no_provenance: Provenance = {"syncs": [], "in_force": None, "definitions": []}
     no_authority: AuthorityFacts = {"id": None, "digest": None, "acts": []}
@@ -1226,24 +1135,10 @@ def assemble(
         "audit_head": audit_head.copy() if audit_head else None,
         "decision_event": decision_event.copy() if decision_event else None,
         "coverage": resolved.get("coverage"),
-        "summary": {
-            "tasks": len(tasks),
-            "block": outcomes.get("block", 0),
-            "hold": outcomes.get("hold", 0),
-            "waived": outcomes.get("waived", 0),
-            "pass": outcomes.get("pass", 0),
-            "trials": len(trials),
-            "ignored_trials": ignored_by_reason(result.get("ignoredTrials")),
-        },
+        "summary": _summary(result, tasks, trials),
         "tasks": tasks,
         "trialStats": result["trialStats"],
-        "failure_classes": {
-            "by_class": [
-                {"classification": c, "trials": n}
-                for c, n in sorted(by_class.items(), key=lambda kv: (-kv[1], kv[0]))
-            ],
-            "by_layer": list(resolved.get("layers", [])),
-        },
+        "failure_classes": _failure_classes(trials, resolved),
         "trials": trials,
         "failing_trials": failing_trials(
             trials,
@@ -1265,15 +1160,7 @@ def assemble(
             "baseline_execution_digest": baseline.get("execution_digest"),
             "inputs_digest": inputs_digest,
             "result_digest": result_digest,
-            "eval_cases": [
-                {
-                    "task_id": t["task_id"],
-                    "eval_case_digest": t["eval_case_digest"],
-                    "task_digest": t["task_digest"],
-                    "grader_set_digest": t["grader_set_digest"],
-                }
-                for t in sorted(tasks, key=lambda t: t["task_id"])
-            ],
+            "eval_cases": _eval_cases(tasks),
         },
         "provenance": provenance,
         "authority": authority,
@@ -1286,3 +1173,171 @@ def assemble(
         "decision_document": result.copy(),
         "inputs": dict(inputs),
     }
+
+
+def _decision_task(
+    t: DecisionTask,
+    task_in: Mapping[str, Any],
+    resolved: Mapping[str, Any],
+    waiver_rows: Mapping[str, Any],
+) -> ReportTask:
+    """One task of the decision (`t`) with its resolved facts; its pins fall back on the
+    decision's inputs (`task_in`)."""
+    facts = resolved.get("tasks", {}).get(t["task_id"], {})
+    waiver_id = t.get("waiver_id")
+    waiver = waiver_rows.get(waiver_id) if waiver_id else None
+    return {
+        **t,
+        "outcome": _effect_key(t),
+        "title": facts.get("title"),
+        "owner": facts.get("owner"),
+        "failure_owner": facts.get("failure_owner"),
+        "revision": facts.get("revision"),
+        "task_digest": facts.get("task_digest", task_in.get("task_digest")),
+        "grader_set_digest": facts.get("grader_set_digest", task_in.get("grader_set_digest")),
+        "eval_case_digest": facts.get("eval_case_digest"),
+        "incidents": facts.get("incidents", []),
+        "first_result": _first_results(t),
+        "score_grader": facts.get("score_grader"),
+        "evaluator_type": facts.get("evaluator_type"),
+        "ignored": ignored_by_reason(t.get("ignoredTrials")),
+        "k": (task_in.get("plan") or {}).get("k"),
+        "waiver": waiver,
+    }
+
+
+def _decision_trials(
+    t: DecisionTask, task_in: Mapping[str, Any], resolved: Mapping[str, Any]
+) -> list[ReportTrial]:
+    """The trials of one task of the decision (`t`), as its inputs (`task_in`) list them,
+    each with its resolved facts."""
+    facts = resolved.get("tasks", {}).get(t["task_id"], {})
+    trial_facts: Mapping[str, Any] = resolved.get("trials", {})
+    first = t.get("firstResults") or {}
+    not_permitted = set(t.get("rerunsNotPermitted") or [])
+    rows: list[ReportTrial] = []
+    for trial in task_in.get("trials", []):
+        fact = trial_facts.get(trial["trial_id"], {})
+        rerun_not_permitted = trial["trial_id"] in not_permitted
+        reconciliations = fact.get("reconciliations", [])
+        reviews = fact.get("reviews", [])
+        rows.append(
+            {
+                "trial_id": trial["trial_id"],
+                "task_id": t["task_id"],
+                "evaluator_type": fact.get("evaluator_type") or facts.get("evaluator_type"),
+                "classification": trial["classification"],
+                "score": trial.get("score"),
+                "gating_score": trial.get("gating_score"),
+                "shown_score": plain_number(
+                    shown_score(
+                        trial["classification"],
+                        float(trial.get("gating_score") or 0.0),
+                        scored=fact.get("scored", True),
+                    )
+                ),
+                "parent_trial_id": trial.get("parent_trial_id"),
+                # An original's own result is its first (evaluator 4 lists no ids).
+                "first_result": (
+                    trial["trial_id"] in first
+                    if "firstResultCounts" not in t
+                    else trial.get("parent_trial_id") is None
+                ),
+                "rerun_not_permitted": rerun_not_permitted,
+                "fixture_misses": trial.get("fixture_misses", 0),
+                "trial_index": fact.get("trial_index"),
+                "run_id": fact.get("run_id"),
+                "started_at": fact.get("started_at"),
+                "completed_at": fact.get("completed_at"),
+                "record_digest": fact.get("record_digest"),
+                "trace_uri": fact.get("trace_uri"),
+                "runtime_status": fact.get("runtime_status"),
+                "rerun_reason": fact.get("rerun_reason"),
+                "explanation": fact.get("explanation", trial["classification"]),
+                "reconciliations": reconciliations,
+                "reviews": reviews,
+                "notable": bool(
+                    trial["classification"] != "task_pass"
+                    or trial.get("parent_trial_id")
+                    or rerun_not_permitted
+                    or reconciliations
+                    or reviews
+                ),
+            }
+        )
+    return rows
+
+
+def _summary(
+    result: DecisionDocument, tasks: Sequence[ReportTask], trials: Sequence[ReportTrial]
+) -> ReportSummary:
+    """Tasks by outcome, trials, and the trials ignored (by reason)."""
+    outcomes = Counter(t["outcome"] for t in tasks)
+    return {
+        "tasks": len(tasks),
+        "block": outcomes.get("block", 0),
+        "hold": outcomes.get("hold", 0),
+        "waived": outcomes.get("waived", 0),
+        "pass": outcomes.get("pass", 0),
+        "trials": len(trials),
+        "ignored_trials": ignored_by_reason(result.get("ignoredTrials")),
+    }
+
+
+def _failure_classes(trials: Sequence[ReportTrial], resolved: Mapping[str, Any]) -> FailureClasses:
+    """Trials by class (most frequent first) and the resolved failures by layer."""
+    by_class = Counter(t["classification"] for t in trials)
+    return {
+        "by_class": [
+            {"classification": c, "trials": n}
+            for c, n in sorted(by_class.items(), key=lambda kv: (-kv[1], kv[0]))
+        ],
+        "by_layer": list(resolved.get("layers", [])),
+    }
+
+
+def _waiver_block(
+    result: DecisionDocument, resolved: Mapping[str, Any], waiver_rows: Mapping[str, Any]
+) -> ReportWaivers:
+    """The decision's waiver accounting, each waiver with its resolved row; the refused
+    ones as resolved, else as the decision stored them."""
+    accounting: Mapping[str, Any] = result.get("waivers") or {}
+
+    def listed(key: str) -> list[ReportWaiver]:
+        out: list[ReportWaiver] = []
+        for waiver_id in accounting.get(key, []):
+            row: ReportWaiver = {"waiver_id": waiver_id}
+            facts = waiver_rows.get(waiver_id)
+            if facts:
+                row.update(facts)
+            out.append(row)
+        return out
+
+    refused: list[ReportRefused] = list(
+        resolved.get("waivers", {}).get("refused", accounting.get("refused", []))
+    )
+    return {
+        "applied": listed("applied"),
+        "expired": listed("expired"),
+        "unused": listed("unused"),
+        "revoked": listed("revoked"),
+        "refused": refused,
+    }
+
+
+def _efficiency(tasks: Sequence[ReportTask]) -> dict[str, float | None]:
+    """Per efficiency key, the mean over the tasks that report it (in the rows' order)."""
+    return {key: _efficiency_mean(tasks, key) for key in EFFICIENCY_KEYS}
+
+
+def _eval_cases(tasks: Sequence[ReportTask]) -> list[EvalCaseDigests]:
+    """Each task's eval case and the pins it is the digest of, by task id."""
+    return [
+        {
+            "task_id": t["task_id"],
+            "eval_case_digest": t["eval_case_digest"],
+            "task_digest": t["task_digest"],
+            "grader_set_digest": t["grader_set_digest"],
+        }
+        for t in sorted(tasks, key=lambda t: t["task_id"])
+    ]

@@ -81,6 +81,9 @@ def test_every_package_of_evalops_is_in_a_layer() -> None:
         ("evalops.report.planted", "evalops.cli.main"),
         ("evalops.importers.planted", "evalops.services.trial_import"),
         ("evalops.record", "evalops.cli.main"),
+        # Sideways, not upwards: a frozen evaluator reaching a live rule (or anything else).
+        ("evalops.domain.legacy.gate_v1", "evalops.domain.waivers"),
+        ("evalops.domain.legacy.planted", "evalops.errors"),
     ],
 )
 def test_an_upward_import_breaks_the_contracts(tmp_path: Path, module: str, upward: str) -> None:
@@ -95,3 +98,32 @@ def test_an_upward_import_breaks_the_contracts(tmp_path: Path, module: str, upwa
     done = _lint_imports(root)
     assert done.returncode != 0, done.stdout
     assert f"{module} -> {upward}" in done.stdout, done.stdout
+
+
+def test_the_frozen_evaluators_import_only_each_other() -> None:
+    """`evalops/domain/legacy/` imports nothing of evalops outside itself, read from the
+    source (the contract above checks the same through import-linter's graph): a live rule
+    changed later must not change what an old decision replays to (ARCHITECTURE.md, "Add an
+    evaluator version")."""
+    import ast
+
+    legacy = REPO / "evalops" / "domain" / "legacy"
+    modules = sorted(legacy.glob("*.py"))
+    assert len(modules) >= 10
+    outside: list[str] = []
+    for path in modules:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{path.name}: a relative import"
+                names = [node.module or ""]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            else:
+                continue
+            outside += [
+                f"{path.name}: {name}"
+                for name in names
+                if (name == "evalops" or name.startswith("evalops."))
+                and not (name + ".").startswith("evalops.domain.legacy.")
+            ]
+    assert outside == []

@@ -27,11 +27,14 @@ from typing import Any
 
 from evalops.domain.legacy.regression_v1 import TaskOutcome, paired_verdict
 from evalops.domain.legacy.reruns_v1 import TrialNode, resolve_reruns
+from evalops.domain.legacy.specs_v2 import GatePolicy
 from evalops.domain.legacy.stats_v1 import TaskTrials, mean, passes_rule, task_block, trial_stats
-from evalops.domain.legacy.waivers_v2 import covers
-from evalops.domain.specs import GatePolicy
-from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, EVIDENCE_BLOCKED, parse_timestamp
-from evalops.domain.waivers import WaiverFact, validity_at
+from evalops.domain.legacy.vocabulary_v2 import (
+    CANONICAL_PRECEDENCE,
+    EVIDENCE_BLOCKED,
+    parse_timestamp,
+)
+from evalops.domain.legacy.waivers_v2 import WaiverFact, covers, validity_at
 
 RANK: dict[str, int] = {c: i for i, c in enumerate(CANONICAL_PRECEDENCE)}
 FAILING = ("agent_error", "runtime_error", "task_fail")
