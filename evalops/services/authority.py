@@ -512,7 +512,7 @@ class _PooledCheck(SignedActsCheck):
             workers,
             mp_context=get_context("fork"),
             initializer=_start_worker,
-            initargs=(self.governing, self.spool.fileno()),
+            initargs=(self.governing, self.spool.fileno(), os.getpid()),
         )
         try:
             chunk: list[ActRow] = []
@@ -607,10 +607,18 @@ def _read_chunk(fd: int, offset: int, size: int) -> list[ActRow]:
 _WORKER: dict[str, Any] = {}
 
 
-def _start_worker(governing: list[_Governing], spool: int) -> None:
+def _start_worker(governing: list[_Governing], spool: int, parent: int) -> None:
     """A forked worker's initializer."""
     # Ctrl-C reaches the whole process group: the parent alone decides, and stops the pool.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A parent killed outright (SIGKILL, a CI timeout's SIGTERM) cannot stop its workers,
+    # which would wait for tasks forever: the kernel ends them with it (PR_SET_PDEATHSIG).
+    if sys.platform == "linux":
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, signal.SIGTERM)
+    if os.getppid() != parent:  # it died before the line above took hold
+        os._exit(1)
     _WORKER.update(governing=governing, spool=spool)
 
 

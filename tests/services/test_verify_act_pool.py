@@ -16,7 +16,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -102,18 +104,23 @@ def checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], lis
     return read
 
 
-def _children() -> set[int]:
-    """This process's child processes, zombies included (/proc: every pid's parent)."""
-    me, found = os.getpid(), set()
+def _children_of(pid: int) -> set[int]:
+    """The child processes of `pid`, zombies included (/proc: every pid's parent)."""
+    found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 stat = (entry / "stat").read_text()
             except OSError:
-                continue  # gone meanwhile
-            if int(stat.rpartition(")")[2].split()[1]) == me:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
                 found.add(int(entry.name))
     return found
+
+
+def _children() -> set[int]:
+    """This process's child processes, zombies included."""
+    return _children_of(os.getpid())
 
 
 def _outcome(url: str, pool: ActPool, **options: Any) -> tuple[str, Any]:
@@ -544,3 +551,55 @@ def test_the_pool_is_used_when_it_pays(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ActPool(workers=0).workers_for(1_000_000) == 0
     assert ActPool(workers=3, from_acts=1).workers_for(1) == 3
     assert ActPool(workers=3, from_acts=1).workers_for(0) == 0
+
+
+_SLOW_VERIFY = """
+import sys, time
+from evalops.services import authority, verify
+from evalops.store.engine import make_engine
+
+def slow(row, governing):
+    time.sleep(120)
+    return None
+
+authority._act_problem = slow
+pool = authority.ActPool(workers=2, from_acts=1, chunk=1, parent_checks=False)
+verify.verify_database(make_engine(sys.argv[1]), act_pool=pool)
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie has ended: reaping it is its new parent's business)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def test_workers_end_with_a_verify_killed_outright(sqlite_world: World) -> None:
+    """SIGKILL leaves `verify` no chance to stop its pool: the workers end with it."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SLOW_VERIFY, _url(sqlite_world)], env=os.environ.copy()
+    )
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers) < 2:
+            assert process.poll() is None and time.monotonic() < deadline, "no pool started"
+            time.sleep(0.05)
+            workers = _children_of(process.pid)
+        time.sleep(0.5)  # each is inside its first, slow chunk
+        process.kill()
+        process.wait()
+        deadline = time.monotonic() + 30
+        while any(_alive(pid) for pid in workers):
+            assert time.monotonic() < deadline, f"workers {workers} outlived verify"
+            time.sleep(0.05)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        for pid in workers:  # the test's own processes, should it fail
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
