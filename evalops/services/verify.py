@@ -9,7 +9,8 @@ Checks, streaming (memory does not grow with the number of trials):
    stored digest;
 4. every stored gate decision replays byte for byte, matches its event, and its inputs
    still match the registry rows they were loaded from;
-5. every signed act re-verifies against the authority in force at its event;
+5. every signed act re-verifies against the authority in force at its event (on a large
+   registry, in worker processes running alongside the other checks);
 6. optionally, anchors kept outside the database (`--anchor SEQ:HASH`, `--anchors FILE`):
    the chain must still hold each, which no rewrite of the tail can fake.
 """
@@ -33,10 +34,10 @@ from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import VerificationError
 from evalops.registry.definitions import spec_digest
 from evalops.services.anchors import Anchor, anchor_problem
-from evalops.services.authority import verify_signed_acts
+from evalops.services.authority import ActPool, signed_acts_check
 from evalops.services.gate import verify_decisions
 from evalops.store.audit import as_chain_event, carried_forward, rows_fully_covered_from
-from evalops.store.engine import snapshot_session
+from evalops.store.engine import raw_rows, snapshot_session
 from evalops.store.rowdigest import RowsDigest, cell, digest_plan, line_of
 from evalops.store.tables import (
     AuditEvent,
@@ -161,23 +162,7 @@ def audited_tables() -> list[Table]:
 def _raw_rows(session: Session, sql: str) -> Iterator[tuple[Any, ...]]:
     """Stream rows straight from the driver (a server-side cursor on PostgreSQL), so memory
     stays flat and no ORM type processing runs per row."""
-    connection = session.connection()
-    raw = connection.connection.driver_connection
-    assert raw is not None
-    if connection.dialect.name == "postgresql":
-        cursor = raw.cursor(name="evalops_verify")
-        cursor.itersize = STREAM
-    else:
-        cursor = raw.cursor()
-    try:
-        cursor.execute(sql)
-        while True:
-            batch = cursor.fetchmany(STREAM)
-            if not batch:
-                break
-            yield from batch
-    finally:
-        cursor.close()
+    return raw_rows(session, sql, "evalops_verify")
 
 
 def _stored_rows(
@@ -328,10 +313,13 @@ def verify_database(
     engine: Engine,
     anchors: list[Anchor] | None = None,
     on_stage: Callable[[str], None] | None = None,
+    act_pool: ActPool | None = None,
 ) -> VerifyReport:
     """Raise VerificationError naming the first bad item; else say what was checked.
 
-    `on_stage` hears the name of each stage as it starts (a progress display).
+    `on_stage` hears the name of each stage as it starts (a progress display). `act_pool`
+    says how the signatures of signed acts are checked (default: on the other CPUs when
+    there are enough acts); the first problem reported is the same either way.
     """
 
     def stage(name: str) -> None:
@@ -339,8 +327,10 @@ def verify_database(
             on_stage(name)
 
     # One snapshot for every check: a writer committing meanwhile must not make the rows
-    # read by one check disagree with the events read by another.
-    with snapshot_session(engine) as session:
+    # read by one check disagree with the events read by another. The signed acts are read
+    # first, so that worker processes check their signatures while this one goes through
+    # the other stages; their verdict is taken where the stage always stood.
+    with snapshot_session(engine) as session, signed_acts_check(session, act_pool) as acts:
         stage("audit chain")
         events, head = check_chain(session)
         checked_anchors = []
@@ -350,17 +340,26 @@ def verify_database(
                 raise VerificationError(problem)
             checked_anchors.append(anchor.as_dict())
         # Self-consistency of each row first (it names the row), then every row against
-        # the event that recorded it, then the decisions.
+        # the event that recorded it, then the signed acts, then the decisions.
         stage("definitions")
         definitions = check_definitions(session)
         stage("trials")
         trials = check_trials(session)
         stage("rows")
         rows = check_rows(session)
-        stage("signed acts")
-        verify_signed_acts(session)
+        if not acts.pooled:
+            stage("signed acts")
+            acts.finish()
         stage("gate decisions")
-        decisions = verify_decisions(session)
+        try:
+            decisions = verify_decisions(session)
+        except Exception:
+            if acts.pooled:
+                acts.finish()  # a bad act comes before a bad decision, as inline
+            raise
+        if acts.pooled:
+            stage("signed acts")
+            acts.finish()
         carried = carried_forward(session)
     return VerifyReport(
         events,

@@ -154,3 +154,30 @@ def snapshot_session(engine: Engine) -> Iterator[Session]:
             session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
             session.execute(text("SET TRANSACTION READ ONLY"))
         yield session
+
+
+#: Rows a driver-level stream fetches at a time.
+RAW_BATCH = 2000
+
+
+def raw_rows(session: Session, sql: str, cursor_name: str) -> Iterator[tuple[Any, ...]]:
+    """Stream the plain tuples of `sql` straight from the driver, in the session's
+    transaction (its snapshot): on PostgreSQL a server-side cursor named `cursor_name`, so
+    memory stays flat; no ORM type processing runs per row."""
+    connection = session.connection()
+    raw = connection.connection.driver_connection
+    assert raw is not None
+    if connection.dialect.name == "postgresql":
+        cursor = raw.cursor(name=cursor_name)
+        cursor.itersize = RAW_BATCH
+    else:
+        cursor = raw.cursor()
+    try:
+        cursor.execute(sql)
+        while True:
+            batch = cursor.fetchmany(RAW_BATCH)
+            if not batch:
+                break
+            yield from batch
+    finally:
+        cursor.close()
