@@ -11,11 +11,13 @@ import json
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalops.domain.humanize import plural
 from evalops.domain.matching import grouped_matching, maximum_matching
-from evalops.domain.specs import ExpectedCall, TrajectoryExpectation
+
+if TYPE_CHECKING:  # the stored result block is read without the spec models (pydantic)
+    from evalops.domain.specs import ExpectedCall, TrajectoryExpectation
 
 __all__ = ["ObservedCall", "TrajectoryResult", "grade", "maximum_matching"]
 
