@@ -16,8 +16,7 @@ attribute, and classify alike.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 # -- protocols: what the pure rules read ---------------------------------------------------
 
@@ -149,37 +148,31 @@ class TaskFacts(Protocol):
 # Each default below is the spec model's default for a field the document may leave out.
 
 
-@dataclass(frozen=True, slots=True)
-class StoredRuntime:
+class StoredRuntime(NamedTuple):
     status: str
 
 
-@dataclass(frozen=True, slots=True)
-class StoredResult:
+class StoredResult(NamedTuple):
     grader_id: str
     grader_version: int
     state: str
     score: float | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class StoredEffect:
+class StoredEffect(NamedTuple):
     effect_key: str
     status: str
 
 
-@dataclass(frozen=True, slots=True)
-class StoredArtifact:
+class StoredArtifact(NamedTuple):
     kind: str
 
 
-@dataclass(frozen=True, slots=True)
-class StoredManifest:
+class StoredManifest(NamedTuple):
     artifacts: tuple[StoredArtifact, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class StoredRecord:
+class StoredRecord(NamedTuple):
     runtime: StoredRuntime
     grader_results: tuple[StoredResult, ...]
     external_effects: tuple[StoredEffect, ...]
@@ -213,16 +206,14 @@ class StoredRecord:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class StoredRequirements:
+class StoredRequirements(NamedTuple):
     min_holdout_items: int
     min_precision_lower_bound: float
     min_recall_lower_bound: float
     min_human_agreement: float
 
 
-@dataclass(frozen=True, slots=True)
-class StoredGrader:
+class StoredGrader(NamedTuple):
     id: str
     version: int
     layer: str
@@ -255,8 +246,7 @@ class StoredGrader:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class StoredGraderSet:
+class StoredGraderSet(NamedTuple):
     graders: tuple[StoredGrader, ...]
 
     @classmethod
@@ -268,30 +258,25 @@ class StoredGraderSet:
         return next((g for g in self.graders if g.id == grader_id), None)
 
 
-@dataclass(frozen=True, slots=True)
-class StoredRequiredArtifacts:
+class StoredRequiredArtifacts(NamedTuple):
     logical: tuple[str, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class StoredExpected:
+class StoredExpected(NamedTuple):
     kind: str
 
 
-@dataclass(frozen=True, slots=True)
-class StoredContract:
+class StoredContract(NamedTuple):
     required_artifacts: StoredRequiredArtifacts | None
     expected: StoredExpected | None
     score_from: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class StoredFixtures:
+class StoredFixtures(NamedTuple):
     onMiss: str | None
 
 
-@dataclass(frozen=True, slots=True)
-class StoredTask:
+class StoredTask(NamedTuple):
     contract: StoredContract
     fixtures: StoredFixtures | None
 
