@@ -59,9 +59,9 @@ def newest_grader_config(reader: Reader, grader_id: str) -> tuple[GraderFacts, s
     document = reader.scalar(
         "SELECT document FROM grader_set WHERE id = :id", {"id": config["grader_set_row_id"]}
     )
-    grader = StoredGraderSet.of(json.loads(document)).grader(grader_id)
-    assert grader is not None
-    return grader, config["grader_config_digest"]
+    registered = StoredGraderSet.of(json.loads(document)).grader(grader_id)
+    assert registered is not None
+    return registered, config["grader_config_digest"]
 
 
 def _configs(reader: Reader) -> dict[str, dict[str, Any]]:
