@@ -145,7 +145,12 @@ class TaskFacts(Protocol):
 
 
 # -- views of stored documents -------------------------------------------------------------
-# Each default below is the spec model's default for a field the document may leave out.
+# Each default below is the spec model's default for a field the document may leave out, and
+# a float field is a float as the model makes it: canonical JSON stores `1.0` as `1`.
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 class StoredRuntime(NamedTuple):
@@ -187,7 +192,9 @@ class StoredRecord(NamedTuple):
         return cls(
             runtime=StoredRuntime(document["runtime"]["status"]),
             grader_results=tuple(
-                StoredResult(r["grader_id"], r["grader_version"], r["state"], r.get("score"))
+                StoredResult(
+                    r["grader_id"], r["grader_version"], r["state"], _float(r.get("score"))
+                )
                 for r in document["grader_results"]
             ),
             external_effects=tuple(
@@ -238,9 +245,9 @@ class StoredGrader(NamedTuple):
                 if req is None
                 else StoredRequirements(
                     req["min_holdout_items"],
-                    req["min_precision_lower_bound"],
-                    req["min_recall_lower_bound"],
-                    req["min_human_agreement"],
+                    float(req["min_precision_lower_bound"]),
+                    float(req["min_recall_lower_bound"]),
+                    float(req["min_human_agreement"]),
                 )
             ),
         )
