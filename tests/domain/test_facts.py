@@ -192,17 +192,30 @@ RECORDS = [
     ("minimal", stored(MINIMAL_RECORD)),
     ("empty-manifest", stored({**MINIMAL_RECORD, "artifact_manifest": {}})),
     ("labelled", stored({**base_record(), "secondary_labels": ["harness-label"]})),
-    ("integral-score", stored({**base_record(), "grader_results": [
-        {"grader_id": "outcome", "grader_version": 1, "state": "task_pass", "score": 1.0}
-    ]})),  # fmt: skip
+    (
+        "integral-score",
+        stored(
+            {
+                **base_record(),
+                "grader_results": [
+                    {
+                        "grader_id": "outcome",
+                        "grader_version": 1,
+                        "state": "task_pass",
+                        "score": 1.0,
+                    }
+                ],
+            }
+        ),
+    ),
 ]
 
 
 @pytest.mark.parametrize(("name", "document"), TASKS, ids=[n for n, _ in TASKS])
 def test_a_task_view_reads_what_the_model_reads(name: str, document: Any) -> None:
-    assert differences(
-        StoredTask.of(document), EvalTaskSpec.model_validate(document), TaskFacts
-    ) == []
+    assert (
+        differences(StoredTask.of(document), EvalTaskSpec.model_validate(document), TaskFacts) == []
+    )
 
 
 @pytest.mark.parametrize(("name", "document"), GRADER_SETS, ids=[n for n, _ in GRADER_SETS])
@@ -225,9 +238,10 @@ def test_the_example_records_are_all_read() -> None:
 
 @pytest.mark.parametrize(("name", "document"), RECORDS, ids=[n for n, _ in RECORDS])
 def test_a_record_view_reads_what_the_model_reads(name: str, document: Any) -> None:
-    assert differences(
-        StoredRecord.of(document), TrialRecord.model_validate(document), RecordFacts
-    ) == []
+    assert (
+        differences(StoredRecord.of(document), TrialRecord.model_validate(document), RecordFacts)
+        == []
+    )
 
 
 @pytest.mark.parametrize(("name", "document"), _example("policies"))
@@ -237,10 +251,12 @@ def test_rerun_limits_are_the_gate_policy_s(name: str, document: Any) -> None:
     rule = GatePolicy.model_validate(document).reruns.max_attempts_by_class
     assert rerun_limits(document) == {str(k): v for k, v in rule.items()}
     assert rerun_limits(document)  # the example policy lets some reruns stand in
-    without = {**document, "reruns": {k: v for k, v in document["reruns"].items()
-                                      if k != "max_attempts_by_class"}}  # fmt: skip
-    assert rerun_limits(without) == {} == dict(
-        GatePolicy.model_validate(without).reruns.max_attempts_by_class
+    rule_less = {k: v for k, v in document["reruns"].items() if k != "max_attempts_by_class"}
+    without = {**document, "reruns": rule_less}
+    assert (
+        rerun_limits(without)
+        == {}
+        == dict(GatePolicy.model_validate(without).reruns.max_attempts_by_class)
     )
 
 
@@ -250,11 +266,12 @@ def test_rerun_limits_are_the_gate_policy_s(name: str, document: Any) -> None:
 def _classify_views(
     record: dict[str, Any],
     task: dict[str, Any],
-    graders: dict[str, Any],
     validity: Any,
     reviews: dict[str, GraderResult] | None = None,
     reconciliations: dict[int, str] | None = None,
 ) -> Any:
+    """`classify` of the stored forms of a record, a task and the classification tests'
+    grader set, read through the views."""
     from evalops.domain.classify import classify
     from evalops.domain.trajectory import ObservedCall, grade
 
@@ -268,7 +285,7 @@ def _classify_views(
     return classify(
         StoredRecord.of(stored(record)),
         StoredTask.of(stored(task)),
-        StoredGraderSet.of(stored(graders)),
+        StoredGraderSet.of(stored(GRADERS)),
         validity=validity,
         trajectory=trajectory,
         reconciliations=reconciliations,
@@ -279,24 +296,20 @@ def _classify_views(
     )
 
 
-TRIGGER_PAIRS = [
-    (a, b) for a, b in itertools.combinations(TRIGGERS, 2) if compatible([a, b])
-]
+TRIGGER_PAIRS = [(a, b) for a, b in itertools.combinations(TRIGGERS, 2) if compatible([a, b])]
 
 
 @pytest.mark.parametrize("trigger", TRIGGERS, ids=lambda t: t.name)
 def test_each_class_trigger_classifies_alike(trigger: Any) -> None:
     case = build([trigger])
-    assert _classify_views(case.record, task_dict(), GRADERS, case.validity) == (
-        classify_models(case)
-    )
+    assert _classify_views(case.record, task_dict(), case.validity) == (classify_models(case))
 
 
 def test_every_compatible_pair_of_triggers_classifies_alike() -> None:
     assert len(TRIGGER_PAIRS) > 100
     for a, b in TRIGGER_PAIRS:
         case = build([a, b])
-        assert _classify_views(case.record, task_dict(), GRADERS, case.validity) == (
+        assert _classify_views(case.record, task_dict(), case.validity) == (
             classify_models(case)
         ), (a.name, b.name)
 
@@ -331,7 +344,7 @@ def test_any_record_task_review_and_reconciliation_classifies_alike(
         reconciliations=settled,
         reviews=reviews,
     )
-    assert _classify_views(case.record, task, GRADERS, case.validity, reviews, settled) == expected
+    assert _classify_views(case.record, task, case.validity, reviews, settled) == expected
 
 
 # ----------------------------------------------------------- calibration validity alike
@@ -377,4 +390,4 @@ def test_a_base_case_is_what_the_classification_tests_say() -> None:
     case = new_case()
     assert case.validity == {"judge": VALID}
     assert classify_models(case).primary == "task_pass"
-    assert _classify_views(case.record, task_dict(), GRADERS, case.validity).score == 0.9
+    assert _classify_views(case.record, task_dict(), case.validity).score == 0.9
