@@ -332,6 +332,13 @@ def _status(db: Path) -> list[dict[str, Any]]:
         return calibration_status(reader)
 
 
+def _judge_status(db: Path) -> list[dict[str, Any]]:
+    """The judge's configs (the registry's other model grader, triage, is never calibrated)."""
+    rows = _status(db)
+    assert {r["state"] for r in rows if r["grader_id"] != JUDGE} == {"missing"}
+    return [r for r in rows if r["grader_id"] == JUDGE]
+
+
 def _count(db: Path, table: str) -> int:
     with closing(sqlite3.connect(db)) as conn:
         return int(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
@@ -354,8 +361,8 @@ def test_the_judged_registry_has_reviews_reconciliations_and_reruns(
     # release-gate lets a timed-out trial be rerun once, never a failed one.
     assert "rerun_not_permitted" not in rows["judged-timeout-rerun"]["secondary_labels"]
     assert "rerun_not_permitted" in rows["judged-fail-rerun"]["secondary_labels"]
-    (judge,) = _status(db)
-    assert (judge["grader_id"], judge["state"], judge["in_force"]) == (JUDGE, "valid", True)
+    (judge,) = _judge_status(db)
+    assert (judge["state"], judge["in_force"], judge["pinned_by"]) == ("valid", True, [SUITE])
 
 
 @pytest.mark.slow
@@ -364,13 +371,13 @@ def test_the_judged_registry_after_invalidation_and_a_config_change(
 ) -> None:
     invalidated = registry_of("judged-invalidated") / DB
     assert _count(invalidated, "calibration_invalidation") == 1
-    (judge,) = _status(invalidated)
+    (judge,) = _judge_status(invalidated)
     assert judge["state"] == "stale"
     assert any("label distribution shift" in r for r in judge["reasons"])
     classes = {r["classification"] for r in _listing(invalidated, task=TASK_ID)}
     assert "grader_invalid" in classes
 
-    reconfigured = _status(registry_of("judged-reconfigured") / DB)
+    reconfigured = _judge_status(registry_of("judged-reconfigured") / DB)
     assert len(reconfigured) == 2
     in_force = next(r for r in reconfigured if r["in_force"])
     pinned = next(r for r in reconfigured if not r["in_force"])
@@ -378,7 +385,7 @@ def test_the_judged_registry_after_invalidation_and_a_config_change(
     assert "CAL-1 calibrated an earlier config" in in_force["reasons"][0]
     assert (pinned["pinned_by"], pinned["state"]) == ([SUITE], "stale")
 
-    recalibrated = _status(registry_of("judged-recalibrated") / DB)
+    recalibrated = _judge_status(registry_of("judged-recalibrated") / DB)
     assert [r["state"] for r in recalibrated if r["in_force"]] == ["valid"]
 
 
