@@ -95,8 +95,9 @@ def _suite_names_no_policy(root: Path) -> None:
 
 
 def _judged_trials(root: Path) -> None:
-    """Passing, abstaining, failing and timed-out trials, reruns, a requested effect; a
-    review of one abstention and a reconciliation of the effect."""
+    """Passing, abstaining, failing, unscored, fixture-missing, crashed and timed-out trials,
+    reruns, two ambiguous effects; a review of one abstention, a reconciliation of one
+    effect."""
     case = eval_case(root / JUDGED_TASK, root / JUDGED_EXEC, root / JUDGED_GRADERS)
 
     def one(trial_id: str, index: int, results: list[dict[str, Any]], **extra: Any) -> Any:
@@ -121,6 +122,11 @@ def _judged_trials(root: Path) -> None:
             "judged-fail-rerun", 4, passing_results(),
             rerun={"parent_trial_id": "judged-fail", "reason": "flaky?"},
         ),
+        # No grader scored it (shown `-`), a fail-closed fixture miss, a crash.
+        one("judged-unscored", 7, [{k: v for k, v in r.items() if k != "score"}
+                                   for r in passing_results()]),
+        one("judged-miss", 8, passing_results(), fixture_misses=2),
+        one("judged-crash", 9, passing_results(), runtime="agent_error"),
         one(
             "judged-effect", 6, passing_results(),
             external_effects=[{"effect_key": "mail:1", "status": "requested"},
@@ -358,6 +364,9 @@ def test_the_judged_registry_has_reviews_reconciliations_and_reruns(
     assert "awaiting_review" in rows["judged-abstain-1"]["secondary_labels"]
     # One of two ambiguous effects settled: still ambiguous, for the other one.
     assert rows["judged-effect"]["classification"] == "ambiguous_external_effect"
+    assert (rows["judged-unscored"]["scored"], rows["judged-unscored"]["score"]) == (False, 1.0)
+    assert rows["judged-miss"]["classification"] == "task_fail"
+    assert rows["judged-crash"]["classification"] == "agent_error"
     # release-gate lets a timed-out trial be rerun once, never a failed one.
     assert "rerun_not_permitted" not in rows["judged-timeout-rerun"]["secondary_labels"]
     assert "rerun_not_permitted" in rows["judged-fail-rerun"]["secondary_labels"]
