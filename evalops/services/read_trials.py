@@ -96,9 +96,9 @@ class _Policies:
                 only = next(iter(self.in_force().values()))
                 found[only["policy_digest"]] = only
             ordered = sorted(found.values(), key=lambda p: (p["policy_id"], p["policy_digest"]))
-            self._limits[task_id] = [rerun_limits(json.loads(p["document"])) for p in ordered] or [
-                {}
-            ]
+            limits = [rerun_limits(json.loads(p["document"])) for p in ordered]
+            # No policy governs the task: no rerun stands in (fail closed, never a guess).
+            self._limits[task_id] = limits or [{}]
         return self._limits[task_id]
 
 
@@ -163,10 +163,10 @@ def _summary(
 
 
 def _filters(
-    reader: Reader, builds: dict[str, str], where_: TrialFilter
+    reader: Reader, builds: dict[str, str], wanted: TrialFilter
 ) -> tuple[str, dict[str, Any]]:
     """The WHERE clause of the listing (all but the class) and its parameters."""
-    task, build, suite = where_.task, where_.build, where_.suite
+    task, build, suite = wanted.task, wanted.build, wanted.suite
     where: list[str] = ["1 = 1"]
     params: dict[str, Any] = {}
     if task:
