@@ -117,11 +117,11 @@ def status_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
 
     Example: evalops calibration status --json
     """
-    from evalops.services.calibration import status
+    from evalops.services.read_calibration import calibration_status
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
-        rows = status(engine)
+    with state.read() as reader:
+        rows = calibration_status(reader)
 
     def human() -> None:
         table = new_table("grader", "version", "config", "in force", "pinned by", "state", "why")

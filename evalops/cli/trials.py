@@ -168,14 +168,13 @@ def list_(
 
     Example: evalops trials list --task support-refund-in-order --class task_fail
     """
-    from evalops.services.trials import list_trials
+    from evalops.services.read_trials import TrialFilter, list_trials
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
-    with state.connect() as engine:
-        rows, total = list_trials(
-            engine, task=task, build=build, cls=cls, suite=suite, limit=shown_limit
-        )
+    where = TrialFilter(task=task, build=build, cls=cls, suite=suite)
+    with state.read() as reader:
+        rows, total = list_trials(reader, where, shown_limit)
 
     def human() -> None:
         table = new_table("trial", "task", "build", "#", "class", "score", "rerun of", "labels")

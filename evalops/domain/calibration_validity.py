@@ -16,10 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from evalops.domain.humanize import measure, plural
-from evalops.domain.specs import CalibrationRequirements, Grader
+
+if TYPE_CHECKING:  # `calibration status` judges calibrations without importing pydantic
+    from evalops.domain.facts import GraderFacts, RequirementFacts
 
 CalibrationState = Literal["valid", "stale", "failing", "missing"]
 # Verdicts that fail nothing: a calibration must let the grader block at least one other.
@@ -87,13 +89,13 @@ def _lower(ci: Any) -> float:
     return 0.0
 
 
-def pass_class(grader: Grader) -> str | None:
+def pass_class(grader: GraderFacts) -> str | None:
     """The label of `grader`'s pass verdict (None: it produces none)."""
     return next((label for label in PASS_LABELS if label in grader.produces), None)
 
 
 def calibration_validity(
-    grader: Grader,
+    grader: GraderFacts,
     current_config_digest: str,
     record: StoredCalibration | None,
     *,
@@ -211,7 +213,7 @@ def _meets(value: Any, required: float) -> bool | None:
 
 
 def _class_row(
-    label: str, stats: Mapping[str, Any], kappa: Any, req: CalibrationRequirements | None
+    label: str, stats: Mapping[str, Any], kappa: Any, req: RequirementFacts | None
 ) -> dict[str, Any]:
     """One class of the holdout: precision and recall with their Wilson intervals beside
     the lower bounds the grader requires, and the humans' own agreement on the class."""
@@ -237,7 +239,7 @@ def _class_row(
 
 
 def measured_against_required(
-    requirements: CalibrationRequirements | None, metrics: Mapping[str, Any]
+    requirements: RequirementFacts | None, metrics: Mapping[str, Any]
 ) -> dict[str, Any]:
     """What a calibration record measured beside what the grader requires: holdout size,
     human agreement (overall and per class), the model's kappa against the human majority,

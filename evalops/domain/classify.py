@@ -9,13 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from evalops.domain.calibration_validity import Validity
-from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
-from evalops.domain.trajectory import TrajectoryResult
-from evalops.domain.trial_record import GraderResult, TrialRecord
-from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, EVIDENCE_BLOCKED, TrialClass
+from evalops.domain.classes import CANONICAL_PRECEDENCE, EVIDENCE_BLOCKED, TrialClass
+
+if TYPE_CHECKING:  # a read command re-derives classes without importing pydantic
+    from evalops.domain.calibration_validity import Validity
+    from evalops.domain.facts import (
+        GraderFacts,
+        GraderSetFacts,
+        RecordFacts,
+        ResultFacts,
+        TaskFacts,
+    )
+    from evalops.domain.trajectory import TrajectoryResult
 
 RANK: dict[str, int] = {c: i for i, c in enumerate(CANONICAL_PRECEDENCE)}
 FAILING_STATES = frozenset(CANONICAL_PRECEDENCE) - {"task_pass"}
@@ -70,7 +77,7 @@ AMBIGUOUS_EFFECT_STATUSES = ("requested", "unknown")
 
 
 def effective_effect_statuses(
-    record: TrialRecord, reconciliations: Mapping[int, str]
+    record: RecordFacts, reconciliations: Mapping[int, str]
 ) -> list[tuple[str, str]]:
     """(effect_key, status) after reconciliation, by effect position.
 
@@ -87,7 +94,7 @@ def effective_effect_statuses(
     return out
 
 
-def _effects(record: TrialRecord, reconciliations: Mapping[int, str], c: _Candidates) -> None:
+def _effects(record: RecordFacts, reconciliations: Mapping[int, str], c: _Candidates) -> None:
     committed: dict[str, int] = {}
     for key, status in effective_effect_statuses(record, reconciliations):
         if status == "committed":
@@ -99,7 +106,7 @@ def _effects(record: TrialRecord, reconciliations: Mapping[int, str], c: _Candid
             c.add("hard_constraint_fail", f"effect {key} was committed {count} times")
 
 
-def _runtime(record: TrialRecord, c: _Candidates) -> None:
+def _runtime(record: RecordFacts, c: _Candidates) -> None:
     status = record.runtime.status
     if status in ("infrastructure_error", "timeout"):
         c.add("infrastructure_invalid", f"runtime status {status}")
@@ -107,7 +114,7 @@ def _runtime(record: TrialRecord, c: _Candidates) -> None:
         c.add(status, f"runtime status {status}")
 
 
-def _check_results(record: TrialRecord, graders: GraderSet, c: _Candidates) -> None:
+def _check_results(record: RecordFacts, graders: GraderSetFacts, c: _Candidates) -> None:
     """Results that cannot be trusted make the trial grader_invalid."""
     seen: set[str] = set()
     by_id = {g.id: g for g in graders.graders}
@@ -132,7 +139,7 @@ def _check_results(record: TrialRecord, graders: GraderSet, c: _Candidates) -> N
             )
 
 
-def failing_verdict_class(grader: Grader) -> str | None:
+def failing_verdict_class(grader: GraderFacts) -> str | None:
     """The trial class a blocking grader's own failing verdict becomes (None: it has none).
 
     `suite coverage` shows the gate effect of exactly this, so coverage and the gate agree.
@@ -145,7 +152,7 @@ def failing_verdict_class(grader: Grader) -> str | None:
     return None
 
 
-def _verdict_class(grader: Grader, state: str) -> str | None:
+def _verdict_class(grader: GraderFacts, state: str) -> str | None:
     """The trial class a blocking grader's verdict stands for (None: not a failure)."""
     if state not in FAILING_STATES:
         return None
@@ -156,8 +163,8 @@ def _verdict_class(grader: Grader, state: str) -> str | None:
 
 
 def _queued(
-    grader: Grader,
-    own: list[GraderResult],
+    grader: GraderFacts,
+    own: list[ResultFacts],
     validity: Mapping[str, Validity],
 ) -> str | None:
     """Why this (trial, grader) pair waits for a person, or None (docs/promotion.md)."""
@@ -179,18 +186,18 @@ def _queued(
 
 
 def _graders(
-    record: TrialRecord,
-    graders: GraderSet,
+    record: RecordFacts,
+    graders: GraderSetFacts,
     validity: Mapping[str, Validity],
-    reviews: Mapping[str, GraderResult],
+    reviews: Mapping[str, ResultFacts],
     c: _Candidates,
-) -> dict[str, GraderResult]:
+) -> dict[str, ResultFacts]:
     """Add every blocking grader's candidate; returns the result each grader's verdict used."""
     _check_results(record, graders, c)
-    own: dict[str, list[GraderResult]] = {}
+    own: dict[str, list[ResultFacts]] = {}
     for result in record.grader_results:
         own.setdefault(result.grader_id, []).append(result)
-    used: dict[str, GraderResult] = {}
+    used: dict[str, ResultFacts] = {}
     runtime_ok = record.runtime.status == "ok"
     for grader in graders.graders:
         results = own.get(grader.id, [])
@@ -244,7 +251,7 @@ def _graders(
     return used
 
 
-def _evidence(record: TrialRecord, task: EvalTaskSpec, c: _Candidates) -> None:
+def _evidence(record: RecordFacts, task: TaskFacts, c: _Candidates) -> None:
     if record.runtime.status != "ok" or task.contract.required_artifacts is None:
         return
     present = {
@@ -255,7 +262,7 @@ def _evidence(record: TrialRecord, task: EvalTaskSpec, c: _Candidates) -> None:
             c.add("missing_required_evidence", f"required artifact {kind} is not in the manifest")
 
 
-def _fixtures(record: TrialRecord, task: EvalTaskSpec, c: _Candidates) -> bool:
+def _fixtures(record: RecordFacts, task: TaskFacts, c: _Candidates) -> bool:
     """True when the trial failed closed on a fixture miss."""
     if record.fixture_misses <= 0:
         return False
@@ -268,10 +275,10 @@ def _fixtures(record: TrialRecord, task: EvalTaskSpec, c: _Candidates) -> bool:
 
 
 def _score(
-    record: TrialRecord,
-    task: EvalTaskSpec,
-    graders: GraderSet,
-    used: Mapping[str, GraderResult],
+    record: RecordFacts,
+    task: TaskFacts,
+    graders: GraderSetFacts,
+    used: Mapping[str, ResultFacts],
     primary: str,
     trajectory: TrajectoryResult | None,
     failed_closed: bool,
@@ -304,14 +311,14 @@ def _score(
 
 
 def classify(
-    record: TrialRecord,
-    task: EvalTaskSpec,
-    graders: GraderSet,
+    record: RecordFacts,
+    task: TaskFacts,
+    graders: GraderSetFacts,
     *,
     validity: Mapping[str, Validity],
     trajectory: TrajectoryResult | None,
     reconciliations: Mapping[int, str] | None = None,
-    reviews: Mapping[str, GraderResult] | None = None,
+    reviews: Mapping[str, ResultFacts] | None = None,
 ) -> Classification:
     """Derive a trial's one primary class, its secondary labels, score and gating score.
 

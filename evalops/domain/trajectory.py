@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 from evalops.domain.humanize import plural
 from evalops.domain.matching import grouped_matching, maximum_matching
-from evalops.domain.specs import ExpectedCall, TrajectoryExpectation
+
+if TYPE_CHECKING:  # the stored result block is read without the spec models (pydantic)
+    from evalops.domain.specs import ExpectedCall, TrajectoryExpectation
 
 if TYPE_CHECKING:
     from evalops.domain.gate_documents import TrajectoryCounts

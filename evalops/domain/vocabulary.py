@@ -6,33 +6,19 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import AfterValidator, Field, StringConstraints
 
+from evalops.domain import classes as _classes
 from evalops.domain import timestamps as _timestamps
 from evalops.domain.limits import MAX_FREE_TEXT_CHARS, MAX_IDENTIFIER_CHARS
 
-# Primary classification of a trial, highest precedence first (docs/classification.md).
-TrialClass = Literal[
-    "hard_constraint_fail",
-    "ambiguous_external_effect",
-    "missing_required_evidence",
-    "grader_invalid",
-    "infrastructure_invalid",
-    "agent_error",
-    "runtime_error",
-    "task_fail",
-    "task_pass",
-]
-CANONICAL_PRECEDENCE: tuple[TrialClass, ...] = get_args(TrialClass)
+# The trial classes live in evalops/domain/classes.py (no pydantic there); named here as well.
+TrialClass = _classes.TrialClass
+CANONICAL_PRECEDENCE = _classes.CANONICAL_PRECEDENCE
+EVIDENCE_BLOCKED = _classes.EVIDENCE_BLOCKED
 
 # What a grader may say: the nine classes plus `pass` and `abstain` (section 5.3).
 GraderState = Literal[TrialClass, "pass", "abstain"]
 GRADER_STATES: tuple[GraderState, ...] = get_args(GraderState)
 
-EVIDENCE_BLOCKED: tuple[TrialClass, ...] = (
-    "ambiguous_external_effect",
-    "missing_required_evidence",
-    "grader_invalid",
-    "infrastructure_invalid",
-)
 MIN_FORBIDDEN_WAIVER_STATES: tuple[TrialClass, ...] = ("hard_constraint_fail", *EVIDENCE_BLOCKED)
 
 Risk = Literal["critical", "noncritical_regression", "quality_signal"]

@@ -328,7 +328,9 @@ def _store(
 
 
 def status(engine: Engine) -> list[dict[str, Any]]:
-    """Every model grader config that matters: the one in force and each one a suite pins.
+    """Every model grader config that matters: the one in force and each one a suite pins
+    (the registry site's reading; `calibration status` reads the same through
+    evalops/services/read_calibration.py, held equal by tests/services/test_read_differential.py).
 
     Decisions judge the pinned config; `stale` marks a config in force that has no
     calibration of its own while an earlier config of the grader had one.

@@ -12,18 +12,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from sqlmodel import Session, col, select
 
 from evalops.domain.gate_documents import PolicyName
 from evalops.domain.specs import GatePolicy
 from evalops.errors import InputError
+from evalops.services.policy_choice import PolicyKind, choose_policy
 from evalops.store import queries
 from evalops.store.tables import PolicyRow, SuiteRow
-
-PolicyKind = Literal["gate_policy", "suite_policy"]
-KIND_WORDS = {"gate_policy": "gate policy", "suite_policy": "suite policy"}
 
 
 @dataclass(frozen=True)
@@ -73,37 +71,24 @@ def governing_policy(
     *,
     newest_when_several: bool = False,
 ) -> AppliedPolicy:
-    """The policy of `kind` that governs `suite` as the registry stood at `cutoff`.
+    """The policy of `kind` that governs `suite` as the registry stood at `cutoff`
+    (the rule: evalops/services/policy_choice.py `choose_policy`).
 
     `newest_when_several` is the rule stored decisions were made under before suites
     named their policies (the newest registered in force); only rebuilding such a decision
     (`verify`) asks for it, never a new decision.
     """
     named = getattr(queries.suite_spec(suite), kind)
-    word = KIND_WORDS[kind]
-    if named is not None:
-        row = queries.in_force_row(session, kind, named, cutoff)
-        if row is None:
-            raise InputError(
-                f"suite {suite.suite_id} names {kind} {named}, which is not in force "
-                f"(no {word} with that id in the latest sync)",
-                suite.file_path,
-                None,
-                kind,
-            )
-        return _applied(kind, row)
-    rows = queries.in_force_rows(session, kind, cutoff)
-    if not rows:
-        raise InputError(f"no {word} is in force (sync registry/policies/)")
-    if len(rows) > 1 and not newest_when_several:
-        raise InputError(
-            f"suite {suite.suite_id} names no {kind} and {len(rows)} are in force: "
-            f"{', '.join(sorted(rows))} (name one with `{kind}:` in the suite's declaration)",
-            suite.file_path,
-            None,
-            kind,
-        )
-    return _applied(kind, max(rows.values(), key=lambda r: r.id))
+    named_row = queries.in_force_row(session, kind, named, cutoff) if named is not None else None
+    rows = {} if named is not None else queries.in_force_rows(session, kind, cutoff)
+    row: PolicyRow = choose_policy(
+        kind,
+        (suite.suite_id, suite.file_path),
+        (named, named_row),
+        {policy_id: (r.id, r) for policy_id, r in rows.items()},
+        newest_when_several=newest_when_several,
+    )
+    return _applied(kind, row)
 
 
 def suite_policy_for(session: Session, suite: SuiteRow, cutoff: int | None = None) -> AppliedPolicy:

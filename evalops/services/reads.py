@@ -20,7 +20,8 @@ from evalops.store.reader import Reader, timestamp
 INCIDENT_STATES = ("open", "confirmed", "reproduced", "promoted", "closed")
 
 
-def _ts(value: Any) -> str:
+def stored_time(value: Any) -> str:
+    """A stored timestamp in evalops's one spelling, whichever engine stored it."""
     return format_timestamp(timestamp(value))
 
 
@@ -65,8 +66,8 @@ def list_decisions(
             "decision": r["decision"],
             "build": r["build"],
             "suite": r["suite_id"],
-            "evaluated_at": _ts(r["evaluated_at"]),
-            "decided_at": _ts(r["at"]),
+            "evaluated_at": stored_time(r["evaluated_at"]),
+            "decided_at": stored_time(r["at"]),
             "actor": r["actor"],
         }
         for r in reversed(newest_first)
@@ -96,7 +97,7 @@ def show_decision(reader: Reader, gate_id: str) -> dict[str, Any]:
         **result,
         "waiver_signers": _waiver_signers(reader, result.get("waivers") or {}),
         "policy": {"id": policy_id, "revision": None, "digest": row["policy_digest"]},
-        "decided_at": _ts(row["at"]),
+        "decided_at": stored_time(row["at"]),
         "actor": row["actor"],
         "decision_event": {"seq": row["audit_seq"], "hash": event_hash},
         "audit_head": _head(reader),
@@ -145,11 +146,11 @@ def list_incidents(reader: Reader, state: str | None = None) -> list[dict[str, A
                 "state": own[-1]["state"] if own else "open",
                 "title": row["title"],
                 "severity": row["severity"],
-                "observed_at": _ts(row["observed_at"]),
+                "observed_at": stored_time(row["observed_at"]),
                 "trace_uri": row["trace_uri"],
                 "description": row["description"],
                 "tasks": list(dict.fromkeys(e["task_id"] for e in own if e["task_id"])),
-                "opened_at": _ts(row["opened_at"]),
+                "opened_at": stored_time(row["opened_at"]),
                 "opened_by": row["opened_by"],
             }
         )
@@ -213,9 +214,9 @@ def list_waivers(
             w["suite_id"],
             w["build"],
             tuple(json.loads(w["states"])),
-            _ts(w["granted_at"]),
-            _ts(w["expires_at"]),
-            _ts(revoked["revoked_at"]) if revoked else None,
+            stored_time(w["granted_at"]),
+            stored_time(w["expires_at"]),
+            stored_time(revoked["revoked_at"]) if revoked else None,
         )
         views.append(
             {
@@ -237,10 +238,10 @@ def list_waivers(
 # -- suites -----------------------------------------------------------------------------------
 
 
-def _in_force_suite(reader: Reader, suite_id: str) -> dict[str, Any] | None:
+def in_force_suite(reader: Reader, suite_id: str) -> dict[str, Any] | None:
     """The suite declaration the latest sync holds (`queries.in_force_row` for suites)."""
     return reader.first(
-        "SELECT s.suite_id, s.kind, s.document FROM suite AS s "
+        "SELECT s.suite_id, s.kind, s.document, s.file_path FROM suite AS s "
         "JOIN sync_in_force AS f ON f.kind = 'suite' AND f.definition_id = s.suite_id "
         "AND f.document_digest = s.document_digest "
         "WHERE s.suite_id = :suite AND f.sync_run_id = "
@@ -250,7 +251,7 @@ def _in_force_suite(reader: Reader, suite_id: str) -> dict[str, Any] | None:
     )
 
 
-def _members(
+def suite_members(
     reader: Reader, suite_id: str, *, include_removed: bool
 ) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
     """The membership rows folded into each task's current pin: (the row that set the pin,
@@ -280,7 +281,7 @@ def _membership_view(added: dict[str, Any], removed: dict[str, Any] | None) -> d
         "task_digest": added["task_digest"],
         "grader_set_digest": added["grader_set_digest"],
         "action": added["action"],
-        "added_at": _ts(added["at"]),
+        "added_at": stored_time(added["at"]),
         "added_by": added["actor"],
         "promotion": (
             {"id": promotion, "subject": added["promotion_subject"]}
@@ -289,7 +290,7 @@ def _membership_view(added: dict[str, Any], removed: dict[str, Any] | None) -> d
         ),
         "removed": (
             {
-                "at": _ts(removed["at"]),
+                "at": stored_time(removed["at"]),
                 "by": removed["actor"],
                 "reason": removed["reason"],
                 "approved_by": removed["approved_by"],
@@ -305,11 +306,11 @@ def show_suite(reader: Reader, suite_id: str, *, include_removed: bool = False) 
     """A suite's declaration, current pins (and removed members), and how often it changed."""
     from evalops.domain.digests import suite_digest
 
-    row = _in_force_suite(reader, suite_id)
+    row = in_force_suite(reader, suite_id)
     if row is None:
         raise InputError(f"suite {suite_id!r} is not registered (run `evalops sync`)")
     declaration = json.loads(row["document"])
-    shown = _members(reader, suite_id, include_removed=include_removed)
+    shown = suite_members(reader, suite_id, include_removed=include_removed)
     current = [m for m in shown if m[1] is None]
     changes = reader.scalar(
         "SELECT count(*) AS n FROM suite_membership WHERE suite_id = :suite", {"suite": suite_id}

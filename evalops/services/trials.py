@@ -119,7 +119,11 @@ def list_trials(
     limit: int | None = None,
 ) -> tuple[list[dict[str, Any]], int]:
     """The first `limit` matching trials (every one for None), oldest first, and how many
-    match in all.
+    match in all, read through the ORM.
+
+    `trials list` reads through evalops/services/read_trials.py (plain SQL, no ORM or spec
+    models); this reading, built from the same summary and rerun rules as `trials show`, is
+    what tests/services/test_read_differential.py holds that one to.
 
     Without `cls` the limit and the count are SQL (`LIMIT`, `COUNT`): listing 50 trials
     costs the same at 10k and at 1M stored trials. A trial's current class is re-derived

@@ -41,6 +41,10 @@ class Reader:
     def rows(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         raise NotImplementedError
 
+    def each(self, sql: str, params: Params | None = None) -> Iterator[dict[str, Any]]:
+        """The rows one at a time (a reader that can stream them does not hold them all)."""
+        yield from self.rows(sql, params)
+
     def first(self, sql: str, params: Params | None = None) -> dict[str, Any] | None:
         found = self.rows(sql, params)
         return found[0] if found else None
@@ -62,6 +66,10 @@ class SqliteReader(Reader):
     def rows(self, sql: str, params: Params | None = None) -> list[dict[str, Any]]:
         cursor = self._conn.execute(sql, dict(params or {}))
         return [dict(row) for row in cursor.fetchall()]
+
+    def each(self, sql: str, params: Params | None = None) -> Iterator[dict[str, Any]]:
+        for row in self._conn.execute(sql, dict(params or {})):
+            yield dict(row)
 
     def close(self) -> None:
         self._conn.rollback()

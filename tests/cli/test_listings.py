@@ -106,23 +106,43 @@ def statements() -> Iterator[list[str]]:
 def test_trials_list_limit_and_count_run_in_sql(
     sixty: Path, cli: Cli, statements: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The reader path (`trials list`), read here through SQLAlchemy Core so that its SQL can
+    be seen (the plain `sqlite3` path runs the same statements), and the ORM service that
+    `trials show` shares its summary with."""
     import evalops.services.trials as trials_service
+    from evalops.services import read_trials
+    from evalops.services.database import open_database
 
     summarized: list[str] = []
-    real = trials_service._summary
 
-    def counting(defs: Any, trial: Any, *args: Any) -> dict[str, Any]:
-        summarized.append(trial.trial_id)
-        return real(defs, trial, *args)
+    def counting(real: Any, id_of: Any) -> Any:
+        def summary(defs: Any, trial: Any, *args: Any) -> dict[str, Any]:
+            summarized.append(id_of(trial))
+            result: dict[str, Any] = real(defs, trial, *args)
+            return result
 
-    monkeypatch.setattr(trials_service, "_summary", counting)
-    result = cli("trials", "list", "--limit", "4", "--json", cwd=sixty)
+        return summary
+
+    monkeypatch.setattr(
+        read_trials, "_summary", counting(read_trials._summary, lambda t: t["trial_id"])
+    )
+    monkeypatch.setattr(
+        trials_service, "_summary", counting(trials_service._summary, lambda t: t.trial_id)
+    )
+    url = f"sqlite+pysqlite:///{sixty / '.evalops' / 'registry.db'}"
+    result = cli("--db", url, "trials", "list", "--limit", "4", "--json", cwd=sixty)
     assert len(result.json()) == 4
+    engine = open_database(url)
+    try:
+        rows, total = trials_service.list_trials(engine, limit=4)
+    finally:
+        engine.dispose()
+    assert (rows, total) == (result.json(), 60)
     # Only the rows shown were read and summarized; the total came from a COUNT.
-    assert summarized == ["t-000", "t-001", "t-002", "t-003"]
+    assert summarized == ["t-000", "t-001", "t-002", "t-003"] * 2
     trial_selects = [s for s in statements if "from trial" in s and "select" in s]
-    assert any("count(" in s for s in trial_selects)
-    assert any(" limit " in s for s in trial_selects)
+    assert sum("count(" in s for s in trial_selects) == 2
+    assert sum(" limit " in s for s in trial_selects) >= 2
 
 
 LISTS = [

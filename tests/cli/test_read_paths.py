@@ -3,7 +3,10 @@
 Their speed is measured by benchmarks/read_commands.py, never here: these tests check which
 modules a read command loads in a fresh interpreter (so a module that creeps back onto
 their path fails a test, not only the benchmark), that the plain `sqlite3` reader and the
-SQLAlchemy one give the same documents, and that PostgreSQL still reads through the latter.
+SQLAlchemy one give the same documents, that PostgreSQL still reads through the latter, and
+that `trials list` and `calibration status` print, in JSON and for people, what they printed
+through the ORM (tests/services/test_read_differential.py compares the two readings under
+every filter, on both engines).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -38,6 +42,9 @@ READ_COMMANDS = [
     ["incident", "list"],
     ["waiver", "list", "--all"],
     ["suite", "show", "regression/core", "--all"],
+    ["trials", "list"],
+    ["trials", "list", "--class", "task_pass", "--suite", "regression/core", "--limit", "3"],
+    ["calibration", "status"],
 ]
 
 
@@ -159,3 +166,64 @@ def test_reads_give_the_same_documents_on_both_engines(
     unknown = cli(*synced_store, "gate", "show", "GATE-1", cwd=workspace)
     assert unknown.code == 2
     assert "unknown gate decision 'GATE-1'" in unknown.stderr
+
+
+# -- trials list and calibration status: what the ORM path printed -------------------------
+
+THROUGH_THE_ORM = [
+    ["trials", "list"],
+    ["trials", "list", "--all"],
+    ["trials", "list", "--limit", "3"],
+    ["trials", "list", "--class", "task_pass"],
+    ["trials", "list", "--class", "ambiguous_external_effect"],
+    ["trials", "list", "--task", "article-source-records-complete"],
+    ["trials", "list", "--build", "build-124", "--suite", "regression/core"],
+    ["trials", "list", "--suite", "no/such-suite"],
+    ["trials", "list", "--class", "not-a-class"],
+    ["calibration", "status"],
+]
+
+
+@pytest.fixture
+def through_the_orm(demo: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], None]]:
+    """A switch that makes the two commands list through the ORM services they used before
+    the reader (`trials.list_trials`, `calibration.status`)."""
+    from evalops.services import calibration, read_calibration, read_trials, trials
+    from evalops.services.database import open_database
+
+    engine = open_database(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
+
+    def list_trials(
+        reader: object, where: read_trials.TrialFilter, limit: int | None = None
+    ) -> tuple[list[dict[str, object]], int]:
+        return trials.list_trials(
+            engine, task=where.task, build=where.build, cls=where.cls, suite=where.suite,
+            limit=limit,
+        )  # fmt: skip
+
+    def switch() -> None:
+        monkeypatch.setattr(read_trials, "list_trials", list_trials)
+        monkeypatch.setattr(
+            read_calibration, "calibration_status", lambda _: calibration.status(engine)
+        )
+
+    yield switch
+    engine.dispose()
+
+
+@pytest.mark.parametrize("as_json", [False, True], ids=["human", "json"])
+@pytest.mark.parametrize("argv", THROUGH_THE_ORM, ids=" ".join)
+def test_the_reader_path_prints_what_the_orm_path_printed(
+    argv: list[str],
+    as_json: bool,
+    demo: Path,
+    cli: Cli,
+    through_the_orm: Callable[[], None],
+) -> None:
+    args = ["--json", *argv] if as_json else argv
+    plain = cli(*args, cwd=demo)
+    through_the_orm()
+    orm = cli(*args, cwd=demo)
+    assert (plain.code, plain.stdout, plain.stderr) == (orm.code, orm.stdout, orm.stderr)
+    if plain.code == 0:
+        assert plain.stdout.strip()
