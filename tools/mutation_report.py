@@ -24,6 +24,7 @@ import sys
 import tempfile
 import tomllib
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +33,7 @@ REPORT = ROOT / "tests" / "MUTATION.md"
 EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.toml"
 TARGET = 0.90
 PACKAGE = "evalops.domain."
+RUNS = "## Runs"
 
 # What counts as caught, of mutmut's statuses (mutmut.stats.status_by_exit_code).
 CAUGHT = {"killed", "caught by type check", "segfault"}
@@ -89,7 +91,33 @@ def run(modules: list[str], children: int) -> int:
     if done.returncode != 0:
         print(f"mutmut run exited {done.returncode}")
         return done.returncode
-    return report()
+    return report(_run_entry(modules, named, children))
+
+
+def _run_entry(modules: list[str], named: list[str], children: int) -> tuple[str, list[str]]:
+    """The run log's line for this run (when and the command; the scores are added by the
+    report) and the modules it measured."""
+    by_module: dict[str, int] = {}
+    for name in named:
+        module = name.removeprefix(PACKAGE).split(".", 1)[0]
+        by_module[module] = by_module.get(module, 0) + 1
+    what = " ".join(
+        [*modules, *(f"{n} named mutants of {m}" for m, n in sorted(by_module.items()))]
+    )
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    touched = sorted({m.partition(":")[0] for m in modules} | set(by_module))
+    return f'- {when}: `make mutate MODULES="{what}" JOBS={children}`', touched
+
+
+def _runs() -> list[str]:
+    """The run log as committed (newest last)."""
+    if not REPORT.exists():
+        return []
+    text = REPORT.read_text(encoding="utf-8")
+    if f"\n{RUNS}\n" not in text:
+        return []
+    section = text.split(f"\n{RUNS}\n", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("- ")]
 
 
 def results() -> dict[str, ModuleResult]:
@@ -158,7 +186,10 @@ def _earlier(found: dict[str, ModuleResult]) -> tuple[dict[str, str], dict[str, 
     return rows, diffs
 
 
-def report() -> int:
+def report(run: tuple[str, list[str]] | None = None) -> int:
+    """Write tests/MUTATION.md; `run` (a line of the run log and the modules it measured)
+    is added to the log kept from the committed report."""
+    runs = _runs()
     equivalents: dict[str, str] = (
         tomllib.loads(EQUIVALENTS.read_text(encoding="utf-8")) if EQUIVALENTS.exists() else {}
     )
@@ -182,7 +213,9 @@ def report() -> int:
         "tested; the last column leaves out the survivors explained as equivalent in",
         "`tests/mutation_equivalents.toml`. Target: at least 90% per module, every survivor",
         "killed by a test or explained there. A module not run on the machine that wrote this",
-        "file keeps the row and survivors of the run that measured it.",
+        "file keeps the row and survivors of the run that measured it. The run log lists the",
+        "runs that wrote this file: when, the command, and per module run the mutants caught",
+        "(killed or timed out) over those tested.",
         "",
         "| module | mutants | tested | killed | timeout | survived | equivalent | score"
         " | score without equivalents |",
@@ -211,6 +244,16 @@ def report() -> int:
             f"{len(r.survived)} | {eq} | {score} | {caught:.1%} |"
         )
         unexplained += [s for s in r.survived if s not in equivalents]
+    if run is not None:
+        line, touched = run
+        scores = []
+        for module in touched:
+            r = found.get(module)
+            if r is not None and r.tested:
+                scores.append(f"{module} {r.killed + r.timeout}/{r.tested} caught")
+        runs.append(f"{line}: {', '.join(scores) or 'nothing measured'}")
+    lines += ["", RUNS, ""]
+    lines += runs or ["None recorded."]
     lines += ["", "## Surviving mutants", ""]
     survivors = [s for r in found.values() for s in r.survived] + list(earlier_diffs)
     if not survivors:
