@@ -1095,3 +1095,26 @@ def test_metrics_without_agreement_blocks_are_read_as_undefined_agreement() -> N
         "class task_fail: human agreement undefined is below min_human_agreement 0.60; "
         "the model grader may not block it"
     ) in v.reasons
+
+
+def test_metrics_without_human_agreement_read_as_undefined_agreement() -> None:
+    """A stored calibration whose metrics carry no human agreement (or no per-class
+    agreement) is judged, never a crash: agreement that is undefined never meets a
+    requirement and no class may be blocked on it (docs/promotion.md)."""
+    undefined = (
+        "human agreement is undefined (the labels hold a single class): it never meets "
+        "min_human_agreement"
+    )
+    bare = metrics()
+    del bare["human_agreement"]
+    v = validity(bare)
+    assert v.state == "failing"
+    assert undefined in v.reasons
+    assert v.blockable_classes == frozenset()
+
+    overall_only = metrics()
+    del overall_only["human_agreement"]["per_class"]
+    w = validity(overall_only)
+    assert w.state == "failing"
+    assert undefined not in w.reasons
+    assert w.blockable_classes == frozenset()

@@ -1015,3 +1015,22 @@ def test_each_evidence_reason_names_its_grader_or_artifact(
     c = run(case)
     whys = [r.split(": ", 1)[1] for r in c.reasons if r.startswith(f"{cls}: ")]
     assert any(all(fact in why for fact in facts) for why in whys), c.reasons
+
+
+def test_a_grader_with_two_results_makes_the_trial_grader_invalid() -> None:
+    """A record carries at most one result per grader (docs/tutorial.md). Ingest refuses a
+    record with two; a pure caller that builds one anyway (no validation) still gets no pass
+    out of it: the trial is grader_invalid, and the reason names the grader."""
+    record = TrialRecord.model_validate(base_record())
+    first = record.grader_results[0]
+    assert first.grader_id == "outcome"
+    twice = record.model_copy(update={"grader_results": [*record.grader_results, first]})
+    calls = [ObservedCall(c.tool, c.args, c.agent_id) for c in record.tool_calls]
+    expected = TASK.contract.expected
+    assert expected is not None and expected.trajectory is not None
+    trajectory = grade(expected.trajectory, calls, record.target_agent_id)
+    c = classify(twice, TASK, GRADER_SET, validity={"judge": VALID}, trajectory=trajectory)
+    assert c.primary == "grader_invalid"
+    assert c.reasons == ("grader_invalid: outcome gave more than one result",)
+    once = classify(record, TASK, GRADER_SET, validity={"judge": VALID}, trajectory=trajectory)
+    assert (once.primary, once.reasons) == ("task_pass", ())
