@@ -1098,3 +1098,73 @@ def test_a_stored_decision_replays_under_the_evaluator_it_names(
         assert str(raised.value) == (
             f"decision made by evaluator {unknown}, unknown to this evalops"
         )
+
+
+def test_inputs_without_ignored_trials_read_as_none_ignored() -> None:
+    """Task inputs stored without `ignoredTrials` ignored nothing."""
+    t = task("t1", "critical")
+    del t["ignoredTrials"]
+    result = evaluate(make_inputs([t]))
+    assert row(result, "t1")["ignoredTrials"] == {}
+    assert result["ignoredTrials"] == {}
+
+
+def test_trial_stats_are_those_of_the_effective_trials() -> None:
+    from evalops.domain.stats import TaskTrials, trial_stats
+
+    tasks = [
+        task("a", "critical", ["task_pass", "task_pass"], count=2, scores=[1.0, 0.5]),
+        task("b", "critical", ["task_pass", "task_fail"], count=2, scores=[1.0, 0.0]),
+        task("c", "critical", []),
+    ]
+    result = evaluate(make_inputs(tasks))
+    assert result["trialStats"] == trial_stats(
+        [
+            TaskTrials("a", 2, (True, True), (1.0, 0.5)),
+            TaskTrials("b", 2, (True, False), (1.0, 0.0)),
+            TaskTrials("c", 1, (), ()),
+        ]
+    )
+    assert result["trialStats"]["taskCount"] == 2
+
+
+def test_a_trial_without_a_fixture_miss_count_missed_none() -> None:
+    trials = [trial("task_pass", "t1.0"), trial("task_pass", "t1.1")]
+    del trials[0]["fixture_misses"]
+    trials[1]["fixture_misses"] = 2
+    r = row(evaluate(make_inputs([task("t1", "critical", trials=trials, count=2)])), "t1")
+    assert r["fixtureMissCount"] == 2
+
+
+@pytest.mark.parametrize("method", ["sign-test", "paired-t"])
+def test_a_baseline_mean_score_of_zero_is_a_score_of_zero(method: str) -> None:
+    """The paired sign-test and paired-t read `meanScore` (docs/gate.md): a baseline whose
+    tasks all scored 0 and a candidate scoring 0.5 on each, one more for the t-test's
+    variance, improved."""
+    base = [task(f"t{i}", "quality_signal", ["task_fail"], scores=[0.0]) for i in range(8)]
+    cand = [
+        task(f"t{i}", "quality_signal", ["task_pass"], scores=[0.5 + (0.25 if i == 0 else 0.0)])
+        for i in range(8)
+    ]
+    result = evaluate(make_inputs(cand, base=baseline(base, method=method)))
+    assert result["regression"]["verdict"] == "improved"
+    reverse = evaluate(make_inputs(base, base=baseline(cand, method=method)))
+    assert reverse["regression"]["verdict"] == "regressed"
+
+
+def test_a_waiver_outside_the_suite_does_not_stop_the_policy_judging_the_next() -> None:
+    waivers = [waiver("WVR-1", "not-a-member"), waiver("WVR-2", "a", [HARD])]
+    result = evaluate(make_inputs([task("a", "quality_signal", [HARD])], waivers=waivers))
+    assert [r["waiver_id"] for r in result["waivers"]["refused"]] == ["WVR-2"]
+    assert result["waivers"]["unused"] == ["WVR-1"]
+
+
+def test_a_baseline_without_a_seed_resamples_with_seed_zero() -> None:
+    cand = [task(f"t{i}", "critical", ["task_pass"], scores=[0.5 + i / 20]) for i in range(10)]
+    base = [task(f"t{i}", "critical", ["task_pass"], scores=[0.6 + i / 25]) for i in range(10)]
+    unseeded = baseline(base, method="paired-bootstrap")
+    del unseeded["seed"]
+    result = evaluate(make_inputs(cand, base=unseeded))["regression"]
+    seeded = evaluate(make_inputs(cand, base=baseline(base, method="paired-bootstrap", seed=0)))
+    assert result["seed"] == 0
+    assert result == seeded["regression"]
