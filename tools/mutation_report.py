@@ -7,7 +7,10 @@ MODULE is a name under evalops/domain/ (`reruns`, `audit_chain`...), or `module:
 one function's mutants (`gate:summarize_task`), or a mutant's full name; without one, every rule
 module in `[tool.mutmut] only_mutate` runs (slow: hours on two cores). Results accumulate in
 `mutants/` (git-ignored), so modules can be run one at a time and the report covers all of
-them. Every surviving mutant must be killed by a test or explained in
+them. Naming only survivors of a module measured in the committed report reruns just those:
+the module keeps its committed row, each survivor caught now counted as killed (an expensive
+module need not run whole again to check a new test). Every surviving mutant must be killed by
+a test or explained in
 tests/mutation_equivalents.toml (mutant name -> why no test can tell it from the original);
 the report lists the rest as unexplained and the command exits 1.
 
@@ -48,6 +51,9 @@ class ModuleResult:
     timeout: int = 0
     survived: list[str] = field(default_factory=list)
     not_checked: int = 0
+    caught: list[str] = field(default_factory=list)
+    """The names of the killed mutants."""
+    timed_out: list[str] = field(default_factory=list)
 
     @property
     def tested(self) -> int:
@@ -135,14 +141,49 @@ def results() -> dict[str, ModuleResult]:
             status = status_by_exit_code[code]
             if status in CAUGHT:
                 result.killed += 1
+                result.caught.append(name)
             elif status == "timeout":
                 result.timeout += 1
+                result.timed_out.append(name)
             elif status in SURVIVED:
                 result.survived.append(name)
             else:  # not checked, skipped, interrupted
                 result.not_checked += 1
         out[module] = result
-    return out
+    return _with_committed(out)
+
+
+def _with_committed(found: dict[str, ModuleResult]) -> dict[str, ModuleResult]:
+    """A module of which this machine ran only survivors of the committed report (`MODULES=`
+    with their names: an expensive module need not be run whole again to check new tests)
+    keeps the committed measurement, with each survivor caught here counted as killed."""
+    if not REPORT.exists():
+        return found
+    text = REPORT.read_text(encoding="utf-8")
+    survivors: dict[str, set[str]] = {}
+    for section in text.split("\n### `")[1:]:
+        name = section.split("`", 1)[0]
+        survivors.setdefault(name.removeprefix(PACKAGE).split(".", 1)[0], set()).add(name)
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        r = found.get(cells[1]) if len(cells) > 9 else None
+        if r is None or not r.tested or not r.not_checked or cells[2] == "not run yet":
+            continue
+        run_here = {*r.caught, *r.timed_out, *r.survived}
+        committed = survivors.get(r.name, set())
+        total, _, rest = cells[2].partition(" (")
+        not_run = int(rest.split(" ", 1)[0]) if rest else 0
+        if not run_here <= committed or len(committed) != int(cells[6]):
+            continue  # not a rerun of committed survivors: this machine's results alone
+        found[r.name] = ModuleResult(
+            r.name,
+            total=int(total),
+            killed=int(cells[4]) + len(r.caught),
+            timeout=int(cells[5]) + len(r.timed_out),
+            survived=sorted(committed - {*r.caught, *r.timed_out}, key=_natural),
+            not_checked=not_run,
+        )
+    return found
 
 
 def _natural(name: str) -> tuple[str, int]:
@@ -204,7 +245,8 @@ def report(run: tuple[str, list[str]] | None = None) -> int:
         "(git-ignored) and `python tools/mutation_report.py report` rewrites this file from them.",
         "It is not part of `make test`. `JOBS=1` keeps mutmut to one test process; a module too",
         "slow to run whole can be run a function at a time (`MODULES=gate:summarize_task`): its",
-        "row then counts the mutants not run yet.",
+        "row then counts the mutants not run yet. Naming only survivors of a module measured",
+        "here before reruns those: the row keeps that measurement, each caught survivor killed.",
         "",
         "A mutant is one small change to a rule module of `evalops/domain/`; for each, mutmut runs",
         "the tests of the fast selection (the pure tests of the files listed in `[tool.mutmut]`;",
