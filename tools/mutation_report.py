@@ -29,6 +29,7 @@ import tomllib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTANTS = ROOT / "mutants"
@@ -153,12 +154,66 @@ def results() -> dict[str, ModuleResult]:
     return _with_committed(out)
 
 
+def _committed_tables() -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The committed report's measured rows (cells by module) and survivors' diffs."""
+    text = REPORT.read_text(encoding="utf-8") if REPORT.exists() else ""
+    rows: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 9 and cells[1] in rule_modules() and cells[2] != "not run yet":
+            rows[cells[1]] = cells
+    diffs: dict[str, str] = {}
+    for section in text.split("\n### `")[1:]:
+        name = section.split("`", 1)[0]
+        if "```diff\n" in section:
+            diffs[name] = section.split("```diff\n", 1)[1].split("\n```", 1)[0]
+    return rows, diffs
+
+
 def _with_committed(found: dict[str, ModuleResult]) -> dict[str, ModuleResult]:
     """A module of which this machine ran only survivors of the committed report (`MODULES=`
     with their names: an expensive module need not be run whole again to check new tests)
-    keeps the committed measurement, with each survivor caught here counted as killed."""
-    if not REPORT.exists():
-        return found
+    keeps the committed measurement, with each survivor caught here counted as killed.
+
+    Only when it is the same module: as many mutants, and each mutant run here the same
+    change as the committed survivor of that name. The committed row and survivors are kept
+    in `mutants/` the first time, so writing the report again counts each kill once."""
+    rows, diffs = _committed_tables()
+    for module, r in found.items():
+        saved = MUTANTS / f"committed-{module}.json"
+        if not r.tested or not r.not_checked or (module not in rows and not saved.exists()):
+            continue
+        prefix = f"{PACKAGE}{module}."
+        base: dict[str, Any] = (
+            json.loads(saved.read_text(encoding="utf-8"))
+            if saved.exists()
+            else {
+                "row": rows[module],
+                "survivors": {n: d for n, d in diffs.items() if n.startswith(prefix)},
+            }
+        )
+        cells: list[str] = base["row"]
+        committed: dict[str, str] = base["survivors"]
+        total, _, rest = cells[2].partition(" (")
+        run_here = {*r.caught, *r.timed_out, *r.survived}
+        if (
+            int(total) != r.total
+            or len(committed) != int(cells[6])
+            or not run_here <= set(committed)
+            or any(_diff(name) != committed[name] for name in sorted(run_here))
+        ):
+            continue  # not a rerun of the committed survivors: this machine's results alone
+        if not saved.exists():
+            saved.write_text(json.dumps(base), encoding="utf-8")
+        found[module] = ModuleResult(
+            module,
+            total=int(total),
+            killed=int(cells[4]) + len(r.caught),
+            timeout=int(cells[5]) + len(r.timed_out),
+            survived=sorted(set(committed) - {*r.caught, *r.timed_out}, key=_natural),
+            not_checked=int(rest.split(" ", 1)[0]) if rest else 0,
+        )
+    return found
     text = REPORT.read_text(encoding="utf-8")
     survivors: dict[str, set[str]] = {}
     for section in text.split("\n### `")[1:]:
