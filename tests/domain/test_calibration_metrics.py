@@ -1226,3 +1226,47 @@ def test_measured_without_requirements_or_sections() -> None:
     (row,) = measured_against_required(judge().calibration_requirements, no_support)["classes"]
     assert row["support"] == 0
     assert (row["meets_precision"], row["meets_recall"]) == (None, None)
+
+
+@pytest.mark.parametrize(("kappa", "shown"), [(0.5, "0.50"), (None, "undefined")])
+def test_a_pass_class_without_agreement_says_why_in_words(kappa: float | None, shown: str) -> None:
+    """docs/promotion.md: the pass class is never exempt; too little (or undefined) human
+    agreement on it makes the calibration failing, the reason showing both numbers."""
+    v = validity(metrics(agreement={P: kappa, F: 0.8, M: 0.8}))
+    assert v.state == "failing"
+    assert v.reasons[0] == (
+        f"class {P} (the pass class): human agreement {shown} is below min_human_agreement "
+        "0.60; the model's pass verdicts cannot be believed"
+    )
+
+
+def _guard(produces: list[str]) -> Grader:
+    """A blocking model trajectory guard (its verdicts are `pass` and `task_fail`)."""
+    spec = copy.deepcopy(JUDGE)
+    spec.update(layer="trajectory_diagnosis", rule_state="blocking_constraint", produces=produces)
+    return Grader.model_validate(spec)
+
+
+def test_the_pass_class_sorting_first_does_not_hide_the_classes_after_it() -> None:
+    """A guard's pass class is `pass`, which sorts before `task_fail`: a pass class that
+    cannot be believed is one reason, and `task_fail` is still judged on its own bounds."""
+    m = metrics(
+        agreement={"pass": 0.8, F: 0.8}, per_class={"pass": {"support": 0}, F: good_class()}
+    )
+    v = validity(m, _guard(["pass", F, ABSTAIN]))
+    assert v.state == "failing"
+    assert v.blockable_classes == {F}
+    assert len(v.reasons) == 1 and "(the pass class)" in v.reasons[0]
+
+
+def test_a_grader_without_a_pass_verdict_has_no_pass_class() -> None:
+    from evalops.domain.calibration_validity import pass_class
+
+    spec = copy.deepcopy(JUDGE)
+    spec["produces"] = [F, ABSTAIN]
+    grader = Grader.model_validate(spec)
+    assert pass_class(grader) is None
+    v = validity(metrics(per_class={F: good_class()}), grader)
+    assert (v.state, v.blockable_classes) == ("valid", {F})
+    assert pass_class(_guard(["pass", F, ABSTAIN])) == "pass"
+    assert pass_class(judge()) == P
