@@ -7,7 +7,10 @@ MODULE is a name under evalops/domain/ (`reruns`, `audit_chain`...), or `module:
 one function's mutants (`gate:summarize_task`), or a mutant's full name; without one, every rule
 module in `[tool.mutmut] only_mutate` runs (slow: hours on two cores). Results accumulate in
 `mutants/` (git-ignored), so modules can be run one at a time and the report covers all of
-them. Every surviving mutant must be killed by a test or explained in
+them. Naming only survivors of a module measured in the committed report reruns just those:
+the module keeps its committed row, each survivor caught now counted as killed (an expensive
+module need not run whole again to check a new test). Every surviving mutant must be killed by
+a test or explained in
 tests/mutation_equivalents.toml (mutant name -> why no test can tell it from the original);
 the report lists the rest as unexplained and the command exits 1.
 
@@ -24,7 +27,9 @@ import sys
 import tempfile
 import tomllib
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 MUTANTS = ROOT / "mutants"
@@ -32,6 +37,7 @@ REPORT = ROOT / "tests" / "MUTATION.md"
 EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.toml"
 TARGET = 0.90
 PACKAGE = "evalops.domain."
+RUNS = "## Runs"
 
 # What counts as caught, of mutmut's statuses (mutmut.stats.status_by_exit_code).
 CAUGHT = {"killed", "caught by type check", "segfault"}
@@ -46,6 +52,9 @@ class ModuleResult:
     timeout: int = 0
     survived: list[str] = field(default_factory=list)
     not_checked: int = 0
+    caught: list[str] = field(default_factory=list)
+    """The names of the killed mutants."""
+    timed_out: list[str] = field(default_factory=list)
 
     @property
     def tested(self) -> int:
@@ -89,7 +98,33 @@ def run(modules: list[str], children: int) -> int:
     if done.returncode != 0:
         print(f"mutmut run exited {done.returncode}")
         return done.returncode
-    return report()
+    return report(_run_entry(modules, named, children))
+
+
+def _run_entry(modules: list[str], named: list[str], children: int) -> tuple[str, list[str]]:
+    """The run log's line for this run (when and the command; the scores are added by the
+    report) and the modules it measured."""
+    by_module: dict[str, int] = {}
+    for name in named:
+        module = name.removeprefix(PACKAGE).split(".", 1)[0]
+        by_module[module] = by_module.get(module, 0) + 1
+    what = " ".join(
+        [*modules, *(f"{n} named mutants of {m}" for m, n in sorted(by_module.items()))]
+    )
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    touched = sorted({m.partition(":")[0] for m in modules} | set(by_module))
+    return f'- {when}: `make mutate MODULES="{what}" JOBS={children}`', touched
+
+
+def _runs() -> list[str]:
+    """The run log as committed (newest last)."""
+    if not REPORT.exists():
+        return []
+    text = REPORT.read_text(encoding="utf-8")
+    if f"\n{RUNS}\n" not in text:
+        return []
+    section = text.split(f"\n{RUNS}\n", 1)[1].split("\n## ", 1)[0]
+    return [line for line in section.splitlines() if line.startswith("- ")]
 
 
 def results() -> dict[str, ModuleResult]:
@@ -107,14 +142,103 @@ def results() -> dict[str, ModuleResult]:
             status = status_by_exit_code[code]
             if status in CAUGHT:
                 result.killed += 1
+                result.caught.append(name)
             elif status == "timeout":
                 result.timeout += 1
+                result.timed_out.append(name)
             elif status in SURVIVED:
                 result.survived.append(name)
             else:  # not checked, skipped, interrupted
                 result.not_checked += 1
         out[module] = result
-    return out
+    return _with_committed(out)
+
+
+def _committed_tables() -> tuple[dict[str, list[str]], dict[str, str]]:
+    """The committed report's measured rows (cells by module) and survivors' diffs."""
+    text = REPORT.read_text(encoding="utf-8") if REPORT.exists() else ""
+    rows: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if len(cells) > 9 and cells[1] in rule_modules() and cells[2] != "not run yet":
+            rows[cells[1]] = cells
+    diffs: dict[str, str] = {}
+    for section in text.split("\n### `")[1:]:
+        name = section.split("`", 1)[0]
+        if "```diff\n" in section:
+            diffs[name] = section.split("```diff\n", 1)[1].split("\n```", 1)[0]
+    return rows, diffs
+
+
+def _with_committed(found: dict[str, ModuleResult]) -> dict[str, ModuleResult]:
+    """A module of which this machine ran only survivors of the committed report (`MODULES=`
+    with their names: an expensive module need not be run whole again to check new tests)
+    keeps the committed measurement, with each survivor caught here counted as killed.
+
+    Only when it is the same module: as many mutants, and each mutant run here the same
+    change as the committed survivor of that name. The committed row and survivors are kept
+    in `mutants/` the first time, so writing the report again counts each kill once."""
+    rows, diffs = _committed_tables()
+    for module, r in found.items():
+        saved = MUTANTS / f"committed-{module}.json"
+        if not r.tested or not r.not_checked or (module not in rows and not saved.exists()):
+            continue
+        prefix = f"{PACKAGE}{module}."
+        base: dict[str, Any] = (
+            json.loads(saved.read_text(encoding="utf-8"))
+            if saved.exists()
+            else {
+                "row": rows[module],
+                "survivors": {n: d for n, d in diffs.items() if n.startswith(prefix)},
+            }
+        )
+        cells: list[str] = base["row"]
+        committed: dict[str, str] = base["survivors"]
+        total, _, rest = cells[2].partition(" (")
+        run_here = {*r.caught, *r.timed_out, *r.survived}
+        if (
+            int(total) != r.total
+            or len(committed) != int(cells[6])
+            or not run_here <= set(committed)
+            or any(_diff(name) != committed[name] for name in sorted(run_here))
+        ):
+            continue  # not a rerun of the committed survivors: this machine's results alone
+        if not saved.exists():
+            saved.write_text(json.dumps(base), encoding="utf-8")
+        found[module] = ModuleResult(
+            module,
+            total=int(total),
+            killed=int(cells[4]) + len(r.caught),
+            timeout=int(cells[5]) + len(r.timed_out),
+            survived=sorted(set(committed) - {*r.caught, *r.timed_out}, key=_natural),
+            not_checked=int(rest.split(" ", 1)[0]) if rest else 0,
+        )
+    return found
+    text = REPORT.read_text(encoding="utf-8")
+    survivors: dict[str, set[str]] = {}
+    for section in text.split("\n### `")[1:]:
+        name = section.split("`", 1)[0]
+        survivors.setdefault(name.removeprefix(PACKAGE).split(".", 1)[0], set()).add(name)
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        r = found.get(cells[1]) if len(cells) > 9 else None
+        if r is None or not r.tested or not r.not_checked or cells[2] == "not run yet":
+            continue
+        run_here = {*r.caught, *r.timed_out, *r.survived}
+        committed = survivors.get(r.name, set())
+        total, _, rest = cells[2].partition(" (")
+        not_run = int(rest.split(" ", 1)[0]) if rest else 0
+        if not run_here <= committed or len(committed) != int(cells[6]):
+            continue  # not a rerun of committed survivors: this machine's results alone
+        found[r.name] = ModuleResult(
+            r.name,
+            total=int(total),
+            killed=int(cells[4]) + len(r.caught),
+            timeout=int(cells[5]) + len(r.timed_out),
+            survived=sorted(committed - {*r.caught, *r.timed_out}, key=_natural),
+            not_checked=not_run,
+        )
+    return found
 
 
 def _natural(name: str) -> tuple[str, int]:
@@ -158,7 +282,10 @@ def _earlier(found: dict[str, ModuleResult]) -> tuple[dict[str, str], dict[str, 
     return rows, diffs
 
 
-def report() -> int:
+def report(run: tuple[str, list[str]] | None = None) -> int:
+    """Write tests/MUTATION.md; `run` (a line of the run log and the modules it measured)
+    is added to the log kept from the committed report."""
+    runs = _runs()
     equivalents: dict[str, str] = (
         tomllib.loads(EQUIVALENTS.read_text(encoding="utf-8")) if EQUIVALENTS.exists() else {}
     )
@@ -173,7 +300,8 @@ def report() -> int:
         "(git-ignored) and `python tools/mutation_report.py report` rewrites this file from them.",
         "It is not part of `make test`. `JOBS=1` keeps mutmut to one test process; a module too",
         "slow to run whole can be run a function at a time (`MODULES=gate:summarize_task`): its",
-        "row then counts the mutants not run yet.",
+        "row then counts the mutants not run yet. Naming only survivors of a module measured",
+        "here before reruns those: the row keeps that measurement, each caught survivor killed.",
         "",
         "A mutant is one small change to a rule module of `evalops/domain/`; for each, mutmut runs",
         "the tests of the fast selection (the pure tests of the files listed in `[tool.mutmut]`;",
@@ -182,7 +310,9 @@ def report() -> int:
         "tested; the last column leaves out the survivors explained as equivalent in",
         "`tests/mutation_equivalents.toml`. Target: at least 90% per module, every survivor",
         "killed by a test or explained there. A module not run on the machine that wrote this",
-        "file keeps the row and survivors of the run that measured it.",
+        "file keeps the row and survivors of the run that measured it. The run log lists the",
+        "runs that wrote this file: when, the command, and per module run the mutants caught",
+        "(killed or timed out) over those tested.",
         "",
         "| module | mutants | tested | killed | timeout | survived | equivalent | score"
         " | score without equivalents |",
@@ -211,6 +341,16 @@ def report() -> int:
             f"{len(r.survived)} | {eq} | {score} | {caught:.1%} |"
         )
         unexplained += [s for s in r.survived if s not in equivalents]
+    if run is not None:
+        line, touched = run
+        scores = []
+        for module in touched:
+            r = found.get(module)
+            if r is not None and r.tested:
+                scores.append(f"{module} {r.killed + r.timeout}/{r.tested} caught")
+        runs.append(f"{line}: {', '.join(scores) or 'nothing measured'}")
+    lines += ["", RUNS, ""]
+    lines += runs or ["None recorded."]
     lines += ["", "## Surviving mutants", ""]
     survivors = [s for r in found.values() for s in r.survived] + list(earlier_diffs)
     if not survivors:

@@ -1095,3 +1095,178 @@ def test_metrics_without_agreement_blocks_are_read_as_undefined_agreement() -> N
         "class task_fail: human agreement undefined is below min_human_agreement 0.60; "
         "the model grader may not block it"
     ) in v.reasons
+
+
+def test_metrics_without_human_agreement_read_as_undefined_agreement() -> None:
+    """A stored calibration whose metrics carry no human agreement (or no per-class
+    agreement) is judged, never a crash: agreement that is undefined never meets a
+    requirement and no class may be blocked on it (docs/promotion.md)."""
+    undefined = (
+        "human agreement is undefined (the labels hold a single class): it never meets "
+        "min_human_agreement"
+    )
+    bare = metrics()
+    del bare["human_agreement"]
+    v = validity(bare)
+    assert v.state == "failing"
+    assert undefined in v.reasons
+    assert v.blockable_classes == frozenset()
+
+    overall_only = metrics()
+    del overall_only["human_agreement"]["per_class"]
+    w = validity(overall_only)
+    assert w.state == "failing"
+    assert undefined not in w.reasons
+    assert w.blockable_classes == frozenset()
+
+
+# ------------------------------------------------------- measured against required (pure)
+#
+# docs/verify.md: the audit report shows what a calibration record measured beside what the
+# grader requires. tests/report/test_report_calibration.py checks the demo's numbers through
+# the CLI; these check the rule itself on crafted metrics: a bound is met when the measured
+# value (the lower Wilson bound for precision and recall) is at least the required one, a
+# class without holdout support has no bounds to meet, and nothing is met or missed when the
+# grader states no requirements.
+
+
+def test_measured_against_required_sets_each_measure_beside_its_bound() -> None:
+    from evalops.domain.calibration_validity import measured_against_required
+
+    m = metrics(holdout=50, overall=0.6, agreement={P: 0.6, F: 0.59, M: None})
+    m["human_agreement"]["annotators"] = 3
+    m["holdout"].update(kappa_vs_majority=0.7, abstain_rate=0.125, no_majority=2)
+    m["holdout"]["per_class"] = {
+        P: {"precision": 0.9, "precision_ci": [0.8, 0.95], "recall": 0.85,
+            "recall_ci": [0.79, 0.9], "support": 40},
+        F: {"precision": 0.5, "precision_ci": [0.2, 0.8], "recall": 1.0,
+            "recall_ci": [0.81, 1.0], "support": 10},
+        M: {"precision": None, "precision_ci": None, "recall": None, "recall_ci": None,
+            "support": 0},
+    }  # fmt: skip
+    m["holdout"]["confusion"] = {F: {F: 7, P: 3}, P: {P: 36, ABSTAIN: 4}}
+    measured = measured_against_required(judge().calibration_requirements, m)
+    assert measured == {
+        "required": CAL_REQ,
+        "holdout_items": 50,
+        "meets_holdout": True,
+        "human_agreement": {"method": "fleiss", "annotators": 3, "overall": 0.6, "meets": True},
+        "kappa_vs_majority": 0.7,
+        "abstain_rate": 0.125,
+        "no_majority": 2,
+        "classes": [
+            {"class": M, "support": 0, "precision": None, "precision_ci": None,
+             "recall": None, "recall_ci": None, "human_kappa": None,
+             "meets_precision": None, "meets_recall": None, "meets_human_agreement": None},
+            {"class": F, "support": 10, "precision": 0.5, "precision_ci": [0.2, 0.8],
+             "recall": 1.0, "recall_ci": [0.81, 1.0], "human_kappa": 0.59,
+             "meets_precision": False, "meets_recall": True, "meets_human_agreement": False},
+            {"class": P, "support": 40, "precision": 0.9, "precision_ci": [0.8, 0.95],
+             "recall": 0.85, "recall_ci": [0.79, 0.9], "human_kappa": 0.6,
+             "meets_precision": True, "meets_recall": False, "meets_human_agreement": True},
+        ],
+        # Human majority by row, model verdict by column, both sorted; a pair never seen is 0.
+        "confusion": {
+            "columns": [ABSTAIN, F, P],
+            "rows": [{"human": F, "counts": [0, 7, 3]}, {"human": P, "counts": [4, 0, 36]}],
+        },
+    }  # fmt: skip
+    assert [c["class"] for c in measured["classes"]] == sorted([P, F, M])
+    assert measured["confusion"]["columns"] == sorted([ABSTAIN, P, F])
+
+
+def test_measured_against_required_below_every_bound() -> None:
+    from evalops.domain.calibration_validity import measured_against_required
+
+    m = metrics(holdout=49, overall=0.59, agreement={P: 0.9})
+    m["holdout"]["per_class"] = {P: {"precision_ci": (0.5, 0.9), "support": 3}}
+    measured = measured_against_required(judge().calibration_requirements, m)
+    assert measured["meets_holdout"] is False
+    assert measured["human_agreement"]["meets"] is False
+    assert measured["classes"] == [
+        {"class": P, "support": 3, "precision": None, "precision_ci": (0.5, 0.9),
+         "recall": None, "recall_ci": None, "human_kappa": 0.9,
+         # No recall interval measured: its bound is not met (a lower bound of 0).
+         "meets_precision": False, "meets_recall": False, "meets_human_agreement": True},
+    ]  # fmt: skip
+
+
+def test_measured_without_requirements_or_sections() -> None:
+    """A grader without `calibration_requirements` meets and misses nothing; a record
+    without some section shows it as unmeasured, never a crash."""
+    from evalops.domain.calibration_validity import measured_against_required
+
+    m = metrics(holdout=60)
+    m["holdout"]["confusion"] = {P: {P: 1}}
+    bare = measured_against_required(None, m)
+    assert bare["required"] is None
+    assert bare["meets_holdout"] is None
+    assert bare["human_agreement"]["meets"] is None
+    assert bare["holdout_items"] == 60
+    assert bare["classes"][0] == {
+        "class": M, "support": 30, "precision": 0.95, "precision_ci": [0.85, 0.99],
+        "recall": 0.95, "recall_ci": [0.85, 0.99], "human_kappa": 0.8,
+    }  # fmt: skip
+    assert bare["confusion"] == {"columns": [P], "rows": [{"human": P, "counts": [1]}]}
+    nothing = measured_against_required(judge().calibration_requirements, {})
+    assert nothing == {
+        "required": CAL_REQ,
+        "holdout_items": 0,
+        "meets_holdout": False,
+        "human_agreement": {"method": None, "annotators": None, "overall": None, "meets": None},
+        "kappa_vs_majority": None,
+        "abstain_rate": None,
+        "no_majority": None,
+        "classes": [],
+        "confusion": {"columns": [], "rows": []},
+    }
+    empty_sections = {"human_agreement": None, "holdout": None, "counts": None}
+    assert measured_against_required(None, empty_sections)["classes"] == []
+    no_support = {"holdout": {"per_class": {P: {"precision_ci": [0.9, 1.0]}}}}
+    (row,) = measured_against_required(judge().calibration_requirements, no_support)["classes"]
+    assert row["support"] == 0
+    assert (row["meets_precision"], row["meets_recall"]) == (None, None)
+
+
+@pytest.mark.parametrize(("kappa", "shown"), [(0.5, "0.50"), (None, "undefined")])
+def test_a_pass_class_without_agreement_says_why_in_words(kappa: float | None, shown: str) -> None:
+    """docs/promotion.md: the pass class is never exempt; too little (or undefined) human
+    agreement on it makes the calibration failing, the reason showing both numbers."""
+    v = validity(metrics(agreement={P: kappa, F: 0.8, M: 0.8}))
+    assert v.state == "failing"
+    assert v.reasons[0] == (
+        f"class {P} (the pass class): human agreement {shown} is below min_human_agreement "
+        "0.60; the model's pass verdicts cannot be believed"
+    )
+
+
+def _guard(produces: list[str]) -> Grader:
+    """A blocking model trajectory guard (its verdicts are `pass` and `task_fail`)."""
+    spec = copy.deepcopy(JUDGE)
+    spec.update(layer="trajectory_diagnosis", rule_state="blocking_constraint", produces=produces)
+    return Grader.model_validate(spec)
+
+
+def test_the_pass_class_sorting_first_does_not_hide_the_classes_after_it() -> None:
+    """A guard's pass class is `pass`, which sorts before `task_fail`: a pass class that
+    cannot be believed is one reason, and `task_fail` is still judged on its own bounds."""
+    m = metrics(
+        agreement={"pass": 0.8, F: 0.8}, per_class={"pass": {"support": 0}, F: good_class()}
+    )
+    v = validity(m, _guard(["pass", F, ABSTAIN]))
+    assert v.state == "failing"
+    assert v.blockable_classes == {F}
+    assert len(v.reasons) == 1 and "(the pass class)" in v.reasons[0]
+
+
+def test_a_grader_without_a_pass_verdict_has_no_pass_class() -> None:
+    from evalops.domain.calibration_validity import pass_class
+
+    spec = copy.deepcopy(JUDGE)
+    spec["produces"] = [F, ABSTAIN]
+    grader = Grader.model_validate(spec)
+    assert pass_class(grader) is None
+    v = validity(metrics(per_class={F: good_class()}), grader)
+    assert (v.state, v.blockable_classes) == ("valid", {F})
+    assert pass_class(_guard(["pass", F, ABSTAIN])) == "pass"
+    assert pass_class(judge()) == P

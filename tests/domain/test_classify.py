@@ -14,7 +14,7 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import assume, given, settings
@@ -1015,3 +1015,224 @@ def test_each_evidence_reason_names_its_grader_or_artifact(
     c = run(case)
     whys = [r.split(": ", 1)[1] for r in c.reasons if r.startswith(f"{cls}: ")]
     assert any(all(fact in why for fact in facts) for why in whys), c.reasons
+
+
+def test_a_grader_with_two_results_makes_the_trial_grader_invalid() -> None:
+    """A record carries at most one result per grader (docs/tutorial.md). Ingest refuses a
+    record with two; a pure caller that builds one anyway (no validation) still gets no pass
+    out of it: the trial is grader_invalid, and the reason names the grader."""
+    record = TrialRecord.model_validate(base_record())
+    first = record.grader_results[0]
+    assert first.grader_id == "outcome"
+    twice = record.model_copy(update={"grader_results": [*record.grader_results, first]})
+    calls = [ObservedCall(c.tool, c.args, c.agent_id) for c in record.tool_calls]
+    expected = TASK.contract.expected
+    assert expected is not None and expected.trajectory is not None
+    trajectory = grade(expected.trajectory, calls, record.target_agent_id)
+    c = classify(twice, TASK, GRADER_SET, validity={"judge": VALID}, trajectory=trajectory)
+    assert c.primary == "grader_invalid"
+    assert c.reasons == ("grader_invalid: outcome gave more than one result",)
+    once = classify(record, TASK, GRADER_SET, validity={"judge": VALID}, trajectory=trajectory)
+    assert (once.primary, once.reasons) == ("task_pass", ())
+
+
+# ------------------------------------------------- what a classification says, in words
+#
+# A trial's reasons, labels and review-queue entries are stored with it and shown by
+# `trials show` (docs/classification.md names each cause; docs/promotion.md the queue).
+
+
+def _run_record(record: TrialRecord, graders: GraderSet = GRADER_SET, **kw: Any) -> Classification:
+    """`run` for a record built without validation (two results of one grader)."""
+    calls = [ObservedCall(c.tool, c.args, c.agent_id) for c in record.tool_calls]
+    expected = TASK.contract.expected
+    assert expected is not None and expected.trajectory is not None
+    trajectory = grade(expected.trajectory, calls, record.target_agent_id)
+    validity = kw.pop("validity", {"judge": VALID})
+    return classify(record, TASK, graders, validity=validity, trajectory=trajectory, **kw)
+
+
+def _twice(case: Case, first: dict[str, Any], second: dict[str, Any]) -> TrialRecord:
+    record = TrialRecord.model_validate(case.record)
+    extra = [GraderResult.model_validate(first), GraderResult.model_validate(second)]
+    kept = [r for r in record.grader_results if r.grader_id != first["grader_id"]]
+    return record.model_copy(update={"grader_results": [*kept, *extra]})
+
+
+STATES: dict[str, Literal["stale", "failing"]] = {"stale": "stale", "failing": "failing"}
+
+
+@pytest.mark.parametrize("state", ["missing", "stale", "failing"])
+def test_an_uncalibrated_model_grader_names_its_calibration_state(state: str) -> None:
+    """docs/classification.md: a blocking model grader without a valid calibration makes
+    the trial grader_invalid (label `uncalibrated_model_grader`); the graders after it are
+    still read (the diagnostic grader's label)."""
+    case = new_case()
+    case.validity = {} if state == "missing" else {"judge": Validity(STATES[state])}
+    c = run(case)
+    assert c.reasons == (f"grader_invalid: blocking model grader judge calibration {state}",)
+    assert "uncalibrated_model_grader" in c.secondary_labels
+    assert "diagnostic:diag:task_pass" in c.secondary_labels
+
+
+def test_an_abstention_waits_for_a_person_in_words() -> None:
+    case = new_case()
+    set_result(case, "judge", "abstain")
+    c = run(case)
+    assert c.reasons == (
+        "missing_required_evidence: blocking grader judge: abstained; awaiting human review",
+    )
+    assert c.review == (("judge", "abstained"),)
+    assert [x for x in c.secondary_labels if x.startswith("unblockable")] == []
+    assert "awaiting_review" in c.secondary_labels
+    assert "diagnostic:diag:task_pass" in c.secondary_labels
+
+
+def test_an_unblockable_verdict_waits_for_a_person_in_words() -> None:
+    case = new_case()
+    case.validity = {"judge": Validity("valid", blockable_classes=frozenset({"task_pass"}))}
+    set_result(case, "judge", "task_fail", 0.0)
+    c = run(case)
+    why = "task_fail is not blockable by the model"
+    assert c.reasons == (
+        f"missing_required_evidence: blocking grader judge: {why}; awaiting human review",
+    )
+    assert c.review == (("judge", why),)
+
+
+def test_a_human_review_speaks_as_the_review_of_its_grader() -> None:
+    case = new_case()
+    set_result(case, "judge", "abstain")
+    c = run(case, reviews={"judge": review("judge", "task_fail")})
+    assert c.reasons == ("task_fail: human review (judge) said task_fail",)
+    own = build([BY_NAME["tf-outcome"]])
+    assert run(own).reasons == ("task_fail: outcome said task_fail",)
+
+
+def test_a_blocking_human_grader_in_words() -> None:
+    gs = _with_human_grader()
+    c = run(new_case(), graders=gs)
+    why = "blocking human grader has no result"
+    assert c.reasons == (
+        f"missing_required_evidence: blocking grader person: {why}; awaiting human review",
+    )
+    assert c.review == (("person", why),)
+    answered = new_case()
+    answered.record["grader_results"].append(result("person", "task_pass"))
+    done = run(answered, graders=gs)
+    assert (done.primary, done.review, done.reasons) == ("task_pass", (), ())
+    abstained = new_case()
+    abstained.record["grader_results"].append(result("person", "abstain"))
+    said = run(abstained, graders=gs)
+    assert said.reasons == ("missing_required_evidence: blocking grader person abstained",)
+    assert said.review == ()
+
+
+def test_a_missing_result_names_its_grader() -> None:
+    case = new_case()
+    drop_result(case, "evidence")
+    assert run(case).reasons == (
+        "missing_required_evidence: blocking grader evidence has no result",
+    )
+
+
+def test_an_unmatched_trajectory_says_so() -> None:
+    case = build([BY_NAME["tf-trajectory"]])
+    c = run(case)
+    assert "task_fail: trajectory expectation unmatched" in c.reasons
+
+
+def test_a_calibration_never_makes_a_deterministic_result_wait_for_review() -> None:
+    """Only a model grader's verdict may wait for a person (docs/promotion.md): a
+    deterministic grader's failure stands whatever calibrations a caller passes."""
+    case = build([BY_NAME["tf-outcome"]])
+    case.validity = {"judge": VALID, "outcome": Validity("valid", blockable_classes=frozenset())}
+    c = run(case)
+    assert (c.primary, c.review) == ("task_fail", ())
+
+
+def test_every_result_of_a_grader_with_two_is_read() -> None:
+    """A pure caller's record with two results of one grader (ingest refuses it): the trial
+    is grader_invalid, and each result still counts, after one outside `produces` or an
+    abstention too."""
+    outside_first = _twice(
+        new_case(), result("outcome", "pass"), result("outcome", "task_fail", 0.1)
+    )
+    c = _run_record(outside_first)
+    assert "task_fail: outcome said task_fail" in c.reasons
+    gs = _with_human_grader()
+    abstain_first = _twice(new_case(), result("person", "abstain"), result("person", "task_fail"))
+    h = _run_record(abstain_first, gs)
+    assert "missing_required_evidence: blocking grader person abstained" in h.reasons
+    assert "task_fail: person said task_fail" in h.reasons
+    judge = _twice(new_case(), result("judge", "hard_constraint_fail"), result("judge", "abstain"))
+    assert _run_record(judge).review == (("judge", "abstained"),)
+
+
+def _score_task(score_from: str | None, kind: str = "golden") -> EvalTaskSpec:
+    expected: dict[str, Any] = (
+        {"kind": "trajectory", "trajectory": TRAJECTORY}
+        if kind == "trajectory"
+        else {"kind": "golden", "match": {"strategy": "contains"}, "trajectory": TRAJECTORY}
+    )
+    return EvalTaskSpec.model_validate(task_dict(score_from=score_from, expected=expected))
+
+
+def test_the_score_comes_from_the_documented_source() -> None:
+    """docs/classification.md: the `score_from` grader's score (a non-blocking one too);
+    else the first blocking outcome grader's; a reviewed result speaks for its grader."""
+    assert run(new_case(), _score_task("diag")).score == 1.0  # non-blocking, read anyway
+    case = new_case()
+    set_result(case, "diag", "task_pass", 0.4)
+    assert run(case, _score_task("diag")).score == 0.4
+    assert run(case, _score_task(None)).score == 0.9
+    queued = new_case()
+    set_result(queued, "judge", "abstain")
+    reviewed = run(
+        queued, _score_task("judge"), reviews={"judge": review("judge", "task_pass", 0.8)}
+    )
+    assert (reviewed.primary, reviewed.score, reviewed.scored) == ("task_pass", 0.8, True)
+
+
+def test_the_first_blocking_outcome_grader_scores_whatever_the_order() -> None:
+    graders = copy.deepcopy(GRADERS)
+    narrow = next(g for g in graders["graders"] if g["id"] == "narrow")
+    graders["graders"].remove(narrow)
+    graders["graders"].insert(0, narrow)
+    case = new_case()
+    set_result(case, "narrow", "pass", 0.3)
+    c = run(case, _score_task(None), GraderSet.model_validate(graders))
+    assert (c.score, c.scored) == (0.9, True)
+
+
+def test_without_a_blocking_outcome_grader_the_class_stands_in_for_the_score() -> None:
+    graders = copy.deepcopy(GRADERS)
+    for g in graders["graders"]:
+        if g["layer"] == "outcome":
+            g["blocking"] = False
+    case = new_case()
+    case.validity = {}
+    c = run(case, _score_task(None), GraderSet.model_validate(graders))
+    assert (c.primary, c.score, c.scored) == ("task_pass", 1.0, False)
+
+
+def test_a_fail_closed_miss_and_a_trajectory_task_are_scored() -> None:
+    """A score of 0 after a fail-closed fixture miss, and the trajectory's 1 or 0, are real
+    scores (shown), not the 1-or-0 stand-in that shows `-`."""
+    case = new_case()
+    case.record["fixture_misses"] = 1
+    missed = run(case)
+    assert (missed.score, missed.scored) == (0.0, True)
+    on_path = run(new_case(), _score_task(None, "trajectory"))
+    assert (on_path.score, on_path.scored) == (1.0, True)
+
+
+def test_a_classification_as_stored() -> None:
+    c = run(build([BY_NAME["tf-outcome"]]))
+    assert c.as_dict() == {
+        "primary_classification": "task_fail",
+        "secondary_labels": list(c.secondary_labels),
+        "score": 0.2,
+        "gating_score": 0.2,
+        "reasons": ["task_fail: outcome said task_fail"],
+    }

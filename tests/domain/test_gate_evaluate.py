@@ -709,3 +709,462 @@ def test_decision_is_the_worst_task_effect_and_effects_follow_the_mapping(
         if t["n"] == 0:
             assert t["state"] == "missing_required_evidence"
     assert canonical_json(evaluate(inputs)) == canonical_json(result)
+
+
+# ------------------------------------------------------------ what a decision says, in words
+#
+# A stored decision keeps its reasons and every task row, and `verify` replays it byte for
+# byte (docs/verify.md): each line below is part of the decision. The wording is the one
+# docs/tutorial.md prints for `gate check` ("- TASK (RISK): STATE -> EFFECT; WHY").
+
+
+def test_each_task_state_explains_itself_in_the_reasons() -> None:
+    tasks = [
+        task("a-hard", "critical", ["task_pass", HARD, HARD], count=3),
+        task("b-amb", "critical", ["task_pass", AMB], count=2),
+        task("c-fail", "noncritical_regression", ["task_pass", "task_fail", "task_fail"], count=3),
+        task("d-none", "critical", []),
+        task("e-short", "quality_signal", ["task_pass"], count=3),
+        task("f-pass", "critical", ["task_pass", "task_pass"], count=2, pass_rule="any"),
+        task("g-crash", "critical", ["task_fail", "agent_error", "runtime_error"], count=3),
+    ]
+    result = evaluate(make_inputs(tasks))
+    assert result["reasons"] == [
+        "a-hard (critical): hard_constraint_fail -> block; hard constraint failed in a-hard.1",
+        "g-crash (critical): agent_error -> block; 3/3 trials failed (passRule all)",
+        "b-amb (critical): ambiguous_external_effect -> hold; ambiguous_external_effect in b-amb.1",
+        "c-fail (noncritical_regression): task_fail -> hold; 2/3 trials failed (passRule all)",
+        "d-none (critical): missing_required_evidence -> hold; no trials for this build",
+        "e-short (quality_signal): missing_required_evidence -> hold; "
+        "1 effective trials, trials.count is 3",
+    ]
+    assert [t["reason"] for t in result["tasks"]] == [
+        "hard constraint failed in a-hard.1",
+        "ambiguous_external_effect in b-amb.1",
+        "2/3 trials failed (passRule all)",
+        "no trials for this build",
+        "1 effective trials, trials.count is 3",
+        "2/2 passed (any)",
+        "3/3 trials failed (passRule all)",
+    ]
+    assert result["decision"] == "block"
+
+
+def test_the_highest_evidence_blocked_class_names_its_first_trial() -> None:
+    classes = ["task_pass", "infrastructure_invalid", "grader_invalid", "grader_invalid"]
+    result = evaluate(make_inputs([task("t1", "critical", classes, count=4)]))
+    assert row(result, "t1")["state"] == "grader_invalid"
+    assert row(result, "t1")["reason"] == "grader_invalid in t1.2"
+
+
+def test_an_empty_suite_says_nothing_guards_the_release() -> None:
+    result = evaluate(make_inputs([]))
+    assert result["reasons"] == [f"suite {SUITE} has no members: nothing guards this release"]
+    assert result["tasks"] == []
+    assert result["ignoredTrials"] == {}
+
+
+def test_a_waived_task_is_no_reason_and_names_its_waiver() -> None:
+    """A waived task passes (docs/gate.md: "pass, waived"): the row names the waiver with the
+    lowest id among those that cover it, and no reason is given for it."""
+    result = evaluate(
+        make_inputs(
+            [task("t1", "quality_signal", ["task_fail"])],
+            waivers=[waiver("WVR-2", "t1"), waiver("WVR-1", "t1")],
+        )
+    )
+    assert result["decision"] == "pass"
+    assert result["reasons"] == []
+    assert row(result, "t1")["waiver_id"] == "WVR-1"
+    assert row(result, "t1")["effect"] == "pass"
+    assert result["waivers"]["applied"] == ["WVR-1"]
+    assert result["waivers"]["unused"] == ["WVR-2"]
+
+
+def test_a_waiver_must_name_every_failing_class_of_the_task() -> None:
+    """docs/gate.md: an `agent_error` waiver does not pass a task whose trials also failed
+    as `task_fail`; one naming both does."""
+    t = task("t1", "quality_signal", ["agent_error", "task_fail"], count=2)
+    one = evaluate(make_inputs([t], waivers=[waiver("WVR-1", "t1", ["agent_error"])]))
+    assert row(one, "t1")["state"] == "agent_error"
+    assert (one["decision"], row(one, "t1")["waiver_id"]) == ("hold", None)
+    both = evaluate(make_inputs([t], waivers=[waiver("WVR-1", "t1", ["agent_error", "task_fail"])]))
+    assert (both["decision"], row(both, "t1")["waiver_id"]) == ("pass", "WVR-1")
+    # The state itself is a failing class to name, even when the passRule alone failed it.
+    mean_fail = task("t2", "quality_signal", ["task_pass"], pass_rule="mean", scores=[0.4])
+    named = evaluate(make_inputs([mean_fail], waivers=[waiver("WVR-2", "t2", ["task_fail"])]))
+    assert row(named, "t2")["state"] == "task_fail"
+    assert row(named, "t2")["waiver_id"] == "WVR-2"
+
+
+def test_a_waiver_the_policy_forbids_is_refused_with_its_rules_and_why() -> None:
+    """docs/gate.md: a waiver is judged again at every decision against the policy it
+    applies; one it forbids is never applied and is listed under `waivers.refused` with the
+    rules it breaks and why ("refused by the policy in force (release-gate): ..."), after the
+    grant requests refused earlier. Each waiver is in exactly one list."""
+    tasks = [
+        task("a", "noncritical_regression", ["task_fail"]),
+        task("b", "quality_signal", ["task_fail"]),
+    ]
+    request = {"seq": 4, "task_id": "a", "states": ["task_fail"], "rules": ["owner"]}
+    waivers = [
+        # Forbidden twice over: a forbidden state, and 39 days of validity (max 30).
+        waiver("WVR-1", "a", [HARD, "task_fail"], granted_at="2026-11-01T00:00:00.000000Z"),
+        waiver("WVR-2", "b", revoked_at="2026-11-30T00:00:00.000000Z"),
+        waiver("WVR-3", "b"),
+        waiver("WVR-4", "not-a-member"),  # outside the suite: nothing to judge, unused
+        waiver("WVR-5", "b", granted_at="2026-12-02T00:00:00.000000Z"),  # not yet valid
+    ]
+    result = evaluate(make_inputs(tasks, waivers=waivers, refused=[request]))
+    assert result["waivers"] == {
+        "applied": ["WVR-3"],
+        "expired": [],
+        "unused": ["WVR-4", "WVR-5"],
+        "revoked": ["WVR-2"],
+        "refused": [
+            request,
+            {
+                "waiver_id": "WVR-1",
+                "task_id": "a",
+                "states": [HARD, "task_fail"],
+                "rules": ["forbidden_state", "expires_at_too_far"],
+                "reason": "refused by the policy in force (release-gate): "
+                "hard_constraint_fail is in waivers.forbidden_states; "
+                "valid for 39 days, more than max_duration_days (30)",
+            },
+        ],
+    }
+    assert row(result, "a")["waiver_id"] is None
+    assert row(result, "a")["effect"] == "hold"
+    assert row(result, "b")["waiver_id"] == "WVR-3"
+    assert result["reasons"] == [
+        "a (noncritical_regression): task_fail -> hold; 1/1 trials failed (passRule all)"
+    ]
+
+
+def test_a_refused_waiver_is_refused_whatever_its_time() -> None:
+    """Refused by the policy in force comes first: an expired or revoked waiver the policy
+    forbids is listed as refused, not as expired or revoked."""
+    waivers = [
+        waiver("WVR-1", "a", [HARD], expires_at=AT),
+        waiver("WVR-2", "a", [HARD], revoked_at="2026-11-30T00:00:00.000000Z"),
+    ]
+    result = evaluate(make_inputs([task("a", "quality_signal", [HARD])], waivers=waivers))
+    accounting = result["waivers"]
+    assert [r["waiver_id"] for r in accounting["refused"]] == ["WVR-1", "WVR-2"]
+    assert accounting["expired"] == accounting["revoked"] == accounting["unused"] == []
+
+
+def test_trials_that_are_not_evidence_are_summed_by_reason() -> None:
+    """docs/gate.md: trials of other revisions, grader-set versions or an older profile are
+    counted in `ignoredTrials`, by reason, per task and over the suite (keys sorted)."""
+    a = task("a", "critical")
+    a["ignoredTrials"] = {"other_revision": 2}
+    b = task("b", "critical")
+    b["ignoredTrials"] = {"other_revision": 1, "older_execution_digest": 3}
+    result = evaluate(make_inputs([a, b, task("c", "critical")]))
+    assert result["ignoredTrials"] == {"older_execution_digest": 3, "other_revision": 3}
+    assert list(result["ignoredTrials"]) == ["older_execution_digest", "other_revision"]
+    assert row(result, "b")["ignoredTrials"] == {"other_revision": 1, "older_execution_digest": 3}
+    assert row(result, "c")["ignoredTrials"] == {}
+
+
+def test_a_task_row_reads_its_effective_trials() -> None:
+    """A rerun that stands in replaces its parent in every figure (n, scores, efficiency,
+    fixture misses, trajectory); invalid runs and reruns are counted over every trial, and
+    the first result of each original is kept."""
+    trials = [
+        trial("infrastructure_invalid", "t1.0"),
+        trial("task_pass", "t1.0r", parent="t1.0", score=0.75),
+        trial("task_pass", "t1.1", score=0.5),
+        trial("grader_invalid", "t1.2"),
+        trial("task_pass", "t1.2r", parent="t1.2"),  # grader_invalid: no rerun stands in
+    ]
+    trials[1]["efficiency"] = {
+        "toolCallCount": 3, "modelCallCount": 1, "inputTokens": 100, "outputTokens": 10,
+    }  # fmt: skip
+    trials[2]["efficiency"] = {
+        "toolCallCount": 5, "modelCallCount": 2, "inputTokens": 300, "outputTokens": 30,
+    }  # fmt: skip
+    trials[3]["efficiency"] = None
+    trials[1]["fixture_misses"] = 2
+    trials[2]["fixture_misses"] = 1
+    trials[4]["fixture_misses"] = 7
+    trials[3]["trajectory"] = {"ok": False}
+    t = task("t1", "quality_signal", trials=trials, count=3)
+    r = row(evaluate(make_inputs([t])), "t1")
+    assert r["state"] == "grader_invalid"
+    assert r["reason"] == "grader_invalid in t1.2"
+    assert (r["n"], r["passedCount"]) == (3, 2)
+    assert r["meanScore"] == pytest.approx((0.75 + 0.5 + 0.0) / 3)
+    assert r["gatingScore"] == pytest.approx((0.75 + 0.5 + 0.0) / 3)
+    assert r["efficiency"] == {
+        "toolCallCount": 4.0, "modelCallCount": 1.5, "inputTokens": 200.0, "outputTokens": 20.0,
+    }  # fmt: skip
+    assert r["fixtureMissCount"] == 3
+    assert r["trajectory"] == {"ok": False}
+    assert r["invalidCount"] == 2
+    assert r["rerunCount"] == 2
+    assert r["rerunsNotPermitted"] == ["t1.2r"]
+    assert r["firstResults"] == {
+        "t1.0": "infrastructure_invalid",
+        "t1.1": "task_pass",
+        "t1.2": "grader_invalid",
+    }
+
+
+def test_no_efficiency_and_no_trials_read_as_null() -> None:
+    t = task("t1", "critical", ["task_pass"])
+    t["trials"][0]["efficiency"] = None
+    r = row(evaluate(make_inputs([t, task("t2", "critical", [])])), "t1")
+    assert r["efficiency"] == dict.fromkeys(ZERO_USAGE)
+    empty = row(evaluate(make_inputs([task("t2", "critical", [])])), "t2")
+    assert empty["trajectory"] is None
+    assert (empty["n"], empty["passedCount"], empty["gatingScore"]) == (0, 0, None)
+    assert empty["efficiency"] == dict.fromkeys(ZERO_USAGE)
+    assert empty["rerunsNotPermitted"] == [] and empty["firstResults"] == {}
+
+
+def test_a_missing_baseline_says_why_in_the_reasons() -> None:
+    """docs/gate.md: `--baseline auto` with no stored pass is "no baseline, said in the
+    reasons"; a required one holds."""
+    members = [task("t1", "critical")]
+    for required, note, reason, decision in (
+        (
+            True,
+            None,
+            "a baseline is required (critical_regressions.baseline) and none was found",
+            "hold",
+        ),
+        (
+            True,
+            "no earlier pass",
+            "a baseline is required (critical_regressions.baseline) and none was found "
+            "(no earlier pass)",
+            "hold",
+        ),
+        (False, "no earlier pass", "no baseline: no earlier pass", "pass"),
+        (False, None, "no baseline: none given", "pass"),
+    ):
+        base = baseline(None, build=None, required=required, method="sign-test", alpha=0.1)
+        if note is not None:
+            base["note"] = note
+        result = evaluate(make_inputs(members, base=base))
+        assert result["decision"] == decision
+        assert result["reasons"] == [reason]
+        assert result["regression"] == {
+            "baseline": None,
+            "verdict": "inconclusive",
+            "method": "sign-test",
+            "alpha": 0.1,
+            "pairedTaskCount": 0,
+            "pValue": None,
+            "reason": reason,
+        }
+
+
+def test_a_required_baseline_without_trials_names_the_build() -> None:
+    base = baseline([task("t1", "critical", [])], required=True)
+    result = evaluate(make_inputs([task("t1", "critical")], base=base))
+    assert result["reasons"] == ["required baseline build-a has no trials for this suite"]
+    optional = baseline([task("t1", "critical", [])], required=False)
+    assert evaluate(make_inputs([task("t1", "critical")], base=optional))["reasons"] == []
+
+
+def test_a_regressed_verdict_names_its_baseline_method_and_p_value() -> None:
+    """Six tasks that passed on the baseline fail now: McNemar's exact p is 2 * (1/2)**6."""
+    cand, base = _paired(["task_fail"] * 6, ["task_pass"] * 6)
+    waivers = [waiver(f"WVR-{i}", f"t{i}") for i in range(6)]
+    result = evaluate(make_inputs(cand, base=baseline(base, alpha=0.05), waivers=waivers))
+    assert result["reasons"] == [
+        "regressed against baseline build-a (mcnemar, p=0.03125, alpha=0.05)"
+    ]
+    regression = result["regression"]
+    assert regression["baseline"] == "build-a"
+    assert regression["baseline_execution_digest"] == fake_digest("execution:build-a")
+    assert (regression["pValue"], regression["alpha"]) == (0.03125, 0.05)
+
+
+def test_the_baseline_reads_its_own_trials_under_the_same_rules() -> None:
+    """The baseline's tasks are summarized like the candidate's: its reruns and pass rules
+    apply, and a task with trials in only one build is not paired."""
+    base = [
+        # An infrastructure_invalid trial stood in for by its passing rerun: a pass.
+        task("t0", "quality_signal", trials=[
+            trial("infrastructure_invalid", "b0"), trial("task_pass", "b0r", parent="b0"),
+        ]),
+        task("t1", "quality_signal", ["task_pass"]),
+        task("t2", "quality_signal", ["task_pass"]),
+        task("t3", "quality_signal", ["task_pass"]),
+        task("t4", "quality_signal", ["task_pass"]),
+        task("t5", "quality_signal", ["task_pass"]),
+    ]  # fmt: skip
+    cand = [task(f"t{i}", "quality_signal", ["task_fail"]) for i in range(6)]
+    result = evaluate(make_inputs(cand, base=baseline(base, alpha=0.05)))
+    assert result["regression"]["verdict"] == "regressed"
+    assert result["regression"]["pairedTaskCount"] == 6
+    assert result["regression"]["pValue"] == 0.03125
+
+
+def test_the_baseline_seed_is_read_for_the_bootstrap() -> None:
+    """A bootstrap verdict is a function of its seed (docs/gate.md): the seed in the inputs
+    is the one the verdict reports, and the same seed gives the same verdict."""
+    cand = [task(f"t{i}", "critical", ["task_pass"], scores=[0.5 + i / 20]) for i in range(8)]
+    base = [task(f"t{i}", "critical", ["task_pass"], scores=[0.6 + i / 25]) for i in range(8)]
+    inputs = make_inputs(cand, base=baseline(base, method="paired-bootstrap", seed=11))
+    first = evaluate(inputs)["regression"]
+    assert first["seed"] == 11
+    assert evaluate(inputs)["regression"] == first
+
+
+def test_a_task_row_has_every_documented_field() -> None:
+    """docs/json.md: the fields of a task of `gate check --json`."""
+    documented = {
+        "task_id", "state", "effect", "risk", "n", "passedCount", "meanScore", "gatingScore",
+        "passAtK", "passHatK", "invalidCount", "rerunCount", "waiver_id", "trajectory",
+        "efficiency", "fixtureMissCount",
+    }  # fmt: skip
+    result = evaluate(make_inputs([task("t1", "critical"), task("t2", "critical", [])]))
+    for r in result["tasks"]:
+        assert set(r) >= documented, sorted(documented - set(r))
+
+
+def test_a_crashed_or_hard_failed_trial_counts_zero_in_the_gating_score() -> None:
+    """docs/gate.md: a trial classed hard_constraint_fail, evidence-blocked, agent_error or
+    runtime_error has gating score 0 whatever its graders scored; meanScore keeps the trial
+    scores."""
+    for cls in (HARD, AMB, "agent_error", "runtime_error"):
+        trials = [trial(cls, "t1.0", score=0.9), trial("task_pass", "t1.1", score=1.0)]
+        r = row(evaluate(make_inputs([task("t1", "quality_signal", trials=trials, count=2)])), "t1")
+        assert r["gatingScore"] == pytest.approx(0.5), cls
+        assert r["meanScore"] == pytest.approx(0.95), cls
+    trials = [trial("task_fail", "t1.0", score=0.25), trial("task_pass", "t1.1", score=1.0)]
+    r = row(evaluate(make_inputs([task("t1", "quality_signal", trials=trials, count=2)])), "t1")
+    assert r["gatingScore"] == pytest.approx(0.625)
+
+
+def test_summarize_task_reduces_the_effective_trials_for_suite_statistics() -> None:
+    from evalops.domain.gate import summarize_task
+    from evalops.domain.specs import GatePolicy
+    from evalops.domain.stats import TaskTrials
+
+    trials = [
+        trial("infrastructure_invalid", "t1.0"),
+        trial("task_pass", "t1.0r", parent="t1.0", score=0.75),
+        trial("task_fail", "t1.1", score=0.25),
+    ]
+    t = task("t1", "quality_signal", trials=trials, count=2, k=1)
+    s = summarize_task(t, GatePolicy.model_validate(POLICY))
+    assert s.trials == TaskTrials("t1", 1, (True, False), (0.75, 0.25))
+    assert s.failing == ("task_fail",)
+    assert s.passed is False
+
+
+@pytest.mark.parametrize("risk", RISKS)
+@pytest.mark.parametrize("cls", CLASSES)
+def test_verdict_effect_is_what_suite_coverage_shows(cls: str, risk: str) -> None:
+    """docs/promotion.md: `suite coverage` shows the gate's effect of a failing verdict; a
+    failure that holds can be waived (docs/gate.md), so it reads "hold unless waived"."""
+    from evalops.domain.gate import verdict_effect
+
+    effect = expected_effect(cls, risk)
+    shown = "hold unless waived" if effect == "hold" and cls in FAILING else effect
+    assert verdict_effect(cls, risk) == shown
+
+
+def test_a_stored_decision_replays_under_the_evaluator_it_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A decision replays under the rules it was made under: `evaluator` names them, and a
+    decision stored before the field existed was made by evaluator 1."""
+    from evalops.domain import gate_compact
+    from evalops.domain.gate import evaluate_stored
+    from evalops.domain.legacy import gate_v1, gate_v2
+
+    for module, name in ((gate_v1, "v1"), (gate_v2, "v2"), (gate_compact, "compact")):
+        monkeypatch.setattr(
+            module, "evaluate", lambda inputs, name=name: {"by": name, "inputs": inputs}
+        )
+    inputs = make_inputs([task("t1", "critical")])
+    assert evaluate_stored({**inputs, "evaluator": 3}) == evaluate({**inputs, "evaluator": 3})
+    assert evaluate_stored({**inputs, "evaluator": 3})["decision"] == "pass"
+    for version, name in ((1, "v1"), (2, "v2"), (4, "compact")):
+        stored = {**inputs, "evaluator": version}
+        assert evaluate_stored(stored) == {"by": name, "inputs": stored}
+    assert evaluate_stored(inputs) == {"by": "v1", "inputs": inputs}
+    for unknown in (0, 5):
+        with pytest.raises(ValueError) as raised:
+            evaluate_stored({**inputs, "evaluator": unknown})
+        assert str(raised.value) == (
+            f"decision made by evaluator {unknown}, unknown to this evalops"
+        )
+
+
+def test_inputs_without_ignored_trials_read_as_none_ignored() -> None:
+    """Task inputs stored without `ignoredTrials` ignored nothing."""
+    t = task("t1", "critical")
+    del t["ignoredTrials"]
+    result = evaluate(make_inputs([t]))
+    assert row(result, "t1")["ignoredTrials"] == {}
+    assert result["ignoredTrials"] == {}
+
+
+def test_trial_stats_are_those_of_the_effective_trials() -> None:
+    from evalops.domain.stats import TaskTrials, trial_stats
+
+    tasks = [
+        task("a", "critical", ["task_pass", "task_pass"], count=2, scores=[1.0, 0.5]),
+        task("b", "critical", ["task_pass", "task_fail"], count=2, scores=[1.0, 0.0]),
+        task("c", "critical", []),
+    ]
+    result = evaluate(make_inputs(tasks))
+    assert result["trialStats"] == trial_stats(
+        [
+            TaskTrials("a", 2, (True, True), (1.0, 0.5)),
+            TaskTrials("b", 2, (True, False), (1.0, 0.0)),
+            TaskTrials("c", 1, (), ()),
+        ]
+    )
+    assert result["trialStats"]["taskCount"] == 2
+
+
+def test_a_trial_without_a_fixture_miss_count_missed_none() -> None:
+    trials = [trial("task_pass", "t1.0"), trial("task_pass", "t1.1")]
+    del trials[0]["fixture_misses"]
+    trials[1]["fixture_misses"] = 2
+    r = row(evaluate(make_inputs([task("t1", "critical", trials=trials, count=2)])), "t1")
+    assert r["fixtureMissCount"] == 2
+
+
+@pytest.mark.parametrize("method", ["sign-test", "paired-t"])
+def test_a_baseline_mean_score_of_zero_is_a_score_of_zero(method: str) -> None:
+    """The paired sign-test and paired-t read `meanScore` (docs/gate.md): a baseline whose
+    tasks all scored 0 and a candidate scoring 0.5 on each, one more for the t-test's
+    variance, improved."""
+    base = [task(f"t{i}", "quality_signal", ["task_fail"], scores=[0.0]) for i in range(8)]
+    cand = [
+        task(f"t{i}", "quality_signal", ["task_pass"], scores=[0.5 + (0.25 if i == 0 else 0.0)])
+        for i in range(8)
+    ]
+    result = evaluate(make_inputs(cand, base=baseline(base, method=method)))
+    assert result["regression"]["verdict"] == "improved"
+    reverse = evaluate(make_inputs(base, base=baseline(cand, method=method)))
+    assert reverse["regression"]["verdict"] == "regressed"
+
+
+def test_a_waiver_outside_the_suite_does_not_stop_the_policy_judging_the_next() -> None:
+    waivers = [waiver("WVR-1", "not-a-member"), waiver("WVR-2", "a", [HARD])]
+    result = evaluate(make_inputs([task("a", "quality_signal", [HARD])], waivers=waivers))
+    assert [r["waiver_id"] for r in result["waivers"]["refused"]] == ["WVR-2"]
+    assert result["waivers"]["unused"] == ["WVR-1"]
+
+
+def test_a_baseline_without_a_seed_resamples_with_seed_zero() -> None:
+    cand = [task(f"t{i}", "critical", ["task_pass"], scores=[0.5 + i / 20]) for i in range(10)]
+    base = [task(f"t{i}", "critical", ["task_pass"], scores=[0.6 + i / 25]) for i in range(10)]
+    unseeded = baseline(base, method="paired-bootstrap")
+    del unseeded["seed"]
+    result = evaluate(make_inputs(cand, base=unseeded))["regression"]
+    seeded = evaluate(make_inputs(cand, base=baseline(base, method="paired-bootstrap", seed=0)))
+    assert result["seed"] == 0
+    assert result == seeded["regression"]

@@ -600,3 +600,18 @@ def test_a_bootstrap_p_value_equal_to_alpha_is_not_significant() -> None:
         base, cand, method="paired-bootstrap", alpha=math.nextafter(1 / 10000, 1.0), seed=5
     )
     assert above["verdict"] == "regressed"
+
+
+def test_bootstrap_p_value_counts_resampled_means_equal_to_zero_as_the_far_side() -> None:
+    """docs/gate.md: the bootstrap p-value is the share of resampled mean differences at or
+    beyond 0 on the far side of the observed mean, doubled. Three of ten tasks lost a full
+    point and seven did not move: every resampled mean is at most 0, and one is exactly 0
+    when the resample draws none of the three, with probability 0.7**10 (about 0.028). Those
+    zeros are the far side: p is near 2 * 0.7**10, not the 1/10000 of a far side without
+    them. The band is four binomial standard deviations of 9999 resamples wide each way."""
+    base = {f"t{i}": TaskOutcome(True, 1.0 if i < 3 else 0.5) for i in range(10)}
+    cand = {f"t{i}": TaskOutcome(True, 0.0 if i < 3 else 0.5) for i in range(10)}
+    out = paired_verdict(base, cand, method="paired-bootstrap", alpha=0.05, seed=3)
+    share = 0.7**10
+    sd = math.sqrt(share * (1 - share) / 9999)
+    assert 2 * (share - 4 * sd) <= out["pValue"] <= 2 * (share + 4 * sd)
