@@ -413,10 +413,10 @@ def usable_cpus() -> int:
 class ActPool:
     """How `verify` spreads the signature checks of the signed acts over processes.
 
-    `workers` None: one per usable CPU when there are two or more, else none. With workers,
-    the parent still reads every row (one connection, one snapshot) and hands the workers
-    chunks of `chunk` acts; once its own stages are done it checks, itself, the chunks no
-    worker has started (`parent_checks`), so no core idles while one is left.
+    `workers` None: one per usable CPU but the one `verify` itself runs on, none on a single
+    CPU. With workers, the parent still reads every row (one connection, one snapshot) and
+    hands the workers chunks of `chunk` acts; once its own stages are done it checks, itself,
+    the chunks no worker has started (`parent_checks`), so no core idles while one is left.
     """
 
     workers: int | None = None
@@ -431,8 +431,9 @@ class ActPool:
             return 0
         if self.workers is not None:
             return max(self.workers, 0)
-        cpus = usable_cpus()
-        return cpus if cpus > 1 else 0
+        # The parent's own stages are the longest serial work: a worker per CPU would take
+        # CPU time from it (3 processes on 2 cores ended later than 2 did).
+        return usable_cpus() - 1
 
 
 #: What `verify` uses when not told otherwise (tests force the pool on small registries).
@@ -536,9 +537,10 @@ class _PooledCheck(SignedActsCheck):
         seq, whichever chunk finished first."""
         from concurrent.futures.process import BrokenProcessPool
 
-        for future, offset, size in self.tasks:
-            if self.pool.parent_checks and future.cancel():
-                message = _first_problem(self.spool.read(offset, size), self.governing)
+        mine = self._check_the_last_chunks() if self.pool.parent_checks else {}
+        for number, (future, _, _) in enumerate(self.tasks):
+            if number in mine:
+                message = mine[number]
             else:
                 try:
                     message = future.result()
@@ -549,6 +551,18 @@ class _PooledCheck(SignedActsCheck):
             if message is not None:
                 raise VerificationError(message)
         return self.acts
+
+    def _check_the_last_chunks(self) -> dict[int, str | None]:
+        """Check here, from the last one back, the chunks no worker has started, while the
+        workers go on from the front; the first chunk a worker holds ends it (workers take
+        them in order, so every chunk before it is theirs)."""
+        mine: dict[int, str | None] = {}
+        for number in range(len(self.tasks) - 1, -1, -1):
+            future, offset, size = self.tasks[number]
+            if not future.cancel():
+                break
+            mine[number] = _first_problem(self.spool.read(offset, size), self.governing)
+        return mine
 
     def close(self) -> None:
         if self.done:

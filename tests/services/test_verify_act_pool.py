@@ -334,6 +334,47 @@ def test_the_lowest_seq_is_reported_when_a_later_chunk_finishes_first(
     assert (kind, message) == ("exit 6", _not_a_principal(world, first))
 
 
+def test_the_parent_checks_the_last_chunks_no_worker_has_started(
+    world: World, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A worker held back: once its own stages are done, the parent takes the chunks from
+    the end back to the first one the worker holds; every act is checked once, and a forged
+    act among the parent's is reported as inline. (The worker waits until the parent has
+    checked the forged act, or a minute: then the test fails, it does not hang.)"""
+    _grants(world, 4)
+    bad = _forged(world, monkeypatch, "forged")
+    _grants(world, 1)
+    inline = _outcome(_url(world), INLINE)
+    record = tmp_path / "checked.txt"
+    real, parent = authority._act_problem, os.getpid()
+
+    def slow_worker(row: Any, governing: Any) -> str | None:
+        deadline = time.monotonic() + 60
+        while os.getpid() != parent and time.monotonic() < deadline:
+            if record.exists() and f"{parent} {bad.audit_seq}\n" in record.read_text():
+                break
+            time.sleep(0.01)
+        with open(record, "a", encoding="utf-8") as out:
+            out.write(f"{os.getpid()} {row[0]}\n")
+        return real(row, governing)
+
+    monkeypatch.setattr(authority, "_act_problem", slow_worker)
+    outcome = _outcome(_url(world), ActPool(workers=1, from_acts=1, chunk=1))
+    assert outcome == inline == ("exit 6", _not_a_principal(world, bad))
+    checks = [
+        (int(p), int(s))
+        for p, s in (line.split() for line in record.read_text().split("\n") if line)
+    ]
+    seqs = [seq for _, seq in checks]
+    assert sorted(seqs) == [a.audit_seq for a in _acts(world)]  # each act once
+    by_parent = [seq for pid, seq in checks if pid == parent]
+    by_worker = [seq for pid, seq in checks if pid != parent]
+    assert by_parent and by_worker
+    assert by_parent == sorted(by_parent, reverse=True)  # from the end back
+    assert max(by_worker) < min(by_parent)  # the worker from the front
+    assert bad.audit_seq in by_parent
+
+
 def test_an_earlier_stage_wins_over_a_bad_act_on_every_path(
     world: World, monkeypatch: pytest.MonkeyPatch, checked: Callable[[], list[tuple[int, int]]]
 ) -> None:
@@ -545,9 +586,11 @@ def test_the_pool_is_used_when_it_pays(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(authority, "usable_cpus", lambda: 1)
     assert ActPool().workers_for(1_000_000) == 0  # one CPU: nothing to overlap
     assert ActPool(workers=2).workers_for(1_000_000) == 2  # unless told
+    monkeypatch.setattr(authority, "usable_cpus", lambda: 2)
+    assert ActPool().workers_for(authority.POOL_FROM) == 1  # the other CPU
     monkeypatch.setattr(authority, "usable_cpus", lambda: 4)
     assert ActPool().workers_for(authority.POOL_FROM - 1) == 0
-    assert ActPool().workers_for(authority.POOL_FROM) == 4
+    assert ActPool().workers_for(authority.POOL_FROM) == 3
     assert ActPool(workers=0).workers_for(1_000_000) == 0
     assert ActPool(workers=3, from_acts=1).workers_for(1) == 3
     assert ActPool(workers=3, from_acts=1).workers_for(0) == 0
