@@ -703,3 +703,39 @@ def test_each_expected_call_is_matched_out_of_order_or_missing_by_mode() -> None
     ) == ["matched", "matched"]
     # any-order: found anywhere is matched; not found is missing.
     assert call_states("any-order", [a, b], seen_ba[:1], [False, True]) == ["missing", "matched"]
+
+
+def test_an_unmatched_expected_call_is_described_by_how_its_arguments_match() -> None:
+    """The explanation names the tool and, unless its arguments are ignored or absent,
+    whether they must be exactly these or include these (the keys, sorted)."""
+    from evalops.domain.specs import TrajectoryExpectation
+    from evalops.domain.trajectory import ObservedCall, grade
+
+    expectation = TrajectoryExpectation.model_validate(
+        {
+            "match": "any-order",
+            "calls": [
+                {"tool": "a:ignored", "args": {"x": 1}, "argsMatch": "ignore"},
+                {"tool": "b:bare", "argsMatch": "exact"},
+                {"tool": "c:exact", "args": {"z": 1, "y": 2}, "argsMatch": "exact"},
+                {"tool": "d:subset", "args": {"q": 1, "p": 2}, "argsMatch": "subset"},
+            ],
+        }
+    )
+    result = grade(expectation, [ObservedCall("other:tool", {}, None)])
+    assert result.explanations == (
+        "expected a call to a:ignored, but no observed call matched",
+        "expected a call to b:bare, but no observed call matched",
+        "expected a call to c:exact with exactly these arguments y, z, but no observed call "
+        "matched",
+        "expected a call to d:subset with arguments including p, q, but no observed call matched",
+    )
+
+
+def test_json_deep_equal_compares_strings_by_value() -> None:
+    from evalops.domain.trajectory import json_deep_equal
+
+    assert json_deep_equal("a", "a") is True
+    assert json_deep_equal("a", "b") is False
+    assert json_deep_equal(["a"], ["b"]) is False
+    assert json_deep_equal({"k": "a"}, {"k": "b"}) is False
