@@ -703,3 +703,91 @@ def test_each_expected_call_is_matched_out_of_order_or_missing_by_mode() -> None
     ) == ["matched", "matched"]
     # any-order: found anywhere is matched; not found is missing.
     assert call_states("any-order", [a, b], seen_ba[:1], [False, True]) == ["missing", "matched"]
+
+
+def test_an_unmatched_expected_call_is_described_by_how_its_arguments_match() -> None:
+    """The explanation names the tool and, unless its arguments are ignored or absent,
+    whether they must be exactly these or include these (the keys, sorted)."""
+    from evalops.domain.specs import TrajectoryExpectation
+    from evalops.domain.trajectory import ObservedCall, grade
+
+    expectation = TrajectoryExpectation.model_validate(
+        {
+            "match": "any-order",
+            "calls": [
+                {"tool": "a:ignored", "args": {"x": 1}, "argsMatch": "ignore"},
+                {"tool": "b:bare", "argsMatch": "exact"},
+                {"tool": "c:exact", "args": {"z": 1, "y": 2}, "argsMatch": "exact"},
+                {"tool": "d:subset", "args": {"q": 1, "p": 2}, "argsMatch": "subset"},
+            ],
+        }
+    )
+    result = grade(expectation, [ObservedCall("other:tool", {}, None)])
+    assert result.explanations == (
+        "expected a call to a:ignored, but no observed call matched",
+        "expected a call to b:bare, but no observed call matched",
+        "expected a call to c:exact with exactly these arguments y, z, but no observed call "
+        "matched",
+        "expected a call to d:subset with arguments including p, q, but no observed call matched",
+    )
+
+
+def test_json_deep_equal_compares_strings_by_value() -> None:
+    from evalops.domain.trajectory import json_deep_equal
+
+    assert json_deep_equal("a", "a") is True
+    assert json_deep_equal("a", "b") is False
+    assert json_deep_equal(["a"], ["b"]) is False
+    assert json_deep_equal({"k": "a"}, {"k": "b"}) is False
+
+
+def _expect(match: str, tools: list[str], forbidden: Sequence[str] = ()) -> TrajectoryExpectation:
+    return TrajectoryExpectation.model_validate(
+        {"match": match, "calls": [{"tool": t} for t in tools], "forbidden": list(forbidden)}
+    )
+
+
+def _seen(*tools: str) -> list[ObservedCall]:
+    return [ObservedCall(t, {}, None) for t in tools]
+
+
+def test_each_mode_explains_a_mismatch_in_words() -> None:
+    """What `trials show` prints under an unmatched trajectory, mode by mode, and each
+    expected call's state (docs/classification.md: exact, in-order, any-order, subset)."""
+    from evalops.domain.trajectory import grade
+
+    short = grade(_expect("exact", ["t:a", "t:b"]), _seen("t:a"))
+    assert short.explanations == (
+        "expected a call to t:b, but no observed call matched",
+        "exact mode needs 2 calls in order, 1 was made",
+    )
+    assert short.calls == (("t:a", "matched"), ("t:b", "missing"))
+    long = grade(_expect("exact", ["t:a"]), _seen("t:a", "t:x", "t:y"))
+    assert long.explanations == ("exact mode needs 1 call in order, 3 were made",)
+    swapped = grade(_expect("exact", ["t:a", "t:b"]), _seen("t:b", "t:a"))
+    assert (swapped.matched, swapped.explanations) == (False, ())
+    assert swapped.calls == (("t:a", "out_of_order"), ("t:b", "out_of_order"))
+    in_order = grade(_expect("in-order", ["t:a", "t:b"]), _seen("t:b", "t:a"))
+    assert in_order.explanations == ("every expected call was made, but not in the expected order",)
+    one_missing = grade(_expect("in-order", ["t:a", "t:b"]), _seen("t:a", "t:x"))
+    assert one_missing.explanations == ("expected a call to t:b, but no observed call matched",)
+    subset = grade(_expect("subset", ["t:a"]), _seen("t:a", "t:x", "t:y"))
+    assert subset.explanations == ("2 observed calls beyond the expected ones",)
+    assert subset.calls == (("t:a", "matched"),)
+
+
+def test_forbidden_calls_are_named_once_each() -> None:
+    from evalops.domain.trajectory import grade
+
+    result = grade(
+        _expect("any-order", ["t:a"], forbidden=["t:f", "t:g"]),
+        _seen("t:g", "t:a", "t:f", "t:g"),
+    )
+    assert result.matched is False
+    assert result.forbidden_count == 3
+    assert result.explanations == ("3 calls to forbidden tools: t:f, t:g",)
+    assert result.forbidden_called == ("t:f", "t:g")
+    # A forbidden tool that is also the expected call: every observed call is matched, yet
+    # the trajectory is not, and no call is "beyond the expected ones".
+    own = grade(_expect("subset", ["t:f"], forbidden=["t:f"]), _seen("t:f"))
+    assert (own.matched, own.explanations) == (False, ("1 call to forbidden tools: t:f",))

@@ -845,3 +845,58 @@ def test_validity_names_each_state_of_a_waiver_in_time() -> None:
     unrevoked = replace(fact, revoked_at=None)
     assert validity_at(unrevoked, at("2026-12-14T23:59:59.999999+00:00")) == "valid"
     assert validity_at(unrevoked, at("2026-12-15T00:00:00+00:00")) == "expired"
+
+
+# ------------------------------------------------- the policy in force, judged purely
+
+
+def _policy_with(**waivers: Any) -> GatePolicy:
+    doc = yaml.safe_load((EXAMPLE_REGISTRY / "policies" / "gate-policy.yaml").read_text())
+    doc["waivers"].update(waivers)
+    return GatePolicy.model_validate(doc)
+
+
+def _fact(granted_at: str, expires_at: str) -> WaiverFact:
+    return WaiverFact.from_dict(
+        {
+            "waiver_id": "WVR-1",
+            "task_id": "t1",
+            "suite_id": "regression/core",
+            "build": "build-b",
+            "states": ["task_fail"],
+            "granted_at": granted_at,
+            "expires_at": expires_at,
+            "revoked_at": None,
+        }
+    )
+
+
+def test_a_validity_of_exactly_max_duration_days_is_allowed() -> None:
+    """docs/gate.md: refused when the validity from grant to expiry is *longer than*
+    `max_duration_days`; exactly that long is allowed, a microsecond more is not."""
+    from evalops.domain.waivers import Refusal, policy_refusals
+
+    policy = _policy_with(max_duration_days=30)
+    exact = _fact("2026-11-01T00:00:00.000000Z", "2026-12-01T00:00:00.000000Z")
+    assert policy_refusals(exact, risk="quality_signal", policy=policy) == []
+    longer = _fact("2026-11-01T00:00:00.000000Z", "2026-12-01T00:00:00.000001Z")
+    assert policy_refusals(longer, risk="quality_signal", policy=policy) == [
+        Refusal("expires_at_too_far", "valid for 30 days, more than max_duration_days (30)")
+    ]
+    two_days = _fact("2026-11-01T00:00:00.000000Z", "2026-11-03T00:00:00.000000Z")
+    assert policy_refusals(
+        two_days, risk="quality_signal", policy=_policy_with(max_duration_days=1)
+    ) == [Refusal("expires_at_too_far", "valid for 2 days, more than max_duration_days (1)")]
+
+
+def test_an_empty_allowed_layers_waives_nothing_in_words() -> None:
+    """docs/gate.md: an empty or omitted `allowed_layers` waives nothing."""
+    from evalops.domain.waivers import Refusal, policy_refusals
+
+    fact = _fact("2026-11-01T00:00:00.000000Z", "2026-11-02T00:00:00.000000Z")
+    assert policy_refusals(fact, risk="quality_signal", policy=_policy_with(allowed_layers=[])) == [
+        Refusal(
+            "layer_not_allowed",
+            "waivers.allowed_layers is empty or omitted: the gate policy lets no layer be waived",
+        )
+    ]
