@@ -31,6 +31,7 @@ from evalops.services.authority import (
     record_refusal,
     signers_of,
 )
+from evalops.services.read_calibration import sorted_status, status_row
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
@@ -371,10 +372,9 @@ def status(engine: Engine) -> list[dict[str, Any]]:
         out = []
         for config_digest, entry in configs.items():
             grader = entry["grader"]
-            validity = queries.config_validity(session, grader, config_digest)
-            state, reasons = validity.state, list(validity.reasons)
-            if state == "missing" and entry["in_force"]:
-                older = session.exec(
+
+            def older(grader: Any = grader, config_digest: str = config_digest) -> Any:
+                return session.exec(
                     select(Calibration.calibration_id)
                     .where(
                         Calibration.grader_id == grader.id,
@@ -382,28 +382,10 @@ def status(engine: Engine) -> list[dict[str, Any]]:
                     )
                     .order_by(col(Calibration.id).desc())
                 ).first()
-                if older is not None:
-                    state = "stale"
-                    reasons.insert(
-                        0,
-                        f"{older} calibrated an earlier config; the grader now has config "
-                        f"{config_digest} (prompt, model or rubric changed): recalibrate",
-                    )
-            out.append(
-                {
-                    "grader_id": grader.id,
-                    "grader_version": grader.version,
-                    "grader_config_digest": config_digest,
-                    "blocking": grader.blocking,
-                    "in_force": entry["in_force"],
-                    "pinned_by": sorted(entry["pinned_by"]),
-                    "state": state,
-                    "reasons": reasons,
-                    "calibration_id": validity.calibration_id,
-                    "blockable_classes": sorted(validity.blockable_classes),
-                }
-            )
-        return sorted(out, key=lambda r: (r["grader_id"], not r["in_force"], r["grader_version"]))
+
+            validity = queries.config_validity(session, grader, config_digest)
+            out.append(status_row(grader, config_digest, entry, validity, older))
+        return sorted_status(out)
 
 
 def list_calibrations(engine: Engine) -> list[dict[str, Any]]:

@@ -11,6 +11,7 @@ invalidations and recalibrated graders.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from evalops.domain.digests import grader_config_digest
@@ -110,33 +111,53 @@ def calibration_status(reader: Reader) -> list[dict[str, Any]]:
     out = []
     for config_digest, entry in _configs(reader).items():
         grader: GraderFacts = entry["grader"]
-        validity = config_validity(reader, grader, config_digest)
-        state, reasons = validity.state, list(validity.reasons)
-        if state == "missing" and entry["in_force"]:
-            older = reader.scalar(
+
+        def older(grader: GraderFacts = grader, config_digest: str = config_digest) -> Any:
+            return reader.scalar(
                 "SELECT calibration_id FROM calibration WHERE grader_id = :grader "
                 "AND grader_config_digest != :config ORDER BY id DESC LIMIT 1",
                 {"grader": grader.id, "config": config_digest},
             )
-            if older is not None:
-                state = "stale"
-                reasons.insert(
-                    0,
-                    f"{older} calibrated an earlier config; the grader now has config "
-                    f"{config_digest} (prompt, model or rubric changed): recalibrate",
-                )
-        out.append(
-            {
-                "grader_id": grader.id,
-                "grader_version": grader.version,
-                "grader_config_digest": config_digest,
-                "blocking": grader.blocking,
-                "in_force": entry["in_force"],
-                "pinned_by": sorted(entry["pinned_by"]),
-                "state": state,
-                "reasons": reasons,
-                "calibration_id": validity.calibration_id,
-                "blockable_classes": sorted(validity.blockable_classes),
-            }
-        )
-    return sorted(out, key=lambda r: (r["grader_id"], not r["in_force"], r["grader_version"]))
+
+        validity = config_validity(reader, grader, config_digest)
+        out.append(status_row(grader, config_digest, entry, validity, older))
+    return sorted_status(out)
+
+
+def status_row(
+    grader: Any,
+    config_digest: str,
+    entry: dict[str, Any],
+    validity: Any,
+    older_calibration: Callable[[], str | None],
+) -> dict[str, Any]:
+    """One row of `calibration status` (both readings): the config's validity, `stale`
+    when the config in force has no calibration of its own and `older_calibration()` names
+    one of an earlier config of the grader."""
+    state, reasons = validity.state, list(validity.reasons)
+    if state == "missing" and entry["in_force"]:
+        older = older_calibration()
+        if older is not None:
+            state = "stale"
+            reasons.insert(
+                0,
+                f"{older} calibrated an earlier config; the grader now has config "
+                f"{config_digest} (prompt, model or rubric changed): recalibrate",
+            )
+    return {
+        "grader_id": grader.id,
+        "grader_version": grader.version,
+        "grader_config_digest": config_digest,
+        "blocking": grader.blocking,
+        "in_force": entry["in_force"],
+        "pinned_by": sorted(entry["pinned_by"]),
+        "state": state,
+        "reasons": reasons,
+        "calibration_id": validity.calibration_id,
+        "blockable_classes": sorted(validity.blockable_classes),
+    }
+
+
+def sorted_status(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows by grader, the config in force first, then by version."""
+    return sorted(rows, key=lambda r: (r["grader_id"], not r["in_force"], r["grader_version"]))
