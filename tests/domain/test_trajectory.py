@@ -791,3 +791,171 @@ def test_forbidden_calls_are_named_once_each() -> None:
     # the trajectory is not, and no call is "beyond the expected ones".
     own = grade(_expect("subset", ["t:f"], forbidden=["t:f"]), _seen("t:f"))
     assert (own.matched, own.explanations) == (False, ("1 call to forbidden tools: t:f",))
+
+
+# -- the matching's shortcuts: interchangeable calls grouped, candidates found by index ------
+#
+# The maximum matching groups calls with the same tool and arguments into one node and finds
+# an expected call's candidates through indexes on tool, whole arguments and top-level
+# argument values (evalops/domain/matching.py, `_Candidates`). Both key arguments by their
+# JSON text: these cases are the ones where the text and JSON equality could part ways.
+
+
+@pytest.mark.parametrize("mode", ("any-order", "subset"))
+def test_arguments_in_another_key_order_are_the_same_arguments(mode: str) -> None:
+    """JSON objects are unordered: json_deep_equal compares keys, not their order, so an
+    observed call that writes the expected arguments in another order matches, whole
+    (exact) or as an array value (subset)."""
+    exp = expectation(
+        mode,
+        [
+            {"tool": "t", "args": {"a": 1, "b": 2}, "argsMatch": "exact"},
+            {"tool": "u", "args": {"items": [{"sku": "X", "qty": 2}]}, "argsMatch": "subset"},
+        ],
+    )
+    observed = [
+        ObservedCall("u", {"note": "n", "items": [{"qty": 2, "sku": "X"}]}),
+        ObservedCall("t", {"b": 2, "a": 1}),
+    ]
+    assert grade(exp, observed).block() == block(mode, True, 2, 2, 2, 0)
+
+
+@pytest.mark.parametrize("mode", ("any-order", "subset"))
+def test_an_integral_float_is_the_integer_it_equals_when_matching(mode: str) -> None:
+    """`1 == 1.0` in JSON (json_deep_equal), whichever side writes the float, for exact
+    arguments and for a subset's top-level value: each call is matched, not only equal."""
+    exp = expectation(
+        mode,
+        [
+            {"tool": "t", "args": {"n": 1}, "argsMatch": "exact"},
+            {"tool": "t", "args": {"k": 3.0}, "argsMatch": "exact"},
+            {"tool": "t", "args": {"m": 2}, "argsMatch": "subset"},
+        ],
+    )
+    observed = [obs("t", m=2.0, extra=0), obs("t", k=3), obs("t", n=1.0)]
+    assert grade(exp, observed).block() == block(mode, True, 3, 3, 3, 0)
+
+
+@pytest.mark.parametrize("mode", ("any-order", "subset"))
+def test_arrays_that_differ_are_different_arguments(mode: str) -> None:
+    """`[1]` and `[2]` are different values (json_deep_equal compares arrays element-wise):
+    calls that differ only inside an array are not interchangeable, each is matched to its
+    own."""
+    exp = expectation(
+        mode,
+        [
+            {"tool": "t", "args": {"v": [1]}, "argsMatch": "exact"},
+            {"tool": "t", "args": {"v": [2]}, "argsMatch": "exact"},
+            {"tool": "t", "args": {"w": [3]}, "argsMatch": "subset"},
+        ],
+    )
+    observed = [obs("t", w=[4]), obs("t", v=[2]), obs("t", w=[3]), obs("t", v=[1])]
+    result = grade(exp, observed)
+    assert result.matched_count == 3
+    assert result.calls == (("t", "matched"),) * 3
+    assert result.matched is (mode == "any-order")  # subset: t{w:[4]} matches nothing
+
+
+def test_a_nested_object_argument_is_matched_key_path_by_key_path_in_a_grade() -> None:
+    """A subset's object value is compared key path by key path (json_subset: extra observed
+    keys are fine at every depth), when grading as when comparing one call."""
+    exp = expectation(
+        "any-order",
+        [{"tool": "t", "args": {"order": {"id": "A-1"}, "currency": "EUR"}, "argsMatch": "subset"}],
+    )
+    seen = obs("t", order={"id": "A-1", "amount": 4200}, currency="EUR")
+    assert call_matches(exp.calls[0], seen)
+    assert grade(exp, [seen]).block() == block("any-order", True, 1, 1, 1, 0)
+
+
+@pytest.mark.parametrize("mode", ("any-order", "subset"))
+def test_integers_too_long_to_write_as_text_are_still_matched_call_by_call(mode: str) -> None:
+    """Python refuses to write an integer of more than 4,300 digits as text, so arguments
+    holding one have no JSON text to group or index them by (`_args_key`); they are
+    compared with every candidate instead, and still compare exactly: `big` and `big + 1`
+    are two values, each expected call matched to its own observed call."""
+    big = 10**5000
+    exp = expectation(
+        mode,
+        [
+            {"tool": "t", "args": {"n": big}, "argsMatch": "exact"},
+            {"tool": "t", "args": {"n": big + 1}, "argsMatch": "exact"},
+            {"tool": "t", "args": {"n": big}, "argsMatch": "subset"},
+        ],
+    )
+    observed = [obs("t", n=big + 1), obs("t", n=big, note="x"), obs("t", n=big)]
+    assert grade(exp, observed).block() == block(mode, True, 3, 3, 3, 0)
+    assert grade(exp, observed[:2]).matched_count == 2
+
+
+def test_interchangeable_calls_are_one_node_of_the_matching(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """matching.py: calls that are interchangeable (the same tool and the same arguments)
+    are one node with a capacity, "so that a thousand identical calls cost one node, not a
+    million edges". Expected calls are grouped by tool, argsMatch and arguments, the
+    arguments of an `ignore` call left out (they are not compared)."""
+    from evalops.domain import trajectory
+    from evalops.domain.matching import grouped_matching as real
+
+    seen: list[tuple[list[int], list[int], list[tuple[int, int]]]] = []
+
+    def spy(
+        left: Sequence[int], right: Sequence[int], pairs: Sequence[tuple[int, int]]
+    ) -> list[int]:
+        seen.append((list(left), list(right), sorted(pairs)))
+        return real(left, right, pairs)
+
+    monkeypatch.setattr(trajectory, "grouped_matching", spy)
+    n = 100
+    calls = (
+        [{"tool": "t", "args": {"x": 1}, "argsMatch": "exact"}] * n
+        + [{"tool": "t", "args": {"x": 1}, "argsMatch": "subset"}] * n
+        + [{"tool": "u", "args": {"k": i}, "argsMatch": "ignore"} for i in range(n)]
+    )
+    observed = [obs("t", x=1)] * (2 * n) + [obs("u", k=0)] * n
+    result = grade(expectation("any-order", calls), observed)
+    assert result.block() == block("any-order", True, 3 * n, 3 * n, 3 * n, 0)
+    assert seen == [([n, n, n], [2 * n, n], [(0, 0), (1, 0), (2, 1)])]
+
+
+def test_an_expected_call_is_compared_only_with_calls_its_arguments_can_match(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`_Candidates`: an expected call's candidates are found "through indexes on tool,
+    whole arguments and top-level argument values instead of trying every group": among a
+    hundred calls to one tool, an exact call is compared with the one of its arguments, a
+    subset call with the one holding its first top-level value that is not an object."""
+    from evalops.domain import trajectory
+
+    compared: list[tuple[str, int]] = []
+    real = trajectory.call_matches
+
+    def spy(expected: ExpectedCall, observed: ObservedCall) -> bool:
+        compared.append((expected.argsMatch, observed.args["i"]))
+        return real(expected, observed)
+
+    monkeypatch.setattr(trajectory, "call_matches", spy)
+    observed = [obs("t", i=i, meta={"a": 1, "b": i}) for i in range(100)]
+    calls = [
+        {"tool": "t", "args": {"i": 7, "meta": {"a": 1, "b": 7}}, "argsMatch": "exact"},
+        {"tool": "t", "args": {"meta": {"a": 1}, "i": 8}, "argsMatch": "subset"},
+    ]
+    result = grade(expectation("any-order", calls), observed)
+    assert result.block() == block("any-order", True, 2, 100, 2, 0)
+    assert compared == [("exact", 7), ("subset", 8)]
+
+
+@pytest.mark.parametrize("mode", ("exact", "in-order"))
+def test_call_states_refuses_flags_for_another_number_of_calls(mode: str) -> None:
+    """call_states answers one state per expected call: where the mode places the calls
+    itself, `covered` flags for fewer or more calls than expected are an error, never an
+    answer cut short or padded."""
+    from evalops.domain.trajectory import call_states
+
+    a, b = ExpectedCall(tool="a"), ExpectedCall(tool="b")
+    seen = [ObservedCall("a", {}), ObservedCall("b", {})]
+    assert call_states(mode, [a, b], seen, [True, True]) == ["matched", "matched"]
+    for covered in ([True], [True, True, True]):
+        with pytest.raises(ValueError, match="zip"):
+            call_states(mode, [a, b], seen, covered)
