@@ -46,10 +46,18 @@ def row_limit(ctx: typer.Context, limit: int | None, all_rows: bool) -> int | No
 
 @dataclass
 class Page:
-    """The rows shown and how many matched in all."""
+    """The rows shown and how many matched in all: with `counted_to`, a count that stopped
+    there, so more than `counted_to` matched when `total` exceeds it."""
 
     rows: list[dict[str, Any]]
     total: int
+    counted_to: int | None = None
+
+    @property
+    def more_than(self) -> int | None:
+        """The count it stopped at, when it stopped before the end."""
+        capped = self.counted_to is not None and self.total > self.counted_to
+        return self.counted_to if capped else None
 
     @property
     def truncated(self) -> bool:
@@ -63,8 +71,11 @@ def page_of(rows: Sequence[dict[str, Any]], limit: int | None) -> Page:
 
 
 def footer(page: Page, noun: str) -> str:
-    """`showing 50 of 200,080 trials (--limit N or --all for more)`."""
-    text = f"showing {len(page.rows):,} of {page.total:,} {noun}"
+    """`showing 50 of 200,080 trials (--limit N or --all for more)`, or `of more than
+    10,000 trials` when the count stopped there."""
+    cap = page.more_than
+    of = f"more than {cap:,}" if cap is not None else f"{page.total:,}"
+    text = f"showing {len(page.rows):,} of {of} {noun}"
     if page.truncated:
         text += " (--limit N or --all for more)"
     return text

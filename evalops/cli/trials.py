@@ -164,11 +164,12 @@ def list_(
     """List trials with their current classification (re-derived from current evidence).
 
     Shows the first 50 matching trials (oldest first) and "showing N of M" on stderr;
-    --limit N or --all for more. --json lists every match unless --limit is given.
+    --limit N or --all for more. Past 10,000 matches (or N, if larger) the count stops
+    and says "of more than 10,000". --json lists every match unless --limit is given.
 
     Example: evalops trials list --task support-refund-in-order --class task_fail
     """
-    from evalops.services.read_trials import TrialFilter, list_trials
+    from evalops.services.read_trials import TrialFilter, count_cap, list_trials
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
@@ -192,7 +193,8 @@ def list_(
             )
         print_table(table, prose=("labels",), drop=("rerun of", "labels", "#", "task"))
 
-    emit_page(ctx, Page(rows, total), "trials", human)
+    counted_to = count_cap(shown_limit) if cls is None else None
+    emit_page(ctx, Page(rows, total, counted_to), "trials", human)
 
 
 @trials_app.command()

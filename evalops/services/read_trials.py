@@ -25,6 +25,17 @@ from evalops.store.reader import Reader
 
 _LATEST_SYNC = "(SELECT id FROM sync_run ORDER BY id DESC LIMIT 1)"
 
+COUNT_CAP = 10_000
+"""A limited listing counts the matching trials up to this many (or up to its limit, if
+larger); past that its footer says "more than". Counting every row is the one part of a
+listing that grows with the registry: at a million trials it cost more than listing fifty."""
+
+
+def count_cap(limit: int | None) -> int | None:
+    """Up to how many matching trials a listing of `limit` rows counts (None: it lists and so
+    counts every one)."""
+    return None if limit is None else max(COUNT_CAP, limit)
+
 
 @dataclass(frozen=True)
 class TrialFilter:
@@ -195,7 +206,8 @@ def list_trials(
     reader: Reader, where: TrialFilter, limit: int | None = None
 ) -> tuple[list[dict[str, Any]], int]:
     """The first `limit` matching trials (every one for None), oldest first, and how many
-    match in all (`trials.list_trials`: without a class the limit and the count are SQL)."""
+    match in all, counted up to `count_cap(limit)` + 1 (`trials.list_trials`: without a
+    class the limit and the count are SQL)."""
     cls = where.cls
     if cls is not None and cls not in CANONICAL_PRECEDENCE:
         raise InputError(
@@ -212,10 +224,14 @@ def list_trials(
     reruns = _Reruns(reader, defs)
     sql = f"SELECT {TRIAL_COLUMNS} FROM trial WHERE {clause} ORDER BY id"
     if cls is None:
-        total = int(reader.scalar(f"SELECT count(*) AS n FROM trial WHERE {clause}", params))
-        if limit is not None:
-            sql += " LIMIT :limit"
-            params = {**params, "limit": limit}
+        if limit is None:
+            rows = [_summary(defs, t, builds, reruns) for t in reader.rows(sql, params)]
+            return rows, len(rows)
+        counted = f"SELECT id FROM trial WHERE {clause} LIMIT :cap"
+        cap = {**params, "cap": int(count_cap(limit) or 0) + 1}
+        total = int(reader.scalar(f"SELECT count(*) AS n FROM ({counted}) AS matching", cap))
+        sql += " LIMIT :limit"
+        params = {**params, "limit": limit}
         return [_summary(defs, t, builds, reruns) for t in reader.rows(sql, params)], total
     out: list[dict[str, Any]] = []
     total = 0

@@ -22,6 +22,7 @@ from evalops.services.definitions import (
     stored_record,
 )
 from evalops.services.policies import gate_policies_of_task, max_attempts
+from evalops.services.read_trials import count_cap
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
@@ -125,8 +126,9 @@ def list_trials(
     models); this reading, built from the same summary and rerun rules as `trials show`, is
     what tests/services/test_read_differential.py holds that one to.
 
-    Without `cls` the limit and the count are SQL (`LIMIT`, `COUNT`): listing 50 trials
-    costs the same at 10k and at 1M stored trials. A trial's current class is re-derived
+    Without `cls` the limit and the count are SQL (`LIMIT`, `COUNT`), the count stopping
+    past `read_trials.count_cap(limit)`: listing 50 trials costs the same at 10k and at 1M
+    stored trials. A trial's current class is re-derived
     from current evidence, so `cls` re-derives every trial the other filters leave.
     `suite` keeps the trials of the suite's current members at their pinned task and grader
     set digests (the trials the gate counts).
@@ -158,9 +160,12 @@ def list_trials(
         reruns = _Reruns(session)
         stmt = select(Trial).where(*where).order_by(col(Trial.id))
         if cls is None:
-            total = session.exec(select(func.count()).select_from(Trial).where(*where)).one()
-            if limit is not None:
-                stmt = stmt.limit(limit)
+            if limit is None:
+                rows = [_summary(defs, t, builds, reruns) for t in session.exec(stmt)]
+                return rows, len(rows)
+            matching = select(Trial.id).where(*where).limit(int(count_cap(limit) or 0) + 1)
+            total = session.exec(select(func.count()).select_from(matching.subquery())).one()
+            stmt = stmt.limit(limit)
             return [_summary(defs, t, builds, reruns) for t in session.exec(stmt)], total
         out: list[dict[str, Any]] = []
         total = 0

@@ -90,6 +90,40 @@ def test_trials_list_filters(sixty: Path, cli: Cli) -> None:
     assert "nope/none" in unknown_suite.stderr
 
 
+def test_a_limited_listing_counts_up_to_its_cap_and_says_more_than(
+    sixty: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting every match is the one part of a listing that grows with the registry, so a
+    limited listing stops counting past the cap (or its limit, if larger) and says so."""
+    from evalops.services import read_trials
+    from evalops.services import trials as trials_service
+    from evalops.services.database import open_database
+
+    monkeypatch.setattr(read_trials, "COUNT_CAP", 20)
+    two = cli("trials", "list", "--limit", "2", cwd=sixty)
+    assert _ids(two.stdout) == {"t-000", "t-001"}
+    assert "showing 2 of more than 20 trials (--limit N or --all for more)" in two.stderr
+    # A limit above the cap counts up to the limit.
+    thirty = cli("trials", "list", "--limit", "30", "--json", cwd=sixty)
+    assert len(thirty.json()) == 30
+    assert "showing 30 of more than 30 trials" in thirty.stderr
+    assert "of more than 59 trials" in cli("trials", "list", "--limit", "59", cwd=sixty).stderr
+    # Whenever every row is listed, and up to the cap itself, the count is exact.
+    assert "showing 60 of 60 trials" in cli("trials", "list", "--all", cwd=sixty).stderr
+    monkeypatch.setattr(read_trials, "COUNT_CAP", 60)
+    assert "showing 2 of 60 trials" in cli("trials", "list", "--limit", "2", cwd=sixty).stderr
+    monkeypatch.setattr(read_trials, "COUNT_CAP", 20)
+    failing = cli("trials", "list", "--class", "task_fail", "--limit", "1", cwd=sixty)
+    assert "showing 1 of 12 trials" in failing.stderr  # a class filter reads every row anyway
+    monkeypatch.setattr(read_trials, "COUNT_CAP", 5)
+    engine = open_database(f"sqlite+pysqlite:///{sixty / '.evalops' / 'registry.db'}")
+    try:
+        for limit, counted in ((2, 6), (10, 11), (59, 60), (None, 60)):
+            assert trials_service.list_trials(engine, limit=limit)[1] == counted
+    finally:
+        engine.dispose()
+
+
 @pytest.fixture
 def statements() -> Iterator[list[str]]:
     """Every SQL statement any engine runs while the test does."""
