@@ -32,7 +32,9 @@ def _status(url: str) -> dict[str, str | None]:
         engine.dispose()
 
 
-def _upgrade(url: str, revision: str) -> None:
+def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
+    """Migrate to `revision`; with `create_if_empty`, an empty database is instead created
+    at head from the models in one step (the same schema, docs/verify.md "The database")."""
     from evalops.services.database import _unreachable, engine_for
     from evalops.services.upgrade_checks import check_before_upgrade
     from evalops.store import migrate
@@ -42,7 +44,8 @@ def _upgrade(url: str, revision: str) -> None:
     try:
         migrate.ensure_parent(sqlite_path(url))
         check_before_upgrade(engine)  # an older schema: its rows must be what it recorded
-        migrate.upgrade(url, engine, revision)
+        if not (create_if_empty and migrate.create_at_head(url, engine)):
+            migrate.upgrade(url, engine, revision)
     except (OSError, InputError, VerificationError):
         raise
     except Exception as exc:
@@ -110,7 +113,7 @@ def init(
     state = settings(ctx, json_flag)
     written = starter_registry(starter) if starter is not None else []
     disabled = write_authority_example(starter) if starter is not None else None
-    _upgrade(state.db_url, "head")
+    _upgrade(state.db_url, "head", create_if_empty=True)
     _ignore_dot_evalops()
     status = _status(state.db_url)
     data: dict[str, object] = dict(status)
