@@ -27,7 +27,7 @@ FIXTURES = REPO_ROOT / "tests" / "fixtures"
 
 @dataclass
 class Paths:
-    """What each call of `migrate.create_at_head` answered (True: it created the schema),
+    """What each call of `fresh.create_at_head` answered (True: it created the schema),
     and the revisions `migrate.upgrade` (the migrations) was asked for, in order."""
 
     created: list[bool] = field(default_factory=list)
@@ -39,20 +39,20 @@ class Paths:
 
 @pytest.fixture
 def paths(monkeypatch: pytest.MonkeyPatch) -> Paths:
-    from evalops.store import migrate
+    from evalops.store import fresh, migrate
 
     seen = Paths()
-    create_at_head, upgrade = migrate.create_at_head, migrate.upgrade
+    create_at_head, upgrade = fresh.create_at_head, migrate.upgrade
 
-    def create_spy(url: str, engine: Any) -> bool:
-        seen.created.append(create_at_head(url, engine))
+    def create_spy(engine: Any) -> bool:
+        seen.created.append(create_at_head(engine))
         return seen.created[-1]
 
     def upgrade_spy(url: str, engine: Any, revision: str = "head") -> None:
         seen.migrated.append(revision)
         upgrade(url, engine, revision)
 
-    monkeypatch.setattr(migrate, "create_at_head", create_spy)
+    monkeypatch.setattr(fresh, "create_at_head", create_spy)
     monkeypatch.setattr(migrate, "upgrade", upgrade_spy)
     return seen
 

@@ -1,5 +1,5 @@
 """A database created at head from the models (`evalops init` on an empty database,
-`migrate.create_at_head`) is the database the migrations build, on SQLite and PostgreSQL.
+`evalops/store/fresh.py`) is the database the migrations build, on SQLite and PostgreSQL.
 
 Each database is described from the server's own catalog, independently of the models:
 SQLite's PRAGMAs (table_xinfo, index_list, index_xinfo, foreign_key_list) and
@@ -8,11 +8,13 @@ for quoting, spacing and the order of table constraints); PostgreSQL's pg_catalo
 by attnum with type, nullability, default, identity; every constraint with its definition,
 deferrability included; index, trigger, view, sequence, type and function definitions);
 on both, SQLAlchemy's inspector (columns, primary key order, indexes, unique, foreign-key
-and check constraints), a few database settings and the rows of `alembic_version`.
+and check constraints), a few database settings, the rows of every table (none: a seed row
+a migration wrote would show) and those of `alembic_version`.
 
 Planted differences (an index dropped, made unique or partial, a column reordered, retyped,
 made nullable or given a default, a foreign key's deferral or ON DELETE changed, a CHECK
-constraint or a view added, another revision stamped) show that the description notices each.
+constraint, a view or a row added, another revision stamped) show that the description
+notices each.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import SQLModel
 
 import evalops.store.tables  # noqa: F401  (registers every table on the metadata)
-from evalops.store import migrate
+from evalops.store import fresh, migrate
 from evalops.store.engine import make_engine
 from evalops.store.schema import HEAD_REVISION
 
@@ -232,7 +234,17 @@ def snapshot(engine: Engine) -> Snapshot:
             if inspect(conn).has_table("alembic_version")
             else None
         )
-        return {"catalog": catalog, "inspector": inspector_snapshot(conn), "version": version}
+        rows = {
+            table: sorted(map(repr, _rows(conn, f'SELECT * FROM "{table}"')))
+            for table in inspect(conn).get_table_names()
+            if table != "alembic_version"
+        }
+        return {
+            "catalog": catalog,
+            "inspector": inspector_snapshot(conn),
+            "rows": rows,
+            "version": version,
+        }
 
 
 def differences(a: Any, b: Any, path: str = "") -> list[str]:
@@ -304,19 +316,15 @@ def created(
     column order, by the same steps with the plant (then `after` runs, if given)."""
     engine = backend.empty()
     if metadata is None and order is None:
-        assert migrate.create_at_head(_url(engine), engine) is True
+        assert fresh.create_at_head(engine) is True
     else:
-        from alembic.runtime.migration import MigrationContext
-        from alembic.script import ScriptDirectory
-
         with engine.begin() as conn:
-            migrate.create_schema(
+            fresh.create_schema(
                 conn,
                 metadata if metadata is not None else SQLModel.metadata,
-                order if order is not None else migrate.MIGRATED_COLUMN_ORDER,
+                order if order is not None else fresh.MIGRATED_COLUMN_ORDER,
             )
-            scripts = ScriptDirectory.from_config(migrate.alembic_config(_url(engine)))
-            MigrationContext.configure(connection=conn).stamp(scripts, "head")
+            fresh.stamp(conn, HEAD_REVISION)
     if after is not None:
         with engine.begin() as conn:
             conn.exec_driver_sql(after)
@@ -379,11 +387,11 @@ def test_create_at_head_leaves_a_database_that_is_not_empty_alone(backend: Backe
     with engine.begin() as conn:
         conn.exec_driver_sql("CREATE TABLE notes (x TEXT)")
     before = snapshot(engine)
-    assert migrate.create_at_head(_url(engine), engine) is False
+    assert fresh.create_at_head(engine) is False
     assert snapshot(engine) == before
     engine, _ = created(backend)
     at_head = snapshot(engine)
-    assert migrate.create_at_head(_url(engine), engine) is False
+    assert fresh.create_at_head(engine) is False
     assert snapshot(engine) == at_head
 
 
@@ -399,7 +407,7 @@ def test_of_two_concurrent_creations_one_creates_and_the_other_finds_it_done(
 
     def create(on: Engine) -> None:
         start.wait()
-        answers.append(migrate.create_at_head(_url(on), on))
+        answers.append(fresh.create_at_head(on))
 
     try:
         threads = [threading.Thread(target=create, args=(e,)) for e in (engine, other)]
@@ -473,7 +481,7 @@ PLANTS: dict[str, dict[str, Any]] = {
                                    sqlite_where=text("task_id IS NOT NULL"),
                                    postgresql_where=text("task_id IS NOT NULL")),
         "says": "ix_trial_execution_task"},
-    "column order": {"order": {k: v for k, v in migrate.MIGRATED_COLUMN_ORDER.items()
+    "column order": {"order": {k: v for k, v in fresh.MIGRATED_COLUMN_ORDER.items()
                                if k != "gate_decision"},
                      "says": "gate_decision"},
     "column type": {"metadata": _column("calibration", "grader_version", type=Integer()),
@@ -492,6 +500,9 @@ PLANTS: dict[str, dict[str, Any]] = {
     "check constraint": {"metadata": _check, "says": "number > 0"},
     "view": {"after": "CREATE VIEW planted_view AS SELECT 1 AS x", "says": "planted_view"},
     "revision": {"after": "UPDATE alembic_version SET version_num = '0002'", "says": "0002"},
+    "row": {"after": "INSERT INTO audit_event VALUES (1, '2026-01-01 00:00:00', 'a', 'k', "
+                     "'s', 'd', '{}', '', 'planted-hash')",
+            "says": "planted-hash"},
 }  # fmt: skip
 
 
