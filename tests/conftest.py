@@ -162,7 +162,7 @@ def workspace_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def synced_master(workspace_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`workspace_master` after `evalops init` and `evalops sync`, once per test process.
 
-    `init` (every migration) costs far more than copying its result, and most tests only
+    `init` and `sync` cost far more than copying their result, and most tests only
     need a synced registry to start from; the tests of `init` and `sync` themselves run
     them on a fresh `workspace`.
     """

@@ -32,17 +32,28 @@ def _status(url: str) -> dict[str, str | None]:
         engine.dispose()
 
 
-def _upgrade(url: str, revision: str) -> None:
-    from evalops.services.database import _unreachable, engine_for
-    from evalops.services.upgrade_checks import check_before_upgrade
-    from evalops.store import migrate
-    from evalops.store.engine import sqlite_path
+def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
+    """Migrate to `revision`; with `create_if_empty`, an empty database is instead created
+    at head from the models in one step (the same schema, docs/verify.md "The database"),
+    without loading Alembic."""
+    from evalops.services.database import _unreachable, engine_for, stored_revision
+    from evalops.store import fresh
+    from evalops.store.engine import ensure_parent, sqlite_path
+    from evalops.store.schema import HEAD_REVISION
 
     engine = engine_for(url)
     try:
-        migrate.ensure_parent(sqlite_path(url))
-        check_before_upgrade(engine)  # an older schema: its rows must be what it recorded
-        migrate.upgrade(url, engine, revision)
+        ensure_parent(sqlite_path(url))
+        if stored_revision(engine) not in (None, HEAD_REVISION):
+            # An older schema: its rows must be what it recorded (the checks load the
+            # verifier and the gate, which a new or current database does not need).
+            from evalops.services.upgrade_checks import check_before_upgrade
+
+            check_before_upgrade(engine)
+        if not (create_if_empty and fresh.create_at_head(engine)):
+            from evalops.store import migrate
+
+            migrate.upgrade(url, engine, revision)
     except (OSError, InputError, VerificationError):
         raise
     except Exception as exc:
@@ -110,7 +121,7 @@ def init(
     state = settings(ctx, json_flag)
     written = starter_registry(starter) if starter is not None else []
     disabled = write_authority_example(starter) if starter is not None else None
-    _upgrade(state.db_url, "head")
+    _upgrade(state.db_url, "head", create_if_empty=True)
     _ignore_dot_evalops()
     status = _status(state.db_url)
     data: dict[str, object] = dict(status)

@@ -37,6 +37,12 @@ def sqlite_path(url: str) -> Path | None:
     return Path(parsed.database)
 
 
+def ensure_parent(path: Path | None) -> None:
+    """The directory of a SQLite database file, created if missing."""
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+
+
 SECRET_PARAMS = re.compile(
     r"(?i)^(password|passwd|pass|pwd|secret|token|access_token|api_key|apikey|sslpassword|"
     r"sslkey|auth|authorization|credentials?)$"

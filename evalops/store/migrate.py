@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
@@ -41,8 +40,3 @@ def downgrade(url: str, engine: Engine, revision: str) -> None:
 def check(url: str, engine: Engine) -> None:
     """Raise if the models and the migrated schema differ (autogenerate would emit ops)."""
     command.check(alembic_config(url, engine))
-
-
-def ensure_parent(path: Path | None) -> None:
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)

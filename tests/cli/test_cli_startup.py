@@ -64,6 +64,22 @@ def test_validate_loads_no_database_code() -> None:
     assert not loaded["sqlalchemy"] and not loaded["sqlmodel"] and not loaded["alembic"]
 
 
+@pytest.mark.parametrize(("argv", "alembic"), [(["init"], False), (["db", "upgrade"], True)])
+def test_only_the_migrations_load_alembic(tmp_path: Path, argv: list[str], alembic: bool) -> None:
+    """`init` creates an empty database without Alembic (docs/verify.md, "The database");
+    `db upgrade` migrates it."""
+    url = f"sqlite:///{tmp_path / 'registry.db'}"
+    (tmp_path / "registry.db").touch()
+    loaded = _loaded_after(
+        "import os\n"
+        "from evalops.cli.main import main\n"
+        f"os.chdir({str(tmp_path)!r})\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main(['--db', {url!r}, *{argv!r}]) == 0"
+    )
+    assert loaded["sqlalchemy"] and loaded["alembic"] is alembic
+
+
 class _Info:
     min: float | None = 0
     max: float | None = None
