@@ -6,7 +6,9 @@ resolves what the decision only names (task titles and incidents, trial rows, wa
 and reasons, calibration state of every model grader for the pinned config, git provenance,
 the suite's decision history, eval case digests) and anchors it to the audit chain: the
 decision's own event and the chain head as of rendering. `assemble` is the pure part, so
-renderers, exporters and benchmarks can build documents without a database.
+renderers, exporters and benchmarks can build documents without a database; from one, it
+lists the trials as `resolve`'s reader of them (`_StoredTrials`) reads them, a chunk at a
+time, while the read session is open.
 """
 
 from __future__ import annotations
@@ -1126,7 +1128,8 @@ def assemble(
 
     In steps: one row per task (failures first) and per trial of the decision, each with
     its resolved facts; then the blocks a reader follows (summary, failure classes,
-    waivers, efficiency, digests), each from those rows."""
+    waivers, efficiency, digests), each from those rows. The trial rows and drill-downs
+    of a large decision are a `RowSpool` (`report/rows.py`), not lists."""
     waiver_rows: Mapping[str, Any] = resolved.get("waivers", {}).get("rows", {})
     tasks_in = {t["task_id"]: t for t in inputs.get("tasks", [])}
     tasks = [
