@@ -230,7 +230,7 @@ def _write_artifacts(
         return
     from evalops.cli.output import format_for, write_output
     from evalops.export.junit import junit_xml
-    from evalops.report.audit import render_audit
+    from evalops.report.audit import audit_chunks
     from evalops.services.reports import audit_document, unstored_document
 
     if unstored is not None:
@@ -241,7 +241,7 @@ def _write_artifacts(
         say(f"wrote JUnit XML to {junit}", err=True)
     if report is not None:
         kind = format_for(None, str(report), "md")
-        if write_output(str(report), render_audit(doc, kind)):
+        if write_output(str(report), audit_chunks(doc, kind)):
             say(f"wrote the audit report ({kind}) to {report}", err=True)
 
 

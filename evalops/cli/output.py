@@ -3,6 +3,7 @@
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
 
@@ -35,14 +36,17 @@ def format_for(fmt: str | None, output: str, default: str = "html") -> str:
     return FORMAT_BY_SUFFIX.get(Path(output).suffix.lower(), default)
 
 
-def write_output(output: str, text: str) -> str | None:
+def write_output(output: str, text: str | Iterable[str]) -> str | None:
     """Write `text` to `output` (parents created, replaced atomically); `-` is stdout.
+    `text` may come in pieces (a large JSON report, written as it is encoded).
 
     Returns the path written, or None for stdout.
     """
+    pieces = [text] if isinstance(text, str) else text
     if output == "-":
         try:
-            sys.stdout.write(text)
+            for piece in pieces:
+                sys.stdout.write(piece)
             sys.stdout.flush()
         except BrokenPipeError:
             reader_gone(sys.stdout)  # the reader stopped early: keep the exit code
@@ -56,7 +60,8 @@ def write_output(output: str, text: str) -> str | None:
         try:
             follow_umask(fd)
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as stream:
-                stream.write(text)
+                for piece in pieces:
+                    stream.write(piece)
             os.replace(tmp, path)
         except BaseException:
             Path(tmp).unlink(missing_ok=True)

@@ -53,14 +53,14 @@ def audit(
 
     Example: evalops report audit --gate GATE-3 --format html -o reports/audit-GATE-3.html
     """
-    from evalops.report.audit import render_audit
+    from evalops.report.audit import audit_chunks
     from evalops.services.reports import audit_document
 
     state = settings(ctx, json_flag)
     chosen = format_for(fmt, output, _default_format(output))
     with state.connect() as engine:
         doc = audit_document(engine, gate, now=now())
-    path = write_output(output, render_audit(doc, chosen))
+    path = write_output(output, audit_chunks(doc, chosen))
     _written(
         ctx,
         f"{chosen} audit report of {gate}",

@@ -8,10 +8,12 @@ long tables are cut, rows whole, with a note); JSON is the document itself.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalops.report.render import FORMATS, render
+from evalops.report.rows import is_spooled
 from evalops.report.svg import kind_of_decision
 
 if TYPE_CHECKING:
@@ -25,14 +27,73 @@ HTML_TRIAL_ROWS = 500
 _MIN_ROW_CHARS = 24
 
 
+class _Streamed(list[Any]):
+    """Rows read back from disk (`report/rows.py`), as the JSON encoder sees a list: it
+    asks whether the list is empty and iterates it, so each row is read, written and let
+    go in turn (the encoder of an indented document is the pure-Python one, which takes
+    any `list` instance; nothing else sees this type)."""
+
+    def __init__(self, rows: Sequence[Any]) -> None:
+        super().__init__()
+        self.rows = rows
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __bool__(self) -> bool:
+        return len(self.rows) > 0
+
+
+def _streamed(value: Any) -> list[Any]:
+    if is_spooled(value):
+        return _Streamed(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_END = object()
+
+
+def _has_surrogate(value: Any) -> bool:
+    """Whether any text of `value` (keys too) holds a lone surrogate, which UTF-8 cannot
+    encode (the JSON report then escapes every non-ASCII character). Depth first, one
+    iterator per level, so rows read back from disk are read one at a time."""
+    stack: list[Iterator[Any]] = [iter((value,))]
+    while stack:
+        item = next(stack[-1], _END)
+        if item is _END:
+            stack.pop()
+        elif isinstance(item, str):
+            if not item.isascii() and _SURROGATE.search(item):
+                return True
+        elif isinstance(item, Mapping):
+            stack.append(iter([*(k for k in item if isinstance(k, str)), *item.values()]))
+        elif isinstance(item, list | tuple) or is_spooled(item):
+            stack.append(iter(item))
+    return False
+
+
+def json_chunks(doc: Mapping[str, Any]) -> Iterator[str]:
+    """`to_json(doc)` a piece at a time, so a report of any size is written as it is
+    encoded: indented JSON; text that cannot be UTF-8 (a lone surrogate) is written
+    escaped."""
+    encoder = json.JSONEncoder(indent=2, ensure_ascii=_has_surrogate(doc), default=_streamed)
+    parts: list[str] = []
+    for part in encoder.iterencode(doc):
+        parts.append(part)
+        if len(parts) >= 4096:
+            yield "".join(parts)
+            parts = []
+    parts.append("\n")
+    yield "".join(parts)
+
+
 def to_json(doc: Mapping[str, Any]) -> str:
     """Indented JSON; text that cannot be UTF-8 (a lone surrogate) is written escaped."""
-    text = json.dumps(doc, indent=2, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(doc, indent=2, ensure_ascii=True)
-    return text + "\n"
+    return "".join(json_chunks(doc))
 
 
 def _longest(doc: ReportDocument) -> int:
@@ -74,6 +135,15 @@ def html(doc: ReportDocument) -> str:
         kind=kind_of_decision(str(doc.get("decision"))),
         trial_limit=HTML_TRIAL_ROWS,
     )
+
+
+def audit_chunks(doc: ReportDocument, fmt: str) -> Iterator[str]:
+    """`render_audit(doc, fmt)` a piece at a time: the JSON report as it is encoded (it
+    lists every trial); HTML and Markdown, which list a bounded number, whole."""
+    if fmt == "json":
+        yield from json_chunks(doc)
+    else:
+        yield render_audit(doc, fmt)
 
 
 def render_audit(doc: ReportDocument, fmt: str) -> str:

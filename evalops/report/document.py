@@ -8,6 +8,7 @@ here changes a byte of a report. `tests/contract/test_document_types.py` compare
 with the documents the demo's decisions produce, so they cannot drift apart.
 """
 
+from collections.abc import Sequence
 from typing import Any, NotRequired, TypeAlias, TypedDict
 
 from evalops.domain.changes import TaskChange
@@ -348,9 +349,12 @@ class ReportDocument(TypedDict):
     tasks: list[ReportTask]
     trialStats: TrialStats
     failure_classes: FailureClasses
-    trials: list[ReportTrial]
-    failing_trials: list[dict[str, Any]]
-    """The drill-down of each trial that did not pass (`services/drilldown.py`)."""
+    trials: Sequence[ReportTrial]
+    """A list, or for a decision of many trials a `RowSpool` (`report/rows.py`): rows read
+    back from disk as they are iterated, equal to the ones listed."""
+    failing_trials: Sequence[dict[str, Any]]
+    """The drill-down of each trial that did not pass (`services/drilldown.py`); like
+    `trials`, read back from disk for a decision of many trials."""
     waivers: ReportWaivers
     calibration: list[CalibrationFact]
     regression: RegressionVerdict | None

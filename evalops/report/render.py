@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from markupsafe import Markup
 
 from evalops.report import svg
+from evalops.report.rows import selected
 from evalops.report.text import anchor_token, md, safe_url, visible
 
 if TYPE_CHECKING:
@@ -126,6 +127,8 @@ def environment() -> jinja2.Environment:
         md=lambda value: md(for_people(value)),
         num=num,
         seconds=seconds,
+        # A spool's rows read as needed, not listed at once (`report/rows.py`).
+        selected=selected,
         short=short,
         url=safe_url,
         visible=visible,

@@ -240,39 +240,63 @@ def failing_trials(
 ) -> list[dict[str, Any]]:
     """The drill-down of every trial whose class (as decided) is not a pass, in the order of
     the report's trials. `grader_sets`: task id -> its grader set digest."""
-    states = {(c["grader_set_digest"], c["grader_id"]): c["state"] for c in calibration}
+    states = calibration_states(calibration)
     children: dict[str, list[Mapping[str, Any]]] = {}
     for t in trials:
-        if t.get("parent_trial_id"):
-            children.setdefault(t["parent_trial_id"], []).append(t)
-    out = []
-    for t in trials:
-        if t["classification"] == "task_pass":
-            continue
-        facts = details.get(t["trial_id"]) or {}
-        set_digest = grader_sets.get(t["task_id"])
-        mine = {g: s for (d, g), s in states.items() if d == set_digest}
-        out.append(
+        add_rerun(children, t)
+    return [
+        drill_down(t, details.get(t["trial_id"]) or {}, states, grader_sets, children)
+        for t in trials
+        if t["classification"] != "task_pass"
+    ]
+
+
+def calibration_states(calibration: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], str]:
+    """(grader set digest, grader id) -> the calibration state of each model grader."""
+    return {(c["grader_set_digest"], c["grader_id"]): c["state"] for c in calibration}
+
+
+def add_rerun(children: dict[str, list[Mapping[str, Any]]], t: Mapping[str, Any]) -> None:
+    """Remember report trial `t` under its parent, if it is a rerun (what `_reruns` shows of
+    it, in the order of the report's trials)."""
+    if t.get("parent_trial_id"):
+        children.setdefault(t["parent_trial_id"], []).append(
             {
                 "trial_id": t["trial_id"],
-                "task_id": t["task_id"],
-                "class": t["classification"],
-                "explanation": t.get("explanation"),
-                "rerun_of": t.get("parent_trial_id"),
-                "graders": _with_calibration(
-                    facts.get("graders") or [], mine, t.get("reviews") or []
-                ),
-                "trajectory": facts.get("trajectory"),
-                "fixture_misses": t.get("fixture_misses"),
-                "effects": _effects(facts.get("effects") or [], t.get("reconciliations") or []),
-                "runtime_status": t.get("runtime_status"),
-                "usage": facts.get("usage"),
-                "duration_s": facts.get("duration_s"),
-                "secondary_labels": facts.get("secondary_labels") or [],
-                "reruns": _reruns(t["trial_id"], children),
-                "reviews": list(t.get("reviews") or []),
-                "trace": facts.get("trace")
-                or {"uri": t.get("trace_uri"), "link": False, "open_with": None, "source": None},
+                "classification": t["classification"],
+                "rerun_reason": t.get("rerun_reason"),
+                "rerun_not_permitted": t.get("rerun_not_permitted"),
             }
         )
-    return out
+
+
+def drill_down(
+    t: Mapping[str, Any],
+    facts: Mapping[str, Any],
+    states: Mapping[tuple[str, str], str],
+    grader_sets: Mapping[str, str],
+    children: Mapping[str, list[Mapping[str, Any]]],
+) -> dict[str, Any]:
+    """The drill-down of one report trial that did not pass (`facts`: its `trial_details`;
+    `children`: every rerun of the report's trials, by parent)."""
+    set_digest = grader_sets.get(t["task_id"])
+    mine = {g: s for (d, g), s in states.items() if d == set_digest}
+    return {
+        "trial_id": t["trial_id"],
+        "task_id": t["task_id"],
+        "class": t["classification"],
+        "explanation": t.get("explanation"),
+        "rerun_of": t.get("parent_trial_id"),
+        "graders": _with_calibration(facts.get("graders") or [], mine, t.get("reviews") or []),
+        "trajectory": facts.get("trajectory"),
+        "fixture_misses": t.get("fixture_misses"),
+        "effects": _effects(facts.get("effects") or [], t.get("reconciliations") or []),
+        "runtime_status": t.get("runtime_status"),
+        "usage": facts.get("usage"),
+        "duration_s": facts.get("duration_s"),
+        "secondary_labels": facts.get("secondary_labels") or [],
+        "reruns": _reruns(t["trial_id"], children),
+        "reviews": list(t.get("reviews") or []),
+        "trace": facts.get("trace")
+        or {"uri": t.get("trace_uri"), "link": False, "open_with": None, "source": None},
+    }

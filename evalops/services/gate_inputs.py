@@ -9,7 +9,7 @@ the seq it was made and compares them with what was stored.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -412,6 +412,39 @@ def task_inputs(
         }
         for m in members
     ]
+
+
+def listed_task_trials(
+    session: Session, inputs: Mapping[str, Any]
+) -> Callable[[Mapping[str, Any]], Iterator[TrialInput]]:
+    """For a decision's stored inputs of evaluator 4 (per-task summaries): each task's
+    trials as evaluator 3 lists them (`task_inputs`), read one task at a time from the
+    registry as it stood at the decision's cutoff, each yielded as it is read, so a report
+    lists a decision of any size without holding its trials (docs/gate.md, "Evaluator 4").
+
+    The same rows `task_inputs` keeps for the task (its pinned revision and grader set, the
+    decision's execution digest, up to the cutoff), in the same order (by row id)."""
+    cutoff = GateRequest.from_dict(inputs["request"]).cutoff
+    # Listed as evaluator 3 lists them: the pass class is never exempt from calibration.
+    defs = Definitions(session, cutoff, pass_class_exempt=False)
+    rederive_ = StaleClassifications(session, defs)
+
+    def trials(task: Mapping[str, Any]) -> Iterator[TrialInput]:
+        rows: Any = session.connection().execute(
+            select(*_TRIAL_COLUMNS)  # type: ignore[call-overload]
+            .where(
+                Trial.task_digest == task["task_digest"],
+                Trial.grader_set_digest == task["grader_set_digest"],
+                Trial.execution_digest == inputs["execution_digest"],
+                Trial.task_id == task["task_id"],
+                upto(Trial.audit_seq, cutoff),
+            )
+            .order_by(col(Trial.id))
+        )
+        for row in rows:
+            yield _trial_input(session, defs, rederive_, row)
+
+    return trials
 
 
 def _chained_ids(session: Session, execution: ExecutionProfileRow, cutoff: int) -> set[str]:

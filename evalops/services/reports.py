@@ -6,16 +6,18 @@ resolves what the decision only names (task titles and incidents, trial rows, wa
 and reasons, calibration state of every model grader for the pinned config, git provenance,
 the suite's decision history, eval case digests) and anchors it to the audit chain: the
 decision's own event and the chain head as of rendering. `assemble` is the pure part, so
-renderers, exporters and benchmarks can build documents without a database.
+renderers, exporters and benchmarks can build documents without a database; from one, it
+lists the trials as `resolve`'s reader of them (`_StoredTrials`) reads them, a chunk at a
+time, while the read session is open.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Protocol, TypeAlias, cast
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
@@ -38,7 +40,6 @@ from evalops.domain.gate_documents import (
     AnyGateInputs,
     DecisionDocument,
     DecisionTask,
-    TaskInput,
 )
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
@@ -52,6 +53,7 @@ from evalops.report.document import (
     EvalCaseDigests,
     FailureClasses,
     HistoryEntry,
+    LayerCount,
     Provenance,
     ReportDocument,
     ReportRefused,
@@ -62,8 +64,9 @@ from evalops.report.document import (
     ReportWaivers,
     SyncView,
 )
+from evalops.report.rows import RowSpool, mapped
 from evalops.services.definitions import SHARED_KEY, Definitions, rederive, session_definitions
-from evalops.services.drilldown import failing_trials, trial_details
+from evalops.services.drilldown import add_rerun, calibration_states, drill_down, trial_details
 from evalops.services.policies import named_in
 from evalops.store import queries
 from evalops.store.audit import carried_forward, chain_head, rows_fully_covered_from
@@ -129,48 +132,10 @@ def audit_document(engine: Engine, gate_id: str, *, now: datetime) -> ReportDocu
         return stored_document(session, row, now=now)
 
 
-def listed_trials(session: Session, inputs: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The decision's inputs with every task's trials listed, as a report shows them.
-
-    Evaluator 4 stores per-task summaries, not trials (docs/gate.md, "Evaluator 4"): the
-    trials are loaded again from the registry as it stood at the decision's cutoff (the
-    rows `verify` checks the summaries against), one input per trial as evaluator 3
-    stores them. Earlier decisions list their trials already."""
-    from evalops.domain.gate_compact import EVALUATOR_COMPACT
-    from evalops.services.gate_inputs import GateRequest, listed_inputs
-
-    if int(inputs.get("evaluator", 1)) < EVALUATOR_COMPACT:
-        return inputs
-    request = GateRequest.from_dict(inputs["request"])
-    listed = listed_inputs(
-        session,
-        request,
-        policy_doc=dict(inputs["policy"]),
-        policy_digest=str(inputs["policy_digest"]),
-        dry_run=True,
-        evaluator=EVALUATOR_COMPACT - 1,
-    )
-
-    def with_trials(
-        tasks: Sequence[Mapping[str, Any]], loaded: Sequence[TaskInput]
-    ) -> list[dict[str, Any]]:
-        trials = {t["task_id"]: t["trials"] for t in loaded}
-        return [{**t, "trials": trials.get(t["task_id"], [])} for t in tasks]
-
-    view = {**inputs, "tasks": with_trials(inputs["tasks"], listed["tasks"])}
-    baseline = inputs.get("baseline")
-    if baseline and "tasks" in baseline:
-        listed_baseline = listed["baseline"]
-        loaded = listed_baseline.get("tasks", []) if listed_baseline else []
-        view["baseline"] = {**baseline, "tasks": with_trials(baseline["tasks"], loaded)}
-    return view
-
-
 def stored_document(session: Session, row: GateDecision, *, now: datetime) -> ReportDocument:
     # A stored decision of any evaluator has the shape `DecisionDocument` describes.
     result = cast("DecisionDocument", json.loads(row.result))
-    stored_inputs = json.loads(row.inputs)
-    inputs = listed_trials(session, stored_inputs)
+    inputs = json.loads(row.inputs)
     resolved = resolve(
         session,
         result=result,
@@ -203,7 +168,7 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> Re
         decision_event=anchor(session.get(AuditEvent, row.audit_seq)),
         rendered_at=format_timestamp(now),
     )
-    document["inputs"] = stored_inputs  # verbatim, as stored
+    document["inputs"] = inputs  # verbatim, as stored
     return document
 
 
@@ -213,21 +178,20 @@ def unstored_document(
     """The report document of a decision that was evaluated but not stored (a dry run):
     resolved as of `now`, anchored to the chain head, with no decision event."""
     with read_session(engine) as session:
-        listed = listed_trials(session, inputs)
         resolved = resolve(
             session,
             result=result,
-            inputs=listed,
+            inputs=inputs,
             upto=head_seq(session),
-            cutoff=decision_cutoff(listed, None),
+            cutoff=decision_cutoff(inputs, None),
         )
-        resolved["history"] = decision_history(session, listed["suite"]["id"])
+        resolved["history"] = decision_history(session, inputs["suite"]["id"])
         resolved["previous_decision"] = previous_decision(
-            session, listed, before=None, build=listed["build"]
+            session, inputs, before=None, build=inputs["build"]
         )
         document = assemble(
             result=result,
-            inputs=listed,
+            inputs=inputs,
             resolved=resolved,
             decided_at=None,
             decided_by=None,
@@ -262,7 +226,8 @@ def resolve(
     tasks = list(inputs.get("tasks", []))
     return {
         "tasks": _task_facts(session, defs, tasks, inputs["execution_digest"]),
-        **_trial_facts(session, defs, tasks, upto),
+        # Read as the report lists them (`assemble`), a chunk at a time.
+        "trial_facts": _StoredTrials(session, defs, inputs, upto),
         "waivers": _waiver_facts(session, result.get("waivers") or {}),
         "calibration": calibration_facts(
             session, defs, tasks, cutoff, pass_class_exempt=int(inputs.get("evaluator", 1)) < 3
@@ -518,77 +483,143 @@ def _deciding_evaluator(
     return None
 
 
-def _trial_facts(
-    session: Session,
-    defs: Definitions,
-    tasks: Sequence[Mapping[str, Any]],
-    upto: int,
-) -> dict[str, Any]:
-    """`trials`: each trial's facts, and `layers`: grader verdicts other than a pass by
-    the layer of the grader that gave them, from one read of the decision's trials."""
-    ids = [t["trial_id"] for task in tasks for t in task.get("trials", [])]
-    classes = {t["trial_id"]: t["classification"] for task in tasks for t in task["trials"]}
-    found: dict[str, dict[str, Any]] = {}
-    details: dict[str, dict[str, Any]] = {}
-    batches = _remembered(_memo(session, "batches"), None, lambda: _BatchFiles(session))
-    layers: Counter[tuple[str, str]] = Counter()
-    for trial in _trial_rows(session, ids):
-        trial_id = trial.trial_id
-        record = json.loads(trial.record)
-        _count_layers(layers, defs, trial, record)
-        if classes[trial_id] != "task_pass":
-            details[trial_id] = trial_details(
-                defs, trial, record, batches.of(trial.ingest_batch_id)
-            )
-        recon, reviews = defs.appended(trial_id)
-        current = rederive(defs, trial, record)
-        found[trial_id] = {
-            "trial_index": trial.trial_index,
-            "run_id": trial.run_id,
-            "started_at": format_timestamp(trial.started_at),
-            "completed_at": format_timestamp(trial.completed_at),
-            "record_digest": trial.record_digest,
-            "trace_uri": record.get("trace_uri"),
-            "rerun_reason": trial.rerun_reason,
-            "runtime_status": (record.get("runtime") or {}).get("status"),
-            "explanation": _explanation(current, classes[trial_id]),
-            "scored": current.scored if current else True,
-            "evaluator_type": _deciding_evaluator(defs, trial, record, classes[trial_id]),
-            "reconciliations": [
-                {
-                    "effect_key": r.effect_key,
-                    "effect_index": r.effect_index,
-                    "status": r.status,
-                    "evidence_uri": r.evidence_uri,
-                    "at": format_timestamp(r.at),
-                    "actor": r.actor,
-                }
-                for r in recon
-                if r.audit_seq <= upto
-            ],
-            "reviews": [
-                {
-                    "grader_id": r.grader_id,
-                    "state": r.state,
-                    "reason": r.reason,
-                    "at": format_timestamp(r.at),
-                    "actor": r.actor,
-                }
-                for r in reviews
-                if r.audit_seq <= upto
-            ],
-        }
-    order = {"hard_constraint": 0, "outcome": 1, "trajectory_diagnosis": 2, "runtime": 3}
-    return {
-        "trials": {trial_id: found[trial_id] for trial_id in ids if trial_id in found},
-        "details": details,
-        "layers": [
+class TrialFacts(Protocol):
+    """The decision's trials, each with its resolved facts, as `assemble` lists them."""
+
+    def chunks(self, task_in: Mapping[str, Any]) -> Iterator[TrialChunk]:
+        """One task's trial inputs (`task_in`: the task's input), in order, a chunk at a
+        time, each with its trials' facts and drill-down details (by trial id)."""
+        ...
+
+    def layers(self) -> list[LayerCount]:
+        """Grader verdicts other than a pass by layer, once every chunk has been read."""
+        ...
+
+
+TrialChunk: TypeAlias = tuple[
+    Sequence[Mapping[str, Any]], Mapping[str, Mapping[str, Any]], Mapping[str, Mapping[str, Any]]
+]
+"""(trial inputs, facts by trial id, drill-down details by trial id)."""
+
+_LAYER_ORDER = {"hard_constraint": 0, "outcome": 1, "trajectory_diagnosis": 2, "runtime": 3}
+
+
+class _GivenTrialFacts:
+    """Facts resolved beforehand (`resolved["trials"]`, `["details"]`, `["layers"]`), for a
+    document assembled without a database; every trial listed in the inputs."""
+
+    def __init__(self, resolved: Mapping[str, Any]) -> None:
+        self.resolved = resolved
+
+    def chunks(self, task_in: Mapping[str, Any]) -> Iterator[TrialChunk]:
+        yield (
+            task_in.get("trials", []),
+            self.resolved.get("trials", {}),
+            self.resolved.get("details", {}),
+        )
+
+    def layers(self) -> list[LayerCount]:
+        return list(self.resolved.get("layers", []))
+
+
+class _StoredTrials:
+    """The decision's trials read from the registry a chunk at a time, each with its stored
+    record's facts, so that no more than a chunk is held (the rows `assemble` makes of them
+    go to a `RowSpool`). Evaluator 4 stores per-task summaries, not trials (docs/gate.md,
+    "Evaluator 4"): its trials are read again, a task at a time, as evaluator 3 lists them
+    (`listed_task_trials`: the rows `verify` checks the summaries against); earlier
+    evaluators' inputs list their trials."""
+
+    def __init__(
+        self, session: Session, defs: Definitions, inputs: Mapping[str, Any], upto: int
+    ) -> None:
+        from evalops.services.gate_inputs import listed_task_trials
+
+        self.session = session
+        self.defs = defs
+        self.upto = upto
+        self.listed: Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]] = (
+            listed_task_trials(session, inputs)
+            if int(inputs.get("evaluator", 1)) >= EVALUATOR_COMPACT
+            else lambda task_in: task_in.get("trials", [])
+        )
+        self.batches = _remembered(_memo(session, "batches"), None, lambda: _BatchFiles(session))
+        self.counts: Counter[tuple[str, str]] = Counter()
+
+    def chunks(self, task_in: Mapping[str, Any]) -> Iterator[TrialChunk]:
+        if not task_in:
+            return
+        chunk: list[Mapping[str, Any]] = []
+        for trial in self.listed(task_in):
+            chunk.append(trial)
+            if len(chunk) >= _CHUNK:
+                yield self._with_facts(chunk)
+                chunk = []
+        if chunk:
+            yield self._with_facts(chunk)
+
+    def layers(self) -> list[LayerCount]:
+        return [
             {"layer": layer, "state": state, "count": n}
             for (layer, state), n in sorted(
-                layers.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0])
+                self.counts.items(), key=lambda kv: (_LAYER_ORDER.get(kv[0][0], 9), kv[0])
             )
-        ],
-    }
+        ]
+
+    def _with_facts(self, chunk: Sequence[Mapping[str, Any]]) -> TrialChunk:
+        """Each trial's facts, and the drill-down details of those that did not pass, from
+        one read of their stored rows; their grader verdicts counted by layer."""
+        defs, upto = self.defs, self.upto
+        classes = {t["trial_id"]: t["classification"] for t in chunk}
+        found: dict[str, dict[str, Any]] = {}
+        details: dict[str, dict[str, Any]] = {}
+        for trial in _trial_rows(self.session, list(classes)):
+            trial_id = trial.trial_id
+            record = json.loads(trial.record)
+            _count_layers(self.counts, defs, trial, record)
+            if classes[trial_id] != "task_pass":
+                details[trial_id] = trial_details(
+                    defs, trial, record, self.batches.of(trial.ingest_batch_id)
+                )
+            recon, reviews = defs.appended(trial_id)
+            current = rederive(defs, trial, record)
+            found[trial_id] = {
+                "trial_index": trial.trial_index,
+                "run_id": trial.run_id,
+                "started_at": format_timestamp(trial.started_at),
+                "completed_at": format_timestamp(trial.completed_at),
+                "record_digest": trial.record_digest,
+                "trace_uri": record.get("trace_uri"),
+                "rerun_reason": trial.rerun_reason,
+                "runtime_status": (record.get("runtime") or {}).get("status"),
+                "explanation": _explanation(current, classes[trial_id]),
+                "scored": current.scored if current else True,
+                "evaluator_type": _deciding_evaluator(defs, trial, record, classes[trial_id]),
+                "reconciliations": [
+                    {
+                        "effect_key": r.effect_key,
+                        "effect_index": r.effect_index,
+                        "status": r.status,
+                        "evidence_uri": r.evidence_uri,
+                        "at": format_timestamp(r.at),
+                        "actor": r.actor,
+                    }
+                    for r in recon
+                    if r.audit_seq <= upto
+                ],
+                "reviews": [
+                    {
+                        "grader_id": r.grader_id,
+                        "state": r.state,
+                        "reason": r.reason,
+                        "at": format_timestamp(r.at),
+                        "actor": r.actor,
+                    }
+                    for r in reviews
+                    if r.audit_seq <= upto
+                ],
+            }
+        return chunk, found, details
 
 
 class _BatchFiles:
@@ -1097,18 +1128,20 @@ def assemble(
 
     In steps: one row per task (failures first) and per trial of the decision, each with
     its resolved facts; then the blocks a reader follows (summary, failure classes,
-    waivers, efficiency, digests), each from those rows."""
+    waivers, efficiency, digests), each from those rows. The trial rows and drill-downs
+    of a large decision are a `RowSpool` (`report/rows.py`), not lists."""
     waiver_rows: Mapping[str, Any] = resolved.get("waivers", {}).get("rows", {})
     tasks_in = {t["task_id"]: t for t in inputs.get("tasks", [])}
     tasks = [
         _decision_task(t, tasks_in.get(t["task_id"], {}), resolved, waiver_rows)
         for t in result.get("tasks", [])
     ]
-    trials = [
-        trial
-        for t in result.get("tasks", [])
-        for trial in _decision_trials(t, tasks_in.get(t["task_id"], {}), resolved)
-    ]
+    trials, failing, by_class, layers = _report_trials(
+        result,
+        tasks_in,
+        resolved,
+        {t["task_id"]: t["grader_set_digest"] for t in tasks},
+    )
     tasks.sort(key=lambda t: (EFFECT_ORDER.get(t["outcome"], 9), t["task_id"]))
     waivers = _waiver_block(result, resolved, waiver_rows)
     efficiency = _efficiency(tasks)
@@ -1138,14 +1171,9 @@ def assemble(
         "summary": _summary(result, tasks, trials),
         "tasks": tasks,
         "trialStats": result["trialStats"],
-        "failure_classes": _failure_classes(trials, resolved),
+        "failure_classes": _failure_classes(by_class, layers),
         "trials": trials,
-        "failing_trials": failing_trials(
-            trials,
-            resolved.get("details", {}),
-            resolved.get("calibration", []),
-            {t["task_id"]: t["grader_set_digest"] for t in tasks},
-        ),
+        "failing_trials": failing,
         "waivers": waivers,
         "calibration": list(resolved.get("calibration", [])),
         "regression": result.get("regression"),
@@ -1206,17 +1234,51 @@ def _decision_task(
     }
 
 
+def _report_trials(
+    result: DecisionDocument,
+    tasks_in: Mapping[str, Mapping[str, Any]],
+    resolved: Mapping[str, Any],
+    grader_sets: Mapping[str, str],
+) -> tuple[Sequence[ReportTrial], Sequence[dict[str, Any]], Counter[str], list[LayerCount]]:
+    """The report's trials (task by task, in the decision's order), the drill-down of each
+    that did not pass, the trials by class and the failing verdicts by layer, from one pass
+    over the trials (`resolved["trial_facts"]`: read from the registry a chunk at a time;
+    else the facts resolved beforehand). Rows past a few thousand go to disk (`RowSpool`),
+    so a decision of any size is listed in bounded memory, and reads back the same."""
+    facts: TrialFacts = resolved.get("trial_facts") or _GivenTrialFacts(resolved)
+    task_facts: Mapping[str, Any] = resolved.get("tasks", {})
+    rows: RowSpool[ReportTrial] = RowSpool()
+    failing: RowSpool[tuple[ReportTrial, Mapping[str, Any]]] = RowSpool()
+    children: dict[str, list[Mapping[str, Any]]] = {}
+    by_class: Counter[str] = Counter()
+    for t in result.get("tasks", []):
+        for chunk, trial_facts, details in facts.chunks(tasks_in.get(t["task_id"], {})):
+            for row in _decision_trials(t, chunk, task_facts.get(t["task_id"], {}), trial_facts):
+                rows.append(row)
+                by_class[row["classification"]] += 1
+                add_rerun(children, row)
+                if row["classification"] != "task_pass":
+                    failing.append((row, details.get(row["trial_id"]) or {}))
+    states = calibration_states(resolved.get("calibration", []))
+    drills = mapped(
+        failing.finished(),
+        lambda entry: drill_down(entry[0], entry[1], states, grader_sets, children),
+    )
+    return rows.finished(), drills, by_class, facts.layers()
+
+
 def _decision_trials(
-    t: DecisionTask, task_in: Mapping[str, Any], resolved: Mapping[str, Any]
+    t: DecisionTask,
+    trials: Iterable[Mapping[str, Any]],
+    facts: Mapping[str, Any],
+    trial_facts: Mapping[str, Any],
 ) -> list[ReportTrial]:
-    """The trials of one task of the decision (`t`), as its inputs (`task_in`) list them,
-    each with its resolved facts."""
-    facts = resolved.get("tasks", {}).get(t["task_id"], {})
-    trial_facts: Mapping[str, Any] = resolved.get("trials", {})
+    """Trials of one task of the decision (`t`), as its inputs list them, each with its
+    resolved facts (`facts`: the task's; `trial_facts`: by trial id)."""
     first = t.get("firstResults") or {}
     not_permitted = set(t.get("rerunsNotPermitted") or [])
     rows: list[ReportTrial] = []
-    for trial in task_in.get("trials", []):
+    for trial in trials:
         fact = trial_facts.get(trial["trial_id"], {})
         rerun_not_permitted = trial["trial_id"] in not_permitted
         reconciliations = fact.get("reconciliations", [])
@@ -1284,15 +1346,14 @@ def _summary(
     }
 
 
-def _failure_classes(trials: Sequence[ReportTrial], resolved: Mapping[str, Any]) -> FailureClasses:
+def _failure_classes(by_class: Counter[str], layers: Sequence[LayerCount]) -> FailureClasses:
     """Trials by class (most frequent first) and the resolved failures by layer."""
-    by_class = Counter(t["classification"] for t in trials)
     return {
         "by_class": [
             {"classification": c, "trials": n}
             for c, n in sorted(by_class.items(), key=lambda kv: (-kv[1], kv[0]))
         ],
-        "by_layer": list(resolved.get("layers", [])),
+        "by_layer": list(layers),
     }
 
 

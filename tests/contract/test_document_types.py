@@ -13,6 +13,7 @@ the code, added to it, or declared and never written fails here.
 
 from __future__ import annotations
 
+import collections.abc
 import json
 import sqlite3
 import types
@@ -117,7 +118,9 @@ def problems_of(value: Any, tp: Any, path: str, seen: Seen) -> list[str]:
         return problems
     if origin in (Union, types.UnionType):
         return _union_problems(value, tp, path, seen)
-    if origin is list:
+    # A `Sequence` of the document (rows a report may read back from disk) is written as
+    # a JSON array, like a list: every element is checked all the same.
+    if origin in (list, collections.abc.Sequence):
         if not isinstance(value, list):
             return [f"{path}: {type(value).__name__}, not a list"]
         (item,) = get_args(tp)
