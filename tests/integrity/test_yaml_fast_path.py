@@ -363,6 +363,21 @@ def test_generated_texts_read_alike(
     assert_bound_holds(text)
 
 
+@settings(max_examples=300, deadline=None)
+@given(_values, st.sampled_from([None, 0, 2]), st.booleans())
+def test_json_texts_give_the_same_line_maps(value: Any, indent: int | None, ascii: bool) -> None:
+    """`_node_lines` reads what `json.loads` accepted (NaN, 1e400, escapes of surrogates
+    and control characters, duplicate keys written by hand): the same maps both ways."""
+    try:
+        text = json.dumps(value, indent=indent, ensure_ascii=ascii)
+    except (TypeError, ValueError):
+        return
+    assert_same_lines(text)
+    if isinstance(value, dict) and value:
+        key = json.dumps(str(next(iter(value))))
+        assert_same_lines(text.replace("{", "{" + key + ": 1, ", 1))  # a duplicate key
+
+
 _keys = st.sampled_from(["a", "b", "k", "id", "x y", "0", "on"])
 _nested = st.recursive(
     st.none() | st.integers(-3, 3) | st.sampled_from(["s", "1.5", "", "a b"]),
