@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -308,10 +309,143 @@ def _flow_depth_exceeds(text: str, limit: int) -> bool:
     return False
 
 
+# --- the libyaml fast path --------------------------------------------------------------
+#
+# Why: speed. libyaml's C parser composes the same nodes as the pure-Python `_Composer`
+# several times faster (the repository's 20 YAML files: 9 ms of CPU instead of 54), which
+# `evalops validate` pays at every start (benchmarks/RESULTS.md, "P6 for validate");
+# `_Converter` applies the same core schema and limits to them. The pure-Python path stays
+# the reference: any error at all, and any text the two readers are known to read apart,
+# is parsed again by it, so values, lines and messages never depend on which parser ran
+# (docs/formats.md). The differences were found by the differential tests of
+# tests/integrity/test_yaml_fast_path.py; `_fast_path_unsure` sends the ones visible in the
+# text to the reference path, `_Libyaml.resolve` and `_compose_fast` the ones visible only
+# once parsed.
+
+# libyaml composes recursively in C, about 340 bytes of stack a level (not bounded by
+# Python's recursion limit): text that could nest deeper than this (an upper bound counted
+# by `_nesting_bound`, not the real depth) is left to the pure-Python composer. Anything
+# past MAX_DEPTH is refused anyway; 500 levels take under 200 KB of stack.
+FAST_NESTING_BOUND = 500
+
+# Tabs (libyaml skips them between tokens where PyYAML refuses them), byte-order marks
+# (libyaml skips one at the start of any line, PyYAML only at the start of the stream) and
+# a comment right after a block scalar's header (`|#`, accepted by libyaml only). NEL, LS
+# and PS, which both read as line breaks (no difference found), are rare enough to leave
+# to the reference too, as line numbers are what the loader promises.
+_FAST_UNSURE_CHARS = re.compile("[\t\x85\u2028\u2029\ufeff]")
+_FAST_UNSURE_HEADER = re.compile(r"[|>][-+0-9]*#")
+
+
+class _FastUnsure(Exception):
+    """A construct libyaml and the reference reader read differently."""
+
+
+_LibyamlComposer: Callable[[str], Any] | None = None
+if yaml.__with_libyaml__:  # else the reference path reads everything
+    from yaml._yaml import CParser
+
+    class _Libyaml(CParser, _CoreResolver):
+        """libyaml's composer (C) under the same core-schema resolver as `_Composer`."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            _CoreResolver.__init__(self)
+
+        def resolve(self, kind: type, value: Any, implicit: Any) -> str:
+            if kind is yaml.ScalarNode and implicit == (False, False):
+                # Only an empty node tagged `!`: libyaml makes it a string, PyYAML null.
+                raise _FastUnsure
+            return _CoreResolver.resolve(self, kind, value, implicit)
+
+    _LibyamlComposer = _Libyaml
+
+
+def _fast_path_unsure(text: str) -> bool:
+    """Whether `text` must take the reference path before libyaml even sees it."""
+    if "\t" in text or ("#" in text and _FAST_UNSURE_HEADER.search(text) is not None):
+        return True
+    if not text.isascii() and _FAST_UNSURE_CHARS.search(text) is not None:
+        return True
+    return _nesting_bound(text) > FAST_NESTING_BOUND
+
+
+def _nesting_bound(text: str) -> int:
+    """An upper bound on how many collections of `text` can enclose one another, whatever
+    libyaml makes of it.
+
+    Every collection starts at its own indicator (`[`, `{`, `-`, `?`, or the `:` after a
+    key), so their count bounds the depth. Where that is too coarse: nested block
+    collections sit at strictly increasing columns (a sequence may share its mapping's),
+    so at most two per column of the longest line, and flow collections (each `[` may
+    hold one implicit single-pair mapping) come on top.
+    """
+    opens = text.count("[")
+    braces = text.count("{")
+    by_count = opens + braces + text.count("-") + text.count("?") + text.count(":")
+    if by_count <= FAST_NESTING_BOUND:
+        return by_count
+    longest = max(map(len, text.split("\n")))
+    return min(by_count, 2 * (longest + 1) + 2 * opens + braces)
+
+
+def _compose_fast(text: str) -> yaml.Node | None:
+    """The root node as libyaml composes it, or None: no libyaml, text left to the
+    reference path, no document, or any error at all (the reference path names it)."""
+    if _LibyamlComposer is None or _fast_path_unsure(text):
+        return None
+    try:
+        root: yaml.Node | None = _LibyamlComposer(text).get_single_node()
+    except Exception:
+        return None
+    if isinstance(root, yaml.ScalarNode):
+        # libyaml ends the stream on a line of its own, so an empty document's null can be
+        # a line lower. A scalar document is never a valid spec: not worth a finer rule.
+        return None
+    if root is not None and "?" in text and _plain_question_in_flow(root):
+        return None
+    return root
+
+
+def _plain_question_in_flow(root: yaml.Node) -> bool:
+    """Whether a plain scalar in a flow collection holds `?`: PyYAML ends the scalar there
+    (and reads a key, or fails), libyaml reads on."""
+    seen: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen or not isinstance(node, yaml.nodes.CollectionNode):
+            continue
+        seen.add(id(node))
+        items = node.value if isinstance(node, yaml.SequenceNode) else list(chain(*node.value))
+        if node.flow_style and any(
+            isinstance(n, yaml.ScalarNode) and n.style == "" and "?" in n.value for n in items
+        ):
+            return True
+        stack.extend(items)
+    return False
+
+
 def parse_yaml(text: str, path: str) -> Document:
-    """Parse one YAML document under the core schema."""
+    """Parse one YAML document under the core schema.
+
+    libyaml composes the nodes when it can (see `_compose_fast`); any error, and anything
+    libyaml reads differently, is left to the pure-Python reference path, so that messages,
+    lines and fields are the reference's byte for byte.
+    """
     if _flow_depth_exceeds(text, FLOW_DEPTH_PRECHECK):
         raise InputError(f"YAML is nested deeper than {MAX_DEPTH} levels", path, 1)
+    root = _compose_fast(text)
+    if root is not None:
+        try:
+            return _document(root, path)
+        except Exception:
+            pass  # the reference path below names the error
+    return _parse_yaml_reference(text, path)
+
+
+def _parse_yaml_reference(text: str, path: str) -> Document:
+    """The pure-Python reader: the reference for every value, line and error message."""
     loader = _Composer(text)
     try:
         try:
@@ -329,12 +463,20 @@ def parse_yaml(text: str, path: str) -> Document:
         loader.dispose()
     if node is None:
         raise InputError("the file holds no document", path, 1)
+    return _document(node, path)
+
+
+def _document(root: yaml.Node, path: str) -> Document:
     converter = _Converter(path)
     try:
-        value = converter.convert(node, ())
+        value = converter.convert(root, ())
     except RecursionError:
         raise InputError(f"YAML is nested deeper than {MAX_DEPTH} levels", path, 1) from None
     return Document(path, value, converter.lines)
+
+
+class _TooDeep(Exception):
+    """Nodes nested deeper than the reference composer is sure to reach."""
 
 
 def _node_lines(text: str) -> tuple[dict[JsonPath, int], dict[JsonPath, int]]:
@@ -343,24 +485,40 @@ def _node_lines(text: str) -> tuple[dict[JsonPath, int], dict[JsonPath, int]]:
     JSON is YAML 1.2 flow syntax, so composing it gives positions even where the values
     themselves are invalid (NaN, 1e400, lone surrogates).
     """
-    lines: dict[JsonPath, int] = {}
-    repeats: dict[JsonPath, int] = {}
+    root = _compose_fast(text)
+    if root is not None:
+        # Past MAX_DEPTH + 1 levels the reference composer may run out of recursion and
+        # give no lines at all; such text takes the reference path to give the same.
+        try:
+            return _lines_of(root, MAX_DEPTH + 1)
+        except _TooDeep:
+            pass
     try:
         loader = _Composer(text)  # the reader refuses some characters JSON allows
     except yaml.YAMLError:
-        return lines, repeats
+        return {}, {}
     try:
         root = loader.get_single_node()
     except (yaml.YAMLError, RecursionError):
-        return lines, repeats
+        return {}, {}
     finally:
         loader.dispose()
+    return _lines_of(root, None)
 
-    def walk(node: yaml.Node, where: JsonPath) -> None:
+
+def _lines_of(
+    root: yaml.Node | None, max_depth: int | None
+) -> tuple[dict[JsonPath, int], dict[JsonPath, int]]:
+    lines: dict[JsonPath, int] = {}
+    repeats: dict[JsonPath, int] = {}
+
+    def walk(node: yaml.Node, where: JsonPath, depth: int) -> None:
+        if max_depth is not None and depth > max_depth:
+            raise _TooDeep
         lines.setdefault(where, node.start_mark.line + 1)
         if isinstance(node, yaml.SequenceNode):
             for i, item in enumerate(node.value):
-                walk(item, (*where, i))
+                walk(item, (*where, i), depth + 1)
         elif isinstance(node, yaml.MappingNode):
             for key_node, value_node in node.value:
                 path = (*where, str(key_node.value))
@@ -368,10 +526,10 @@ def _node_lines(text: str) -> tuple[dict[JsonPath, int], dict[JsonPath, int]]:
                     repeats.setdefault(path, key_node.start_mark.line + 1)
                 else:
                     lines[path] = key_node.start_mark.line + 1
-                walk(value_node, path)
+                walk(value_node, path, depth + 1)
 
     if root is not None:
-        walk(root, ())
+        walk(root, (), 1)
     return lines, repeats
 
 
