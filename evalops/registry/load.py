@@ -446,7 +446,15 @@ def parse_yaml(text: str, path: str) -> Document:
 
 def _parse_yaml_reference(text: str, path: str) -> Document:
     """The pure-Python reader: the reference for every value, line and error message."""
-    loader = _Composer(text)
+    try:
+        loader = _Composer(text)  # the reader refuses characters YAML does not allow
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, max(exc.position, 0)) + 1
+        raise InputError(
+            f"invalid YAML: the character U+{exc.character:04X} is not allowed in YAML",
+            path,
+            line,
+        ) from None
     try:
         try:
             node = loader.get_single_node()

@@ -285,6 +285,15 @@ CASES: list[Bad] = [
         "utf-8",
     ),
     Bad("yaml-top-level-list", T, "- spec_schema_version: eval-task/v1\n", 1, None, "mapping"),
+    # A character the YAML reader refuses before any token, here in a comment (no field).
+    Bad(
+        "yaml-control-character-in-a-comment",
+        T,
+        swap(TASK, "revision: 1\n", "revision: 1  # step\x01two\n"),
+        3,
+        None,
+        "U+0001",
+    ),
     # ----- YAML: the core schema and nothing more
     Bad(
         "yaml-duplicate-top-level-key",
