@@ -449,11 +449,10 @@ def _parse_yaml_reference(text: str, path: str) -> Document:
     try:
         loader = _Composer(text)  # the reader refuses characters YAML does not allow
     except yaml.reader.ReaderError as exc:
-        line = text.count("\n", 0, max(exc.position, 0)) + 1
         raise InputError(
             f"invalid YAML: the character U+{exc.character:04X} is not allowed in YAML",
             path,
-            line,
+            text.count("\n", 0, max(exc.position, 0)) + 1,
         ) from None
     try:
         try:

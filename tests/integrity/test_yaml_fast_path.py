@@ -287,12 +287,14 @@ def test_known_divergences_take_the_reference_path(text: str) -> None:
     assert assert_same(text) == reference
 
 
-def test_a_lone_surrogate_and_a_non_printable_character_raise_as_today() -> None:
-    """The reference reader's own errors (not InputError) escape `parse_yaml` as they do
-    without libyaml; the fast path never turns them into a Document."""
-    for text in ("a: \ud800\n", "a: \x01\n", "a: \ufffe\n", "a: \x7f\n"):
+def test_a_lone_surrogate_and_a_non_printable_character_are_refused_with_their_line() -> None:
+    """Characters the reader refuses before any token are an input error naming the
+    character and its line, the same on both paths; never a Document."""
+    for text, code in (("a: \ud800\n", "D800"), ("a: 1\nb: \x01\n", "0001"),
+                       ("a: \ufffe\n", "FFFE"), ("# x\n\na: \x7f\n", "007F")):  # fmt: skip
         result = assert_same(text)
-        assert result[0] == "raised", result
+        assert result[0] == "refused", result
+        assert f"U+{code}" in result[2] and result[4] == text.count("\n"), result
 
 
 # ------------------------------------------------------------------ generated texts
