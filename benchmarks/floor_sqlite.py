@@ -11,13 +11,13 @@ migrated by evalops, with `executemany` in one transaction (the row is
 from __future__ import annotations
 
 import json
-import resource
 import sqlite3
 import sys
 import time
 from datetime import UTC, datetime
 
 from benchmarks.floor_rows import trial_values
+from benchmarks.measure import own_peak_kib
 
 
 def _ts(text: str) -> str:
@@ -63,12 +63,11 @@ def main(path: str, database: str) -> dict[str, float]:
     )
     con.execute("COMMIT")
     con.close()
-    usage = resource.getrusage(resource.RUSAGE_SELF)
     return {
         "rows": count,
         "cpu": time.process_time() - cpu,
         "wall": time.perf_counter() - wall,
-        "peak_kib": usage.ru_maxrss,
+        "peak_kib": own_peak_kib(),
     }
 
 
