@@ -35,12 +35,11 @@ from evalops.domain.authority import (
     Judgement,
     MalformedAct,
     Scope,
+    SignatureJudge,
     Signer,
     act_bytes,
-    check_signatures,
     compose,
     judge,
-    key_owners,
     read_act,
 )
 from evalops.domain.canonical import canonical_text
@@ -363,12 +362,16 @@ def signers_of(session: Session, kind: str, audit_seq: int) -> list[dict[str, st
 
 @dataclass(frozen=True)
 class _Governing:
-    """The authority a sync put in force, from its seq on."""
+    """The authority a sync put in force, from its seq on; with what `verify` works out
+    once per authority, not once per act (its judge, the stored scopes and signers lists it
+    has parsed: one run of `verify` only, each process its own)."""
 
     from_seq: int
     authority: AuthoritySpec | None
     digest: str | None
-    owners: dict[bytes, str]
+    judge: SignatureJudge | None
+    scopes: dict[str, Scope] = field(default_factory=dict)
+    signers: dict[str, list[Signer]] = field(default_factory=dict)
 
 
 def _authorities(session: Session) -> list[_Governing]:
@@ -378,9 +381,9 @@ def _authorities(session: Session) -> list[_Governing]:
     for seq in runs:
         found = authority_in_force(session, seq)
         if found is None:
-            out.append(_Governing(seq, None, None, {}))
+            out.append(_Governing(seq, None, None, None))
         else:
-            out.append(_Governing(seq, found[0], found[1], key_owners(found[0])))
+            out.append(_Governing(seq, found[0], found[1], SignatureJudge(found[0])))
     return out
 
 
@@ -660,8 +663,9 @@ def _first_problem(rows: Iterable[ActRow], governing: list[_Governing]) -> str |
 
 
 def _act_problem(row: ActRow, governing: _Governing | None) -> str | None:
-    """What is wrong with one stored act (a row of `_ACT_ROWS`), or None. Pure: it runs in
-    the pool's workers too."""
+    """What is wrong with one stored act (a row of `_ACT_ROWS`), or None. It runs in the
+    pool's workers too: it reads nothing but its arguments, and writes only the parse memos
+    of `governing` (each process its own copy)."""
     (
         _, act_id, kind, text, signatures, signers, stored_scope, authority_digest,
         event_seq, _, _, event_payload,
@@ -670,7 +674,8 @@ def _act_problem(row: ActRow, governing: _Governing | None) -> str | None:
         return "its audit event does not exist"
     if governing is None or governing.authority is None:
         return "no authority was in force at its event"
-    authority, digest = governing.authority, governing.digest
+    digest, signature_judge = governing.digest, governing.judge
+    assert signature_judge is not None
     data = text.encode("utf-8")
     try:
         act = read_act(data)
@@ -684,24 +689,28 @@ def _act_problem(row: ActRow, governing: _Governing | None) -> str | None:
     for name, value in act.items():
         if name not in META_FIELDS and payload.get(name) != value:
             return f"the act's {name} is not what its event recorded"
-    scope_fields = json.loads(stored_scope)
-    scope = Scope(
-        scope_fields.get("suite"), scope_fields.get("task"), tuple(scope_fields.get("builds", ()))
-    )
+    # Acts under one authority share a handful of scopes and signers lists: each distinct
+    # text is parsed once (the lookup is by the exact text, so an edited one is parsed).
+    scope = governing.scopes.get(stored_scope)
+    if scope is None:
+        scope_fields = json.loads(stored_scope)
+        scope = Scope(
+            scope_fields.get("suite"),
+            scope_fields.get("task"),
+            tuple(scope_fields.get("builds", ())),
+        )
+        governing.scopes[stored_scope] = scope
     try:
-        judgement = check_signatures(
-            authority,
-            kind,
-            data,
-            [s.encode("ascii") for s in json.loads(signatures)],
-            scope,
-            governing.owners,
+        judgement = signature_judge.check(
+            kind, data, [s.encode("ascii") for s in json.loads(signatures)], scope
         )
     except sshsig.MalformedSignature as exc:
         return f"a stored signature is malformed: {exc}"
     if not judgement.ok:
         return judgement.refusal
-    stored = [Signer(**s) for s in json.loads(signers)]
+    stored = governing.signers.get(signers)
+    if stored is None:
+        stored = governing.signers[signers] = [Signer(**s) for s in json.loads(signers)]
     if stored != judgement.signers:
         return "the stored signers are not those of its signatures"
     return None
