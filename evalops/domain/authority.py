@@ -150,15 +150,15 @@ def check_signatures(
 class SignatureJudge:
     """`check_signatures` under one authority, for a caller that checks many acts (`verify`):
     what does not depend on the act is worked out once per judge, not once per act: the
-    key owners, each key's fingerprint, each (principal, kind, scope)'s role refusal, and
-    the parse of the authority's own Ed25519 signatures (`sshsig.Verifier`). Every
-    signature is still verified each time `check` runs."""
+    key owners, each owner's `Signer` (its fingerprint), each (principal, kind, scope)'s
+    role refusal, and the parse of the authority's own Ed25519 signatures
+    (`sshsig.Verifier`). Every signature is still verified each time `check` runs."""
 
     def __init__(self, authority: AuthoritySpec, owners: Mapping[bytes, str] | None = None):
         self.authority = authority
         self.owners = key_owners(authority) if owners is None else owners
         self._verifier = sshsig.Verifier(self.owners, NAMESPACE)
-        self._fingerprints: dict[bytes, str] = {}
+        self._signers: dict[bytes, Signer] = {}
         self._roles: dict[tuple[str, str, Scope], str | None] = {}
 
     def _role_refusal(self, principal: str, kind: str, scope: Scope) -> str | None:
@@ -171,30 +171,30 @@ class SignatureJudge:
         except TypeError:  # a scope read from a stored row may hold lists: not kept
             return role_refusal(self.authority, principal, kind, scope)
 
-    def _fingerprint(self, key: sshsig.PublicKey) -> str:
-        found = self._fingerprints.get(key.blob)
+    def _signer(self, principal: str, key: sshsig.PublicKey) -> Signer:
+        # `principal` is owners[key.blob]: one per key blob.
+        found = self._signers.get(key.blob)
         if found is None:
-            found = self._fingerprints[key.blob] = key.fingerprint
+            found = self._signers[key.blob] = Signer(principal, key.fingerprint)
         return found
 
     def check(self, kind: str, data: bytes, signatures: Sequence[bytes], scope: Scope) -> Judgement:
         """`check_signatures` of one act."""
         signers: list[Signer] = []
         for number, signature in enumerate(signatures, 1):
-            check = self._verifier.verify(signature, data)
-            key = check.signature.public_key
-            if not check.valid:
-                return Judgement(refusal=f"signature {number}: {check.reason}")
+            reason, key = self._verifier.check(signature, data)
+            if reason is not None:
+                return Judgement(refusal=f"signature {number}: {reason}")
             principal = self.owners.get(key.blob)
             if principal is None:
                 return Judgement(
-                    refusal=f"signature {number}: key {self._fingerprint(key)} is not a key of "
-                    "any principal of the authority in force"
+                    refusal=f"signature {number}: key {key.fingerprint} is not a key of any "
+                    "principal of the authority in force"
                 )
             problem = self._role_refusal(principal, kind, scope)
             if problem is not None:
                 return Judgement(refusal=f"signature {number}: {problem}")
-            signer = Signer(principal, self._fingerprint(key))
+            signer = self._signer(principal, key)
             if signer not in signers:
                 signers.append(signer)
         if not signatures:

@@ -185,7 +185,8 @@ def _stored_rows(
         # The rows of one seq as RowsDigest.add_line counts and hashes them, kept in
         # locals: most seqs have one row per table, so per-seq objects cost per row.
         current: int | None = None
-        count, hasher, found = 0, hashlib.sha256(), []
+        count, hasher = 0, hashlib.sha256()
+        found: list[int] = []
         for raw in _raw_rows(session, sql):
             total += 1
             seq = raw[0]

@@ -403,13 +403,21 @@ def test_security_key_fingerprint_is_what_ssh_keygen_prints(kind: str, tmp_path:
 #
 # `verify` re-checks every stored act with a Verifier, which reads ssh-keygen's Ed25519
 # layout by a table lookup instead of the general parse: every case above, and random edits
-# of a good signature, must come out of it exactly as out of `sshsig.verify` (the reference),
-# the exception and its message included.
+# of a good signature, must come out of it exactly as out of `sshsig.verify` (the reference):
+# the same reason (None when valid) and key, or the same exception and message.
 
 
-def _outcome(check: Callable[..., sshsig.SignatureCheck], *args: Any) -> Any:
+def _reference(signature: bytes, message: bytes, namespace: str) -> Any:
     try:
-        return check(*args)
+        check = sshsig.verify(signature, message, namespace)
+    except sshsig.MalformedSignature as exc:
+        return ("MalformedSignature", str(exc))
+    return (None if check.valid else check.reason), check.signature.public_key
+
+
+def _checked(verifier: sshsig.Verifier, signature: bytes, message: bytes) -> Any:
+    try:
+        return verifier.check(signature, message)
     except sshsig.MalformedSignature as exc:
         return ("MalformedSignature", str(exc))
 
@@ -427,8 +435,7 @@ def test_verifier_agrees_with_verify(
     signature, message, _, namespace = CASES[case](keys, kind)
     verifier = sshsig.Verifier(_key_blobs(keys) if known == "every key" else [], namespace)
     for text in (message, MESSAGE + b" ", b""):
-        reference = _outcome(sshsig.verify, signature, text, namespace)
-        assert _outcome(verifier.verify, signature, text) == reference
+        assert _checked(verifier, signature, text) == _reference(signature, text, namespace)
 
 
 @pytest.mark.parametrize("hash_algorithm", ["sha256", "sha512"])
@@ -440,7 +447,7 @@ def test_verifier_takes_its_lookup_for_ed25519_signatures(
     made = sign(keys["ed25519"], MESSAGE, "evalops", "-O", f"hashalg={hash_algorithm}")
     private = load_ssh_private_key(keys["ed25519"].read_bytes(), None)
     ours = sshsig.sign(private, MESSAGE, "evalops", hash_algorithm)  # type: ignore[arg-type]
-    expected = {s: sshsig.verify(s, MESSAGE, "evalops") for s in (made, ours)}
+    expected = {s: _reference(s, MESSAGE, "evalops") for s in (made, ours)}
     verifier = sshsig.Verifier(_key_blobs(keys), "evalops")
     stranger = sshsig.Verifier([sshsig.parse_public_key(public_key(keys["rsa"])).blob], "evalops")
 
@@ -449,10 +456,10 @@ def test_verifier_takes_its_lookup_for_ed25519_signatures(
 
     monkeypatch.setattr(sshsig, "verify", general)
     for signature, check in expected.items():
-        assert check.valid and verifier.verify(signature, MESSAGE) == check
-        assert not verifier.verify(signature, MESSAGE + b" ").valid
+        assert check[0] is None and verifier.check(signature, MESSAGE) == check
+        assert verifier.check(signature, MESSAGE + b" ")[0] is not None
         with pytest.raises(AssertionError, match="the general parse ran"):
-            stranger.verify(signature, MESSAGE)
+            stranger.check(signature, MESSAGE)
 
 
 @settings(max_examples=300, deadline=None)
@@ -492,10 +499,10 @@ def test_verifier_agrees_with_verify_on_random_edits(
     if 0 <= message_edit < len(MESSAGE):
         message = MESSAGE[:message_edit] + b"#" + MESSAGE[message_edit + 1 :]
     verifier = sshsig.Verifier([blob_of_key], "evalops")
-    reference = _outcome(sshsig.verify, signature, message, "evalops")
-    assert _outcome(verifier.verify, signature, message) == reference
+    reference = _reference(signature, message, "evalops")
+    assert _checked(verifier, signature, message) == reference
     if how == "none" and message == MESSAGE:
-        assert reference.valid  # the unedited signature, so the edits above are edits
+        assert reference[0] is None  # the unedited signature holds: the edits are edits
 
 
 @pytest.fixture(scope="module")
