@@ -147,6 +147,10 @@ def check_signatures(
     return SignatureJudge(authority, owners).check(kind, data, signatures, scope)
 
 
+#: At most this many (principal, kind, scope) role refusals kept by one `SignatureJudge`.
+ROLE_MEMO = 4096
+
+
 class SignatureJudge:
     """`check_signatures` under one authority, for a caller that checks many acts (`verify`):
     what does not depend on the act is worked out once per judge, not once per act: the
@@ -166,7 +170,9 @@ class SignatureJudge:
         try:
             return self._roles[at]
         except KeyError:
-            refusal = self._roles[at] = role_refusal(self.authority, principal, kind, scope)
+            refusal = role_refusal(self.authority, principal, kind, scope)
+            if len(self._roles) < ROLE_MEMO:  # ingests' scopes name builds: may all differ
+                self._roles[at] = refusal
             return refusal
         except TypeError:  # a scope read from a stored row may hold lists: not kept
             return role_refusal(self.authority, principal, kind, scope)

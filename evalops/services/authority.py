@@ -361,6 +361,10 @@ def signers_of(session: Session, kind: str, audit_seq: int) -> list[dict[str, st
     return [] if row is None else list(json.loads(row.signers))
 
 
+#: At most this many parsed texts (scopes, signers lists) kept per authority by `verify`.
+MEMO = 4096
+
+
 @dataclass(frozen=True)
 class _Governing:
     """The authority a sync put in force, from its seq on; with what `verify` works out
@@ -373,6 +377,29 @@ class _Governing:
     judge: SignatureJudge | None
     scopes: dict[str, Scope] = field(default_factory=dict)
     signers: dict[str, list[Signer]] = field(default_factory=dict)
+
+    # Acts under one authority share a handful of scopes and signers lists: each distinct
+    # text is parsed once (the lookup is by the exact text, so an edited one is parsed
+    # anew), up to MEMO of them (ingests name their builds: their scopes may all differ).
+
+    def scope(self, text: str) -> Scope:
+        """The Scope of a signed_act row's `scope` column."""
+        found = self.scopes.get(text)
+        if found is None:
+            fields = json.loads(text)
+            found = Scope(fields.get("suite"), fields.get("task"), tuple(fields.get("builds", ())))
+            if len(self.scopes) < MEMO:
+                self.scopes[text] = found
+        return found
+
+    def stored_signers(self, text: str) -> list[Signer]:
+        """The Signers of a signed_act row's `signers` column."""
+        found = self.signers.get(text)
+        if found is None:
+            found = [Signer(**s) for s in json.loads(text)]
+            if len(self.signers) < MEMO:
+                self.signers[text] = found
+        return found
 
 
 def _authorities(session: Session) -> list[_Governing]:
@@ -696,17 +723,7 @@ def _act_problem(row: ActRow, governing: _Governing | None) -> str | None:
     for name, value in act.items():
         if name not in META_FIELDS and payload.get(name) != value:
             return f"the act's {name} is not what its event recorded"
-    # Acts under one authority share a handful of scopes and signers lists: each distinct
-    # text is parsed once (the lookup is by the exact text, so an edited one is parsed).
-    scope = governing.scopes.get(stored_scope)
-    if scope is None:
-        scope_fields = json.loads(stored_scope)
-        scope = Scope(
-            scope_fields.get("suite"),
-            scope_fields.get("task"),
-            tuple(scope_fields.get("builds", ())),
-        )
-        governing.scopes[stored_scope] = scope
+    scope = governing.scope(stored_scope)
     try:
         judgement = signature_judge.check(
             kind, data, [s.encode("ascii") for s in json.loads(signatures)], scope
@@ -715,9 +732,6 @@ def _act_problem(row: ActRow, governing: _Governing | None) -> str | None:
         return f"a stored signature is malformed: {exc}"
     if not judgement.ok:
         return judgement.refusal
-    stored = governing.signers.get(signers)
-    if stored is None:
-        stored = governing.signers[signers] = [Signer(**s) for s in json.loads(signers)]
-    if stored != judgement.signers:
+    if governing.stored_signers(signers) != judgement.signers:
         return "the stored signers are not those of its signatures"
     return None
