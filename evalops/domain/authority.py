@@ -143,37 +143,77 @@ def check_signatures(
 ) -> Judgement:
     """Every signature valid, by a known key whose principal holds the role for the scope,
     and enough distinct principals. Raises sshsig.MalformedSignature on a broken file.
-    `owners` is `key_owners(authority)` when the caller already has it (verify does)."""
-    owners = key_owners(authority) if owners is None else owners
-    signers: list[Signer] = []
-    for number, signature in enumerate(signatures, 1):
-        check = sshsig.verify(signature, data, NAMESPACE)
-        key = check.signature.public_key
-        if not check.valid:
-            return Judgement(refusal=f"signature {number}: {check.reason}")
-        principal = owners.get(key.blob)
-        if principal is None:
+    `owners` is `key_owners(authority)` when the caller already has it."""
+    return SignatureJudge(authority, owners).check(kind, data, signatures, scope)
+
+
+#: At most this many (principal, kind, scope) role refusals kept by one `SignatureJudge`.
+ROLE_MEMO = 4096
+
+
+class SignatureJudge:
+    """`check_signatures` under one authority, for a caller that checks many acts (`verify`):
+    what does not depend on the act is worked out once per judge, not once per act: the
+    key owners, each owner's `Signer` (its fingerprint), each (principal, kind, scope)'s
+    role refusal, and the parse of the authority's own Ed25519 signatures
+    (`sshsig.Verifier`). Every signature is still verified each time `check` runs."""
+
+    def __init__(self, authority: AuthoritySpec, owners: Mapping[bytes, str] | None = None):
+        self.authority = authority
+        self.owners = key_owners(authority) if owners is None else owners
+        self._verifier = sshsig.Verifier(self.owners, NAMESPACE)
+        self._signers: dict[bytes, Signer] = {}
+        self._roles: dict[tuple[str, str, Scope], str | None] = {}
+
+    def _role_refusal(self, principal: str, kind: str, scope: Scope) -> str | None:
+        at = (principal, kind, scope)
+        try:
+            return self._roles[at]
+        except KeyError:
+            refusal = role_refusal(self.authority, principal, kind, scope)
+            if len(self._roles) < ROLE_MEMO:  # ingests' scopes name builds: may all differ
+                self._roles[at] = refusal
+            return refusal
+        except TypeError:  # a scope read from a stored row may hold lists: not kept
+            return role_refusal(self.authority, principal, kind, scope)
+
+    def _signer(self, principal: str, key: sshsig.PublicKey) -> Signer:
+        # `principal` is owners[key.blob]: one per key blob.
+        found = self._signers.get(key.blob)
+        if found is None:
+            found = self._signers[key.blob] = Signer(principal, key.fingerprint)
+        return found
+
+    def check(self, kind: str, data: bytes, signatures: Sequence[bytes], scope: Scope) -> Judgement:
+        """`check_signatures` of one act."""
+        signers: list[Signer] = []
+        for number, signature in enumerate(signatures, 1):
+            reason, key = self._verifier.check(signature, data)
+            if reason is not None:
+                return Judgement(refusal=f"signature {number}: {reason}")
+            principal = self.owners.get(key.blob)
+            if principal is None:
+                return Judgement(
+                    refusal=f"signature {number}: key {key.fingerprint} is not a key of any "
+                    "principal of the authority in force"
+                )
+            problem = self._role_refusal(principal, kind, scope)
+            if problem is not None:
+                return Judgement(refusal=f"signature {number}: {problem}")
+            signer = self._signer(principal, key)
+            if signer not in signers:
+                signers.append(signer)
+        if not signatures:
+            return Judgement(refusal=f"{kind} is unsigned and an authority is in force")
+        needed = self.authority.thresholds.get(kind, 1)  # type: ignore[call-overload]
+        principals = sorted({s.principal for s in signers})
+        if len(principals) < needed:
             return Judgement(
-                refusal=f"signature {number}: key {key.fingerprint} is not a key of any "
-                "principal of the authority in force"
+                refusal=f"{kind} needs {needed} distinct signers, has {len(principals)} "
+                f"({', '.join(principals)})",
+                rule="threshold",
             )
-        problem = role_refusal(authority, principal, kind, scope)
-        if problem is not None:
-            return Judgement(refusal=f"signature {number}: {problem}")
-        signer = Signer(principal, key.fingerprint)
-        if signer not in signers:
-            signers.append(signer)
-    if not signatures:
-        return Judgement(refusal=f"{kind} is unsigned and an authority is in force")
-    needed = authority.thresholds.get(kind, 1)  # type: ignore[call-overload]
-    principals = sorted({s.principal for s in signers})
-    if len(principals) < needed:
-        return Judgement(
-            refusal=f"{kind} needs {needed} distinct signers, has {len(principals)} "
-            f"({', '.join(principals)})",
-            rule="threshold",
-        )
-    return Judgement(signers=signers)
+        return Judgement(signers=signers)
 
 
 def judge(

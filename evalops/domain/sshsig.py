@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -353,6 +354,75 @@ def verify(armored: bytes | str, message: bytes, namespace: str) -> SignatureChe
         return SignatureCheck(False, f"unsupported hash algorithm {sig.hash_algorithm!r}", sig)
     reason = _verify_raw(sig, signed_data(namespace, sig.hash_algorithm, message))
     return SignatureCheck(reason is None, reason or "valid", sig)
+
+
+_ED25519 = "ssh-ed25519"
+_ED25519_SIGNATURE = 64
+
+
+class Verifier:
+    """`verify` in one namespace for a caller that checks many signatures by a few keys it
+    knows (`verify` re-checking every stored act), reduced to what that caller reads: why
+    the signature does not hold, or None, and the key inside it. The same outcome as
+    `verify`, exceptions included, with the parse of the one blob layout ssh-keygen writes
+    for an Ed25519 key made a table lookup, and no objects built per signature.
+
+    For each known Ed25519 key and hash algorithm that layout is a fixed head (magic,
+    version 1, the key blob, the namespace, an empty reserved field, the hash name, an
+    `ssh-ed25519` signature string of 64 bytes) and the 64 signature bytes: a blob that is
+    exactly a known head and 64 bytes can only parse to that one signature, which `verify`
+    would accept as well formed and check with the key's Ed25519 verification, as done
+    here. Any other blob (another key type, an unknown key, a reserved field, a namespace
+    or a length that differs) goes through `verify` itself.
+    tests/domain/test_sshsig.py holds both to the same outcomes."""
+
+    def __init__(self, key_blobs: Iterable[bytes], namespace: str) -> None:
+        self.namespace = namespace
+        self._heads: dict[bytes, tuple[PublicKey, ed25519.Ed25519PublicKey, str, bytes]] = {}
+        for blob in key_blobs:
+            try:
+                if _Reader(blob, _BadKey).text() != _ED25519:
+                    continue
+                loaded = _load_cached(_ED25519, blob)
+            except _BadKey:
+                continue  # `verify` says what is wrong with it
+            if not isinstance(loaded, ed25519.Ed25519PublicKey):
+                continue
+            key = PublicKey(_ED25519, blob)
+            for name in HASHES:
+                head = (
+                    MAGIC
+                    + VERSION.to_bytes(4, "big")
+                    + _string(blob)
+                    + _string(namespace.encode())
+                    + _string(b"")
+                    + _string(name.encode())
+                    + (4 + len(_ED25519) + 4 + _ED25519_SIGNATURE).to_bytes(4, "big")
+                    + _string(_ED25519.encode())
+                    + _ED25519_SIGNATURE.to_bytes(4, "big")
+                )
+                # signed_data()'s bytes before the digest of the message.
+                signed_head = (
+                    MAGIC + _string(namespace.encode()) + _string(b"") + _string(name.encode())
+                )
+                self._heads[head] = (key, loaded, name, signed_head)
+
+    def check(self, armored: bytes | str, message: bytes) -> tuple[str | None, PublicKey]:
+        """(None if the signature holds, else `verify`'s reason; the key in the signature),
+        as `verify(armored, message, self.namespace)` says; MalformedSignature as it."""
+        blob = dearmor(armored)
+        head = blob[:-_ED25519_SIGNATURE] if len(blob) > _ED25519_SIGNATURE else b""
+        known = self._heads.get(head)
+        if known is None:
+            found = verify(armored, message, self.namespace)
+            return (None if found.valid else found.reason), found.signature.public_key
+        key, loaded, hash_algorithm, signed_head = known
+        data = signed_head + _string(HASHES[hash_algorithm](message).digest())
+        try:
+            loaded.verify(blob[-_ED25519_SIGNATURE:], data)
+        except InvalidSignature:
+            return "the signature does not match the signed data", key
+        return None, key
 
 
 def split_signed_commit(raw: bytes) -> tuple[bytes, bytes | None]:

@@ -9,6 +9,7 @@ the act is recorded as before, unsigned. With one, the act must be signed (docs/
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pickle
@@ -35,12 +36,11 @@ from evalops.domain.authority import (
     Judgement,
     MalformedAct,
     Scope,
+    SignatureJudge,
     Signer,
     act_bytes,
-    check_signatures,
     compose,
     judge,
-    key_owners,
     read_act,
 )
 from evalops.domain.canonical import canonical_text
@@ -361,14 +361,45 @@ def signers_of(session: Session, kind: str, audit_seq: int) -> list[dict[str, st
     return [] if row is None else list(json.loads(row.signers))
 
 
+#: At most this many parsed texts (scopes, signers lists) kept per authority by `verify`.
+MEMO = 4096
+
+
 @dataclass(frozen=True)
 class _Governing:
-    """The authority a sync put in force, from its seq on."""
+    """The authority a sync put in force, from its seq on; with what `verify` works out
+    once per authority, not once per act (its judge, the stored scopes and signers lists it
+    has parsed: one run of `verify` only, each process its own)."""
 
     from_seq: int
     authority: AuthoritySpec | None
     digest: str | None
-    owners: dict[bytes, str]
+    judge: SignatureJudge | None
+    scopes: dict[str, Scope] = field(default_factory=dict)
+    signers: dict[str, list[Signer]] = field(default_factory=dict)
+
+    # Acts under one authority share a handful of scopes and signers lists: each distinct
+    # text is parsed once (the lookup is by the exact text, so an edited one is parsed
+    # anew), up to MEMO of them (ingests name their builds: their scopes may all differ).
+
+    def scope(self, text: str) -> Scope:
+        """The Scope of a signed_act row's `scope` column."""
+        found = self.scopes.get(text)
+        if found is None:
+            fields = json.loads(text)
+            found = Scope(fields.get("suite"), fields.get("task"), tuple(fields.get("builds", ())))
+            if len(self.scopes) < MEMO:
+                self.scopes[text] = found
+        return found
+
+    def stored_signers(self, text: str) -> list[Signer]:
+        """The Signers of a signed_act row's `signers` column."""
+        found = self.signers.get(text)
+        if found is None:
+            found = [Signer(**s) for s in json.loads(text)]
+            if len(self.signers) < MEMO:
+                self.signers[text] = found
+        return found
 
 
 def _authorities(session: Session) -> list[_Governing]:
@@ -378,9 +409,9 @@ def _authorities(session: Session) -> list[_Governing]:
     for seq in runs:
         found = authority_in_force(session, seq)
         if found is None:
-            out.append(_Governing(seq, None, None, {}))
+            out.append(_Governing(seq, None, None, None))
         else:
-            out.append(_Governing(seq, found[0], found[1], key_owners(found[0])))
+            out.append(_Governing(seq, found[0], found[1], SignatureJudge(found[0])))
     return out
 
 
@@ -589,7 +620,13 @@ class _Spool:
         return self.file.fileno()
 
     def add(self, rows: list[ActRow]) -> tuple[int, int]:
-        data = memoryview(pickle.dumps(rows, protocol=pickle.HIGHEST_PROTOCOL))
+        buffer = io.BytesIO()
+        pickler = pickle.Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL)
+        # No memo: rows of strings and ints refer to nothing twice that matters, and
+        # memoizing every string took most of the pickling time (and half the unpickling).
+        pickler.fast = True
+        pickler.dump(rows)
+        data = buffer.getbuffer()
         offset = self.end
         written = 0
         while written < len(data):
@@ -660,8 +697,9 @@ def _first_problem(rows: Iterable[ActRow], governing: list[_Governing]) -> str |
 
 
 def _act_problem(row: ActRow, governing: _Governing | None) -> str | None:
-    """What is wrong with one stored act (a row of `_ACT_ROWS`), or None. Pure: it runs in
-    the pool's workers too."""
+    """What is wrong with one stored act (a row of `_ACT_ROWS`), or None. It runs in the
+    pool's workers too: it reads nothing but its arguments, and writes only the parse memos
+    of `governing` (each process its own copy)."""
     (
         _, act_id, kind, text, signatures, signers, stored_scope, authority_digest,
         event_seq, _, _, event_payload,
@@ -670,7 +708,8 @@ def _act_problem(row: ActRow, governing: _Governing | None) -> str | None:
         return "its audit event does not exist"
     if governing is None or governing.authority is None:
         return "no authority was in force at its event"
-    authority, digest = governing.authority, governing.digest
+    digest, signature_judge = governing.digest, governing.judge
+    assert signature_judge is not None
     data = text.encode("utf-8")
     try:
         act = read_act(data)
@@ -684,24 +723,15 @@ def _act_problem(row: ActRow, governing: _Governing | None) -> str | None:
     for name, value in act.items():
         if name not in META_FIELDS and payload.get(name) != value:
             return f"the act's {name} is not what its event recorded"
-    scope_fields = json.loads(stored_scope)
-    scope = Scope(
-        scope_fields.get("suite"), scope_fields.get("task"), tuple(scope_fields.get("builds", ()))
-    )
+    scope = governing.scope(stored_scope)
     try:
-        judgement = check_signatures(
-            authority,
-            kind,
-            data,
-            [s.encode("ascii") for s in json.loads(signatures)],
-            scope,
-            governing.owners,
+        judgement = signature_judge.check(
+            kind, data, [s.encode("ascii") for s in json.loads(signatures)], scope
         )
     except sshsig.MalformedSignature as exc:
         return f"a stored signature is malformed: {exc}"
     if not judgement.ok:
         return judgement.refusal
-    stored = [Signer(**s) for s in json.loads(signers)]
-    if stored != judgement.signers:
+    if governing.stored_signers(signers) != judgement.signers:
         return "the stored signers are not those of its signatures"
     return None

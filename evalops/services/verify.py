@@ -17,6 +17,7 @@ Checks, streaming (memory does not grow with the number of trials):
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
@@ -38,7 +39,7 @@ from evalops.services.authority import ActPool, signed_acts_check
 from evalops.services.gate import verify_decisions
 from evalops.store.audit import as_chain_event, carried_forward, rows_fully_covered_from
 from evalops.store.engine import raw_rows, snapshot_session
-from evalops.store.rowdigest import RowsDigest, cell, digest_plan, line_of
+from evalops.store.rowdigest import PLAIN, RowsDigest, cell, digest_plan, line_of, table_entry
 from evalops.store.tables import (
     AuditEvent,
     ExecutionProfileRow,
@@ -177,23 +178,32 @@ def _stored_rows(
         names = ", ".join(f'"{name}"' for name, _ in plan)
         sql = f'SELECT audit_seq, id, {names} FROM "{table.name}" ORDER BY audit_seq, id'
         kinds = [kind for _, kind in plan]
+        # `cell` returns a plain column's value as it is: a table of plain columns only
+        # (signed_act, one row per signed act) hashes the driver's row as it comes.
+        plain = all(kind == PLAIN for kind in kinds)
+        name = table.name
+        # The rows of one seq as RowsDigest.add_line counts and hashes them, kept in
+        # locals: most seqs have one row per table, so per-seq objects cost per row.
         current: int | None = None
-        digest = RowsDigest()
+        count, hasher = 0, hashlib.sha256()
+        found: list[int] = []
         for raw in _raw_rows(session, sql):
             total += 1
             seq = raw[0]
             if seq != current:
                 if current is not None:
-                    computed.setdefault(current, {}).update(digest.as_payload())
-                current, digest = seq, RowsDigest()
-            digest.add_line(
-                table.name, line_of([cell(k, v) for k, v in zip(kinds, raw[2:], strict=True)])
-            )
-            found = ids.setdefault((seq, table.name), [])
+                    computed.setdefault(current, {})[name] = table_entry(count, hasher)
+                current, count, hasher, found = seq, 0, hashlib.sha256(), []
+                ids[(seq, name)] = found
+            count += 1
+            if plain:
+                hasher.update(line_of(raw[2:]))
+            else:
+                hasher.update(line_of([cell(k, v) for k, v in zip(kinds, raw[2:], strict=True)]))
             if len(found) < 5:
                 found.append(raw[1])
         if current is not None:
-            computed.setdefault(current, {}).update(digest.as_payload())
+            computed.setdefault(current, {})[name] = table_entry(count, hasher)
     return computed, ids, total
 
 

@@ -19,6 +19,8 @@ import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from cryptography.hazmat.primitives.serialization import load_ssh_private_key
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalops.domain import sshsig
 from tests.sshkeys import KEY_SPECS, armor, make_key, public_key, sign, ssh_keygen_verifies
@@ -395,3 +397,119 @@ def test_security_key_fingerprint_is_what_ssh_keygen_prints(kind: str, tmp_path:
     ).stdout.split()  # fmt: skip
     assert sshsig.parse_public_key(key_line).fingerprint == printed[1]
     assert printed[-1] == ("(ED25519-SK)" if kind == "sk-ed25519" else "(ECDSA-SK)")
+
+
+# ------------------------------------------------------------------ sshsig.Verifier
+#
+# `verify` re-checks every stored act with a Verifier, which reads ssh-keygen's Ed25519
+# layout by a table lookup instead of the general parse: every case above, and random edits
+# of a good signature, must come out of it exactly as out of `sshsig.verify` (the reference):
+# the same reason (None when valid) and key, or the same exception and message.
+
+
+def _reference(signature: bytes, message: bytes, namespace: str) -> Any:
+    try:
+        check = sshsig.verify(signature, message, namespace)
+    except sshsig.MalformedSignature as exc:
+        return ("MalformedSignature", str(exc))
+    return (None if check.valid else check.reason), check.signature.public_key
+
+
+def _checked(verifier: sshsig.Verifier, signature: bytes, message: bytes) -> Any:
+    try:
+        return verifier.check(signature, message)
+    except sshsig.MalformedSignature as exc:
+        return ("MalformedSignature", str(exc))
+
+
+def _key_blobs(keys: dict[str, Path]) -> list[bytes]:
+    return [sshsig.parse_public_key(public_key(path)).blob for path in keys.values()]
+
+
+@pytest.mark.parametrize("known", ["every key", "no key"])
+@pytest.mark.parametrize("kind", list(KEY_SPECS))
+@pytest.mark.parametrize("case", list(CASES))
+def test_verifier_agrees_with_verify(
+    keys: dict[str, Path], kind: str, case: str, known: str
+) -> None:
+    signature, message, _, namespace = CASES[case](keys, kind)
+    verifier = sshsig.Verifier(_key_blobs(keys) if known == "every key" else [], namespace)
+    for text in (message, MESSAGE + b" ", b""):
+        assert _checked(verifier, signature, text) == _reference(signature, text, namespace)
+
+
+@pytest.mark.parametrize("hash_algorithm", ["sha256", "sha512"])
+def test_verifier_takes_its_lookup_for_ed25519_signatures(
+    keys: dict[str, Path], hash_algorithm: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ssh-keygen's and evalops' own Ed25519 signatures never reach the general parse (else
+    the comparison above would not test the lookup at all); a key it does not know does."""
+    made = sign(keys["ed25519"], MESSAGE, "evalops", "-O", f"hashalg={hash_algorithm}")
+    private = load_ssh_private_key(keys["ed25519"].read_bytes(), None)
+    ours = sshsig.sign(private, MESSAGE, "evalops", hash_algorithm)  # type: ignore[arg-type]
+    expected = {s: _reference(s, MESSAGE, "evalops") for s in (made, ours)}
+    verifier = sshsig.Verifier(_key_blobs(keys), "evalops")
+    stranger = sshsig.Verifier([sshsig.parse_public_key(public_key(keys["rsa"])).blob], "evalops")
+
+    def general(*_: Any) -> sshsig.SignatureCheck:
+        raise AssertionError("the general parse ran")
+
+    monkeypatch.setattr(sshsig, "verify", general)
+    for signature, check in expected.items():
+        assert check[0] is None and verifier.check(signature, MESSAGE) == check
+        assert verifier.check(signature, MESSAGE + b" ")[0] is not None
+        with pytest.raises(AssertionError, match="the general parse ran"):
+            stranger.check(signature, MESSAGE)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    edit=st.one_of(
+        st.tuples(st.just("byte"), st.integers(0, 400), st.integers(1, 255)),
+        st.tuples(st.just("cut"), st.integers(1, 200), st.just(0)),
+        st.tuples(st.just("add"), st.integers(0, 400), st.integers(0, 255)),
+        st.tuples(st.just("none"), st.just(0), st.just(0)),
+    ),
+    width=st.sampled_from([70, 76, 64, 1, 1000]),
+    hash_algorithm=st.sampled_from(["sha256", "sha512"]),
+    message_edit=st.integers(-1, 80),
+)
+def test_verifier_agrees_with_verify_on_random_edits(
+    ed25519_private: Any, edit: tuple[str, int, int], width: int, hash_algorithm: str,
+    message_edit: int,
+) -> None:  # fmt: skip
+    """A good Ed25519 signature with one byte of its blob changed, cut off or added (in the
+    head the lookup matches on, or in the signature), re-armored at any line width, over the
+    message or the message with one byte changed."""
+    private, blob_of_key = ed25519_private
+    armored = sshsig.sign(private, MESSAGE, "evalops", hash_algorithm)
+    blob = base64.b64decode("".join(armored.decode().strip().splitlines()[1:-1]))
+    how, at, value = edit
+    at %= len(blob)
+    if how == "byte":
+        blob = blob[:at] + bytes([blob[at] ^ value]) + blob[at + 1 :]
+    elif how == "cut":
+        blob = blob[:-at] if at < len(blob) else b""
+    elif how == "add":
+        blob = blob[:at] + bytes([value]) + blob[at:]
+    body = base64.b64encode(blob).decode()
+    lines = [body[i : i + width] for i in range(0, len(body), width)]
+    signature = "\n".join([sshsig.BEGIN, *lines, sshsig.END, ""]).encode()
+    message = MESSAGE
+    if 0 <= message_edit < len(MESSAGE):
+        message = MESSAGE[:message_edit] + b"#" + MESSAGE[message_edit + 1 :]
+    verifier = sshsig.Verifier([blob_of_key], "evalops")
+    reference = _reference(signature, message, "evalops")
+    assert _checked(verifier, signature, message) == reference
+    if how == "none" and message == MESSAGE:
+        assert reference[0] is None  # the unedited signature holds: the edits are edits
+
+
+@pytest.fixture(scope="module")
+def ed25519_private() -> tuple[Any, bytes]:
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    private = ed25519.Ed25519PrivateKey.generate()
+    line = private.public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH).decode()
+    return private, sshsig.parse_public_key(line).blob

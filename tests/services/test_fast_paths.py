@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from evalops.errors import InputError
 from evalops.registry.load import parse_json, parse_record
 from evalops.services.ingest import _canonical_forms
-from evalops.store.rowdigest import PLAIN, TIMESTAMP, cell, line_of
+from evalops.store.rowdigest import PLAIN, TIMESTAMP, _line_of_any, cell, line_of
 from tests.conftest import Cli
 from tests.helpers import real_clock_demo
 
@@ -160,6 +160,43 @@ def test_row_lines_equal_the_reference(cells: list[Any]) -> None:
     # Read back raw from SQLite, a timestamp is its stored text: the same line.
     raw = [c.strftime("%Y-%m-%d %H:%M:%S.%f") if isinstance(c, datetime) else c for c in cells]
     assert line_of([cell(k, c) for k, c in zip(kinds, raw, strict=True)]) == line
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.none()
+        | st.booleans()
+        | st.integers(-2 * SAFE, 2 * SAFE)
+        | st.text(st.characters(), max_size=40)  # surrogates, controls, quotes, astral
+        | st.sampled_from(['{"act":"waiver.grant","reason":"a \\"quoted\\" one"}\n', "\u2028"])
+        | st.floats(-1e15, 1e15)
+        | st.sampled_from([2.0**53, 1e16, math.nan, math.inf, -0.0, 1e-7]),
+        max_size=12,
+    )
+)
+def test_row_lines_of_any_cells_equal_the_reference(cells: list[Any]) -> None:
+    """Every cell the drivers return for a plain column, as a list or as the driver's own
+    tuple (a table of plain columns hashes the row as it comes): the line the encoder path
+    wrote before strings and ints were written directly (`_line_of_any`: what every stored
+    digest was computed with), which is the reference's line, or an error where the
+    reference has one. An integral float beyond 2^53 is the one cell where that path and
+    the reference differ (it writes 2^53 as `9007199254740992.0`): both paths alike."""
+    try:
+        before = _line_of_any(cells)
+    except Exception as exc:
+        event("refused")
+        with pytest.raises(type(exc)):
+            line_of(cells)
+        with pytest.raises(Exception):  # noqa: B017 - the reference's own error, any kind
+            rfc8785.dumps(cells)
+        return
+    assert line_of(cells) == line_of(tuple(cells)) == before
+    if any(isinstance(c, float) and c.is_integer() and abs(c) > SAFE for c in cells):
+        event("an integral float beyond 2^53")
+        return
+    event(f"compared: {sorted({type(c).__name__ for c in cells})}")
+    assert before == rfc8785.dumps(cells) + b"\n"
 
 
 # ------------------------------------------------- the gate re-derives only what changed

@@ -32,7 +32,7 @@ from evalops.domain.authority import Judgement, Signer
 from evalops.errors import EvalopsError, VerificationError
 from evalops.services import authority, verify
 from evalops.services.authority import ActPool, signed_acts_check
-from evalops.store.engine import make_engine, snapshot_session
+from evalops.store.engine import make_engine, raw_rows, snapshot_session
 from tests.conftest import Cli
 from tests.helpers import copy_rows
 from tests.services.test_authority import DB, World, _world
@@ -525,6 +525,40 @@ def test_each_stored_act_edited_is_found_alike_on_every_path(world: World) -> No
         kind, message = _every_path_of_the_stage(url)
     assert message.startswith(f"audit seq {one.audit_seq} "), message
     assert _every_path_of_the_stage(url) == ("ok", len(acts))  # every edit undone
+
+
+def test_what_verify_parses_once_per_authority_changes_no_verdict(world: World) -> None:
+    """`verify` parses each distinct scope and signers text once per authority, and keeps
+    each role refusal and signer per judge: every act's verdict, edited ones among them, is
+    the one a fresh parse and a fresh judge give, whatever acts were checked before it."""
+    _grants(world, 4)
+    url = _url(world)
+    acts = _acts(world)
+    out_of_scope = json.dumps({"suite": "capability/other", "task": "t"})
+    set_row = "UPDATE signed_act SET {} = :v WHERE id = :i"
+    edits = [
+        (set_row.format("scope"), {"v": out_of_scope, "i": acts[-3].id}),
+        (
+            set_row.format("signers"),
+            {"v": acts[-1].signers.replace("alice", "bob"), "i": acts[-2].id},
+        ),
+    ]
+    with _edited(url, edits):
+        engine = make_engine(url)
+        try:
+            with snapshot_session(engine) as session:
+                rows = list(raw_rows(session, authority._ACT_ROWS, "evalops_test_acts"))
+                shared = authority._authorities(session)
+                verdicts = []
+                for row in rows + rows[::-1]:  # each text seen before, both ways round
+                    fresh = authority._first_problem([row], authority._authorities(session))
+                    assert authority._first_problem([row], shared) == fresh
+                    verdicts.append(fresh)
+        finally:
+            engine.dispose()
+    assert sum(v is not None for v in verdicts) == 4, verdicts  # each edited act, twice
+    assert any(v and "holds risk_owner but not for suite 'capability/other'" in v for v in verdicts)
+    assert any(v and "the stored signers are not those of its signatures" in v for v in verdicts)
 
 
 # ------------------------------------------------------------------ stopping the pool
