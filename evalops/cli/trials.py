@@ -193,7 +193,7 @@ def list_(
             )
         print_table(table, prose=("labels",), drop=("rerun of", "labels", "#", "task"))
 
-    counted_to = count_cap(shown_limit) if cls is None else None
+    counted_to = None if cls or shown_limit is None else count_cap(shown_limit)
     emit_page(ctx, Page(rows, total, counted_to), "trials", human)
 
 

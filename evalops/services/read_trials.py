@@ -31,10 +31,10 @@ larger); past that its footer says "more than". Counting every row is the one pa
 listing that grows with the registry: at a million trials it cost more than listing fifty."""
 
 
-def count_cap(limit: int | None) -> int | None:
-    """Up to how many matching trials a listing of `limit` rows counts (None: it lists and so
-    counts every one)."""
-    return None if limit is None else max(COUNT_CAP, limit)
+def count_cap(limit: int) -> int:
+    """Up to how many matching trials a listing of at most `limit` rows counts (a listing
+    without a limit lists, and so counts, every one)."""
+    return max(COUNT_CAP, limit)
 
 
 @dataclass(frozen=True)
@@ -228,7 +228,7 @@ def list_trials(
             rows = [_summary(defs, t, builds, reruns) for t in reader.rows(sql, params)]
             return rows, len(rows)
         counted = f"SELECT id FROM trial WHERE {clause} LIMIT :cap"
-        cap = {**params, "cap": int(count_cap(limit) or 0) + 1}
+        cap = {**params, "cap": count_cap(limit) + 1}
         total = int(reader.scalar(f"SELECT count(*) AS n FROM ({counted}) AS matching", cap))
         sql += " LIMIT :limit"
         params = {**params, "limit": limit}

@@ -163,7 +163,7 @@ def list_trials(
             if limit is None:
                 rows = [_summary(defs, t, builds, reruns) for t in session.exec(stmt)]
                 return rows, len(rows)
-            matching = select(Trial.id).where(*where).limit(int(count_cap(limit) or 0) + 1)
+            matching = select(Trial.id).where(*where).limit(count_cap(limit) + 1)
             total = session.exec(select(func.count()).select_from(matching.subquery())).one()
             stmt = stmt.limit(limit)
             return [_summary(defs, t, builds, reruns) for t in session.exec(stmt)], total
