@@ -4,7 +4,7 @@ Tasks present in both builds are paired by task id (the task is the statistical 
 `inconclusive` whenever the method cannot separate the runs at alpha; `unchanged` only when
 every pair is identical. Methods:
 - `mcnemar`: exact McNemar (a two-sided binomial test on the discordant pairs of per-task
-  pass);
+  pass; `binomial_two_sided`);
 - `sign-test`: two-sided binomial test on the signs of per-task meanScore differences;
 - `paired-t`: `scipy.stats.ttest_rel` on per-task meanScore;
 - `paired-bootstrap`: `scipy.stats.bootstrap` of the mean difference, seeded (the seed is
@@ -32,8 +32,29 @@ class TaskOutcome:
     mean_score: float
 
 
+# Below this many trials, `scipy.stats.binomtest(k, n, 0.5)` returns the exact two-sided
+# p-value, a multiple of 2**-n (tests/domain/test_regression_verdict.py checks every k and
+# n): it is computed here from binomial coefficients, so that a verdict on a small suite
+# does not import scipy.stats (about a second of CPU). From 15 trials on, scipy's floating
+# sum differs from the exact value in the last bits, and stored decisions hold scipy's
+# values: there scipy computes it.
+EXACT_BELOW = 15
+
+
 def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
+
+
+def binomial_two_sided(k: int, n: int) -> float:
+    """The two-sided p-value of `k` successes in `n` fair trials, as scipy.stats.binomtest."""
+    if n >= EXACT_BELOW:
+        from scipy import stats
+
+        return float(stats.binomtest(k, n, 0.5).pvalue)
+    if 2 * k == n:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(k, n - k) + 1))
+    return min(1.0, math.ldexp(2 * tail, -n))
 
 
 def paired_verdict(
@@ -45,8 +66,6 @@ def paired_verdict(
     seed: int = 0,
 ) -> dict[str, Any]:
     """`{verdict, method, alpha, pairedTaskCount, pValue, ...}` over tasks in both builds."""
-    from scipy import stats
-
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r} (one of {', '.join(METHODS)})")
     shared = sorted(baseline.keys() & candidate.keys())
@@ -68,7 +87,7 @@ def paired_verdict(
         if b + c == 0:
             out.update(verdict="unchanged", pValue=1.0)
             return out
-        p = float(stats.binomtest(b, b + c, 0.5).pvalue)
+        p = binomial_two_sided(b, b + c)
         out["pValue"] = p
         if p < alpha:
             out["verdict"] = "regressed" if b > c else "improved"
@@ -83,13 +102,15 @@ def paired_verdict(
     if method == "sign-test":
         pos = sum(1 for d in diffs if d > 0)
         neg = sum(1 for d in diffs if d < 0)
-        p = float(stats.binomtest(pos, pos + neg, 0.5).pvalue)
+        p = binomial_two_sided(pos, pos + neg)
         out.update(
             pValue=p, signs={"positive": pos, "negative": neg, "zero": len(diffs) - pos - neg}
         )
         if p < alpha:
             out["verdict"] = "improved" if pos > neg else "regressed"
         return out
+    from scipy import stats
+
     if method == "paired-t":
         if len(diffs) < 2:
             return out

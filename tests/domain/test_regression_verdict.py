@@ -10,6 +10,8 @@ gate (pure and at the CLI) and the `evalops compare` command.
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,10 +21,15 @@ from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar  # type: ignore[import-untyped]
 
 from evalops.domain.gate import evaluate
-from evalops.domain.regression import TaskOutcome, paired_verdict
+from evalops.domain.regression import (
+    EXACT_BELOW,
+    TaskOutcome,
+    binomial_two_sided,
+    paired_verdict,
+)
 from tests.conftest import Cli
 from tests.domain.test_gate_evaluate import baseline, make_inputs, task
-from tests.helpers import commit_all
+from tests.helpers import REPO_ROOT, commit_all
 from tests.services.test_gate import MANY, alt_policy, base_workspace, copy_workspace, gate, sql
 
 KEYS = {"verdict", "method", "alpha", "pairedTaskCount", "pValue"}
@@ -92,6 +99,50 @@ def test_mcnemar_agrees_with_scipy_and_statsmodels(
     assert out["pairedTaskCount"] == a + b + c + d
     assert out["pValue"] == pytest.approx(p_scipy, rel=1e-12)
     assert out["verdict"] == expected_verdict(p_scipy, alpha, worse=b > c)
+
+
+def test_the_binomial_p_value_is_scipys_bit_for_bit_for_every_count() -> None:
+    # Stored decisions hold scipy's p-values and replay byte for byte: below EXACT_BELOW
+    # trials the value computed from binomial coefficients must be scipy's float exactly,
+    # for every k; at and above it, scipy itself must be what answers.
+    for n in range(1, EXACT_BELOW):
+        for k in range(n + 1):
+            expected = float(stats.binomtest(k, n, 0.5).pvalue)
+            assert binomial_two_sided(k, n) == expected, (k, n)
+    for n in range(EXACT_BELOW, 40):
+        for k in range(n + 1):
+            assert binomial_two_sided(k, n) == float(stats.binomtest(k, n, 0.5).pvalue), (k, n)
+
+
+def test_the_exact_path_stops_where_scipy_stops_being_exact() -> None:
+    # At 15 trials scipy's sum for k = 4 is one unit in the last place off the exact
+    # 1941/16384: the bound is the first n where the two differ, so it cannot be raised
+    # without this test failing.
+    n = EXACT_BELOW
+    exact = 2 * sum(math.comb(n, i) for i in range(5)) / 2**n
+    assert exact == 1941 / 16384 == 0.11846923828125
+    assert float(stats.binomtest(4, n, 0.5).pvalue) != exact
+    assert binomial_two_sided(4, n) == float(stats.binomtest(4, n, 0.5).pvalue)
+
+
+def test_a_mcnemar_verdict_on_a_small_suite_does_not_import_scipy() -> None:
+    code = (
+        "import sys\n"
+        "from evalops.domain.regression import TaskOutcome, paired_verdict\n"
+        "pairs = [(1, 1)] * 3 + [(1, 0)] * 6 + [(0, 1)] + [(0, 0)] * 2\n"
+        "base = {f't{i}': TaskOutcome(bool(x), float(x)) for i, (x, _) in enumerate(pairs)}\n"
+        "cand = {f't{i}': TaskOutcome(bool(y), float(y)) for i, (_, y) in enumerate(pairs)}\n"
+        "out = paired_verdict(base, cand, method='mcnemar', alpha=0.05)\n"
+        "out2 = paired_verdict(base, cand, method='sign-test', alpha=0.05)\n"
+        "print(out['pValue'], out2['pValue'], 'scipy' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO_ROOT
+    )
+    p_value, sign_p, imported = done.stdout.split()
+    assert float(p_value) == float(stats.binomtest(6, 7, 0.5).pvalue)
+    assert float(sign_p) == float(stats.binomtest(6, 7, 0.5).pvalue)
+    assert imported == "False"
 
 
 def test_mcnemar_with_no_discordant_pair_is_never_improved_or_regressed() -> None:
@@ -391,7 +442,12 @@ def test_paired_t_with_zero_variance_is_inconclusive_without_warnings() -> None:
     """Every task moved by the same amount: t is undefined, so no claim is made."""
     import warnings
 
-    from evalops.domain.regression import TaskOutcome, paired_verdict
+    from evalops.domain.regression import (
+    EXACT_BELOW,
+    TaskOutcome,
+    binomial_two_sided,
+    paired_verdict,
+)
 
     base = {f"t{i}": TaskOutcome(True, 0.9) for i in range(4)}
     cand = {f"t{i}": TaskOutcome(True, 0.8) for i in range(4)}
