@@ -16,6 +16,7 @@ attribute, and classify alike.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 # -- protocols: what the pure rules read ---------------------------------------------------
@@ -142,6 +143,39 @@ class TaskFacts(Protocol):
     def contract(self) -> ContractFacts: ...
     @property
     def fixtures(self) -> FixturesFacts | None: ...
+
+
+class MetaFacts(Protocol):
+    @property
+    def risk(self) -> str: ...
+    @property
+    def protects(self) -> Sequence[str]: ...
+
+
+class PlanFacts(Protocol):
+    @property
+    def count(self) -> int: ...
+    @property
+    def k(self) -> int | None: ...
+    @property
+    def passRule(self) -> str: ...
+    @property
+    def passScore(self) -> float: ...
+
+
+class PlanContractFacts(Protocol):
+    @property
+    def trials(self) -> PlanFacts | None: ...
+
+
+class TaskHeadFacts(Protocol):
+    """What a gate reads of a task besides its trials: the labels the risk ratchet folds
+    over its revisions, and its trial plan."""
+
+    @property
+    def meta(self) -> MetaFacts: ...
+    @property
+    def contract(self) -> PlanContractFacts: ...
 
 
 # -- views of stored documents -------------------------------------------------------------
@@ -305,6 +339,49 @@ class StoredTask(NamedTuple):
                 score_from=contract.get("score_from"),
             ),
             fixtures=None if fixtures is None else StoredFixtures(fixtures.get("onMiss")),
+        )
+
+
+class StoredMeta(NamedTuple):
+    risk: str
+    protects: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredPlan:
+    # Not a NamedTuple: `count` would shadow tuple.count.
+    count: int
+    k: int | None
+    passRule: str
+    passScore: float
+
+
+class StoredPlanContract(NamedTuple):
+    trials: StoredPlan | None
+
+
+class StoredTaskHead(NamedTuple):
+    meta: StoredMeta
+    contract: StoredPlanContract
+
+    @classmethod
+    def of(cls, document: Mapping[str, Any]) -> StoredTaskHead:
+        """A registered task revision's labels and trial plan (the gate's `member_heads`:
+        a suite of 10,000 tasks would otherwise validate 10,000 specs for four fields)."""
+        meta = document["meta"]
+        plan = document["contract"].get("trials")
+        return cls(
+            meta=StoredMeta(meta["risk"], tuple(meta.get("protects", ()))),
+            contract=StoredPlanContract(
+                None
+                if plan is None
+                else StoredPlan(
+                    count=plan.get("count", 1),
+                    k=plan.get("k"),
+                    passRule=plan.get("passRule", "all"),
+                    passScore=float(plan.get("passScore", 1.0)),
+                )
+            ),
         )
 
 

@@ -17,6 +17,7 @@ from sqlmodel import Session, col, select
 from evalops.domain.calibration_validity import Validity
 from evalops.domain.canonical import digest
 from evalops.domain.classify import Classification, classify
+from evalops.domain.facts import StoredTaskHead
 from evalops.domain.specs import EvalTaskSpec, GraderSet
 from evalops.domain.trajectory import TrajectoryResult
 from evalops.domain.trial_record import GraderResult, TrialRecord
@@ -58,6 +59,7 @@ class Definitions:
     _all_tasks: dict[str, list[TaskRevision]] | None = None
     _specs: dict[int, EvalTaskSpec] = field(default_factory=dict)
     _task_specs: dict[tuple[str, str], EvalTaskSpec | None] = field(default_factory=dict)
+    _heads: dict[int, StoredTaskHead] = field(default_factory=dict)
     _grader_sets: dict[str, RegisteredGraderSet | None] = field(default_factory=dict)
     _validity: dict[str, dict[str, Validity]] = field(default_factory=dict)
     _executions: dict[str, bool] = field(default_factory=dict)
@@ -123,11 +125,25 @@ class Definitions:
             self._specs[row.id] = queries.task_spec(row)
         return self._specs[row.id]
 
+    def head_of(self, row: TaskRevision) -> StoredTaskHead:
+        """A registered task revision's labels and trial plan, read from its stored
+        document without validating the whole spec (it was validated at `sync`)."""
+        assert row.id is not None
+        if row.id not in self._heads:
+            self._heads[row.id] = StoredTaskHead.of(json.loads(row.document))
+        return self._heads[row.id]
+
+    def task_head(self, task_id: str, task_digest: str) -> StoredTaskHead | None:
+        """`task`'s labels and plan (the same revision), or None when not registered."""
+        rows = [r for r in self.task_rows(task_digest) if r.task_id == task_id]
+        return self.head_of(rows[-1]) if rows else None
+
     def forget_specs(self) -> None:
         """Let go of the validated task specs (a 10,000-task suite's take about 50 MiB);
         any needed again is parsed again."""
         self._specs.clear()
         self._task_specs.clear()
+        self._heads.clear()
 
     def task(self, task_id: str, task_digest: str) -> EvalTaskSpec | None:
         key = (task_id, task_digest)

@@ -325,7 +325,7 @@ def _labels_by_task(
             revisions.setdefault(row.task_id, []).append(row)
     return {
         m.task_id: queries.strictest_labels(
-            revisions.get(m.task_id, []), m.added.task_revision_id, defs.spec_of
+            revisions.get(m.task_id, []), m.added.task_revision_id, defs.head_of
         )
         for m in members
     }
@@ -333,12 +333,14 @@ def _labels_by_task(
 
 def member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str, TaskHead]:
     """Each member's ratcheted labels and trial plan (the parts of its input that are not
-    trials), from its registered spec; the candidate and the baseline share them. The
-    validated specs are let go after (a 10,000-task suite's take about 50 MiB)."""
+    trials), from its registered document; the candidate and the baseline share them.
+    Read through views of the stored documents (`StoredTaskHead`), not the validated specs:
+    each was validated at `sync`, and a 10,000-task suite spent most of this step in
+    validation. What was read is let go after."""
     labels = _labels_by_task(defs, members)
     out: dict[str, TaskHead] = {}
     for m in members:
-        pinned = defs.task(m.task_id, m.task_digest)
+        pinned = defs.task_head(m.task_id, m.task_digest)
         if pinned is None:
             raise InputError(
                 f"suite member {m.task_id} pins task_digest {m.task_digest}, which is not "

@@ -12,6 +12,7 @@ from sqlmodel import Session, SQLModel, col, select
 
 from evalops.domain import digests
 from evalops.domain.calibration_validity import StoredCalibration, Validity, calibration_validity
+from evalops.domain.facts import TaskHeadFacts
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet, SuiteDeclaration
 from evalops.store.tables import (
     Calibration,
@@ -144,7 +145,7 @@ RISK_RANK = {"critical": 0, "noncritical_regression": 1, "quality_signal": 2}
 def strictest_labels(
     rows: list[TaskRevision],
     pinned_revision_id: int | None,
-    spec_of: Callable[[TaskRevision], EvalTaskSpec] = task_spec,
+    spec_of: Callable[[TaskRevision], TaskHeadFacts] = task_spec,
 ) -> tuple[str, list[str]]:
     """The ratchet over one task's registered rows (see `effective_labels`)."""
     pinned = next((r for r in rows if r.id == pinned_revision_id), None)

@@ -15,6 +15,7 @@ import json
 import types
 import typing
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -31,7 +32,9 @@ from evalops.domain.facts import (
     StoredRecord,
     StoredResult,
     StoredTask,
+    StoredTaskHead,
     TaskFacts,
+    TaskHeadFacts,
     rerun_limits,
 )
 from evalops.domain.specs import EvalTaskSpec, GatePolicy, GraderSet
@@ -216,6 +219,72 @@ def test_a_task_view_reads_what_the_model_reads(name: str, document: Any) -> Non
     assert (
         differences(StoredTask.of(document), EvalTaskSpec.model_validate(document), TaskFacts) == []
     )
+
+
+@pytest.mark.parametrize(("name", "document"), TASKS, ids=[n for n, _ in TASKS])
+def test_a_task_head_view_reads_what_the_model_reads(name: str, document: Any) -> None:
+    model = EvalTaskSpec.model_validate(document)
+    assert differences(StoredTaskHead.of(document), model, TaskHeadFacts) == []
+
+
+def _with_head(meta: dict[str, Any], plan: dict[str, Any] | None) -> Any:
+    task = json.loads(json.dumps(MINI_TASK))
+    task["meta"] = {"title": "t", **meta}
+    task["contract"].pop("trials", None)
+    if plan is not None:
+        task["contract"]["trials"] = plan
+    return stored(task)
+
+
+RISKS = ("critical", "noncritical_regression", "quality_signal")
+PROTECTS = ("permissions", "secrets", "human_approval", "external_effect", "required_evidence")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    risk=st.sampled_from(RISKS),
+    protects=st.none() | st.lists(st.sampled_from(PROTECTS), unique=True),
+    plan=st.none()
+    | st.fixed_dictionaries(
+        {},
+        optional={
+            "count": st.integers(1, 12),
+            "k": st.integers(1, 12),
+            "passRule": st.sampled_from(("all", "any", "mean")),
+            # integral scores included: canonical JSON stores 1.0 as 1, the model reads a float
+            "passScore": st.sampled_from((0, 1, 0.0, 1.0)) | st.floats(0, 1),
+        },
+    ),
+)
+def test_any_task_head_is_read_alike_from_the_view_and_the_model(
+    risk: str, protects: list[str] | None, plan: dict[str, Any] | None
+) -> None:
+    if protects:
+        risk = "critical"
+    if plan is not None and plan.get("k", 0) > plan.get("count", 1):
+        plan["k"] = plan.get("count", 1)
+    meta: dict[str, Any] = {"risk": risk} | ({} if protects is None else {"protects": protects})
+    document = _with_head(meta, plan)
+    model = EvalTaskSpec.model_validate(document)
+    assert differences(StoredTaskHead.of(document), model, TaskHeadFacts) == []
+
+
+def test_the_head_walk_reaches_the_plan() -> None:
+    document = _with_head({"risk": "critical"}, {"count": 3, "passRule": "mean", "passScore": 1})
+    view = StoredTaskHead.of(document)
+    assert view.contract.trials is not None
+    assert view.contract.trials.passScore == 1.0
+    assert type(view.contract.trials.passScore) is float
+    wrong = view._replace(
+        contract=view.contract._replace(trials=replace(view.contract.trials, passScore=1))
+    )
+    model = EvalTaskSpec.model_validate(document)
+    assert differences(wrong, model, TaskHeadFacts) == [
+        ".contract.trials.passScore: 1 (int) != 1.0 (float)"
+    ]
+    no_plan = _with_head({"risk": "quality_signal"}, None)
+    assert StoredTaskHead.of(no_plan).contract.trials is None
+    assert EvalTaskSpec.model_validate(no_plan).contract.trials is None
 
 
 @pytest.mark.parametrize(("name", "document"), GRADER_SETS, ids=[n for n, _ in GRADER_SETS])

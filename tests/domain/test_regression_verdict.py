@@ -442,12 +442,7 @@ def test_paired_t_with_zero_variance_is_inconclusive_without_warnings() -> None:
     """Every task moved by the same amount: t is undefined, so no claim is made."""
     import warnings
 
-    from evalops.domain.regression import (
-    EXACT_BELOW,
-    TaskOutcome,
-    binomial_two_sided,
-    paired_verdict,
-)
+    from evalops.domain.regression import TaskOutcome, paired_verdict
 
     base = {f"t{i}": TaskOutcome(True, 0.9) for i in range(4)}
     cand = {f"t{i}": TaskOutcome(True, 0.8) for i in range(4)}
