@@ -278,12 +278,13 @@ def _trial_input(
         # Read from the record below when ingest did not count them.
         "fixture_misses": 0 if misses is None else misses,
     }
-    if misses is None or rederive_.needed(row.trial_id, row.grader_set_digest, row.ingest_batch_id):
+    stale = rederive_.needed(row.trial_id, row.grader_set_digest, row.ingest_batch_id)
+    if misses is None or stale:
         trial = session.get(Trial, row.id)
         assert trial is not None
         if misses is None:
             out["fixture_misses"] = json.loads(trial.record).get("fixture_misses", 0)
-        if rederive_.needed(row.trial_id, row.grader_set_digest, row.ingest_batch_id):
+        if stale:
             current = rederive(defs, trial)
             if current is not None:
                 out["classification"] = current.primary
