@@ -12,6 +12,7 @@ block per row, each value whole. Piped output has no width limit and is never ch
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -57,7 +58,12 @@ def print_table(
         if (names := [name for action, name in changes if action == verb])
     ]
     if notes:
-        say(f"(to fit {out.width} columns: {'; '.join(notes)}; --json has every field)", err=True)
+        note = f"(to fit {out.width} columns: {'; '.join(notes)}; --json has every field)"
+        # The note itself fits too: wrapped between words, never inside a column name.
+        for line in textwrap.wrap(
+            note, out.width, break_long_words=False, break_on_hyphens=False
+        ):
+            say(line, err=True)
 
 
 def fit(

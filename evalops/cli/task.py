@@ -43,7 +43,7 @@ def list_(
                 r["grader_set"],
                 (r["git_commit"] or "-")[:10] + (" dirty" if r["git_dirty"] else ""),
             )
-        print_table(table, shorten=("task_digest",), drop=("git", "rev", "grader set", "risk"))
+        print_table(table, shorten=("task_digest",), drop=("git", "grader set", "risk", "rev"))
 
     emit_page(ctx, page, "tasks", human)
 

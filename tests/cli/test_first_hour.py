@@ -471,6 +471,22 @@ def test_a_narrow_table_says_what_it_left_out(demo: Path, cli: Cli, terminal_80:
     assert all(d[: len("sha256:") + 12] in shown for d in digests)
 
 
+def test_the_narrow_note_fits_and_the_revision_outlasts_the_labels(
+    demo: Path, cli: Cli, terminal_80: None
+) -> None:
+    """After a revision bump the revision is what a reader looks for in `task list`: it is
+    the last column left out (it is narrow), after the grader set and the risk label; and
+    the note saying what was left out is itself wrapped to the terminal."""
+    result = cli("task", "list", cwd=demo)
+    header = next(line for line in ANSI.sub("", result.stdout).splitlines() if "task" in line)
+    assert "rev" in header.replace("┃", " ").split()
+    assert "risk" not in header and "grader set" not in header
+    note = result.stderr.split("showing")[0]
+    assert "left out" in note
+    assert all(len(line) <= NARROW for line in note.splitlines()), note
+    assert "--json has every field" in " ".join(note.split())
+
+
 def test_piped_tables_keep_every_column(demo: Path, cli: Cli) -> None:
     """A pipe has no width: nothing is left out, shortened or reflowed."""
     result = cli("task", "list", cwd=demo)
