@@ -60,9 +60,7 @@ def print_table(
     if notes:
         note = f"(to fit {out.width} columns: {'; '.join(notes)}; --json has every field)"
         # The note itself fits too: wrapped between words, never inside a column name.
-        for line in textwrap.wrap(
-            note, out.width, break_long_words=False, break_on_hyphens=False
-        ):
+        for line in textwrap.wrap(note, out.width, break_long_words=False, break_on_hyphens=False):
             say(line, err=True)
 
 
