@@ -159,6 +159,24 @@ def _states(tasks: list[dict[str, Any]], shown: list[dict[str, Any]]) -> list[st
     return [f"{n:,} {state}" for state, n in sorted(counts.items())]
 
 
+NOT_COUNTED_ROWS = 10
+"""Tasks named with trials not counted, beyond which one line says how many more."""
+
+
+def _not_counted_lines(data: Mapping[str, Any]) -> list[str]:
+    """Trials of the build that are not evidence for the pins (another revision, grader-set
+    version or execution profile), per task: otherwise only --json and the reports name
+    them, and a reader takes "no trials" at its word."""
+    from evalops.domain.next_steps import not_counted
+
+    named = not_counted(data)
+    lines = [f"  not counted: {line}" for line in named[:NOT_COUNTED_ROWS]]
+    if len(named) > NOT_COUNTED_ROWS:
+        more = plural(len(named) - NOT_COUNTED_ROWS, "more task")
+        lines.append(f"  not counted: ... and {more} with trials not counted (see --json)")
+    return lines
+
+
 def _render_decision(data: Mapping[str, Any], changes: Mapping[str, Any] | None = None) -> None:
     say_painted(
         data["decision"].upper(), f": {data['build']} on {data['suite']} ({data['gate_id']})"
@@ -195,6 +213,8 @@ def _render_decision(data: Mapping[str, Any], changes: Mapping[str, Any] | None 
                 f"  ... and {more} ({states}): every task is in "
                 f"--json and in `evalops report audit --gate {data['gate_id']}`"
             )
+    for line in _not_counted_lines(data):
+        say(line)
     waiver_lines = _waiver_lines(data["waivers"])
     if waiver_lines:
         say("  waivers: " + "; ".join(waiver_lines))

@@ -3,6 +3,11 @@
 A hold is the gate saying "not yet": evidence is missing, an effect is unsettled, a grader
 is broken, or a non-critical failure awaits a fix or a risk owner's waiver. Each of those
 has one way forward, and people should not have to look it up.
+
+Evidence that is missing while trials of the build exist for another revision of the task,
+another version of its grader set or an older execution profile is not fixed by ingesting
+more: those trials are named, with what makes trials count (`not_counted` names them on
+every decision, pass included).
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import re
 import shlex
 from collections.abc import Mapping
 from typing import Any
+
+from evalops.domain.humanize import plural
 
 _TRIAL = re.compile(r"^\w+ in (?P<trial>\S+)$")
 FAILING = ("agent_error", "runtime_error", "task_fail")
@@ -41,6 +48,11 @@ def _for_task(task: Mapping[str, Any], build: str, suite: str) -> str | None:
             f"which); a verdict awaiting review: evalops review list, then evalops review "
             f"resolve {_q(trial)} --grader G --state S --reason TEXT"
         )
+    if state == "missing_required_evidence" and ignored_trials(task):
+        return f"{task_id}: " + "; ".join(
+            _uncounted_step(reason, n, task_id, build, suite)
+            for reason, n in ignored_trials(task).items()
+        )
     if state == "missing_required_evidence":
         return f"{task_id}: ingest more trials of build {build} ({task.get('reason', '')})"
     if state == "grader_invalid" and trial:
@@ -63,6 +75,75 @@ def _for_task(task: Mapping[str, Any], build: str, suite: str) -> str | None:
     return None
 
 
+# Why a trial of the build is not evidence for the member's pins, by `ignoredTrials` key
+# (evaluator 1 counted them without a reason).
+_NOT_COUNTED = {
+    "other_task_revision": "another task revision than the suite pins",
+    "other_grader_set_version": "another grader-set version than the suite pins",
+    "older_execution_digest": "an older version of the execution profile",
+    "other_revision_or_grader_set": "another task revision or grader-set version than the "
+    "suite pins",
+}
+
+
+def ignored_trials(task: Mapping[str, Any]) -> dict[str, int]:
+    """A task's trials not counted, `{reason: n}`, whether stored by reason or as a count."""
+    value = task.get("ignoredTrials")
+    if isinstance(value, Mapping):
+        return {str(k): int(v) for k, v in sorted(value.items()) if v}
+    if isinstance(value, int) and value:
+        return {"other_revision_or_grader_set": value}
+    return {}
+
+
+def _uncounted_step(reason: str, n: int, task_id: str, build: str, suite: str) -> str:
+    """What makes trials of the build count: promoting pins the task's latest synced revision
+    and the version of its grader set in force (docs/promotion.md); an execution profile is
+    not pinned, so trials of an older one are never evidence again."""
+    trials, are = plural(n, "trial"), "is" if n == 1 else "are"
+    was, they = ("was", "it does") if n == 1 else ("were", "they do")
+    promote = f"evalops promote {_q(task_id)} --to {_q(suite)}"
+    if reason == "other_task_revision":
+        return (
+            f"{trials} of build {build} {are} of another revision of the task than {suite} "
+            f"pins, so {they} not count: ingest trials of the pinned revision, or pin the "
+            f"latest synced one: {promote}"
+        )
+    if reason == "other_grader_set_version":
+        return (
+            f"{trials} of build {build} {was} graded under another version of the task's "
+            f"grader set than {suite} pins, so {they} not count: ingest trials graded under "
+            f"the pinned version, or pin the version in force: {promote}"
+        )
+    if reason == "older_execution_digest":
+        return (
+            f"{trials} of build {build} {was} run under an older version of its execution "
+            f"profile, so {they} not count: run the build again under the profile in force "
+            f"and ingest those trials"
+        )
+    return (
+        f"{trials} of build {build} {are} of another revision or grader-set version of the "
+        f"task than {suite} pins, so {they} not count: ingest trials of the pinned ones, or "
+        f"pin the latest synced ones: {promote}"
+    )
+
+
+def not_counted(decision: Mapping[str, Any]) -> list[str]:
+    """One line per task with trials of the build that are not evidence for its pins, on
+    any decision: a pass resting on an older revision says so too."""
+    build = str(decision["build"])
+    lines = []
+    for task in decision["tasks"]:
+        parts = [
+            f"{plural(n, 'trial')}{f' of build {build}' if not i else ''} "
+            f"({_NOT_COUNTED.get(reason, reason)})"
+            for i, (reason, n) in enumerate(ignored_trials(task).items())
+        ]
+        if parts:
+            lines.append(f"{task['task_id']}: {', '.join(parts)}")
+    return lines
+
+
 def next_steps(decision: Mapping[str, Any]) -> list[str]:
     """One line per held task (in the decision's order) saying what would move it on."""
     build, suite = str(decision["build"]), str(decision["suite"])
@@ -79,5 +160,10 @@ def next_steps(decision: Mapping[str, Any]) -> list[str]:
     ):
         lines.append(
             "the policy requires a baseline: ingest its trials, or name one with --baseline B0"
+        )
+    if not decision["tasks"] and any("has no members" in r for r in decision["reasons"]):
+        # Only promotion makes a task a member: a suite file lists none.
+        lines.append(
+            f"{suite} has no members: promote a task into it: evalops promote TASK --to {_q(suite)}"
         )
     return lines
