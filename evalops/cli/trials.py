@@ -416,7 +416,8 @@ def import_inspect(
     trial (imported once). Each of a sample's error_retries is its own trial, a rerun of the
     attempt before it. Scores map through the map's values (unlisted or NaN: grader_invalid
     for a blocking grader); every limit must be mapped. All or nothing; re-importing a log,
-    a copy or a conversion of it is a counted no-op. Needs: pip install 'evalops[inspect]'.
+    a copy or a conversion of it is a counted no-op. Needs the inspect extra:
+    pip install '.[inspect]' in the evalops checkout.
 
     Example: evalops trials import inspect refund.eval --map registry/imports/inspect-support.yaml
     """
