@@ -70,11 +70,15 @@ def engine_for(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engin
 SUPPORTED_BACKENDS = ("sqlite", "postgresql")
 
 
+class NoDatabase(InputError):
+    """The SQLite file a URL names does not exist (the CLI may say where it looked)."""
+
+
 def require_database_file(url: str) -> None:
     """A SQLite URL must name an existing file (opening it would create an empty one)."""
     path = sqlite_path(url)
     if path is not None and not path.exists():
-        raise InputError(
+        raise NoDatabase(
             f"no registry database at {path}: run `evalops init` first "
             f"(database at revision none, evalops needs {HEAD_REVISION})",
             field="--db",

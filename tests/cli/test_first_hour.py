@@ -176,6 +176,40 @@ def test_the_search_stops_at_the_git_work_tree(ws: Path, cli: Cli, tmp_path: Pat
     assert result.code == 2 and "evalops init" in result.stderr
 
 
+def test_away_from_a_registry_a_missing_database_says_where_evalops_looked(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """From an unrelated directory, "run `evalops init` first" alone invited a stray
+    database: the error names the directory and the ways to reach the real one first."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for args in (("task", "list"), ("db", "current")):
+        result = cli(*args, cwd=elsewhere)
+        assert result.code == 2
+        message = result.stderr.strip()
+        assert message.count("\n") == 0 and str(elsewhere) in message
+        assert "registry's repository" in message
+        assert "--db" in message and "EVALOPS_DATABASE_URL" in message
+        assert message.index("EVALOPS_DATABASE_URL") < message.index("evalops init")
+    assert not (elsewhere / ".evalops").exists()
+
+
+def test_in_a_registry_clone_a_missing_database_still_asks_for_init(
+    workspace: Path, cli: Cli
+) -> None:
+    """A fresh clone holds the registry but not its (ignored) database: init is the step."""
+    result = cli("task", "list", cwd=workspace)
+    assert result.code == 2 and "run `evalops init` first" in result.stderr
+    assert "registry's repository" not in result.stderr
+
+
+def test_a_missing_database_named_by_db_is_not_searched_for(tmp_path: Path, cli: Cli) -> None:
+    named = tmp_path / "named.db"
+    result = cli("--db", f"sqlite:///{named}", "task", "list", cwd=tmp_path)
+    assert result.code == 2 and str(named) in result.stderr
+    assert "run `evalops init` first" in result.stderr
+
+
 def test_validate_names_the_directory_it_tried(tmp_path: Path, cli: Cli) -> None:
     empty = tmp_path / "somewhere"
     empty.mkdir()

@@ -68,6 +68,22 @@ def test_init_registry_refuses_to_overwrite(cli: Cli, repo: Path) -> None:
     assert not (repo / ".evalops").exists()
 
 
+def test_init_registry_in_a_clone_of_a_registry_points_at_plain_init(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A teammate's fresh clone holds the registry but no database (it is ignored)."""
+    repo, clone = tmp_path / "origin", tmp_path / "clone"
+    git.Repo.init(repo).close()
+    assert cli("init", "--registry", "registry", cwd=repo).code == 0
+    commit_all(repo)
+    git.Repo.clone_from(repo, clone).close()
+    refused = cli("init", "--registry", "registry", cwd=clone)
+    assert refused.code == 2
+    assert "plain `evalops init` creates just the database" in refused.stderr
+    assert cli("init", cwd=clone).code == 0
+    assert cli("sync", "registry", cwd=clone).code == 0
+
+
 def test_init_adds_dot_evalops_to_gitignore_once(cli: Cli, repo: Path) -> None:
     (repo / ".gitignore").write_text("*.pyc", encoding="utf-8")  # no final newline
     assert cli("init", cwd=repo).code == 0
