@@ -48,6 +48,41 @@ def test_a_redirected_template_is_one_line_that_ingests(ws: Path, cli: Cli) -> N
     assert ingested.json()["ingested"] == 1
 
 
+def test_a_template_of_three_trials_ingests_as_three(ws: Path, cli: Cli) -> None:
+    """Repeated trials of one task in one run differ in trial_id and trial_index."""
+    args = ("trials", "template", "--task", TASK, "--execution", EXECUTION)
+    result = cli(*args, "--count", "3", "--run-id", "run-many", cwd=ws)
+    assert result.code == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["trial_index"] for r in records] == [0, 1, 2]
+    assert len({r["trial_id"] for r in records}) == 3
+    assert {r["run_id"] for r in records} == {"run-many"}
+    (ws / "three.jsonl").write_text(result.stdout, encoding="utf-8")
+    ingested = cli("trials", "ingest", "three.jsonl", "--json", cwd=ws)
+    assert ingested.code == 0, ingested.stdout + ingested.stderr
+    assert ingested.json()["ingested"] == 3
+
+
+def test_templates_concatenated_need_their_own_trial_ids(ws: Path, cli: Cli) -> None:
+    args = ("trials", "template", "--task", TASK, "--execution", EXECUTION)
+    first = cli(*args, cwd=ws).stdout
+    second = cli(*args, "--index", "1", "--trial-prefix", "again", cwd=ws).stdout
+    assert json.loads(second)["trial_id"] == "again-0002"
+    (ws / "two.jsonl").write_text(first + second, encoding="utf-8")
+    ingested = cli("trials", "ingest", "two.jsonl", "--json", cwd=ws)
+    assert ingested.code == 0, ingested.stdout + ingested.stderr
+    assert ingested.json()["ingested"] == 2
+    # Another record under the first one's trial_id is refused with the way out.
+    other = json.loads(first)
+    other["usage"]["model_calls"] += 1
+    (ws / "same.jsonl").write_text(json.dumps(other) + "\n", encoding="utf-8")
+    refused = cli("trials", "ingest", "same.jsonl", "--json", cwd=ws)
+    assert refused.code == 2
+    message = refused.json()["error"]["message"]
+    assert "already has record_digest" in message
+    assert message.endswith("each record needs its own trial_id")
+
+
 def test_jsonl_option_forces_one_line(ws: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sys.stdout.isatty", lambda: True, raising=False)
     pretty = cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws)
