@@ -31,7 +31,14 @@ from evalops.cli import (
 from evalops.cli.context import Settings, flush_stdout, print_json, settings, shown
 from evalops.cli.discover import in_registry_repository, no_database_here, project_root
 from evalops.cli.helpformat import use_in_help
-from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError, InputError, RejectedRecords
+from evalops.errors import (
+    EXIT_INTERNAL,
+    BusyError,
+    EvalopsError,
+    InputError,
+    NoDatabase,
+    RejectedRecords,
+)
 from evalops.store.defaults import DEFAULT_DB_PATH, DEFAULT_URL
 
 
@@ -71,10 +78,7 @@ def _where_looked(error: EvalopsError, obj: object) -> EvalopsError:
     """No database found by the default search, away from any registry's repository: say
     where evalops looked rather than only "run `evalops init`" (which would create a stray
     database there). In a registry's repository (a fresh clone) init is the right advice."""
-    database = sys.modules.get("evalops.services.database")
-    if database is None or not isinstance(error, database.NoDatabase):
-        return error
-    if not isinstance(obj, Settings) or not obj.db_searched:
+    if not isinstance(error, NoDatabase) or not isinstance(obj, Settings) or not obj.db_searched:
         return error
     here = Path.cwd()
     if in_registry_repository(here, obj.registry):

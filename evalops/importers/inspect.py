@@ -56,7 +56,9 @@ if TYPE_CHECKING:
 
 # evalops is not on PyPI (the name there is another project): the extra installs from a
 # checkout, or its one dependency directly.
-EXTRA_HINT = "pip install '.[inspect]' in the evalops checkout, or pip install 'inspect-ai>=0.3.285,<0.4'"
+EXTRA_HINT = (
+    "pip install '.[inspect]' in the evalops checkout, or pip install 'inspect-ai>=0.3.285,<0.4'"
+)
 TRIAL_PREFIX = "insp"
 # Parts of a sample an import never reads; dropped before validation (they are most of it).
 _UNREAD = ("messages", "output", "events_data", "timelines", "sandbox", "files", "setup")

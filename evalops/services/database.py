@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 
-from evalops.errors import InputError, VerificationError
+from evalops.errors import InputError, NoDatabase, VerificationError
 from evalops.store.engine import (
     DEFAULT_LOCK_TIMEOUT,
     make_engine,
@@ -68,10 +68,6 @@ def engine_for(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engin
 
 
 SUPPORTED_BACKENDS = ("sqlite", "postgresql")
-
-
-class NoDatabase(InputError):
-    """The SQLite file a URL names does not exist (the CLI may say where it looked)."""
 
 
 def require_database_file(url: str) -> None:
