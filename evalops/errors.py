@@ -63,6 +63,10 @@ class InputError(EvalopsError):
     exit_code: ClassVar[int] = EXIT_INPUT
 
 
+class NoDatabase(InputError):
+    """The SQLite file a database URL names does not exist (the CLI says where it looked)."""
+
+
 class RefusedError(EvalopsError):
     """A policy refused the change; the lifecycle is unchanged and the refusal audited."""
 

@@ -143,13 +143,21 @@ class TrialBuilder:
             record["target_agent_id"] = target_agent_id
         return Trial(self, record)
 
-    def template(self, now: datetime) -> dict[str, Any]:
+    def template(
+        self,
+        now: datetime,
+        *,
+        trial_id: str = "trial-0001",
+        run_id: str = "run-0001",
+        attempt_id: str = "attempt-0001",
+        trial_index: int = 0,
+    ) -> dict[str, Any]:
         """A valid skeleton: every grader with a passing result, the expected calls, ok."""
         trial = self.trial(
-            "trial-0001",
-            run_id="run-0001",
-            attempt_id="attempt-0001",
-            trial_index=0,
+            trial_id,
+            run_id=run_id,
+            attempt_id=attempt_id,
+            trial_index=trial_index,
             started_at=now,
             completed_at=now,
         )

@@ -37,6 +37,8 @@ class Settings:
     json: bool = False
     lock_timeout: float = 600.0
     progress: str = "auto"
+    # --db and EVALOPS_DATABASE_URL were not given: the database was looked for.
+    db_searched: bool = False
 
     def engine(self, *, for_verify: bool = False) -> Engine:
         """The registry database, refused unless it exists and is at head (exit 2; 6 for

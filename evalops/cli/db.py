@@ -73,26 +73,41 @@ def _bad_revision(exc: Exception, revision: str) -> None:
         raise InputError(f"cannot migrate to revision {revision!r}: {exc}", field="revision")
 
 
-def _ignore_dot_evalops() -> None:
+def _ignore_dot_evalops() -> bool:
     """`evalops init` keeps the database out of git: `.evalops/` goes into the repository's
-    .gitignore (created if absent) when the working directory is in a git work tree."""
+    .gitignore (created if absent) when the working directory is in a git work tree.
+
+    Outside one (False), it goes into the working directory's .gitignore when the database
+    was created there: the `git init && git add -A` that `sync` needs next must not commit
+    it. Nothing is written when `.evalops/` is not here (a database named by --db)."""
     try:
         import git
 
         repo = git.Repo(Path.cwd(), search_parent_directories=True)
     except Exception:
-        return
+        if (Path.cwd() / ".evalops").is_dir():
+            _add_to_gitignore(Path.cwd() / ".gitignore")
+        return False
     try:
-        root = Path(repo.working_tree_dir or Path.cwd())
-        ignore = root / ".gitignore"
-        lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
-        if any(line.strip() in (".evalops/", ".evalops", "/.evalops/") for line in lines):
-            return
-        prefix = "" if not lines or lines[-1] == "" else "\n"
-        with ignore.open("a", encoding="utf-8") as out:
-            out.write(f"{prefix}.evalops/\n" if lines else ".evalops/\n")
+        _add_to_gitignore(Path(repo.working_tree_dir or Path.cwd()) / ".gitignore")
     finally:
         repo.close()
+    return True
+
+
+def _add_to_gitignore(ignore: Path) -> None:
+    lines = ignore.read_text(encoding="utf-8").splitlines() if ignore.exists() else []
+    if any(line.strip() in (".evalops/", ".evalops", "/.evalops/") for line in lines):
+        return
+    prefix = "" if not lines or lines[-1] == "" else "\n"
+    with ignore.open("a", encoding="utf-8") as out:
+        out.write(f"{prefix}.evalops/\n" if lines else ".evalops/\n")
+
+
+_OUTSIDE_GIT = (
+    "{cwd} is not in a git work tree: `evalops sync` registers the registry as committed in "
+    "git, so run `git init` here and commit the registry first"
+)
 
 
 def init(
@@ -111,8 +126,10 @@ def init(
     """Create the registry database (if needed) and migrate it to head.
 
     Inside a git work tree, `.evalops/` (where the SQLite database lives) is added to the
-    repository's .gitignore. With --registry DIR, starter files are written too (exit 2 and
-    nothing written if one of them exists).
+    repository's .gitignore. Outside one, a warning says `sync` needs the registry committed
+    in git, and a database created here is still listed in ./.gitignore. With
+    --registry DIR, starter files are written too (exit 2 and nothing written if one of
+    them exists).
 
     Example: evalops init --registry registry
     """
@@ -122,9 +139,13 @@ def init(
     written = starter_registry(starter) if starter is not None else []
     disabled = write_authority_example(starter) if starter is not None else None
     _upgrade(state.db_url, "head", create_if_empty=True)
-    _ignore_dot_evalops()
+    in_git = _ignore_dot_evalops()
     status = _status(state.db_url)
-    data: dict[str, object] = dict(status)
+    warnings = []
+    if not in_git:
+        kept_out = " (.gitignore keeps .evalops/ out of it)" if Path(".evalops").is_dir() else ""
+        warnings.append(_OUTSIDE_GIT.format(cwd=Path.cwd()) + kept_out)
+    data: dict[str, object] = {**status, "warnings": warnings}
     if starter is not None:
         data["written"] = [{"file": str(w.path), "kind": w.kind, "id": w.id} for w in written]
         data["disabled"] = [str(disabled)] if disabled else []
@@ -135,9 +156,12 @@ def init(
             say(f"wrote {w.path} ({w.kind} {w.id})")
         if disabled:
             say(f"wrote {disabled} (an authority, disabled until filled in: docs/authority.md)")
+        for line in warnings:
+            say(f"warning: {line}", err=True)
         if starter is not None:
+            commit = "" if in_git else ", `git init && git add -A && git commit -m registry`,"
             say(
-                f"next: edit the files, then `evalops validate {starter}` "
+                f"next: edit the files, then `evalops validate {starter}`{commit} "
                 f"and `evalops sync {starter}`"
             )
 

@@ -462,9 +462,13 @@ def _render_summary(directory: Path, results: list[StepResult]) -> Path:
             for r in results
         ],
     )
-    path = directory / "demo-summary.md"
+    path = directory / SUMMARY
     path.write_text(text, encoding="utf-8")
     return path
+
+
+#: What a finished demo leaves in its directory (the Makefile's sign of an earlier demo).
+SUMMARY = "demo-summary.md"
 
 
 def _run_steps(directory: Path, script: list[Step], results: list[StepResult]) -> None:
@@ -493,6 +497,15 @@ def run_demo(directory: Path | None, now: datetime | None = None) -> list[StepRe
     if directory is None:
         directory = Path(tempfile.mkdtemp(prefix="evalops-demo-"))
     elif directory.exists() and any(directory.iterdir()):
+        if (directory / SUMMARY).is_file():
+            # Never deleted here: the tutorial works in the demo's directory, so an earlier
+            # demo may hold the reader's own work by now.
+            raise InputError(
+                f"demo directory holds an earlier evalops demo ({SUMMARY}), which evalops "
+                f"demo never deletes: remove it first (rm -rf {shlex.quote(str(directory))}, "
+                "as `make demo` replaces its own) or give an empty or new directory",
+                str(directory),
+            )
         raise InputError("demo directory is not empty; give an empty or new one", str(directory))
     directory.mkdir(parents=True, exist_ok=True)
     directory = directory.resolve()

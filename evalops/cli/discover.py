@@ -23,3 +23,25 @@ def project_root(start: Path) -> Path | None:
     else:
         return None
     return next((d for d in seen[1:] if (d / DEFAULT_DB_PATH).is_file()), None)
+
+
+def in_registry_repository(start: Path, registry: Path) -> bool:
+    """`start` is in a git work tree and `registry` is found from `start` or a directory
+    above it, up to the work tree's root."""
+    seen: list[Path] = []
+    for directory in [start, *start.parents]:
+        seen.append(directory)
+        if (directory / ".git").exists():
+            return any((d / registry).is_dir() for d in seen)
+    return False
+
+
+def no_database_here(start: Path) -> str:
+    """The missing-database error away from any registry: `evalops init` would make a
+    stray database, so where evalops looked and how to point it at the real one come first."""
+    return (
+        f"no registry database in the current directory, {start} (no {DEFAULT_DB_PATH}), "
+        "which is not in a git work tree holding a registry: run evalops from your "
+        "registry's repository, or name the database with --db or EVALOPS_DATABASE_URL; "
+        "to start a new registry here, run `evalops init`"
+    )

@@ -29,9 +29,16 @@ from evalops.cli import (
     waiver,
 )
 from evalops.cli.context import Settings, flush_stdout, print_json, settings, shown
-from evalops.cli.discover import project_root
+from evalops.cli.discover import in_registry_repository, no_database_here, project_root
 from evalops.cli.helpformat import use_in_help
-from evalops.errors import EXIT_INTERNAL, BusyError, EvalopsError, InputError, RejectedRecords
+from evalops.errors import (
+    EXIT_INTERNAL,
+    BusyError,
+    EvalopsError,
+    InputError,
+    NoDatabase,
+    RejectedRecords,
+)
 from evalops.store.defaults import DEFAULT_DB_PATH, DEFAULT_URL
 
 
@@ -67,6 +74,18 @@ def _report(error: EvalopsError, as_json: bool) -> None:
         sys.stderr.write(shown(f"error: {one.one_line()}") + "\n")
 
 
+def _where_looked(error: EvalopsError, obj: object) -> EvalopsError:
+    """No database found by the default search, away from any registry's repository: say
+    where evalops looked rather than only "run `evalops init`" (which would create a stray
+    database there). In a registry's repository (a fresh clone) init is the right advice."""
+    if not isinstance(error, NoDatabase) or not isinstance(obj, Settings) or not obj.db_searched:
+        return error
+    here = Path.cwd()
+    if in_registry_repository(here, obj.registry):
+        return error
+    return InputError(no_database_here(here), field="--db")
+
+
 class EvalopsGroup(TyperGroup):
     """Maps every EvalopsError raised below it to its exit code, without a traceback."""
 
@@ -86,6 +105,7 @@ class EvalopsGroup(TyperGroup):
                 raise
             error = raised if isinstance(raised, EvalopsError) else BusyError(str(raised))
             obj = ctx.find_root().obj
+            error = _where_looked(error, obj)
             _report(error, isinstance(obj, Settings) and obj.json)
             ctx.exit(error.exit_code)
 
@@ -188,6 +208,7 @@ def root(
     state = settings(ctx)
     db_url, registry = _found_from_a_subdirectory(ctx, db_url, registry)
     state.db_url = db_url
+    state.db_searched = _defaulted(ctx, "db_url")
     state.registry = registry
     state.actor = actor
     state.json = json_output

@@ -416,7 +416,8 @@ def import_inspect(
     trial (imported once). Each of a sample's error_retries is its own trial, a rerun of the
     attempt before it. Scores map through the map's values (unlisted or NaN: grader_invalid
     for a blocking grader); every limit must be mapped. All or nothing; re-importing a log,
-    a copy or a conversion of it is a counted no-op. Needs: pip install 'evalops[inspect]'.
+    a copy or a conversion of it is a counted no-op. Needs the inspect extra:
+    pip install '.[inspect]' in the evalops checkout.
 
     Example: evalops trials import inspect refund.eval --map registry/imports/inspect-support.yaml
     """
@@ -499,6 +500,33 @@ def template(
             "is not a terminal).",
         ),
     ] = False,
+    count: Annotated[
+        int,
+        typer.Option(
+            "--count",
+            metavar="N",
+            min=1,
+            max=10_000,
+            help="N records, the repeated trials of one run: trial_index --index to "
+            "--index+N-1, each with its own trial_id and attempt_id.",
+        ),
+    ] = 1,
+    index: Annotated[
+        int,
+        typer.Option("--index", metavar="N", min=0, help="The (first) record's trial_index."),
+    ] = 0,
+    run_id: Annotated[
+        str, typer.Option("--run-id", metavar="ID", help="The records' run_id.")
+    ] = "run-0001",
+    trial_prefix: Annotated[
+        str,
+        typer.Option(
+            "--trial-prefix",
+            metavar="PREFIX",
+            help="trial_id is PREFIX-NNNN, NNNN the trial_index plus 1 (trial-0001 first): "
+            "another prefix keeps another run's or task's templates apart.",
+        ),
+    ] = "trial",
     json_flag: JsonFlag = False,
 ) -> None:
     """Print a valid skeleton trial record for a task and execution, digests filled in.
@@ -507,6 +535,8 @@ def template(
     edit what your harness observed, or build records in Python with
     evalops.record.TrialBuilder. In a terminal the record is indented for reading; into
     a file or a pipe it is one line, so `evalops trials template ... > t.jsonl` ingests.
+    A trial_id names one record for good: templates to ingest together need distinct ids
+    (--count, --trial-prefix) and, within one run, distinct trial_index values.
 
     Example: evalops trials template --task support-refund-in-order --execution candidate-b124
     """
@@ -514,10 +544,25 @@ def template(
 
     state = settings(ctx, json_flag)
     builder = TrialBuilder.from_database(state.db_url, task=task, execution=execution)
-    record = builder.template(now())
+    started = now()
+    records = [
+        builder.template(
+            started,
+            trial_id=f"{trial_prefix}-{i + 1:04d}",
+            run_id=run_id,
+            attempt_id=f"attempt-{i + 1:04d}",
+            trial_index=i,
+        )
+        for i in range(index, index + count)
+    ]
     # Trial files are JSON Lines: a record redirected to a file must be one line.
     compact = jsonl or not sys.stdout.isatty()
-    emit(ctx, record, lambda: typer.echo(_compact_json(record) if compact else json_text(record)))
+
+    def human() -> None:
+        for record in records:
+            typer.echo(_compact_json(record) if compact else json_text(record))
+
+    emit(ctx, records[0] if count == 1 else records, human)
 
 
 def _compact_json(record: dict[str, Any]) -> str:

@@ -54,7 +54,11 @@ from evalops.importers.json_stream import (
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog
 
-EXTRA_HINT = "pip install 'evalops[inspect]'"
+# evalops is not on PyPI (the name there is another project): the extra installs from a
+# checkout, or its one dependency directly.
+EXTRA_HINT = (
+    "pip install '.[inspect]' in the evalops checkout, or pip install 'inspect-ai>=0.3.285,<0.4'"
+)
 TRIAL_PREFIX = "insp"
 # Parts of a sample an import never reads; dropped before validation (they are most of it).
 _UNREAD = ("messages", "output", "events_data", "timelines", "sandbox", "files", "setup")

@@ -119,7 +119,9 @@ def open_source(name: str) -> Iterator[Source]:
                 import zstandard
             except ImportError:
                 raise InputError(
-                    "zstd input needs the zstd extra: pip install 'evalops[zstd]'", shown
+                    "zstd input needs the zstd extra: pip install '.[zstd]' in the evalops "
+                    "checkout, or pip install 'zstandard>=0.22'",
+                    shown,
                 ) from None
             reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True)
             inner = io.BufferedReader(cast(Any, reader))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 
-from evalops.errors import InputError, VerificationError
+from evalops.errors import InputError, NoDatabase, VerificationError
 from evalops.store.engine import (
     DEFAULT_LOCK_TIMEOUT,
     make_engine,
@@ -74,7 +74,7 @@ def require_database_file(url: str) -> None:
     """A SQLite URL must name an existing file (opening it would create an empty one)."""
     path = sqlite_path(url)
     if path is not None and not path.exists():
-        raise InputError(
+        raise NoDatabase(
             f"no registry database at {path}: run `evalops init` first "
             f"(database at revision none, evalops needs {HEAD_REVISION})",
             field="--db",

@@ -435,7 +435,8 @@ class _Ingester:
             return self._fail(
                 p.line,
                 f"trial_id {trial_id} already has record_digest {digest} (stored, or earlier "
-                f"in this ingest); this line has {row['record_digest']}",
+                f"in this ingest); this line has {row['record_digest']}: each record needs "
+                "its own trial_id",
                 "trial_id",
             )
         record, trajectory = stored[trial_id]

@@ -365,7 +365,12 @@ def starter_registry(root: Path) -> list[Written]:
     taken = [root / folder / file_name(i) for folder, i in plan]
     clash = [str(p) for p in taken if p.exists()]
     if clash:
-        raise InputError("file already exists: nothing was written", clash[0])
+        # Most often a clone of a registry that already exists: it needs a database only.
+        raise InputError(
+            "file already exists: nothing was written; for a registry that exists (a fresh "
+            "clone), plain `evalops init` creates just the database",
+            clash[0],
+        )
     written = new_definition(root, "task", "first-task")
     written += new_definition(root, "execution", "dev-build")
     written += new_definition(root, "suite", "regression/main")

@@ -48,6 +48,41 @@ def test_a_redirected_template_is_one_line_that_ingests(ws: Path, cli: Cli) -> N
     assert ingested.json()["ingested"] == 1
 
 
+def test_a_template_of_three_trials_ingests_as_three(ws: Path, cli: Cli) -> None:
+    """Repeated trials of one task in one run differ in trial_id and trial_index."""
+    args = ("trials", "template", "--task", TASK, "--execution", EXECUTION)
+    result = cli(*args, "--count", "3", "--run-id", "run-many", cwd=ws)
+    assert result.code == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["trial_index"] for r in records] == [0, 1, 2]
+    assert len({r["trial_id"] for r in records}) == 3
+    assert {r["run_id"] for r in records} == {"run-many"}
+    (ws / "three.jsonl").write_text(result.stdout, encoding="utf-8")
+    ingested = cli("trials", "ingest", "three.jsonl", "--json", cwd=ws)
+    assert ingested.code == 0, ingested.stdout + ingested.stderr
+    assert ingested.json()["ingested"] == 3
+
+
+def test_templates_concatenated_need_their_own_trial_ids(ws: Path, cli: Cli) -> None:
+    args = ("trials", "template", "--task", TASK, "--execution", EXECUTION)
+    first = cli(*args, cwd=ws).stdout
+    second = cli(*args, "--index", "1", "--trial-prefix", "again", cwd=ws).stdout
+    assert json.loads(second)["trial_id"] == "again-0002"
+    (ws / "two.jsonl").write_text(first + second, encoding="utf-8")
+    ingested = cli("trials", "ingest", "two.jsonl", "--json", cwd=ws)
+    assert ingested.code == 0, ingested.stdout + ingested.stderr
+    assert ingested.json()["ingested"] == 2
+    # Another record under the first one's trial_id is refused with the way out.
+    other = json.loads(first)
+    other["usage"]["model_calls"] += 1
+    (ws / "same.jsonl").write_text(json.dumps(other) + "\n", encoding="utf-8")
+    refused = cli("trials", "ingest", "same.jsonl", "--json", cwd=ws)
+    assert refused.code == 2
+    message = refused.json()["error"]["message"]
+    assert "already has record_digest" in message
+    assert message.endswith("each record needs its own trial_id")
+
+
 def test_jsonl_option_forces_one_line(ws: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("sys.stdout.isatty", lambda: True, raising=False)
     pretty = cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws)
@@ -174,6 +209,40 @@ def test_the_search_stops_at_the_git_work_tree(ws: Path, cli: Cli, tmp_path: Pat
     subprocess.run(["git", "init", "-q", str(nested)], check=True)
     result = cli("trials", "list", cwd=nested)
     assert result.code == 2 and "evalops init" in result.stderr
+
+
+def test_away_from_a_registry_a_missing_database_says_where_evalops_looked(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """From an unrelated directory, "run `evalops init` first" alone invited a stray
+    database: the error names the directory and the ways to reach the real one first."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for args in (("task", "list"), ("db", "current")):
+        result = cli(*args, cwd=elsewhere)
+        assert result.code == 2
+        message = result.stderr.strip()
+        assert message.count("\n") == 0 and str(elsewhere) in message
+        assert "registry's repository" in message
+        assert "--db" in message and "EVALOPS_DATABASE_URL" in message
+        assert message.index("EVALOPS_DATABASE_URL") < message.index("evalops init")
+    assert not (elsewhere / ".evalops").exists()
+
+
+def test_in_a_registry_clone_a_missing_database_still_asks_for_init(
+    workspace: Path, cli: Cli
+) -> None:
+    """A fresh clone holds the registry but not its (ignored) database: init is the step."""
+    result = cli("task", "list", cwd=workspace)
+    assert result.code == 2 and "run `evalops init` first" in result.stderr
+    assert "registry's repository" not in result.stderr
+
+
+def test_a_missing_database_named_by_db_is_not_searched_for(tmp_path: Path, cli: Cli) -> None:
+    named = tmp_path / "named.db"
+    result = cli("--db", f"sqlite:///{named}", "task", "list", cwd=tmp_path)
+    assert result.code == 2 and str(named) in result.stderr
+    assert "run `evalops init` first" in result.stderr
 
 
 def test_validate_names_the_directory_it_tried(tmp_path: Path, cli: Cli) -> None:

@@ -68,6 +68,22 @@ def test_init_registry_refuses_to_overwrite(cli: Cli, repo: Path) -> None:
     assert not (repo / ".evalops").exists()
 
 
+def test_init_registry_in_a_clone_of_a_registry_points_at_plain_init(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A teammate's fresh clone holds the registry but no database (it is ignored)."""
+    repo, clone = tmp_path / "origin", tmp_path / "clone"
+    git.Repo.init(repo).close()
+    assert cli("init", "--registry", "registry", cwd=repo).code == 0
+    commit_all(repo)
+    git.Repo.clone_from(repo, clone).close()
+    refused = cli("init", "--registry", "registry", cwd=clone)
+    assert refused.code == 2
+    assert "plain `evalops init` creates just the database" in refused.stderr
+    assert cli("init", cwd=clone).code == 0
+    assert cli("sync", "registry", cwd=clone).code == 0
+
+
 def test_init_adds_dot_evalops_to_gitignore_once(cli: Cli, repo: Path) -> None:
     (repo / ".gitignore").write_text("*.pyc", encoding="utf-8")  # no final newline
     assert cli("init", cwd=repo).code == 0
@@ -89,9 +105,44 @@ def test_init_creates_gitignore_at_the_work_tree_root(cli: Cli, repo: Path) -> N
     assert not (sub / ".gitignore").exists()
 
 
-def test_init_outside_git_writes_no_gitignore(cli: Cli, tmp_path: Path) -> None:
-    assert cli("init", cwd=tmp_path).code == 0
-    assert not (tmp_path / ".gitignore").exists()
+def test_init_outside_git_warns_that_sync_needs_git_and_ignores_the_database(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Outside git, `sync` cannot read the starter: init says so before the user finds out,
+    and the `git init && git add -A` it asks for must not commit the database."""
+    done = cli("init", "--registry", "registry", cwd=tmp_path)
+    assert done.code == 0, done.stderr
+    warning = next(line for line in done.stderr.splitlines() if line.startswith("warning:"))
+    assert str(tmp_path) in warning and "not in a git work tree" in warning
+    assert "git init" in warning and "evalops sync" in warning
+    next_step = next(line for line in done.stdout.splitlines() if line.startswith("next:"))
+    assert next_step.index("git init") < next_step.index("evalops sync registry")
+    assert (tmp_path / ".gitignore").read_text(encoding="utf-8") == ".evalops/\n"
+    with git.Repo.init(tmp_path) as r:
+        r.git.add(A=True)
+        staged = r.git.diff("--cached", "--name-only").split()
+    assert ".gitignore" in staged and "registry/tasks/first-task.yaml" in staged
+    assert not [name for name in staged if name.startswith(".evalops")], staged
+    again = cli("--json", "init", cwd=tmp_path)
+    assert again.code == 0 and again.json()["warnings"] == []
+
+
+def test_init_outside_git_leaves_gitignore_alone_for_a_database_elsewhere(
+    cli: Cli, tmp_path: Path
+) -> None:
+    here = tmp_path / "here"
+    here.mkdir()
+    done = cli("--db", f"sqlite:///{tmp_path / 'elsewhere.db'}", "--json", "init", cwd=here)
+    assert done.code == 0, done.stderr
+    assert not (here / ".gitignore").exists()
+    (warning,) = done.json()["warnings"]
+    assert "not in a git work tree" in warning
+
+
+def test_init_inside_git_has_no_warning(cli: Cli, repo: Path) -> None:
+    done = cli("--json", "init", cwd=repo)
+    assert done.code == 0 and done.json()["warnings"] == []
+    assert "warning" not in done.stderr
 
 
 def test_every_new_kind_validates_and_syncs(cli: Cli, repo: Path) -> None:

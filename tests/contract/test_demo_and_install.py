@@ -50,6 +50,18 @@ def test_demo_refuses_a_non_empty_directory(tmp_path: Path, cli: Cli) -> None:
     result = cli("demo", "--dir", str(tmp_path))
     assert result.code == 2
     assert (tmp_path / "keep.txt").read_text(encoding="utf-8") == "mine"
+    assert "earlier evalops demo" not in result.stderr
+
+
+def test_demo_over_an_earlier_demo_says_how_to_replace_it(demo: Path, cli: Cli) -> None:
+    """The README's `evalops demo --dir /tmp/evalops-demo` after `make demo` wrote there:
+    nothing is deleted (the reader may have worked in it), and the error says how."""
+    before = sorted(p.relative_to(demo) for p in demo.rglob("*"))
+    result = cli("demo", "--dir", str(demo))
+    assert result.code == 2
+    assert "earlier evalops demo" in result.stderr and "make demo" in result.stderr
+    assert f"rm -rf {demo}" in result.stderr
+    assert sorted(p.relative_to(demo) for p in demo.rglob("*")) == before
 
 
 @pytest.mark.slow

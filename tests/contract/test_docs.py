@@ -191,3 +191,38 @@ def test_the_readme_is_a_front_page_and_the_walkthrough_is_the_tutorial() -> Non
         assert f"]({target}" in readme, target
         assert (ROOT / target).is_file(), target
     assert not re.search(r"\b20\d\d-\d\d-\d\d\b.*\b(min|ms|CPU)\b", readme), "dated timings"
+
+
+# `pip install evalops` (or `'evalops[zstd]'`) resolves the name on PyPI, where it belongs to
+# an unrelated project: evalops installs from a checkout, a wheel or its repository's URL.
+_FROM_PYPI = re.compile(
+    r"pip install\s+(?:-\S+\s+)*['\"]?evalops(?:\[[\w,-]*\])?['\"]?(?!\s*@)(?=[\s`)'\".,;:]|$)"
+)
+
+
+def test_nothing_tells_users_to_install_evalops_from_pypi() -> None:
+    sources = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+    sources += sorted((ROOT / "evalops").rglob("*.py"))
+    found = []
+    for path in sources:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if _FROM_PYPI.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
+    assert not found, found
+
+
+def test_the_pypi_pattern_tells_a_pypi_install_from_this_project() -> None:
+    for line in (
+        "pip install evalops",
+        "run: pip install -U evalops",
+        "Needs: pip install 'evalops[inspect]'.",
+    ):
+        assert _FROM_PYPI.search(line), line
+    for line in (
+        'pip install "evalops @ git+https://example.com/evalops@v0.1.0"',
+        'pip install "evalops[inspect] @ git+https://example.com/evalops@v0.1.0"',
+        "pip install '.[inspect]'",
+        "pip install dist/evalops-0.1.0-py3-none-any.whl",
+        "pip install evalops-lint",
+    ):
+        assert not _FROM_PYPI.search(line), line
