@@ -92,8 +92,7 @@ EMPTY_HINTS = {
     "trials": "ingest some with `evalops trials ingest FILE`",
     "trials waiting for review": "nothing awaits a human verdict",
     "calibration records": "record one with `evalops calibration record GRADER --labels FILE`",
-    "model graders": "add a grader of type model to a grader set, commit it and run "
-    "`evalops sync`",
+    "model graders": "add a grader of type model to a grader set, commit it and run `evalops sync`",
 }
 
 

@@ -27,9 +27,7 @@ OutputOption = Annotated[
 ]
 
 
-def format_for(
-    fmt: str | None, output: str, default: str = "html", *, strict: bool = False
-) -> str:
+def format_for(fmt: str | None, output: str, default: str = "html", *, strict: bool = False) -> str:
     """`--format`, else the output file's suffix, else `default`.
 
     `strict` (a command with `--format`): a file whose suffix names no format is an input
