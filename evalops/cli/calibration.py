@@ -15,7 +15,7 @@ from evalops.cli.context import (
     say,
     settings,
 )
-from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
+from evalops.cli.listing import AllOption, LimitOption, emit_page, nothing, page_of, row_limit
 from evalops.cli.signing import (
     ActOption,
     PrintActOption,
@@ -124,6 +124,9 @@ def status_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
         rows = calibration_status(reader)
 
     def human() -> None:
+        if not rows:
+            say(nothing("model graders"))
+            return
         table = new_table("grader", "version", "config", "in force", "pinned by", "state", "why")
         for r in rows:
             add_row(

@@ -92,7 +92,14 @@ EMPTY_HINTS = {
     "trials": "ingest some with `evalops trials ingest FILE`",
     "trials waiting for review": "nothing awaits a human verdict",
     "calibration records": "record one with `evalops calibration record GRADER --labels FILE`",
+    "model graders": "add a grader of type model to a grader set, commit it and run `evalops sync`",
 }
+
+
+def nothing(noun: str) -> str:
+    """`no incidents; record one with ...`: what an empty listing prints instead of a table."""
+    hint = EMPTY_HINTS.get(noun)
+    return f"no {noun}" + (f"; {hint}" if hint else "")
 
 
 def emit_page(ctx: typer.Context, page: Page, noun: str, human: Callable[[], None]) -> None:
@@ -103,8 +110,7 @@ def emit_page(ctx: typer.Context, page: Page, noun: str, human: Callable[[], Non
     saying what would fill it, not an empty table.
     """
     if page.total == 0 and not settings(ctx).json:
-        hint = EMPTY_HINTS.get(noun)
-        emit(ctx, page.rows, lambda: say(f"no {noun}" + (f"; {hint}" if hint else "")))
+        emit(ctx, page.rows, lambda: say(nothing(noun)))
         return
     emit(ctx, page.rows, human)
     if not settings(ctx).json or page.truncated:

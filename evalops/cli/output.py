@@ -27,13 +27,26 @@ OutputOption = Annotated[
 ]
 
 
-def format_for(fmt: str | None, output: str, default: str = "html") -> str:
-    """`--format`, else the output file's suffix, else `default`."""
+def format_for(fmt: str | None, output: str, default: str = "html", *, strict: bool = False) -> str:
+    """`--format`, else the output file's suffix, else `default`.
+
+    `strict` (a command with `--format`): a file whose suffix names no format is an input
+    error rather than `default` written under a name that says otherwise (`x.pdf`).
+    """
     if fmt is not None:
         if fmt not in ("html", "md", "json"):
             raise InputError(f"format {fmt!r} is not one of html, md, json", field="--format")
         return fmt
-    return FORMAT_BY_SUFFIX.get(Path(output).suffix.lower(), default)
+    suffix = Path(output).suffix.lower()
+    if strict and output != "-" and suffix not in FORMAT_BY_SUFFIX:
+        named = f"its suffix {suffix!r} names no format" if suffix else "it has no suffix"
+        known = list(FORMAT_BY_SUFFIX)
+        raise InputError(
+            f"{output}: the format follows the suffix and {named}: end the name in "
+            f"{', '.join(known[:-1])} or {known[-1]}, or give --format html|md|json",
+            field="--output",
+        )
+    return FORMAT_BY_SUFFIX.get(suffix, default)
 
 
 def write_output(output: str, text: str | Iterable[str]) -> str | None:

@@ -57,7 +57,7 @@ def audit(
     from evalops.services.reports import audit_document
 
     state = settings(ctx, json_flag)
-    chosen = format_for(fmt, output, _default_format(output))
+    chosen = format_for(fmt, output, _default_format(output), strict=True)
     with state.connect() as engine:
         doc = audit_document(engine, gate, now=now())
     path = write_output(output, audit_chunks(doc, chosen))
@@ -90,7 +90,7 @@ def suite(
     from evalops.services.suite_cards import suite_card_document
 
     state = settings(ctx, json_flag)
-    chosen = format_for(fmt, output, _default_format(output))
+    chosen = format_for(fmt, output, _default_format(output), strict=True)
     with state.connect() as engine:
         doc = suite_card_document(engine, suite_id, builds=builds, now=now())
     path = write_output(output, render_suite_card(doc, chosen))

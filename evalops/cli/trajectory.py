@@ -80,7 +80,9 @@ def grade(
         with state.connect() as engine, read_session(engine) as session:
             row = queries.task_row(session, str(task))
             if row is None:
-                raise InputError(f"task {task!r} is not registered", field="--task")
+                from evalops.services.unknown_ids import not_registered
+
+                raise InputError(not_registered(session, "task", str(task)), field="--task")
             spec = queries.task_spec(row)
         if spec.contract.expected is None or spec.contract.expected.trajectory is None:
             raise InputError(f"task {task} has no trajectory expectation", field="--task")

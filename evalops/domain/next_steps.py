@@ -38,15 +38,15 @@ def _for_task(task: Mapping[str, Any], build: str, suite: str) -> str | None:
     trial = _trial_of(str(task.get("reason", "")))
     if state == "ambiguous_external_effect" and trial:
         return (
-            f"{task_id}: settle the effect of {trial} from its receipt: evalops trials "
-            f"reconcile {_q(trial)} --effect KEY --status committed|not_committed --evidence URI"
+            f"{task_id}: settle the effect of {trial} from its receipt: `evalops trials "
+            f"reconcile {_q(trial)} --effect KEY --status committed|not_committed --evidence URI`"
             f" (`evalops trials show {_q(trial)}` lists its effects)"
         )
     if state == "missing_required_evidence" and trial:
         return (
             f"{task_id}: {trial} lacks evidence (`evalops trials show {_q(trial)}` says "
-            f"which); a verdict awaiting review: evalops review list, then evalops review "
-            f"resolve {_q(trial)} --grader G --state S --reason TEXT"
+            f"which); a verdict awaiting review: `evalops review list`, then `evalops review "
+            f"resolve {_q(trial)} --grader G --state S --reason TEXT`"
         )
     if state == "missing_required_evidence" and ignored_trials(task):
         return f"{task_id}: " + "; ".join(
@@ -69,8 +69,8 @@ def _for_task(task: Mapping[str, Any], build: str, suite: str) -> str | None:
     if state in FAILING:
         return (
             f"{task_id}: fix it and ingest new trials, or a risk owner accepts it for this "
-            f"build: evalops waiver grant --task {_q(task_id)} --suite {_q(suite)} "
-            f"--states {state} --build {_q(build)} --owner OWNER --reason REASON --expires 7d"
+            f"build: `evalops waiver grant --task {_q(task_id)} --suite {_q(suite)} "
+            f"--states {state} --build {_q(build)} --owner OWNER --reason REASON --expires 7d`"
         )
     return None
 

@@ -613,7 +613,8 @@ def _document(stream: BinaryIO, found: dict[str, Any], name: str) -> Iterator[It
             found["evalId"] = value
         elif key == "eval":
             raise InputError(
-                "this is an Inspect AI log, not promptfoo results (evalops trials import inspect)",
+                "this is an Inspect AI log, not promptfoo results "
+                "(`evalops trials import inspect`)",
                 name,
             )
         elif key == "results" and isinstance(value, Iterator):

@@ -45,13 +45,23 @@ def read_lines(
             yield InputError(f"line is longer than {MAX_LINE_BYTES} bytes", name, number)
             continue
         if data.endswith(b"\r"):
-            yield InputError("line ends with CR LF; JSONL lines end with LF only", name, number)
+            yield InputError(
+                "line ends with CR LF; JSONL lines end with LF only: convert the file with "
+                f"`dos2unix {_shell_name(name)}` or `sed -i 's/\\r$//' {_shell_name(name)}`",
+                name,
+                number,
+            )
             continue
         if number == 1 and data.startswith(b"\xef\xbb\xbf"):
             yield InputError("file starts with a UTF-8 byte-order mark", name, number)
             continue
         if not data.strip():
-            yield InputError("empty line (one JSON object per line)", name, number)
+            yield InputError(
+                "empty line: remove it (JSONL holds one JSON object per line, no empty lines, "
+                "not even at the end)",
+                name,
+                number,
+            )
             continue
         if number == 1 and data.strip() in (b"{", b"["):
             # A pretty-printed document: every later line would be its own "invalid JSON".
@@ -69,6 +79,16 @@ def read_lines(
 
 STDIN = "-"
 """The file name that means standard input (`evalops trials ingest -`)."""
+STDIN_SHOWN = "<stdin>"
+"""What errors call standard input."""
+
+
+def _shell_name(name: str) -> str:
+    """`name` as a shell word for a command to copy, or `FILE` for standard input."""
+    import shlex
+
+    return "FILE" if name in (STDIN, STDIN_SHOWN) else shlex.quote(name)
+
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
@@ -100,7 +120,7 @@ def open_source(name: str) -> Iterator[Source]:
     read. Unreadable or undecodable input is an InputError naming the file."""
     import sys
 
-    shown = "<stdin>" if name == STDIN else name
+    shown = STDIN_SHOWN if name == STDIN else name
     try:
         raw: BinaryIO = sys.stdin.buffer if name == STDIN else open(name, "rb")  # noqa: SIM115
     except OSError as exc:

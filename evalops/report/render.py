@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from markupsafe import Markup
 
+from evalops.domain.humanize import plural
 from evalops.report import svg
 from evalops.report.rows import selected
 from evalops.report.text import anchor_token, md, safe_url, visible
@@ -126,6 +127,8 @@ def environment() -> jinja2.Environment:
         code=lambda value: code(for_people(value)),
         md=lambda value: md(for_people(value)),
         num=num,
+        # `1 member task`, `3 member tasks`: the rule of everything else people read.
+        plural=plural,
         seconds=seconds,
         # A spool's rows read as needed, not listed at once (`report/rows.py`).
         selected=selected,

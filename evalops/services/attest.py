@@ -22,6 +22,7 @@ from evalops.report.document import ReportDocument
 from evalops.services.anchors import Anchor, anchor_problem
 from evalops.services.gate import decision_event_mismatch, rebuilt_inputs_problem, replay_row
 from evalops.services.reports import stored_document
+from evalops.services.unknown_ids import unknown_decision
 from evalops.services.verify import chain_problem, event_rows_problem
 from evalops.store.engine import read_session
 from evalops.store.tables import AuditEvent, GateDecision
@@ -49,7 +50,7 @@ def certified_document(
     with read_session(engine) as session:
         row = session.exec(select(GateDecision).where(GateDecision.gate_id == gate_id)).first()
         if row is None:
-            raise InputError(f"unknown gate decision {gate_id!r}", field="--gate")
+            raise InputError(unknown_decision(session, gate_id), field="--gate")
         problem = next(iter(_problems(session, row, list(anchors))), None)
         if problem is not None:
             raise VerificationError(

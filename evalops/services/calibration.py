@@ -180,7 +180,10 @@ def _grader(session: Session, ref: str, config: str | None = None) -> GraderRef:
     else:
         found = queries.newest_grader_config(session, grader_id)
         if found is None:
-            raise InputError(f"grader {grader_id!r} is not registered (run `evalops sync`)")
+            from evalops.domain.suggestions import unknown_id
+            from evalops.services.unknown_ids import known_grader_ids
+
+            raise InputError(unknown_id("grader", grader_id, known_grader_ids(session)))
     grader, config_digest = found
     if grader.type != "model":
         raise InputError(f"grader {grader_id} is {grader.type}; only model graders calibrate")

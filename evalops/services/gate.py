@@ -38,6 +38,7 @@ from evalops.services.gate_inputs import (
     request_for,
 )
 from evalops.services.policies import named_by_digest, named_in
+from evalops.services.unknown_ids import unknown_decision
 from evalops.store.audit import append_event, chain_head, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import AuditEvent, GateDecision, Waiver
@@ -204,7 +205,7 @@ def check(
 def _decision(session: Session, gate_id: str) -> GateDecision:
     row = session.exec(select(GateDecision).where(GateDecision.gate_id == gate_id)).first()
     if row is None:
-        raise InputError(f"unknown gate decision {gate_id!r}", field="ID")
+        raise InputError(unknown_decision(session, gate_id))
     return row
 
 

@@ -199,7 +199,9 @@ def _suite_not_in_force(session: Session, suite_id: str, cutoff: int | None) -> 
             f"suite {suite_id!r} was not yet in force at the --at time: it was first "
             f"synced at {format_timestamp(first)}"
         )
-    return f"suite {suite_id!r} is not in force (declare it and run `evalops sync`)"
+    from evalops.services.unknown_ids import not_registered
+
+    return not_registered(session, "suite", suite_id, cutoff, status="in force")
 
 
 def execution_for(

@@ -18,6 +18,7 @@ from evalops.domain import audit_kinds
 from evalops.domain.free_text import has_visible_text
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import InputError
+from evalops.services.unknown_ids import not_registered, unknown_incident
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
@@ -87,7 +88,7 @@ def view(session: Session, incident: Incident) -> IncidentView:
 def _load(session: Session, incident_id: str) -> IncidentView:
     row = queries.incident(session, incident_id)
     if row is None:
-        raise InputError(f"unknown incident {incident_id!r}", field="INCIDENT")
+        raise InputError(unknown_incident(session, incident_id))
     return view(session, row)
 
 
@@ -222,7 +223,7 @@ def link(
         if current.state in ("promoted", "closed"):
             raise InputError(f"{incident_id} is {current.state}; link a task before promotion")
         if queries.task_row(session, task_id) is None:
-            raise InputError(f"task {task_id!r} is not registered (run `evalops sync`)")
+            raise InputError(not_registered(session, "task", task_id))
         state = "reproduced" if current.state in ("confirmed", "reproduced") else current.state
         move(session, current, action="link", state=state, task_id=task_id, actor=actor, now=now)
         return _load(session, incident_id).as_dict()

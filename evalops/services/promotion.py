@@ -42,6 +42,7 @@ from evalops.services.authority import (
 )
 from evalops.services.definitions import Definitions, StaleClassifications, rederive
 from evalops.services.policies import suite_policy_for
+from evalops.services.unknown_ids import not_registered, unknown_incident
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import write_session
@@ -218,7 +219,7 @@ def promote(
         task_id = named.task_id
         task = queries.task_row(session, task_id)
         if task is None:
-            raise InputError(f"task {task_id!r} is not registered (run `evalops sync`)")
+            raise InputError(not_registered(session, "task", task_id))
         facts = entry_facts(session, task)
         checklist = evaluate_entry(facts, queries.suite_spec(suite), suite_policy)
         if named.unconfirmed is not None:
@@ -271,7 +272,7 @@ def _suite_and_policy(session: Session, suite_id: str) -> tuple[SuiteRow, SuiteP
     """The suite as registered and the suite policy that governs it."""
     suite = queries.suite_row(session, suite_id)
     if suite is None:
-        raise InputError(f"suite {suite_id!r} is not registered (run `evalops sync`)")
+        raise InputError(not_registered(session, "suite", suite_id))
     return suite, SuitePolicy.model_validate(suite_policy_for(session, suite).document)
 
 
@@ -290,7 +291,7 @@ def _subject(session: Session, subject: str, suite_id: str) -> _Subject:
         return _Subject(subject)
     incident_row = queries.incident(session, subject)
     if incident_row is None:
-        raise InputError(f"unknown incident {subject!r}")
+        raise InputError(unknown_incident(session, subject))
     incident_view = incident_service.view(session, incident_row)
     if not incident_view.tasks:
         return _Subject(None, incident_view)
@@ -529,7 +530,7 @@ def _replacement(
         return None, []
     new_task = queries.task_row(session, replaced_by)
     if new_task is None:
-        raise InputError(f"replacement task {replaced_by!r} is not registered")
+        raise InputError("replacement " + not_registered(session, "task", replaced_by))
     new_spec = queries.task_spec(new_task)
     new_member = current.get(replaced_by)
     new_gs = (

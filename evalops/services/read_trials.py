@@ -20,7 +20,7 @@ from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, resolve_reruns
 from evalops.errors import InputError
 from evalops.services.policy_choice import choose_policy
 from evalops.services.read_definitions import TRIAL_COLUMNS, StoredDefinitions, rederive
-from evalops.services.reads import in_force_suite, stored_time, suite_members
+from evalops.services.reads import in_force_suite, stored_time, suite_members, unknown_suite
 from evalops.store.reader import Reader
 
 _LATEST_SYNC = "(SELECT id FROM sync_run ORDER BY id DESC LIMIT 1)"
@@ -192,7 +192,7 @@ def _filters(
         )
     if suite:
         if in_force_suite(reader, suite) is None:
-            raise InputError(f"suite {suite!r} is not registered", field="--suite")
+            raise InputError(unknown_suite(reader, suite), field="--suite")
         pins = []
         for i, (added, _) in enumerate(suite_members(reader, suite, include_removed=False)):
             pins.append(f"(task_digest = :pin_task_{i} AND grader_set_digest = :pin_graders_{i})")

@@ -83,7 +83,17 @@ def show_decision(reader: Reader, gate_id: str) -> dict[str, Any]:
         {"gate_id": gate_id},
     )
     if row is None:
-        raise InputError(f"unknown gate decision {gate_id!r}", field="ID")
+        from evalops.domain.suggestions import numbered_guess
+
+        guess = numbered_guess(gate_id, "GATE-")
+        known = guess is not None and reader.first(
+            "SELECT id FROM gate_decision WHERE gate_id = :gate_id", {"gate_id": guess}
+        )
+        raise InputError(
+            f"unknown gate decision {gate_id!r}; did you mean {guess}?"
+            if known
+            else f"unknown gate decision {gate_id!r} (list them with `evalops gate list`)"
+        )
     policy_id = reader.scalar(
         "SELECT policy_id FROM policy WHERE kind = 'gate_policy' AND policy_digest = :digest "
         "ORDER BY id LIMIT 1",
@@ -251,6 +261,21 @@ def in_force_suite(reader: Reader, suite_id: str) -> dict[str, Any] | None:
     )
 
 
+def unknown_suite(reader: Reader, suite_id: str) -> str:
+    """`suite 'x' is not registered; ...` naming the suites in force (`not_registered`)."""
+    from evalops.domain.suggestions import unknown_id
+
+    known = [
+        str(r["definition_id"])
+        for r in reader.rows(
+            "SELECT definition_id FROM sync_in_force WHERE kind = 'suite' AND sync_run_id = "
+            "(SELECT id FROM sync_run ORDER BY id DESC LIMIT 1) ORDER BY definition_id",
+            {},
+        )
+    ]
+    return unknown_id("suite", suite_id, known)
+
+
 def suite_members(
     reader: Reader, suite_id: str, *, include_removed: bool
 ) -> list[tuple[dict[str, Any], dict[str, Any] | None]]:
@@ -308,7 +333,7 @@ def show_suite(reader: Reader, suite_id: str, *, include_removed: bool = False) 
 
     row = in_force_suite(reader, suite_id)
     if row is None:
-        raise InputError(f"suite {suite_id!r} is not registered (run `evalops sync`)")
+        raise InputError(unknown_suite(reader, suite_id))
     declaration = json.loads(row["document"])
     shown = suite_members(reader, suite_id, include_removed=include_removed)
     current = [m for m in shown if m[1] is None]

@@ -68,6 +68,7 @@ from evalops.report.rows import RowSpool, mapped
 from evalops.services.definitions import SHARED_KEY, Definitions, rederive, session_definitions
 from evalops.services.drilldown import add_rerun, calibration_states, drill_down, trial_details
 from evalops.services.policies import named_in
+from evalops.services.unknown_ids import unknown_decision
 from evalops.store import queries
 from evalops.store.audit import carried_forward, chain_head, rows_fully_covered_from
 from evalops.store.engine import read_session
@@ -121,7 +122,7 @@ def head_token(head: Mapping[str, Any] | None) -> str | None:
 def _decision_row(session: Session, gate_id: str) -> GateDecision:
     row = session.exec(select(GateDecision).where(GateDecision.gate_id == gate_id)).first()
     if row is None:
-        raise InputError(f"unknown gate decision {gate_id!r}", field="--gate")
+        raise InputError(unknown_decision(session, gate_id), field="--gate")
     return row
 
 

@@ -158,7 +158,7 @@ def resolve(
     with write_session(engine) as session:
         trial = session.exec(select(Trial).where(Trial.trial_id == trial_id)).first()
         if trial is None:
-            raise InputError(f"unknown trial {trial_id!r}", field="TRIAL")
+            raise InputError(f"unknown trial {trial_id!r} (list them with `evalops review list`)")
         defs = Definitions(session)
         found = defs.grader_set(trial.grader_set_digest)
         assert found is not None

@@ -304,7 +304,9 @@ def _suite_ids(session: Session, wanted: Sequence[str]) -> list[str]:
         return known
     unknown = [s for s in wanted if s not in known]
     if unknown:
-        raise InputError(f"suite {unknown[0]!r} is not registered", field="--suite")
+        from evalops.domain.suggestions import unknown_id
+
+        raise InputError(unknown_id("suite", unknown[0], sorted(known)), field="--suite")
     return [s for s in known if s in set(wanted)]
 
 

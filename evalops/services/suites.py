@@ -13,6 +13,7 @@ from evalops.domain.gate import verdict_effect
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
+from evalops.services.unknown_ids import not_registered
 from evalops.store import queries
 from evalops.store.engine import read_session
 from evalops.store.tables import Promotion, SuiteMembership, SuiteRow, TaskRevision
@@ -70,7 +71,7 @@ def show_suite(engine: Engine, suite_id: str, *, include_removed: bool = False) 
     with read_session(engine) as session:
         row = queries.suite_row(session, suite_id)
         if row is None:
-            raise InputError(f"suite {suite_id!r} is not registered (run `evalops sync`)")
+            raise InputError(not_registered(session, "suite", suite_id))
         spec = queries.suite_spec(row)
         members = queries.members(session, suite_id, include_removed=include_removed)
         history = session.exec(
@@ -136,7 +137,7 @@ def suite_coverage(engine: Engine, suite_id: str) -> dict[str, Any]:
     """Per member, per forbidden effect and success-state key: who guards it and how."""
     with read_session(engine) as session:
         if queries.suite_row(session, suite_id) is None:
-            raise InputError(f"suite {suite_id!r} is not registered (run `evalops sync`)")
+            raise InputError(not_registered(session, "suite", suite_id))
         rows: list[dict[str, Any]] = []
         for m in queries.members(session, suite_id):
             revision = session.get(TaskRevision, m.added.task_revision_id)

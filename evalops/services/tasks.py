@@ -11,6 +11,7 @@ from sqlmodel import col, select
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.sync import latest_task_revisions
+from evalops.services.unknown_ids import not_registered
 from evalops.store import queries
 from evalops.store.engine import read_session
 from evalops.store.tables import SyncRun, TaskRevision
@@ -39,7 +40,7 @@ def list_tasks(engine: Engine, *, suite: str | None = None) -> list[dict[str, An
         rows = latest_task_revisions(session)
         if suite is not None:
             if queries.suite_row(session, suite) is None:
-                raise InputError(f"suite {suite!r} is not registered", field="--suite")
+                raise InputError(not_registered(session, "suite", suite), field="--suite")
             members = {m.task_id for m in queries.members(session, suite)}
             rows = [r for r in rows if r.task_id in members]
         return [_summary(r, session.get(SyncRun, r.sync_run_id)) for r in rows]
@@ -53,6 +54,6 @@ def show_task(engine: Engine, task_id: str) -> dict[str, Any]:
             .order_by(col(TaskRevision.revision), col(TaskRevision.id))
         ).all()
         if not rows:
-            raise InputError(f"task {task_id!r} is not registered (run `evalops sync`)")
+            raise InputError(not_registered(session, "task", task_id))
         history = [_summary(r, session.get(SyncRun, r.sync_run_id)) for r in rows]
         return {**history[-1], "spec": json.loads(rows[-1].document), "history": history}

@@ -45,6 +45,7 @@ from evalops.registry.load import Document
 from evalops.services.authority import UNSIGNED, Signing
 from evalops.services.ingest import IngestResult, ingest_records
 from evalops.services.policies import AppliedPolicy, gate_policies_of_task, max_attempts
+from evalops.services.unknown_ids import not_registered
 from evalops.store import queries
 from evalops.store.engine import read_session
 from evalops.store.tables import ExecutionProfileRow, GraderSetRow, TaskRevision
@@ -97,13 +98,15 @@ def _executions(session: Session, ids: list[str]) -> dict[str, ExecutionProfileR
 
 
 def _resolve_execution(
-    loaded: LoadedMap, rows: dict[str, ExecutionProfileRow], execution_id: str, *loc: str
+    session: Session,
+    loaded: LoadedMap,
+    rows: dict[str, ExecutionProfileRow],
+    execution_id: str,
+    *loc: str,
 ) -> ResolvedExecution:
     row = rows.get(execution_id)
     if row is None:
-        raise loaded.error(
-            f"execution profile {execution_id!r} is not registered (run evalops sync)", *loc
-        )
+        raise loaded.error(not_registered(session, "execution_profile", execution_id), *loc)
     model = json.loads(row.document)["model"]
     return ResolvedExecution(
         execution_id, row.execution_digest, f"{model['provider']}/{model['name']}"
@@ -116,10 +119,12 @@ def resolve(session: Session, loaded: LoadedMap) -> Resolved:
     rows = _executions(session, spec.execution_ids())
     executions: dict[str, ResolvedExecution] = {}
     if spec.execution is not None:
-        executions[spec.execution] = _resolve_execution(loaded, rows, spec.execution, "execution")
+        executions[spec.execution] = _resolve_execution(
+            session, loaded, rows, spec.execution, "execution"
+        )
     for provider, execution_id in (spec.providers or {}).items():
         executions[execution_id] = _resolve_execution(
-            loaded, rows, execution_id, "providers", provider
+            session, loaded, rows, execution_id, "providers", provider
         )
     rows_by_task = _task_rows(session, spec.task_ids())
     grader_sets: dict[str, tuple[GraderSetRow, GraderSet] | None] = {}
@@ -135,7 +140,7 @@ def resolve(session: Session, loaded: LoadedMap) -> Resolved:
         for task_id, loc in placements:
             row = rows_by_task.get(task_id)
             if row is None:
-                raise loaded.error(f"task {task_id!r} is not registered (run evalops sync)", *loc)
+                raise loaded.error(not_registered(session, "task", task_id), *loc)
             if row.grader_set_id not in grader_sets:
                 found = queries.grader_set_row(session, row.grader_set_id)
                 grader_sets[row.grader_set_id] = (
@@ -242,9 +247,7 @@ def case_definitions(
     with read_session(engine) as session:
         row = queries.task_row(session, task_id)
         if row is None:
-            raise InputError(
-                f"task {task_id!r} is not registered (run evalops sync)", field="--task"
-            )
+            raise InputError(not_registered(session, "task", task_id), field="--task")
         spec = queries.task_spec(row)
         grader_row = queries.grader_set_row(session, spec.grader_set)
         if grader_row is None:
@@ -254,8 +257,7 @@ def case_definitions(
         execution = _executions(session, [execution_id]).get(execution_id)
         if execution is None:
             raise InputError(
-                f"execution profile {execution_id!r} is not registered (run evalops sync)",
-                field="--execution",
+                not_registered(session, "execution_profile", execution_id), field="--execution"
             )
         return (
             spec,
@@ -380,7 +382,7 @@ def import_trials(
     if loaded.spec.source != source:
         raise loaded.error(
             f"this map is for {loaded.spec.source}, not {source} "
-            f"(evalops trials import {loaded.spec.source} ...)",
+            f"(`evalops trials import {loaded.spec.source} ...`)",
             "source",
         )
     for path in files:

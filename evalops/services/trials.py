@@ -23,6 +23,7 @@ from evalops.services.definitions import (
 )
 from evalops.services.policies import gate_policies_of_task, max_attempts
 from evalops.services.read_trials import count_cap
+from evalops.services.unknown_ids import not_registered
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
@@ -147,7 +148,7 @@ def list_trials(
             where.append(col(Trial.execution_digest).in_(digests_for_build))
         if suite:
             if queries.suite_row(session, suite) is None:
-                raise InputError(f"suite {suite!r} is not registered", field="--suite")
+                raise InputError(not_registered(session, "suite", suite), field="--suite")
             pins = [
                 and_(
                     col(Trial.task_digest) == m.task_digest,
@@ -200,7 +201,7 @@ def _chain(session: Session, trial: Trial) -> list[str]:
 def _load(session: Session, trial_id: str) -> Trial:
     trial = session.exec(select(Trial).where(Trial.trial_id == trial_id)).first()
     if trial is None:
-        raise InputError(f"unknown trial {trial_id!r}", field="TRIAL")
+        raise InputError(f"unknown trial {trial_id!r} (list them with `evalops trials list`)")
     return trial
 
 

@@ -26,6 +26,7 @@ from evalops.services.authority import (
     signers_of,
 )
 from evalops.services.policies import gate_policy_for
+from evalops.services.unknown_ids import not_registered, unknown_waiver
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import write_session
@@ -89,7 +90,7 @@ def grant(
     with write_session(engine) as session:
         suite = queries.suite_row(session, request.suite_id)
         if suite is None:
-            raise InputError(f"suite {request.suite_id!r} is not registered", field="--suite")
+            raise InputError(not_registered(session, "suite", request.suite_id), field="--suite")
         if has_visible_text(request.build) and not any(
             row.system_build == request.build
             for row in queries.in_force_rows(session, "execution_profile").values()
@@ -204,7 +205,7 @@ def revoke(
     with write_session(engine) as session:
         row = session.exec(select(Waiver).where(Waiver.waiver_id == waiver_id)).first()
         if row is None:
-            raise InputError(f"unknown waiver {waiver_id!r}", field="ID")
+            raise InputError(unknown_waiver(session, waiver_id))
         if _revocation(session, row) is not None:
             raise InputError(f"{waiver_id} is already revoked")
         assert row.id is not None

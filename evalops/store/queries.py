@@ -410,6 +410,20 @@ def in_force(session: Session, cutoff: int | None = None) -> dict[tuple[str, str
     return {(r.kind, r.definition_id): r.document_digest for r in rows}
 
 
+def in_force_ids(session: Session, kind: str, cutoff: int | None = None) -> list[str]:
+    """The ids of every definition of `kind` in force, sorted (what an error names)."""
+    run = latest_sync_run(session, cutoff)
+    if run is None:
+        return []
+    return sorted(
+        session.exec(
+            select(SyncInForce.definition_id).where(
+                SyncInForce.sync_run_id == run.id, SyncInForce.kind == kind
+            )
+        )
+    )
+
+
 def in_force_rows_of(session: Session, kind: str, ids: list[str]) -> dict[str, Any]:
     """id -> the registered row in force of each of `ids` (as `in_force_rows`, in two
     queries however large the registry: an import names a few of thousands of tasks)."""

@@ -115,6 +115,25 @@ def test_a_pretty_printed_record_is_one_error_that_says_json_lines(ws: Path, cli
     assert (ws / ".evalops" / "registry.db").read_bytes() == before
 
 
+def test_a_crlf_file_is_refused_with_the_command_that_converts_it(ws: Path, cli: Cli) -> None:
+    line = cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws).stdout
+    (ws / "crlf.jsonl").write_bytes(line.rstrip("\n").encode() + b"\r\n")
+    result = cli("trials", "ingest", "crlf.jsonl", "--json", cwd=ws)
+    assert result.code == 2
+    message = result.json()["error"]["message"]
+    assert "CR LF" in message and "`dos2unix crlf.jsonl`" in message, message
+    assert "sed -i 's/\\r$//' crlf.jsonl" in message, message
+
+
+def test_a_trailing_empty_line_is_refused_saying_remove_it(ws: Path, cli: Cli) -> None:
+    line = cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws).stdout
+    (ws / "blank.jsonl").write_text(line.rstrip("\n") + "\n\n", encoding="utf-8")
+    result = cli("trials", "ingest", "blank.jsonl", "--json", cwd=ws)
+    assert result.code == 2, "what is accepted does not change"
+    error = result.json()["error"]
+    assert error["line"] == 2 and "empty line: remove it" in error["message"], error
+
+
 def test_the_progress_bar_shows_words_and_records(monkeypatch: pytest.MonkeyPatch) -> None:
     """The console prints with markup off: no column may rely on markup."""
     recorded = Console(
@@ -326,7 +345,9 @@ def test_a_hold_says_what_to_do_next_and_the_command_works(demo: Path, cli: Cli)
     assert shown.code == 0, shown.stderr  # showing a stored decision is not deciding
     nexts = [line for line in shown.stdout.splitlines() if line.startswith("next: ")]
     assert len(nexts) == 1, shown.stdout
-    command = nexts[0].split(": evalops ", 1)[1]
+    found = re.search(r"`evalops ([^`]+)`", nexts[0])
+    assert found, "a command in a message is written in backticks"
+    command = found.group(1)
     filled = command.replace("OWNER", "support-lead@example.com").replace("REASON", "known")
     granted = cli(*shlex.split(filled), cwd=demo)
     assert granted.code == 0, granted.stdout + granted.stderr
@@ -409,6 +430,48 @@ def test_an_unknown_build_lists_the_builds_in_force(demo: Path, cli: Cli) -> Non
     assert "build-123" in result.stderr and "build-125" in result.stderr
 
 
+def test_an_execution_given_by_its_build_names_the_profile_with_it(demo: Path, cli: Cli) -> None:
+    result = cli("trials", "template", "--task", TASK, "--execution", "build-124", cwd=demo)
+    assert result.code == 2
+    assert result.stderr.count("\n") == 1, "one line"
+    assert "system_build of execution profile 'candidate-b124'" in result.stderr, result.stderr
+    assert "evalops sync" not in result.stderr, "syncing is not the fix"
+
+
+def test_an_unknown_id_lists_what_exists_and_suggests_the_close_one(demo: Path, cli: Cli) -> None:
+    missing = cli("promote", "frist-task", "--to", "regression/core", cwd=demo)
+    assert missing.code == 2 and missing.stderr.count("\n") == 1
+    assert "tasks registered: article-citation-format, " in missing.stderr, missing.stderr
+    assert re.search(r", \S+ and \d+ more \(", missing.stderr), "a handful, then a count"
+    assert "commit it and run `evalops sync`" in missing.stderr
+    typo = cli("promote", "support-refund-in-ordr", "--to", "regression/core", cwd=demo)
+    assert typo.code == 2
+    assert "did you mean 'support-refund-in-order'?" in typo.stderr, typo.stderr
+    suite = cli("gate", "check", "--build", "build-124", "--suite", "main", cwd=demo)
+    assert suite.code == 2
+    assert "suites in force: " in suite.stderr and "regression/core" in suite.stderr
+    close = cli("gate", "check", "--build", "build-124", "--suite", "regression/cor", cwd=demo)
+    assert "did you mean 'regression/core'?" in close.stderr, close.stderr
+    unsynced = cli("trials", "template", "--task", "nope", "--execution", EXECUTION, cwd=demo)
+    assert "`evalops sync`" in unsynced.stderr and "run evalops" not in unsynced.stderr
+
+
+def test_an_unknown_numbered_id_is_named_in_words_with_the_id_meant(demo: Path, cli: Cli) -> None:
+    for args, words in [
+        (("gate", "show", "2"), "unknown gate decision '2'; did you mean GATE-2?"),
+        (("report", "audit", "--gate", "gate-3"), "unknown gate decision 'gate-3'; did you"),
+        (("incident", "show", "1"), "unknown incident '1'; did you mean INC-1?"),
+        (("trials", "show", "2"), "unknown trial '2' (list them with `evalops trials list`)"),
+        (("gate", "show", "GATE-99"), "unknown gate decision 'GATE-99' (list them with"),
+    ]:
+        result = cli(*args, cwd=demo)
+        assert result.code == 2
+        shown = result.stderr.removeprefix("error: ").removeprefix("--gate: ")
+        assert shown.startswith(words), result.stderr
+    as_json = cli("gate", "show", "2", "--json", cwd=demo).json()["error"]
+    assert as_json["field"] is None, "no metavar (ID, TRIAL, INCIDENT) stands for a field"
+
+
 def test_a_suite_not_yet_in_force_at_t_says_when_it_was(demo: Path, cli: Cli) -> None:
     result = cli(
         "gate", "check", "--build", "build-125", "--suite", "regression/core",
@@ -426,6 +489,7 @@ def test_an_empty_listing_is_a_line_of_words(tmp_path: Path, cli: Cli) -> None:
         (("waiver", "list"), "no waivers; `--all` lists expired and revoked ones too"),
         (("trials", "list"), "no trials; ingest some with `evalops trials ingest FILE`"),
         (("review", "list"), "no trials waiting for review; nothing awaits a human verdict"),
+        (("calibration", "status"), "no model graders; add a grader of type model"),
     ]:
         result = cli(*args, cwd=tmp_path)
         assert result.code == 0, result.stderr

@@ -300,6 +300,38 @@ def test_html_of_a_huge_decision_stays_small_and_valid() -> None:
     assert "Passing tasks (" in body
 
 
+def test_counts_in_the_report_agree_with_their_noun() -> None:
+    """One member task and one trial read in the singular, as everywhere people read counts
+    (evalops/domain/humanize.py `plural`)."""
+    from benchmarks.report_scale import synthetic_document
+    from evalops.report.audit import html
+
+    doc = synthetic_document(1)
+    doc["trials"] = doc["trials"][:1]
+    doc["summary"] = {**doc["summary"], "tasks": 1, "trials": 1}
+    summary = next(
+        "".join(p.itertext())
+        for p in strict_html(html(doc)).iter("p")
+        if "member task" in "".join(p.itertext())
+    )
+    assert summary.startswith("1 member task: ") and summary.endswith("· 1 trial"), summary
+
+
+def test_a_task_without_first_results_says_so_in_words() -> None:
+    """No original trial: the details show the report's mark for an absent value, never an
+    empty field before the next semicolon."""
+    from benchmarks.report_scale import synthetic_document
+    from evalops.report.audit import html, markdown
+
+    doc = synthetic_document(1)
+    doc["tasks"][0]["first_result"] = ""
+    details = [line for line in markdown(doc).splitlines() if "; first results " in line]
+    assert len(details) == 1 and "first results –; invalid" in details[0], details
+    assert "first results ;" not in markdown(doc)
+    # A task row's last cell: risk · meanScore · first results · invalid · reruns.
+    assert "critical · 1.000 · – · 0 · 0" in html(doc)
+
+
 def test_report_format_follows_the_suffix_and_errors_are_usage_errors(
     demo: Path, cli: Cli, tmp_path: Path
 ) -> None:
@@ -313,6 +345,23 @@ def test_report_format_follows_the_suffix_and_errors_are_usage_errors(
     assert "GATE-99" in missing.json()["error"]["message"]
     bad = cli("report", "audit", "--gate", "GATE-1", "--format", "pdf", cwd=demo)
     assert bad.code == 2
+
+
+@pytest.mark.parametrize("command", [("audit", "--gate", "GATE-2"), ("suite", "regression/core")])
+@pytest.mark.parametrize("name", ["x.pdf", "report"])
+def test_a_suffix_that_names_no_format_is_an_input_error(
+    demo: Path, cli: Cli, command: tuple[str, ...], name: str
+) -> None:
+    """The format follows the -o suffix (docs/cli.md): a suffix naming none is a bad option
+    (exit 2, nothing written) that says which suffixes work and that --format exists."""
+    result = cli("report", *command, "-o", name, cwd=demo)
+    assert result.code == 2, result.stderr
+    assert not (demo / name).exists(), "nothing written"
+    message = result.stderr
+    assert all(suffix in message for suffix in (".html", ".md", ".json")), message
+    assert "--format" in message and "wrote" not in message
+    chosen = cli("report", *command, "-o", name, "--format", "md", cwd=demo)
+    assert chosen.code == 0 and (demo / name).read_text(encoding="utf-8").strip()
 
 
 def test_gate_check_writes_reports_with_the_exporters(demo: Path, cli: Cli, tmp_path: Path) -> None:

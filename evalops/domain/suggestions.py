@@ -1,0 +1,65 @@
+"""What an "unknown id" error says besides "unknown": what exists, and the id meant.
+
+A bare "not registered" leaves people guessing between a typo, the wrong kind of id and a
+file not synced yet. The message names a handful of the ids that exist (then "and N more"),
+the close match when there is one, and the sync step only when no id comes close (then it
+is the likely fix).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+
+#: Ids an error names before "and N more": enough to recognise the kind, one line still.
+SHOWN_IDS = 5
+
+#: The step when an id is missing from the registry and nothing comes close to it.
+SYNC_HINT = "if you just added it, commit it and run `evalops sync`"
+
+
+def some_of(ids: Sequence[str], shown: int = SHOWN_IDS) -> str:
+    """`a, b, c`, `a, b, c, d, e and 3 more`, or `none`."""
+    if not ids:
+        return "none"
+    head = ", ".join(ids[:shown])
+    rest = len(ids) - shown
+    return f"{head} and {rest:,} more" if rest > 0 else head
+
+
+def close_match(given: str, ids: Sequence[str]) -> str | None:
+    """The id most like `given` (a typo, another case), or None when none is close."""
+    by_case = [i for i in ids if i.lower() == given.lower()]
+    if by_case:
+        return by_case[0]
+    found = difflib.get_close_matches(given, list(ids), n=1)
+    return found[0] if found else None
+
+
+def numbered_guess(given: str, prefix: str) -> str | None:
+    """The numbered id `given` probably means (`2`, `gate-2`, `gate2` -> `GATE-2` for the
+    prefix `GATE-`), or None when it has no number to go by or is already that id."""
+    match = re.fullmatch(rf"(?:{re.escape(prefix.rstrip('-'))}-?)?0*(\d+)", given, re.I)
+    if match is None:
+        return None
+    guess = f"{prefix}{match.group(1)}"
+    return None if guess == given else guess
+
+
+def unknown_id(
+    noun: str,
+    given: str,
+    known: Sequence[str],
+    *,
+    status: str = "registered",
+    nouns: str | None = None,
+) -> str:
+    """`task 'frist-task' is not registered; did you mean 'first-task'? (tasks registered:
+    first-task, ...)`; with no close match, the ids and the sync step instead."""
+    head = f"{noun} {given!r} is not {status}"
+    listed = f"{nouns or noun + 's'} {status}: {some_of(known)}"
+    match = close_match(given, known)
+    if match is not None:
+        return f"{head}; did you mean {match!r}? ({listed})"
+    return f"{head}; {listed} ({SYNC_HINT})"
