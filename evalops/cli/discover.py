@@ -25,6 +25,21 @@ def project_root(start: Path) -> Path | None:
     return next((d for d in seen[1:] if (d / DEFAULT_DB_PATH).is_file()), None)
 
 
+def registry_parent(start: Path, registry: Path) -> Path | None:
+    """The directory whose `registry` holds `start` (`start` is that registry or inside it),
+    searched up to the root of `start`'s git work tree; None elsewhere. In a fresh clone
+    there is no database yet to find, and `evalops init` run inside the registry would put
+    one there: the project is the directory above the registry."""
+    below: Path | None = None
+    for directory in [start, *start.parents]:
+        if below is not None and (directory / registry).resolve() == below.resolve():
+            return directory
+        below = directory
+        if (directory / ".git").exists():
+            return None
+    return None
+
+
 def in_registry_repository(start: Path, registry: Path) -> bool:
     """`start` is in a git work tree and `registry` is found from `start` or a directory
     above it, up to the work tree's root."""

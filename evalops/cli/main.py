@@ -29,7 +29,12 @@ from evalops.cli import (
     waiver,
 )
 from evalops.cli.context import Settings, flush_stdout, print_json, settings, shown
-from evalops.cli.discover import in_registry_repository, no_database_here, project_root
+from evalops.cli.discover import (
+    in_registry_repository,
+    no_database_here,
+    project_root,
+    registry_parent,
+)
 from evalops.cli.helpformat import use_in_help
 from evalops.errors import (
     EXIT_INTERNAL,
@@ -150,6 +155,9 @@ def _found_from_a_subdirectory(ctx: typer.Context, db_url: str, registry: Path) 
     if not _defaulted(ctx, "db_url"):
         return db_url, registry
     found = project_root(Path.cwd())
+    if found is None and _defaulted(ctx, "registry"):
+        # No database yet (a fresh clone): inside the registry, the project is above it.
+        found = registry_parent(Path.cwd(), registry)
     if found is None:
         return db_url, registry
     db_url = f"sqlite:///{found / DEFAULT_DB_PATH}"

@@ -222,6 +222,41 @@ def test_from_a_subdirectory_the_repository_database_is_used(ws: Path, cli: Cli)
     assert cli("validate", cwd=inside).code == 0
 
 
+def test_in_a_fresh_clone_init_from_inside_the_registry_makes_the_projects_database(
+    workspace: Path, cli: Cli
+) -> None:
+    """A fresh clone has no database to find: from `registry/`, "run `evalops init` first"
+    used to create `registry/.evalops/registry.db`, a second project inside the registry.
+    The project is the directory above the registry: the error names its database, init
+    creates it there, and every command from below then uses it."""
+    inside = workspace / "registry" / "tasks"
+    expected = workspace / ".evalops" / "registry.db"
+    missing = cli("task", "list", cwd=inside)
+    assert missing.code == 2
+    assert str(expected) in missing.stderr and "evalops init" in missing.stderr
+    assert cli("init", cwd=workspace / "registry").code == 0
+    assert expected.is_file()
+    assert not (workspace / "registry" / ".evalops").exists()
+    assert cli("sync", cwd=inside).code == 0
+    listed = cli("task", "list", "--json", cwd=workspace / "registry")
+    assert listed.code == 0 and listed.json(), listed.stderr
+    assert listed.json() == cli("task", "list", "--json", cwd=workspace).json()
+
+
+def test_a_directory_named_like_the_registry_elsewhere_is_not_a_project(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """Only a registry inside the same git work tree makes the directory above it the
+    project: a `registry` directory in a repository of its own is its own project."""
+    outer = tmp_path / "outer"
+    inner = outer / "registry"
+    inner.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(inner)], check=True)
+    assert cli("init", cwd=inner).code == 0
+    assert (inner / ".evalops" / "registry.db").is_file()
+    assert not (outer / ".evalops").exists()
+
+
 def test_the_search_stops_at_the_git_work_tree(ws: Path, cli: Cli, tmp_path: Path) -> None:
     nested = ws / "nested-repo"
     nested.mkdir()
