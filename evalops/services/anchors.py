@@ -168,11 +168,13 @@ def anchor_problem(session: Session, anchor: Anchor) -> str | None:
     if event is None:
         return (
             f"anchor {anchor.seq}:{anchor.hash} from {anchor.source}: the chain has no event "
-            f"{anchor.seq} any more (its tail was cut)"
+            f"{anchor.seq} any more (its tail was cut, unless the anchor is another "
+            "registry's: check --db)"
         )
     if event.hash != anchor.hash:
         return (
             f"anchor {anchor.seq}:{anchor.hash} from {anchor.source}: the chain holds "
-            f"{event.hash} at seq {anchor.seq} (rewritten since the anchor was taken)"
+            f"{event.hash} at seq {anchor.seq} (rewritten since the anchor was taken, "
+            "unless the anchor is another registry's: check --db)"
         )
     return None

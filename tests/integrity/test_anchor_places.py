@@ -115,3 +115,20 @@ def test_a_list_of_anchor_lines_is_only_that(demo: Path, cli: Cli) -> None:
     result = cli("verify", "--anchors", str(prose), cwd=demo)
     assert result.code == 2, result.stdout + result.stderr
     assert "no chain anchor found" in result.stderr
+
+
+def test_an_anchor_the_chain_does_not_hold_is_tampering_or_another_registry(
+    demo: Path, cli: Cli
+) -> None:
+    """Evalops cannot tell a rewritten chain from an anchor taken of another registry: it
+    fails either way (exit 6) and says both, so a user who ran it against the wrong
+    database is not told only that history was rewritten."""
+    head = cli("verify", "--json", cwd=demo).json()["audit_head"]
+    other = "sha256:" + "0" * 64
+    for seq, wording in ((head["seq"], "rewritten since"), (head["seq"] + 1000, "tail was cut")):
+        listed = demo / f"anchor-{seq}.txt"
+        listed.write_text(f"{seq}:{other}\n")
+        result = cli("verify", "--anchors", str(listed), cwd=demo)
+        assert result.code == 6, result.stdout + result.stderr
+        assert wording in result.stderr
+        assert "another registry" in result.stderr and "--db" in result.stderr
