@@ -1,13 +1,17 @@
 """`evalops validate`, `digest`, `sync` and `schema export`: registry files in, digests out."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, echo_lines, emit, now, say, settings
 from evalops.domain.humanize import plural
 from evalops.errors import EXIT_REFUSED, InputError, InputErrors
+
+if TYPE_CHECKING:
+    from evalops.cli.context import Settings
+    from evalops.registry.snapshot import Snapshot
 
 schema_app = typer.Typer(
     help="JSON Schemas of the spec formats and the machine-readable outputs.\n\n"
@@ -47,13 +51,28 @@ def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag =
     state = settings(ctx, json_flag)
     snapshot = load_snapshot(directory or state.registry)
     rows = [d.digest_row() for d in snapshot.definitions]
-    warnings = registry_warnings(snapshot.definitions)
+    warnings = registry_warnings(snapshot.definitions) + _edited_in_place(state, snapshot)
 
     def human() -> None:
         say(f"ok: {plural(len(rows), 'definition')} valid in {snapshot.root}")
         _warn(warnings)
 
     emit(ctx, {"ok": True, "definitions": rows, "warnings": warnings}, human)
+
+
+def _edited_in_place(state: "Settings", snapshot: "Snapshot") -> list[str]:
+    """Files `sync` would refuse for want of a new revision, when the registry's database
+    is a SQLite file at hand (validate needs no database: without one, nothing is said)."""
+    from evalops.services.edited_in_place import edited_in_place
+    from evalops.store.reader import open_sqlite
+
+    reader = open_sqlite(state.db_url, lock_timeout=state.lock_timeout)
+    if reader is None:
+        return []
+    try:
+        return edited_in_place(reader, snapshot.definitions)
+    finally:
+        reader.close()
 
 
 def _warn(warnings: list[str]) -> None:

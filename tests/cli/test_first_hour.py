@@ -21,7 +21,7 @@ from rich.console import Console
 from evalops.cli import progress as progress_module
 from evalops.domain.next_steps import next_steps
 from tests.conftest import Cli
-from tests.helpers import REPO_ROOT
+from tests.helpers import REPO_ROOT, commit_all
 from tests.import_support import copy_workspace, import_base
 
 TASK, EXECUTION = "support-refund-in-order", "candidate-b124"
@@ -371,6 +371,59 @@ def test_validate_warns_when_profiles_share_a_build(tmp_path: Path, cli: Cli) ->
     path.write_text(path.read_text().replace("system_build: second", "system_build: dev-build"))
     warned = cli("validate", "--json", cwd=repo).json()["warnings"]
     assert any("dev-build, second share system_build dev-build" in w for w in warned), warned
+
+
+def test_validate_warns_of_a_definition_edited_without_a_new_revision(
+    synced: Path, cli: Cli
+) -> None:
+    """`validate` said "ok" for a registered task edited in place, and `sync` then refused
+    it: with the database at hand, validate names the file and the field to bump."""
+    import yaml
+
+    assert cli("validate", "--json", cwd=synced).json()["warnings"] == []
+    task = synced / "registry" / "tasks" / "mini-task.yaml"
+    graders = synced / "registry" / "graders" / "mini-graders.yaml"
+    spec = yaml.safe_load(task.read_text())
+    spec["contract"]["goal"] = spec["contract"]["goal"] + "_edited"
+    task.write_text(yaml.safe_dump(spec))
+    grader_spec = yaml.safe_load(graders.read_text())
+    grader_spec["graders"][0]["covers"] = ["something_else"]
+    graders.write_text(yaml.safe_dump(grader_spec))
+    checked = cli("validate", "--json", cwd=synced)
+    assert checked.code == 0, checked.stderr
+    warned = checked.json()["warnings"]
+    assert any(
+        "tasks/mini-task.yaml" in w and "task mini-task revision 1" in w and "bump `revision`" in w
+        for w in warned
+    ), warned
+    assert any("graders/mini-graders.yaml" in w and "bump `version`" in w for w in warned), warned
+    # ... and sync refuses exactly those files, as the warning says.
+    commit_all(synced)
+    refused = cli("sync", cwd=synced)
+    assert refused.code == 2 and "bump revision" in refused.stderr
+    # Bumped, there is nothing to warn about.
+    spec["revision"] = 2
+    task.write_text(yaml.safe_dump(spec))
+    grader_spec["version"] = 2
+    graders.write_text(yaml.safe_dump(grader_spec))
+    again = cli("validate", "--json", cwd=synced).json()["warnings"]
+    assert not any("bump" in w for w in again), again
+    # The human output says it too, on stderr, after "ok".
+    spec["revision"] = 1
+    task.write_text(yaml.safe_dump(spec))
+    human = cli("validate", cwd=synced)
+    assert human.code == 0 and human.stdout.startswith("ok:")
+    assert "warning: registry/tasks/mini-task.yaml: task mini-task revision 1" in human.stderr
+
+
+def test_validate_without_a_database_says_nothing_of_registrations(
+    workspace: Path, cli: Cli
+) -> None:
+    """validate needs no database: with none yet there is nothing to compare with."""
+    checked = cli("validate", "--json", cwd=workspace)
+    assert checked.code == 0, checked.stderr
+    assert not (workspace / ".evalops").exists()
+    assert not any("bump" in w for w in checked.json()["warnings"])
 
 
 def test_a_hold_says_what_to_do_next_and_the_command_works(demo: Path, cli: Cli) -> None:
