@@ -17,13 +17,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from evalops.cli.context import UNLIMITED_WIDTH, console, say
+from evalops.domain.humanize import short_digest
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Column, Table
 
-#: Hex digits a shortened digest keeps (`sha256:628d872c3c29`), as `git log --oneline` does.
-SHORT_DIGEST_HEX = 12
 #: What a cell holds when there is nothing to show.
 EMPTY_CELLS = frozenset({"", "-"})
 
@@ -93,14 +92,6 @@ def fit(
             table.columns.remove(column)
             taken.append(("left out", name))
     return taken
-
-
-def short_digest(value: str) -> str:
-    """`sha256:628d872c3c29f2e8...` -> `sha256:628d872c3c29`; anything else unchanged."""
-    algorithm, sep, hexdigits = value.partition(":")
-    if not sep or len(hexdigits) <= SHORT_DIGEST_HEX:
-        return value
-    return f"{algorithm}:{hexdigits[:SHORT_DIGEST_HEX]}"
 
 
 def needed_width(table: Table, prose: Sequence[str] = ()) -> int:

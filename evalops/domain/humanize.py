@@ -82,3 +82,15 @@ def text(value: object, *, missing: str = "-") -> str:
     if value is None or value == "":
         return missing
     return number(value) if isinstance(value, float) else str(value)
+
+
+#: Hex digits a shortened digest keeps (`sha256:628d872c3c29`), as `git log --oneline` does.
+SHORT_DIGEST_HEX = 12
+
+
+def short_digest(value: str) -> str:
+    """`sha256:628d872c3c29f2e8...` -> `sha256:628d872c3c29`; anything else unchanged."""
+    algorithm, sep, hexdigits = value.partition(":")
+    if not sep or len(hexdigits) <= SHORT_DIGEST_HEX:
+        return value
+    return f"{algorithm}:{hexdigits[:SHORT_DIGEST_HEX]}"

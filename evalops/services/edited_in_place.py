@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from evalops.domain.humanize import short_digest
 from evalops.registry.definitions import Definition
 from evalops.store.reader import Reader
 
@@ -19,12 +20,6 @@ _REGISTERED = {
     "task": ("task_revision", "task_id", "revision", "task_digest", "revision"),
     "grader_set": ("grader_set", "grader_set_id", "version", "grader_set_digest", "version"),
 }
-SHORT_HEX = 12
-
-
-def _short(digest: str) -> str:
-    algorithm, _, hexdigits = digest.partition(":")
-    return f"{algorithm}:{hexdigits[:SHORT_HEX]}"
 
 
 def edited_in_place(reader: Reader, definitions: Iterable[Definition]) -> list[str]:
@@ -43,7 +38,8 @@ def edited_in_place(reader: Reader, definitions: Iterable[Definition]) -> list[s
             kind = d.kind.replace("_", " ")
             warnings.append(
                 f"{d.file}: {kind} {d.id} {field} {d.revision} is registered with "
-                f"{digest_column} {_short(registered)}, this file has {_short(d.digest)}: "
+                f"{digest_column} {short_digest(registered)}, this file has "
+                f"{short_digest(d.digest)}: "
                 f"bump `{field}` before `evalops sync` (it refuses the file as it is)"
             )
     return warnings
