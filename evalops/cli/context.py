@@ -39,6 +39,8 @@ class Settings:
     progress: str = "auto"
     # --db and EVALOPS_DATABASE_URL were not given: the database was looked for.
     db_searched: bool = False
+    # Run from inside the registry of a project with no database yet: that project's root.
+    project_above: Path | None = None
 
     def engine(self, *, for_verify: bool = False) -> Engine:
         """The registry database, refused unless it exists and is at head (exit 2; 6 for

@@ -136,6 +136,16 @@ def init(
     from evalops.services.scaffold import starter_registry, write_authority_example
 
     state = settings(ctx, json_flag)
+    if starter is not None and state.project_above is not None:
+        # The database would go to the project above while the starters landed inside its
+        # registry, where the next `sync` would register them for good.
+        raise InputError(
+            f"{Path.cwd()} is inside the registry of the project at {state.project_above}: "
+            "starter files written here would become part of that registry; run "
+            "`evalops init` (the database only) here, or `evalops init --registry DIR` in a "
+            "directory of its own",
+            field="--registry",
+        )
     written = starter_registry(starter) if starter is not None else []
     disabled = write_authority_example(starter) if starter is not None else None
     _upgrade(state.db_url, "head", create_if_empty=True)

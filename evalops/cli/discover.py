@@ -27,16 +27,24 @@ def project_root(start: Path) -> Path | None:
 
 def registry_parent(start: Path, registry: Path) -> Path | None:
     """The directory whose `registry` holds `start` (`start` is that registry or inside it),
-    searched up to the root of `start`'s git work tree; None elsewhere. In a fresh clone
-    there is no database yet to find, and `evalops init` run inside the registry would put
-    one there: the project is the directory above the registry."""
+    in the same git work tree as `start`; None when `start` holds a database itself, is
+    not in a git work tree, or is in a work tree of its own inside the registry. In a fresh
+    clone there is no database yet to find, and `evalops init` run inside the registry
+    would put one there: the project is the directory above the registry."""
+    if (start / DEFAULT_DB_PATH).is_file():
+        return None
     below: Path | None = None
+    found: Path | None = None
     for directory in [start, *start.parents]:
-        if below is not None and (directory / registry).resolve() == below.resolve():
-            return directory
-        below = directory
+        if (
+            found is None
+            and below is not None
+            and (directory / registry).resolve() == below.resolve()
+        ):
+            found = directory
         if (directory / ".git").exists():
-            return None
+            return found
+        below = directory
     return None
 
 

@@ -158,6 +158,7 @@ def _found_from_a_subdirectory(ctx: typer.Context, db_url: str, registry: Path) 
     if found is None and _defaulted(ctx, "registry"):
         # No database yet (a fresh clone): inside the registry, the project is above it.
         found = registry_parent(Path.cwd(), registry)
+        settings(ctx).project_above = found
     if found is None:
         return db_url, registry
     db_url = f"sqlite:///{found / DEFAULT_DB_PATH}"

@@ -243,6 +243,19 @@ def test_in_a_fresh_clone_init_from_inside_the_registry_makes_the_projects_datab
     assert listed.json() == cli("task", "list", "--json", cwd=workspace).json()
 
 
+def test_starters_are_never_written_into_a_projects_registry(workspace: Path, cli: Cli) -> None:
+    """`init --registry registry` from inside a fresh clone's registry would put the database
+    at the project's root and the starter files inside its registry, ready to be synced into
+    it for good: refused, nothing written."""
+    inside = workspace / "registry"
+    before = sorted(p.relative_to(workspace) for p in workspace.rglob("*") if ".git" not in p.parts)
+    refused = cli("init", "--registry", "registry", cwd=inside)
+    assert refused.code == 2, refused.stdout + refused.stderr
+    assert "inside the registry of the project" in refused.stderr
+    after = sorted(p.relative_to(workspace) for p in workspace.rglob("*") if ".git" not in p.parts)
+    assert after == before
+
+
 def test_a_directory_named_like_the_registry_elsewhere_is_not_a_project(
     tmp_path: Path, cli: Cli
 ) -> None:
@@ -255,6 +268,32 @@ def test_a_directory_named_like_the_registry_elsewhere_is_not_a_project(
     assert cli("init", cwd=inner).code == 0
     assert (inner / ".evalops" / "registry.db").is_file()
     assert not (outer / ".evalops").exists()
+
+
+def test_a_project_directory_named_registry_keeps_its_own_database(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """A monorepo subproject `mono/registry` with its own database: the directory holding a
+    database is the project, whatever its name."""
+    mono = tmp_path / "mono"
+    project = mono / "registry"
+    project.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(mono)], check=True)
+    assert cli("--db", "sqlite:///.evalops/registry.db", "init", cwd=project).code == 0
+    assert (project / ".evalops" / "registry.db").is_file()
+    listed = cli("task", "list", cwd=project)
+    assert listed.code == 0, listed.stderr
+    assert not (mono / ".evalops").exists()
+
+
+def test_outside_git_a_directory_named_registry_is_not_a_project(tmp_path: Path, cli: Cli) -> None:
+    """Outside any git work tree no directory above is searched: a `registry` somewhere
+    above is not a project."""
+    deep = tmp_path / "registry" / "a" / "b"
+    deep.mkdir(parents=True)
+    assert cli("init", cwd=deep).code == 0
+    assert not (tmp_path / ".evalops").exists()
+    assert (deep / ".evalops" / "registry.db").is_file()
 
 
 def test_the_search_stops_at_the_git_work_tree(ws: Path, cli: Cli, tmp_path: Path) -> None:
