@@ -24,9 +24,15 @@ class Line:
 
 
 def read_lines(
-    stream: BinaryIO, name: str, on_bytes: Callable[[int], None] | None = None
+    stream: BinaryIO,
+    name: str,
+    on_bytes: Callable[[int], None] | None = None,
+    *,
+    compressed: str | None = None,
 ) -> Iterator[Line | InputError]:
-    """Yield each line's bytes (without the newline) or the error that makes it unreadable."""
+    """Yield each line's bytes (without the newline) or the error that makes it unreadable.
+    `compressed` (`gzip`, `zstd`) says the file on disk is compressed, for the fix a
+    message suggests."""
     number = 0
     while True:
         raw = stream.readline(MAX_LINE_BYTES + 2)
@@ -46,8 +52,8 @@ def read_lines(
             continue
         if data.endswith(b"\r"):
             yield InputError(
-                "line ends with CR LF; JSONL lines end with LF only: convert the file with "
-                f"`dos2unix {_shell_name(name)}` or `sed -i 's/\\r$//' {_shell_name(name)}`",
+                "line ends with CR LF; JSONL lines end with LF only: "
+                + _crlf_fix(name, compressed),
                 name,
                 number,
             )
@@ -84,10 +90,26 @@ STDIN_SHOWN = "<stdin>"
 
 
 def _shell_name(name: str) -> str:
-    """`name` as a shell word for a command to copy, or `FILE` for standard input."""
+    """`name` as a shell word for a command to copy (`./-x.jsonl`, never an option), or
+    `FILE` for standard input."""
     import shlex
 
-    return "FILE" if name in (STDIN, STDIN_SHOWN) else shlex.quote(name)
+    if name in (STDIN, STDIN_SHOWN):
+        return "FILE"
+    return shlex.quote(f"./{name}" if name.startswith("-") else name)
+
+
+def _crlf_fix(name: str, compressed: str | None) -> str:
+    """The command that converts a CR LF file: in place for plain text; a compressed file is
+    decompressed, converted and compressed again (editing its bytes would corrupt it)."""
+    shown = _shell_name(name)
+    if compressed in ("gzip", "zstd"):
+        suffix = ".gz" if compressed == "gzip" else ".zst"
+        return (
+            f"convert it with `{compressed} -dc {shown} | sed 's/\\r$//' | {compressed} > "
+            f"converted.jsonl{suffix}`"
+        )
+    return f"convert the file with `dos2unix {shown}` or `sed -i 's/\\r$//' {shown}`"
 
 
 _GZIP_MAGIC = b"\x1f\x8b"

@@ -661,7 +661,12 @@ def _ingest_files(
                     ingester.unchecked += count_lines(source)
                     continue
                 chunk: list[_Prepared] = []
-                for item in read_lines(source.stream, source.name, _counter(source, on_bytes)):
+                for item in read_lines(
+                    source.stream,
+                    source.name,
+                    _counter(source, on_bytes),
+                    compressed=source.compressed,
+                ):
                     if ingester.refused(max_bad_records):
                         # Linear in the input, however many bad lines a small compressed
                         # file expands to: the rest is counted, not checked.

@@ -125,6 +125,27 @@ def test_a_crlf_file_is_refused_with_the_command_that_converts_it(ws: Path, cli:
     assert "sed -i 's/\\r$//' crlf.jsonl" in message, message
 
 
+def test_a_compressed_crlf_file_gets_a_fix_that_keeps_it_readable(ws: Path, cli: Cli) -> None:
+    """`sed -i` on a .gz edits compressed bytes and corrupts the file: for a compressed
+    file the fix decompresses, converts and compresses again; pasted, it works."""
+    import gzip
+    import re
+
+    line = cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws).stdout
+    (ws / "crlf.jsonl.gz").write_bytes(gzip.compress(line.rstrip("\n").encode() + b"\r\n"))
+    result = cli("trials", "ingest", "crlf.jsonl.gz", "--json", cwd=ws)
+    assert result.code == 2
+    message = result.json()["error"]["message"]
+    assert "sed -i" not in message and "dos2unix" not in message, message
+    (command,) = re.findall(r"`([^`]*)`", message)
+    assert command.startswith("gzip -dc crlf.jsonl.gz | "), command
+    subprocess.run(["bash", "-eo", "pipefail", "-c", command], cwd=ws, check=True)
+    converted = command.rsplit("> ", 1)[1]
+    ingested = cli("trials", "ingest", converted, "--json", cwd=ws)
+    assert ingested.code == 0, ingested.stdout + ingested.stderr
+    assert ingested.json()["ingested"] == 1
+
+
 def test_a_trailing_empty_line_is_refused_saying_remove_it(ws: Path, cli: Cli) -> None:
     line = cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws).stdout
     (ws / "blank.jsonl").write_text(line.rstrip("\n") + "\n\n", encoding="utf-8")
