@@ -28,12 +28,32 @@ def some_of(ids: Sequence[str], shown: int = SHOWN_IDS) -> str:
     return f"{head} and {rest:,} more" if rest > 0 else head
 
 
+#: Ids compared in full for a close match: difflib costs about half a millisecond an id, and
+#: an error message must not take seconds on a registry of 100,000 tasks.
+MAX_COMPARED = 2_000
+# get_close_matches' default: a ratio of at least 0.6, 2 * matches / (len(a) + len(b)), is
+# impossible when the shorter id is under 3/7 of the longer one's length.
+_CUTOFF = 0.6
+
+
+def _comparable(given: str, ids: Sequence[str]) -> list[str]:
+    """The ids a close match can be among: of a length that can reach the cutoff (exact);
+    when still too many, those sharing the first character (a typo rarely starts there)."""
+    n = len(given)
+    sized = [i for i in ids if min(n, len(i)) * 2 >= _CUTOFF * (n + len(i))]
+    if len(sized) > MAX_COMPARED:
+        sized = [i for i in sized if i[:1] == given[:1]]
+    return sized if len(sized) <= MAX_COMPARED else []
+
+
 def close_match(given: str, ids: Sequence[str]) -> str | None:
-    """The id most like `given` (a typo, another case), or None when none is close."""
-    by_case = [i for i in ids if i.lower() == given.lower()]
+    """The id most like `given` (a typo, another case), or None when none is close (or the
+    registry is too large to compare them all without a noticeable wait)."""
+    lowered = given.lower()
+    by_case = [i for i in ids if i.lower() == lowered]
     if by_case:
         return by_case[0]
-    found = difflib.get_close_matches(given, list(ids), n=1)
+    found = difflib.get_close_matches(given, _comparable(given, ids), n=1, cutoff=_CUTOFF)
     return found[0] if found else None
 
 
