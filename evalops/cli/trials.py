@@ -29,7 +29,7 @@ from evalops.cli.signing import (
 )
 from evalops.cli.tables import print_table
 from evalops.domain.humanize import measure, text
-from evalops.errors import RejectedRecords
+from evalops.errors import InputError, RejectedRecords
 from evalops.services.unsynced import with_file_hints
 
 if TYPE_CHECKING:
@@ -540,9 +540,17 @@ def template(
 
     Example: evalops trials template --task support-refund-in-order --execution candidate-b124
     """
+    from evalops.domain.canonical import MAX_SAFE_INTEGER
     from evalops.record import TrialBuilder
 
     state = settings(ctx, json_flag)
+    if index + count - 1 > MAX_SAFE_INTEGER:
+        # What ingest accepts: integers JSON readers everywhere read exactly.
+        raise InputError(
+            f"--index {index} with --count {count} goes beyond trial_index {MAX_SAFE_INTEGER:,} "
+            "(2^53-1), the largest integer a trial record holds",
+            field="--index",
+        )
     builder = TrialBuilder.from_database(state.db_url, task=task, execution=execution)
     started = now()
     records = [

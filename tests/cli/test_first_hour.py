@@ -63,6 +63,18 @@ def test_a_template_of_three_trials_ingests_as_three(ws: Path, cli: Cli) -> None
     assert ingested.json()["ingested"] == 3
 
 
+def test_a_template_index_beyond_what_ingest_reads_is_refused(ws: Path, cli: Cli) -> None:
+    """A template that says it is valid must ingest: trial_index stops at 2^53-1."""
+    args = ("trials", "template", "--task", TASK, "--execution", EXECUTION)
+    refused = cli(*args, "--index", str(2**53 - 1), "--count", "2", cwd=ws)
+    assert refused.code == 2 and "--index" in refused.stderr, refused.stderr
+    last = cli(*args, "--index", str(2**53 - 1), cwd=ws)
+    assert last.code == 0, last.stderr
+    (ws / "last.jsonl").write_text(last.stdout, encoding="utf-8")
+    ingested = cli("trials", "ingest", "last.jsonl", "--json", cwd=ws)
+    assert ingested.code == 0, ingested.stdout + ingested.stderr
+
+
 def test_templates_concatenated_need_their_own_trial_ids(ws: Path, cli: Cli) -> None:
     args = ("trials", "template", "--task", TASK, "--execution", EXECUTION)
     first = cli(*args, cwd=ws).stdout
