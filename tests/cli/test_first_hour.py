@@ -488,6 +488,39 @@ def test_validate_warns_of_a_definition_edited_without_a_new_revision(
     assert "warning: registry/tasks/mini-task.yaml: task mini-task revision 1" in human.stderr
 
 
+def test_validate_warns_of_labels_or_a_suite_kind_changed_in_place(synced: Path, cli: Cli) -> None:
+    """What else `sync` refuses under an unchanged revision: risk labels (they are not in
+    the task digest) and a suite's kind."""
+    import yaml
+
+    suite = synced / "registry" / "suites" / "core.yaml"
+    suite.parent.mkdir(parents=True, exist_ok=True)
+    suite.write_text(
+        yaml.safe_dump(
+            {"spec_schema_version": "suite/v1", "id": "regression/core", "kind": "regression"}
+        )
+    )
+    commit_all(synced)
+    assert cli("sync", cwd=synced).code == 0
+    assert cli("validate", "--json", cwd=synced).json()["warnings"] == []
+    task = synced / "registry" / "tasks" / "mini-task.yaml"
+    spec = yaml.safe_load(task.read_text())
+    spec["meta"]["risk"] = "critical" if spec["meta"]["risk"] != "critical" else "quality_signal"
+    spec["meta"].pop("protects", None)
+    task.write_text(yaml.safe_dump(spec))
+    suite.write_text(
+        yaml.safe_dump(
+            {"spec_schema_version": "suite/v1", "id": "regression/core", "kind": "capability"}
+        )
+    )
+    warned = cli("validate", "--json", cwd=synced).json()["warnings"]
+    assert any("task mini-task revision 1" in w and "meta.risk" in w for w in warned), warned
+    assert any("suite regression/core" in w and "never changes kind" in w for w in warned), warned
+    commit_all(synced)
+    refused = cli("sync", cwd=synced)
+    assert refused.code == 2 and "never change" in refused.stderr, refused.stderr
+
+
 def test_validate_without_a_database_says_nothing_of_registrations(
     workspace: Path, cli: Cli
 ) -> None:
