@@ -17,7 +17,15 @@ from evalops.cli.context import (
     say,
     settings,
 )
-from evalops.cli.listing import AllOption, LimitOption, Page, emit_page, row_limit
+from evalops.cli.listing import (
+    AllOption,
+    LimitOption,
+    Page,
+    emit_page,
+    filtered,
+    no_match,
+    row_limit,
+)
 from evalops.cli.tables import print_table
 from evalops.domain.humanize import measure, plural
 from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_VERIFY, InputError
@@ -416,12 +424,13 @@ def gate_list(
 
     Example: evalops gate list --suite regression/core
     """
-    from evalops.services.reads import list_decisions
+    from evalops.services.reads import list_decisions, unknown_filters
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
     with state.read() as reader:
         rows, total = list_decisions(reader, suite, build=build, limit=shown_limit)
+        unknown = unknown_filters(reader, suite=suite, build=build) if not total else []
 
     def human() -> None:
         for r in rows:
@@ -432,7 +441,13 @@ def gate_list(
                 key=r["decision"],
             )
 
-    emit_page(ctx, Page(rows, total), "gate decisions", human)
+    emit_page(
+        ctx,
+        Page(rows, total),
+        "gate decisions",
+        human,
+        empty=no_match("gate decisions", filtered(suite=suite, build=build), unknown),
+    )
 
 
 @gate_app.command("replay")

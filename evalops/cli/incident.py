@@ -5,9 +5,17 @@ from typing import Annotated, Any
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, emit, new_table, now, say, settings
-from evalops.cli.listing import AllOption, LimitOption, emit_page, page_of, row_limit
+from evalops.cli.listing import (
+    AllOption,
+    LimitOption,
+    emit_page,
+    filtered,
+    no_match,
+    page_of,
+    row_limit,
+)
 from evalops.cli.tables import print_table
-from evalops.domain.humanize import text
+from evalops.domain.humanize import plural, text
 
 incident_app = typer.Typer(
     help="Real failures, from report to regression task.\n\nExample: evalops incident list",
@@ -137,15 +145,23 @@ def list_(
 
     Example: evalops incident list --state open
     """
-    from evalops.services.reads import list_incidents
+    from evalops.services.reads import list_incidents, unknown_filters
 
     state = settings(ctx, json_flag)
     with state.read() as reader:
         rows = list_incidents(reader, state_filter)
-    page = page_of(
-        [r for r in rows if task is None or task in r["tasks"]],
-        row_limit(ctx, limit, all_rows),
-    )
+        page = page_of(
+            [r for r in rows if task is None or task in r["tasks"]],
+            row_limit(ctx, limit, all_rows),
+        )
+        unknown = unknown_filters(reader, task=task) if not page.total else []
+        if not page.total and state_filter is not None:
+            elsewhere = len(list_incidents(reader, None))
+            if elsewhere:
+                unknown.append(
+                    f"{plural(elsewhere, 'incident')} in other states (`evalops incident list` "
+                    "lists every state)"
+                )
 
     def human() -> None:
         table = new_table("incident", "state", "severity", "title", "tasks")
@@ -160,7 +176,13 @@ def list_(
             )
         print_table(table, prose=("title", "tasks"))
 
-    emit_page(ctx, page, "incidents", human)
+    emit_page(
+        ctx,
+        page,
+        "incidents",
+        human,
+        empty=no_match("incidents", filtered(state=state_filter, task=task), unknown),
+    )
 
 
 @incident_app.command()

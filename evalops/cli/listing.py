@@ -102,15 +102,40 @@ def nothing(noun: str) -> str:
     return f"no {noun}" + (f"; {hint}" if hint else "")
 
 
-def emit_page(ctx: typer.Context, page: Page, noun: str, human: Callable[[], None]) -> None:
+def filtered(**given: str | None) -> str:
+    """`--task refund --build b1`: the filters a listing was given, as typed."""
+    return " ".join(
+        f"--{name.replace('_', '-')} {value}" for name, value in given.items() if value is not None
+    )
+
+
+def no_match(noun: str, filters: str, unknown: Sequence[str] = ()) -> str | None:
+    """What an empty filtered listing says: `no trials match --task refund; task 'refund'
+    is not registered; ...` (None without filters: the listing's usual empty line)."""
+    if not filters:
+        return None
+    return f"no {noun} match {filters}" + "".join(f"; {u}" for u in unknown)
+
+
+def emit_page(
+    ctx: typer.Context,
+    page: Page,
+    noun: str,
+    human: Callable[[], None],
+    *,
+    empty: str | None = None,
+) -> None:
     """The rows as JSON (a list) or the human rendering, then the footer on stderr.
 
     The footer is always printed after human output; after JSON only when rows were left
     out, so that a complete JSON listing stays quiet. An empty listing is one line of words
-    saying what would fill it, not an empty table.
+    saying what would fill it, not an empty table; a filtered one says `empty` instead
+    (`no_match`: its filters and any naming nothing that exists), never how to add the
+    first row.
     """
     if page.total == 0 and not settings(ctx).json:
-        emit(ctx, page.rows, lambda: say(nothing(noun)))
+        line = empty or nothing(noun)
+        emit(ctx, page.rows, lambda: say(line))
         return
     emit(ctx, page.rows, human)
     if not settings(ctx).json or page.truncated:

@@ -17,7 +17,15 @@ from evalops.cli.context import (
     say,
     settings,
 )
-from evalops.cli.listing import AllOption, LimitOption, Page, emit_page, row_limit
+from evalops.cli.listing import (
+    AllOption,
+    LimitOption,
+    Page,
+    emit_page,
+    filtered,
+    no_match,
+    row_limit,
+)
 from evalops.cli.progress import ProgressOption, progress, progress_mode
 from evalops.cli.signing import (
     ActOption,
@@ -170,12 +178,14 @@ def list_(
     Example: evalops trials list --task support-refund-in-order --class task_fail
     """
     from evalops.services.read_trials import TrialFilter, count_cap, list_trials
+    from evalops.services.reads import unknown_filters
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
     where = TrialFilter(task=task, build=build, cls=cls, suite=suite)
     with state.read() as reader:
         rows, total = list_trials(reader, where, shown_limit)
+        unknown = unknown_filters(reader, task=task, build=build, suite=suite) if not total else []
 
     def human() -> None:
         table = new_table("trial", "task", "build", "#", "class", "score", "rerun of", "labels")
@@ -194,7 +204,15 @@ def list_(
         print_table(table, prose=("labels",), drop=("rerun of", "labels", "#", "task"))
 
     counted_to = None if cls or shown_limit is None else count_cap(shown_limit)
-    emit_page(ctx, Page(rows, total, counted_to), "trials", human)
+    emit_page(
+        ctx,
+        Page(rows, total, counted_to),
+        "trials",
+        human,
+        empty=no_match(
+            "trials", filtered(task=task, build=build, **{"class": cls}, suite=suite), unknown
+        ),
+    )
 
 
 @trials_app.command()

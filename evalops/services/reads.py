@@ -349,3 +349,31 @@ def show_suite(reader: Reader, suite_id: str, *, include_removed: bool = False) 
         "members": [_membership_view(added, removed) for added, removed in shown],
         "changes": int(changes),
     }
+
+
+# A listing's filter -> the ids it may name: (noun, SQL of every id that exists).
+_FILTER_IDS = {
+    "task": ("task", "SELECT DISTINCT task_id AS id FROM task_revision ORDER BY task_id"),
+    "build": (
+        "build",
+        "SELECT DISTINCT system_build AS id FROM execution_profile ORDER BY system_build",
+    ),
+    "suite": ("suite", "SELECT DISTINCT suite_id AS id FROM suite ORDER BY suite_id"),
+}
+
+
+def unknown_filters(reader: Reader, **given: str | None) -> list[str]:
+    """For an empty listing: each filter naming nothing that exists (`task='refund'`), said
+    as an unknown id is (what exists, the close match). A filter naming something that
+    exists but matches nothing says nothing here: the listing is simply empty."""
+    from evalops.domain.suggestions import unknown_id
+
+    out: list[str] = []
+    for name, value in given.items():
+        if value is None or name not in _FILTER_IDS:
+            continue
+        noun, sql = _FILTER_IDS[name]
+        known = [str(r["id"]) for r in reader.rows(sql, {})]
+        if value not in known:
+            out.append(unknown_id(noun, value, known))
+    return out

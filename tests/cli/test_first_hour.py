@@ -691,6 +691,43 @@ def test_an_empty_listing_is_a_line_of_words(tmp_path: Path, cli: Cli) -> None:
         assert cli(*args, "--json", cwd=tmp_path).json() == []
 
 
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (
+            ("trials", "list", "--task", "support-refund-in-ordr"),
+            "no trials match --task support-refund-in-ordr; task 'support-refund-in-ordr' is "
+            "not registered; did you mean 'support-refund-in-order'?",
+        ),
+        (
+            ("gate", "list", "--build", "buld-124"),
+            "no gate decisions match --build buld-124; build 'buld-124' is not registered; "
+            "did you mean 'build-124'?",
+        ),
+        (
+            ("trials", "list", "--task", "support-reply-tone", "--class", "hard_constraint_fail"),
+            "no trials match --task support-reply-tone --class hard_constraint_fail\n",
+        ),
+        (
+            ("incident", "list", "--state", "open"),
+            "no incidents match --state open; 1 incident in other states (`evalops incident "
+            "list` lists every state)",
+        ),
+    ],
+)
+def test_an_empty_filtered_listing_names_its_filters_and_any_naming_nothing(
+    demo: Path, cli: Cli, args: tuple[str, ...], words: str
+) -> None:
+    """A typo in a filter answered "no trials; ingest some" while the registry held them:
+    an empty filtered listing names its filters, and a filter naming nothing that exists
+    is said as an unknown id is. Still exit 0 and `[]` in JSON: matching nothing is no error."""
+    result = cli(*args, cwd=demo)
+    assert result.code == 0, result.stderr
+    assert result.stdout.startswith(words), result.stdout
+    assert "ingest some" not in result.stdout and "record one" not in result.stdout
+    assert cli(*args, "--json", cwd=demo).json() == []
+
+
 def test_gate_show_says_it_shows_a_stored_decision(demo: Path, cli: Cli) -> None:
     shown = cli("gate", "show", "GATE-1", cwd=demo)
     assert shown.code == 0, "showing a block is not deciding one"
