@@ -62,12 +62,9 @@ def _settle(task_id: str, trial: str, keys: Sequence[str] | None, build: str, su
             f"{task_id}: the effects of {trial} have been settled since: decide again with "
             f"`evalops gate check --build {_q(build)} --suite {_q(suite)}`"
         )
-    key = _q(keys[0]) if keys is not None and len(keys) == 1 else "KEY"
-    shows = (
-        ""
-        if key != "KEY"
-        else f"; `evalops trials show {_q(trial)}` lists its effects and their status"
-    )
+    known = keys is not None and len(keys) == 1
+    key = _q(keys[0]) if keys is not None and known else "KEY"
+    shows = "" if known else f"; `evalops trials show {_q(trial)}` lists its effects"
     return (
         f"{task_id}: settle the effect of {trial} from its receipt: `evalops trials "
         f"reconcile {_q(trial)} --effect {key} --status committed --evidence URI` (or "
@@ -81,7 +78,7 @@ def _for_task(
     state, task_id = str(task["state"]), str(task["task_id"])
     trial = _trial_of(str(task.get("reason", "")))
     if state == "ambiguous_external_effect" and trial:
-        keys = None if effects is None else effects.get(trial, ())
+        keys = None if effects is None else effects.get(trial)
         return _settle(task_id, trial, keys, build, suite)
     if state == "missing_required_evidence" and trial:
         return (

@@ -197,6 +197,8 @@ def test_a_trial_with_several_unsettled_effects_keeps_the_key_to_fill_in() -> No
     (several,) = next_steps(decision, {"t-7": ["cancel:O-1", "cancel:O-2"]})
     assert "--effect KEY " in several
     assert "`evalops trials show t-7` lists its effects" in several
+    (unread,) = next_steps(decision, {})  # a trial the registry does not hold
+    assert "--effect KEY " in unread
     (settled,) = next_steps(decision, {"t-7": []})
     assert "settled since" in settled and "`evalops gate check --build build-125 " in settled
 
