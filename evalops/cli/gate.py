@@ -32,6 +32,7 @@ from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_VERIFY, InputErr
 
 if TYPE_CHECKING:
     from evalops.domain.gate_documents import AnyGateInputs, DecisionDocument
+    from evalops.store.reader import Reader
 
 gate_app = typer.Typer(
     help="The release gate: pass, hold or block, and why.\n\nExample: evalops gate check "
@@ -185,7 +186,21 @@ def _not_counted_lines(data: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _render_decision(data: Mapping[str, Any], changes: Mapping[str, Any] | None = None) -> None:
+def _open_effects(reader: "Reader", data: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The unsettled effect keys of the trials holding the decision (read now: the decision
+    records the trial, not the key), so that its `next:` line can name the key."""
+    from evalops.domain.next_steps import effect_trials
+    from evalops.services.read_trials import open_effects
+
+    trials = effect_trials(data)
+    return open_effects(reader, trials) if trials else {}
+
+
+def _render_decision(
+    data: Mapping[str, Any],
+    changes: Mapping[str, Any] | None = None,
+    effects: Mapping[str, list[str]] | None = None,
+) -> None:
     say_painted(
         data["decision"].upper(), f": {data['build']} on {data['suite']} ({data['gate_id']})"
     )
@@ -238,7 +253,7 @@ def _render_decision(data: Mapping[str, Any], changes: Mapping[str, Any] | None 
     say(f"  evaluated at {data['evaluated_at']}; suite_digest {data['suite_digest']}")
     from evalops.domain.next_steps import next_steps
 
-    for step in next_steps(data):
+    for step in next_steps(data, effects):
         say(f"next: {step}")
 
 
@@ -358,16 +373,19 @@ def gate_check(
         else:
             data = check(engine, actor=state.who(), **options)
             _write_artifacts(engine, data["gate_id"], junit, report)
-        changes = None
+        changes, effects = None, None
         if not state.json:
             from evalops.services.reports import decision_changes
+            from evalops.store.reader import engine_reader
 
             changes = decision_changes(
                 engine,
                 gate_id=data["gate_id"],
                 unstored=(data, inputs) if dry_run else None,
             )
-    emit(ctx, data, lambda: _render_decision(data, changes))
+            with engine_reader(engine) as reader:
+                effects = _open_effects(reader, data)
+    emit(ctx, data, lambda: _render_decision(data, changes, effects))
     raise typer.Exit(EXIT_BY_DECISION[data["decision"]])
 
 
@@ -389,20 +407,26 @@ def gate_show(
     Example: evalops gate show GATE-3 --junit gate.xml --report gate-report.md
     """
     state = settings(ctx, json_flag)
+    effects: dict[str, list[str]] | None = None
     if junit is None and report is None:
         from evalops.services.reads import show_decision
 
         with state.read() as reader:
             data = show_decision(reader, gate_id)
+            effects = None if state.json else _open_effects(reader, data)
     else:
         from evalops.services.gate import show
+        from evalops.store.reader import engine_reader
 
         with state.connect() as engine:
             data = show(engine, gate_id)
             _write_artifacts(engine, gate_id, junit, report)
+            if not state.json:
+                with engine_reader(engine) as reader:
+                    effects = _open_effects(reader, data)
 
     def human() -> None:
-        _render_decision(data)
+        _render_decision(data, effects=effects)
         say(
             f"stored decision {gate_id}, shown as recorded (exit 0 whatever it says; "
             "`gate check` exits 0, 3 or 4)"

@@ -221,7 +221,8 @@ def show(
     trial_id: Annotated[str, typer.Argument(metavar="TRIAL", help="Trial id.")],
     json_flag: JsonFlag = False,
 ) -> None:
-    """Show a trial: classification and why, labels, rerun chain, reconciliations, reviews.
+    """Show a trial: classification and why, labels, rerun chain, effects, reconciliations,
+    reviews.
 
     Example: evalops trials show trial-0007
     """
@@ -249,6 +250,9 @@ def show(
         if data["trajectory"]:
             say(f"  trajectory: {_trajectory_words(data['trajectory'])}")
         say(f"  rerun chain: {' -> '.join(data['rerun_chain'])}")
+        # As recorded; the reconciliations below settle the requested or unknown ones.
+        for e in data["external_effects"]:
+            say(f"  effect {e['effect_key']}: {e['status']}")
         for r in data["reconciliations"]:
             say(
                 f"  reconciled {r['effect_key']} -> {r['status']} by {r['actor']} "

@@ -8,19 +8,28 @@ Evidence that is missing while trials of the build exist for another revision of
 another version of its grader set or an older execution profile is not fixed by ingesting
 more: those trials are named, with what makes trials count (`not_counted` names them on
 every decision, pass included).
+
+Every command is written in backticks and can be pasted into a shell as it is: values the
+decision knows are filled in, alternatives are words outside the backticks, and what only
+the user knows is one of `PLACEHOLDERS`, which the command refuses as a literal value.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalops.domain.humanize import plural
 
 _TRIAL = re.compile(r"^\w+ in (?P<trial>\S+)$")
 FAILING = ("agent_error", "runtime_error", "task_fail")
+
+#: The words a suggested command holds where only the user knows the value. Each command
+#: they are written for refuses them as literal values (evalops/services/placeholders.py),
+#: so a command pasted unfilled changes nothing.
+PLACEHOLDERS = frozenset({"OWNER", "REASON", "KEY", "URI", "G", "S", "TEXT", "TASK", "B0"})
 
 
 def _trial_of(reason: str) -> str | None:
@@ -33,15 +42,44 @@ def _q(value: str) -> str:
     return shlex.quote(value)
 
 
-def _for_task(task: Mapping[str, Any], build: str, suite: str) -> str | None:
+def effect_trials(decision: Mapping[str, Any]) -> list[str]:
+    """The trials whose unsettled effects hold a task: the caller reads their effects, which
+    the decision does not record, so that the command names the key when there is one."""
+    return [
+        trial
+        for task in decision["tasks"]
+        if task["effect"] == "hold" and task["state"] == "ambiguous_external_effect"
+        for trial in [_trial_of(str(task.get("reason", "")))]
+        if trial
+    ]
+
+
+def _settle(task_id: str, trial: str, keys: Sequence[str] | None, build: str, suite: str) -> str:
+    """`keys`: the trial's effects unsettled now, one per position (None: not read)."""
+    if keys is not None and not keys:
+        # A stored decision shown after the effect was reconciled.
+        return (
+            f"{task_id}: the effects of {trial} have been settled since: decide again with "
+            f"`evalops gate check --build {_q(build)} --suite {_q(suite)}`"
+        )
+    known = keys is not None and len(keys) == 1
+    key = _q(keys[0]) if keys is not None and known else "KEY"
+    shows = "" if known else f"; `evalops trials show {_q(trial)}` lists its effects"
+    return (
+        f"{task_id}: settle the effect of {trial} from its receipt: `evalops trials "
+        f"reconcile {_q(trial)} --effect {key} --status committed --evidence URI` (or "
+        f"--status not_committed when the receipt shows it did not happen{shows})"
+    )
+
+
+def _for_task(
+    task: Mapping[str, Any], build: str, suite: str, effects: Mapping[str, Sequence[str]] | None
+) -> str | None:
     state, task_id = str(task["state"]), str(task["task_id"])
     trial = _trial_of(str(task.get("reason", "")))
     if state == "ambiguous_external_effect" and trial:
-        return (
-            f"{task_id}: settle the effect of {trial} from its receipt: `evalops trials "
-            f"reconcile {_q(trial)} --effect KEY --status committed|not_committed --evidence URI`"
-            f" (`evalops trials show {_q(trial)}` lists its effects)"
-        )
+        keys = None if effects is None else effects.get(trial)
+        return _settle(task_id, trial, keys, build, suite)
     if state == "missing_required_evidence" and trial:
         return (
             f"{task_id}: {trial} lacks evidence (`evalops trials show {_q(trial)}` says "
@@ -102,7 +140,7 @@ def _uncounted_step(reason: str, n: int, task_id: str, build: str, suite: str) -
     not pinned, so trials of an older one are never evidence again."""
     trials, are = plural(n, "trial"), "is" if n == 1 else "are"
     was, they = ("was", "it does") if n == 1 else ("were", "they do")
-    promote = f"evalops promote {_q(task_id)} --to {_q(suite)}"
+    promote = f"`evalops promote {_q(task_id)} --to {_q(suite)}`"
     if reason == "other_task_revision":
         return (
             f"{trials} of build {build} {are} of another revision of the task than {suite} "
@@ -144,14 +182,19 @@ def not_counted(decision: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def next_steps(decision: Mapping[str, Any]) -> list[str]:
-    """One line per held task (in the decision's order) saying what would move it on."""
+def next_steps(
+    decision: Mapping[str, Any], effects: Mapping[str, Sequence[str]] | None = None
+) -> list[str]:
+    """One line per held task (in the decision's order) saying what would move it on.
+
+    `effects`: the effect keys still unsettled, one per position, of the trials
+    `effect_trials` names (None: not read, the key stays a placeholder)."""
     build, suite = str(decision["build"]), str(decision["suite"])
     lines = [
         line
         for task in decision["tasks"]
         if task["effect"] == "hold"
-        for line in [_for_task(task, build, suite)]
+        for line in [_for_task(task, build, suite, effects)]
         if line is not None
     ]
     regression = decision.get("regression") or {}
@@ -159,11 +202,13 @@ def next_steps(decision: Mapping[str, Any]) -> list[str]:
         "baseline is required" in r or "required baseline" in r for r in decision["reasons"]
     ):
         lines.append(
-            "the policy requires a baseline: ingest its trials, or name one with --baseline B0"
+            "the policy requires a baseline: ingest its trials, or name one: `evalops gate "
+            f"check --build {_q(build)} --suite {_q(suite)} --baseline B0`"
         )
     if not decision["tasks"] and any("has no members" in r for r in decision["reasons"]):
         # Only promotion makes a task a member: a suite file lists none.
         lines.append(
-            f"{suite} has no members: promote a task into it: evalops promote TASK --to {_q(suite)}"
+            f"{suite} has no members: promote a task into it: "
+            f"`evalops promote TASK --to {_q(suite)}`"
         )
     return lines

@@ -42,6 +42,7 @@ from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import InputError
 from evalops.registry.definitions import load_definition
 from evalops.services.definitions import Definitions, StaleClassifications, rederive
+from evalops.services.placeholders import refuse_placeholder
 from evalops.services.policies import (
     AppliedPolicy,
     gate_policy_for,
@@ -783,6 +784,7 @@ def request_for(
     seed: int = DEFAULT_SEED,
 ) -> GateRequest:
     """A request whose cutoff is the chain head now, or the last event at or before `at`."""
+    refuse_placeholder("--baseline", baseline, "a build with trials of the suite, or `auto`")
     return GateRequest(
         build=build,
         suite_id=suite_id,

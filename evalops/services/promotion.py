@@ -41,6 +41,7 @@ from evalops.services.authority import (
     record_refusal,
 )
 from evalops.services.definitions import Definitions, StaleClassifications, rederive
+from evalops.services.placeholders import refuse_placeholder
 from evalops.services.policies import suite_policy_for
 from evalops.services.unknown_ids import not_registered, unknown_incident
 from evalops.store import queries
@@ -208,6 +209,7 @@ def promote(
     """Promote a task (or an incident's linked task) into a suite, in steps: the suite and
     its policy, the subject's task, the entry checklist, the pin (a no-op when already a
     member with it), then the promotion, the membership and their audit event."""
+    refuse_placeholder("the task", subject, "a task id, or an incident id (INC-<n>)")
     with write_session(engine) as session:
         suite, suite_policy = _suite_and_policy(session, suite_id)
         named = _subject(session, subject, suite_id)

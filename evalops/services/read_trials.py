@@ -14,12 +14,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from evalops.domain.classes import CANONICAL_PRECEDENCE
-from evalops.domain.classify import counted_gating_score
+from evalops.domain.classify import AMBIGUOUS_EFFECT_STATUSES, counted_gating_score
 from evalops.domain.facts import rerun_limits
 from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, resolve_reruns
 from evalops.errors import InputError
 from evalops.services.policy_choice import choose_policy
-from evalops.services.read_definitions import TRIAL_COLUMNS, StoredDefinitions, rederive
+from evalops.services.read_definitions import (
+    TRIAL_COLUMNS,
+    StoredDefinitions,
+    rederive,
+    settled_effects,
+)
 from evalops.services.reads import in_force_suite, stored_time, suite_members, unknown_suite
 from evalops.store.reader import Reader
 
@@ -243,3 +248,29 @@ def list_trials(
         if limit is None or len(out) < limit:
             out.append(_summary(defs, trial, builds, reruns))
     return out, total
+
+
+def open_effects(reader: Reader, trial_ids: list[str]) -> dict[str, list[str]]:
+    """Trial id -> the keys of its effects still `requested` or `unknown` and not settled by
+    a reconciliation, one per position (the same rule as `classify.effective_effect_statuses`).
+    An unknown trial is left out: the gate's `next:` line then keeps its placeholder."""
+    out: dict[str, list[str]] = {}
+    for trial_id in dict.fromkeys(trial_ids):
+        record = reader.scalar(
+            "SELECT record FROM trial WHERE trial_id = :trial_id", {"trial_id": trial_id}
+        )
+        if record is None:
+            continue
+        settled = settled_effects(
+            reader.rows(
+                "SELECT effect_index, status FROM reconciliation WHERE trial_id = :trial_id "
+                "ORDER BY id",
+                {"trial_id": trial_id},
+            )
+        )
+        out[trial_id] = [
+            str(effect["effect_key"])
+            for i, effect in enumerate(json.loads(record).get("external_effects") or [])
+            if effect.get("status") in AMBIGUOUS_EFFECT_STATUSES and i not in settled
+        ]
+    return out

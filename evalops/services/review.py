@@ -28,6 +28,7 @@ from evalops.services.authority import (
     signers_of,
 )
 from evalops.services.definitions import Definitions, StaleClassifications, rederive
+from evalops.services.placeholders import refuse_placeholder
 from evalops.services.trials import show_trial
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
@@ -154,6 +155,9 @@ def resolve(
     """
     if not reason.strip():
         raise InputError("a review resolution needs a reason", field="--reason")
+    refuse_placeholder("--grader", grader_id, "the grader whose result awaits review")
+    refuse_placeholder("--state", state, "the human verdict (a state the grader produces)")
+    refuse_placeholder("--reason", reason, "why, for the record")
     refusal: str | None = None
     with write_session(engine) as session:
         trial = session.exec(select(Trial).where(Trial.trial_id == trial_id)).first()

@@ -21,6 +21,7 @@ from evalops.services.definitions import (
     rederive,
     stored_record,
 )
+from evalops.services.placeholders import refuse_placeholder
 from evalops.services.policies import gate_policies_of_task, max_attempts
 from evalops.services.read_trials import count_cap
 from evalops.services.unknown_ids import not_registered
@@ -325,6 +326,12 @@ def reconcile(
         )
     if not evidence_uri.strip():
         raise InputError("a reconciliation needs evidence", field="--evidence")
+    refuse_placeholder(
+        "--effect",
+        effect_key,
+        f"the effect_key to settle (`evalops trials show {trial_id}` lists the trial's effects)",
+    )
+    refuse_placeholder("--evidence", evidence_uri, "the URI of the receipt or log that shows it")
     refusal: str | None = None
     with write_session(engine) as session:
         trial = _load(session, trial_id)

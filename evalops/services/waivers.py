@@ -25,6 +25,7 @@ from evalops.services.authority import (
     separation_refusal,
     signers_of,
 )
+from evalops.services.placeholders import refuse_placeholder
 from evalops.services.policies import gate_policy_for
 from evalops.services.unknown_ids import not_registered, unknown_waiver
 from evalops.store import queries
@@ -87,6 +88,8 @@ def grant(
     With an authority in force the grant is a signed act of a risk owner of the suite
     (docs/authority.md); `signing` says how it is signed.
     """
+    refuse_placeholder("--owner", request.owner, "the risk owner (an email address)")
+    refuse_placeholder("--reason", request.reason, "why the risk is acceptable")
     with write_session(engine) as session:
         suite = queries.suite_row(session, request.suite_id)
         if suite is None:

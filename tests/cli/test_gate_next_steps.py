@@ -109,7 +109,7 @@ def test_trials_of_an_unpromoted_revision_say_promote_and_promoting_passes(
     assert "ingest more trials" not in step, step
     assert step.startswith(f"next: {TASK}: 3 trials of build build-2 ")
     assert "another revision of the task" in step and SUITE in step
-    command = step.split(": evalops ", 1)[1]
+    command = step.split(": `evalops ", 1)[1].removesuffix("`")
     assert command == f"promote {TASK} --to {SUITE}"
     assert _lines(held.stdout, "  not counted: ") == [
         f"  not counted: {TASK}: 3 trials of build build-2 "
@@ -159,7 +159,7 @@ def test_trials_of_another_grader_set_version_say_promote_and_promoting_passes(
     assert "ingest more trials" not in step, step
     assert step.startswith(f"next: {TASK}: 2 trials of build build-2 ")
     assert "another version of the task's grader set" in step
-    command = step.split(": evalops ", 1)[1]
+    command = step.split(": `evalops ", 1)[1].removesuffix("`")
     assert command == f"promote {TASK} --to {SUITE}"
     assert "(another grader-set version than the suite pins)" in held.stdout
     assert cli(*shlex.split(command), cwd=repo).code == 0
@@ -200,7 +200,7 @@ def test_an_empty_suite_says_promote_a_task_into_it(tmp_path: Path, cli: Cli) ->
     assert held.code == 3, held.stdout + held.stderr
     assert f"suite {SUITE} has no members" in held.stdout
     (step,) = _lines(held.stdout, "next: ")
-    assert step.endswith(f": evalops promote TASK --to {SUITE}"), step
+    assert step.endswith(f": `evalops promote TASK --to {SUITE}`"), step
 
 
 def _short(ignored: object) -> dict[str, object]:
@@ -237,7 +237,7 @@ def test_a_decision_counting_ignored_trials_without_reasons_still_names_them() -
     """Evaluator 1 stored `ignoredTrials` as one count per task, without a reason."""
     (step,) = next_steps(_short(2))
     assert "2 trials of build build-9 are of another revision or grader-set version" in step
-    assert step.endswith("evalops promote held-task --to regression/core")
+    assert step.endswith("`evalops promote held-task --to regression/core`")
     assert not_counted(_short(0)) == [] and next_steps(_short(0))[0].startswith(
         "held-task: ingest more trials"
     )
