@@ -343,13 +343,40 @@ def test_away_from_a_registry_a_missing_database_says_where_evalops_looked(
     assert not (elsewhere / ".evalops").exists()
 
 
-def test_in_a_registry_clone_a_missing_database_still_asks_for_init(
+def test_in_a_registry_clone_a_missing_database_says_what_git_does_not_hold(
     workspace: Path, cli: Cli
 ) -> None:
-    """A fresh clone holds the registry but not its (ignored) database: init is the step."""
-    result = cli("task", "list", cwd=workspace)
-    assert result.code == 2 and "run `evalops init` first" in result.stderr
-    assert "registry's repository" not in result.stderr
+    """A clone holds the registry but not its (ignored) database: "run `evalops init`" alone
+    started a separate, empty registry. The error says where trials, suite members and
+    decisions live, how to reach the team's database, and init as the way to an empty one;
+    from inside the registry too."""
+    for args, cwd in (
+        (("task", "list"), workspace),
+        (("gate", "show", "GATE-3"), workspace),
+        (("task", "list"), workspace / "registry"),
+    ):
+        result = cli(*args, cwd=cwd)
+        assert result.code == 2, result.stdout
+        message = result.stderr.strip()
+        assert message.count("\n") == 0, message
+        assert "trials, suite members and decisions" in message
+        assert "not in git" in message
+        assert "--db" in message and "EVALOPS_DATABASE_URL" in message
+        assert message.index("EVALOPS_DATABASE_URL") < message.index("evalops init")
+        assert "registry's repository" not in message
+
+
+def test_init_in_a_registry_clone_says_the_new_database_holds_none_of_the_teams_records(
+    workspace: Path, cli: Cli
+) -> None:
+    """Spec files committed in git, database new: init succeeds and says what it lacks."""
+    done = cli("--json", "init", cwd=workspace)
+    assert done.code == 0, done.stderr
+    (note,) = done.json()["warnings"]
+    assert "new database" in note and "EVALOPS_DATABASE_URL" in note
+    # The database exists now: a second init starts nothing.
+    again = cli("--json", "init", cwd=workspace)
+    assert again.code == 0 and again.json()["warnings"] == []
 
 
 def test_a_missing_database_named_by_db_is_not_searched_for(tmp_path: Path, cli: Cli) -> None:
