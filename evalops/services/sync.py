@@ -34,6 +34,7 @@ from evalops.registry.snapshot import (
     display_path,
     load_committed_snapshot,
     load_snapshot,
+    require_registry_dir,
 )
 from evalops.services.authority import authority_in_force
 from evalops.services.rule_changes import rule_change_refusal
@@ -94,8 +95,7 @@ def read_for_sync(root: Path, *, allow_dirty: bool) -> tuple[Snapshot, GitProven
     file that is not what the commit holds is refused, every such file named, unless
     `allow_dirty`: then the work tree is read and the provenance recorded as dirty.
     """
-    if not root.is_dir():
-        raise InputError("registry directory not found", display_path(root))
+    require_registry_dir(root)
     provenance = git_provenance(root)
     if provenance.is_git and not provenance.dirty and provenance.commit is not None:
         return load_committed_snapshot(root, provenance.commit), provenance

@@ -394,6 +394,20 @@ def test_validate_names_the_directory_it_tried(tmp_path: Path, cli: Cli) -> None
     assert str(empty / "registry") in result.stderr and "--registry" in result.stderr
 
 
+def test_sync_names_the_directory_it_tried_as_validate_does(synced: Path, cli: Cli) -> None:
+    """`sync registry` run inside `registry/` looks for `registry/registry`: the error
+    names it and the way out, as validate's does."""
+    inside = synced / "registry"
+    for args in (("sync", "registry"), ("validate", "registry")):
+        result = cli(*args, cwd=inside)
+        assert result.code == 2, result.stdout
+        message = result.stderr.strip()
+        assert message.count("\n") == 0, message
+        assert str(inside / "registry") in message
+        assert "run from the directory that holds registry/" in message
+        assert "--registry DIR" in message
+
+
 def _starter_repo(tmp_path: Path, cli: Cli) -> Path:
     repo = tmp_path / "mine"
     repo.mkdir()
