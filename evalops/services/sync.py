@@ -28,6 +28,7 @@ from evalops.domain.specs import (
 )
 from evalops.errors import InputError, InputErrors
 from evalops.registry.definitions import Definition
+from evalops.registry.git_tree import WorkTreeChange
 from evalops.registry.provenance import GitProvenance, git_provenance
 from evalops.registry.snapshot import (
     Snapshot,
@@ -115,12 +116,20 @@ def read_for_sync(root: Path, *, allow_dirty: bool) -> tuple[Snapshot, GitProven
         [
             InputError(
                 f"registry has uncommitted changes: {change.reason}; sync reads the commit, "
-                "so commit it (or restore it), or pass --allow-dirty",
+                f"so {_way_out(change)}, or pass --allow-dirty",
                 display_path((provenance.top or root) / change.path),
             )
             for change in provenance.changes
         ]
     )
+
+
+def _way_out(change: WorkTreeChange) -> str:
+    """An untracked file is often a stray output (a report written inside the registry):
+    restoring means nothing for it, and committing it is right only if it belongs there."""
+    if change.untracked:
+        return "move or delete it (or add and commit it if it belongs to the registry)"
+    return "commit it (or restore it)"
 
 
 def _subject(d: Definition) -> str:
