@@ -80,7 +80,42 @@ def test_templates_concatenated_need_their_own_trial_ids(ws: Path, cli: Cli) -> 
     assert refused.code == 2
     message = refused.json()["error"]["message"]
     assert "already has record_digest" in message
-    assert message.endswith("each record needs its own trial_id")
+    assert message.endswith(
+        "each record needs its own trial_id "
+        "(evalops trials template --trial-prefix P gives each batch its own)"
+    )
+
+
+def test_templates_of_two_builds_collide_and_the_refusal_names_trial_prefix(
+    ws: Path, cli: Cli
+) -> None:
+    """Default template ids are the same for every task and build: concatenated batches
+    collide. Skipping the collisions (--max-bad-records) would drop those records; the
+    summary names giving each its own trial_id first. A mix of problems keeps the plain
+    summary."""
+    template = ("trials", "template", "--task", TASK, "--count", "2")
+    first = cli(*template, "--execution", EXECUTION, cwd=ws).stdout
+    second = cli(*template, "--execution", "baseline-b123", cwd=ws).stdout
+    (ws / "both.jsonl").write_text(first + second, encoding="utf-8")
+    refused = cli("trials", "ingest", "both.jsonl", cwd=ws)
+    assert refused.code == 2, refused.stdout
+    *rejected, summary = refused.stderr.strip().splitlines()
+    assert len(rejected) == 2 and all("--trial-prefix P" in line for line in rejected)
+    assert summary.startswith("error: 2 bad records; nothing was stored")
+    assert "--trial-prefix" in summary and "--max-bad-records N" in summary
+    assert summary.index("--trial-prefix") < summary.index("--max-bad-records")
+    # With a prefix of its own, the second batch ingests beside the first.
+    own = cli(*template, "--execution", "baseline-b123", "--trial-prefix", "b123", cwd=ws)
+    (ws / "own.jsonl").write_text(first + own.stdout, encoding="utf-8")
+    ingested = cli("trials", "ingest", "own.jsonl", "--json", cwd=ws)
+    assert ingested.code == 0, ingested.stdout + ingested.stderr
+    assert ingested.json()["ingested"] == 4
+    # One duplicate among other problems: the plain summary.
+    (ws / "mixed.jsonl").write_text(second + "{}\n", encoding="utf-8")
+    mixed = cli("trials", "ingest", "mixed.jsonl", cwd=ws)
+    assert mixed.code == 2
+    last = mixed.stderr.strip().splitlines()[-1]
+    assert last.endswith("(all or nothing: fix them, or allow some with --max-bad-records N)")
 
 
 def test_jsonl_option_forces_one_line(ws: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
