@@ -654,6 +654,89 @@ def test_an_unknown_build_lists_the_builds_in_force(demo: Path, cli: Cli) -> Non
     assert "build-123" in result.stderr and "build-125" in result.stderr
 
 
+def test_a_mistyped_build_suggests_the_build_meant(demo: Path, cli: Cli) -> None:
+    result = cli("gate", "check", "--build", "bulid-124", "--suite", "regression/core", cwd=demo)
+    assert result.code == 2 and result.stderr.count("\n") == 1
+    assert "did you mean 'build-124'?" in result.stderr, result.stderr
+
+
+def test_a_profile_id_given_for_a_build_names_its_build_under_the_option_used(
+    demo: Path, cli: Cli
+) -> None:
+    """Profile ids and builds look alike (`baseline-b123` is the profile of `build-123`):
+    the error names the build meant, under the option that named the profile, which for
+    `compare` is --baseline or --candidate (it has no --build)."""
+    suite = ("--suite", "regression/core")
+    cases = [
+        (("gate", "check", "--build", "baseline-b123", *suite), "--build", "build-123"),
+        (
+            ("compare", "--baseline", "build-123", "--candidate", "candidate-b124", *suite),
+            "--candidate",
+            "build-124",
+        ),
+        (
+            ("compare", "--baseline", "baseline-b123", "--candidate", "build-124", *suite),
+            "--baseline",
+            "build-123",
+        ),
+        (
+            ("gate", "check", "--build", "build-124", "--baseline", "baseline-b123", *suite),
+            "--baseline",
+            "build-123",
+        ),
+    ]
+    for args, option, build in cases:
+        result = cli(*args, "--json", cwd=demo)
+        assert result.code == 2, result.stdout
+        error = result.json()["error"]
+        assert error["field"] == option, (args, error)
+        given = args[args.index(option) + 1]
+        assert f"{given!r} is an execution profile id, whose build is {build}" in error["message"]
+        assert f"pass {option} {build}" in error["message"]
+        assert option == "--build" or "--build" not in error["message"]
+
+
+def test_an_execution_that_is_not_the_builds_says_what_it_is(demo: Path, cli: Cli) -> None:
+    """`--execution` naming a build, or another build's profile: "profile X in force is not
+    for build B" claimed a profile X that may not exist."""
+    check = ("gate", "check", "--build", "build-124", "--suite", "regression/core")
+    a_build = cli(*check, "--execution", "build-124", cwd=demo)
+    assert a_build.code == 2 and a_build.stderr.count("\n") == 1
+    assert "--execution: no execution profile 'build-124' is in force" in a_build.stderr
+    assert "build-124 is a build" in a_build.stderr and "candidate-b124" in a_build.stderr
+    another = cli(*check, "--execution", "baseline-b123", cwd=demo)
+    assert another.code == 2
+    assert "'baseline-b123' in force is for build build-123, not build-124" in another.stderr
+    typo = cli(*check, "--execution", "candidate-b12", cwd=demo)
+    assert typo.code == 2
+    assert "did you mean 'candidate-b124'?" in typo.stderr, typo.stderr
+
+
+def test_a_baseline_with_two_profiles_is_not_sent_to_execution(demo: Path, cli: Cli) -> None:
+    """--execution picks the candidate's profile: for a baseline build with two profiles in
+    force, "pick one with --execution" was no way out."""
+    executions = demo / "registry" / "executions"
+    text = (executions / "baseline-b123.yaml").read_text(encoding="utf-8")
+    second = text.replace("id: baseline-b123", "id: baseline-b123-bis").replace(
+        'adapter_version: "2.4.0"', 'adapter_version: "2.4.1"'
+    )
+    assert second.count("baseline-b123-bis") == 1 and "2.4.1" in second
+    (executions / "baseline-b123-bis.yaml").write_text(second, encoding="utf-8")
+    commit_all(demo, "a second profile of build-123")
+    assert cli("sync", cwd=demo).code == 0
+    suite = ("--suite", "regression/core")
+    for args in (
+        ("gate", "check", "--build", "build-124", "--baseline", "build-123", *suite),
+        ("compare", "--baseline", "build-123", "--candidate", "build-124", *suite),
+    ):
+        result = cli(*args, "--json", cwd=demo)
+        assert result.code == 2, result.stdout
+        error = result.json()["error"]
+        assert error["field"] == "--baseline", error
+        assert "baseline-b123, baseline-b123-bis" in error["message"]
+        assert "--execution" not in error["message"]
+
+
 def test_an_execution_given_by_its_build_names_the_profile_with_it(demo: Path, cli: Cli) -> None:
     result = cli("trials", "template", "--task", TASK, "--execution", "build-124", cwd=demo)
     assert result.code == 2
