@@ -226,7 +226,8 @@ def execution_for(
     if not latest:
         raise InputError(_no_profile_for(forced, build, field), field=field)
     if len(latest) > 1:
-        several = f"several execution profiles have system_build {build}: {', '.join(sorted(latest))}"
+        ids = ", ".join(sorted(latest))
+        several = f"several execution profiles have system_build {build}: {ids}"
         if field != "--build":
             # --execution picks the profile of --build only.
             raise InputError(
