@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 from evalops.store.defaults import DEFAULT_DB_PATH
@@ -67,4 +68,49 @@ def no_database_here(start: Path) -> str:
         "which is not in a git work tree holding a registry: run evalops from your "
         "registry's repository, or name the database with --db or EVALOPS_DATABASE_URL; "
         "to start a new registry here, run `evalops init`"
+    )
+
+
+def no_database_in_registry_repository(path: Path) -> str:
+    """The missing-database error in a git work tree holding the registry (a teammate's
+    clone): git carries the spec files only, so `evalops init` alone would start a
+    separate, empty registry beside the team's."""
+    return (
+        f"no registry database at {path}: the registry's spec files are in git, but its "
+        "trials, suite members and decisions live in its database, not in git: point --db "
+        "or EVALOPS_DATABASE_URL at the team's database (e.g. PostgreSQL), or run "
+        "`evalops init` to start an empty one"
+    )
+
+
+def tracks_spec_files(registry: Path) -> bool:
+    """Git tracks some spec file of `registry` (a clone of a registry, or one committed
+    before): its definitions came from git, while a database started now holds none of
+    the trials or decisions made with them."""
+    from evalops.registry.load import SPEC_SUFFIXES
+    from evalops.registry.snapshot import SPEC_DIRS
+
+    if not registry.is_dir():
+        return False
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(registry), "ls-files", "-z", "--", *SPEC_DIRS],
+            capture_output=True,
+            check=False,
+        )
+    except OSError:
+        return False
+    if done.returncode != 0:
+        return False
+    names = done.stdout.decode("utf-8", "surrogateescape").split("\0")
+    return any(name.endswith(SPEC_SUFFIXES) for name in names)
+
+
+def new_database_note(path: Path) -> str:
+    """What `evalops init` adds when it starts a database beside a registry from git."""
+    return (
+        f"{path} is a new database: it holds none of the team's trials, suite members or "
+        "decisions (they live in the team's database; git holds only the registry's spec "
+        "files): to work with them, point --db or EVALOPS_DATABASE_URL at that database "
+        "instead"
     )

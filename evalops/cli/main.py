@@ -32,6 +32,7 @@ from evalops.cli.context import Settings, flush_stdout, print_json, settings, sh
 from evalops.cli.discover import (
     in_registry_repository,
     no_database_here,
+    no_database_in_registry_repository,
     project_root,
     registry_parent,
 )
@@ -82,12 +83,18 @@ def _report(error: EvalopsError, as_json: bool) -> None:
 def _where_looked(error: EvalopsError, obj: object) -> EvalopsError:
     """No database found by the default search, away from any registry's repository: say
     where evalops looked rather than only "run `evalops init`" (which would create a stray
-    database there). In a registry's repository (a fresh clone) init is the right advice."""
+    database there). In a registry's repository (a clone), say that git holds no trials or
+    decisions: the team's database is to be named, or an empty one started."""
     if not isinstance(error, NoDatabase) or not isinstance(obj, Settings) or not obj.db_searched:
         return error
     here = Path.cwd()
     if in_registry_repository(here, obj.registry):
-        return error
+        from evalops.store.engine import sqlite_path
+
+        path = sqlite_path(obj.db_url)
+        if path is None:
+            return error
+        return InputError(no_database_in_registry_repository(path), field="--db")
     return InputError(no_database_here(here), field="--db")
 
 

@@ -45,6 +45,11 @@ class WorkTreeChange:
     """Relative to the repository's top."""
     reason: str
 
+    @property
+    def untracked(self) -> bool:
+        """Git has never held the file: not an edit to undo, a file to move out (or add)."""
+        return self.reason == _STATUS_REASON["??"]
+
 
 def _git(top: Path, *args: str, stdin: bytes | None = None) -> bytes:
     try:

@@ -207,16 +207,22 @@ def _work_tree_sources(root: Path) -> list[SpecSource]:
     return sources
 
 
-def load_snapshot(root: Path) -> Snapshot:
-    """Read every spec file below `root` in the work tree (`validate`, `digest`); all
-    problems of all files are reported together (up to MAX_REPORTED_ERRORS), with no
-    follow-on error about a file already reported."""
+def require_registry_dir(root: Path) -> None:
+    """Every command reading a registry refuses a missing one alike: where it looked, and
+    the two usual ways out (run from elsewhere, or name the directory)."""
     if not root.is_dir():
         raise InputError(
             f"registry directory not found: {root.absolute()} (run from the directory "
             "that holds registry/, or pass --registry DIR)",
             display_path(root),
         )
+
+
+def load_snapshot(root: Path) -> Snapshot:
+    """Read every spec file below `root` in the work tree (`validate`, `digest`); all
+    problems of all files are reported together (up to MAX_REPORTED_ERRORS), with no
+    follow-on error about a file already reported."""
+    require_registry_dir(root)
     return _snapshot(root, _work_tree_sources(root))
 
 
@@ -225,8 +231,7 @@ def load_committed_snapshot(root: Path, commit: str) -> Snapshot:
     tree): what `sync` records is what that commit contains."""
     from evalops.registry.committed import committed_sources
 
-    if not root.is_dir():
-        raise InputError("registry directory not found", display_path(root))
+    require_registry_dir(root)
     return _snapshot(root, committed_sources(root, work_tree(root), commit))
 
 

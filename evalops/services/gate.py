@@ -33,6 +33,7 @@ from evalops.services.gate_inputs import (
     GateRequest,
     build_inputs,
     evaluated_at,
+    execution_for,
     listed_inputs,
     policy_from_file,
     request_for,
@@ -399,6 +400,9 @@ def compare(
             alpha=alpha,
             seed=seed,
         )
+        # Each build is named by its own option here (there is no --build to blame).
+        execution_for(session, candidate, None, request.cutoff, field="--candidate")
+        execution_for(session, baseline, None, request.cutoff, field="--baseline")
         # Nothing is stored: any registered policy may be asked for, as in a dry run.
         inputs = listed_inputs(session, request, dry_run=True)
     inputs["gate_id"] = "compare"

@@ -37,6 +37,7 @@ from evalops.domain.gate_documents import (
     WaiverFactDocument,
 )
 from evalops.domain.specs import GatePolicy
+from evalops.domain.suggestions import close_match, some_of, unknown_id
 from evalops.domain.trajectory import TrajectoryResult
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import InputError
@@ -206,32 +207,84 @@ def _suite_not_in_force(session: Session, suite_id: str, cutoff: int | None) -> 
 
 
 def execution_for(
-    session: Session, build: str, execution_id: str | None, cutoff: int | None = None
+    session: Session,
+    build: str,
+    execution_id: str | None,
+    cutoff: int | None = None,
+    *,
+    field: str = "--build",
 ) -> ExecutionProfileRow:
-    """The execution profile in force whose `system_build` is `build`."""
+    """The execution profile in force whose `system_build` is `build`; `field` is the
+    option that named the build (`compare` names two, neither of them `--build`)."""
     forced = queries.in_force_rows(session, "execution_profile", cutoff)
     latest = {eid: row for eid, row in forced.items() if row.system_build == build}
-    if execution_id is not None:
-        if execution_id not in latest:
-            raise InputError(
-                f"execution profile {execution_id!r} in force is not for build {build}",
-                field="--execution",
-            )
+    if execution_id is not None and execution_id in latest:
         return latest[execution_id]  # type: ignore[no-any-return]
+    if execution_id is not None and (execution_id in forced or latest):
+        raise InputError(
+            _not_a_profile_of(forced, latest, build, execution_id), field="--execution"
+        )
     if not latest:
-        known = sorted({str(row.system_build) for row in forced.values()})
-        raise InputError(
-            f"no execution profile in force has system_build {build!r}; builds in force: "
-            f"{', '.join(known) if known else 'none (sync an execution profile first)'}",
-            field="--build",
-        )
+        raise InputError(_no_profile_for(forced, build, field), field=field)
     if len(latest) > 1:
-        raise InputError(
-            f"several execution profiles have system_build {build}: "
-            f"{', '.join(sorted(latest))}; pick one with --execution",
-            field="--execution",
-        )
+        ids = ", ".join(sorted(latest))
+        several = f"several execution profiles have system_build {build}: {ids}"
+        if field != "--build":
+            # --execution picks the profile of --build only.
+            raise InputError(
+                f"{several}; {field} needs a build with one execution profile in force",
+                field=field,
+            )
+        raise InputError(f"{several}; pick one with --execution", field="--execution")
     return next(iter(latest.values()))  # type: ignore[no-any-return]
+
+
+def _no_profile_for(forced: Mapping[str, Any], build: str, field: str) -> str:
+    """No profile in force for `build`: a profile's id given for its build (they are
+    often alike, `agent-v1` of build `build-1`), a typo, or a build not synced."""
+    known = sorted({str(row.system_build) for row in forced.values()})
+    head = f"no execution profile in force has system_build {build!r}"
+    if not known:
+        return f"{head}; builds in force: none (sync an execution profile first)"
+    listed = f"builds in force: {some_of(known)}"
+    if build in forced:
+        meant = str(forced[build].system_build)
+        shared = sum(1 for row in forced.values() if row.system_build == meant)
+        pick = f" --execution {build}" if field == "--build" and shared > 1 else ""
+        return (
+            f"{head}; {build!r} is an execution profile id, whose build is {meant}: "
+            f"pass {field} {meant}{pick} ({listed})"
+        )
+    match = close_match(build, known)
+    if match is not None:
+        return f"{head}; did you mean {match!r}? ({listed})"
+    return f"{head}; {listed}"
+
+
+def _not_a_profile_of(
+    forced: Mapping[str, Any], latest: Mapping[str, Any], build: str, execution_id: str
+) -> str:
+    """`--execution` names no profile of `build`: another build's, none in force, or a
+    build's name given for a profile's id."""
+    if execution_id in forced:
+        return (
+            f"execution profile {execution_id!r} in force is for build "
+            f"{forced[execution_id].system_build}, not {build}"
+        )
+    own = sorted(latest)
+    if any(row.system_build == execution_id for row in forced.values()):
+        return (
+            f"no execution profile {execution_id!r} is in force: {execution_id} is a build, "
+            "and --execution takes a profile's id (execution profiles of build "
+            f"{build} in force: {some_of(own)})"
+        )
+    return unknown_id(
+        "execution profile",
+        execution_id,
+        own,
+        status="in force",
+        nouns=f"execution profiles of build {build}",
+    )
 
 
 # ------------------------------------------------------------------------------ trials
@@ -637,7 +690,7 @@ def _baseline_block(
             raise InputError(
                 f"the baseline {baseline} is the candidate build itself", field="--baseline"
             )
-        base_exec = execution_for(session, baseline, None, request.cutoff)
+        base_exec = execution_for(session, baseline, None, request.cutoff, field="--baseline")
         block["execution_digest"] = base_exec.execution_digest
         block["tasks"] = load(session, defs, members, base_exec, request.cutoff, heads)
     return block

@@ -68,6 +68,9 @@ MAX_REPORTED = 1000
 #: Bad lines counted exactly (each checked) before the rest of a refused ingest is only
 #: counted as lines (`unchecked_lines`).
 CHECKED_AFTER_REFUSAL = 10_000
+#: The way to ids of their own for records written by `trials template` (default ids
+#: `trial-0001`... are the same for every task and build).
+TRIAL_PREFIX_HINT = "evalops trials template --trial-prefix P gives each batch its own"
 
 __all__ = ["MAX_LINE_BYTES", "IngestResult", "ingest_files", "ingest_records", "trials_digest"]
 
@@ -138,6 +141,8 @@ class _Ingester:
         self.result = IngestResult(batch_id=batch_id)
         self.hasher = hashlib.sha256()
         self.rejected_count = 0
+        self.duplicate_ids = 0
+        """Records refused for a trial_id another record has (templates' default ids)."""
         self.unchecked = 0
         """Lines counted but not checked once the ingest was certain to be refused."""
         # Under the writer lock: the ingest's one event and the trials' ids are known now,
@@ -432,11 +437,14 @@ class _Ingester:
             return None
         trial_id = row["trial_id"]
         if self.same_execution is None or trial_id not in stored:
+            self.duplicate_ids += 1
+            # An import derives its ids itself: the template's option is no way out there.
+            hint = f" ({TRIAL_PREFIX_HINT})" if self.same_execution is None else ""
             return self._fail(
                 p.line,
                 f"trial_id {trial_id} already has record_digest {digest} (stored, or earlier "
                 f"in this ingest); this line has {row['record_digest']}: each record needs "
-                "its own trial_id",
+                f"its own trial_id{hint}",
                 "trial_id",
             )
         record, trajectory = stored[trial_id]
@@ -803,12 +811,20 @@ def _refuse_if_rejected(ingester: _Ingester, max_bad_records: int) -> None:
     """Too many bad records: raise, which rolls the whole transaction back."""
     if ingester.rejected_count > max_bad_records:
         result = ingester.result
+        remedy = None if ingester.same_execution is None else "fix them"
+        only_duplicates = ingester.duplicate_ids == ingester.rejected_count
+        if remedy is None and only_duplicates and not ingester.unchecked:
+            # Skipping them would drop those records, not store them: new ids are the fix.
+            remedy = (
+                "give each record its own trial_id, e.g. `evalops trials template "
+                "--trial-prefix P` for each batch; or allow some with --max-bad-records N"
+            )
         raise RejectedRecords.of_records(
             result.rejected,
             total=ingester.rejected_count,
             cap=MAX_REPORTED,
             skipped_identical=result.skipped_identical,
-            remedy=None if ingester.same_execution is None else "fix them",
+            remedy=remedy,
             unchecked=ingester.unchecked,
         )
 

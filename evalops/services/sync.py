@@ -28,12 +28,14 @@ from evalops.domain.specs import (
 )
 from evalops.errors import InputError, InputErrors
 from evalops.registry.definitions import Definition
+from evalops.registry.git_tree import WorkTreeChange
 from evalops.registry.provenance import GitProvenance, git_provenance
 from evalops.registry.snapshot import (
     Snapshot,
     display_path,
     load_committed_snapshot,
     load_snapshot,
+    require_registry_dir,
 )
 from evalops.services.authority import authority_in_force
 from evalops.services.rule_changes import rule_change_refusal
@@ -94,8 +96,7 @@ def read_for_sync(root: Path, *, allow_dirty: bool) -> tuple[Snapshot, GitProven
     file that is not what the commit holds is refused, every such file named, unless
     `allow_dirty`: then the work tree is read and the provenance recorded as dirty.
     """
-    if not root.is_dir():
-        raise InputError("registry directory not found", display_path(root))
+    require_registry_dir(root)
     provenance = git_provenance(root)
     if provenance.is_git and not provenance.dirty and provenance.commit is not None:
         return load_committed_snapshot(root, provenance.commit), provenance
@@ -115,12 +116,20 @@ def read_for_sync(root: Path, *, allow_dirty: bool) -> tuple[Snapshot, GitProven
         [
             InputError(
                 f"registry has uncommitted changes: {change.reason}; sync reads the commit, "
-                "so commit it (or restore it), or pass --allow-dirty",
+                f"so {_way_out(change)}, or pass --allow-dirty",
                 display_path((provenance.top or root) / change.path),
             )
             for change in provenance.changes
         ]
     )
+
+
+def _way_out(change: WorkTreeChange) -> str:
+    """An untracked file is often a stray output (a report written inside the registry):
+    restoring means nothing for it, and committing it is right only if it belongs there."""
+    if change.untracked:
+        return "move or delete it (or add and commit it if it belongs to the registry)"
+    return "commit it (or restore it)"
 
 
 def _subject(d: Definition) -> str:

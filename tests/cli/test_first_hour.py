@@ -92,7 +92,42 @@ def test_templates_concatenated_need_their_own_trial_ids(ws: Path, cli: Cli) -> 
     assert refused.code == 2
     message = refused.json()["error"]["message"]
     assert "already has record_digest" in message
-    assert message.endswith("each record needs its own trial_id")
+    assert message.endswith(
+        "each record needs its own trial_id "
+        "(evalops trials template --trial-prefix P gives each batch its own)"
+    )
+
+
+def test_templates_of_two_builds_collide_and_the_refusal_names_trial_prefix(
+    ws: Path, cli: Cli
+) -> None:
+    """Default template ids are the same for every task and build: concatenated batches
+    collide. Skipping the collisions (--max-bad-records) would drop those records; the
+    summary names giving each its own trial_id first. A mix of problems keeps the plain
+    summary."""
+    template = ("trials", "template", "--task", TASK, "--count", "2")
+    first = cli(*template, "--execution", EXECUTION, cwd=ws).stdout
+    second = cli(*template, "--execution", "baseline-b123", cwd=ws).stdout
+    (ws / "both.jsonl").write_text(first + second, encoding="utf-8")
+    refused = cli("trials", "ingest", "both.jsonl", cwd=ws)
+    assert refused.code == 2, refused.stdout
+    *rejected, summary = refused.stderr.strip().splitlines()
+    assert len(rejected) == 2 and all("--trial-prefix P" in line for line in rejected)
+    assert summary.startswith("error: 2 bad records; nothing was stored")
+    assert "--trial-prefix" in summary and "--max-bad-records N" in summary
+    assert summary.index("--trial-prefix") < summary.index("--max-bad-records")
+    # With a prefix of its own, the second batch ingests beside the first.
+    own = cli(*template, "--execution", "baseline-b123", "--trial-prefix", "b123", cwd=ws)
+    (ws / "own.jsonl").write_text(first + own.stdout, encoding="utf-8")
+    ingested = cli("trials", "ingest", "own.jsonl", "--json", cwd=ws)
+    assert ingested.code == 0, ingested.stdout + ingested.stderr
+    assert ingested.json()["ingested"] == 4
+    # One duplicate among other problems: the plain summary.
+    (ws / "mixed.jsonl").write_text(second + "{}\n", encoding="utf-8")
+    mixed = cli("trials", "ingest", "mixed.jsonl", cwd=ws)
+    assert mixed.code == 2
+    last = mixed.stderr.strip().splitlines()[-1]
+    assert last.endswith("(all or nothing: fix them, or allow some with --max-bad-records N)")
 
 
 def test_jsonl_option_forces_one_line(ws: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -355,13 +390,40 @@ def test_away_from_a_registry_a_missing_database_says_where_evalops_looked(
     assert not (elsewhere / ".evalops").exists()
 
 
-def test_in_a_registry_clone_a_missing_database_still_asks_for_init(
+def test_in_a_registry_clone_a_missing_database_says_what_git_does_not_hold(
     workspace: Path, cli: Cli
 ) -> None:
-    """A fresh clone holds the registry but not its (ignored) database: init is the step."""
-    result = cli("task", "list", cwd=workspace)
-    assert result.code == 2 and "run `evalops init` first" in result.stderr
-    assert "registry's repository" not in result.stderr
+    """A clone holds the registry but not its (ignored) database: "run `evalops init`" alone
+    started a separate, empty registry. The error says where trials, suite members and
+    decisions live, how to reach the team's database, and init as the way to an empty one;
+    from inside the registry too."""
+    for args, cwd in (
+        (("task", "list"), workspace),
+        (("gate", "show", "GATE-3"), workspace),
+        (("task", "list"), workspace / "registry"),
+    ):
+        result = cli(*args, cwd=cwd)
+        assert result.code == 2, result.stdout
+        message = result.stderr.strip()
+        assert message.count("\n") == 0, message
+        assert "trials, suite members and decisions" in message
+        assert "not in git" in message
+        assert "--db" in message and "EVALOPS_DATABASE_URL" in message
+        assert message.index("EVALOPS_DATABASE_URL") < message.index("evalops init")
+        assert "registry's repository" not in message
+
+
+def test_init_in_a_registry_clone_says_the_new_database_holds_none_of_the_teams_records(
+    workspace: Path, cli: Cli
+) -> None:
+    """Spec files committed in git, database new: init succeeds and says what it lacks."""
+    done = cli("--json", "init", cwd=workspace)
+    assert done.code == 0, done.stderr
+    (note,) = done.json()["warnings"]
+    assert "new database" in note and "EVALOPS_DATABASE_URL" in note
+    # The database exists now: a second init starts nothing.
+    again = cli("--json", "init", cwd=workspace)
+    assert again.code == 0 and again.json()["warnings"] == []
 
 
 def test_a_missing_database_named_by_db_is_not_searched_for(tmp_path: Path, cli: Cli) -> None:
@@ -377,6 +439,20 @@ def test_validate_names_the_directory_it_tried(tmp_path: Path, cli: Cli) -> None
     result = cli("validate", cwd=empty)
     assert result.code == 2
     assert str(empty / "registry") in result.stderr and "--registry" in result.stderr
+
+
+def test_sync_names_the_directory_it_tried_as_validate_does(synced: Path, cli: Cli) -> None:
+    """`sync registry` run inside `registry/` looks for `registry/registry`: the error
+    names it and the way out, as validate's does."""
+    inside = synced / "registry"
+    for args in (("sync", "registry"), ("validate", "registry")):
+        result = cli(*args, cwd=inside)
+        assert result.code == 2, result.stdout
+        message = result.stderr.strip()
+        assert message.count("\n") == 0, message
+        assert str(inside / "registry") in message
+        assert "run from the directory that holds registry/" in message
+        assert "--registry DIR" in message
 
 
 def _starter_repo(tmp_path: Path, cli: Cli) -> Path:
@@ -621,6 +697,89 @@ def test_an_unknown_build_lists_the_builds_in_force(demo: Path, cli: Cli) -> Non
     result = cli("gate", "check", "--build", "build-999", "--suite", "regression/core", cwd=demo)
     assert result.code == 2
     assert "build-123" in result.stderr and "build-125" in result.stderr
+
+
+def test_a_mistyped_build_suggests_the_build_meant(demo: Path, cli: Cli) -> None:
+    result = cli("gate", "check", "--build", "bulid-124", "--suite", "regression/core", cwd=demo)
+    assert result.code == 2 and result.stderr.count("\n") == 1
+    assert "did you mean 'build-124'?" in result.stderr, result.stderr
+
+
+def test_a_profile_id_given_for_a_build_names_its_build_under_the_option_used(
+    demo: Path, cli: Cli
+) -> None:
+    """Profile ids and builds look alike (`baseline-b123` is the profile of `build-123`):
+    the error names the build meant, under the option that named the profile, which for
+    `compare` is --baseline or --candidate (it has no --build)."""
+    suite = ("--suite", "regression/core")
+    cases = [
+        (("gate", "check", "--build", "baseline-b123", *suite), "--build", "build-123"),
+        (
+            ("compare", "--baseline", "build-123", "--candidate", "candidate-b124", *suite),
+            "--candidate",
+            "build-124",
+        ),
+        (
+            ("compare", "--baseline", "baseline-b123", "--candidate", "build-124", *suite),
+            "--baseline",
+            "build-123",
+        ),
+        (
+            ("gate", "check", "--build", "build-124", "--baseline", "baseline-b123", *suite),
+            "--baseline",
+            "build-123",
+        ),
+    ]
+    for args, option, build in cases:
+        result = cli(*args, "--json", cwd=demo)
+        assert result.code == 2, result.stdout
+        error = result.json()["error"]
+        assert error["field"] == option, (args, error)
+        given = args[args.index(option) + 1]
+        assert f"{given!r} is an execution profile id, whose build is {build}" in error["message"]
+        assert f"pass {option} {build}" in error["message"]
+        assert option == "--build" or "--build" not in error["message"]
+
+
+def test_an_execution_that_is_not_the_builds_says_what_it_is(demo: Path, cli: Cli) -> None:
+    """`--execution` naming a build, or another build's profile: "profile X in force is not
+    for build B" claimed a profile X that may not exist."""
+    check = ("gate", "check", "--build", "build-124", "--suite", "regression/core")
+    a_build = cli(*check, "--execution", "build-124", cwd=demo)
+    assert a_build.code == 2 and a_build.stderr.count("\n") == 1
+    assert "--execution: no execution profile 'build-124' is in force" in a_build.stderr
+    assert "build-124 is a build" in a_build.stderr and "candidate-b124" in a_build.stderr
+    another = cli(*check, "--execution", "baseline-b123", cwd=demo)
+    assert another.code == 2
+    assert "'baseline-b123' in force is for build build-123, not build-124" in another.stderr
+    typo = cli(*check, "--execution", "candidate-b12", cwd=demo)
+    assert typo.code == 2
+    assert "did you mean 'candidate-b124'?" in typo.stderr, typo.stderr
+
+
+def test_a_baseline_with_two_profiles_is_not_sent_to_execution(demo: Path, cli: Cli) -> None:
+    """--execution picks the candidate's profile: for a baseline build with two profiles in
+    force, "pick one with --execution" was no way out."""
+    executions = demo / "registry" / "executions"
+    text = (executions / "baseline-b123.yaml").read_text(encoding="utf-8")
+    second = text.replace("id: baseline-b123", "id: baseline-b123-bis").replace(
+        'adapter_version: "2.4.0"', 'adapter_version: "2.4.1"'
+    )
+    assert second.count("baseline-b123-bis") == 1 and "2.4.1" in second
+    (executions / "baseline-b123-bis.yaml").write_text(second, encoding="utf-8")
+    commit_all(demo, "a second profile of build-123")
+    assert cli("sync", cwd=demo).code == 0
+    suite = ("--suite", "regression/core")
+    for args in (
+        ("gate", "check", "--build", "build-124", "--baseline", "build-123", *suite),
+        ("compare", "--baseline", "build-123", "--candidate", "build-124", *suite),
+    ):
+        result = cli(*args, "--json", cwd=demo)
+        assert result.code == 2, result.stdout
+        error = result.json()["error"]
+        assert error["field"] == "--baseline", error
+        assert "baseline-b123, baseline-b123-bis" in error["message"]
+        assert "--execution" not in error["message"]
 
 
 def test_an_execution_given_by_its_build_names_the_profile_with_it(demo: Path, cli: Cli) -> None:

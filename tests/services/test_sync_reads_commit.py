@@ -111,6 +111,26 @@ def test_every_such_file_is_listed_at_once(
     assert _state(workspace, synced_store) == before
 
 
+def test_an_untracked_file_is_to_be_moved_or_deleted_not_restored(
+    workspace: Path, cli: Cli, synced_store: list[str]
+) -> None:
+    """A report written inside the registry is untracked: there is nothing to restore, and
+    committing it into the registry is right only if it belongs there."""
+    (workspace / "registry" / "audit.md").write_text("# audit\n", encoding="utf-8")
+    _edited(workspace)
+
+    refused = cli(*synced_store, "--json", "sync", cwd=workspace)
+
+    assert refused.code == 2, refused.stdout
+    by_file = {e["file"]: e["message"] for e in refused.json()["error"]["errors"]}
+    stray = by_file["registry/audit.md"]
+    assert "move or delete it" in stray and "restore" not in stray
+    assert stray.index("move or delete it") < stray.index("commit it")
+    assert "--allow-dirty" in stray
+    # An edit to a tracked file keeps its own advice.
+    assert "commit it (or restore it)" in by_file[str(TASK)]
+
+
 @pytest.mark.parametrize("trick", ["git-ignored", "skip-worktree", "assume-unchanged"])
 def test_allow_dirty_reads_the_work_tree_and_records_dirty(
     workspace: Path, cli: Cli, synced_store: list[str], trick: str
