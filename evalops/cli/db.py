@@ -6,7 +6,6 @@ from typing import Annotated
 import typer
 
 from evalops.cli.context import JsonFlag, emit, say, settings
-from evalops.cli.discover import new_database_note, tracks_spec_files
 from evalops.errors import InputError, RefusedError, VerificationError
 
 db_app = typer.Typer(
@@ -64,14 +63,6 @@ def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
         raise
     finally:
         engine.dispose()
-
-
-def _starts_a_database(url: str) -> Path | None:
-    """The SQLite file `init` is about to create (None when it exists or is no file)."""
-    from evalops.store.engine import sqlite_path
-
-    path = sqlite_path(url)
-    return path if path is not None and not path.exists() else None
 
 
 def _bad_revision(exc: Exception, revision: str) -> None:
@@ -157,7 +148,6 @@ def init(
         )
     written = starter_registry(starter) if starter is not None else []
     disabled = write_authority_example(starter) if starter is not None else None
-    started = _starts_a_database(state.db_url) if state.db_searched and starter is None else None
     _upgrade(state.db_url, "head", create_if_empty=True)
     in_git = _ignore_dot_evalops()
     status = _status(state.db_url)
@@ -165,8 +155,6 @@ def init(
     if not in_git:
         kept_out = " (.gitignore keeps .evalops/ out of it)" if Path(".evalops").is_dir() else ""
         warnings.append(_OUTSIDE_GIT.format(cwd=Path.cwd()) + kept_out)
-    elif started is not None and tracks_spec_files(state.registry):
-        warnings.append(new_database_note(started))
     data: dict[str, object] = {**status, "warnings": warnings}
     if starter is not None:
         data["written"] = [{"file": str(w.path), "kind": w.kind, "id": w.id} for w in written]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from evalops.store.defaults import DEFAULT_DB_PATH
@@ -80,37 +79,4 @@ def no_database_in_registry_repository(path: Path) -> str:
         "trials, suite members and decisions live in its database, not in git: point --db "
         "or EVALOPS_DATABASE_URL at the team's database (e.g. PostgreSQL), or run "
         "`evalops init` to start an empty one"
-    )
-
-
-def tracks_spec_files(registry: Path) -> bool:
-    """Git tracks some spec file of `registry` (a clone of a registry, or one committed
-    before): its definitions came from git, while a database started now holds none of
-    the trials or decisions made with them."""
-    from evalops.registry.load import SPEC_SUFFIXES
-    from evalops.registry.snapshot import SPEC_DIRS
-
-    if not registry.is_dir():
-        return False
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(registry), "ls-files", "-z", "--", *SPEC_DIRS],
-            capture_output=True,
-            check=False,
-        )
-    except OSError:
-        return False
-    if done.returncode != 0:
-        return False
-    names = done.stdout.decode("utf-8", "surrogateescape").split("\0")
-    return any(name.endswith(SPEC_SUFFIXES) for name in names)
-
-
-def new_database_note(path: Path) -> str:
-    """What `evalops init` adds when it starts a database beside a registry from git."""
-    return (
-        f"{path} is a new database: it holds none of the team's trials, suite members or "
-        "decisions (they live in the team's database; git holds only the registry's spec "
-        "files): to work with them, point --db or EVALOPS_DATABASE_URL at that database "
-        "instead"
     )
