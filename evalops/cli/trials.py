@@ -149,6 +149,13 @@ def ingest(
                 f"listed (the report stops at {len(result.rejected)})",
                 err=True,
             )
+        if result.rejected_total and not result.ingested and not result.skipped_identical:
+            # Within --max-bad-records the exit code is 0: a CI step would pass on nothing.
+            say(
+                "warning: every record was rejected, nothing was stored (exit 0 because "
+                "--max-bad-records allows them): fix the records above",
+                err=True,
+            )
 
     emit(ctx, result.as_dict(), human)
 

@@ -193,6 +193,22 @@ def test_a_compressed_crlf_file_gets_a_fix_that_keeps_it_readable(ws: Path, cli:
     assert ingested.json()["ingested"] == 1
 
 
+def test_an_ingest_that_rejects_every_record_says_nothing_was_stored(ws: Path, cli: Cli) -> None:
+    """Within --max-bad-records an ingest exits 0 even when every line was bad: a CI step
+    would pass having stored nothing, so the output says so (the exit code is the
+    documented one)."""
+    line = cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws).stdout
+    (ws / "crlf.jsonl").write_bytes(line.rstrip("\n").encode() + b"\r\n")
+    result = cli("trials", "ingest", "crlf.jsonl", "--max-bad-records", "5", cwd=ws)
+    assert result.code == 0, result.stderr
+    assert "ingested 0" in result.stdout
+    assert "every record was rejected, nothing was stored" in result.stderr
+    good = ws / "good.jsonl"
+    good.write_text(line, encoding="utf-8")
+    fine = cli("trials", "ingest", "good.jsonl", "crlf.jsonl", "--max-bad-records", "5", cwd=ws)
+    assert fine.code == 0 and "nothing was stored" not in fine.stderr, fine.stderr
+
+
 def test_a_trailing_empty_line_is_refused_saying_remove_it(ws: Path, cli: Cli) -> None:
     line = cli("trials", "template", "--task", TASK, "--execution", EXECUTION, cwd=ws).stdout
     (ws / "blank.jsonl").write_text(line.rstrip("\n") + "\n\n", encoding="utf-8")
