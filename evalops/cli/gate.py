@@ -26,7 +26,7 @@ from evalops.cli.listing import (
     no_match,
     row_limit,
 )
-from evalops.cli.tables import print_table
+from evalops.cli.tables import digests_to_fit, print_table
 from evalops.domain.humanize import measure, plural
 from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_VERIFY, InputError
 
@@ -205,7 +205,7 @@ def _render_decision(
         data["decision"].upper(), f": {data['build']} on {data['suite']} ({data['gate_id']})"
     )
     if data.get("policy"):
-        say("  " + policy_line(data["policy"]))
+        say(digests_to_fit("  " + policy_line(data["policy"])))
     for reason in data["reasons"]:
         say(f"  - {reason}")
     if data["tasks"]:
@@ -250,7 +250,11 @@ def _render_decision(
         say(f"  regression vs {baseline}: {_regression_line(r)}")
     for line in change_lines(changes or {}):
         say(line)
-    say(f"  evaluated at {data['evaluated_at']}; suite_digest {data['suite_digest']}")
+    say(
+        digests_to_fit(
+            f"  evaluated at {data['evaluated_at']}; suite_digest {data['suite_digest']}"
+        )
+    )
     from evalops.domain.next_steps import next_steps
 
     for step in next_steps(data, effects):

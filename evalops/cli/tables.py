@@ -12,6 +12,7 @@ block per row, each value whole. Piped output has no width limit and is never ch
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -172,3 +173,15 @@ def _wrap_pairs(pairs: list[str], width: int) -> list[str]:
     if current:
         lines.append(current)
     return lines
+
+
+_DIGEST = re.compile(r"\bsha256:[0-9a-f]{64}\b")
+
+
+def digests_to_fit(line: str) -> str:
+    """A line of prose holding digests, shortened as a table's digest column is (their
+    first hex digits) when it would not fit the terminal; whole in a pipe or when it fits."""
+    out = console()
+    if out.width >= UNLIMITED_WIDTH or len(line) <= out.width:
+        return line
+    return _DIGEST.sub(lambda m: short_digest(m.group(0)), line)

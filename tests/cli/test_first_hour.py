@@ -1024,6 +1024,24 @@ def test_the_narrow_note_fits_and_the_revision_outlasts_the_labels(
     assert "--json has every field" in " ".join(note.split())
 
 
+def test_a_decisions_digest_lines_fit_80_columns(
+    demo: Path, cli: Cli, terminal_80: None
+) -> None:
+    """The policy and suite-digest lines of a decision held whole digests (136 columns): in
+    a narrow terminal their digests are shortened as a table's are (a pipe keeps them whole,
+    below)."""
+    shown = ANSI.sub("", cli("gate", "show", "GATE-1", cwd=demo).stdout).splitlines()
+    for start in ("  gate policy ", "  evaluated at "):
+        (line,) = [line for line in shown if line.startswith(start)]
+        assert len(line) <= NARROW and "sha256:" in line, line
+
+
+def test_a_decisions_digest_lines_are_whole_in_a_pipe(demo: Path, cli: Cli) -> None:
+    shown = cli("gate", "show", "GATE-1", cwd=demo).stdout
+    whole = cli("gate", "show", "GATE-1", "--json", cwd=demo).json()
+    assert f"suite_digest {whole['suite_digest']}" in shown
+
+
 def test_piped_tables_keep_every_column(demo: Path, cli: Cli) -> None:
     """A pipe has no width: nothing is left out, shortened or reflowed."""
     result = cli("task", "list", cwd=demo)
