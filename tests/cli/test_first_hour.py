@@ -1024,9 +1024,7 @@ def test_the_narrow_note_fits_and_the_revision_outlasts_the_labels(
     assert "--json has every field" in " ".join(note.split())
 
 
-def test_a_decisions_digest_lines_fit_80_columns(
-    demo: Path, cli: Cli, terminal_80: None
-) -> None:
+def test_a_decisions_digest_lines_fit_80_columns(demo: Path, cli: Cli, terminal_80: None) -> None:
     """The policy and suite-digest lines of a decision held whole digests (136 columns): in
     a narrow terminal their digests are shortened as a table's are (a pipe keeps them whole,
     below)."""
