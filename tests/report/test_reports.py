@@ -315,6 +315,12 @@ def test_counts_in_the_report_agree_with_their_noun() -> None:
         if "member task" in "".join(p.itertext())
     )
     assert summary.startswith("1 member task: ") and summary.endswith("· 1 trial"), summary
+    notable = next(
+        "".join(p.itertext())
+        for p in strict_html(html(doc)).iter("p")
+        if "did not pass, were rerun" in "".join(p.itertext())
+    )
+    assert " of 1 trial did not pass" in notable, notable
 
 
 def test_a_task_without_first_results_says_so_in_words() -> None:
