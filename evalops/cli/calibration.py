@@ -195,7 +195,7 @@ def list_(
             [
                 f"{r['calibration_id']} {r['grader_id']}@{r['grader_version']} "
                 f"{r['state']} {r['recorded_at']} {r['recorded_by']} "
-                f"({describe_signers(r['signers'])})"
+                f"({describe_signers(r['signers'])})" + _invalidated_text(r["invalidated"])
                 for r in page.rows
             ]
         ),
@@ -220,22 +220,42 @@ def show(
     emit(ctx, data, lambda: _human(data))
 
 
+def _invalidated_text(found: dict[str, Any] | None) -> str:
+    """`; invalidated T by A (signed by ...): REASON`, or nothing."""
+    if found is None:
+        return ""
+    from evalops.services.reads import describe_signers
+
+    return (
+        f"; invalidated {found['at']} by {found['by']} "
+        f"({describe_signers(found['signers'])}): {found['reason']}"
+    )
+
+
 @calibration_app.command()
 def invalidate(
     ctx: typer.Context,
     grader: Annotated[str, typer.Argument(metavar="GRADER", help="Model grader id.")],
     reason: Annotated[str, typer.Option(help="Why, e.g. label distribution shift.")],
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Withdraw a grader's calibration (a new row); it is stale until recalibrated.
+
+    With an authority in force the invalidation must be signed by a calibrator: a stale
+    calibration holds every release the grader judges.
 
     Example: evalops calibration invalidate reply-quality --reason "label distribution shift"
     """
     from evalops.services.calibration import invalidate as run
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
-        data = run(engine, grader, reason=reason, actor=state.who(), now=now())
+    signing = signing_of(sign_with, print_act, act, signature)
+    with state.connect() as engine, printing_act():
+        data = run(engine, grader, reason=reason, actor=state.who(), now=now(), signing=signing)
     emit(ctx, data, lambda: _human(data))
 
 

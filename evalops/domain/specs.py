@@ -799,6 +799,7 @@ ActKind = Literal[
     "retire",
     "review.resolve",
     "calibration.record",
+    "calibration.invalidate",
     "trials.ingest",
     "trials.import",
 ]
@@ -809,6 +810,8 @@ ACT_ROLES: dict[str, Role] = {
     "retire": "risk_owner",
     "review.resolve": "reviewer",
     "calibration.record": "calibrator",
+    # Withdrawing a calibration holds every release its grader judges: the same trust.
+    "calibration.invalidate": "calibrator",
     "trials.ingest": "ingester",
     "trials.import": "ingester",
 }

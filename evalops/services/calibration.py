@@ -407,9 +407,28 @@ def list_calibrations(engine: Engine) -> list[dict[str, Any]]:
                 "recorded_at": format_timestamp(r.at),
                 "recorded_by": r.actor,
                 "signers": signers_of(session, "calibration.record", r.audit_seq),
+                "invalidated": _invalidation(session, r),
             }
             for r in rows
         ]
+
+
+def _invalidation(session: Session, row: Calibration) -> dict[str, Any] | None:
+    """The newest invalidation of a calibration: when, by whom, why and who signed it (a
+    stale record must not read as if its recorder had withdrawn it)."""
+    found = session.exec(
+        select(CalibrationInvalidation)
+        .where(CalibrationInvalidation.calibration_row_id == row.id)
+        .order_by(col(CalibrationInvalidation.id).desc())
+    ).first()
+    if found is None:
+        return None
+    return {
+        "at": format_timestamp(found.at),
+        "by": found.actor,
+        "reason": found.reason,
+        "signers": signers_of(session, "calibration.invalidate", found.audit_seq),
+    }
 
 
 def _row(session: Session, calibration_id: str) -> Calibration:
@@ -440,11 +459,19 @@ def show(engine: Engine, calibration_id: str) -> dict[str, Any]:
 
 
 def invalidate(
-    engine: Engine, grader_id: str, *, reason: str, actor: str, now: datetime
+    engine: Engine,
+    grader_id: str,
+    *,
+    reason: str,
+    actor: str,
+    now: datetime,
+    signing: Signing = UNSIGNED,
 ) -> dict[str, Any]:
-    """Withdraw a grader's current calibration (e.g. label distribution shift)."""
+    """Withdraw a grader's current calibration (e.g. label distribution shift); with an
+    authority in force, a calibrator's signed act naming the calibration and the reason."""
     if not reason.strip():
         raise InputError("invalidating a calibration needs a reason", field="--reason")
+    refusal = None
     with write_session(engine) as session:
         found = queries.newest_grader_config(session, grader_id)
         row = (
@@ -456,26 +483,49 @@ def invalidate(
             if found is not None
             else None
         )
-        if row is None:
+        if row is None or found is None:
             raise InputError(
                 f"grader {grader_id!r} has no calibration of its config in force to invalidate"
             )
         assert row.id is not None
-        invalidation = CalibrationInvalidation(
-            calibration_row_id=row.id,
-            reason=reason,
-            at=now,
-            actor=actor,
-            audit_seq=next_seq(session),
-        )
-        session.add(invalidation)
-        append_event(
+        body = {
+            "grader_id": grader_id,
+            "calibration_id": row.calibration_id,
+            "grader_config_digest": found[1],
+            "reason": reason,
+        }
+        authorized = authorize(
             session,
-            at=now,
-            actor=actor,
-            kind=audit_kinds.CALIBRATION_INVALIDATE,
-            subject=row.calibration_id,
-            payload={"grader_id": grader_id, "reason": reason},
-            rows=[invalidation],
+            kind="calibration.invalidate",
+            body=body,
+            scope=Scope(),
+            signing=signing,
+            now=now,
         )
-        return _view(row, _validity_of(session, row))
+        if authorized.refused:
+            refusal = record_refusal(session, authorized, subject=grader_id, actor=actor, now=now)
+        else:
+            invalidation = CalibrationInvalidation(
+                calibration_row_id=row.id,
+                reason=reason,
+                at=now,
+                actor=actor,
+                audit_seq=next_seq(session),
+            )
+            session.add(invalidation)
+            act_row = authorized.add_row(session, row.calibration_id, invalidation.audit_seq)
+            append_event(
+                session,
+                at=now,
+                actor=actor,
+                kind=audit_kinds.CALIBRATION_INVALIDATE,
+                subject=row.calibration_id,
+                payload={"grader_id": grader_id, "reason": reason, **authorized.payload()},
+                rows=[invalidation] if act_row is None else [invalidation, act_row],
+            )
+            view = _view(row, _validity_of(session, row))
+    if refusal is not None:
+        raise RefusedError(
+            f"calibration invalidation refused: [{refusal['rule']}] {refusal['message']}"
+        )
+    return view

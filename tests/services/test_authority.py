@@ -604,6 +604,36 @@ def test_calibration_record_is_a_calibrators_signed_act(world: World) -> None:
     assert world.run("verify").code == 0
 
 
+def test_calibration_invalidate_is_a_calibrators_signed_act(world: World) -> None:
+    """A stale calibration holds every release its grader judges: under an authority,
+    withdrawing one takes a calibrator's signature as recording one does (unsigned, it let
+    anyone hold a release while `calibration list` still named the recorder's signer)."""
+    args = ("calibration", "invalidate", "reply-quality", "--reason", "label drift")
+
+    def states() -> list[str]:
+        return [row["state"] for row in world.run("calibration", "list", "--json").json()]
+
+    before, seq = states(), world.last_event()["seq"]
+    unsigned = world.run(*args)
+    assert unsigned.code == 5 and "unsigned" in unsigned.stderr, unsigned.stderr
+    not_calibrator = world.run(*args, "--sign-with", str(world.keys["alice"]))
+    assert not_calibrator.code == 5 and "does not hold calibrator" in not_calibrator.stderr
+    assert states() == before
+    assert world.last_event()["seq"] == seq + 2  # both refusals audited, nothing else
+    signed = world.run(*args, "--sign-with", str(world.keys["bob"]))
+    assert signed.code == 0, signed.stdout + signed.stderr
+    assert states()[-1] == "stale" and before[-1] != "stale"
+    listed = world.run("calibration", "list", "--json").json()[-1]
+    acts = world.sql("SELECT kind, subject FROM signed_act ORDER BY id")
+    assert tuple(acts[-1]) == ("calibration.invalidate", listed["calibration_id"])
+    # Who withdrew it, and who signed that, not only who recorded it.
+    assert listed["invalidated"]["reason"] == "label drift"
+    assert listed["invalidated"]["signers"][0]["principal"] == "bob"
+    human = world.run("calibration", "list").stdout.splitlines()[-1]
+    assert "invalidated " in human and "(signed by bob (SHA256:" in human.split("invalidated")[1]
+    assert world.run("verify").code == 0
+
+
 def test_retire_needs_the_threshold_of_risk_owners_who_are_its_approval(world: World) -> None:
     world.authority(thresholds={"retire": 2})
     args = ("retire", TASK, "--from", SUITE, "--reason", "obsolete", "--json")
