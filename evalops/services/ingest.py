@@ -453,10 +453,19 @@ class _Ingester:
             differs.append("tool_calls")
         if not differs:
             return None
+        first = json.loads(record)
+        if set(differs) <= {"started_at", "completed_at"} and first.get("started_at"):
+            # Only the times: a promptfoo .jsonl carries none, they come from --started-at.
+            way = (
+                f"if this is the .jsonl of a run imported before, give --started-at "
+                f"{first['started_at']} (the time stored for it)"
+            )
+        else:
+            way = "a log is imported once, when final; a run done again is a new log"
         return self._fail(
             p.line,
             f"trial {trial_id} was imported before with other content ({', '.join(differs)} "
-            "differ): an edited log, or another map, is a new claim about one execution",
+            f"differ): an edited log, or another map, is a new claim about one execution; {way}",
             "trial_id",
         )
 

@@ -230,6 +230,13 @@ def test_the_jsonl_of_a_run_already_imported_as_json_is_a_counted_noop(ws: Path,
         cli, ws, str(RESULTS_JSONL), "--map", MAP, "--started-at", "2026-11-30T00:00:00Z"
     )
     assert "started_at" in error["message"] and error["message"].startswith("trial pf-")
+    # The refusal names the time stored for the run: given as --started-at, it is the run.
+    import re
+
+    hinted = re.search(r"give --started-at (\S+) \(the time stored", error["message"])
+    assert hinted is not None, error["message"]
+    pasted = run_import(cli, ws, str(RESULTS_JSONL), "--map", MAP, "--started-at", hinted[1])
+    assert (pasted["ingested"], pasted["skipped_identical"]) == (0, first["ingested"])
 
 
 def test_a_run_imported_by_an_earlier_evalops_is_not_counted_twice(ws: Path, cli: Cli) -> None:
