@@ -284,7 +284,13 @@ def judge_commit(
     """
     short = sha[:12]
     if signature is None:
-        return f"commit {short} is not SSH-signed (git config gpg.format ssh; git commit -S)", None
+        return (
+            f"commit {short} is not SSH-signed (git config gpg.format ssh, then sign it: "
+            "`git commit --amend -S --no-edit` for the last commit, or `git rebase --exec "
+            "'git commit --amend -S --no-edit' LAST_SYNCED` for every commit since the last "
+            "sync)",
+            None,
+        )
     try:
         check = sshsig.verify(signature, payload, "git")
     except sshsig.MalformedSignature as exc:

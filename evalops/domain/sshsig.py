@@ -158,6 +158,8 @@ def parse_public_key(text: str) -> PublicKey:
     if len(parts) < 2:
         raise MalformedKey("expected 'TYPE BASE64 [COMMENT]'")
     key_type, encoded = parts[0], parts[1]
+    if key_type.startswith("-----BEGIN"):
+        raise MalformedKey("this is a private key: give its public key (the .pub file beside it)")
     if key_type not in KEY_TYPES:
         raise MalformedKey(f"unsupported key type {key_type!r} (supported: {', '.join(KEY_TYPES)})")
     try:

@@ -174,17 +174,7 @@ def resolve(
             )
         before = rederive(defs, trial)
         queued = dict(before.review) if before else {}
-        decided = [s for s in grader.produces if s != "abstain"]
-        if grader_id not in queued:
-            refusal = (
-                f"({trial_id}, {grader_id}) is not in the review queue: a human verdict is "
-                "taken only for a blocking model grader's abstention or unblockable verdict, "
-                "or a blocking human grader without a result"
-            )
-            if grader.type == "deterministic":
-                refusal += f"; {grader_id} is deterministic and its result stands"
-        elif state not in decided:
-            refusal = f"state {state!r} is not one {grader_id} produces ({', '.join(decided)})"
+        refusal = _refusal(defs, trial_id, grader, queued, state)
         request = {
             "trial_id": trial_id,
             "grader_id": grader_id,
@@ -244,3 +234,35 @@ def resolve(
     if refusal is not None:
         raise RefusedError(f"review refused: {refusal}")
     return show_trial(engine, trial_id)
+
+
+def _refusal(
+    defs: Definitions, trial_id: str, grader: Any, queued: dict[str, Any], state: str
+) -> str | None:
+    """Why a person's verdict on (trial, grader) is not taken, or None."""
+    grader_id = grader.id
+    decided = [s for s in grader.produces if s != "abstain"]
+    if grader_id not in queued:
+        refusal = (
+            f"({trial_id}, {grader_id}) is not in the review queue: a human verdict is "
+            "taken only for a blocking model grader's abstention or unblockable verdict, "
+            "or a blocking human grader without a result"
+        )
+        if grader.type == "deterministic":
+            return refusal + f"; {grader_id} is deterministic and its result stands"
+        done = [v for v in defs.appended(trial_id)[1] if v.grader_id == grader_id]
+        if done:
+            refusal += (
+                f"; {done[-1].actor} resolved it as {done[-1].state} at "
+                f"{format_timestamp(done[-1].at)}, and a verdict stands as every row does "
+                "(`evalops review list --resolved`)"
+            )
+        return refusal
+    if state == "abstain":
+        return (
+            f"a person's verdict is never abstain: give one of {', '.join(decided)} "
+            f"({grader_id}'s verdicts)"
+        )
+    if state not in decided:
+        return f"state {state!r} is not one {grader_id} produces ({', '.join(decided)})"
+    return None

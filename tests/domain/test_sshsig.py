@@ -513,3 +513,11 @@ def ed25519_private() -> tuple[Any, bytes]:
     private = ed25519.Ed25519PrivateKey.generate()
     line = private.public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH).decode()
     return private, sshsig.parse_public_key(line).blob
+
+
+def test_a_private_key_given_for_a_public_one_says_so(tmp_path: Path) -> None:
+    """`new authority --key ~/.ssh/id_ed25519` (the private half) read as an unknown key
+    type `-----BEGIN`: it says which file to give instead."""
+    private = make_key(tmp_path, "alice")
+    with pytest.raises(sshsig.MalformedKey, match=r"private key: give its public key \(the \.pub"):
+        sshsig.parse_public_key(private.read_text())

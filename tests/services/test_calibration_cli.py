@@ -835,15 +835,18 @@ def test_review_resolution_reclassifies_and_keeps_the_original(gated: Path, cli:
         bad = cli("review", "resolve", *args, "--json", cwd=gated)
         assert bad.code == 2, (args, bad.stdout, bad.stderr)
         assert strict_json(bad)["error"]["code"] == 2, args
-    refused: list[tuple[str, ...]] = [
-        (trial_id, "--grader", JUDGE, "--state", "hard_constraint_fail", "--reason", "x"),
-        (trial_id, "--grader", JUDGE, "--state", A, "--reason", "x"),
-    ]
-    for args in refused:
+    refused: list[tuple[tuple[str, ...], str]] = [
+        ((trial_id, "--grader", JUDGE, "--state", "hard_constraint_fail", "--reason", "x"),
+         "is not one judge produces"),
+        # The judge produces abstain; a person never does.
+        ((trial_id, "--grader", JUDGE, "--state", A, "--reason", "x"),
+         "a person's verdict is never abstain"),
+    ]  # fmt: skip
+    for args, words in refused:
         bad = cli("review", "resolve", *args, "--json", cwd=gated)
         assert bad.code == 5, (args, bad.stdout, bad.stderr)
         assert strict_json(bad)["error"]["code"] == 5, args
-        assert "produces" in strict_json(bad)["error"]["message"], args
+        assert words in strict_json(bad)["error"]["message"], args
     assert show_trial(cli, gated, trial_id)["reviews"] == []
     assert [e["kind"] for e in audit(gated)[-2:]] == ["review.refused", "review.refused"]
 
@@ -888,6 +891,12 @@ def test_review_resolution_reclassifies_and_keeps_the_original(gated: Path, cli:
 
     assert trials_of(cli, gated)[trial_id]["classification"] == P
     assert ok(cli("review", "list", "--json", cwd=gated)) == []
+    # Resolved once: a second verdict is refused, naming who gave the first and when.
+    again = cli("review", "resolve", trial_id, "--grader", JUDGE, "--state", "task_fail",
+                "--reason", "changed my mind", "--json", cwd=gated)  # fmt: skip
+    assert again.code == 5, again.stdout + again.stderr
+    message = strict_json(again)["error"]["message"]
+    assert f"someone@example.com resolved it as {P} at " in message, message
     passed = gate(cli, gated, 0)
     assert passed["decision"] == "pass"
     verify_ok(cli, gated)
