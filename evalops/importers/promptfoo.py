@@ -427,11 +427,23 @@ def _mapped(row: Any, index: int, ctx: _Context) -> _Mapped | Skipped:
             raise at(
                 ctx.name,
                 label,
-                f"test {plain!r} is not in the map (map it, or pass --skip-unmapped)",
+                f"test {plain!r} is not in the map{_map_keys_hint(ctx, plain)} (map it, or "
+                "pass --skip-unmapped)",
                 "testCase.description",
             )
         return Skipped(ctx.name, label, "unmapped_sample", plain)
     return _Mapped(plain, identity, provider_key, execution, prompt, label, key, task_map.task)
+
+
+def _map_keys_hint(ctx: _Context, plain: str) -> str:
+    """`; did you mean 'refund in order'? (tests mapped: ...)`: a typo in a map key is
+    otherwise hard to spot (the key and the test's description differ by a letter)."""
+    from evalops.domain.suggestions import close_match, some_of
+
+    keys = sorted(ctx.resolved.map.spec.tasks)
+    match = close_match(plain, keys)
+    meant = f"; did you mean {match!r}?" if match is not None else ""
+    return f"{meant} (tests mapped: {some_of(keys)})"
 
 
 def _failure_reason(row: Mapping[str, Any], ctx: _Context, label: str) -> int:

@@ -238,6 +238,12 @@ def test_an_unmapped_test_and_assertion_are_refused(ws: Path, cli: Cli) -> None:
     )
     error = refused(cli, ws, str(RESULTS), "--map", "bad.yaml")
     assert error["field"].startswith("refund policy explanation/support-b12")
+    # The map's keys are listed: a key mistyped there is otherwise hard to spot.
+    assert "tests mapped: " in error["message"] and "policy" in error["message"]
+    typo = text.replace("  refund policy explanation:", "  refund policy explanaton:")
+    (ws / "typo.yaml").write_text(typo, encoding="utf-8")
+    error = refused(cli, ws, str(RESULTS), "--map", "typo.yaml")
+    assert "did you mean 'refund policy explanaton'?" in error["message"], error["message"]
     no_metric = text.replace(
         "      reply_quality: {grader_id: reply-quality", "      judge: {grader_id: reply-quality"
     )
