@@ -122,6 +122,12 @@ class _Log:
 
         if not isinstance(raw, dict):
             raise self._fail("the log header is not a JSON object")
+        if isinstance(raw.get("results"), dict) and "evalId" in raw:
+            # promptfoo's output: {"evalId", "results": {...}, "config", ...}
+            raise self._fail(
+                "this is promptfoo output, not an Inspect AI log "
+                "(`evalops trials import promptfoo`)"
+            )
         try:
             header: EvalLog = api.EvalLog.model_validate(raw)
         except ValidationError as exc:

@@ -588,7 +588,12 @@ def read_promptfoo(
         )
         return SourceSummary(name, PRODUCER, ctx.run_id), _jsonl_rows(path, ctx)
     if not name.endswith(".json"):
-        raise InputError("not promptfoo results: expected a .json or .jsonl file", name)
+        also = (
+            " (an Inspect AI log: `evalops trials import inspect`)"
+            if name.endswith(".eval")
+            else ""
+        )
+        raise InputError(f"not promptfoo results: expected a .json or .jsonl file{also}", name)
     header = _json_header(path, name)
     ctx = _Context(
         resolved=resolved,

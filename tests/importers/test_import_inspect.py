@@ -458,6 +458,15 @@ def refused(cli: Cli, ws: Path, *args: str) -> dict[str, Any]:
     return error
 
 
+def test_promptfoo_output_given_to_the_inspect_importer_says_so(ws: Path, cli: Cli) -> None:
+    """As the promptfoo importer names an Inspect log: the other importer, by name."""
+    from tests.import_support import PROMPTFOO_FIXTURES
+
+    error = refused(cli, ws, str(PROMPTFOO_FIXTURES / "results.json"), "--map", MAP)
+    assert "promptfoo output" in error["message"], error["message"]
+    assert "trials import promptfoo" in error["message"]
+
+
 def write_map(ws: Path, text: str) -> str:
     (ws / "bad.yaml").write_text(text, encoding="utf-8")
     return "bad.yaml"

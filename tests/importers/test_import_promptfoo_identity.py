@@ -317,6 +317,14 @@ def test_an_inspect_log_given_to_the_promptfoo_importer_says_so(ws: Path, cli: C
     assert "Inspect AI log" in error["message"] and "trials import inspect" in error["message"]
 
 
+def test_an_eval_archive_given_to_the_promptfoo_importer_names_the_inspect_one(
+    ws: Path, cli: Cli
+) -> None:
+    (ws / "run.eval").write_bytes(b"PK\x03\x04")
+    error = refused(cli, ws, "run.eval", "--map", MAP)
+    assert "trials import inspect" in error["message"], error["message"]
+
+
 def test_a_truncated_results_file_names_the_last_complete_row(ws: Path, cli: Cli) -> None:
     text = json.dumps(document(), indent=2)
     second = text.index('"id": "' + rows(document())[2]["id"])
