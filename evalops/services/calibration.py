@@ -483,7 +483,12 @@ def invalidate(
             if found is not None
             else None
         )
-        if row is None or found is None:
+        if found is None:
+            from evalops.domain.suggestions import unknown_id
+            from evalops.services.unknown_ids import known_grader_ids
+
+            raise InputError(unknown_id("grader", grader_id, known_grader_ids(session)))
+        if row is None:
             raise InputError(
                 f"grader {grader_id!r} has no calibration of its config in force to invalidate"
             )

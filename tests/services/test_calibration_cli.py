@@ -720,6 +720,11 @@ def test_invalidate_without_a_calibration_is_an_input_error(seed: Path, cli: Cli
     result = cli("calibration", "invalidate", JUDGE, "--reason", "why", "--json", cwd=seed)
     assert result.code == 2, (result.stdout, result.stderr)
     assert strict_json(result)["error"]["code"] == 2
+    assert "has no calibration" in strict_json(result)["error"]["message"]
+    # A mistyped grader is an unknown grader, as `calibration record` says it.
+    typo = cli("calibration", "invalidate", JUDGE[:-1], "--reason", "why", "--json", cwd=seed)
+    assert typo.code == 2
+    assert f"did you mean '{JUDGE}'?" in strict_json(typo)["error"]["message"]
 
 
 # ------------------------------------------------------- validity: exactly what they should
