@@ -913,7 +913,9 @@ def _check_header(
     if header.eval.model != execution.model:
         raise InputError(
             f"the log evaluated model {header.eval.model!r}; execution profile "
-            f"{execution.execution_id} is {execution.model!r}",
+            f"{execution.execution_id} is {execution.model!r}: map the task to a profile of "
+            "that model (`evalops new execution ID`, its model set to the log's, commit and "
+            "`evalops sync`)",
             name,
             None,
             "eval.model",

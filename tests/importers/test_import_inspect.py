@@ -565,6 +565,8 @@ def test_a_log_whose_model_is_not_the_execution_profiles_is_refused(
         "mockllm/model" in error["message"]
         and "example-provider/example-model-2026-10" in error["message"]
     )
+    # ... and what to do: a profile of the log's model.
+    assert "`evalops new execution ID`" in error["message"], error["message"]
 
 
 def test_a_copy_of_a_log_in_one_invocation_is_the_same_trials(
