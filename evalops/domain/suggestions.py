@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 #: Ids an error names before "and N more": enough to recognise the kind, one line still.
 SHOWN_IDS = 5
@@ -83,3 +83,14 @@ def unknown_id(
     if match is not None:
         return f"{head}; did you mean {match!r}? ({listed})"
     return f"{head}; {listed} ({SYNC_HINT})"
+
+
+def unknown_numbered(
+    noun: str, given: str, prefix: str, exists: Callable[[str], bool], listing: str
+) -> str:
+    """`unknown gate decision '2'; did you mean GATE-2?` when `exists(guess)` is true, else
+    the command that lists them."""
+    guess = numbered_guess(given, prefix)
+    if guess is not None and exists(guess):
+        return f"unknown {noun} {given!r}; did you mean {guess}?"
+    return f"unknown {noun} {given!r} (list them with `{listing}`)"

@@ -83,16 +83,14 @@ def show_decision(reader: Reader, gate_id: str) -> dict[str, Any]:
         {"gate_id": gate_id},
     )
     if row is None:
-        from evalops.domain.suggestions import numbered_guess
+        from evalops.domain.suggestions import unknown_numbered
 
-        guess = numbered_guess(gate_id, "GATE-")
-        known = guess is not None and reader.first(
-            "SELECT id FROM gate_decision WHERE gate_id = :gate_id", {"gate_id": guess}
-        )
+        def exists(guess: str) -> bool:
+            sql = "SELECT id FROM gate_decision WHERE gate_id = :gate_id"
+            return reader.first(sql, {"gate_id": guess}) is not None
+
         raise InputError(
-            f"unknown gate decision {gate_id!r}; did you mean {guess}?"
-            if known
-            else f"unknown gate decision {gate_id!r} (list them with `evalops gate list`)"
+            unknown_numbered("gate decision", gate_id, "GATE-", exists, "evalops gate list")
         )
     policy_id = reader.scalar(
         "SELECT policy_id FROM policy WHERE kind = 'gate_policy' AND policy_digest = :digest "

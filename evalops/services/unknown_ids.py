@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from sqlmodel import Session, select
 
-from evalops.domain.suggestions import numbered_guess, unknown_id
+from evalops.domain.suggestions import unknown_id, unknown_numbered
 from evalops.store import queries
 
 _NOUNS = {
@@ -46,17 +44,6 @@ def known_grader_ids(session: Session) -> list[str]:
     from evalops.store.tables import GraderConfig
 
     return sorted(set(session.exec(select(GraderConfig.grader_id))))
-
-
-def unknown_numbered(
-    noun: str, given: str, prefix: str, exists: Callable[[str], bool], listing: str
-) -> str:
-    """`unknown gate decision '2'; did you mean GATE-2?` when `exists(guess)` is true, else
-    the command that lists them."""
-    guess = numbered_guess(given, prefix)
-    if guess is not None and exists(guess):
-        return f"unknown {noun} {given!r}; did you mean {guess}?"
-    return f"unknown {noun} {given!r} (list them with `{listing}`)"
 
 
 def unknown_decision(session: Session, gate_id: str) -> str:
