@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 _PLAIN_SQLITE = re.compile(r"^sqlite:///(?P<path>[^?#%]+)$")
 
 Params = Mapping[str, Any]
+STREAM_BATCH = 2000
 
 
 class Reader:
@@ -44,6 +45,12 @@ class Reader:
     def each(self, sql: str, params: Params | None = None) -> Iterator[dict[str, Any]]:
         """The rows one at a time (a reader that can stream them does not hold them all)."""
         yield from self.rows(sql, params)
+
+    def tuples(self, sql: str, params: Params | None = None) -> Iterator[tuple[Any, ...]]:
+        """The rows as plain tuples, streamed (a million rows are never held, and no dict is
+        built per row): for checks that read every row of a table."""
+        for row in self.each(sql, params):
+            yield tuple(row.values())
 
     def first(self, sql: str, params: Params | None = None) -> dict[str, Any] | None:
         found = self.rows(sql, params)
@@ -71,6 +78,14 @@ class SqliteReader(Reader):
         for row in self._conn.execute(sql, dict(params or {})):
             yield dict(row)
 
+    def tuples(self, sql: str, params: Params | None = None) -> Iterator[tuple[Any, ...]]:
+        cursor = self._conn.cursor()
+        cursor.row_factory = None  # plain tuples: no Row object per row
+        try:
+            yield from cursor.execute(sql, dict(params or {}))
+        finally:
+            cursor.close()
+
     def close(self) -> None:
         self._conn.rollback()
         self._conn.close()
@@ -88,6 +103,21 @@ class ConnectionReader(Reader):
 
         result = self._conn.execute(text(sql), dict(params or {}))
         return [dict(row) for row in result.mappings()]
+
+    def each(self, sql: str, params: Params | None = None) -> Iterator[dict[str, Any]]:
+        for row in self._stream(sql, params).mappings():
+            yield dict(row)
+
+    def tuples(self, sql: str, params: Params | None = None) -> Iterator[tuple[Any, ...]]:
+        for row in self._stream(sql, params):
+            yield tuple(row)
+
+    def _stream(self, sql: str, params: Params | None) -> Any:
+        """A server-side cursor on PostgreSQL, read a batch at a time."""
+        from sqlalchemy import text
+
+        options = {"stream_results": True, "yield_per": STREAM_BATCH}
+        return self._conn.execution_options(**options).execute(text(sql), dict(params or {}))
 
 
 def timestamp(value: Any) -> datetime:
