@@ -34,16 +34,21 @@ _REPLAYED: set[tuple[str, int]] = set()
 def _replay_all(databases: set[Path]) -> list[str]:
     """Replay every gate decision stored in these databases; list any that differ. Each
     decision of evaluator 3 is also decided by evaluator 4, which must agree
-    (`compact_differences`)."""
+    (`compact_differences`), and every decision's inputs, built by `gate check` through the
+    ORM loader, must be what the plain-SQL loader `verify` uses rebuilds on `sqlite3`
+    (evalops/services/read_gate_inputs.py), byte for byte."""
     from sqlmodel import col, select
 
-    from evalops.services.gate import replay_row
+    from evalops.services.decision_checks import rebuilt_inputs_problem, replay_row
     from evalops.store.engine import make_engine, read_session
+    from evalops.store.reader import open_sqlite
     from evalops.store.tables import AuditEvent, GateDecision
 
     problems = []
     for db in sorted(databases):
         engine = make_engine(f"sqlite:///{db}")
+        plain = open_sqlite(f"sqlite:///{db}", lock_timeout=5)
+        assert plain is not None, db
         try:
             with read_session(engine) as session:
                 head = session.exec(
@@ -55,12 +60,16 @@ def _replay_all(databases: set[Path]) -> list[str]:
                         continue
                     outcome = replay_row(row)
                     found = [f"{db}: {p}" for p in compact_differences(session, row)]
+                    rebuilt = rebuilt_inputs_problem(plain, row)
+                    if rebuilt is not None:
+                        found.append(f"{db}: {row.gate_id}: sqlite3 loader: {rebuilt}")
                     if not outcome["identical"]:
                         found.append(f"{db}: {row.gate_id}: {outcome['problems']}")
                     if not found:
                         _REPLAYED.add(key)
                     problems += found
         finally:
+            plain.close()
             engine.dispose()
     return problems
 
@@ -75,7 +84,8 @@ def compact_differences(session: Any, row: Any) -> list[str]:
     from evalops.domain.canonical import canonical_json
     from evalops.domain.gate_compact import compact_inputs, same_decision_as_evaluator_3
     from evalops.domain.gate_compact import evaluate as evaluate_compact
-    from evalops.services.gate_inputs import GateRequest, build_inputs
+    from evalops.services.gate_input_parts import GateRequest
+    from evalops.services.gate_inputs import build_inputs
 
     inputs = json.loads(row.inputs)
     if inputs.get("evaluator") != 3:

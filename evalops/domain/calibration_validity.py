@@ -292,3 +292,11 @@ def _confusion(matrix: Mapping[str, Mapping[str, int]]) -> dict[str, Any]:
             for human, row in sorted(matrix.items())
         ],
     }
+
+
+def validity_digest(validity: Mapping[str, Validity]) -> str:
+    """What a classification depended on of its grader set's calibrations, as one digest
+    (recorded per ingest batch, compared by the gate to know what to re-derive)."""
+    from evalops.domain.canonical import digest
+
+    return digest({gid: v.as_dict() for gid, v in sorted(validity.items())})

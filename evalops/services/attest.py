@@ -20,7 +20,8 @@ from sqlmodel import Session, select
 from evalops.errors import InputError, VerificationError
 from evalops.report.document import ReportDocument
 from evalops.services.anchors import Anchor, anchor_problem
-from evalops.services.gate import decision_event_mismatch, rebuilt_inputs_problem, replay_row
+from evalops.services.decision_checks import replay_row
+from evalops.services.gate import decision_event_mismatch, rebuilt_inputs_problem
 from evalops.services.reports import stored_document
 from evalops.services.unknown_ids import unknown_decision
 from evalops.services.verify import chain_problem, event_rows_problem

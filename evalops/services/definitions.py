@@ -14,8 +14,7 @@ from typing import Any, NamedTuple
 
 from sqlmodel import Session, col, select
 
-from evalops.domain.calibration_validity import Validity
-from evalops.domain.canonical import digest
+from evalops.domain.calibration_validity import Validity, validity_digest
 from evalops.domain.classify import Classification, classify
 from evalops.domain.facts import StoredTaskHead
 from evalops.domain.specs import EvalTaskSpec, GraderSet
@@ -218,12 +217,6 @@ def share_definitions(session: Session) -> Definitions:
     defs.preload_tasks()
     session.info[SHARED_KEY] = defs
     return defs
-
-
-def validity_digest(validity: dict[str, Validity]) -> str:
-    """What a classification depended on of its grader set's calibrations, as one digest
-    (recorded per ingest batch, compared by the gate to know what to re-derive)."""
-    return digest({gid: v.as_dict() for gid, v in sorted(validity.items())})
 
 
 class StaleClassifications:

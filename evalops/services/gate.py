@@ -15,11 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import Session, col, func, select
+from sqlmodel import Session, func, select
 
 from evalops.domain import audit_kinds
 from evalops.domain.canonical import (
-    canonical_json,
     canonical_json_document,
     sha256_digest,
 )
@@ -27,12 +26,12 @@ from evalops.domain.gate import EVALUATOR, evaluate, evaluate_stored
 from evalops.domain.gate_documents import Anchor, AnyGateInputs, DryRunOutput, StoredOutput
 from evalops.domain.regression import METHODS
 from evalops.domain.vocabulary import format_timestamp
-from evalops.errors import InputError, VerificationError
+from evalops.errors import InputError
+from evalops.services import decision_checks
+from evalops.services.decision_checks import replay_row
+from evalops.services.gate_input_parts import DEFAULT_SEED, evaluated_at
 from evalops.services.gate_inputs import (
-    DEFAULT_SEED,
-    GateRequest,
     build_inputs,
-    evaluated_at,
     execution_for,
     listed_inputs,
     policy_from_file,
@@ -42,6 +41,7 @@ from evalops.services.policies import named_by_digest, named_in
 from evalops.services.unknown_ids import unknown_decision
 from evalops.store.audit import append_event, chain_head, next_seq
 from evalops.store.engine import read_session, write_session
+from evalops.store.reader import ConnectionReader
 from evalops.store.tables import AuditEvent, GateDecision, Waiver
 
 
@@ -240,60 +240,19 @@ def show(engine: Engine, gate_id: str) -> dict[str, Any]:
         }
 
 
-def _differences(a: Any, b: Any, path: str = "") -> list[str]:
-    if isinstance(a, dict) and isinstance(b, dict):
-        out: list[str] = []
-        for key in sorted(a.keys() | b.keys()):
-            out += _differences(a.get(key), b.get(key), f"{path}.{key}" if path else key)
-        return out
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        return [
-            d
-            for i, (x, y) in enumerate(zip(a, b, strict=True))
-            for d in _differences(x, y, f"{path}[{i}]")
-        ]
-    return [] if canonical_json(a) == canonical_json(b) else [path or "(decision)"]
-
-
-def replay_row(row: GateDecision) -> dict[str, Any]:
-    """Re-evaluate a stored decision from its stored inputs; compare canonical JSON."""
-    problems: list[str] = []
-    inputs = json.loads(row.inputs)
-    inputs_bytes = canonical_json_document(inputs)
-    if sha256_digest(inputs_bytes) != row.inputs_digest or inputs_bytes != row.inputs.encode(
-        "utf-8"
-    ):
-        problems.append("stored inputs do not match inputs_digest")
-    stored = json.loads(row.result)
-    result_bytes = canonical_json_document(stored)
-    if sha256_digest(result_bytes) != row.result_digest or result_bytes != row.result.encode(
-        "utf-8"
-    ):
-        problems.append("stored decision does not match result_digest")
-    fresh = evaluate_stored(inputs)
-    identical = canonical_json_document(fresh) == row.result.encode("utf-8")
-    if not identical:
-        problems += [f"differs at {p}" for p in _differences(stored, fresh)[:20]]
-    return {
-        "gate_id": row.gate_id,
-        "identical": identical and not problems,
-        "decision": fresh["decision"],
-        "stored_decision": row.decision,
-        "problems": problems,
-    }
-
-
 def decision_event_mismatch(session: Session, row: GateDecision) -> str | None:
     """Does the stored row still say what the audit event that recorded it says?"""
-    event = session.get(AuditEvent, row.audit_seq)
-    payload = json.loads(event.payload) if event else {}
-    if (
-        payload.get("inputs_digest") != row.inputs_digest
-        or payload.get("result_digest") != row.result_digest
-        or payload.get("decision") != row.decision
-    ):
-        return f"not the decision audit seq {row.audit_seq} recorded"
-    return None
+    return decision_checks.decision_event_mismatch(_reader(session), row)
+
+
+def rebuilt_inputs_problem(session: Session, row: GateDecision) -> str | None:
+    """Do the stored inputs still match the registry rows they were loaded from?"""
+    return decision_checks.rebuilt_inputs_problem(_reader(session), row)
+
+
+def _reader(session: Session) -> ConnectionReader:
+    """The session's own connection as a `Reader` (the decision checks are plain SQL)."""
+    return ConnectionReader(session.connection())
 
 
 def replay(engine: Engine, gate_id: str) -> dict[str, Any]:
@@ -308,62 +267,9 @@ def replay(engine: Engine, gate_id: str) -> dict[str, Any]:
         return outcome
 
 
-def rebuilt_inputs_problem(session: Session, row: GateDecision) -> str | None:
-    """Do the stored inputs still match the rows they were loaded from?
-
-    The inputs are rebuilt from the registry as it stood at the decision's cutoff and
-    compared canonically; a dry-run policy file is never stored, so every stored decision's
-    policy is registered and can be rebuilt.
-    """
-    inputs = json.loads(row.inputs)
-    if "request" not in inputs:
-        return None  # decided before requests were recorded (migrated database)
-    request = GateRequest.from_dict(inputs["request"])
-    gate_id = inputs["gate_id"]
-    evaluator = int(inputs.get("evaluator", 1))
-    del inputs  # a large decision's parsed inputs are not held beside the rebuilt ones
-    try:
-        rebuilt = build_inputs(session, request, rebuild=True, evaluator=evaluator)
-    except InputError as exc:
-        return f"its inputs can no longer be loaded: {exc.message}"
-    rebuilt["gate_id"] = gate_id
-    rebuilt_bytes = canonical_json_document(rebuilt)
-    if rebuilt_bytes == row.inputs.encode("utf-8"):
-        return None  # stored inputs are canonical JSON (replay checks it): equal bytes
-    stored = json.loads(row.inputs)
-    if rebuilt_bytes == canonical_json_document(stored):
-        return None
-    where = _differences(stored, rebuilt)[:5]
-    return (
-        "stored inputs no longer match the registry rows they were loaded from ("
-        + (", ".join(where) or "differs")
-        + ")"
-    )
-
-
 def verify_decisions(session: Session) -> int:
-    """`verify`: every stored decision replays identically, matches its audit event, and
-    its inputs match the registry rows they were loaded from."""
-    count = 0
-    # One decision at a time: each carries its whole inputs document, so they are never
-    # all loaded (or kept by the session) together.
-    for row_id in session.exec(select(GateDecision.id).order_by(col(GateDecision.id))).all():
-        row = session.get(GateDecision, row_id)
-        assert row is not None
-        count += 1
-        outcome = replay_row(row)
-        if not outcome["identical"]:
-            raise VerificationError(
-                f"gate decision {row.gate_id}: " + "; ".join(outcome["problems"] or ["differs"])
-            )
-        mismatch = decision_event_mismatch(session, row)
-        if mismatch:
-            raise VerificationError(f"gate decision {row.gate_id}: {mismatch}")
-        problem = rebuilt_inputs_problem(session, row)
-        if problem:
-            raise VerificationError(f"gate decision {row.gate_id}: {problem}")
-        session.expunge(row)
-    return count
+    """`verify`'s decision stage over an ORM session (`decision_checks.verify_decisions`)."""
+    return decision_checks.verify_decisions(_reader(session))
 
 
 def compare(

@@ -24,6 +24,7 @@ from sqlmodel import Session, col, func, select
 
 from evalops.domain import audit_kinds, digests
 from evalops.domain.authority import Scope
+from evalops.domain.calibration_validity import validity_digest
 from evalops.domain.canonical import (
     canonical_json,
     canonical_text,
@@ -53,7 +54,7 @@ from evalops.services.authority import (
     authorize,
     record_refusal_apart,
 )
-from evalops.services.definitions import Definitions, validity_digest
+from evalops.services.definitions import Definitions
 from evalops.store.audit import append_event, next_seq
 from evalops.store.bulk import insert_rows
 from evalops.store.engine import write_session

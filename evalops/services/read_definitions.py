@@ -45,19 +45,27 @@ class GraderSetDocument(NamedTuple):
     graders: list[dict[str, Any]]
 
 
-def calibration_of_config(reader: Reader, config_digest: str) -> StoredCalibration | None:
+def upto(cutoff: int | None) -> str:
+    """`AND audit_seq <= :cutoff` when reading the registry as it stood at an audit seq
+    (the query then passes `cutoff`), else nothing."""
+    return "" if cutoff is None else " AND audit_seq <= :cutoff"
+
+
+def calibration_of_config(
+    reader: Reader, config_digest: str, cutoff: int | None = None
+) -> StoredCalibration | None:
     """The newest calibration of exactly this grader config (`queries.calibration_of_config`)."""
     row = reader.first(
         "SELECT id, calibration_id, grader_config_digest, record FROM calibration "
-        "WHERE grader_config_digest = :config ORDER BY id DESC LIMIT 1",
-        {"config": config_digest},
+        f"WHERE grader_config_digest = :config{upto(cutoff)} ORDER BY id DESC LIMIT 1",
+        {"config": config_digest, "cutoff": cutoff},
     )
     if row is None:
         return None
     reason = reader.scalar(
-        "SELECT reason FROM calibration_invalidation WHERE calibration_row_id = :id "
-        "ORDER BY id DESC LIMIT 1",
-        {"id": row["id"]},
+        "SELECT reason FROM calibration_invalidation WHERE calibration_row_id = :id"
+        f"{upto(cutoff)} ORDER BY id DESC LIMIT 1",
+        {"id": row["id"], "cutoff": cutoff},
     )
     return StoredCalibration(
         calibration_id=row["calibration_id"],
@@ -67,17 +75,25 @@ def calibration_of_config(reader: Reader, config_digest: str) -> StoredCalibrati
     )
 
 
-def config_validity(reader: Reader, grader: GraderFacts, config_digest: str) -> Validity:
+def config_validity(
+    reader: Reader,
+    grader: GraderFacts,
+    config_digest: str,
+    cutoff: int | None = None,
+    *,
+    pass_class_exempt: bool = False,
+) -> Validity:
     """Validity of one grader config from its own newest calibration only
-    (`queries.config_validity`)."""
-    record = calibration_of_config(reader, config_digest)
+    (`queries.config_validity`; `pass_class_exempt`: under the rule of evaluator 2 and
+    earlier)."""
+    record = calibration_of_config(reader, config_digest, cutoff)
     if record is None:
         others = [
             r["calibration_id"]
             for r in reader.rows(
                 "SELECT calibration_id FROM calibration WHERE grader_id = :grader "
-                "AND grader_config_digest != :config ORDER BY id",
-                {"grader": grader.id, "config": config_digest},
+                f"AND grader_config_digest != :config{upto(cutoff)} ORDER BY id",
+                {"grader": grader.id, "config": config_digest, "cutoff": cutoff},
             )
         ]
         reasons = [f"no calibration recorded for config {config_digest}"]
@@ -87,15 +103,17 @@ def config_validity(reader: Reader, grader: GraderFacts, config_digest: str) -> 
                 "count for this one"
             )
         return Validity("missing", tuple(reasons))
-    return calibration_validity(grader, config_digest, record)
+    return calibration_validity(grader, config_digest, record, pass_class_exempt=pass_class_exempt)
 
 
-def grader_set_by_digest(reader: Reader, grader_set_digest: str) -> GraderSetDocument | None:
+def grader_set_by_digest(
+    reader: Reader, grader_set_digest: str, cutoff: int | None = None
+) -> GraderSetDocument | None:
     """The newest registered grader set of this digest (`queries.grader_set_by_digest`)."""
     document = reader.scalar(
-        "SELECT document FROM grader_set WHERE grader_set_digest = :digest "
+        f"SELECT document FROM grader_set WHERE grader_set_digest = :digest{upto(cutoff)} "
         "ORDER BY id DESC LIMIT 1",
-        {"digest": grader_set_digest},
+        {"digest": grader_set_digest, "cutoff": cutoff},
     )
     if document is None:
         return None
@@ -140,10 +158,16 @@ def review_results(
 
 class StoredDefinitions:
     """Registered definitions looked up by digest, each read once per command
-    (`definitions.Definitions` without a cutoff: the registry as it stands)."""
+    (`definitions.Definitions`): the registry as it stands, or with `cutoff` (an audit seq)
+    as it stood then; `pass_class_exempt` judges calibrations as evaluator 2 and earlier
+    did."""
 
-    def __init__(self, reader: Reader) -> None:
+    def __init__(
+        self, reader: Reader, cutoff: int | None = None, *, pass_class_exempt: bool = False
+    ) -> None:
         self.reader = reader
+        self.cutoff = cutoff
+        self.pass_class_exempt = pass_class_exempt
         self._tasks: dict[tuple[str, str], StoredTask | None] = {}
         self._grader_sets: dict[str, GraderSetDocument | None] = {}
         self._validity: dict[str, dict[str, Validity]] = {}
@@ -156,15 +180,15 @@ class StoredDefinitions:
         if key not in self._tasks:
             document = self.reader.scalar(
                 "SELECT document FROM task_revision WHERE task_digest = :digest "
-                "AND task_id = :task ORDER BY id DESC LIMIT 1",
-                {"digest": task_digest, "task": task_id},
+                f"AND task_id = :task{upto(self.cutoff)} ORDER BY id DESC LIMIT 1",
+                {"digest": task_digest, "task": task_id, "cutoff": self.cutoff},
             )
             self._tasks[key] = None if document is None else StoredTask.of(json.loads(document))
         return self._tasks[key]
 
     def grader_set(self, digest: str) -> GraderSetDocument | None:
         if digest not in self._grader_sets:
-            self._grader_sets[digest] = grader_set_by_digest(self.reader, digest)
+            self._grader_sets[digest] = grader_set_by_digest(self.reader, digest, self.cutoff)
         return self._grader_sets[digest]
 
     def validity(self, digest: str) -> dict[str, Validity]:
@@ -173,7 +197,13 @@ class StoredDefinitions:
             found = self.grader_set(digest)
             self._validity[digest] = (
                 {
-                    grader.id: config_validity(self.reader, grader, config)
+                    grader.id: config_validity(
+                        self.reader,
+                        grader,
+                        config,
+                        self.cutoff,
+                        pass_class_exempt=self.pass_class_exempt,
+                    )
                     for grader, config in model_configs(found)
                 }
                 if found
@@ -186,13 +216,16 @@ class StoredDefinitions:
         whole, once: they hold rows only for the exceptional trials)."""
         if self._appended is None:
             recon: dict[str, list[dict[str, Any]]] = {}
+            only = {"cutoff": self.cutoff}
+            where = "" if self.cutoff is None else " WHERE audit_seq <= :cutoff"
             for r in self.reader.rows(
-                "SELECT trial_id, effect_index, status FROM reconciliation ORDER BY id"
+                f"SELECT trial_id, effect_index, status FROM reconciliation{where} ORDER BY id",
+                only,
             ):
                 recon.setdefault(r["trial_id"], []).append(r)
             reviews: dict[str, list[dict[str, Any]]] = {}
             for v in self.reader.rows(
-                "SELECT trial_id, grader_id, state FROM review_result ORDER BY id"
+                f"SELECT trial_id, grader_id, state FROM review_result{where} ORDER BY id", only
             ):
                 reviews.setdefault(v["trial_id"], []).append(v)
             self._appended = (recon, reviews)

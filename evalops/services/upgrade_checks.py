@@ -36,7 +36,7 @@ from evalops.domain.digests import grader_config_digest
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import VerificationError
 from evalops.services.database import stored_revision
-from evalops.services.gate import replay_row
+from evalops.services.decision_checks import replay_row
 from evalops.services.verify import check_chain, check_definitions
 from evalops.store.engine import snapshot_session
 from evalops.store.rowdigest import BOOLEAN, TIMESTAMP, cell

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from sqlalchemy import and_, true
 from sqlmodel import Session, SQLModel, col, select
 
-from evalops.domain import digests
+from evalops.domain import digests, labels
 from evalops.domain.calibration_validity import StoredCalibration, Validity, calibration_validity
 from evalops.domain.facts import TaskHeadFacts
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet, SuiteDeclaration
@@ -139,27 +139,13 @@ def effective_labels(
     return strictest_labels(list(rows), pinned_revision_id)
 
 
-RISK_RANK = {"critical": 0, "noncritical_regression": 1, "quality_signal": 2}
-
-
 def strictest_labels(
     rows: list[TaskRevision],
     pinned_revision_id: int | None,
     spec_of: Callable[[TaskRevision], TaskHeadFacts] = task_spec,
 ) -> tuple[str, list[str]]:
     """The ratchet over one task's registered rows (see `effective_labels`)."""
-    pinned = next((r for r in rows if r.id == pinned_revision_id), None)
-    floor = pinned.revision if pinned is not None else 0
-    risk = "quality_signal"
-    protects: set[str] = set()
-    for row in rows:
-        if row.revision < floor:
-            continue
-        meta = spec_of(row).meta
-        if RISK_RANK[meta.risk] < RISK_RANK[risk]:
-            risk = meta.risk
-        protects.update(meta.protects)
-    return risk, sorted(protects)
+    return labels.strictest_labels(rows, pinned_revision_id, spec_of)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,131 @@
+"""The parts of loading a gate decision's inputs that read no database: the request a
+decision records, and what a stored row becomes in the inputs. The loaders
+(evalops/services/gate_inputs.py over the ORM, evalops/services/read_gate_inputs.py over
+plain SQL) share them, so the two cannot spell an input differently."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from evalops.domain.gate_documents import GateRequestDocument, TrajectoryCounts
+from evalops.domain.suggestions import close_match, some_of, unknown_id
+from evalops.domain.trajectory import TrajectoryResult
+from evalops.domain.vocabulary import parse_timestamp
+
+DEFAULT_SEED = 20261130
+
+
+@dataclass(frozen=True)
+class GateRequest:
+    """What a user asked for; stored with the inputs so `verify` can rebuild them."""
+
+    build: str
+    suite_id: str
+    at: str
+    """RFC 3339 UTC: the evaluation time (`--at`, else now)."""
+    cutoff: int
+    """The last audit seq whose rows the decision reads."""
+    execution_id: str | None = None
+    baseline: str | None = None
+    """As asked: a build, `auto`, or None."""
+    policy: str | None = None
+    """A registered gate policy's id or digest; None: the one in force."""
+    method: str | None = None
+    alpha: float | None = None
+    seed: int = DEFAULT_SEED
+
+    def as_dict(self) -> GateRequestDocument:
+        return {
+            "build": self.build,
+            "suite": self.suite_id,
+            "at": self.at,
+            "cutoff": self.cutoff,
+            "execution": self.execution_id,
+            "baseline": self.baseline,
+            "policy": self.policy,
+            "method": self.method,
+            "alpha": self.alpha,
+            "seed": self.seed,
+        }
+
+    @classmethod
+    def from_dict(cls, d: GateRequestDocument) -> GateRequest:
+        return cls(
+            build=d["build"],
+            suite_id=d["suite"],
+            at=d["at"],
+            cutoff=int(d["cutoff"]),
+            execution_id=d.get("execution"),
+            baseline=d.get("baseline"),
+            policy=d.get("policy"),
+            method=d.get("method"),
+            alpha=d.get("alpha"),
+            seed=int(d.get("seed", DEFAULT_SEED)),
+        )
+
+
+def efficiency_counts(text: str) -> tuple[dict[str, Any], int | None]:
+    """The stored efficiency counts, and the fixture misses when ingest recorded them."""
+    counts: dict[str, Any] = json.loads(text)
+    misses = counts.pop("fixtureMisses", None)
+    return counts, misses
+
+
+def trajectory_counts(trajectory: str | None) -> TrajectoryCounts | None:
+    return TrajectoryResult.from_block(json.loads(trajectory)).block() if trajectory else None
+
+
+def no_profile_for(forced: Mapping[str, Any], build: str, field: str) -> str:
+    """No profile in force for `build`: a profile's id given for its build (they are
+    often alike, `agent-v1` of build `build-1`), a typo, or a build not synced."""
+    known = sorted({str(row.system_build) for row in forced.values()})
+    head = f"no execution profile in force has system_build {build!r}"
+    if not known:
+        return f"{head}; builds in force: none (sync an execution profile first)"
+    listed = f"builds in force: {some_of(known)}"
+    if build in forced:
+        meant = str(forced[build].system_build)
+        shared = sum(1 for row in forced.values() if row.system_build == meant)
+        pick = f" --execution {build}" if field == "--build" and shared > 1 else ""
+        return (
+            f"{head}; {build!r} is an execution profile id, whose build is {meant}: "
+            f"pass {field} {meant}{pick} ({listed})"
+        )
+    match = close_match(build, known)
+    if match is not None:
+        return f"{head}; did you mean {match!r}? ({listed})"
+    return f"{head}; {listed}"
+
+
+def not_a_profile_of(
+    forced: Mapping[str, Any], latest: Mapping[str, Any], build: str, execution_id: str
+) -> str:
+    """`--execution` names no profile of `build`: another build's, none in force, or a
+    build's name given for a profile's id."""
+    if execution_id in forced:
+        return (
+            f"execution profile {execution_id!r} in force is for build "
+            f"{forced[execution_id].system_build}, not {build}"
+        )
+    own = sorted(latest)
+    if any(row.system_build == execution_id for row in forced.values()):
+        return (
+            f"no execution profile {execution_id!r} is in force: {execution_id} is a build, "
+            "and --execution takes a profile's id (execution profiles of build "
+            f"{build} in force: {some_of(own)})"
+        )
+    return unknown_id(
+        "execution profile",
+        execution_id,
+        own,
+        status="in force",
+        nouns=f"execution profiles of build {build}",
+    )
+
+
+def evaluated_at(request: GateRequest) -> datetime:
+    return parse_timestamp(request.at)
