@@ -199,12 +199,11 @@ def check_definitions(reader: Reader) -> int:
     count = 0
     for table, table_kind, ident_column, version_column, digest_column in _DEFINITIONS:
         sql = _definitions_sql(table, table_kind, ident_column, version_column, digest_column)
-        for row_id, ident, version, row_kind, document, document_digest, identity in reader.tuples(
-            sql
-        ):
+        for row in reader.tuples(sql):
+            row_id, ident, version, row_kind, document, document_digest, identity = row
             count += 1
             kind = table_kind or row_kind
-            # A revision or version of 0 is shown as none, as the ORM check named it.
+            # A version of 0 is left out of the name, like none (as messages always named it).
             name = f"{kind} {ident}" + (f"@{version}" if version else "") + f" (row {row_id})"
             try:
                 value = json.loads(document)
