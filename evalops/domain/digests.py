@@ -73,3 +73,17 @@ def record_digest(record: Mapping[str, Any]) -> str:
 def document_digest(document: Mapping[str, Any]) -> str:
     """The whole file object: what `verify` re-hashes for every stored definition."""
     return digest(dict(document))
+
+
+def spec_digest(kind: str, value: Mapping[str, Any]) -> str:
+    """The identity digest of a definition file of `kind` (its document digest for a kind
+    without a recipe of its own)."""
+    if kind == "task":
+        return task_digest(value)
+    if kind == "execution_profile":
+        return execution_digest(value)
+    if kind == "grader_set":
+        return grader_set_digest(value)
+    if kind in ("suite_policy", "gate_policy", "authority"):
+        return policy_digest(value)
+    return document_digest(value)

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from evalops.domain import digests
+from evalops.domain.digests import spec_digest
 from evalops.domain.specs import (
     SPEC_KINDS,
     SPEC_MODELS,
@@ -80,18 +81,6 @@ class Definition:
         if isinstance(self.spec, ExecutionProfile):
             row["system_build"] = self.spec.system_build
         return row
-
-
-def spec_digest(kind: str, value: dict[str, Any]) -> str:
-    if kind == "task":
-        return digests.task_digest(value)
-    if kind == "execution_profile":
-        return digests.execution_digest(value)
-    if kind == "grader_set":
-        return digests.grader_set_digest(value)
-    if kind in ("suite_policy", "gate_policy", "authority"):
-        return digests.policy_digest(value)
-    return digests.document_digest(value)
 
 
 _PATTERN_HELP = {

@@ -18,12 +18,9 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evalops.errors import InputError
-
-if TYPE_CHECKING:
-    from sqlmodel import Session
 
 HASH = r"sha256:[0-9a-f]{64}"
 LINE = re.compile(rf"^\s*(\d+):({HASH})\s*$")
@@ -158,23 +155,3 @@ def anchors_in_file(path: Path) -> list[Anchor]:
             name,
         )
     return sorted(unique, key=lambda a: a.seq)
-
-
-def anchor_problem(session: Session, anchor: Anchor) -> str | None:
-    # Imported here: reading an anchor file (and refusing a hostile one) needs no database.
-    from evalops.store.tables import AuditEvent
-
-    event = session.get(AuditEvent, anchor.seq)
-    if event is None:
-        return (
-            f"anchor {anchor.seq}:{anchor.hash} from {anchor.source}: the chain has no event "
-            f"{anchor.seq} any more (its tail was cut, unless the anchor is another "
-            "registry's: check --db)"
-        )
-    if event.hash != anchor.hash:
-        return (
-            f"anchor {anchor.seq}:{anchor.hash} from {anchor.source}: the chain holds "
-            f"{event.hash} at seq {anchor.seq} (rewritten since the anchor was taken, "
-            "unless the anchor is another registry's: check --db)"
-        )
-    return None

@@ -19,28 +19,28 @@ from sqlmodel import Session, select
 
 from evalops.errors import InputError, VerificationError
 from evalops.report.document import ReportDocument
-from evalops.services.anchors import Anchor, anchor_problem
+from evalops.services.anchors import Anchor
 from evalops.services.decision_checks import replay_row
 from evalops.services.gate import decision_event_mismatch, rebuilt_inputs_problem
 from evalops.services.reports import stored_document
 from evalops.services.unknown_ids import unknown_decision
-from evalops.services.verify import chain_problem, event_rows_problem
+from evalops.services.verify_reads import anchor_problem, chain_problem, event_rows_problem
 from evalops.store.engine import read_session
-from evalops.store.tables import AuditEvent, GateDecision
+from evalops.store.reader import ConnectionReader
+from evalops.store.tables import GateDecision
 
 
 def _problems(session: Session, row: GateDecision, anchors: Iterable[Anchor]) -> Iterable[str]:
     """Each check in turn, cheapest first; the caller stops at the first problem."""
-    yield from filter(None, [chain_problem(session)])
+    reader = ConnectionReader(session.connection())  # verify's own checks, in this session
+    yield from filter(None, [chain_problem(reader)])
     for anchor in anchors:
-        yield from filter(None, [anchor_problem(session, anchor)])
+        yield from filter(None, [anchor_problem(reader, anchor)])
     outcome = replay_row(row)
     if not outcome["identical"]:
         yield "it does not replay: " + "; ".join(outcome["problems"] or ["differs"])
     yield from filter(None, [decision_event_mismatch(session, row)])
-    event = session.get(AuditEvent, row.audit_seq)
-    if event is not None:
-        yield from filter(None, [event_rows_problem(session, event)])
+    yield from filter(None, [event_rows_problem(reader, row.audit_seq)])
     yield from filter(None, [rebuilt_inputs_problem(session, row)])
 
 

@@ -69,9 +69,11 @@ from evalops.services.definitions import SHARED_KEY, Definitions, rederive, sess
 from evalops.services.drilldown import add_rerun, calibration_states, drill_down, trial_details
 from evalops.services.policies import named_in
 from evalops.services.unknown_ids import unknown_decision
+from evalops.services.verify_reads import carried_forward, rows_fully_covered_from
 from evalops.store import queries
-from evalops.store.audit import carried_forward, chain_head, rows_fully_covered_from
+from evalops.store.audit import chain_head
 from evalops.store.engine import read_session
+from evalops.store.reader import ConnectionReader
 from evalops.store.tables import (
     AuditEvent,
     Calibration,
@@ -320,7 +322,7 @@ def _coverage(session: Session) -> Coverage:
     """From which audit event on the rows are fully covered by their own events' digests,
     and which migrations carried older rows forward (checked only as far as their schema
     recorded them)."""
-    carried = carried_forward(session)
+    carried = carried_forward(ConnectionReader(session.connection()))
     return {"rows_fully_covered_from": rows_fully_covered_from(carried), "carried_forward": carried}
 
 

@@ -37,9 +37,10 @@ from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import VerificationError
 from evalops.services.database import stored_revision
 from evalops.services.decision_checks import replay_row
-from evalops.services.verify import check_chain, check_definitions
+from evalops.services.verify_reads import check_chain, check_definitions
 from evalops.store.engine import snapshot_session
-from evalops.store.rowdigest import BOOLEAN, TIMESTAMP, cell
+from evalops.store.reader import ConnectionReader
+from evalops.store.rowlines import BOOLEAN, TIMESTAMP, cell
 from evalops.store.schema import HEAD_REVISION
 from evalops.store.tables import GateDecision
 
@@ -253,8 +254,9 @@ def _check_decisions_0001(session: Session) -> None:
 
 
 def _check_0001(session: Session) -> None:
-    check_chain(session)
-    check_definitions(session)
+    reader = ConnectionReader(session.connection())
+    check_chain(reader)
+    check_definitions(reader)
     payloads = _payloads(session)
     _check_batches_0001(session, payloads)
     _check_trial_mirrors(session)
@@ -269,13 +271,15 @@ def _check_0002(session: Session) -> None:
     from sqlalchemy import inspect
 
     from evalops.services.gate import verify_decisions
-    from evalops.services.verify import audited_tables, check_rows, check_trials
+    from evalops.services.verify_reads import check_rows, check_trials
+    from evalops.store.audited_columns import AUDITED_COLUMNS
 
-    check_chain(session)
-    check_definitions(session)
-    check_trials(session)
+    reader = ConnectionReader(session.connection())
+    check_chain(reader)
+    check_definitions(reader)
+    check_trials(reader)
     present = set(inspect(session.connection()).get_table_names())
-    check_rows(session, [t for t in audited_tables() if t.name in present])
+    check_rows(reader, [name for name in AUDITED_COLUMNS if name in present])
     verify_decisions(session)
 
 

@@ -8,8 +8,7 @@ from typing import Any
 
 from sqlmodel import Session, col, select
 
-from evalops.domain import audit_kinds
-from evalops.domain.audit_chain import ChainEvent, event_hash
+from evalops.domain.audit_chain import event_hash
 from evalops.domain.canonical import GENESIS_HASH, canonical_text, sha256_digest
 from evalops.domain.vocabulary import format_timestamp
 from evalops.store.rowdigest import RowsDigest, rows_payload
@@ -89,35 +88,3 @@ def append_event(
     session.add(row)
     session.flush()
     return row
-
-
-def as_chain_event(row: AuditEvent) -> ChainEvent:
-    return ChainEvent(
-        seq=row.seq,
-        at=format_timestamp(row.at),
-        actor=row.actor,
-        kind=row.kind,
-        subject=row.subject,
-        payload_digest=row.payload_digest,
-        prev_hash=row.prev_hash,
-        hash=row.hash,
-    )
-
-
-def carried_forward(session: Session) -> list[dict[str, Any]]:
-    """The migrations that carried rows of an older schema forward, oldest first: each
-    vouches for the rows of every event before its own `seq`, checked at the upgrade only
-    as far as that schema recorded them. Rows of events from the last one's `seq` on are
-    fully covered by the digests their own events recorded."""
-    events = select(AuditEvent.seq, AuditEvent.subject).where(
-        AuditEvent.kind == audit_kinds.MIGRATION_ROWS
-    )
-    return [
-        {"seq": seq, "migration": subject.partition(":")[2]}
-        for seq, subject in session.exec(events.order_by(col(AuditEvent.seq)))
-    ]
-
-
-def rows_fully_covered_from(carried: list[dict[str, Any]]) -> int:
-    """The first audit seq whose rows, and every later one's, are fully covered."""
-    return max((c["seq"] for c in carried), default=1)

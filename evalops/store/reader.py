@@ -105,19 +105,29 @@ class ConnectionReader(Reader):
         return [dict(row) for row in result.mappings()]
 
     def each(self, sql: str, params: Params | None = None) -> Iterator[dict[str, Any]]:
-        for row in self._stream(sql, params).mappings():
-            yield dict(row)
+        result = self._stream(sql, params)
+        try:
+            for row in result.mappings():
+                yield dict(row)
+        finally:
+            result.close()
 
     def tuples(self, sql: str, params: Params | None = None) -> Iterator[tuple[Any, ...]]:
-        for row in self._stream(sql, params):
-            yield tuple(row)
+        result = self._stream(sql, params)
+        try:
+            for row in result:
+                yield tuple(row)
+        finally:
+            result.close()  # a stream left early (a check that failed) frees its cursor
 
     def _stream(self, sql: str, params: Params | None) -> Any:
-        """A server-side cursor on PostgreSQL, read a batch at a time."""
+        """A server-side cursor on PostgreSQL, read a batch at a time. The options go with
+        this statement only: `Connection.execution_options` would change the connection in
+        place, and an ORM session reading through it afterwards would stream every query."""
         from sqlalchemy import text
 
         options = {"stream_results": True, "yield_per": STREAM_BATCH}
-        return self._conn.execution_options(**options).execute(text(sql), dict(params or {}))
+        return self._conn.execute(text(sql), dict(params or {}), execution_options=options)
 
 
 def timestamp(value: Any) -> datetime:

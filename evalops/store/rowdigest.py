@@ -6,24 +6,20 @@ those rows: every column but `audit_seq`, the row id included (other rows refer 
 `verify` recomputes the same digests from the stored rows and compares both directions:
 an edited, deleted, inserted or re-pointed row anywhere changes a digest or a count.
 
-A row's canonical content is the RFC 8785 JSON list of its column values in sorted
-column-name order, timestamps in the one UTC spelling and booleans as booleans, so the same
-row written from Python or read back raw from SQLite or PostgreSQL hashes the same.
+How a row is hashed (its canonical line, each kind of cell) is evalops/store/rowlines.py,
+which needs no SQLAlchemy; this module derives, from the table models, which columns a
+table's digest covers and of which kind each is, and hashes ORM rows as they are written.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
-from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
-from json.encoder import encode_basestring
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import Boolean, Table
 
-from evalops.domain.canonical import MAX_SAFE_INTEGER, canonical_json, encode_trusted
-from evalops.domain.vocabulary import format_timestamp
+from evalops.store.rowlines import BOOLEAN, PLAIN, TIMESTAMP, cell, line_of, table_entry
 from evalops.store.types import UTCDateTime
 
 # Bump only with a migration that re-records what older events committed to.
@@ -33,7 +29,6 @@ ROWS_VERSION = 1
 # `verify` re-computes from the column itself: a trial's stored record (`stored_digest`).
 COVERED_ELSEWHERE = {("trial", "record")}
 
-TIMESTAMP, BOOLEAN, PLAIN = "timestamp", "boolean", "plain"
 _PLANS: dict[str, list[tuple[str, str]]] = {}
 
 
@@ -54,92 +49,6 @@ def digest_plan(table: Table) -> list[tuple[str, str]]:
             if c.name != "audit_seq" and (table.name, c.name) not in COVERED_ELSEWHERE
         ]
     return plan
-
-
-def _timestamp(value: Any) -> str:
-    if isinstance(value, datetime):
-        return format_timestamp(value)
-    text = str(value)
-    # SQLite's one stored spelling (naive UTC with microseconds) -> the canonical one. Any
-    # other spelling, even of the same moment ('T' for the space, no fraction), hashes as
-    # itself: readers that compare the stored text would see a different time.
-    if len(text) == 26 and text[10] == " " and text[19] == ".":
-        return f"{text[:10]}T{text[11:]}Z"
-    return f"not a stored timestamp: {text}"
-
-
-def _boolean(value: Any) -> Any:
-    # SQLite keeps booleans as the integers 0 and 1; 2, 'false' or 0.5 read back as True
-    # through the driver, so anything else hashes as itself and no longer matches.
-    if value is True or value is False:
-        return value
-    if type(value) is int and value in (0, 1):
-        return value == 1
-    return f"not a stored boolean: {value!r}"
-
-
-def cell(kind: str, value: Any) -> Any:
-    """A stored value as the row digest reads it, whatever the driver returned."""
-    if value is None:
-        return None
-    if kind == TIMESTAMP:
-        return _timestamp(value)
-    if kind == BOOLEAN:
-        return _boolean(value)
-    return value
-
-
-class _Slow(Exception):
-    pass
-
-
-def _fast(value: Any) -> Any:
-    """A scalar on the C encoder's RFC 8785 fast path, or _Slow."""
-    if isinstance(value, float):
-        if value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
-            return int(value)
-        if math.isfinite(value) and 1e-4 <= abs(value) < 1e16:
-            return value
-        raise _Slow
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SAFE_INTEGER:
-        raise _Slow
-    return value
-
-
-#: The C encoder's own writer of a `str` when it does not escape to ASCII (what
-#: `encode_trusted` calls for each string): the same bytes, without building an encoder.
-_encode_string = encode_basestring
-
-
-def line_of(cells: Sequence[Any]) -> bytes:
-    """One row's canonical content (RFC 8785 of the list of its cells), newline-ended.
-
-    Cells that are all strings, None or safe integers (most rows) are written here as the
-    C encoder writes them (each string by its own writer, an int by `int.__repr__`); any
-    other cell takes `encode_trusted` or the reference. tests/services/test_fast_paths.py
-    holds every path to `rfc8785`."""
-    parts = []
-    for value in cells:
-        kind = type(value)
-        if kind is str:
-            parts.append(_encode_string(value))
-        elif value is None:
-            parts.append("null")
-        elif kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
-            parts.append(int.__repr__(value))
-        else:
-            return _line_of_any(cells)
-    try:
-        return ("[" + ",".join(parts) + "]\n").encode("utf-8")
-    except UnicodeEncodeError:
-        return _line_of_any(cells)
-
-
-def _line_of_any(cells: Sequence[Any]) -> bytes:
-    try:
-        return encode_trusted([_fast(v) for v in cells]) + b"\n"
-    except (_Slow, UnicodeEncodeError):
-        return canonical_json(list(cells)) + b"\n"
 
 
 def row_line(table: Table, row: Mapping[str, Any]) -> bytes:
@@ -168,12 +77,6 @@ class RowsDigest:
             name: table_entry(count, hasher)
             for name, (count, hasher) in sorted(self._tables.items())
         }
-
-
-def table_entry(count: int, hasher: Any) -> dict[str, Any]:
-    """One table's entry in an event's `rows` block: its count of rows and the sha256 of
-    their lines (fed to `hasher` in id order)."""
-    return {"count": count, "digest": "sha256:" + hasher.hexdigest()}
 
 
 def orm_row(obj: Any) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from evalops.errors import InputError
 from evalops.registry.load import parse_json, parse_record
 from evalops.services.ingest import _canonical_forms
-from evalops.store.rowdigest import PLAIN, TIMESTAMP, _line_of_any, cell, line_of
+from evalops.store.rowlines import PLAIN, TIMESTAMP, _line_of_any, cell, line_of
 from tests.conftest import Cli
 from tests.helpers import real_clock_demo
 

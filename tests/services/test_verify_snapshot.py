@@ -20,6 +20,7 @@ import pytest
 
 from evalops.services import verify
 from evalops.store.engine import make_engine
+from evalops.store.reader import ConnectionReader
 from tests.conftest import Cli
 from tests.trial_factory import mini_case, record, write_jsonl
 
@@ -68,16 +69,18 @@ def _ingest_in_another_process(synced: Path, url: str) -> None:
 def test_an_ingest_committed_during_verify_is_not_tampering(
     database: str, synced: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_rows = verify._raw_rows
+    real_tuples = ConnectionReader.tuples
     writes: list[str] = []
 
-    def rows_with_a_writer(session: Any, sql: str) -> Iterator[tuple[Any, ...]]:
+    def tuples_with_a_writer(
+        reader: ConnectionReader, sql: str, params: Any = None
+    ) -> Iterator[tuple[Any, ...]]:
         if 'FROM "trial" ' in sql and "ORDER BY audit_seq" in sql and not writes:
             writes.append(sql)  # the ingest_batch rows are read; the trial rows are not
             _ingest_in_another_process(synced, database)
-        yield from real_rows(session, sql)
+        yield from real_tuples(reader, sql, params)
 
-    monkeypatch.setattr(verify, "_raw_rows", rows_with_a_writer)
+    monkeypatch.setattr(ConnectionReader, "tuples", tuples_with_a_writer)
     engine = make_engine(database)
     try:
         report = verify.verify_database(engine)
@@ -86,7 +89,7 @@ def test_an_ingest_committed_during_verify_is_not_tampering(
     assert writes, "the writer never ran"
     assert report.trials == 3  # the snapshot: the late batch is not part of it
     # The late batch is there all the same, and a new verify checks it too.
-    monkeypatch.setattr(verify, "_raw_rows", real_rows)
+    monkeypatch.setattr(ConnectionReader, "tuples", real_tuples)
     result = cli("--db", database, "verify", "--json", cwd=synced)
     assert result.code == 0, result.stdout + result.stderr
     assert result.json()["trials"] == 6
