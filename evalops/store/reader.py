@@ -105,12 +105,22 @@ class ConnectionReader(Reader):
         return [dict(row) for row in result.mappings()]
 
     def each(self, sql: str, params: Params | None = None) -> Iterator[dict[str, Any]]:
-        for row in self._stream(sql, params).mappings():
-            yield dict(row)
+        result = self._stream(sql, params)
+        try:
+            for row in result.mappings():
+                yield dict(row)
+        finally:
+            result.close()
 
     def tuples(self, sql: str, params: Params | None = None) -> Iterator[tuple[Any, ...]]:
-        for row in self._stream(sql, params):
-            yield tuple(row)
+        # Closed however the caller stops (a check returns at its first problem): psycopg
+        # warns of a server-side cursor left open for the garbage collector.
+        result = self._stream(sql, params)
+        try:
+            for row in result:
+                yield tuple(row)
+        finally:
+            result.close()
 
     def _stream(self, sql: str, params: Params | None) -> Any:
         """A server-side cursor on PostgreSQL, read a batch at a time."""
