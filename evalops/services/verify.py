@@ -34,11 +34,12 @@ from evalops.domain.canonical import canonical_text, sha256_digest
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import VerificationError
 from evalops.registry.definitions import spec_digest
+from evalops.services.act_checks import ActPool, signed_acts_check
 from evalops.services.anchors import Anchor, anchor_problem
-from evalops.services.authority import ActPool, signed_acts_check
 from evalops.services.gate import verify_decisions
 from evalops.store.audit import as_chain_event, carried_forward, rows_fully_covered_from
 from evalops.store.engine import raw_rows, snapshot_session
+from evalops.store.reader import ConnectionReader
 from evalops.store.rowdigest import PLAIN, RowsDigest, cell, digest_plan, line_of, table_entry
 from evalops.store.tables import (
     AuditEvent,
@@ -340,7 +341,10 @@ def verify_database(
     # read by one check disagree with the events read by another. The signed acts are read
     # first, so that worker processes check their signatures while this one goes through
     # the other stages; their verdict is taken where the stage always stood.
-    with snapshot_session(engine) as session, signed_acts_check(session, act_pool) as acts:
+    with (
+        snapshot_session(engine) as session,
+        signed_acts_check(ConnectionReader(session.connection()), act_pool) as acts,
+    ):
         stage("audit chain")
         events, head = check_chain(session)
         checked_anchors = []
