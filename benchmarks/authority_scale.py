@@ -238,7 +238,7 @@ def _load() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from evalops.services.authority import DEFAULT_POOL, usable_cpus
+    from evalops.services.act_checks import DEFAULT_POOL, usable_cpus
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--acts", type=int, default=None, help=f"default {ACTS:,}")

@@ -45,11 +45,12 @@ def verify(
     for path in anchors or []:
         wanted += anchors_in_file(path)
     # After the anchors are read: a bad anchor file is refused before the verifier loads.
-    from evalops.services.verify import verify_database
+    from evalops.services.verify import verify_reader
 
     mode = progress_mode(ctx, progress_option)
-    with state.connect(for_verify=True) as engine, stages(mode, "verifying") as on_stage:
-        report = verify_database(engine, wanted, on_stage)
+    # One snapshot, read on a SQLite file by `sqlite3` alone (no SQLAlchemy to import).
+    with state.read(for_verify=True) as reader, stages(mode, "verifying") as on_stage:
+        report = verify_reader(reader, wanted, on_stage)
     head = report.head
     lines = [
         f"ok: {plural(report.events, 'audit event')}, {plural(report.rows, 'row')}, "

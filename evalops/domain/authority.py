@@ -14,17 +14,53 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalops.domain import sshsig
+from evalops.domain.act_roles import ACT_ROLES, ActKind, Role
 from evalops.domain.canonical import canonical_json
-from evalops.domain.specs import ACT_ROLES, AuthoritySpec, RoleGrant
-from evalops.domain.vocabulary import parse_timestamp
+from evalops.domain.timestamps import parse_timestamp
+
+if TYPE_CHECKING:
+    from evalops.domain.specs import AuthoritySpec
 
 NAMESPACE = "evalops"
 META_FIELDS = ("act", "act_id", "signed_at", "authority_digest")
 #: Clocks of the signer's machine and of the recording one may disagree this much.
 CLOCK_SKEW = timedelta(minutes=5)
+
+
+class GrantFacts(Protocol):
+    """A role grant (`RoleGrant`), as judging a signature reads it."""
+
+    @property
+    def principal(self) -> str: ...
+    @property
+    def suites(self) -> Sequence[str]: ...
+    @property
+    def tasks(self) -> Sequence[str]: ...
+
+
+class PrincipalFacts(Protocol):
+    """A principal (`Principal`): its id and its OpenSSH public keys."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def keys(self) -> Sequence[str]: ...
+
+
+class AuthorityFacts(Protocol):
+    """What judging signatures reads of an authority: the spec model (`AuthoritySpec`), or
+    the read-only view of a stored one (evalops/domain/stored_authority.py) with which
+    `verify` re-checks stored acts without the spec models."""
+
+    @property
+    def principals(self) -> Sequence[PrincipalFacts]: ...
+    @property
+    def roles(self) -> Mapping[Role, Sequence[GrantFacts]]: ...
+    @property
+    def thresholds(self) -> Mapping[ActKind, int]: ...
 
 
 class MalformedAct(ValueError):
@@ -104,7 +140,7 @@ class Judgement:
         return self.refusal is None
 
 
-def _grant_covers(grant: RoleGrant, scope: Scope) -> bool:
+def _grant_covers(grant: GrantFacts, scope: Scope) -> bool:
     """An unscoped grant covers every act; a scoped one only acts inside its globs (an act
     with no suite or no task is outside a grant scoped by suites or tasks: fail closed)."""
     for globs, value in ((grant.suites, scope.suite), (grant.tasks, scope.task)):
@@ -113,14 +149,14 @@ def _grant_covers(grant: RoleGrant, scope: Scope) -> bool:
     return True
 
 
-def key_owners(authority: AuthoritySpec) -> dict[bytes, str]:
+def key_owners(authority: AuthorityFacts) -> dict[bytes, str]:
     """Key blob -> principal id."""
     return {
         sshsig.parse_public_key(line).blob: p.id for p in authority.principals for line in p.keys
     }
 
 
-def role_refusal(authority: AuthoritySpec, principal: str, kind: str, scope: Scope) -> str | None:
+def role_refusal(authority: AuthorityFacts, principal: str, kind: str, scope: Scope) -> str | None:
     role = ACT_ROLES[kind]
     grants = [g for g in authority.roles.get(role, []) if g.principal == principal]
     if not grants:
@@ -134,7 +170,7 @@ def role_refusal(authority: AuthoritySpec, principal: str, kind: str, scope: Sco
 
 
 def check_signatures(
-    authority: AuthoritySpec,
+    authority: AuthorityFacts,
     kind: str,
     data: bytes,
     signatures: Sequence[bytes],
@@ -158,7 +194,7 @@ class SignatureJudge:
     role refusal, and the parse of the authority's own Ed25519 signatures
     (`sshsig.Verifier`). Every signature is still verified each time `check` runs."""
 
-    def __init__(self, authority: AuthoritySpec, owners: Mapping[bytes, str] | None = None):
+    def __init__(self, authority: AuthorityFacts, owners: Mapping[bytes, str] | None = None):
         self.authority = authority
         self.owners = key_owners(authority) if owners is None else owners
         self._verifier = sshsig.Verifier(self.owners, NAMESPACE)

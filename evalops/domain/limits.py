@@ -6,3 +6,6 @@ MAX_IDENTIFIER_CHARS = 256
 
 MAX_FREE_TEXT_CHARS = 4096
 """A title, a reason, a URI, a message."""
+
+ID_PATTERN = r"^[a-z0-9][a-z0-9._/-]{0,127}$"
+"""Every id a spec declares (a task, a suite, a principal ...): at most 128 characters."""

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evalops.domain.act_roles import ACT_ROLES, ActKind, Role, SeparationRule
 from evalops.domain.vocabulary import (
     CANONICAL_PRECEDENCE,
     MAX_TOOL_CALLS,
@@ -792,29 +793,7 @@ class GatePolicy(Strict):
 
 # --------------------------------------------------------------------------- authority
 
-Role = Literal["risk_owner", "reviewer", "calibrator", "policy_owner", "ingester"]
-ActKind = Literal[
-    "waiver.grant",
-    "waiver.revoke",
-    "retire",
-    "review.resolve",
-    "calibration.record",
-    "calibration.invalidate",
-    "trials.ingest",
-    "trials.import",
-]
-#: The role whose holders may sign each act.
-ACT_ROLES: dict[str, Role] = {
-    "waiver.grant": "risk_owner",
-    "waiver.revoke": "risk_owner",
-    "retire": "risk_owner",
-    "review.resolve": "reviewer",
-    "calibration.record": "calibrator",
-    # Withdrawing a calibration holds every release its grader judges: the same trust.
-    "calibration.invalidate": "calibrator",
-    "trials.ingest": "ingester",
-    "trials.import": "ingester",
-}
+# Role, ActKind, ACT_ROLES and SeparationRule: evalops/domain/act_roles.py (no pydantic).
 
 
 class Principal(Strict):
@@ -863,7 +842,7 @@ class AuthoritySpec(Strict):
     """Role -> its grants; a role with no grant cannot be exercised."""
     thresholds: dict[ActKind, PositiveInt] = {}
     """Act -> how many distinct principals must sign it (default 1)."""
-    separation_of_duties: list[Literal["no_self_waiver", "no_self_review"]] = []
+    separation_of_duties: list[SeparationRule] = []
     """`no_self_waiver`: no signer of a waiver signed the ingest of that build's trials;
     `no_self_review`: no signer of a review signed the ingest of the reviewed trial."""
     max_act_age_days: PositiveInt = 7

@@ -7,6 +7,7 @@ from typing import Annotated, Literal, get_args
 from pydantic import AfterValidator, Field, StringConstraints
 
 from evalops.domain import classes as _classes
+from evalops.domain import limits as _limits
 from evalops.domain import timestamps as _timestamps
 from evalops.domain.limits import MAX_FREE_TEXT_CHARS, MAX_IDENTIFIER_CHARS
 
@@ -65,7 +66,8 @@ class SpecValueError(ValueError):
         self.loc = loc
 
 
-ID_PATTERN = r"^[a-z0-9][a-z0-9._/-]{0,127}$"
+# The id pattern lives in evalops/domain/limits.py (no pydantic there); named here as well.
+ID_PATTERN = _limits.ID_PATTERN
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 
 Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]

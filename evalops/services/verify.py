@@ -14,22 +14,23 @@ Checks, streaming (memory does not grow with the number of trials):
 6. optionally, anchors kept outside the database (`--anchor SEQ:HASH`, `--anchors FILE`):
    the chain must still hold each, which no rewrite of the tail can fake.
 
-Checks 1-3 and 6 are evalops/services/verify_reads.py: plain SQL through a `Reader`, here
-the snapshot session's own connection.
+Every check reads plain SQL through a `Reader` (checks 1-3 and 6:
+evalops/services/verify_reads.py; 4: decision_checks.py; 5: act_checks.py): on a SQLite file
+`sqlite3` itself, so `verify` imports no SQLAlchemy there; elsewhere the same SQL through a
+SQLAlchemy connection in one REPEATABLE READ snapshot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
-
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING, Any
 
 from evalops.errors import VerificationError
+from evalops.services.act_checks import ActPool, signed_acts_check
 from evalops.services.anchors import Anchor
-from evalops.services.authority import ActPool, signed_acts_check
-from evalops.services.gate import verify_decisions
+from evalops.services.decision_checks import verify_decisions
 from evalops.services.verify_reads import (
     anchor_problem,
     carried_forward,
@@ -39,8 +40,10 @@ from evalops.services.verify_reads import (
     check_trials,
     rows_fully_covered_from,
 )
-from evalops.store.engine import snapshot_session
-from evalops.store.reader import ConnectionReader
+from evalops.store.reader import Reader
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 
 @dataclass
@@ -80,24 +83,45 @@ def verify_database(
     on_stage: Callable[[str], None] | None = None,
     act_pool: ActPool | None = None,
 ) -> VerifyReport:
+    """`verify_reader` over an engine, in one snapshot."""
+    with snapshot_reader(engine) as reader:
+        return verify_reader(reader, anchors, on_stage, act_pool)
+
+
+@contextmanager
+def snapshot_reader(engine: Engine) -> Iterator[Reader]:
+    """One read-only transaction that sees one consistent snapshot throughout
+    (`store.engine.snapshot_session`), as a `Reader`."""
+    from evalops.store.engine import snapshot_session
+    from evalops.store.reader import ConnectionReader
+
+    with snapshot_session(engine) as session:
+        yield ConnectionReader(session.connection())
+
+
+def verify_reader(
+    reader: Reader,
+    anchors: list[Anchor] | None = None,
+    on_stage: Callable[[str], None] | None = None,
+    act_pool: ActPool | None = None,
+) -> VerifyReport:
     """Raise VerificationError naming the first bad item; else say what was checked.
 
-    `on_stage` hears the name of each stage as it starts (a progress display). `act_pool`
-    says how the signatures of signed acts are checked (default: on the other CPUs when
-    there are enough acts); the first problem reported is the same either way.
+    `reader` is one snapshot of the database (a writer committing meanwhile must not make
+    the rows read by one check disagree with the events read by another). `on_stage` hears
+    the name of each stage as it starts (a progress display). `act_pool` says how the
+    signatures of signed acts are checked (default: on the other CPUs when there are enough
+    acts); the first problem reported is the same either way.
     """
 
     def stage(name: str) -> None:
         if on_stage is not None:
             on_stage(name)
 
-    # One snapshot for every check: a writer committing meanwhile must not make the rows
-    # read by one check disagree with the events read by another. The signed acts are read
-    # first, so that worker processes check their signatures while this one goes through
-    # the other stages; their verdict is taken where the stage always stood.
-    with snapshot_session(engine) as session, signed_acts_check(session, act_pool) as acts:
-        # The checks of evalops/services/verify_reads.py, in the session's transaction.
-        reader = ConnectionReader(session.connection())
+    # The signed acts are read first, so that worker processes check their signatures while
+    # this one goes through the other stages; their verdict is taken where the stage always
+    # stood.
+    with signed_acts_check(reader, act_pool) as acts:
         stage("audit chain")
         events, head = check_chain(reader)
         checked_anchors = []
@@ -119,7 +143,7 @@ def verify_database(
             acts.finish()
         stage("gate decisions")
         try:
-            decisions = verify_decisions(session)
+            decisions = verify_decisions(reader)
         except Exception:
             if acts.pooled:
                 acts.finish()  # a bad act comes before a bad decision, as inline

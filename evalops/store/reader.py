@@ -113,6 +113,8 @@ class ConnectionReader(Reader):
             result.close()
 
     def tuples(self, sql: str, params: Params | None = None) -> Iterator[tuple[Any, ...]]:
+        # Closed however the caller stops (a check returns at its first problem): psycopg
+        # warns of a server-side cursor left open for the garbage collector.
         result = self._stream(sql, params)
         try:
             for row in result:

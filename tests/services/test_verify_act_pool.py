@@ -30,9 +30,10 @@ from sqlalchemy import create_engine, text
 
 from evalops.domain.authority import Judgement, Signer
 from evalops.errors import EvalopsError, VerificationError
-from evalops.services import authority, verify
-from evalops.services.authority import ActPool, signed_acts_check
-from evalops.store.engine import make_engine, raw_rows, snapshot_session
+from evalops.services import act_checks, authority, verify
+from evalops.services.act_checks import ActPool, signed_acts_check
+from evalops.store.engine import make_engine, snapshot_session
+from evalops.store.reader import ConnectionReader
 from tests.conftest import Cli
 from tests.helpers import copy_rows
 from tests.services.test_authority import DB, World, _world
@@ -84,7 +85,7 @@ def checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], lis
     """Record (pid, audit seq) of every act checked, in whichever process checks it (workers
     are forked after this patch, so they run it too); returns a reader of the record."""
     record = tmp_path / "checked.txt"
-    real = authority._act_problem
+    real = act_checks._act_problem
 
     def recording(row: Any, governing: Any) -> str | None:
         problem = real(row, governing)
@@ -92,7 +93,7 @@ def checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], lis
             out.write(f"{os.getpid()} {row[0]}\n")
         return problem
 
-    monkeypatch.setattr(authority, "_act_problem", recording)
+    monkeypatch.setattr(act_checks, "_act_problem", recording)
 
     def read() -> list[tuple[int, int]]:
         if not record.exists():
@@ -161,7 +162,10 @@ def _stage(url: str, pool: ActPool) -> tuple[str, Any]:
     """The signed-acts stage alone (no earlier stage can find the edit first)."""
     engine = make_engine(url)
     try:
-        with snapshot_session(engine) as session, signed_acts_check(session, pool) as check:
+        with (
+            snapshot_session(engine) as session,
+            signed_acts_check(ConnectionReader(session.connection()), pool) as check,
+        ):
             assert check.pooled == (pool is not INLINE)
             return ("ok", check.finish())
     except VerificationError as exc:
@@ -313,7 +317,7 @@ def test_the_lowest_seq_is_reported_when_a_later_chunk_finishes_first(
     _grants(world, 2)
     second = _forged(world, monkeypatch, "forged 2")
     done_file = tmp_path / "done.txt"
-    real = authority._act_problem
+    real = act_checks._act_problem
 
     def slow_first(row: Any, governing: Any) -> str | None:
         if row[0] == first.audit_seq:
@@ -327,7 +331,7 @@ def test_the_lowest_seq_is_reported_when_a_later_chunk_finishes_first(
         return problem
 
     done_file.write_text("")
-    monkeypatch.setattr(authority, "_act_problem", slow_first)
+    monkeypatch.setattr(act_checks, "_act_problem", slow_first)
     kind, message = _outcome(_url(world), WORKERS_ONLY)
     finished = [int(s) for s in done_file.read_text().split()]
     assert finished.index(second.audit_seq) < finished.index(first.audit_seq), finished
@@ -346,7 +350,7 @@ def test_the_parent_checks_the_last_chunks_no_worker_has_started(
     _grants(world, 1)
     inline = _outcome(_url(world), INLINE)
     record = tmp_path / "checked.txt"
-    real, parent = authority._act_problem, os.getpid()
+    real, parent = act_checks._act_problem, os.getpid()
 
     def slow_worker(row: Any, governing: Any) -> str | None:
         deadline = time.monotonic() + 60
@@ -358,7 +362,7 @@ def test_the_parent_checks_the_last_chunks_no_worker_has_started(
             out.write(f"{os.getpid()} {row[0]}\n")
         return real(row, governing)
 
-    monkeypatch.setattr(authority, "_act_problem", slow_worker)
+    monkeypatch.setattr(act_checks, "_act_problem", slow_worker)
     outcome = _outcome(_url(world), ActPool(workers=1, from_acts=1, chunk=1))
     assert outcome == inline == ("exit 6", _not_a_principal(world, bad))
     checks = [
@@ -420,7 +424,7 @@ def test_the_cli_verify_is_exit_6_alike_on_the_pool(
     _grants(world, 2)
     _forged(world, monkeypatch, "forged")
     inline = world.run("verify")
-    monkeypatch.setattr(authority, "DEFAULT_POOL", WORKERS_ONLY)
+    monkeypatch.setattr(act_checks, "DEFAULT_POOL", WORKERS_ONLY)
     pooled = world.run("verify")
     assert inline.code == pooled.code == 6
     assert pooled.stderr == inline.stderr and "is not a key of any principal" in pooled.stderr
@@ -547,12 +551,13 @@ def test_what_verify_parses_once_per_authority_changes_no_verdict(world: World) 
         engine = make_engine(url)
         try:
             with snapshot_session(engine) as session:
-                rows = list(raw_rows(session, authority._ACT_ROWS, "evalops_test_acts"))
-                shared = authority._authorities(session)
+                reader = ConnectionReader(session.connection())
+                rows = list(reader.tuples(act_checks._ACT_ROWS))
+                shared = act_checks._authorities(reader)
                 verdicts = []
                 for row in rows + rows[::-1]:  # each text seen before, both ways round
-                    fresh = authority._first_problem([row], authority._authorities(session))
-                    assert authority._first_problem([row], shared) == fresh
+                    fresh = act_checks._first_problem([row], act_checks._authorities(reader))
+                    assert act_checks._first_problem([row], shared) == fresh
                     verdicts.append(fresh)
         finally:
             engine.dispose()
@@ -605,7 +610,7 @@ def test_a_worker_that_dies_is_an_error_and_leaves_no_process(
             os._exit(3)
         return None
 
-    monkeypatch.setattr(authority, "_act_problem", die)
+    monkeypatch.setattr(act_checks, "_act_problem", die)
     before = _children()
     engine = make_engine(_url(sqlite_world))
     try:
@@ -617,14 +622,14 @@ def test_a_worker_that_dies_is_an_error_and_leaves_no_process(
 
 
 def test_the_pool_is_used_when_it_pays(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(authority, "usable_cpus", lambda: 1)
+    monkeypatch.setattr(act_checks, "usable_cpus", lambda: 1)
     assert ActPool().workers_for(1_000_000) == 0  # one CPU: nothing to overlap
     assert ActPool(workers=2).workers_for(1_000_000) == 2  # unless told
-    monkeypatch.setattr(authority, "usable_cpus", lambda: 2)
-    assert ActPool().workers_for(authority.POOL_FROM) == 1  # the other CPU
-    monkeypatch.setattr(authority, "usable_cpus", lambda: 4)
-    assert ActPool().workers_for(authority.POOL_FROM - 1) == 0
-    assert ActPool().workers_for(authority.POOL_FROM) == 3
+    monkeypatch.setattr(act_checks, "usable_cpus", lambda: 2)
+    assert ActPool().workers_for(act_checks.POOL_FROM) == 1  # the other CPU
+    monkeypatch.setattr(act_checks, "usable_cpus", lambda: 4)
+    assert ActPool().workers_for(act_checks.POOL_FROM - 1) == 0
+    assert ActPool().workers_for(act_checks.POOL_FROM) == 3
     assert ActPool(workers=0).workers_for(1_000_000) == 0
     assert ActPool(workers=3, from_acts=1).workers_for(1) == 3
     assert ActPool(workers=3, from_acts=1).workers_for(0) == 0
@@ -632,15 +637,15 @@ def test_the_pool_is_used_when_it_pays(monkeypatch: pytest.MonkeyPatch) -> None:
 
 _SLOW_VERIFY = """
 import sys, time
-from evalops.services import authority, verify
+from evalops.services import act_checks, verify
 from evalops.store.engine import make_engine
 
 def slow(row, governing):
     time.sleep(120)
     return None
 
-authority._act_problem = slow
-pool = authority.ActPool(workers=2, from_acts=1, chunk=1, parent_checks=False)
+act_checks._act_problem = slow
+pool = act_checks.ActPool(workers=2, from_acts=1, chunk=1, parent_checks=False)
 verify.verify_database(make_engine(sys.argv[1]), act_pool=pool)
 """
 

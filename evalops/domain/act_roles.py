@@ -1,0 +1,33 @@
+"""The acts an authority governs and the role that signs each: plain constants, so that
+checking stored signatures (`verify`) needs no spec models (evalops/domain/specs.py, which
+uses them to validate an authority file, names them too)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Role = Literal["risk_owner", "reviewer", "calibrator", "policy_owner", "ingester"]
+ActKind = Literal[
+    "waiver.grant",
+    "waiver.revoke",
+    "retire",
+    "review.resolve",
+    "calibration.record",
+    "calibration.invalidate",
+    "trials.ingest",
+    "trials.import",
+]
+#: The role whose holders may sign each act.
+ACT_ROLES: dict[str, Role] = {
+    "waiver.grant": "risk_owner",
+    "waiver.revoke": "risk_owner",
+    "retire": "risk_owner",
+    "review.resolve": "reviewer",
+    "calibration.record": "calibrator",
+    # Withdrawing a calibration holds every release its grader judges: the same trust.
+    "calibration.invalidate": "calibrator",
+    "trials.ingest": "ingester",
+    "trials.import": "ingester",
+}
+#: The separations of duties an authority may declare.
+SeparationRule = Literal["no_self_waiver", "no_self_review"]
