@@ -47,8 +47,9 @@ def _replay_all(databases: set[Path]) -> list[str]:
     problems = []
     for db in sorted(databases):
         engine = make_engine(f"sqlite:///{db}")
+        # None for a database a test moved off the schema head: every command refuses it,
+        # so no decision was stored there since; the ORM replay below still runs.
         plain = open_sqlite(f"sqlite:///{db}", lock_timeout=5)
-        assert plain is not None, db
         try:
             with read_session(engine) as session:
                 head = session.exec(
@@ -60,7 +61,7 @@ def _replay_all(databases: set[Path]) -> list[str]:
                         continue
                     outcome = replay_row(row)
                     found = [f"{db}: {p}" for p in compact_differences(session, row)]
-                    rebuilt = rebuilt_inputs_problem(plain, row)
+                    rebuilt = None if plain is None else rebuilt_inputs_problem(plain, row)
                     if rebuilt is not None:
                         found.append(f"{db}: {row.gate_id}: sqlite3 loader: {rebuilt}")
                     if not outcome["identical"]:
@@ -69,7 +70,8 @@ def _replay_all(databases: set[Path]) -> list[str]:
                         _REPLAYED.add(key)
                     problems += found
         finally:
-            plain.close()
+            if plain is not None:
+                plain.close()
             engine.dispose()
     return problems
 

@@ -227,3 +227,67 @@ def test_the_reader_path_prints_what_the_orm_path_printed(
     assert (plain.code, plain.stdout, plain.stderr) == (orm.code, orm.stdout, orm.stderr)
     if plain.code == 0:
         assert plain.stdout.strip()
+
+
+#: What `verify` does not import on a SQLite registry (it replays decisions, so it needs the
+#: evaluator's pydantic models; scipy only past 15 paired trials, which the demo has not).
+OFF_THE_VERIFY_PATH = (
+    "sqlalchemy",
+    "sqlmodel",
+    "alembic",
+    "scipy",
+    "jinja2",
+    "git",
+    "evalops.store.tables",
+    "evalops.store.engine",
+)
+
+
+def test_verify_on_sqlite_loads_no_database_or_table_code(demo: Path) -> None:
+    script = (
+        "import contextlib, io, json, sys\n"
+        "from evalops.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = main(['verify'])\n"
+        f"print(json.dumps([code, [m for m in {OFF_THE_VERIFY_PATH!r} if m in sys.modules]]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=demo,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "EVALOPS_NOW": PINNED_NOW},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    code, loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert code == 0, done.stderr
+    assert loaded == []
+
+
+def test_verify_through_sqlite3_and_through_sqlalchemy_says_the_same(demo: Path, cli: Cli) -> None:
+    through_sqlalchemy = f"sqlite+pysqlite:///{demo / '.evalops' / 'registry.db'}"
+    fast = cli("verify", "--json", cwd=demo)
+    engine = cli("--db", through_sqlalchemy, "verify", "--json", cwd=demo)
+    assert fast.code == engine.code == 0, (fast.stderr, engine.stderr)
+    assert json.loads(fast.stdout) == json.loads(engine.stdout)
+    assert json.loads(fast.stdout)["decisions"] == 3
+
+
+@pytest.mark.tampers
+def test_a_tampered_decision_fails_verify_alike_through_both_readers(demo: Path, cli: Cli) -> None:
+    import sqlite3
+    from contextlib import closing
+
+    db = demo / ".evalops" / "registry.db"
+    with closing(sqlite3.connect(db)) as conn:
+        conn.execute(
+            "UPDATE trial SET classification = 'task_fail' WHERE id = (SELECT MIN(id) FROM "
+            "trial WHERE classification = 'task_pass')"
+        )
+        conn.commit()
+    fast = cli("verify", cwd=demo)
+    engine = cli("--db", f"sqlite+pysqlite:///{db}", "verify", cwd=demo)
+    assert fast.code == engine.code == 6
+    assert fast.stderr == engine.stderr
+    assert "changed since the event recorded them" in fast.stderr
