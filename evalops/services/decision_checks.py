@@ -100,9 +100,13 @@ def decision_event_mismatch(reader: Reader, row: DecisionRow) -> str | None:
     payload_text = reader.scalar(
         "SELECT payload FROM audit_event WHERE seq = :seq", {"seq": row.audit_seq}
     )
-    payload = json.loads(payload_text) if payload_text is not None else {}
+    try:
+        payload = json.loads(payload_text) if payload_text is not None else {}
+    except (TypeError, ValueError):
+        payload = None
     if (
-        payload.get("inputs_digest") != row.inputs_digest
+        not isinstance(payload, dict)
+        or payload.get("inputs_digest") != row.inputs_digest
         or payload.get("result_digest") != row.result_digest
         or payload.get("decision") != row.decision
     ):
@@ -153,7 +157,19 @@ def stored_decisions(reader: Reader) -> Iterator[StoredDecision]:
     for row_id in ids:
         found = reader.first(f"SELECT {_COLUMNS} FROM gate_decision WHERE id = :id", {"id": row_id})
         if found is not None:
-            yield StoredDecision(**found)
+            decision = StoredDecision(**found)
+            text = (
+                decision.inputs,
+                decision.result,
+                decision.inputs_digest,
+                decision.result_digest,
+            )
+            if not all(isinstance(value, str) for value in text):
+                # a blob where a document is stored: no writer stores one
+                raise VerificationError(
+                    f"gate decision {decision.gate_id}: stored as other than text"
+                )
+            yield decision
 
 
 def verify_decisions(reader: Reader) -> int:

@@ -114,6 +114,44 @@ def verify_reader(
     acts); the first problem reported is the same either way.
     """
 
+    try:
+        return _verify(reader, anchors, on_stage, act_pool)
+    except Exception as exc:
+        problem = unreadable_problem(exc)
+        if problem is None:
+            raise
+        raise VerificationError(problem) from None
+
+
+def unreadable_problem(exc: BaseException) -> str | None:
+    """What a SQLite error met halfway through says about the database, when it says the
+    file no longer holds what evalops wrote (a table or column gone, text that is not UTF-8,
+    a damaged page); None for any other error (a lost connection is no tampering). The same
+    through `sqlite3` and through SQLAlchemy, which wraps the driver's error."""
+    import sqlite3
+
+    orig = getattr(exc, "orig", None) or exc
+    if not isinstance(orig, sqlite3.DatabaseError):
+        return None
+    message = str(orig).splitlines()[0] if str(orig) else type(orig).__name__
+    tampered = (
+        "no such table",
+        "no such column",
+        "could not decode",
+        "malformed",
+        "not a database",
+    )
+    if type(orig) is sqlite3.DatabaseError or any(m in message.lower() for m in tampered):
+        return f"the database no longer holds what evalops wrote: {message[:300]}"
+    return None
+
+
+def _verify(
+    reader: Reader,
+    anchors: list[Anchor] | None,
+    on_stage: Callable[[str], None] | None,
+    act_pool: ActPool | None,
+) -> VerifyReport:
     def stage(name: str) -> None:
         if on_stage is not None:
             on_stage(name)

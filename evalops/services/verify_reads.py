@@ -31,7 +31,7 @@ from evalops.errors import VerificationError
 from evalops.services.anchors import Anchor
 from evalops.store.audited_columns import AUDITED_COLUMNS
 from evalops.store.reader import Reader, timestamp
-from evalops.store.rowlines import PLAIN, cell, line_of, table_entry
+from evalops.store.rowlines import PLAIN, cell, stored_line_of, table_entry
 
 #: How SQLite stores a timestamp (naive UTC, always with microseconds).
 SQLITE_TIMESTAMP = "%Y-%m-%d %H:%M:%S.%f"
@@ -70,6 +70,12 @@ def _at_problem(
     return None
 
 
+def _text(stored: Any) -> str:
+    """A stored text column as the chain hashed it; anything but text (a blob) hashes as
+    something no event was hashed with, so its event's hash no longer matches."""
+    return stored if isinstance(stored, str) else f"not stored text: {stored!r}"
+
+
 _EVENTS = (
     "SELECT seq, at, actor, kind, subject, payload_digest, payload, prev_hash, hash "
     "FROM audit_event ORDER BY seq"
@@ -91,7 +97,9 @@ def check_chain(reader: Reader) -> tuple[int, dict[str, Any] | None]:
             _EVENTS
         ):
             count += 1
-            if payload_problem is None and sha256_digest(payload.encode("utf-8")) != digest:
+            if payload_problem is None and (
+                not isinstance(payload, str) or sha256_digest(payload.encode("utf-8")) != digest
+            ):
                 payload_problem = f"audit seq {seq}: payload does not match payload_digest"
             at = _moment(stored)
             if at_problem is None:
@@ -103,10 +111,10 @@ def check_chain(reader: Reader) -> tuple[int, dict[str, Any] | None]:
                 seq=seq,
                 # As the chain hashed it (store/audit.py `append_event`): evalops's one spelling.
                 at=format_timestamp(at) if at is not None else f"not a timestamp: {stored!r}",
-                actor=actor,
-                kind=kind,
-                subject=subject,
-                payload_digest=digest,
+                actor=_text(actor),
+                kind=_text(kind),
+                subject=_text(subject),
+                payload_digest=_text(digest),
                 prev_hash=prev_hash,
                 hash=hash_,
             )
@@ -231,7 +239,7 @@ def check_trials(reader: Reader) -> int:
     sql = 'SELECT trial_id, record, stored_digest FROM "trial" ORDER BY id'
     for trial_id, record, stored_digest in reader.tuples(sql):
         count += 1
-        if sha256_digest(record.encode("utf-8")) != stored_digest:
+        if not isinstance(record, str) or sha256_digest(record.encode("utf-8")) != stored_digest:
             raise VerificationError(f"trial {trial_id}: stored record was changed")
     return count
 
@@ -271,9 +279,11 @@ def _stored_rows(
                 ids[(seq, name)] = found
             count += 1
             if plain:
-                hasher.update(line_of(raw[2:]))
+                hasher.update(stored_line_of(raw[2:]))
             else:
-                hasher.update(line_of([cell(k, v) for k, v in zip(kinds, raw[2:], strict=True)]))
+                hasher.update(
+                    stored_line_of([cell(k, v) for k, v in zip(kinds, raw[2:], strict=True)])
+                )
             if len(found) < SHOWN_IDS:
                 found.append(raw[1])
         if current is not None:
@@ -287,18 +297,46 @@ def _declared_rows(reader: Reader) -> Iterator[tuple[int, str, str, dict[str, An
     legacy: dict[str, Any] = {}
     migrations = "SELECT seq, payload FROM audit_event WHERE kind = :kind ORDER BY seq"
     for migration_seq, payload in reader.tuples(migrations, {"kind": audit_kinds.MIGRATION_ROWS}):
-        for seq, rows in json.loads(payload).get("legacy_rows", {}).items():
+        recorded = _payload(migration_seq, payload)
+        legacy_rows = recorded.get("legacy_rows", {})
+        if not isinstance(legacy_rows, dict):
+            raise VerificationError(_not_a_payload(migration_seq))
+        for seq, rows in legacy_rows.items():
             # A migration vouches only for events before it, and the first one to vouch
             # for an event stands: a later event can never re-describe older rows.
             if int(seq) < migration_seq and seq not in legacy:
                 legacy[seq] = rows
     events = "SELECT seq, kind, subject, payload FROM audit_event ORDER BY seq"
     for seq, kind, subject, payload in reader.tuples(events):
+        recorded = _payload(seq, payload)
+        rows = recorded["rows"] if "rows" in recorded else legacy.get(str(seq), {})
+        if not _is_rows_block(rows):
+            raise VerificationError(_not_a_payload(seq))
+        yield seq, kind, subject, rows
+
+
+def _not_a_payload(seq: int) -> str:
+    return f"audit seq {seq}: payload is not an evalops event payload"
+
+
+def _payload(seq: int, payload: str) -> dict[str, Any]:
+    """An event's payload as a JSON object. One that re-hashes yet is not one was written
+    with its digest and the chain after it re-hashed (an anchor shows where); it is
+    reported, not let to stop the check."""
+    try:
         recorded = json.loads(payload)
-        if "rows" in recorded:
-            yield seq, kind, subject, recorded["rows"]
-        else:
-            yield seq, kind, subject, legacy.get(str(seq), {})
+    except ValueError:
+        recorded = None
+    if not isinstance(recorded, dict):
+        raise VerificationError(_not_a_payload(seq))
+    return recorded
+
+
+def _is_rows_block(rows: Any) -> bool:
+    """{table: {"count": int, "digest": str}}, as `table_entry` writes each entry."""
+    return isinstance(rows, dict) and all(
+        isinstance(entry, dict) and set(entry) == {"count", "digest"} for entry in rows.values()
+    )
 
 
 def _row_names(table: str, seq: int, ids: RowIds) -> str:
@@ -364,7 +402,7 @@ def event_rows_problem(reader: Reader, seq: int) -> str | None:
         count, hasher = 0, hashlib.sha256()
         for raw in reader.tuples(_table_rows_sql(name, " WHERE audit_seq = :seq"), {"seq": seq}):
             count += 1
-            hasher.update(line_of([cell(k, v) for k, v in zip(kinds, raw[2:], strict=True)]))
+            hasher.update(stored_line_of([cell(k, v) for k, v in zip(kinds, raw[2:], strict=True)]))
         if count:
             stored[name] = table_entry(count, hasher)
     if stored != declared:
