@@ -267,11 +267,6 @@ def replay(engine: Engine, gate_id: str) -> dict[str, Any]:
         return outcome
 
 
-def verify_decisions(session: Session) -> int:
-    """`verify`'s decision stage over an ORM session (`decision_checks.verify_decisions`)."""
-    return decision_checks.verify_decisions(_reader(session))
-
-
 def compare(
     engine: Engine,
     *,

@@ -270,7 +270,7 @@ def _check_0002(session: Session) -> None:
     over the tables that schema has (signed acts came with 0003)."""
     from sqlalchemy import inspect
 
-    from evalops.services.gate import verify_decisions
+    from evalops.services.decision_checks import verify_decisions
     from evalops.services.verify_reads import check_rows, check_trials
     from evalops.store.audited_columns import AUDITED_COLUMNS
 
@@ -280,7 +280,7 @@ def _check_0002(session: Session) -> None:
     check_trials(reader)
     present = set(inspect(session.connection()).get_table_names())
     check_rows(reader, [name for name in AUDITED_COLUMNS if name in present])
-    verify_decisions(session)
+    verify_decisions(reader)
 
 
 # Per older schema, everything it lets be checked. A migration that moves the head on adds

@@ -124,16 +124,24 @@ def verify_reader(
 
 
 def unreadable_problem(exc: BaseException) -> str | None:
-    """What a SQLite error met halfway through says about the database, when it says the
-    file no longer holds what evalops wrote (a table or column gone, text that is not UTF-8,
-    a damaged page); None for any other error (a lost connection is no tampering). The same
-    through `sqlite3` and through SQLAlchemy, which wraps the driver's error."""
+    """What a database error met halfway through says about the database, when it says it
+    no longer holds what evalops wrote (a table or column gone, text that is not UTF-8, a
+    damaged page); None for any other error (a lost connection is no tampering). The same
+    through `sqlite3` and through SQLAlchemy, which wraps the driver's error; on PostgreSQL
+    a table or column gone."""
     import sqlite3
+    import sys
 
     orig = getattr(exc, "orig", None) or exc
+    message = str(orig).splitlines()[0] if str(orig) else type(orig).__name__
+    gone = f"the database no longer holds what evalops wrote: {message[:300]}"
+    psycopg_errors = sys.modules.get("psycopg.errors")
+    if psycopg_errors is not None and isinstance(
+        orig, (psycopg_errors.UndefinedTable, psycopg_errors.UndefinedColumn)
+    ):
+        return gone
     if not isinstance(orig, sqlite3.DatabaseError):
         return None
-    message = str(orig).splitlines()[0] if str(orig) else type(orig).__name__
     tampered = (
         "no such table",
         "no such column",
@@ -142,7 +150,7 @@ def unreadable_problem(exc: BaseException) -> str | None:
         "not a database",
     )
     if type(orig) is sqlite3.DatabaseError or any(m in message.lower() for m in tampered):
-        return f"the database no longer holds what evalops wrote: {message[:300]}"
+        return gone
     return None
 
 

@@ -659,3 +659,34 @@ def test_every_table_wide_read_is_streamed(registries: dict[str, Path]) -> None:
     lookups = spy.calls[len(wide) :]
     assert [way for way, _ in lookups if way != "tuples"] == ["rows", "rows"]
     assert all("WHERE seq = :seq" in sql for way, sql in lookups if way == "rows")
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(
+    "drop", ["DROP TABLE waiver_revocation", "ALTER TABLE waiver DROP COLUMN reason"]
+)
+def test_a_table_or_column_gone_on_postgresql_is_a_verification_failure(
+    drop: str, pg_copies: dict[str, str]
+) -> None:
+    """Exit 6 naming what is gone, as on SQLite, not an internal error."""
+    from sqlalchemy import create_engine, text
+
+    from evalops.errors import VerificationError
+    from evalops.services.verify import verify_reader
+    from evalops.store.reader import ConnectionReader
+
+    engine = create_engine(next(iter(pg_copies.values())))
+    try:
+        with engine.connect() as conn:
+            transaction = conn.begin()
+            try:
+                conn.execute(text(drop))
+                with pytest.raises(VerificationError) as raised:
+                    verify_reader(ConnectionReader(conn))
+            finally:
+                transaction.rollback()
+    finally:
+        engine.dispose()
+    message = raised.value.message
+    assert message.startswith("the database no longer holds what evalops wrote: "), message
+    assert ("waiver_revocation" if "TABLE waiver_revocation" in drop else "reason") in message
