@@ -6,15 +6,16 @@ plain SQL) share them, so the two cannot spell an input differently."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
-from evalops.domain.gate_documents import GateRequestDocument, TrajectoryCounts
+from evalops.domain.gate_documents import BaselineInput, GateRequestDocument, TrajectoryCounts
 from evalops.domain.suggestions import close_match, some_of, unknown_id
 from evalops.domain.trajectory import TrajectoryResult
 from evalops.domain.vocabulary import parse_timestamp
+from evalops.errors import InputError
 
 DEFAULT_SEED = 20261130
 
@@ -129,3 +130,52 @@ def not_a_profile_of(
 
 def evaluated_at(request: GateRequest) -> datetime:
     return parse_timestamp(request.at)
+
+
+class RegressionRuleFacts(Protocol):
+    """The parts of a gate policy's `critical_regressions` rule the baseline block reads."""
+
+    @property
+    def baseline(self) -> str: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def alpha(self) -> float: ...
+
+
+def baseline_block(
+    request: GateRequest,
+    rule: RegressionRuleFacts,
+    latest_pass: Callable[[], str | None],
+    load_build: Callable[[str], tuple[str, Any]],
+) -> BaselineInput[Any] | None:
+    """A decision's `baseline` input: the build asked for (`auto`: the build of the latest
+    stored pass, `latest_pass`), the paired test's settings, and that build's execution
+    digest and tasks (`load_build`); None when no baseline is asked or required."""
+    baseline = request.baseline
+    note = None
+    if baseline == "auto":
+        baseline = latest_pass()
+        if baseline is None:
+            note = (
+                f"--baseline auto: no stored pass decision for {request.suite_id} on a build "
+                f"other than {request.build}"
+            )
+    if baseline is None and rule.baseline != "required" and note is None:
+        return None
+    block: BaselineInput[Any] = {
+        "build": baseline,
+        "asked": request.baseline,
+        "note": note,
+        "required": rule.baseline == "required",
+        "method": request.method or rule.method,
+        "alpha": request.alpha if request.alpha is not None else rule.alpha,
+        "seed": request.seed,
+    }
+    if baseline is not None:
+        if baseline == request.build:
+            raise InputError(
+                f"the baseline {baseline} is the candidate build itself", field="--baseline"
+            )
+        block["execution_digest"], block["tasks"] = load_build(baseline)
+    return block

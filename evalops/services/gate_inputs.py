@@ -41,6 +41,7 @@ from evalops.services.definitions import Definitions, StaleClassifications, rede
 from evalops.services.gate_input_parts import (
     DEFAULT_SEED,
     GateRequest,
+    baseline_block,
     efficiency_counts,
     no_profile_for,
     not_a_profile_of,
@@ -555,36 +556,17 @@ def _baseline_block(
     heads: dict[str, TaskHead],
     load: TaskLoader[TaskT],
 ) -> BaselineInput[TaskT] | None:
-    rule = policy.critical_regressions
-    baseline = request.baseline
-    note = None
-    if baseline == "auto":
-        baseline = latest_pass_build(session, request.suite_id, request.build, request.cutoff)
-        if baseline is None:
-            note = (
-                f"--baseline auto: no stored pass decision for {request.suite_id} on a build "
-                f"other than {request.build}"
-            )
-    if baseline is None and rule.baseline != "required" and note is None:
-        return None
-    block: BaselineInput[TaskT] = {
-        "build": baseline,
-        "asked": request.baseline,
-        "note": note,
-        "required": rule.baseline == "required",
-        "method": request.method or rule.method,
-        "alpha": request.alpha if request.alpha is not None else rule.alpha,
-        "seed": request.seed,
-    }
-    if baseline is not None:
-        if baseline == request.build:
-            raise InputError(
-                f"the baseline {baseline} is the candidate build itself", field="--baseline"
-            )
-        base_exec = execution_for(session, baseline, None, request.cutoff, field="--baseline")
-        block["execution_digest"] = base_exec.execution_digest
-        block["tasks"] = load(session, defs, members, base_exec, request.cutoff, heads)
-    return block
+    def load_build(build: str) -> tuple[str, list[TaskT]]:
+        base_exec = execution_for(session, build, None, request.cutoff, field="--baseline")
+        tasks = load(session, defs, members, base_exec, request.cutoff, heads)
+        return base_exec.execution_digest, tasks
+
+    return baseline_block(
+        request,
+        policy.critical_regressions,
+        lambda: latest_pass_build(session, request.suite_id, request.build, request.cutoff),
+        load_build,
+    )
 
 
 # ------------------------------------------------------------------------------ inputs

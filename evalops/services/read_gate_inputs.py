@@ -24,7 +24,6 @@ from evalops.domain.facts import StoredTaskHead
 from evalops.domain.gate_compact import EVALUATOR_COMPACT, CompactTrials
 from evalops.domain.gate_documents import (
     AnyGateInputs,
-    BaselineInput,
     CompactTaskInput,
     GateInputs,
     RefusedWaiverRequest,
@@ -39,6 +38,7 @@ from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.gate_input_parts import (
     GateRequest,
+    baseline_block,
     efficiency_counts,
     no_profile_for,
     not_a_profile_of,
@@ -576,33 +576,15 @@ def rebuilt_inputs(reader: Reader, request: GateRequest, evaluator: int) -> AnyG
         "refused_waivers": reads.refused_waivers(request.build, request.suite_id),
         "baseline": None,
     }
-    baseline = request.baseline
-    note = None
-    if baseline == "auto":
-        baseline = reads.latest_pass_build(request.suite_id, request.build)
-        if baseline is None:
-            note = (
-                f"--baseline auto: no stored pass decision for {request.suite_id} on a build "
-                f"other than {request.build}"
-            )
-    if baseline is None and rule.baseline != "required" and note is None:
-        return inputs
-    block: BaselineInput[Any] = {
-        "build": baseline,
-        "asked": request.baseline,
-        "note": note,
-        "required": rule.baseline == "required",
-        "method": request.method or rule.method,
-        "alpha": request.alpha if request.alpha is not None else rule.alpha,
-        "seed": request.seed,
-    }
-    if baseline is not None:
-        if baseline == request.build:
-            raise InputError(
-                f"the baseline {baseline} is the candidate build itself", field="--baseline"
-            )
-        base = reads.execution_for(baseline, None, field="--baseline")
-        block["execution_digest"] = base["execution_digest"]
-        block["tasks"] = load(base)
-    inputs["baseline"] = block
+
+    def load_build(build: str) -> tuple[str, Any]:
+        base = reads.execution_for(build, None, field="--baseline")
+        return base["execution_digest"], load(base)
+
+    inputs["baseline"] = baseline_block(
+        request,
+        rule,
+        lambda: reads.latest_pass_build(request.suite_id, request.build),
+        load_build,
+    )
     return inputs

@@ -48,15 +48,17 @@ READ_COMMANDS = [
 ]
 
 
-def _loaded_by(argv: list[str], cwd: Path) -> tuple[int, dict[str, bool]]:
-    """Run `evalops ARGV` in a fresh interpreter in `cwd`: its exit code, and which modules
-    of OFF_THE_READ_PATH it imported."""
+def _loaded_by(
+    argv: list[str], cwd: Path, modules: tuple[str, ...] = OFF_THE_READ_PATH
+) -> tuple[int, dict[str, bool]]:
+    """Run `evalops ARGV` in a fresh interpreter in `cwd`: its exit code, and which of
+    `modules` it imported."""
     script = (
         "import contextlib, io, json, sys\n"
         "from evalops.cli.main import main\n"
         "with contextlib.redirect_stdout(io.StringIO()):\n"
         f"    code = main({argv!r})\n"
-        f"print(json.dumps([code, {{m: m in sys.modules for m in {OFF_THE_READ_PATH!r}}}]))\n"
+        f"print(json.dumps([code, {{m: m in sys.modules for m in {modules!r}}}]))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script],
@@ -244,25 +246,9 @@ OFF_THE_VERIFY_PATH = (
 
 
 def test_verify_on_sqlite_loads_no_database_or_table_code(demo: Path) -> None:
-    script = (
-        "import contextlib, io, json, sys\n"
-        "from evalops.cli.main import main\n"
-        "with contextlib.redirect_stdout(io.StringIO()):\n"
-        "    code = main(['verify'])\n"
-        f"print(json.dumps([code, [m for m in {OFF_THE_VERIFY_PATH!r} if m in sys.modules]]))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=demo,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "EVALOPS_NOW": PINNED_NOW},
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    code, loaded = json.loads(done.stdout.strip().splitlines()[-1])
-    assert code == 0, done.stderr
-    assert loaded == []
+    code, loaded = _loaded_by(["verify"], demo, OFF_THE_VERIFY_PATH)
+    assert code == 0
+    assert not any(loaded.values()), [m for m, yes in loaded.items() if yes]
 
 
 def test_verify_through_sqlite3_and_through_sqlalchemy_says_the_same(demo: Path, cli: Cli) -> None:
