@@ -10,14 +10,17 @@ import json
 import os
 import shutil
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import git
 import pytest
 import yaml
+
+if TYPE_CHECKING:
+    from evalops.store.reader import Reader
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_REGISTRY = REPO_ROOT / "registry"
@@ -292,5 +295,32 @@ def store_state(workspace: Path, db_args: list[str], tables: tuple[str, ...]) ->
     try:
         with engine.connect() as conn:
             return [conn.execute(sa.text(f"SELECT count(*) FROM {t}")).scalar() for t in tables]
+    finally:
+        engine.dispose()
+
+
+@contextlib.contextmanager
+def sqlite3_reader(db: Path) -> Iterator[Reader]:
+    """The registry file `db` through the plain `sqlite3` reader the read commands use."""
+    from evalops.store.reader import open_sqlite
+
+    reader = open_sqlite(f"sqlite:///{db}", lock_timeout=5)
+    assert reader is not None, "the plain sqlite3 path must open the registry"
+    try:
+        yield reader
+    finally:
+        reader.close()
+
+
+@contextlib.contextmanager
+def sqlalchemy_reader(url: str) -> Iterator[Reader]:
+    """The database at `url` through a SQLAlchemy connection (the path PostgreSQL takes)."""
+    from evalops.services.database import open_database
+    from evalops.store.reader import engine_reader
+
+    engine = open_database(url)
+    try:
+        with engine_reader(engine) as reader:
+            yield reader
     finally:
         engine.dispose()

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from evalops.domain.gate_documents import BaselineInput, GateRequestDocument, TrajectoryCounts
 from evalops.domain.suggestions import close_match, some_of, unknown_id
@@ -179,3 +179,39 @@ def baseline_block(
             )
         block["execution_digest"], block["tasks"] = load_build(baseline)
     return block
+
+
+class ProfileRow(Protocol):
+    """An execution profile in force, as choosing one for a build reads it."""
+
+    @property
+    def system_build(self) -> str: ...
+
+
+Profile = TypeVar("Profile", bound=ProfileRow)
+
+
+def choose_execution(
+    forced: Mapping[str, Profile], build: str, execution_id: str | None, field: str
+) -> Profile:
+    """The execution profile in force (`forced`: id -> row) whose `system_build` is `build`,
+    or `--execution`'s; `field` is the option that named the build (`compare` names two,
+    neither of them `--build`)."""
+    latest = {eid: row for eid, row in forced.items() if row.system_build == build}
+    if execution_id is not None and execution_id in latest:
+        return latest[execution_id]
+    if execution_id is not None and (execution_id in forced or latest):
+        raise InputError(not_a_profile_of(forced, latest, build, execution_id), field="--execution")
+    if not latest:
+        raise InputError(no_profile_for(forced, build, field), field=field)
+    if len(latest) > 1:
+        ids = ", ".join(sorted(latest))
+        several = f"several execution profiles have system_build {build}: {ids}"
+        if field != "--build":
+            # --execution picks the profile of --build only.
+            raise InputError(
+                f"{several}; {field} needs a build with one execution profile in force",
+                field=field,
+            )
+        raise InputError(f"{several}; pick one with --execution", field="--execution")
+    return next(iter(latest.values()))

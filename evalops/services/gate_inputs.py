@@ -42,9 +42,8 @@ from evalops.services.gate_input_parts import (
     DEFAULT_SEED,
     GateRequest,
     baseline_block,
+    choose_execution,
     efficiency_counts,
-    no_profile_for,
-    not_a_profile_of,
     trajectory_counts,
 )
 from evalops.services.placeholders import refuse_placeholder
@@ -169,25 +168,10 @@ def execution_for(
 ) -> ExecutionProfileRow:
     """The execution profile in force whose `system_build` is `build`; `field` is the
     option that named the build (`compare` names two, neither of them `--build`)."""
-    forced = queries.in_force_rows(session, "execution_profile", cutoff)
-    latest = {eid: row for eid, row in forced.items() if row.system_build == build}
-    if execution_id is not None and execution_id in latest:
-        return latest[execution_id]  # type: ignore[no-any-return]
-    if execution_id is not None and (execution_id in forced or latest):
-        raise InputError(not_a_profile_of(forced, latest, build, execution_id), field="--execution")
-    if not latest:
-        raise InputError(no_profile_for(forced, build, field), field=field)
-    if len(latest) > 1:
-        ids = ", ".join(sorted(latest))
-        several = f"several execution profiles have system_build {build}: {ids}"
-        if field != "--build":
-            # --execution picks the profile of --build only.
-            raise InputError(
-                f"{several}; {field} needs a build with one execution profile in force",
-                field=field,
-            )
-        raise InputError(f"{several}; pick one with --execution", field="--execution")
-    return next(iter(latest.values()))  # type: ignore[no-any-return]
+    forced: dict[str, ExecutionProfileRow] = queries.in_force_rows(
+        session, "execution_profile", cutoff
+    )
+    return choose_execution(forced, build, execution_id, field)
 
 
 # ------------------------------------------------------------------------------ trials

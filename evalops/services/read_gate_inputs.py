@@ -39,9 +39,8 @@ from evalops.errors import InputError
 from evalops.services.gate_input_parts import (
     GateRequest,
     baseline_block,
+    choose_execution,
     efficiency_counts,
-    no_profile_for,
-    not_a_profile_of,
     trajectory_counts,
 )
 from evalops.services.policy_choice import PolicyKind, choose_policy
@@ -216,25 +215,7 @@ class GateReads:
         """The execution profile in force whose `system_build` is `build`
         (`gate_inputs.execution_for`, with its messages)."""
         forced = {k: _Attrs(v) for k, v in self.in_force_rows("execution_profile").items()}
-        latest = {eid: row for eid, row in forced.items() if row.system_build == build}
-        if execution_id is not None and execution_id in latest:
-            return latest[execution_id].row
-        if execution_id is not None and (execution_id in forced or latest):
-            raise InputError(
-                not_a_profile_of(forced, latest, build, execution_id), field="--execution"
-            )
-        if not latest:
-            raise InputError(no_profile_for(forced, build, field), field=field)
-        if len(latest) > 1:
-            ids = ", ".join(sorted(latest))
-            several = f"several execution profiles have system_build {build}: {ids}"
-            if field != "--build":
-                raise InputError(
-                    f"{several}; {field} needs a build with one execution profile in force",
-                    field=field,
-                )
-            raise InputError(f"{several}; pick one with --execution", field="--execution")
-        return next(iter(latest.values())).row
+        return choose_execution(forced, build, execution_id, field).row
 
     def older_counts(self, execution: Mapping[str, Any]) -> dict[str, int]:
         """Per task: trials under an older digest of the same execution profile."""

@@ -24,8 +24,8 @@ import json
 import random
 import shutil
 import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import closing, contextmanager
+from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,14 @@ from evalops.domain.vocabulary import CANONICAL_PRECEDENCE
 from evalops.errors import EvalopsError
 from evalops.store.reader import Reader
 from tests.conftest import Cli
-from tests.helpers import EXAMPLE_REGISTRY, commit_all, copy_rows, run_quiet
+from tests.helpers import (
+    EXAMPLE_REGISTRY,
+    commit_all,
+    copy_rows,
+    run_quiet,
+    sqlalchemy_reader,
+    sqlite3_reader,
+)
 from tests.services.test_calibration_cli import (
     EXEC_FILE as JUDGED_EXEC,
 )
@@ -271,31 +278,6 @@ def reader_readings(reader: Reader, cases: list[tuple[dict[str, str], int | None
     return out
 
 
-@contextmanager
-def sqlite3_reader(db: Path) -> Iterator[Reader]:
-    from evalops.store.reader import open_sqlite
-
-    reader = open_sqlite(f"sqlite:///{db}", lock_timeout=5)
-    assert reader is not None, "the plain sqlite3 path must open the registry"
-    try:
-        yield reader
-    finally:
-        reader.close()
-
-
-@contextmanager
-def connection_reader(url: str) -> Iterator[Reader]:
-    from evalops.services.database import open_database
-    from evalops.store.reader import engine_reader
-
-    engine = open_database(url)
-    try:
-        with engine_reader(engine) as reader:
-            yield reader
-    finally:
-        engine.dispose()
-
-
 def _first_difference(a: list[Any], b: list[Any], cases: list[Any]) -> str:
     for i, (x, y) in enumerate(zip(a, b, strict=True)):
         if x != y:
@@ -313,7 +295,7 @@ def test_both_readings_agree_on_sqlite(scenario: str, registry_of: Callable[[str
     orm = orm_readings(f"sqlite:///{db}", cases)
     with sqlite3_reader(db) as reader:
         plain = reader_readings(reader, cases)
-    with connection_reader(f"sqlite+pysqlite:///{db}") as reader:
+    with sqlalchemy_reader(f"sqlite+pysqlite:///{db}") as reader:
         core = reader_readings(reader, cases)
     assert plain == orm, _first_difference(plain, orm, cases)
     assert core == orm, _first_difference(core, orm, cases)
@@ -434,7 +416,7 @@ def test_both_readings_agree_on_postgresql(
     copy_rows(f"sqlite:///{root / DB}", url)
     cases = filters(root / DB)
     orm = orm_readings(url, cases)
-    with connection_reader(url) as reader:
+    with sqlalchemy_reader(url) as reader:
         core = reader_readings(reader, cases)
     assert core == orm, _first_difference(core, orm, cases)
     # And what PostgreSQL gives is what SQLite gives (timestamps, floats, order).

@@ -28,9 +28,9 @@ from evalops.domain.canonical import canonical_json_document
 from evalops.services.decision_checks import rebuilt_inputs_problem, stored_decisions
 from evalops.services.gate_input_parts import GateRequest
 from evalops.services.read_gate_inputs import rebuilt_inputs
-from evalops.store.reader import Reader, open_sqlite
+from evalops.store.reader import Reader
 from tests.conftest import Cli
-from tests.helpers import commit_all, run_quiet, write_yaml
+from tests.helpers import commit_all, run_quiet, sqlite3_reader, write_yaml
 from tests.services.test_gate import (
     BUILD_OF_CLASS,
     CRIT,
@@ -45,16 +45,6 @@ from tests.services.test_gate import (
 from tests.trial_factory import write_jsonl
 
 DB = Path(".evalops") / "registry.db"
-
-
-@contextmanager
-def sqlite3_reader(root: Path) -> Iterator[Reader]:
-    reader = open_sqlite(f"sqlite:///{root / DB}", lock_timeout=5)
-    assert reader is not None
-    try:
-        yield reader
-    finally:
-        reader.close()
 
 
 @contextmanager
@@ -74,7 +64,7 @@ def orm_rebuilt(root: Path) -> dict[str, bytes]:
     from evalops.services.gate_inputs import build_inputs
 
     out = {}
-    with sqlite3_reader(root) as reader:
+    with sqlite3_reader(root / DB) as reader:
         decisions = list(stored_decisions(reader))
     with orm_session(root) as session:
         for row in decisions:
@@ -201,7 +191,7 @@ def test_both_loaders_rebuild_every_stored_decision_of_the_gate_registry(
     gate_registry: Path,
 ) -> None:
     stored = stored_inputs(gate_registry)
-    with sqlite3_reader(gate_registry) as reader:
+    with sqlite3_reader(gate_registry / DB) as reader:
         assert plain_rebuilt(reader) == stored
     assert orm_rebuilt(gate_registry) == stored
 
@@ -224,7 +214,7 @@ def test_the_demo_s_decisions_rebuild_through_sqlite3_and_a_sqlalchemy_connectio
     stored = stored_inputs(demo)
     assert any(json.loads(i)["refused_waivers"] for i in stored.values())
     assert any(json.loads(i)["waivers"] for i in stored.values())
-    with sqlite3_reader(demo) as reader:
+    with sqlite3_reader(demo / DB) as reader:
         assert plain_rebuilt(reader) == stored
     engine = make_engine(f"sqlite:///{demo / DB}")
     try:
@@ -267,7 +257,7 @@ EDITS = {
 @pytest.mark.parametrize("edit", sorted(EDITS))
 def test_an_edited_source_of_the_inputs_is_noticed_by_both_loaders(demo: Path, edit: str) -> None:
     sql, where = EDITS[edit]
-    with sqlite3_reader(demo) as reader:
+    with sqlite3_reader(demo / DB) as reader:
         decision = next(r for r in stored_decisions(reader) if r.gate_id == "GATE-3")
     inputs = json.loads(decision.inputs)
     with closing(sqlite3.connect(demo / DB)) as conn:
@@ -276,7 +266,7 @@ def test_an_edited_source_of_the_inputs_is_noticed_by_both_loaders(demo: Path, e
         ).rowcount
         conn.commit()
     assert changed > 0, edit
-    with sqlite3_reader(demo) as reader:
+    with sqlite3_reader(demo / DB) as reader:
         plain = rebuilt_inputs_problem(reader, decision)
     assert plain is not None and where in plain, plain
     assert plain.startswith("stored inputs no longer match the registry rows"), plain

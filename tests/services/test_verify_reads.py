@@ -23,7 +23,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -37,7 +37,7 @@ from evalops.errors import EvalopsError
 from evalops.services.anchors import Anchor
 from evalops.store.reader import Reader
 from tests.conftest import PG_ADMIN_URL, require_postgres
-from tests.helpers import copy_rows, run_quiet
+from tests.helpers import copy_rows, run_quiet, sqlalchemy_reader, sqlite3_reader
 from tests.store.test_migration_0002 import FIXTURE
 
 DB = Path(".evalops") / "registry.db"
@@ -422,31 +422,6 @@ def _expected(untouched: dict[str, Any], changes: Expected) -> dict[str, Any]:
     for check, message in changes.items():
         out[check] = ("error", "VerificationError", message)
     return out
-
-
-@contextmanager
-def sqlite3_reader(db: Path) -> Iterator[Reader]:
-    from evalops.store.reader import open_sqlite
-
-    reader = open_sqlite(f"sqlite:///{db}", lock_timeout=5)
-    assert reader is not None, "the plain sqlite3 path must open the registry"
-    try:
-        yield reader
-    finally:
-        reader.close()
-
-
-@contextmanager
-def sqlalchemy_reader(url: str) -> Iterator[Reader]:
-    from evalops.services.database import open_database
-    from evalops.store.reader import engine_reader
-
-    engine = open_database(url)
-    try:
-        with engine_reader(engine) as reader:
-            yield reader
-    finally:
-        engine.dispose()
 
 
 def _tampered_copy(source: Path, target: Path, tampering: Tampering, facts: Facts) -> Expected:
