@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple
 
 from evalops.domain.calibration_validity import validity_digest
 from evalops.domain.canonical import plain_number
@@ -46,8 +46,6 @@ from evalops.services.gate_input_parts import (
 from evalops.services.policy_choice import PolicyKind, choose_policy
 from evalops.services.read_definitions import StoredDefinitions, rederive
 from evalops.store.reader import Reader, timestamp
-
-Task = TypeVar("Task", TaskInput, CompactTaskInput)
 
 # kind -> (table, its id column), as `queries.DEFINITION_TABLES`
 _DEFINITION_TABLES = {
@@ -88,7 +86,8 @@ class GateReads:
     def __init__(self, reader: Reader, cutoff: int) -> None:
         self.reader = reader
         self.cutoff = cutoff
-        self._run: dict[str, Any] | bool | None = False
+        self._run_read = False
+        self._run: dict[str, Any] | None = None
 
     def rows(self, sql: str, **params: Any) -> list[dict[str, Any]]:
         return self.reader.rows(sql, {"cutoff": self.cutoff, **params})
@@ -100,12 +99,13 @@ class GateReads:
 
     def sync_run(self) -> dict[str, Any] | None:
         """The sync whose commit's definitions are in force (`queries.latest_sync_run`)."""
-        if self._run is False:
+        if not self._run_read:
             self._run = self.first(
                 "SELECT id, git_commit FROM sync_run WHERE audit_seq <= :cutoff "
                 "ORDER BY id DESC LIMIT 1"
             )
-        return self._run  # type: ignore[return-value]
+            self._run_read = True
+        return self._run
 
     def in_force_rows(self, kind: str) -> dict[str, dict[str, Any]]:
         """id -> the first row registered with the digest in force (`queries.in_force_rows`)."""
