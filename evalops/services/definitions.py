@@ -20,6 +20,7 @@ from evalops.domain.facts import StoredTaskHead
 from evalops.domain.specs import EvalTaskSpec, GraderSet
 from evalops.domain.trajectory import TrajectoryResult
 from evalops.domain.trial_record import GraderResult, TrialRecord
+from evalops.services.gate_input_parts import must_rederive
 from evalops.store import queries
 from evalops.store.tables import (
     AuditEvent,
@@ -244,14 +245,16 @@ class StaleClassifications:
 
     def needed(self, trial_id: str, grader_set_digest: str, batch_id: int) -> bool:
         reconciliations, reviews = self.defs.appended(trial_id)
-        if reconciliations or reviews:
-            return True
-        recorded = self._batch(batch_id)
-        if recorded is None or grader_set_digest not in recorded:
-            return True
-        if grader_set_digest not in self.current:
-            self.current[grader_set_digest] = validity_digest(self.defs.validity(grader_set_digest))
-        return recorded[grader_set_digest] != self.current[grader_set_digest]
+
+        def current() -> str:
+            if grader_set_digest not in self.current:
+                validity = self.defs.validity(grader_set_digest)
+                self.current[grader_set_digest] = validity_digest(validity)
+            return self.current[grader_set_digest]
+
+        appended = bool(reconciliations or reviews)
+        recorded = None if appended else self._batch(batch_id)
+        return must_rederive(appended, recorded, grader_set_digest, current)
 
 
 def settled_effects(rows: Sequence[Reconciliation]) -> dict[int, str]:

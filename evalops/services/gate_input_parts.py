@@ -215,3 +215,33 @@ def choose_execution(
             )
         raise InputError(f"{several}; pick one with --execution", field="--execution")
     return next(iter(latest.values()))
+
+
+def ignored_as(
+    trial_task_digest: str, trial_grader_set_digest: str, task_digest: str, grader_set_digest: str
+) -> str | None:
+    """Why a member's trial of the build is not evidence for its pin (the `ignoredTrials`
+    key it is counted under), or None when it is."""
+    if trial_task_digest != task_digest:
+        return "other_task_revision"
+    if trial_grader_set_digest != grader_set_digest:
+        return "other_grader_set_version"
+    return None
+
+
+def must_rederive(
+    appended: bool,
+    recorded: Mapping[str, str] | None,
+    grader_set_digest: str,
+    current_validity: Callable[[], str],
+) -> bool:
+    """Must a trial's stored class be re-derived? Yes when a reconciliation or a review was
+    appended to it, when its ingest batch recorded no calibration state for its grader set,
+    or when that state (`recorded`, grader set digest -> validity digest) differs from the
+    current one; else re-deriving would give the stored class (same record, definitions,
+    trajectory and validity)."""
+    if appended:
+        return True
+    if recorded is None or grader_set_digest not in recorded:
+        return True
+    return recorded[grader_set_digest] != current_validity()

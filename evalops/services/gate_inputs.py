@@ -44,6 +44,7 @@ from evalops.services.gate_input_parts import (
     baseline_block,
     choose_execution,
     efficiency_counts,
+    ignored_as,
     trajectory_counts,
 )
 from evalops.services.placeholders import refuse_placeholder
@@ -331,11 +332,8 @@ def task_inputs(
         m = members_by_id.get(row.task_id)
         if m is None:
             continue
-        if row.task_digest != m.task_digest:
-            key = "other_task_revision"
-        elif row.grader_set_digest != m.grader_set_digest:
-            key = "other_grader_set_version"
-        else:
+        key = ignored_as(row.task_digest, row.grader_set_digest, m.task_digest, m.grader_set_digest)
+        if key is None:
             trials[m.task_id].append(_trial_input(session, defs, rederive_, row))
             continue
         ignored[m.task_id][key] = ignored[m.task_id].get(key, 0) + 1
@@ -429,11 +427,8 @@ def compact_task_inputs(
         m = members_by_id.get(row.task_id)
         if m is None:
             continue
-        if row.task_digest != m.task_digest:
-            key = "other_task_revision"
-        elif row.grader_set_digest != m.grader_set_digest:
-            key = "other_grader_set_version"
-        else:
+        key = ignored_as(row.task_digest, row.grader_set_digest, m.task_digest, m.grader_set_digest)
+        if key is None:
             summaries[m.task_id].add(_trial_input(session, defs, rederive_, row))
             continue
         ignored[m.task_id][key] = ignored[m.task_id].get(key, 0) + 1

@@ -41,6 +41,8 @@ from evalops.services.gate_input_parts import (
     baseline_block,
     choose_execution,
     efficiency_counts,
+    ignored_as,
+    must_rederive,
     trajectory_counts,
 )
 from evalops.services.policy_choice import PolicyKind, choose_policy
@@ -350,14 +352,16 @@ class StaleClassifications:
 
     def needed(self, trial_id: str, grader_set_digest: str, batch_id: int) -> bool:
         reconciliations, reviews = self.defs.appended(trial_id)
-        if reconciliations or reviews:
-            return True
-        recorded = self._batch(batch_id)
-        if recorded is None or grader_set_digest not in recorded:
-            return True
-        if grader_set_digest not in self.current:
-            self.current[grader_set_digest] = validity_digest(self.defs.validity(grader_set_digest))
-        return recorded[grader_set_digest] != self.current[grader_set_digest]
+
+        def current() -> str:
+            if grader_set_digest not in self.current:
+                validity = self.defs.validity(grader_set_digest)
+                self.current[grader_set_digest] = validity_digest(validity)
+            return self.current[grader_set_digest]
+
+        appended = bool(reconciliations or reviews)
+        recorded = None if appended else self._batch(batch_id)
+        return must_rederive(appended, recorded, grader_set_digest, current)
 
 
 class _Loader:
@@ -462,11 +466,10 @@ class _Loader:
             m = by_id.get(row["task_id"])
             if m is None:
                 continue
-            if row["task_digest"] != m.task_digest:
-                key = "other_task_revision"
-            elif row["grader_set_digest"] != m.grader_set_digest:
-                key = "other_grader_set_version"
-            else:
+            key = ignored_as(
+                row["task_digest"], row["grader_set_digest"], m.task_digest, m.grader_set_digest
+            )
+            if key is None:
                 keep(m.task_id, self.trial_input(row))
                 continue
             ignored[m.task_id][key] = ignored[m.task_id].get(key, 0) + 1
