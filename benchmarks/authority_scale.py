@@ -94,7 +94,7 @@ def _signed_act(
     at: str, digest: str,
 ) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
     """(the signed_act row of a waiver grant, what its event says about it), as
-    `waiver grant --sign-with` stores them (evalops/services/authority.py)."""
+    `waiver grant --sign-with` stores them (evalops/services/authority/acts.py)."""
     from evalops.domain.authority import NAMESPACE, act_bytes, compose
     from evalops.domain.canonical import canonical_text
     from evalops.domain.sshsig import parse_public_key, sign
@@ -124,7 +124,7 @@ def bulk_waivers(root: Path, count: int, private: ed25519.Ed25519PrivateKey | No
     from evalops.domain.audit_chain import event_hash
     from evalops.domain.canonical import canonical_text, sha256_digest
     from evalops.domain.vocabulary import format_timestamp
-    from evalops.services.authority import authority_in_force
+    from evalops.services.authority.acts import authority_in_force
     from evalops.store.audit import chain_head
     from evalops.store.engine import make_engine, write_session
     from evalops.store.rowdigest import RowsDigest
@@ -200,7 +200,7 @@ def per_act(private: ed25519.Ed25519PrivateKey, key_path: Path, samples: int) ->
     from evalops.authority import sign_act
     from evalops.domain.authority import NAMESPACE, act_bytes, compose
     from evalops.domain.sshsig import verify
-    from evalops.services.authority import sign_with_key
+    from evalops.services.authority.acts import sign_with_key
 
     acts = [
         act_bytes(
@@ -238,7 +238,7 @@ def _load() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from evalops.services.act_checks import DEFAULT_POOL, usable_cpus
+    from evalops.services.verify.act_checks import DEFAULT_POOL, usable_cpus
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--acts", type=int, default=None, help=f"default {ACTS:,}")

@@ -51,7 +51,7 @@ elif mode == "reader":
     from evalops.importers.common import Translated
     from evalops.registry.import_maps import load_import_map
     from evalops.services.database import open_database
-    from evalops.services.trial_import import resolve
+    from evalops.services.ingest.imports import resolve
     from evalops.store.engine import read_session
     engine = open_database(args[1])
     with read_session(engine) as session:

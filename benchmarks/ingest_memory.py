@@ -26,7 +26,7 @@ import json, sys, time
 from datetime import UTC, datetime
 from pathlib import Path
 from evalops.services.database import open_database
-from evalops.services.ingest import ingest_files
+from evalops.services.ingest.records import ingest_files
 engine = open_database(sys.argv[1])
 start = time.perf_counter()
 result = ingest_files(engine, [Path(sys.argv[2])], actor="bench", now=datetime.now(UTC))

@@ -16,7 +16,7 @@ from evalops.domain.canonical import digest
 from evalops.domain.gate import evaluate
 from evalops.registry.definitions import load_definition
 from evalops.resources import example_registry_dir
-from evalops.services.reports import assemble
+from evalops.services.reports.audit import assemble
 
 TASKS = 10_000
 RUNS = 5

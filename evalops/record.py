@@ -99,7 +99,7 @@ class TrialBuilder:
     def from_database(cls, url: str, *, task: str, execution: str) -> TrialBuilder:
         """From the registry database: the definitions registered by the last sync."""
         from evalops.services.database import open_database
-        from evalops.services.trial_import import case_definitions
+        from evalops.services.ingest.imports import case_definitions
 
         engine = open_database(url)
         try:

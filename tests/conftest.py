@@ -36,10 +36,10 @@ def _replay_all(databases: set[Path]) -> list[str]:
     decision of evaluator 3 is also decided by evaluator 4, which must agree
     (`compact_differences`), and every decision's inputs, built by `gate check` through the
     ORM loader, must be what the plain-SQL loader `verify` uses rebuilds on `sqlite3`
-    (evalops/services/read_gate_inputs.py), byte for byte."""
+    (evalops/services/verify/gate_inputs.py), byte for byte."""
     from sqlmodel import col, select
 
-    from evalops.services.decision_checks import rebuilt_inputs_problem, replay_row
+    from evalops.services.verify.decision_checks import rebuilt_inputs_problem, replay_row
     from evalops.store.engine import make_engine, read_session
     from evalops.store.reader import open_sqlite
     from evalops.store.tables import AuditEvent, GateDecision
@@ -86,8 +86,8 @@ def compact_differences(session: Any, row: Any) -> list[str]:
     from evalops.domain.canonical import canonical_json
     from evalops.domain.gate_compact import compact_inputs, same_decision_as_evaluator_3
     from evalops.domain.gate_compact import evaluate as evaluate_compact
-    from evalops.services.gate_input_parts import GateRequest
-    from evalops.services.gate_inputs import build_inputs
+    from evalops.services.gate.input_parts import GateRequest
+    from evalops.services.gate.inputs import build_inputs
 
     inputs = json.loads(row.inputs)
     if inputs.get("evaluator") != 3:

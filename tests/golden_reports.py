@@ -36,8 +36,8 @@ def render_all(demo: Path) -> dict[str, str]:
     from evalops.domain.vocabulary import parse_timestamp
     from evalops.report.audit import render_audit
     from evalops.report.suite_card import render_suite_card
-    from evalops.services.reports import audit_document
-    from evalops.services.suite_cards import suite_card_document
+    from evalops.services.reports.audit import audit_document
+    from evalops.services.reports.suite_cards import suite_card_document
     from evalops.store.engine import make_engine
     from tests.conftest import PINNED_NOW
 
@@ -57,7 +57,7 @@ def render_all(demo: Path) -> dict[str, str]:
 def render_site(demo: Path) -> dict[str, str]:
     """The golden site pages and their text, written from the demo directory `demo`."""
     from evalops.domain.vocabulary import parse_timestamp
-    from evalops.services.site import write_site
+    from evalops.services.reports.site import write_site
     from evalops.store.engine import make_engine
     from tests.conftest import PINNED_NOW
 

@@ -92,7 +92,7 @@ def record(
     Example: evalops calibration record reply-quality
     --labels registry/calibration/reply-quality.jsonl --annotation-guide support-reply/v2
     """
-    from evalops.services.calibration import record_calibration
+    from evalops.services.evidence.calibration import record_calibration
 
     state = settings(ctx, json_flag)
     signing = signing_of(sign_with, print_act, act, signature)
@@ -117,7 +117,7 @@ def status_(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
 
     Example: evalops calibration status --json
     """
-    from evalops.services.read_calibration import calibration_status
+    from evalops.services.reads.calibration import calibration_status
 
     state = settings(ctx, json_flag)
     with state.read() as reader:
@@ -178,11 +178,11 @@ def list_(
 
     Example: evalops calibration list
     """
-    from evalops.services.calibration import list_calibrations
+    from evalops.services.evidence.calibration import list_calibrations
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
-    from evalops.services.reads import describe_signers
+    from evalops.services.reads.listings import describe_signers
 
     with state.connect() as engine:
         rows = list_calibrations(engine)
@@ -212,7 +212,7 @@ def show(
 
     Example: evalops calibration show CAL-1 --json
     """
-    from evalops.services.calibration import show as run
+    from evalops.services.evidence.calibration import show as run
 
     state = settings(ctx, json_flag)
     with state.connect() as engine:
@@ -224,7 +224,7 @@ def _invalidated_text(found: dict[str, Any] | None) -> str:
     """`; invalidated T by A (signed by ...): REASON`, or nothing."""
     if found is None:
         return ""
-    from evalops.services.reads import describe_signers
+    from evalops.services.reads.listings import describe_signers
 
     return (
         f"; invalidated {found['at']} by {found['by']} "
@@ -250,7 +250,7 @@ def invalidate(
 
     Example: evalops calibration invalidate reply-quality --reason "label distribution shift"
     """
-    from evalops.services.calibration import invalidate as run
+    from evalops.services.evidence.calibration import invalidate as run
 
     state = settings(ctx, json_flag)
     signing = signing_of(sign_with, print_act, act, signature)

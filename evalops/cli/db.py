@@ -47,7 +47,7 @@ def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
         if stored_revision(engine) not in (None, HEAD_REVISION):
             # An older schema: its rows must be what it recorded (the checks load the
             # verifier and the gate, which a new or current database does not need).
-            from evalops.services.upgrade_checks import check_before_upgrade
+            from evalops.services.verify.upgrade_checks import check_before_upgrade
 
             check_before_upgrade(engine)
         if not (create_if_empty and fresh.create_at_head(engine)):
@@ -133,7 +133,7 @@ def init(
 
     Example: evalops init --registry registry
     """
-    from evalops.services.scaffold import starter_registry, write_authority_example
+    from evalops.services.registry.scaffold import starter_registry, write_authority_example
 
     state = settings(ctx, json_flag)
     if starter is not None and state.project_above is not None:

@@ -25,7 +25,7 @@ GateOption = Annotated[str, typer.Option("--gate", help="Stored gate decision id
 
 
 def _document(ctx: typer.Context, gate: str, json_flag: bool) -> "ReportDocument":
-    from evalops.services.reports import audit_document
+    from evalops.services.reports.audit import audit_document
 
     state = settings(ctx, json_flag)
     with state.connect() as engine:
@@ -121,8 +121,8 @@ def attestation(
     Example: evalops export attestation --gate GATE-3 --sign-key release.pem -o gate.intoto.json
     """
     from evalops.export.attestation import attestation_json
-    from evalops.services.anchors import parse_anchor
-    from evalops.services.attest import certified_document
+    from evalops.services.verify.anchors import parse_anchor
+    from evalops.services.verify.attest import certified_document
 
     state = settings(ctx, json_flag)
     wanted = [parse_anchor(a) for a in anchor or []]

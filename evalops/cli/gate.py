@@ -190,7 +190,7 @@ def _open_effects(reader: "Reader", data: Mapping[str, Any]) -> dict[str, list[s
     """The unsettled effect keys of the trials holding the decision (read now: the decision
     records the trial, not the key), so that its `next:` line can name the key."""
     from evalops.domain.next_steps import effect_trials
-    from evalops.services.read_trials import open_effects
+    from evalops.services.reads.trials import open_effects
 
     trials = effect_trials(data)
     return open_effects(reader, trials) if trials else {}
@@ -278,7 +278,7 @@ def _write_artifacts(
     from evalops.cli.output import format_for, write_output
     from evalops.export.junit import junit_xml
     from evalops.report.audit import audit_chunks
-    from evalops.services.reports import audit_document, unstored_document
+    from evalops.services.reports.audit import audit_document, unstored_document
 
     if unstored is not None:
         doc = unstored_document(engine, result=unstored[0], inputs=unstored[1], now=now())
@@ -356,7 +356,7 @@ def gate_check(
 
     Example: evalops gate check --build build-124 --suite regression/core --baseline build-123
     """
-    from evalops.services.gate import check, dry_run_check
+    from evalops.services.gate.check import check, dry_run_check
 
     state = settings(ctx, json_flag)
     options: dict[str, Any] = {
@@ -379,7 +379,7 @@ def gate_check(
             _write_artifacts(engine, data["gate_id"], junit, report)
         changes, effects = None, None
         if not state.json:
-            from evalops.services.reports import decision_changes
+            from evalops.services.reports.audit import decision_changes
             from evalops.store.reader import engine_reader
 
             changes = decision_changes(
@@ -413,13 +413,13 @@ def gate_show(
     state = settings(ctx, json_flag)
     effects: dict[str, list[str]] | None = None
     if junit is None and report is None:
-        from evalops.services.reads import show_decision
+        from evalops.services.reads.listings import show_decision
 
         with state.read() as reader:
             data = show_decision(reader, gate_id)
             effects = None if state.json else _open_effects(reader, data)
     else:
-        from evalops.services.gate import show
+        from evalops.services.gate.check import show
         from evalops.store.reader import engine_reader
 
         with state.connect() as engine:
@@ -452,7 +452,7 @@ def gate_list(
 
     Example: evalops gate list --suite regression/core
     """
-    from evalops.services.reads import list_decisions, unknown_filters
+    from evalops.services.reads.listings import list_decisions, unknown_filters
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
@@ -488,7 +488,7 @@ def gate_replay(
 
     Example: evalops gate replay GATE-3
     """
-    from evalops.services.gate import replay
+    from evalops.services.gate.check import replay
 
     state = settings(ctx, json_flag)
     with state.connect() as engine:
@@ -501,7 +501,7 @@ def gate_replay(
 
 
 def _signed_line(signers: list[dict[str, str]]) -> str:
-    from evalops.services.reads import describe_signers
+    from evalops.services.reads.listings import describe_signers
 
     return describe_signers(signers)
 
@@ -529,7 +529,7 @@ def compare(
     Example: evalops compare --baseline build-123 --candidate build-124 --suite
     regression/core --method sign-test --alpha 0.05
     """
-    from evalops.services.gate import compare as run
+    from evalops.services.gate.check import compare as run
 
     state = settings(ctx, json_flag)
     with state.connect() as engine:

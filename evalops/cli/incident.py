@@ -55,7 +55,7 @@ def open_(
     Example: evalops incident open --title "published unapproved draft" --severity critical
     --observed-at 2026-11-02T09:14:00Z --trace-uri trace://prod/8812
     """
-    from evalops.services.incidents import open_incident
+    from evalops.services.registry.incidents import open_incident
 
     _run(
         ctx,
@@ -79,8 +79,7 @@ def confirm(ctx: typer.Context, incident_id: IncidentArg, json_flag: JsonFlag = 
 
     Example: evalops incident confirm INC-7
     """
-    from evalops.services import incidents
-
+    from evalops.services.registry import incidents
     _run(
         ctx,
         json_flag,
@@ -99,8 +98,7 @@ def link(
 
     Example: evalops incident link INC-7 --task article-publish-approved-revision
     """
-    from evalops.services import incidents
-
+    from evalops.services.registry import incidents
     _run(
         ctx,
         json_flag,
@@ -119,8 +117,7 @@ def close(
 
     Example: evalops incident close INC-7 --reason "guarded by regression/core"
     """
-    from evalops.services import incidents
-
+    from evalops.services.registry import incidents
     _run(
         ctx,
         json_flag,
@@ -145,7 +142,7 @@ def list_(
 
     Example: evalops incident list --state open
     """
-    from evalops.services.reads import list_incidents, unknown_filters
+    from evalops.services.reads.listings import list_incidents, unknown_filters
 
     state = settings(ctx, json_flag)
     with state.read() as reader:
@@ -191,8 +188,7 @@ def show(ctx: typer.Context, incident_id: IncidentArg, json_flag: JsonFlag = Fal
 
     Example: evalops incident show INC-7 --json
     """
-    from evalops.services import incidents
-
+    from evalops.services.registry import incidents
     _run(ctx, json_flag, lambda engine, _actor: incidents.show(engine, incident_id))
 
 

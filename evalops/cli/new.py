@@ -32,7 +32,7 @@ def _run(
     json_flag: bool,
     **options: str | None,
 ) -> None:
-    from evalops.services.scaffold import new_definition
+    from evalops.services.registry.scaffold import new_definition
 
     state = settings(ctx, json_flag)
     root = registry or state.registry
@@ -148,7 +148,7 @@ def authority(
 
     Example: evalops new authority --principal alice --key ~/.ssh/id_ed25519.pub
     """
-    from evalops.services.scaffold import new_authority
+    from evalops.services.registry.scaffold import new_authority
 
     state = settings(ctx, json_flag)
     root = registry or state.registry

@@ -46,7 +46,7 @@ def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag =
     Example: evalops validate registry
     """
     from evalops.registry.snapshot import load_snapshot
-    from evalops.services.starter_check import registry_warnings
+    from evalops.services.registry.starter_check import registry_warnings
 
     state = settings(ctx, json_flag)
     snapshot = load_snapshot(directory or state.registry)
@@ -63,7 +63,7 @@ def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag =
 def _edited_in_place(state: "Settings", snapshot: "Snapshot") -> list[str]:
     """Files `sync` would refuse for want of a new revision, when the registry's database
     is a SQLite file at hand (validate needs no database: without one, nothing is said)."""
-    from evalops.services.edited_in_place import edited_in_place
+    from evalops.services.verify.edited_in_place import edited_in_place
     from evalops.store.reader import open_sqlite
 
     reader = open_sqlite(state.db_url, lock_timeout=state.lock_timeout)
@@ -147,8 +147,8 @@ def sync(
     Example: evalops sync registry
     """
     from evalops.registry.snapshot import display_path
-    from evalops.services.starter_check import registry_warnings
-    from evalops.services.sync import read_for_sync, sync_registry
+    from evalops.services.registry.starter_check import registry_warnings
+    from evalops.services.registry.sync import read_for_sync, sync_registry
 
     state = settings(ctx, json_flag)
     root = directory or state.registry
@@ -200,7 +200,7 @@ def schema_export(
 
     Example: evalops schema export registry/schemas
     """
-    from evalops.services.schemas import export_schemas
+    from evalops.services.registry.schemas import export_schemas
 
     settings(ctx, json_flag)
     written = [str(p) for p in export_schemas(directory)]

@@ -54,7 +54,7 @@ def audit(
     Example: evalops report audit --gate GATE-3 --format html -o reports/audit-GATE-3.html
     """
     from evalops.report.audit import audit_chunks
-    from evalops.services.reports import audit_document
+    from evalops.services.reports.audit import audit_document
 
     state = settings(ctx, json_flag)
     chosen = format_for(fmt, output, _default_format(output), strict=True)
@@ -87,7 +87,7 @@ def suite(
     Example: evalops report suite regression/core --format html -o reports/suite.html
     """
     from evalops.report.suite_card import render_suite_card
-    from evalops.services.suite_cards import suite_card_document
+    from evalops.services.reports.suite_cards import suite_card_document
 
     state = settings(ctx, json_flag)
     chosen = format_for(fmt, output, _default_format(output), strict=True)
@@ -122,7 +122,7 @@ def site(
 
     Example: evalops report site site/ --suite regression/core
     """
-    from evalops.services.site import write_site
+    from evalops.services.reports.site import write_site
 
     state = settings(ctx, json_flag)
     mode = progress_mode(ctx, progress_option)

@@ -48,14 +48,14 @@ def review_list(
 
     Example: evalops review list
     """
-    from evalops.services.reads import describe_signers
+    from evalops.services.reads.listings import describe_signers
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
     if resolved:
         _resolved_list(ctx, state, task, grader, shown_limit)
         return
-    from evalops.services.review import review_queue
+    from evalops.services.evidence.review import review_queue
 
     with state.connect() as engine:
         rows = review_queue(engine)
@@ -83,8 +83,8 @@ def _resolved_list(
     ctx: typer.Context, state: Any, task: str | None, grader: str | None, shown_limit: int | None
 ) -> None:
     """`review list --resolved`: the human verdicts recorded, with who signed each."""
-    from evalops.services.reads import describe_signers
-    from evalops.services.review import resolved_reviews
+    from evalops.services.reads.listings import describe_signers
+    from evalops.services.evidence.review import resolved_reviews
 
     with state.connect() as engine:
         rows = resolved_reviews(engine)
@@ -129,7 +129,7 @@ def resolve(
     Example: evalops review resolve trial-b125-support-reply-tone-1 --grader reply-quality
     --state task_pass --reason "reply cites the refund policy correctly"
     """
-    from evalops.services.review import resolve as run
+    from evalops.services.evidence.review import resolve as run
 
     state = settings(ctx, json_flag)
     signing = signing_of(sign_with, print_act, act, signature)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
-    from evalops.services.authority import Signing
+    from evalops.services.authority.acts import Signing
 
 SignWithOption = Annotated[
     list[Path] | None,
@@ -54,7 +54,7 @@ def signing_of(
     act: Path | None,
     signature: list[Path] | None,
 ) -> Signing:
-    from evalops.services.authority import Signing
+    from evalops.services.authority.acts import Signing
 
     signing = Signing(
         print_act=print_act,
@@ -69,7 +69,7 @@ def signing_of(
 @contextmanager
 def printing_act() -> Iterator[None]:
     """`--print-act`: the act goes to stdout byte for byte (exit 0, nothing stored)."""
-    from evalops.services.authority import ActToSign
+    from evalops.services.authority.acts import ActToSign
 
     try:
         yield

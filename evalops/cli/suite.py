@@ -37,7 +37,7 @@ def list_(
 
     Example: evalops suite list
     """
-    from evalops.services.suites import list_suites
+    from evalops.services.registry.suites import list_suites
 
     state = settings(ctx, json_flag)
     with state.connect() as engine:
@@ -66,7 +66,7 @@ def show(
 
     Example: evalops suite show regression/core --all
     """
-    from evalops.services.reads import show_suite
+    from evalops.services.reads.listings import show_suite
 
     state = settings(ctx, json_flag)
     with state.read() as reader:
@@ -104,7 +104,7 @@ def coverage(ctx: typer.Context, suite: SuiteArg, json_flag: JsonFlag = False) -
 
     Example: evalops suite coverage regression/core
     """
-    from evalops.services.suites import suite_coverage
+    from evalops.services.registry.suites import suite_coverage
 
     state = settings(ctx, json_flag)
     with state.connect() as engine:
@@ -170,7 +170,7 @@ def promote(
 
     Example: evalops promote INC-7 --to regression/core
     """
-    from evalops.services.promotion import promote as run_promote
+    from evalops.services.registry.promotion import promote as run_promote
 
     state = settings(ctx, json_flag)
     with state.connect() as engine:
@@ -209,7 +209,7 @@ def retire(
     Example: evalops retire old-task --from regression/core --reason replaced
     --approved-by risk@example.com --replaced-by new-task
     """
-    from evalops.services.promotion import retire as run_retire
+    from evalops.services.registry.promotion import retire as run_retire
 
     state = settings(ctx, json_flag)
     signing = signing_of(sign_with, print_act, act, signature)

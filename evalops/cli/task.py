@@ -24,7 +24,7 @@ def list_(
 
     Example: evalops task list --json
     """
-    from evalops.services.tasks import list_tasks
+    from evalops.services.registry.tasks import list_tasks
 
     state = settings(ctx, json_flag)
     with state.connect() as engine:
@@ -58,7 +58,7 @@ def show(
 
     Example: evalops task show article-publish-approved-revision
     """
-    from evalops.services.tasks import show_task
+    from evalops.services.registry.tasks import show_task
 
     state = settings(ctx, json_flag)
     with state.connect() as engine:

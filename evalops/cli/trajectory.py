@@ -80,7 +80,7 @@ def grade(
         with state.connect() as engine, read_session(engine) as session:
             row = queries.task_row(session, str(task))
             if row is None:
-                from evalops.services.unknown_ids import not_registered
+                from evalops.services.registry.unknown_ids import not_registered
 
                 raise InputError(not_registered(session, "task", str(task)), field="--task")
             spec = queries.task_spec(row)

@@ -38,10 +38,10 @@ from evalops.cli.signing import (
 from evalops.cli.tables import print_table
 from evalops.domain.humanize import measure, text
 from evalops.errors import InputError, RejectedRecords
-from evalops.services.unsynced import with_file_hints
+from evalops.services.ingest.unsynced import with_file_hints
 
 if TYPE_CHECKING:
-    from evalops.services.authority import Signing
+    from evalops.services.authority.acts import Signing
 
 trials_app = typer.Typer(
     help="Trial records: ingest, inspect, reconcile.\n\nExample: evalops trials list --build "
@@ -108,7 +108,7 @@ def ingest(
 
     Example: evalops trials ingest registry/trials/candidate-b124.jsonl
     """
-    from evalops.services.ingest import ingest_files
+    from evalops.services.ingest.records import ingest_files
 
     state = settings(ctx, json_flag)
     mode = progress_mode(ctx, progress_option)
@@ -184,8 +184,8 @@ def list_(
 
     Example: evalops trials list --task support-refund-in-order --class task_fail
     """
-    from evalops.services.read_trials import TrialFilter, count_cap, list_trials
-    from evalops.services.reads import unknown_filters
+    from evalops.services.reads.trials import TrialFilter, count_cap, list_trials
+    from evalops.services.reads.listings import unknown_filters
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
@@ -233,7 +233,7 @@ def show(
 
     Example: evalops trials show trial-0007
     """
-    from evalops.services.trials import show_trial
+    from evalops.services.ingest.trials import show_trial
 
     state = settings(ctx, json_flag)
     with state.connect() as engine:
@@ -293,7 +293,7 @@ def reconcile(
     Example: evalops trials reconcile trial-0007 --effect publish:article-42
     --status not_committed --evidence receipt://publish/none-42
     """
-    from evalops.services.trials import reconcile as run
+    from evalops.services.ingest.trials import reconcile as run
 
     state = settings(ctx, json_flag)
     with state.connect() as engine:
@@ -370,8 +370,8 @@ def _run_import(
     allow_incomplete: bool = False,
     signing: "Signing | None" = None,
 ) -> None:
-    from evalops.services.authority import UNSIGNED
-    from evalops.services.trial_import import import_trials
+    from evalops.services.authority.acts import UNSIGNED
+    from evalops.services.ingest.imports import import_trials
 
     state = settings(ctx, json_flag)
     mode = progress_mode(ctx, progress_option)

@@ -38,14 +38,14 @@ def verify(
 
     Example: evalops verify --anchors reports/audit-GATE-3.html
     """
-    from evalops.services.anchors import anchors_in_file, parse_anchor
+    from evalops.services.verify.anchors import anchors_in_file, parse_anchor
 
     state = settings(ctx, json_flag)
     wanted = [parse_anchor(a) for a in anchor or []]
     for path in anchors or []:
         wanted += anchors_in_file(path)
     # After the anchors are read: a bad anchor file is refused before the verifier loads.
-    from evalops.services.verify import verify_reader
+    from evalops.services.verify.run import verify_reader
 
     mode = progress_mode(ctx, progress_option)
     # One snapshot, read on a SQLite file by `sqlite3` alone (no SQLAlchemy to import).

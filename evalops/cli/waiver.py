@@ -97,7 +97,7 @@ def waiver_grant(
     --reason "copy change ships next sprint" --expires 2026-12-15T00:00:00Z
     """
     from evalops.domain.waivers import WaiverRequest
-    from evalops.services.waivers import grant
+    from evalops.services.gate.waivers import grant
 
     state = settings(ctx, json_flag)
     signing = signing_of(sign_with, print_act, act, signature)
@@ -152,7 +152,7 @@ def waiver_list(
 
     Example: evalops waiver list --all
     """
-    from evalops.services.reads import list_waivers
+    from evalops.services.reads.listings import list_waivers
 
     state = settings(ctx, json_flag)
     # `--all` (the contract's "also expired and revoked") lists every waiver unless --limit.
@@ -192,7 +192,7 @@ def waiver_revoke(
 
     Example: evalops waiver revoke WVR-2 --reason "fix did not ship"
     """
-    from evalops.services.waivers import revoke
+    from evalops.services.gate.waivers import revoke
 
     state = settings(ctx, json_flag)
     signing = signing_of(sign_with, print_act, act, signature)
@@ -223,7 +223,7 @@ def waiver_revoke(
 
 
 def _signed_line(signers: list[dict[str, str]]) -> str:
-    from evalops.services.reads import describe_signers
+    from evalops.services.reads.listings import describe_signers
 
     return describe_signers(signers)
 

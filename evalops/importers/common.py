@@ -2,7 +2,7 @@
 
 An importer is a pure translation: a source log plus the map plus the registered
 definitions (`Resolved`) in, `evalops.trial/v1` record dicts out. It never touches the
-database; `evalops.services.trial_import` resolves the definitions and feeds the records to the
+database; `evalops.services.ingest.imports` resolves the definitions and feeds the records to the
 same ingest path as `trials ingest`.
 """
 

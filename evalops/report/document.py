@@ -1,4 +1,4 @@
-"""The shape of the report document: what `services/reports.py` `assemble` builds and every
+"""The shape of the report document: what `services/reports/audit.py` `assemble` builds and every
 renderer and exporter reads (docs/json.md, docs/exports.md).
 
 The document is the stored decision and its inputs verbatim, plus the facts resolved for a
@@ -353,7 +353,7 @@ class ReportDocument(TypedDict):
     """A list, or for a decision of many trials a `RowSpool` (`report/rows.py`): rows read
     back from disk as they are iterated, equal to the ones listed."""
     failing_trials: Sequence[dict[str, Any]]
-    """The drill-down of each trial that did not pass (`services/drilldown.py`); like
+    """The drill-down of each trial that did not pass (`services/reports/drilldown.py`); like
     `trials`, read back from disk for a decision of many trials."""
     waivers: ReportWaivers
     calibration: list[CalibrationFact]

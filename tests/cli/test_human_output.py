@@ -339,7 +339,7 @@ def test_an_import_dry_run_rounds_the_source_reduction() -> None:
 def test_the_markdown_report_says_1_paired_task(demo: Path) -> None:
     """The PR-comment report agrees its count with its noun too (GATE-1 has a baseline)."""
     from evalops.report.audit import render_audit
-    from evalops.services.reports import audit_document
+    from evalops.services.reports.audit import audit_document
     from evalops.store.engine import make_engine
     from tests.conftest import PINNED_NOW
 

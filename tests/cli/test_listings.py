@@ -95,8 +95,8 @@ def test_a_limited_listing_counts_up_to_its_cap_and_says_more_than(
 ) -> None:
     """Counting every match is the one part of a listing that grows with the registry, so a
     limited listing stops counting past the cap (or its limit, if larger) and says so."""
-    from evalops.services import read_trials
-    from evalops.services import trials as trials_service
+    from evalops.services.reads import trials as read_trials
+    from evalops.services.ingest import trials as trials_service
     from evalops.services.database import open_database
 
     monkeypatch.setattr(read_trials, "COUNT_CAP", 20)
@@ -143,8 +143,8 @@ def test_trials_list_limit_and_count_run_in_sql(
     """The reader path (`trials list`), read here through SQLAlchemy Core so that its SQL can
     be seen (the plain `sqlite3` path runs the same statements), and the ORM service that
     `trials show` shares its summary with."""
-    import evalops.services.trials as trials_service
-    from evalops.services import read_trials
+    import evalops.services.ingest.trials as trials_service
+    from evalops.services.reads import trials as read_trials
     from evalops.services.database import open_database
 
     summarized: list[str] = []

@@ -97,11 +97,11 @@ def test_the_sqlite3_reader_and_the_sqlalchemy_reader_agree(
 
 @pytest.mark.parametrize("include_removed", [False, True])
 def test_suite_show_reads_what_the_suite_card_reads(demo: Path, include_removed: bool) -> None:
-    """The suite card still reads its suite through the ORM (services/suites.py); both
+    """The suite card still reads its suite through the ORM (services/registry/suites.py); both
     readings of a suite are the same document."""
     from evalops.services.database import open_database
-    from evalops.services.reads import show_suite
-    from evalops.services.suites import show_suite as orm_show_suite
+    from evalops.services.reads.listings import show_suite
+    from evalops.services.registry.suites import show_suite as orm_show_suite
     from evalops.store.reader import engine_reader
 
     engine = open_database(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
@@ -190,7 +190,10 @@ THROUGH_THE_ORM = [
 def through_the_orm(demo: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], None]]:
     """A switch that makes the two commands list through the ORM services they used before
     the reader (`trials.list_trials`, `calibration.status`)."""
-    from evalops.services import calibration, read_calibration, read_trials, trials
+    from evalops.services.evidence import calibration
+    from evalops.services.reads import calibration as read_calibration
+    from evalops.services.reads import trials as read_trials
+    from evalops.services.ingest import trials
     from evalops.services.database import open_database
 
     engine = open_database(f"sqlite:///{demo / '.evalops' / 'registry.db'}")

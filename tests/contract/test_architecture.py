@@ -76,10 +76,10 @@ def test_every_package_of_evalops_is_in_a_layer() -> None:
     [
         ("evalops.services.planted", "evalops.cli.main"),
         ("evalops.store.planted", "evalops.cli.output"),
-        ("evalops.registry.planted", "evalops.services.gate"),
+        ("evalops.registry.planted", "evalops.services.gate.check"),
         ("evalops.domain.planted", "evalops.store.tables"),
         ("evalops.report.planted", "evalops.cli.main"),
-        ("evalops.importers.planted", "evalops.services.trial_import"),
+        ("evalops.importers.planted", "evalops.services.ingest.imports"),
         ("evalops.record", "evalops.cli.main"),
         # Sideways, not upwards: a frozen evaluator reaching a live rule (or anything else).
         ("evalops.domain.legacy.gate_v1", "evalops.domain.waivers"),

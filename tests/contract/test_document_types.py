@@ -206,7 +206,7 @@ def _add_stored(corpus: Corpus, db: Path) -> list[str]:
 def _reviewed(engine: Any, demo: Path, now: Any) -> None:
     """A trial of the fixed build whose model judge abstained, ingested and then resolved
     by a human, so a decision and its report list a review (the demo queues none)."""
-    from evalops.services.review import resolve, review_queue
+    from evalops.services.evidence.review import resolve, review_queue
     from tests.conftest import evalops_test_env, run_quietly
 
     source = demo / "registry" / "trials" / "fix-b125.jsonl"
@@ -241,7 +241,7 @@ def _refused_waiver(engine: Any, inputs: dict[str, Any], now: Any) -> None:
     """A waiver request for a critical task: refused, and audited as refused."""
     from evalops.domain.vocabulary import format_timestamp
     from evalops.domain.waivers import WaiverRequest
-    from evalops.services.waivers import grant
+    from evalops.services.gate.waivers import grant
 
     critical = next(t["task_id"] for t in inputs["tasks"] if t["risk"] == "critical")
     granted, _ = grant(
@@ -267,7 +267,7 @@ def _methods(corpus: Corpus, engine: Any, build: str, now: Any) -> None:
     from evalops.domain.gate import evaluate
     from evalops.domain.gate_compact import evaluate as evaluate_compact
     from evalops.domain.regression import METHODS
-    from evalops.services.gate_inputs import build_inputs, request_for
+    from evalops.services.gate.inputs import build_inputs, request_for
     from evalops.store.engine import read_session
 
     asks = [("auto", None), *(("build-123", m) for m in METHODS)]
@@ -328,9 +328,9 @@ def corpus(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Corpu
     from evalops.domain.gate import evaluate
     from evalops.domain.vocabulary import parse_timestamp
     from evalops.report.audit import render_audit
-    from evalops.services.gate import check, dry_run_check
-    from evalops.services.reports import audit_document, unstored_document
-    from evalops.services.waivers import revoke
+    from evalops.services.gate.check import check, dry_run_check
+    from evalops.services.reports.audit import audit_document, unstored_document
+    from evalops.services.gate.waivers import revoke
     from evalops.store.engine import make_engine
     from tests.conftest import PINNED_NOW
 

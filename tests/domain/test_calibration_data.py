@@ -10,7 +10,7 @@ from evalops.domain.calibration import LabelledItem, calibration_metrics
 from evalops.domain.calibration_validity import StoredCalibration, calibration_validity
 from evalops.domain.specs import GraderSet
 from evalops.registry.load import load_document
-from evalops.services.calibration import read_labels
+from evalops.services.evidence.calibration import read_labels
 from tests.helpers import EXAMPLE_REGISTRY
 
 CALIBRATION = EXAMPLE_REGISTRY / "calibration"

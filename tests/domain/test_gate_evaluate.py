@@ -1,6 +1,6 @@
 """The pure gate evaluator `evalops.domain.gate.evaluate(inputs)` (docs/gate.md).
 
-`inputs` has the shape `evalops.services.gate.build_inputs` produces (plain JSON): the
+`inputs` has the shape `evalops.services.gate.check.build_inputs` produces (plain JSON): the
 policy document, the suite, the build, `evaluated_at`, one entry per member task with its
 plan and re-derived trials, the waiver facts of the build, refused waivers and an optional
 baseline block. No database, no clock: everything here is a function of its arguments.

@@ -4,7 +4,7 @@ exactly what `AuthoritySpec` reads, and vouches for exactly the documents it acc
 Each valid document below is read both ways and compared field by field; then every
 mutation of it (a field missing, unknown, of another type, out of its pattern or range, a
 cross-check broken) must be refused by both or by neither (a document the view refuses
-goes to the model, which raises its own error: evalops/services/act_checks.py). A judge
+goes to the model, which raises its own error: evalops/services/verify/act_checks.py). A judge
 over the view judges a few hundred signed acts exactly as one over the model.
 """
 

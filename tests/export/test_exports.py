@@ -387,7 +387,7 @@ def test_otel_follows_the_genai_semantic_convention_registry(
 def test_otel_lines_stay_under_1_mib_at_scale(demo: Path) -> None:
     """Thousands of trials: several requests, each line at most 1 MiB, nothing lost."""
     from evalops.export.otel import otlp_json
-    from evalops.services.reports import audit_document
+    from evalops.services.reports.audit import audit_document
     from evalops.store.engine import make_engine
 
     engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")

@@ -149,8 +149,8 @@ def element_sequence(tree: Any, skip: tuple[str, ...] = ()) -> list[tuple[str, t
 def documents(demo_master: Path) -> list[dict[str, Any]]:
     """The real report documents of the demo's three decisions (read-only)."""
     from evalops.domain.vocabulary import parse_timestamp
-    from evalops.services.reports import audit_document
-    from evalops.services.suite_cards import suite_card_document
+    from evalops.services.reports.audit import audit_document
+    from evalops.services.reports.suite_cards import suite_card_document
     from evalops.store.engine import make_engine
 
     engine = make_engine(f"sqlite:///{demo_master / '.evalops' / 'registry.db'}")
@@ -345,7 +345,7 @@ def site_documents(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) 
     """Every page document of the demo's site, as the site writer hands them to the renderer."""
     from evalops.domain.vocabulary import parse_timestamp
     from evalops.report import site as render
-    from evalops.services.site import write_site
+    from evalops.services.reports.site import write_site
     from evalops.store.engine import make_engine
 
     captured: list[Any] = []

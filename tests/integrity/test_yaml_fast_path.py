@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 
 from evalops.errors import InputError
 from evalops.registry import load
-from evalops.services.scaffold import (
+from evalops.services.registry.scaffold import (
     AUTHORITY_EXAMPLE,
     authority_yaml,
     starter_registry,

@@ -118,7 +118,7 @@ def test_html_and_markdown_show_the_changes_and_the_alpha_sentence(demo: Path, c
 
 
 def test_no_baseline_and_no_earlier_decision_says_so() -> None:
-    from evalops.services.reports import changes_since_baseline
+    from evalops.services.reports.audit import changes_since_baseline
 
     inputs = {"baseline": None, "tasks": [], "policy": {}}
     changes = changes_since_baseline({"regression": None}, inputs, None)
@@ -128,7 +128,7 @@ def test_no_baseline_and_no_earlier_decision_says_so() -> None:
 @pytest.fixture(scope="module")
 def gate1(demo_master: Path) -> dict[str, Any]:
     from evalops.domain.vocabulary import parse_timestamp
-    from evalops.services.reports import audit_document
+    from evalops.services.reports.audit import audit_document
     from evalops.store.engine import make_engine
 
     engine = make_engine(f"sqlite:///{demo_master / '.evalops' / 'registry.db'}")

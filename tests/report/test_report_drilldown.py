@@ -366,7 +366,7 @@ def test_the_json_carries_the_contract_keys(drilled: Path, cli: Cli) -> None:
 @pytest.fixture(scope="module")
 def drilled_documents(drilled: Path) -> list[dict[str, Any]]:
     from evalops.domain.vocabulary import parse_timestamp
-    from evalops.services.reports import audit_document
+    from evalops.services.reports.audit import audit_document
     from evalops.store.engine import make_engine
 
     engine = make_engine(f"sqlite:///{drilled / '.evalops' / 'registry.db'}")
@@ -394,7 +394,7 @@ def test_hostile_strings_in_every_drill_down_field_are_escaped(
 
 
 def test_a_counts_only_block_from_an_earlier_release_says_so() -> None:
-    from evalops.services.drilldown import _trajectory
+    from evalops.services.reports.drilldown import _trajectory
 
     old = {
         "mode": "in-order",
@@ -411,7 +411,7 @@ def test_a_counts_only_block_from_an_earlier_release_says_so() -> None:
 
 
 def test_reimporting_a_trial_stored_with_counts_only_is_the_same_claim() -> None:
-    from evalops.services.ingest import _same_trajectory
+    from evalops.services.ingest.records import _same_trajectory
 
     result = grade(expectation("in-order"), calls("a", "c"))
     counts, stored = json.dumps(result.block()), json.dumps(result.stored())

@@ -21,9 +21,9 @@ import pytest
 from evalops.report import audit as audit_module
 from evalops.report import rows as rows_module
 from evalops.report.audit import audit_chunks
-from evalops.services import gate as gate_service
-from evalops.services import reports as reports_module
-from evalops.services.reports import audit_document
+from evalops.services.gate import check as gate_service
+from evalops.services.reports import audit as reports_module
+from evalops.services.reports.audit import audit_document
 from evalops.store.engine import make_engine
 from tests.conftest import Cli
 

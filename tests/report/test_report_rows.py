@@ -19,8 +19,8 @@ import pytest
 from evalops.report import rows as rows_module
 from evalops.report.audit import audit_chunks, render_audit
 from evalops.report.rows import RowSpool, mapped, selected
-from evalops.services import gate as gate_service
-from evalops.services import reports as reports_module
+from evalops.services.gate import check as gate_service
+from evalops.services.reports import audit as reports_module
 from evalops.store.engine import make_engine
 from tests.conftest import Cli
 from tests.golden_reports import GATE, GOLDEN, render_all

@@ -23,7 +23,7 @@ PAGE_LINK = re.compile(r"^(\.\./)?(index|[a-z]+/[A-Za-z0-9_-]+)\.html$")
 
 def _write(demo: Path, out: Path, *suites: str) -> dict[str, object]:
     from evalops.domain.vocabulary import parse_timestamp
-    from evalops.services.site import write_site
+    from evalops.services.reports.site import write_site
     from evalops.store.engine import make_engine
 
     engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
@@ -243,14 +243,14 @@ def test_slugs_are_safe_distinct_and_short() -> None:
 
 
 def _point(gate: str, build: str, state: str | None, n: int | None = 3) -> object:
-    from evalops.services.site import Point
+    from evalops.services.reports.site import Point
 
     passed = 3 if state == "task_pass" else 1
     return Point(gate, build, "pass", "t", n, passed if n else None, 1.0, None, state, "pass")
 
 
 def test_task_history_flips_against_the_build_before() -> None:
-    from evalops.services.site import task_history
+    from evalops.services.reports.site import task_history
 
     rows = task_history(
         [
@@ -275,7 +275,7 @@ def test_task_history_flips_against_the_build_before() -> None:
 
 
 def test_metrics_are_flattened_in_order() -> None:
-    from evalops.services.site import flatten_metrics
+    from evalops.services.reports.site import flatten_metrics
 
     assert flatten_metrics({"a": 1, "b": {"c": [0.12345, 1.0], "d": {}}, "e": None}) == [
         ["a", "1"],

@@ -450,8 +450,8 @@ def test_an_unstored_decision_renders_as_not_stored(demo: Path) -> None:
     """A dry run's decision (evaluated, never stored) can be rendered, and says so."""
     from evalops.domain.vocabulary import parse_timestamp
     from evalops.report.audit import html, markdown
-    from evalops.services.gate import dry_run_check
-    from evalops.services.reports import unstored_document
+    from evalops.services.gate.check import dry_run_check
+    from evalops.services.reports.audit import unstored_document
     from evalops.store.engine import make_engine
 
     before = sqlite_fingerprint(db_of(demo))

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evalops.services.suite_cards import flaky_tasks
+from evalops.services.reports.suite_cards import flaky_tasks
 from tests.conftest import Cli
 
 

@@ -1,4 +1,4 @@
-"""`verify`'s signed-acts stage reads through a `Reader` (evalops/services/act_checks.py):
+"""`verify`'s signed-acts stage reads through a `Reader` (evalops/services/verify/act_checks.py):
 over `sqlite3` on a SQLite registry, with no SQLAlchemy, table models or spec models
 loaded, and over a SQLAlchemy connection (PostgreSQL, and what `verify` passes it).
 
@@ -23,8 +23,8 @@ import pytest
 
 from evalops.domain.authority import META_FIELDS
 from evalops.errors import VerificationError
-from evalops.services import authority
-from evalops.services.act_checks import ActPool, signed_acts_check
+from evalops.services.authority import acts as authority
+from evalops.services.verify.act_checks import ActPool, signed_acts_check
 from evalops.store.engine import make_engine, snapshot_session
 from evalops.store.reader import ConnectionReader, Reader, open_sqlite
 from tests.conftest import Cli
@@ -332,7 +332,7 @@ def test_a_stored_authority_the_model_refuses_raises_what_the_model_raises(
 
 _CHECK = """
 import json, sys
-from evalops.services.act_checks import ActPool, signed_acts_check
+from evalops.services.verify.act_checks import ActPool, signed_acts_check
 from evalops.store.reader import open_sqlite
 
 reader = open_sqlite(sys.argv[1], lock_timeout=5)

@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from evalops.errors import InputError
 from evalops.registry.load import parse_json, parse_record
-from evalops.services.ingest import _canonical_forms
+from evalops.services.ingest.records import _canonical_forms
 from evalops.store.rowlines import PLAIN, TIMESTAMP, _line_of_any, cell, line_of
 from tests.conftest import Cli
 from tests.helpers import real_clock_demo
@@ -206,8 +206,8 @@ NOW = datetime(2030, 1, 1, tzinfo=UTC)  # after every event of the demo
 
 
 def _inputs(demo: Path, *, everything: bool) -> dict[str, Any]:
-    from evalops.services.definitions import StaleClassifications
-    from evalops.services.gate_inputs import build_inputs, request_for
+    from evalops.services.registry.definitions import StaleClassifications
+    from evalops.services.gate.inputs import build_inputs, request_for
     from evalops.store.engine import make_engine, read_session
 
     engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
@@ -262,7 +262,7 @@ def test_the_originals_lookup_searches_the_run_case_index(
 
     from sqlalchemy.dialects import sqlite as sqlite_dialect
 
-    from evalops.services.ingest import _ORIGINALS, _ORIGINALS_OR_NO_RUN
+    from evalops.services.ingest.records import _ORIGINALS, _ORIGINALS_OR_NO_RUN
 
     statement = (_ORIGINALS_OR_NO_RUN if with_null_run else _ORIGINALS).params(
         runs=["run-1", "run-2"], cases=["sha256:a", "sha256:b"], indexes=[0, 1]
@@ -289,7 +289,7 @@ def _brute_force_queue(engine: Any) -> list[tuple[str, str, str]]:
     """Every trial re-derived, the queue taken from each classification (no pre-filter)."""
     from sqlmodel import select
 
-    from evalops.services.definitions import Definitions, rederive
+    from evalops.services.registry.definitions import Definitions, rederive
     from evalops.store.engine import read_session
     from evalops.store.tables import Trial
 
@@ -330,7 +330,7 @@ def test_the_review_queue_equals_a_rederivation_of_every_trial(
     """`review list` skips trials whose grader set has no blocking model or human grader;
     the queue must be the one a re-derivation of every trial gives, before and after a
     review and a calibration change."""
-    from evalops.services.review import review_queue
+    from evalops.services.evidence.review import review_queue
     from evalops.store.engine import make_engine
 
     demo = tmp_path / "demo"
@@ -374,8 +374,8 @@ def _brute_force_entry_counts(
     from sqlmodel import Session, select
 
     from evalops.domain.gate import INVALID_RUNS
-    from evalops.services.definitions import Definitions, rederive
-    from evalops.services.promotion import uncounted_key
+    from evalops.services.registry.definitions import Definitions, rederive
+    from evalops.services.registry.promotion import uncounted_key
     from evalops.store import queries
     from evalops.store.tables import TaskRevision, Trial
 
@@ -410,7 +410,7 @@ def _brute_force_entry_counts(
 def _entry_counts(engine: Any) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
     from sqlmodel import Session, select
 
-    from evalops.services.promotion import entry_facts
+    from evalops.services.registry.promotion import entry_facts
     from evalops.store import queries
     from evalops.store.tables import TaskRevision
 

@@ -19,7 +19,7 @@ from sqlmodel import select
 
 from evalops.domain.canonical import canonical_json, canonical_json_document, sha256_digest
 from evalops.domain.gate_compact import same_decision_as_evaluator_3
-from evalops.services import gate as gate_service
+from evalops.services.gate import check as gate_service
 from evalops.store.engine import make_engine, read_session
 from evalops.store.tables import GateDecision
 from tests.conftest import Cli, compact_differences

@@ -31,7 +31,7 @@ from evalops.domain.gate import evaluate
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
 from evalops.domain.trial_record import TrialRecord
 from evalops.registry.snapshot import load_snapshot
-from evalops.services.suites import coverage_rows
+from evalops.services.registry.suites import coverage_rows
 from evalops.store import queries
 from evalops.store.engine import make_engine, read_session
 from tests.helpers import (

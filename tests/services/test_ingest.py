@@ -33,7 +33,7 @@ from typing import Any
 import pytest
 import rfc8785
 
-from evalops.services.ingest import BATCH_SIZE, MAX_LINE_BYTES
+from evalops.services.ingest.records import BATCH_SIZE, MAX_LINE_BYTES
 from tests.conftest import Cli, evalops_test_env, run_quietly
 from tests.helpers import (
     MINI_EXECUTION,

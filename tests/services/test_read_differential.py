@@ -1,8 +1,8 @@
 """`trials list` and `calibration status` read the same through the Reader as through the ORM.
 
-The read path (evalops/services/read_trials.py, read_calibration.py: plain SQL, stored
-documents as views) and the ORM path (evalops/services/trials.py `list_trials`,
-evalops/services/calibration.py `status`, still used by `trials show`, the registry site and
+The read path (evalops/services/reads/trials.py, read_calibration.py: plain SQL, stored
+documents as views) and the ORM path (evalops/services/ingest/trials.py `list_trials`,
+evalops/services/evidence/calibration.py `status`, still used by `trials show`, the registry site and
 every write command) are two readings of one registry: they must give equal documents, or
 equal errors, under every filter. They are compared here on registries built by the CLI:
 
@@ -250,9 +250,9 @@ def filters(db: Path) -> list[tuple[dict[str, str], int | None]]:
 
 
 def orm_readings(url: str, cases: list[tuple[dict[str, str], int | None]]) -> list[Any]:
-    from evalops.services.calibration import status
+    from evalops.services.evidence.calibration import status
     from evalops.services.database import open_database
-    from evalops.services.trials import list_trials
+    from evalops.services.ingest.trials import list_trials
 
     engine = open_database(url)
     try:
@@ -267,8 +267,8 @@ def orm_readings(url: str, cases: list[tuple[dict[str, str], int | None]]) -> li
 
 
 def reader_readings(reader: Reader, cases: list[tuple[dict[str, str], int | None]]) -> list[Any]:
-    from evalops.services.read_calibration import calibration_status
-    from evalops.services.read_trials import TrialFilter, list_trials
+    from evalops.services.reads.calibration import calibration_status
+    from evalops.services.reads.trials import TrialFilter, list_trials
 
     out = [
         _outcome(lambda f=f, limit=limit: list_trials(reader, TrialFilter(**f), limit))
@@ -305,7 +305,7 @@ def test_both_readings_agree_on_sqlite(scenario: str, registry_of: Callable[[str
 
 
 def _listing(db: Path, **where: str) -> list[dict[str, Any]]:
-    from evalops.services.read_trials import TrialFilter, list_trials
+    from evalops.services.reads.trials import TrialFilter, list_trials
 
     with sqlite3_reader(db) as reader:
         rows, total = list_trials(reader, TrialFilter(**where))
@@ -314,7 +314,7 @@ def _listing(db: Path, **where: str) -> list[dict[str, Any]]:
 
 
 def _status(db: Path) -> list[dict[str, Any]]:
-    from evalops.services.read_calibration import calibration_status
+    from evalops.services.reads.calibration import calibration_status
 
     with sqlite3_reader(db) as reader:
         return calibration_status(reader)
@@ -384,7 +384,7 @@ def test_the_judged_registry_after_invalidation_and_a_config_change(
 def test_a_second_gate_policy_changes_a_rerun_label_and_an_unnamed_one_is_an_error(
     registry_of: Callable[[str], Path],
 ) -> None:
-    from evalops.services.read_trials import TrialFilter, list_trials
+    from evalops.services.reads.trials import TrialFilter, list_trials
 
     rerun = "trial-b123-article-source-records-complete-3-rerun-1"  # its task is in no suite
     demo = {r["trial_id"]: r for r in _listing(registry_of("demo") / DB)}

@@ -1,9 +1,9 @@
 """`verify` rebuilds each stored decision's inputs through plain SQL, byte for byte as
 `gate check` built them through the ORM.
 
-`gate check` loads a decision's inputs with evalops/services/gate_inputs.py (SQLAlchemy's
+`gate check` loads a decision's inputs with evalops/services/gate/inputs.py (SQLAlchemy's
 ORM); `verify`, `export attestation` and the tests' replay of every stored decision rebuild
-them with evalops/services/read_gate_inputs.py over a `Reader` (on SQLite `sqlite3` itself).
+them with evalops/services/verify/gate_inputs.py over a `Reader` (on SQLite `sqlite3` itself).
 Every decision the test suite stores is rebuilt that way after its test (tests/conftest.py
 `_replay_all`); here the rebuild is held to the stored bytes on registries built to cover
 what the inputs hold (baselines asked and `auto`, `--at`, `--policy`, evaluator 4, waivers
@@ -25,9 +25,9 @@ from typing import Any
 import pytest
 
 from evalops.domain.canonical import canonical_json_document
-from evalops.services.decision_checks import rebuilt_inputs_problem, stored_decisions
-from evalops.services.gate_input_parts import GateRequest
-from evalops.services.read_gate_inputs import rebuilt_inputs
+from evalops.services.verify.decision_checks import rebuilt_inputs_problem, stored_decisions
+from evalops.services.gate.input_parts import GateRequest
+from evalops.services.verify.gate_inputs import rebuilt_inputs
 from evalops.store.reader import Reader
 from tests.conftest import Cli
 from tests.helpers import commit_all, run_quiet, sqlite3_reader, write_yaml
@@ -61,7 +61,7 @@ def orm_session(root: Path) -> Iterator[Any]:
 
 def orm_rebuilt(root: Path) -> dict[str, bytes]:
     """Every stored decision's inputs rebuilt by the ORM loader `gate check` uses."""
-    from evalops.services.gate_inputs import build_inputs
+    from evalops.services.gate.inputs import build_inputs
 
     out = {}
     with sqlite3_reader(root / DB) as reader:
@@ -280,7 +280,7 @@ def test_verify_s_decision_stage_on_sqlite3_imports_no_sqlalchemy(demo: Path) ->
     script = (
         "import sys\n"
         "from evalops.store.reader import open_sqlite\n"
-        "from evalops.services.decision_checks import verify_decisions\n"
+        "from evalops.services.verify.decision_checks import verify_decisions\n"
         f"reader = open_sqlite({f'sqlite:///{demo / DB}'!r}, lock_timeout=5)\n"
         "print(verify_decisions(reader))\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in "

@@ -269,8 +269,8 @@ def test_a_decision_stored_under_the_newest_policy_rule_still_verifies(
 ) -> None:
     """Decisions stored before suites named policies took the newest in force; they
     replay and verify as they were made."""
-    from evalops.services import gate_inputs
-    from evalops.services.policies import governing_policy
+    from evalops.services.gate import inputs as gate_inputs
+    from evalops.services.gate.policies import governing_policy
 
     add_lax_gate(reg.root)
     reg.sync(cli, "two gate policies, the suite names none")

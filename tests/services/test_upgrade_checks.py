@@ -18,7 +18,7 @@ import pytest
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, text
 
-from evalops.services.upgrade_checks import CHECKS
+from evalops.services.verify.upgrade_checks import CHECKS
 from evalops.store.migrate import alembic_config
 from evalops.store.schema import HEAD_REVISION
 from tests.conftest import Cli

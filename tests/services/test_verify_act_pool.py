@@ -30,8 +30,10 @@ from sqlalchemy import create_engine, text
 
 from evalops.domain.authority import Judgement, Signer
 from evalops.errors import EvalopsError, VerificationError
-from evalops.services import act_checks, authority, verify
-from evalops.services.act_checks import ActPool, signed_acts_check
+from evalops.services.verify import act_checks
+from evalops.services.authority import acts as authority
+from evalops.services.verify import run as verify
+from evalops.services.verify.act_checks import ActPool, signed_acts_check
 from evalops.store.engine import make_engine, snapshot_session
 from evalops.store.reader import ConnectionReader
 from tests.conftest import Cli
@@ -637,7 +639,8 @@ def test_the_pool_is_used_when_it_pays(monkeypatch: pytest.MonkeyPatch) -> None:
 
 _SLOW_VERIFY = """
 import sys, time
-from evalops.services import act_checks, verify
+from evalops.services.verify import act_checks
+from evalops.services.verify import run as verify
 from evalops.store.engine import make_engine
 
 def slow(row, governing):

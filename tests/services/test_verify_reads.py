@@ -1,7 +1,7 @@
 """`verify`'s checks of the chain, definitions, trials and rows read the same through `sqlite3`
 as through SQLAlchemy, on SQLite and on PostgreSQL, and on SQLite load no SQLAlchemy.
 
-evalops/services/verify_reads.py is one implementation of checks 1-3 (and the anchors, the
+evalops/services/verify/reads.py is one implementation of checks 1-3 (and the anchors, the
 coverage of carried-forward rows, one event's rows) over a `Reader`: `sqlite3` itself for
 `verify` on a SQLite file, a SQLAlchemy connection on PostgreSQL and inside ORM sessions.
 Each registry here (the demo's, and the 0001 fixture upgraded, whose older rows a migration
@@ -34,7 +34,7 @@ import pytest
 from evalops.domain.audit_chain import event_hash
 from evalops.domain.timestamps import format_timestamp
 from evalops.errors import EvalopsError
-from evalops.services.anchors import Anchor
+from evalops.services.verify.anchors import Anchor
 from evalops.store.reader import Reader
 from tests.conftest import PG_ADMIN_URL, require_postgres
 from tests.helpers import copy_rows, run_quiet, sqlalchemy_reader, sqlite3_reader
@@ -383,8 +383,7 @@ def _anchors(facts: Facts) -> list[Anchor]:
 
 def readings(reader: Reader, facts: Facts) -> dict[str, Any]:
     """Every check of verify_reads on one reader (each its value or its error)."""
-    from evalops.services import verify_reads as v
-
+    from evalops.services.verify import reads as v
     return {
         "chain": _outcome(lambda: v.check_chain(reader)),
         "chain_problem": v.chain_problem(reader),
@@ -571,7 +570,7 @@ def test_the_checks_on_sqlite3_load_no_sqlalchemy_or_table_models(
     script = (
         "import json, sys\n"
         "from evalops.services import verify_reads as v\n"
-        "from evalops.services.anchors import Anchor\n"
+        "from evalops.services.verify.anchors import Anchor\n"
         "from evalops.store.reader import open_sqlite\n"
         f"reader = open_sqlite({url!r}, lock_timeout=5)\n"
         "events, head = v.check_chain(reader)\n"
@@ -617,8 +616,7 @@ class Spy(Reader):
 def test_every_table_wide_read_is_streamed(registries: dict[str, Path]) -> None:
     """Memory stays flat at a million trials only if no check holds a table's rows: each
     reads through `tuples` (a server-side cursor on PostgreSQL), one row lookup aside."""
-    from evalops.services import verify_reads as v
-
+    from evalops.services.verify import reads as v
     with sqlite3_reader(registries["upgraded"]) as inner:
         spy = Spy(inner)
         v.check_chain(spy)
@@ -647,7 +645,7 @@ def test_a_table_or_column_gone_on_postgresql_is_a_verification_failure(
     from sqlalchemy import create_engine, text
 
     from evalops.errors import VerificationError
-    from evalops.services.verify import verify_reader
+    from evalops.services.verify.run import verify_reader
     from evalops.store.reader import ConnectionReader
 
     engine = create_engine(next(iter(pg_copies.values())))

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from evalops.services import verify
+from evalops.services.verify import run as verify
 from evalops.store.engine import make_engine
 from evalops.store.reader import ConnectionReader
 from tests.conftest import Cli

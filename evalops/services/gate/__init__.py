@@ -1,0 +1,13 @@
+"""The gate: which policies govern a suite, a decision's inputs loaded from the registry, the
+decision made, stored and replayed, and the waivers it applies.
+
+`check` is `evalops gate check|show|list|replay`; `inputs` loads a decision's inputs over the
+ORM (the loader `gate check` uses); `input_parts` holds what both loaders share without
+reading a database; `policies` and `policy_choice` are the one home of the rule that picks a
+suite's gate and suite policy; `waivers` grants, lists and revokes waivers.
+
+The modules listed in `__all__` are this package's face: other packages import only those
+(tests/contract/test_services_map.py).
+"""
+
+__all__ = ['check', 'input_parts', 'inputs', 'policies', 'policy_choice', 'waivers']

@@ -1,0 +1,69 @@
+"""Warnings about a registry that still holds what the starters wrote.
+
+An unedited starter task shares its task_digest with every other unedited starter task (the
+digest covers contract and fixtures, not the id), so syncing it registers a placeholder, and
+the first real edit then needs a revision bump. Two execution profiles naming one
+system_build make `gate check --build` ask which one was meant.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import defaultdict
+from collections.abc import Iterable
+from functools import cache
+from pathlib import Path
+
+from evalops.registry.definitions import Definition, load_definition
+from evalops.services.registry.scaffold import execution_yaml, task_yaml
+
+
+@cache
+def _starter_digest(kind: str, definition_id: str, grader_set: str) -> str:
+    text = task_yaml(definition_id, grader_set) if kind == "task" else execution_yaml(definition_id)
+    with tempfile.TemporaryDirectory() as scratch:
+        path = Path(scratch) / "starter.yaml"
+        path.write_text(text, encoding="utf-8")
+        return load_definition(path).digest
+
+
+def _is_starter(definition: Definition) -> bool:
+    if definition.kind == "task":
+        grader_set = str(definition.value.get("grader_set", ""))
+        # The task digest leaves out id and grader set: one digest stands for every starter.
+        return definition.digest == _starter_digest("task", "first-task", "first-task-graders") or (
+            definition.digest == _starter_digest("task", definition.id, grader_set)
+        )
+    if definition.kind == "execution_profile":
+        return definition.digest == _starter_digest("execution_profile", definition.id, "")
+    return False
+
+
+def registry_warnings(
+    definitions: Iterable[Definition], only: set[tuple[str, str]] | None = None
+) -> list[str]:
+    """A line naming the starters left unedited (among `only`, (kind, id) pairs, when given:
+    `sync` names those it just registered), and one per system_build several profiles name."""
+    definitions = list(definitions)
+    starters = [
+        d.file for d in definitions if (only is None or (d.kind, d.id) in only) and _is_starter(d)
+    ]
+    warnings: list[str] = []
+    if starters:
+        warnings.append(
+            f"still as `evalops new` wrote {'them' if len(starters) > 1 else 'it'} "
+            f"(edit before relying on {'them' if len(starters) > 1 else 'it'}: unedited "
+            f"starter tasks share one task_digest, and once synced the first real edit "
+            f"needs a revision bump): {', '.join(sorted(starters))}"
+        )
+    builds: dict[str, list[str]] = defaultdict(list)
+    for definition in definitions:
+        if definition.kind == "execution_profile":
+            builds[str(definition.value["system_build"])].append(definition.id)
+    for build, ids in sorted(builds.items()):
+        if len(ids) > 1 and (only is None or any(("execution_profile", i) in only for i in ids)):
+            warnings.append(
+                f"execution profiles {', '.join(sorted(ids))} share system_build {build}: "
+                f"`gate check --build {build}` then needs --execution to pick one"
+            )
+    return warnings

@@ -1,0 +1,464 @@
+"""`evalops sync`: register a registry snapshot's definitions with git provenance.
+
+All-or-nothing: every conflict is found before anything is written, and the whole sync is
+one serialized transaction. A definition already registered with the same document changes
+nothing; a new one gets a row and one audit event. Each sync that changes what is in force
+(a new definition, a revert, a deleted file) records the whole set its commit holds.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, SQLModel, col, select
+
+from evalops.domain import audit_kinds, digests
+from evalops.domain.canonical import canonical_text
+from evalops.domain.specs import (
+    AuthoritySpec,
+    EvalTaskSpec,
+    ExecutionProfile,
+    GraderSet,
+    SuiteDeclaration,
+)
+from evalops.errors import InputError, InputErrors
+from evalops.registry.definitions import Definition
+from evalops.registry.git_tree import WorkTreeChange
+from evalops.registry.provenance import GitProvenance, git_provenance
+from evalops.registry.snapshot import (
+    Snapshot,
+    display_path,
+    load_committed_snapshot,
+    load_snapshot,
+    require_registry_dir,
+)
+from evalops.services.authority.acts import authority_in_force
+from evalops.services.authority.rule_changes import rule_change_refusal
+from evalops.store import queries
+from evalops.store.audit import append_event, next_seq
+from evalops.store.engine import write_session
+from evalops.store.tables import (
+    ExecutionProfileRow,
+    GraderConfig,
+    GraderSetRow,
+    PolicyRow,
+    SuiteRow,
+    SyncInForce,
+    SyncRun,
+    TaskRevision,
+)
+
+# Registration order: what others refer to first.
+KIND_ORDER = (
+    "grader_set", "task", "execution_profile", "suite", "suite_policy", "gate_policy", "authority",
+)  # fmt: skip
+
+
+@dataclass
+class SyncResult:
+    registered: list[dict[str, Any]] = field(default_factory=list)
+    unchanged: int = 0
+    provenance: GitProvenance | None = None
+    back_in_force: list[dict[str, str]] = field(default_factory=list)
+    """Definitions registered before that this commit puts back in force (a revert)."""
+    no_longer_in_force: list[dict[str, str]] = field(default_factory=list)
+    """Definitions in force before that this commit no longer holds (deleted files)."""
+    sync_run: int | None = None
+    refused: str | None = None
+    """Why the sync was refused (a rule change without a policy owner's signed commits)."""
+
+    def as_dict(self) -> dict[str, Any]:
+        if self.refused is not None:
+            return {
+                "refused": self.refused,
+                "git": self.provenance.as_dict() if self.provenance else None,
+            }
+        return {
+            "registered": self.registered,
+            "unchanged": self.unchanged,
+            "back_in_force": self.back_in_force,
+            "no_longer_in_force": self.no_longer_in_force,
+            "sync_run": self.sync_run,
+            "git": self.provenance.as_dict() if self.provenance else None,
+        }
+
+
+def read_for_sync(root: Path, *, allow_dirty: bool) -> tuple[Snapshot, GitProvenance]:
+    """The definitions `sync` registers, and the provenance it records for them.
+
+    A clean registry is read from its commit's objects, so the digests recorded under that
+    commit are the commit's own. A registry outside git, without a commit, or with any
+    file that is not what the commit holds is refused, every such file named, unless
+    `allow_dirty`: then the work tree is read and the provenance recorded as dirty.
+    """
+    require_registry_dir(root)
+    provenance = git_provenance(root)
+    if provenance.is_git and not provenance.dirty and provenance.commit is not None:
+        return load_committed_snapshot(root, provenance.commit), provenance
+    if allow_dirty:
+        return load_snapshot(root), provenance.marked_dirty()
+    if not provenance.is_git:
+        raise InputError(
+            "registry is not in a git repository: commit it to git, or pass --allow-dirty",
+            display_path(root),
+        )
+    if provenance.commit is None:
+        raise InputError(
+            "registry's repository has no commit yet: commit it, or pass --allow-dirty",
+            display_path(root),
+        )
+    raise InputErrors.of(
+        [
+            InputError(
+                f"registry has uncommitted changes: {change.reason}; sync reads the commit, "
+                f"so {_way_out(change)}, or pass --allow-dirty",
+                display_path((provenance.top or root) / change.path),
+            )
+            for change in provenance.changes
+        ]
+    )
+
+
+def _way_out(change: WorkTreeChange) -> str:
+    """An untracked file is often a stray output (a report written inside the registry):
+    restoring means nothing for it, and committing it is right only if it belongs there."""
+    if change.untracked:
+        return "move or delete it (or add and commit it if it belongs to the registry)"
+    return "commit it (or restore it)"
+
+
+def _subject(d: Definition) -> str:
+    rev = f"@{d.revision}" if d.revision is not None else ""
+    return f"{d.kind}:{d.id}{rev}"
+
+
+def _existing(session: Session, d: Definition) -> list[Any]:
+    """Rows registered under `d`'s natural key (id and revision/version where it has one)."""
+    stmt: Any
+    if isinstance(d.spec, EvalTaskSpec):
+        stmt = select(TaskRevision).where(
+            TaskRevision.task_id == d.id, TaskRevision.revision == d.spec.revision
+        )
+    elif isinstance(d.spec, GraderSet):
+        stmt = select(GraderSetRow).where(
+            GraderSetRow.grader_set_id == d.id, GraderSetRow.version == d.spec.version
+        )
+    elif isinstance(d.spec, ExecutionProfile):
+        stmt = select(ExecutionProfileRow).where(ExecutionProfileRow.execution_id == d.id)
+    elif isinstance(d.spec, SuiteDeclaration):
+        stmt = select(SuiteRow).where(SuiteRow.suite_id == d.id)
+    else:
+        stmt = select(PolicyRow).where(PolicyRow.kind == d.kind, PolicyRow.policy_id == d.id)
+    return list(session.exec(stmt).all())
+
+
+def _conflict(d: Definition, rows: list[Any]) -> InputError | None:
+    """A revision/version registered with another identity digest, or a suite changing kind."""
+    line = d.lines.get(("revision",), d.lines.get(("version",), 1))
+    if isinstance(d.spec, EvalTaskSpec):
+        for row in rows:
+            if row.task_digest != d.digest:
+                return InputError(
+                    f"task {d.id} revision {d.spec.revision} is registered with task_digest "
+                    f"{row.task_digest}, this file has {d.digest}: bump revision",
+                    d.file,
+                    line,
+                    "revision",
+                )
+        labels = _label_change(d, rows)
+        if labels is not None:
+            return labels
+    if isinstance(d.spec, GraderSet):
+        for row in rows:
+            if row.grader_set_digest != d.digest:
+                return InputError(
+                    f"grader set {d.id} version {d.spec.version} is registered with "
+                    f"grader_set_digest {row.grader_set_digest}, this file has {d.digest}: "
+                    "bump version",
+                    d.file,
+                    line,
+                    "version",
+                )
+    if isinstance(d.spec, SuiteDeclaration) and rows:
+        latest = max(rows, key=lambda r: r.id)
+        if latest.kind != d.spec.kind:
+            return InputError(
+                f"suite {d.id} is registered as kind {latest.kind}; a suite never changes "
+                "kind (declare a new suite)",
+                d.file,
+                d.lines.get(("kind",), 1),
+                "kind",
+            )
+    return None
+
+
+def _label_change(d: Definition, rows: list[Any]) -> InputError | None:
+    """Risk labels ratchet (docs/gate.md): `meta.risk` and `meta.protects` of a
+    registered (id, revision) never change in place; a new revision carries new labels."""
+    assert isinstance(d.spec, EvalTaskSpec)
+    meta = d.spec.meta
+    for row in rows:
+        old = EvalTaskSpec.model_validate(json.loads(row.document)).meta
+        for name, before, after in (
+            ("risk", old.risk, meta.risk),
+            ("protects", sorted(old.protects), sorted(meta.protects)),
+        ):
+            if before != after:
+                return InputError(
+                    f"task {d.id} revision {d.spec.revision} is registered with meta.{name} "
+                    f"{before}, this file says {after}: risk labels never change in place, "
+                    "bump revision (a lower risk takes effect only when that revision is "
+                    "promoted)",
+                    d.file,
+                    d.lines.get(("meta", name), d.lines.get(("meta",), 1)),
+                    f"meta.{name}",
+                )
+    return None
+
+
+def _row_for(d: Definition, common: dict[str, Any]) -> SQLModel:
+    spec = d.spec
+    if isinstance(spec, EvalTaskSpec):
+        return TaskRevision(
+            task_id=d.id,
+            revision=spec.revision,
+            task_digest=d.digest,
+            grader_set_id=spec.grader_set,
+            risk=spec.meta.risk,
+            **common,
+        )
+    if isinstance(spec, GraderSet):
+        return GraderSetRow(
+            grader_set_id=d.id, version=spec.version, grader_set_digest=d.digest, **common
+        )
+    if isinstance(spec, ExecutionProfile):
+        return ExecutionProfileRow(
+            execution_id=d.id,
+            system_build=spec.system_build,
+            execution_digest=d.digest,
+            **common,
+        )
+    if isinstance(spec, SuiteDeclaration):
+        return SuiteRow(suite_id=d.id, kind=spec.kind, **common)
+    return PolicyRow(kind=d.kind, policy_id=d.id, policy_digest=d.digest, **common)
+
+
+def _grader_configs(d: Definition, grader_set_row_id: int, seq: int) -> list[GraderConfig]:
+    assert isinstance(d.spec, GraderSet)
+    return [
+        GraderConfig(
+            grader_set_row_id=grader_set_row_id,
+            grader_id=g.id,
+            grader_version=g.version,
+            grader_config_digest=digests.grader_config_digest(raw),
+            layer=g.layer,
+            type=g.type,
+            blocking=g.blocking,
+            audit_seq=seq,
+        )
+        for g, raw in zip(d.spec.graders, d.value["graders"], strict=True)
+    ]
+
+
+def _in_force_changes(
+    before: dict[tuple[str, str], str], now_forced: dict[tuple[str, str], str], new: set[str]
+) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    back = [
+        {"kind": kind, "id": ident, "document_digest": dd}
+        for (kind, ident), dd in sorted(now_forced.items())
+        if before.get((kind, ident)) != dd and dd not in new
+    ]
+    gone = [
+        {"kind": kind, "id": ident, "document_digest": dd}
+        for (kind, ident), dd in sorted(before.items())
+        if (kind, ident) not in now_forced
+    ]
+    return back, gone
+
+
+def sync_registry(
+    engine: Engine,
+    snapshot: Snapshot,
+    provenance: GitProvenance,
+    *,
+    registry_path: str,
+    actor: str,
+    now: datetime,
+) -> SyncResult:
+    """Register every new definition of `snapshot` and put the snapshot's definitions in
+    force (docs/digests.md); raise InputErrors on any conflict, writing nothing.
+
+    Nothing is written when every definition is registered and already in force; a revert
+    to an earlier content, or a deleted file, changes what is in force and is audited.
+    """
+    ordered = sorted(
+        snapshot.definitions, key=lambda d: (KIND_ORDER.index(d.kind), d.id, d.revision or 0)
+    )
+    result = SyncResult(provenance=provenance)
+    with write_session(engine) as session:
+        new: list[Definition] = []
+        conflicts: list[InputError] = []
+        for d in ordered:
+            rows = _existing(session, d)
+            problem = _conflict(d, rows)
+            if problem is not None:
+                conflicts.append(problem)
+            elif any(r.document_digest == d.document_digest for r in rows):
+                result.unchanged += 1
+            else:
+                new.append(d)
+        if conflicts:
+            raise InputErrors.of(conflicts)
+        governing = authority_in_force(session)
+        bootstrap = governing is None and bool(snapshot.of_kind("authority"))
+        rule_commits: list[dict[str, Any]] = []
+        if governing is not None:
+            refusal, rule_commits = _rule_check(
+                session, snapshot, provenance, governing, now=now, actor=actor, where=registry_path
+            )
+            if refusal is not None:
+                result.refused = refusal
+                return result
+        before = queries.in_force(session)
+        now_forced = {(d.kind, d.id): d.document_digest for d in ordered}
+        if not new and now_forced == before:
+            return result
+        first_seq = next_seq(session)
+        run_seq = first_seq + len(new)  # the in-force event comes after every registration
+        run = SyncRun(
+            at=now,
+            actor=actor,
+            registry_path=registry_path,
+            git_commit=provenance.commit,
+            git_dirty=provenance.dirty,
+            git_branch=provenance.branch,
+            git_remote=provenance.remote,
+            audit_seq=run_seq,
+        )
+        session.add(run)
+        session.flush()
+        assert run.id is not None
+        result.sync_run = run.id
+        for d in new:
+            entry: dict[str, Any] = {
+                **d.digest_row(),
+                "document_digest": d.document_digest,
+                **provenance.as_dict(),
+            }
+            seq = next_seq(session)
+            row = _row_for(
+                d,
+                {
+                    "document_digest": d.document_digest,
+                    "document": canonical_text(d.value),
+                    "file_path": d.file,
+                    "sync_run_id": run.id,
+                    "audit_seq": seq,
+                },
+            )
+            session.add(row)
+            written: list[Any] = [row]
+            if isinstance(row, GraderSetRow):
+                session.flush()
+                assert row.id is not None
+                configs = _grader_configs(d, row.id, seq)
+                session.add_all(configs)
+                written += configs
+            append_event(
+                session,
+                at=now,
+                actor=actor,
+                kind=audit_kinds.sync_kind(d.kind),
+                subject=_subject(d),
+                payload=entry,
+                rows=written,
+            )
+            result.registered.append(entry)
+        forced = [
+            SyncInForce(
+                sync_run_id=run.id,
+                kind=kind,
+                definition_id=ident,
+                document_digest=dd,
+                audit_seq=run_seq,
+            )
+            for (kind, ident), dd in sorted(now_forced.items())
+        ]
+        session.add_all(forced)
+        result.back_in_force, result.no_longer_in_force = _in_force_changes(
+            before, now_forced, {d.document_digest for d in new}
+        )
+        append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind=audit_kinds.SYNC_IN_FORCE,
+            subject=f"sync:{run.id}",
+            payload={
+                "sync_run": run.id,
+                "registry_path": registry_path,
+                **provenance.as_dict(),
+                "in_force": [
+                    {"kind": k, "id": i, "document_digest": dd}
+                    for (k, i), dd in sorted(now_forced.items())
+                ],
+                "registered": len(new),
+                "back_in_force": result.back_in_force,
+                "no_longer_in_force": result.no_longer_in_force,
+                # The first authority is accepted as it is: nobody could have signed it.
+                **({"authority_bootstrap": True} if bootstrap else {}),
+                # Who signed the commits that changed the rules (newest first).
+                **({"rule_change_commits": rule_commits} if rule_commits else {}),
+            },
+            rows=[run, *forced],
+        )
+    return result
+
+
+def _rule_check(
+    session: Session,
+    snapshot: Snapshot,
+    provenance: GitProvenance,
+    governing: tuple[AuthoritySpec, str],
+    *,
+    now: datetime,
+    actor: str,
+    where: str,
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """With an authority in force: (why the sync is refused, audited; the signed commits
+    that changed the rules, newest first)."""
+    refusal, changed, commits = rule_change_refusal(session, snapshot, provenance, governing[0])
+    if refusal is not None:
+        append_event(
+            session,
+            at=now,
+            actor=actor,
+            kind=audit_kinds.SYNC_REFUSED,
+            subject="sync",
+            payload={
+                "registry_path": where,
+                **provenance.as_dict(),
+                "authority_digest": governing[1],
+                "rule_changes": changed,
+                "refusal": refusal,
+            },
+        )
+    return refusal, commits
+
+
+def latest_task_revisions(session: Session) -> list[TaskRevision]:
+    """The newest registered row of every task id (highest revision, then newest labels)."""
+    rows = session.exec(
+        select(TaskRevision).order_by(
+            col(TaskRevision.task_id), col(TaskRevision.revision), col(TaskRevision.id)
+        )
+    ).all()
+    latest: dict[str, TaskRevision] = {}
+    for row in rows:
+        latest[row.task_id] = row
+    return list(latest.values())

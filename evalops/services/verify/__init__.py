@@ -1,0 +1,15 @@
+"""Verification: what the database holds is exactly what its audit chain recorded.
+
+`run` is `evalops verify`; `reads` checks the chain, definitions, trials and rows through a
+`Reader`; `act_checks` re-verifies every signed act; `decision_checks` replays every stored
+decision and rebuilds its inputs with `gate_inputs`, the second loader, written apart from
+`evalops.services.gate.inputs` on purpose; `anchors` keeps chain anchors outside the
+database; `attest` certifies a decision that verifies; `upgrade_checks` is what `db upgrade`
+checks first; `edited_in_place` is what `validate` says of a definition edited without a new
+revision.
+
+The modules listed in `__all__` are this package's face: other packages import only those
+(tests/contract/test_services_map.py).
+"""
+
+__all__ = ['act_checks', 'anchors', 'attest', 'decision_checks', 'edited_in_place', 'gate_inputs', 'reads', 'run', 'upgrade_checks']
