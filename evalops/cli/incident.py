@@ -80,6 +80,7 @@ def confirm(ctx: typer.Context, incident_id: IncidentArg, json_flag: JsonFlag = 
     Example: evalops incident confirm INC-7
     """
     from evalops.services.registry import incidents
+
     _run(
         ctx,
         json_flag,
@@ -99,6 +100,7 @@ def link(
     Example: evalops incident link INC-7 --task article-publish-approved-revision
     """
     from evalops.services.registry import incidents
+
     _run(
         ctx,
         json_flag,
@@ -118,6 +120,7 @@ def close(
     Example: evalops incident close INC-7 --reason "guarded by regression/core"
     """
     from evalops.services.registry import incidents
+
     _run(
         ctx,
         json_flag,
@@ -189,6 +192,7 @@ def show(ctx: typer.Context, incident_id: IncidentArg, json_flag: JsonFlag = Fal
     Example: evalops incident show INC-7 --json
     """
     from evalops.services.registry import incidents
+
     _run(ctx, json_flag, lambda engine, _actor: incidents.show(engine, incident_id))
 
 

@@ -83,8 +83,8 @@ def _resolved_list(
     ctx: typer.Context, state: Any, task: str | None, grader: str | None, shown_limit: int | None
 ) -> None:
     """`review list --resolved`: the human verdicts recorded, with who signed each."""
-    from evalops.services.reads.listings import describe_signers
     from evalops.services.evidence.review import resolved_reviews
+    from evalops.services.reads.listings import describe_signers
 
     with state.connect() as engine:
         rows = resolved_reviews(engine)

@@ -184,8 +184,8 @@ def list_(
 
     Example: evalops trials list --task support-refund-in-order --class task_fail
     """
-    from evalops.services.reads.trials import TrialFilter, count_cap, list_trials
     from evalops.services.reads.listings import unknown_filters
+    from evalops.services.reads.trials import TrialFilter, count_cap, list_trials
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)

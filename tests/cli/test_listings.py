@@ -95,9 +95,9 @@ def test_a_limited_listing_counts_up_to_its_cap_and_says_more_than(
 ) -> None:
     """Counting every match is the one part of a listing that grows with the registry, so a
     limited listing stops counting past the cap (or its limit, if larger) and says so."""
-    from evalops.services.reads import trials as read_trials
-    from evalops.services.ingest import trials as trials_service
     from evalops.services.database import open_database
+    from evalops.services.ingest import trials as trials_service
+    from evalops.services.reads import trials as read_trials
 
     monkeypatch.setattr(read_trials, "COUNT_CAP", 20)
     two = cli("trials", "list", "--limit", "2", cwd=sixty)
@@ -144,8 +144,8 @@ def test_trials_list_limit_and_count_run_in_sql(
     be seen (the plain `sqlite3` path runs the same statements), and the ORM service that
     `trials show` shares its summary with."""
     import evalops.services.ingest.trials as trials_service
-    from evalops.services.reads import trials as read_trials
     from evalops.services.database import open_database
+    from evalops.services.reads import trials as read_trials
 
     summarized: list[str] = []
 

@@ -190,11 +190,11 @@ THROUGH_THE_ORM = [
 def through_the_orm(demo: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[], None]]:
     """A switch that makes the two commands list through the ORM services they used before
     the reader (`trials.list_trials`, `calibration.status`)."""
+    from evalops.services.database import open_database
     from evalops.services.evidence import calibration
+    from evalops.services.ingest import trials
     from evalops.services.reads import calibration as read_calibration
     from evalops.services.reads import trials as read_trials
-    from evalops.services.ingest import trials
-    from evalops.services.database import open_database
 
     engine = open_database(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
 

@@ -329,8 +329,8 @@ def corpus(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Corpu
     from evalops.domain.vocabulary import parse_timestamp
     from evalops.report.audit import render_audit
     from evalops.services.gate.check import check, dry_run_check
-    from evalops.services.reports.audit import audit_document, unstored_document
     from evalops.services.gate.waivers import revoke
+    from evalops.services.reports.audit import audit_document, unstored_document
     from evalops.store.engine import make_engine
     from tests.conftest import PINNED_NOW
 

@@ -440,6 +440,7 @@ def test_an_act_signed_with_a_key_removed_before_it_is_exit_6(
     """A compromised evalops that stored an act of a removed key keeps its chain consistent:
     only re-verifying each signature against the authority of its time finds it."""
     from evalops.services.authority import acts as authority
+
     world = any_engine
     old = authority.authority_in_force
     ((before_removal,),) = world.sql("SELECT max(audit_seq) FROM sync_run")

@@ -206,8 +206,8 @@ NOW = datetime(2030, 1, 1, tzinfo=UTC)  # after every event of the demo
 
 
 def _inputs(demo: Path, *, everything: bool) -> dict[str, Any]:
-    from evalops.services.registry.definitions import StaleClassifications
     from evalops.services.gate.inputs import build_inputs, request_for
+    from evalops.services.registry.definitions import StaleClassifications
     from evalops.store.engine import make_engine, read_session
 
     engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")

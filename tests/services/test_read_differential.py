@@ -1,9 +1,9 @@
 """`trials list` and `calibration status` read the same through the Reader as through the ORM.
 
-The read path (evalops/services/reads/trials.py, read_calibration.py: plain SQL, stored
+The read path (evalops/services/reads/trials.py, reads/calibration.py: plain SQL, stored
 documents as views) and the ORM path (evalops/services/ingest/trials.py `list_trials`,
-evalops/services/evidence/calibration.py `status`, still used by `trials show`, the registry site and
-every write command) are two readings of one registry: they must give equal documents, or
+evalops/services/evidence/calibration.py `status`, still used by `trials show`, the registry
+site and every write command) are two readings of one registry: they must give equal documents, or
 equal errors, under every filter. They are compared here on registries built by the CLI:
 
 - the demo (reruns, a reconciliation, calibrations), then with a second gate policy in force
@@ -250,8 +250,8 @@ def filters(db: Path) -> list[tuple[dict[str, str], int | None]]:
 
 
 def orm_readings(url: str, cases: list[tuple[dict[str, str], int | None]]) -> list[Any]:
-    from evalops.services.evidence.calibration import status
     from evalops.services.database import open_database
+    from evalops.services.evidence.calibration import status
     from evalops.services.ingest.trials import list_trials
 
     engine = open_database(url)

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from evalops.domain.canonical import canonical_json_document
-from evalops.services.verify.decision_checks import rebuilt_inputs_problem, stored_decisions
 from evalops.services.gate.input_parts import GateRequest
+from evalops.services.verify.decision_checks import rebuilt_inputs_problem, stored_decisions
 from evalops.services.verify.gate_inputs import rebuilt_inputs
 from evalops.store.reader import Reader
 from tests.conftest import Cli

@@ -30,8 +30,8 @@ from sqlalchemy import create_engine, text
 
 from evalops.domain.authority import Judgement, Signer
 from evalops.errors import EvalopsError, VerificationError
-from evalops.services.verify import act_checks
 from evalops.services.authority import acts as authority
+from evalops.services.verify import act_checks
 from evalops.services.verify import run as verify
 from evalops.services.verify.act_checks import ActPool, signed_acts_check
 from evalops.store.engine import make_engine, snapshot_session

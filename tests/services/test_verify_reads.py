@@ -384,6 +384,7 @@ def _anchors(facts: Facts) -> list[Anchor]:
 def readings(reader: Reader, facts: Facts) -> dict[str, Any]:
     """Every check of verify_reads on one reader (each its value or its error)."""
     from evalops.services.verify import reads as v
+
     return {
         "chain": _outcome(lambda: v.check_chain(reader)),
         "chain_problem": v.chain_problem(reader),
@@ -617,6 +618,7 @@ def test_every_table_wide_read_is_streamed(registries: dict[str, Path]) -> None:
     """Memory stays flat at a million trials only if no check holds a table's rows: each
     reads through `tuples` (a server-side cursor on PostgreSQL), one row lookup aside."""
     from evalops.services.verify import reads as v
+
     with sqlite3_reader(registries["upgraded"]) as inner:
         spy = Spy(inner)
         v.check_chain(spy)

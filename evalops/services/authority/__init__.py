@@ -7,4 +7,4 @@ The modules listed in `__all__` are this package's face: other packages import o
 (tests/contract/test_services_map.py).
 """
 
-__all__ = ['acts', 'rule_changes']
+__all__ = ["acts", "rule_changes"]

@@ -27,9 +27,9 @@ from evalops.services.authority.acts import (
     separation_refusal,
     signers_of,
 )
-from evalops.services.registry.definitions import Definitions, StaleClassifications, rederive
-from evalops.services.placeholders import refuse_placeholder
 from evalops.services.ingest.trials import show_trial
+from evalops.services.placeholders import refuse_placeholder
+from evalops.services.registry.definitions import Definitions, StaleClassifications, rederive
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import GraderSetRow, ReviewResult, Trial

@@ -27,8 +27,6 @@ from evalops.domain.gate_documents import Anchor, AnyGateInputs, DryRunOutput, S
 from evalops.domain.regression import METHODS
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
-from evalops.services.verify import decision_checks
-from evalops.services.verify.decision_checks import replay_row
 from evalops.services.gate.input_parts import DEFAULT_SEED, evaluated_at
 from evalops.services.gate.inputs import (
     build_inputs,
@@ -39,6 +37,8 @@ from evalops.services.gate.inputs import (
 )
 from evalops.services.gate.policies import named_by_digest, named_in
 from evalops.services.registry.unknown_ids import unknown_decision
+from evalops.services.verify import decision_checks
+from evalops.services.verify.decision_checks import replay_row
 from evalops.store.audit import append_event, chain_head, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.reader import ConnectionReader

@@ -37,7 +37,6 @@ from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.registry.definitions import load_definition
-from evalops.services.registry.definitions import Definitions, StaleClassifications, rederive
 from evalops.services.gate.input_parts import (
     DEFAULT_SEED,
     GateRequest,
@@ -47,13 +46,14 @@ from evalops.services.gate.input_parts import (
     ignored_as,
     trajectory_counts,
 )
-from evalops.services.placeholders import refuse_placeholder
 from evalops.services.gate.policies import (
     AppliedPolicy,
     gate_policy_for,
     governing_policy,
     registered_gate_policy,
 )
+from evalops.services.placeholders import refuse_placeholder
+from evalops.services.registry.definitions import Definitions, StaleClassifications, rederive
 from evalops.store import queries
 from evalops.store.queries import upto
 from evalops.store.tables import (

@@ -25,8 +25,8 @@ from evalops.services.authority.acts import (
     separation_refusal,
     signers_of,
 )
-from evalops.services.placeholders import refuse_placeholder
 from evalops.services.gate.policies import gate_policy_for
+from evalops.services.placeholders import refuse_placeholder
 from evalops.services.registry.unknown_ids import not_registered, unknown_waiver
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq

@@ -8,4 +8,4 @@ The modules listed in `__all__` are this package's face: other packages import o
 (tests/contract/test_services_map.py).
 """
 
-__all__ = ['imports', 'records', 'trials', 'unsynced']
+__all__ = ["imports", "records", "trials", "unsynced"]

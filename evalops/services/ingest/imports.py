@@ -43,8 +43,8 @@ from evalops.registry.definitions import pydantic_error
 from evalops.registry.import_maps import LoadedMap, load_import_map
 from evalops.registry.load import Document
 from evalops.services.authority.acts import UNSIGNED, Signing
-from evalops.services.ingest.records import IngestResult, ingest_records
 from evalops.services.gate.policies import AppliedPolicy, gate_policies_of_task, max_attempts
+from evalops.services.ingest.records import IngestResult, ingest_records
 from evalops.services.registry.unknown_ids import not_registered
 from evalops.store import queries
 from evalops.store.engine import read_session

@@ -16,14 +16,14 @@ from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, resolve_reruns
 from evalops.domain.trial_record import TrialRecord
 from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, format_timestamp
 from evalops.errors import InputError, RefusedError
+from evalops.services.gate.policies import gate_policies_of_task, max_attempts
+from evalops.services.placeholders import refuse_placeholder
+from evalops.services.reads.trials import count_cap
 from evalops.services.registry.definitions import (
     Definitions,
     rederive,
     stored_record,
 )
-from evalops.services.placeholders import refuse_placeholder
-from evalops.services.gate.policies import gate_policies_of_task, max_attempts
-from evalops.services.reads.trials import count_cap
 from evalops.services.registry.unknown_ids import not_registered
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq

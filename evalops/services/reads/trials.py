@@ -25,7 +25,12 @@ from evalops.services.reads.definitions import (
     rederive,
     settled_effects,
 )
-from evalops.services.reads.listings import in_force_suite, stored_time, suite_members, unknown_suite
+from evalops.services.reads.listings import (
+    in_force_suite,
+    stored_time,
+    suite_members,
+    unknown_suite,
+)
 from evalops.store.reader import Reader
 
 _LATEST_SYNC = "(SELECT id FROM sync_run ORDER BY id DESC LIMIT 1)"

@@ -5,4 +5,15 @@ The modules listed in `__all__` are this package's face: other packages import o
 (tests/contract/test_services_map.py).
 """
 
-__all__ = ['definitions', 'incidents', 'promotion', 'scaffold', 'schemas', 'starter_check', 'suites', 'sync', 'tasks', 'unknown_ids']
+__all__ = [
+    "definitions",
+    "incidents",
+    "promotion",
+    "scaffold",
+    "schemas",
+    "starter_check",
+    "suites",
+    "sync",
+    "tasks",
+    "unknown_ids",
+]

@@ -32,7 +32,6 @@ from evalops.domain.suite_policy import (
     incident_subject_refusal,
 )
 from evalops.errors import InputError
-from evalops.services.registry import incidents as incident_service
 from evalops.services.authority.acts import (
     UNSIGNED,
     Authorized,
@@ -40,9 +39,10 @@ from evalops.services.authority.acts import (
     authorize,
     record_refusal,
 )
-from evalops.services.registry.definitions import Definitions, StaleClassifications, rederive
-from evalops.services.placeholders import refuse_placeholder
 from evalops.services.gate.policies import suite_policy_for
+from evalops.services.placeholders import refuse_placeholder
+from evalops.services.registry import incidents as incident_service
+from evalops.services.registry.definitions import Definitions, StaleClassifications, rederive
 from evalops.services.registry.unknown_ids import not_registered, unknown_incident
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq

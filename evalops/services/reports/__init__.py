@@ -6,4 +6,4 @@ The modules listed in `__all__` are this package's face: other packages import o
 (tests/contract/test_services_map.py).
 """
 
-__all__ = ['audit', 'drilldown', 'site', 'suite_cards']
+__all__ = ["audit", "drilldown", "site", "suite_cards"]

@@ -65,10 +65,20 @@ from evalops.report.document import (
     SyncView,
 )
 from evalops.report.rows import RowSpool, mapped
-from evalops.services.registry.definitions import SHARED_KEY, Definitions, rederive, session_definitions
-from evalops.services.reports.drilldown import add_rerun, calibration_states, drill_down, trial_details
 from evalops.services.gate.policies import named_in
+from evalops.services.registry.definitions import (
+    SHARED_KEY,
+    Definitions,
+    rederive,
+    session_definitions,
+)
 from evalops.services.registry.unknown_ids import unknown_decision
+from evalops.services.reports.drilldown import (
+    add_rerun,
+    calibration_states,
+    drill_down,
+    trial_details,
+)
 from evalops.services.verify.reads import carried_forward, rows_fully_covered_from
 from evalops.store import queries
 from evalops.store.audit import chain_head

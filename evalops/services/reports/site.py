@@ -428,9 +428,9 @@ def suite_page(
     """What the suite card shows, from the facts already read (a suite card reads every
     decision's stored inputs, which for a long history is most of the database)."""
     from evalops.services.registry.definitions import Definitions
+    from evalops.services.registry.suites import show_suite, suite_coverage
     from evalops.services.reports.audit import calibration_facts
     from evalops.services.reports.suite_cards import FLAKY_PASS_AT_K, FLAKY_PASS_HAT_K
-    from evalops.services.registry.suites import show_suite, suite_coverage
 
     suite = show_suite(engine, facts.suite_id)
     coverage = suite_coverage(engine, facts.suite_id)

@@ -13,13 +13,13 @@ from sqlmodel import col, select
 from evalops import __version__
 from evalops.domain.vocabulary import format_timestamp
 from evalops.services.registry.definitions import Definitions
+from evalops.services.registry.suites import show_suite, suite_coverage
 from evalops.services.reports.audit import (
     SUITE_CARD_SCHEMA,
     anchor,
     calibration_facts,
     decision_history,
 )
-from evalops.services.registry.suites import show_suite, suite_coverage
 from evalops.store import queries
 from evalops.store.audit import chain_head
 from evalops.store.engine import read_session

@@ -12,4 +12,14 @@ The modules listed in `__all__` are this package's face: other packages import o
 (tests/contract/test_services_map.py).
 """
 
-__all__ = ['act_checks', 'anchors', 'attest', 'decision_checks', 'edited_in_place', 'gate_inputs', 'reads', 'run', 'upgrade_checks']
+__all__ = [
+    "act_checks",
+    "anchors",
+    "attest",
+    "decision_checks",
+    "edited_in_place",
+    "gate_inputs",
+    "reads",
+    "run",
+    "upgrade_checks",
+]

@@ -19,11 +19,11 @@ from sqlmodel import Session, select
 
 from evalops.errors import InputError, VerificationError
 from evalops.report.document import ReportDocument
+from evalops.services.gate.check import decision_event_mismatch, rebuilt_inputs_problem
+from evalops.services.registry.unknown_ids import unknown_decision
+from evalops.services.reports.audit import stored_document
 from evalops.services.verify.anchors import Anchor
 from evalops.services.verify.decision_checks import replay_row
-from evalops.services.gate.check import decision_event_mismatch, rebuilt_inputs_problem
-from evalops.services.reports.audit import stored_document
-from evalops.services.registry.unknown_ids import unknown_decision
 from evalops.services.verify.reads import anchor_problem, chain_problem, event_rows_problem
 from evalops.store.engine import read_session
 from evalops.store.reader import ConnectionReader
