@@ -316,6 +316,130 @@ def reconcile(
     )
 
 
+@trials_app.command()
+def void(
+    ctx: typer.Context,
+    trial_ids: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="TRIAL...", help="The trials ingested by mistake."),
+    ] = None,
+    batch: Annotated[
+        int | None,
+        typer.Option(help="Every live trial of this ingest batch (`trials show` names it)."),
+    ] = None,
+    reason: Annotated[
+        str, typer.Option(help="Why the trials are a mistake (shown wherever they are left out).")
+    ] = "",
+    confirm_hard_failure: Annotated[
+        bool,
+        typer.Option(
+            "--confirm-hard-failure",
+            help="Without an authority: void trials that are hard_constraint_fail or "
+            "ambiguous_external_effect (under one: two signers, threshold trials.void_hard).",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Store nothing; show what would change in the latest decision of each "
+            "affected suite.",
+        ),
+    ] = False,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Void trials ingested by mistake: left out of the gate, statistics and listings from
+    now on, never deleted or edited (a VOID-n row, audited).
+
+    `--at` before the void, replays of earlier decisions and `verify` still see them. A
+    voided trial's id may be ingested again with corrected content. Under an authority the
+    void is a signed act `trials.void` by a risk_owner of every suite the trials' tasks are
+    members of. Hard failures need two signers, or `--confirm-hard-failure` without one.
+
+    Example: evalops trials void --batch 3 --reason "ingested under the wrong build" --dry-run
+    """
+    from evalops.services.ingest.voids import VoidRequest, void_trials
+
+    state = settings(ctx, json_flag)
+    request = VoidRequest(
+        tuple(trial_ids or ()),
+        batch,
+        reason,
+        confirm_hard_failure=confirm_hard_failure,
+        dry_run=dry_run,
+        signing=signing_of(sign_with, print_act, act, signature),
+    )
+    with state.connect() as engine, printing_act():
+        data = void_trials(engine, request, actor=state.who(), now=now())
+    emit(ctx, data, lambda: _print_void(data))
+
+
+def _print_void(data: dict[str, Any]) -> None:
+    if not data["dry_run"]:
+        say(data["line"])
+        say("next: `evalops void list`; `evalops gate check ... --dry-run` to see the effect")
+        return
+    n = data["trial_count"]
+    say(f"dry run: would void {n} trial{'s' if n != 1 else ''} ({data['hard_count']} hard)")
+    for t in data["trials"]:
+        say(f"  {t['trial_id']}  {t['task_id']}  {t['classification']}")
+    if data.get("refusal"):
+        say(f"  would be refused: {data['refusal']}")
+    if not data["decisions"]:
+        say("  no stored decision of an affected suite: nothing to compare")
+    for d in data["decisions"]:
+        change = "unchanged" if d["decision"] == d["with_void"] else "changes"
+        say(
+            f"  {d['suite']}: latest {d['latest']} ({d['build']}) decided again now: "
+            f"{d['decision']} -> with the void: {d['with_void']} ({change})"
+        )
+        if d.get("error"):
+            say(f"    cannot decide it again: {d['error']}")
+        for t in d["tasks"]:
+            was, will = t["now"], t["with_void"] or {}
+            say(
+                f"    {t['task_id']}: {was['state']} n={was['n']} -> "
+                f"{will.get('state', '-')} n={will.get('n', '-')}"
+            )
+
+
+void_app = typer.Typer(
+    help="Voids of trials ingested by mistake (`evalops trials void` records them).\n\n"
+    "Example: evalops void list",
+    no_args_is_help=True,
+)
+
+
+@void_app.command("list")
+def void_list(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
+    """List every void: hard-failure voids first, then newest first, with who signed.
+
+    Example: evalops void list --json
+    """
+    from evalops.services.ingest.voids import list_voids
+
+    state = settings(ctx, json_flag)
+    with state.read() as reader:
+        voids = list_voids(reader)
+
+    def human() -> None:
+        if not voids:
+            say("no voids")
+            return
+        for v in voids:
+            hard = "HARD " if v["hard_count"] else ""
+            say(
+                f"{hard}{v['line']} ({v['at']}; {', '.join(v['trials'][:10])}"
+                f"{' ...' if len(v['trials']) > 10 else ''})"
+            )
+
+    emit(ctx, voids, human)
+
+
 import_app = typer.Typer(
     help="Import trials from the harnesses teams already run: Inspect AI logs and promptfoo "
     "results, through an import map (registry/imports/).\n\nExample: evalops trials import "
@@ -618,3 +742,4 @@ def _hinted(refused: RejectedRecords, registry: Path) -> RejectedRecords:
 
 def register(app: typer.Typer) -> None:
     app.add_typer(trials_app, name="trials")
+    app.add_typer(void_app, name="void")

@@ -35,6 +35,10 @@ SYNC_IN_FORCE = "sync.in_force"
 SYNC_REFUSED = "sync.refused"
 TRIALS_INGEST = "trials.ingest"
 TRIALS_RECONCILE = "trials.reconcile"
+TRIALS_VOID = "trials.void"
+"""A void: trials ingested by mistake left out from here on (docs/trials.md)."""
+VOID_REFUSED = "void.refused"
+"""A void that would have hidden a hard failure without its confirmation."""
 TRIALS_RECONCILE_REFUSED = "trials.reconcile_refused"
 """A refusal spelled before `noun.refused` was the rule: kept (see `FROZEN_KINDS`)."""
 WAIVER_GRANT = "waiver.grant"
@@ -91,6 +95,8 @@ ALL_KINDS = frozenset(
         TRIALS_INGEST,
         TRIALS_RECONCILE,
         TRIALS_RECONCILE_REFUSED,
+        TRIALS_VOID,
+        VOID_REFUSED,
         WAIVER_GRANT,
         WAIVER_REFUSED,
         WAIVER_REVOKE,

@@ -18,6 +18,8 @@ from evalops.domain.vocabulary import parse_timestamp
 from evalops.errors import InputError
 
 DEFAULT_SEED = 20261130
+VOIDED = "voided"
+"""The `ignoredTrials` key of trials a void left out (docs/trials.md)."""
 
 
 @dataclass(frozen=True)
@@ -218,10 +220,18 @@ def choose_execution(
 
 
 def ignored_as(
-    trial_task_digest: str, trial_grader_set_digest: str, task_digest: str, grader_set_digest: str
+    trial_task_digest: str,
+    trial_grader_set_digest: str,
+    task_digest: str,
+    grader_set_digest: str,
+    voided: Any = False,
 ) -> str | None:
     """Why a member's trial of the build is not evidence for its pin (the `ignoredTrials`
-    key it is counted under), or None when it is."""
+    key it is counted under), or None when it is. A trial voided as of the decision's
+    cutoff (`voided`: true, 1 or the engine's spelling of it) is left out first of all,
+    whatever it pins."""
+    if voided:
+        return VOIDED
     if trial_task_digest != task_digest:
         return "other_task_revision"
     if trial_grader_set_digest != grader_set_digest:

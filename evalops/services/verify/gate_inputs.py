@@ -63,6 +63,11 @@ _TRIAL_COLUMNS = (
     "id, trial_id, parent_trial_id, classification, score, gating_score, trajectory, "
     "efficiency, task_id, task_digest, grader_set_digest, ingest_batch_id"
 )
+# A trial row voided at or before the cutoff (`queries.voided`): left out from the void on.
+_VOIDED = (
+    "EXISTS (SELECT 1 FROM voided_trial v WHERE v.trial_row_id = trial.id "
+    "AND v.audit_seq <= :cutoff)"
+)
 
 
 class Member(NamedTuple):
@@ -235,7 +240,7 @@ class GateReads:
         marks = ", ".join(f":d{i}" for i in range(len(older)))
         rows = self.rows(
             f"SELECT task_id, COUNT(*) AS n FROM trial WHERE execution_digest IN ({marks}) "
-            "AND audit_seq <= :cutoff GROUP BY task_id",
+            f"AND audit_seq <= :cutoff AND NOT {_VOIDED} GROUP BY task_id",
             **{f"d{i}": d for i, d in enumerate(older)},
         )
         return {r["task_id"]: int(r["n"]) for r in rows}
@@ -245,8 +250,8 @@ class GateReads:
     def build_trials(self, execution_digest: str) -> Iterator[dict[str, Any]]:
         """The build's trials up to the cutoff, by row id, streamed."""
         return self.reader.each(
-            f"SELECT {_TRIAL_COLUMNS} FROM trial WHERE execution_digest = :execution "
-            "AND audit_seq <= :cutoff ORDER BY id",
+            f"SELECT {_TRIAL_COLUMNS}, {_VOIDED} AS voided FROM trial "
+            "WHERE execution_digest = :execution AND audit_seq <= :cutoff ORDER BY id",
             {"execution": execution_digest, "cutoff": self.cutoff},
         )
 
@@ -256,7 +261,7 @@ class GateReads:
             str(r["parent_trial_id"])
             for r in self.rows(
                 "SELECT DISTINCT parent_trial_id FROM trial WHERE execution_digest = :execution "
-                "AND parent_trial_id IS NOT NULL AND audit_seq <= :cutoff",
+                f"AND parent_trial_id IS NOT NULL AND audit_seq <= :cutoff AND NOT {_VOIDED}",
                 execution=execution_digest,
             )
         }
@@ -467,7 +472,11 @@ class _Loader:
             if m is None:
                 continue
             key = ignored_as(
-                row["task_digest"], row["grader_set_digest"], m.task_digest, m.grader_set_digest
+                row["task_digest"],
+                row["grader_set_digest"],
+                m.task_digest,
+                m.grader_set_digest,
+                row["voided"],
             )
             if key is None:
                 keep(m.task_id, self.trial_input(row))
