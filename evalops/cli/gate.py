@@ -200,6 +200,7 @@ def _render_decision(
     data: Mapping[str, Any],
     changes: Mapping[str, Any] | None = None,
     effects: Mapping[str, list[str]] | None = None,
+    voids: list[dict[str, Any]] | None = None,
 ) -> None:
     say_painted(
         data["decision"].upper(), f": {data['build']} on {data['suite']} ({data['gate_id']})"
@@ -238,6 +239,8 @@ def _render_decision(
             )
     for line in _not_counted_lines(data):
         say(line)
+    for void in voids or []:
+        say(f"  {void['line']}")
     waiver_lines = _waiver_lines(data["waivers"])
     if waiver_lines:
         say("  waivers: " + "; ".join(waiver_lines))
@@ -377,8 +380,9 @@ def gate_check(
         else:
             data = check(engine, actor=state.who(), **options)
             _write_artifacts(engine, data["gate_id"], junit, report)
-        changes, effects = None, None
+        changes, effects, voids = None, None, None
         if not state.json:
+            from evalops.services.reads.voids import decision_voids
             from evalops.services.reports.audit import decision_changes
             from evalops.store.reader import engine_reader
 
@@ -389,7 +393,8 @@ def gate_check(
             )
             with engine_reader(engine) as reader:
                 effects = _open_effects(reader, data)
-    emit(ctx, data, lambda: _render_decision(data, changes, effects))
+                voids = decision_voids(reader, data)
+    emit(ctx, data, lambda: _render_decision(data, changes, effects, voids))
     raise typer.Exit(EXIT_BY_DECISION[data["decision"]])
 
 
@@ -410,14 +415,18 @@ def gate_show(
 
     Example: evalops gate show GATE-3 --junit gate.xml --report gate-report.md
     """
+    from evalops.services.reads.voids import decision_voids
+
     state = settings(ctx, json_flag)
     effects: dict[str, list[str]] | None = None
+    voids: list[dict[str, Any]] | None = None
     if junit is None and report is None:
         from evalops.services.reads.listings import show_decision
 
         with state.read() as reader:
             data = show_decision(reader, gate_id)
             effects = None if state.json else _open_effects(reader, data)
+            voids = None if state.json else decision_voids(reader, data)
     else:
         from evalops.services.gate.check import show
         from evalops.store.reader import engine_reader
@@ -428,9 +437,10 @@ def gate_show(
             if not state.json:
                 with engine_reader(engine) as reader:
                     effects = _open_effects(reader, data)
+                    voids = decision_voids(reader, data)
 
     def human() -> None:
-        _render_decision(data, effects=effects)
+        _render_decision(data, effects=effects, voids=voids)
         say(
             f"stored decision {gate_id}, shown as recorded (exit 0 whatever it says; "
             "`gate check` exits 0, 3 or 4)"

@@ -185,7 +185,7 @@ def list_(
     Example: evalops trials list --task support-refund-in-order --class task_fail
     """
     from evalops.services.reads.listings import unknown_filters
-    from evalops.services.reads.trials import TrialFilter, count_cap, list_trials
+    from evalops.services.reads.trials import TrialFilter, count_cap, list_trials, voided_count
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
@@ -193,6 +193,13 @@ def list_(
     with state.read() as reader:
         rows, total = list_trials(reader, where, shown_limit)
         unknown = unknown_filters(reader, task=task, build=build, suite=suite) if not total else []
+        voided = 0 if state.json else voided_count(reader, where)
+    if voided:
+        say(
+            f"voided: {voided} matching trial{'s' if voided != 1 else ''} left out "
+            "(`evalops void list` says by whom and why)",
+            err=True,
+        )
 
     def human() -> None:
         table = new_table("trial", "task", "build", "#", "class", "score", "rerun of", "labels")
@@ -241,6 +248,8 @@ def show(
 
     def human() -> None:
         say(f"{data['trial_id']}  {data['task_id']}  build {text(data['build'])}")
+        if data.get("void"):
+            say(f"  {data['void']['line']} (left out of every decision from then on)")
         say(
             f"  class: {data['classification']} "
             f"(at ingest: {text(data['classification_at_ingest'])})"
@@ -420,7 +429,7 @@ def void_list(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
 
     Example: evalops void list --json
     """
-    from evalops.services.ingest.voids import list_voids
+    from evalops.services.reads.voids import list_voids
 
     state = settings(ctx, json_flag)
     with state.read() as reader:

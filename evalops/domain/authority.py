@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from evalops.domain import sshsig
 from evalops.domain.act_roles import ACT_ROLES, DEFAULT_THRESHOLDS, ActKind, Role
@@ -282,7 +282,7 @@ class SignatureJudge:
         if not signatures:
             return Judgement(refusal=f"{kind} is unsigned and an authority is in force")
         counted = scope.threshold or kind
-        thresholds: Mapping[str, int] = dict(self.authority.thresholds)
+        thresholds = cast("Mapping[str, int]", self.authority.thresholds)
         needed = thresholds.get(counted, DEFAULT_THRESHOLDS.get(counted, 1))
         principals = sorted({s.principal for s in signers})
         if len(principals) < needed:

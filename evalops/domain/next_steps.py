@@ -119,6 +119,7 @@ _NOT_COUNTED = {
     "other_task_revision": "another task revision than the suite pins",
     "other_grader_set_version": "another grader-set version than the suite pins",
     "older_execution_digest": "an older version of the execution profile",
+    "voided": "voided: `evalops void list` says by whom and why",
     "other_revision_or_grader_set": "another task revision or grader-set version than the "
     "suite pins",
 }
@@ -152,6 +153,13 @@ def _uncounted_step(reason: str, n: int, task_id: str, build: str, suite: str) -
             f"{trials} of build {build} {was} graded under another version of the task's "
             f"grader set than {suite} pins, so {they} not count: ingest trials graded under "
             f"the pinned version, or pin the version in force: {promote}"
+        )
+    if reason == "voided":
+        return (
+            f"{trials} of build {build} {was} voided, so {they} not count: ingest the "
+            f"corrected records (a voided trial's id may be ingested again), or run the "
+            f"build again; `evalops void list` says who voided {'it' if n == 1 else 'them'} "
+            "and why"
         )
     if reason == "older_execution_digest":
         return (

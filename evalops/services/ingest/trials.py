@@ -70,6 +70,7 @@ class _Reruns:
                     Trial.task_digest == key[0],
                     Trial.grader_set_digest == key[1],
                     Trial.execution_digest == key[2],
+                    ~queries.voided(None),
                 )
             ).all()
             nodes = []
@@ -141,7 +142,7 @@ def list_trials(
         )
     with read_session(engine) as session:
         builds = _builds(session)
-        where: list[Any] = []
+        where: list[Any] = [~queries.voided(None)]
         if task:
             where.append(Trial.task_id == task)
         if build:
@@ -200,10 +201,27 @@ def _chain(session: Session, trial: Trial) -> list[str]:
 
 
 def _load(session: Session, trial_id: str) -> Trial:
-    trial = session.exec(select(Trial).where(Trial.trial_id == trial_id)).first()
-    if trial is None:
+    """The trial of that id: its live row, else (every row voided) the newest one."""
+    rows = session.exec(
+        select(Trial).where(Trial.trial_id == trial_id).order_by(col(Trial.id).desc())
+    ).all()
+    if not rows:
         raise InputError(f"unknown trial {trial_id!r} (list them with `evalops trials list`)")
-    return trial
+    live = session.exec(
+        select(Trial)
+        .where(Trial.trial_id == trial_id, ~queries.voided(None))
+        .order_by(col(Trial.id).desc())
+    ).first()
+    return rows[0] if live is None else live
+
+
+def _void_view(session: Session, trial: Trial) -> dict[str, Any] | None:
+    """The void that left this trial row out, as `void list` shows it (None: live)."""
+    from evalops.services.reads.voids import void_of_trial_row
+    from evalops.store.reader import ConnectionReader
+
+    assert trial.id is not None
+    return void_of_trial_row(ConnectionReader(session.connection()), trial.id)
 
 
 def show_trial(engine: Engine, trial_id: str) -> dict[str, Any]:
@@ -224,6 +242,7 @@ def show_trial(engine: Engine, trial_id: str) -> dict[str, Any]:
         ).all()
         return {
             **_summary(defs, trial, _builds(session), _Reruns(session)),
+            "void": _void_view(session, trial),
             "reasons": list(current.reasons) if current else [],
             "run_id": trial.run_id,
             "attempt_id": trial.attempt_id,
@@ -334,7 +353,9 @@ def reconcile(
     refuse_placeholder("--evidence", evidence_uri, "the URI of the receipt or log that shows it")
     refusal: str | None = None
     with write_session(engine) as session:
-        trial = _load(session, trial_id)
+        from evalops.services.ingest.voids import live_trial
+
+        trial = live_trial(session, trial_id)
         record = stored_record(trial)
         keys = {e.effect_key for e in record.external_effects}
         if effect_key not in keys:

@@ -141,7 +141,7 @@ class _Reruns:
             for t in self.reader.rows(
                 f"SELECT {TRIAL_COLUMNS} FROM trial WHERE task_digest = :task "
                 "AND grader_set_digest = :graders AND execution_digest = :execution "
-                "ORDER BY id",
+                f"AND {LIVE} ORDER BY id",
                 {"task": key[0], "graders": key[1], "execution": key[2]},
             ):
                 current = rederive(self.defs, t)
@@ -154,6 +154,23 @@ class _Reruns:
                 )
             )
         return trial["trial_id"] in self.cache[key]
+
+
+VOIDED_ROW = "EXISTS (SELECT 1 FROM voided_trial v WHERE v.trial_row_id = trial.id)"
+LIVE = f"NOT {VOIDED_ROW}"
+"""A trial row no void left out (listings read the registry at its head)."""
+
+
+def voided_count(reader: Reader, where: TrialFilter) -> int:
+    """How many trials the listing's filters (but the class) match that a void left out:
+    a listing says so rather than leave them silently out."""
+    builds = {
+        r["execution_digest"]: r["system_build"]
+        for r in reader.rows("SELECT execution_digest, system_build FROM execution_profile")
+    }
+    clause, params = _filters(reader, builds, where)
+    clause = clause.replace(LIVE, VOIDED_ROW, 1)
+    return int(reader.scalar(f"SELECT count(*) FROM trial WHERE {clause}", params))
 
 
 def _summary(
@@ -188,7 +205,7 @@ def _filters(
 ) -> tuple[str, dict[str, Any]]:
     """The WHERE clause of the listing (all but the class) and its parameters."""
     task, build, suite = wanted.task, wanted.build, wanted.suite
-    where: list[str] = ["1 = 1"]
+    where: list[str] = [LIVE]
     params: dict[str, Any] = {}
     if task:
         where.append("task_id = :task")
