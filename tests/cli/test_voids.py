@@ -251,28 +251,16 @@ def test_a_void_inserted_by_sql_is_tampering(demo: Path, cli: Cli) -> None:
 # ------------------------------------------------------------------ under an authority
 
 
-def _world_on(
-    request: pytest.FixtureRequest,
-    demo: Path,
-    keyring: dict[str, Path],
-    cli: Cli,  # noqa: F811
-) -> World:
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def governed(request: pytest.FixtureRequest, demo: Path, cli: Cli) -> World:
+    """The demo under an authority (tests/services/test_authority.py's), on either engine."""
+    keys: dict[str, Path] = request.getfixturevalue("keyring")
     if request.param == "sqlite":
-        return _world(demo, keyring, cli, [])
+        return _world(demo, keys, cli, [])
     url: str = request.getfixturevalue("pg_url")
     assert cli("--db", url, "init", cwd=demo).code == 0
     copy_rows(f"sqlite:///{demo / DB}", url)
-    return _world(demo, keyring, cli, ["--db", url])
-
-
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def governed(
-    request: pytest.FixtureRequest,
-    demo: Path,
-    keyring: dict[str, Path],
-    cli: Cli,  # noqa: F811
-) -> World:
-    return _world_on(request, demo, keyring, cli)
+    return _world(demo, keys, cli, ["--db", url])
 
 
 def _void_signed(
