@@ -141,6 +141,8 @@ def ingest(
             f"ingested {result.ingested}, skipped {result.skipped_identical} identical, "
             f"rejected {result.rejected_total}"
         )
+        for note in result.notes():
+            say(f"note: {note}", err=True)
         for e in result.rejected:
             say(f"rejected: {e.one_line()}", err=True)
         if result.rejected_total > len(result.rejected):
@@ -689,6 +691,15 @@ def template(
             "another prefix keeps another run's or task's templates apart.",
         ),
     ] = "trial",
+    target_agent: Annotated[
+        str | None,
+        typer.Option(
+            "--target-agent",
+            metavar="ID",
+            help="The record's target_agent_id; every tool call then carries it as its "
+            "agent_id (a call without one is not observed for the target).",
+        ),
+    ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Print a valid skeleton trial record for a task and execution, digests filled in.
@@ -722,6 +733,7 @@ def template(
             run_id=run_id,
             attempt_id=f"attempt-{i + 1:04d}",
             trial_index=i,
+            target_agent_id=target_agent,
         )
         for i in range(index, index + count)
     ]

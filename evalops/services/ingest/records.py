@@ -96,9 +96,23 @@ class IngestResult:
     earlier_ids: int = 0
     """Of `skipped_identical`: imported trials stored under the id an earlier evalops gave
     them (an importer's aliases)."""
+    unattributed_calls: dict[str, int] = field(default_factory=dict)
+    """target_agent_id -> tool calls with no agent_id in records naming it: such calls are
+    not the target's, so they are not observed (docs/formats.md, RFC 0244 semantics)."""
+
+    def notes(self) -> list[str]:
+        """What was stored as asked but may not be what the author meant."""
+        return [
+            f"{n} tool call{'s' if n != 1 else ''} {'have' if n != 1 else 'has'} no agent_id "
+            f"and {'are' if n != 1 else 'is'} not observed for target_agent_id {target} "
+            "(give each call the agent_id of the agent that made it, or set the "
+            "expectation's includeDelegates)"
+            for target, n in sorted(self.unattributed_calls.items())
+        ]
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "unattributed_calls": dict(sorted(self.unattributed_calls.items())),
             "ingested": self.ingested,
             "skipped_identical": self.skipped_identical,
             "rejected": [rejected_entry(e) for e in self.rejected],
@@ -296,6 +310,13 @@ class _Ingester:
         if expected is not None and expected.trajectory is not None:
             calls = [ObservedCall(c.tool, c.args, c.agent_id) for c in record.tool_calls]
             trajectory = grade(expected.trajectory, calls, record.target_agent_id)
+            target = record.target_agent_id
+            if target is not None and not expected.trajectory.includeDelegates:
+                # Silently "0 observed" otherwise: a call with no agent_id is nobody's.
+                missing = sum(1 for c in calls if c.agent_id is None)
+                if missing:
+                    found = self.result.unattributed_calls
+                    found[target] = found.get(target, 0) + missing
         derived = classify(
             record,
             task,

@@ -1,0 +1,63 @@
+"""The traps a new user met in the first hour, each closed (issue: "ingest without silent
+traps"): tool calls that silently did not count for their target agent, and a template that
+wrote such calls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Cli
+
+TASK = "support-refund-in-order"
+EXECUTION = "candidate-b124"
+
+
+def _template(cli: Cli, demo: Path, *extra: str) -> dict[str, Any]:
+    done = cli(
+        "trials", "template", "--task", TASK, "--execution", EXECUTION, "--run-id", "run-hand",
+        "--trial-prefix", "hand", *extra, "--json", cwd=demo,
+    )  # fmt: skip
+    assert done.code == 0, done.stdout + done.stderr
+    record: dict[str, Any] = done.json()
+    return record
+
+
+def _ingest(cli: Cli, demo: Path, record: dict[str, Any], *extra: str) -> Any:
+    path = demo / f"{record['trial_id']}.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return cli("trials", "ingest", str(path), *extra, cwd=demo)
+
+
+def test_the_template_gives_every_call_the_target_agent_it_names(demo: Path, cli: Cli) -> None:
+    record = _template(cli, demo, "--target-agent", "support")
+    assert record["target_agent_id"] == "support"
+    assert record["tool_calls"] and {c.get("agent_id") for c in record["tool_calls"]} == {"support"}
+    assert _ingest(cli, demo, record).code == 0
+    shown = cli("trials", "show", record["trial_id"], "--json", cwd=demo).json()
+    assert shown["trajectory"]["matched"] is True
+    assert shown["classification"] == "task_pass"
+
+
+def test_ingest_counts_the_calls_no_agent_made_for_the_target(demo: Path, cli: Cli) -> None:
+    record = _template(cli, demo)
+    calls = len(record["tool_calls"])
+    assert calls and all("agent_id" not in c for c in record["tool_calls"])
+    record["target_agent_id"] = "support"  # written by hand, as the user did
+    done = _ingest(cli, demo, record)
+    assert done.code == 0, done.stderr
+    assert (
+        f"note: {calls} tool calls have no agent_id and are not observed for "
+        "target_agent_id support" in done.stderr
+    )
+    again = _ingest(cli, demo, {**record, "trial_id": "hand-0002", "trial_index": 1}, "--json")
+    assert again.json()["unattributed_calls"] == {"support": calls}
+    # A record whose calls name their agent has nothing to say.
+    named = {
+        **record,
+        "trial_id": "hand-0003",
+        "trial_index": 2,
+        "tool_calls": [{**c, "agent_id": "support"} for c in record["tool_calls"]],
+    }
+    assert _ingest(cli, demo, named, "--json").json()["unattributed_calls"] == {}
