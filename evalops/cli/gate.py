@@ -207,7 +207,9 @@ def _render_decision(
     )
     if data.get("policy"):
         say(digests_to_fit("  " + policy_line(data["policy"])))
-    for reason in data["reasons"]:
+    from evalops.domain.next_steps import explained_reasons
+
+    for reason in explained_reasons(data):
         say(f"  - {reason}")
     if data["tasks"]:
         # A table for every decision: a pass shows what it rests on too.

@@ -135,6 +135,34 @@ def ignored_trials(task: Mapping[str, Any]) -> dict[str, int]:
     return {}
 
 
+# What "no trials for this build" means when the build has trials that do not count, by
+# `ignoredTrials` key: shown to people; the stored reason is the evaluator's, for replay.
+_UNCOUNTED_SHORT = {
+    "older_execution_digest": "under another profile version: sync it or pass --execution",
+    "other_task_revision": "of another task revision: promote it or ingest the pinned one",
+    "other_grader_set_version": "under another grader-set version: promote it",
+    "other_revision_or_grader_set": "of another task revision or grader-set version",
+    "voided": "voided",
+}
+NO_TRIALS = "no trials for this build"
+
+
+def explained_reasons(decision: Mapping[str, Any]) -> list[str]:
+    """The decision's reasons as people read them: a task's "no trials for this build"
+    says, when the build has trials that do not count, how many and why ("no counted
+    trials (5 under another profile version: sync it or pass --execution)")."""
+    ignored = {str(t["task_id"]): ignored_trials(t) for t in decision.get("tasks") or []}
+    out = []
+    for stored in decision.get("reasons") or []:
+        reason = str(stored)
+        counts = ignored.get(reason.split(" (", 1)[0])
+        if counts and reason.endswith(f"; {NO_TRIALS}"):
+            parts = ", ".join(f"{n} {_UNCOUNTED_SHORT.get(k, k)}" for k, n in counts.items())
+            reason = f"{reason[: -len(NO_TRIALS)]}no counted trials ({parts})"
+        out.append(reason)
+    return out
+
+
 def _uncounted_step(reason: str, n: int, task_id: str, build: str, suite: str) -> str:
     """What makes trials of the build count: promoting pins the task's latest synced revision
     and the version of its grader set in force (docs/promotion.md); an execution profile is

@@ -61,3 +61,28 @@ def test_ingest_counts_the_calls_no_agent_made_for_the_target(demo: Path, cli: C
         "tool_calls": [{**c, "agent_id": "support"} for c in record["tool_calls"]],
     }
     assert _ingest(cli, demo, named, "--json").json()["unattributed_calls"] == {}
+
+
+def test_a_gate_reason_says_which_trials_of_the_build_did_not_count(demo: Path, cli: Cli) -> None:
+    """Trials of an older version of the execution profile: the reason says so, instead of
+    "no trials for this build" above a line that counts them."""
+    from tests.integrity.test_decision_integrity_cli import edit_registry
+
+    def new_model(doc: dict[str, Any]) -> None:
+        doc["model"]["name"] = "another-model"
+
+    edit_registry(demo, "executions/fix-b125.yaml", new_model, "model change")
+    assert cli("sync", cwd=demo).code == 0
+    asked = ("gate", "check", "--build", "build-125", "--suite", "regression/core")
+    stored = cli(*asked, "--json", cwd=demo).json()
+    held = next(t for t in stored["tasks"] if t["task_id"] == TASK)
+    n = held["ignoredTrials"]["older_execution_digest"]
+    assert held["n"] == 0 and n > 0
+    shown = cli("gate", "show", stored["gate_id"], cwd=demo).stdout
+    assert (
+        f"{TASK} (critical): missing_required_evidence -> hold; no counted trials "
+        f"({n} under another profile version: sync it or pass --execution)" in shown
+    )
+    assert "no trials for this build" not in shown
+    # The stored reason is the evaluator's own: replay compares it byte for byte.
+    assert any(r.endswith("no trials for this build") for r in stored["reasons"])
