@@ -86,3 +86,30 @@ def test_a_gate_reason_says_which_trials_of_the_build_did_not_count(demo: Path, 
     assert "no trials for this build" not in shown
     # The stored reason is the evaluator's own: replay compares it byte for byte.
     assert any(r.endswith("no trials for this build") for r in stored["reasons"])
+
+
+def test_init_registry_on_an_existing_registry_writes_nothing(tmp_path: Path, cli: Cli) -> None:
+    """Starters deleted or renamed: writing them again would add a second gate policy and a
+    second suite policy to a registry that validates."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    assert cli("init", "--registry", "registry", cwd=tmp_path).code == 0
+    gate_policy = tmp_path / "registry" / "policies" / "release-gate.yaml"
+    suite_policy = tmp_path / "registry" / "policies" / "default-suite-policy.yaml"
+    # Made one's own: every starter renamed, the suite policy deleted.
+    suite_policy.unlink()
+    for path in (tmp_path / "registry").rglob("*.yaml"):
+        if path.parent.name != "schemas":
+            path.rename(path.with_name(f"ours-{path.name}"))
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "registry").rglob("*"))
+    done = cli("init", "--registry", "registry", cwd=tmp_path)
+    assert done.code == 2, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert "already holds a registry" in said and "--database-only" in said
+    assert "release-gate.yaml" in said and "default-suite-policy.yaml" in said
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "registry").rglob("*")) == before
+    only = cli("init", "--registry", "registry", "--database-only", cwd=tmp_path)
+    assert only.code == 0, only.stdout + only.stderr
+    assert not gate_policy.exists() and not suite_policy.exists()
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "registry").rglob("*")) == before
