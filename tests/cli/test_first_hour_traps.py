@@ -113,3 +113,16 @@ def test_init_registry_on_an_existing_registry_writes_nothing(tmp_path: Path, cl
     assert only.code == 0, only.stdout + only.stderr
     assert not gate_policy.exists() and not suite_policy.exists()
     assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "registry").rglob("*")) == before
+
+
+def test_the_tutorials_first_gate_check_is_a_dry_run_and_says_why() -> None:
+    import re
+
+    tutorial = (Path(__file__).resolve().parents[2] / "docs" / "tutorial.md").read_text("utf-8")
+    commands = re.findall(r"^(?:\$ )?(evalops gate check [^\n]*)$", tutorial, flags=re.M)
+    assert commands, "the tutorial runs the gate"
+    assert "--dry-run" in commands[0].split(), commands[0]
+    first = tutorial.index(commands[0])
+    why = tutorial[first : first + 3000]
+    assert re.search(r"first look at a new build's decision is a `--dry-run`", why)
+    assert "stored for good" in why
