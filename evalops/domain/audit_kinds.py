@@ -21,6 +21,8 @@ import re
 AUTHORITY_REFUSED = "authority.refused"
 CALIBRATION_INVALIDATE = "calibration.invalidate"
 CALIBRATION_RECORD = "calibration.record"
+CALIBRATION_REFUSED = "calibration.refused"
+"""`calibration record --require-valid` of a calibration that would not be valid."""
 GATE_DECISION = "gate.decision"
 MIGRATION_ROWS = "migration.rows"
 """Rows of an older schema carried forward by a migration (`0002_tamper_evidence`)."""
@@ -81,6 +83,7 @@ ALL_KINDS = frozenset(
         AUTHORITY_REFUSED,
         CALIBRATION_INVALIDATE,
         CALIBRATION_RECORD,
+        CALIBRATION_REFUSED,
         GATE_DECISION,
         MIGRATION_ROWS,
         PROMOTION_ACCEPTED,
