@@ -312,7 +312,7 @@ def wilson_lower_at(rate: float, n: int, z: float = 1.959963984540054) -> float:
     denom = 1 + z * z / n
     centre = (rate + z * z / (2 * n)) / denom
     half = z * (rate * (1 - rate) / n + z * z / (4 * n * n)) ** 0.5 / denom
-    return max(0.0, centre - half)
+    return max(0.0, float(centre - half))
 
 
 def _more_items(rate: float, n: int, bound: float) -> int | None:
