@@ -160,9 +160,11 @@ def resolve(
     refuse_placeholder("--reason", reason, "why, for the record")
     refusal: str | None = None
     with write_session(engine) as session:
-        trial = session.exec(select(Trial).where(Trial.trial_id == trial_id)).first()
-        if trial is None:
+        if session.exec(select(Trial.id).where(Trial.trial_id == trial_id)).first() is None:
             raise InputError(f"unknown trial {trial_id!r} (list them with `evalops review list`)")
+        from evalops.services.ingest.voids import live_trial
+
+        trial = live_trial(session, trial_id)  # a voided trial awaits no review
         defs = Definitions(session)
         found = defs.grader_set(trial.grader_set_digest)
         assert found is not None

@@ -279,7 +279,9 @@ def open_effects(reader: Reader, trial_ids: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for trial_id in dict.fromkeys(trial_ids):
         record = reader.scalar(
-            "SELECT record FROM trial WHERE trial_id = :trial_id", {"trial_id": trial_id}
+            f"SELECT record FROM trial WHERE trial_id = :trial_id AND {LIVE} "
+            "ORDER BY id DESC LIMIT 1",
+            {"trial_id": trial_id},
         )
         if record is None:
             continue
