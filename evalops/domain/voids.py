@@ -11,6 +11,8 @@ from typing import Any
 HARD_CLASSES = ("hard_constraint_fail", "ambiguous_external_effect")
 #: The thresholds key of a void that leaves out a trial of a hard class.
 HARD_THRESHOLD = "trials.void_hard"
+VOIDED = "voided"
+"""The `ignoredTrials` key of trials a void left out of a decision."""
 
 
 def is_hard(*classes: str | None) -> bool:

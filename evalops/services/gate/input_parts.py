@@ -15,11 +15,10 @@ from evalops.domain.gate_documents import BaselineInput, GateRequestDocument, Tr
 from evalops.domain.suggestions import close_match, some_of, unknown_id
 from evalops.domain.trajectory import TrajectoryResult
 from evalops.domain.vocabulary import parse_timestamp
+from evalops.domain.voids import VOIDED
 from evalops.errors import InputError
 
 DEFAULT_SEED = 20261130
-VOIDED = "voided"
-"""The `ignoredTrials` key of trials a void left out (docs/trials.md)."""
 
 
 @dataclass(frozen=True)

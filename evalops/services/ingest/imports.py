@@ -585,6 +585,7 @@ class _TaskStats:
                 float(pass_at_k(n, c, k)) if n >= k else None,
                 float(pass_hat_k(n, c, k)) if n >= k else None,
             )
+            differing = _differing_scorers(reductions, ours, k) if reductions else []
             out.append(
                 {
                     "task_id": task_id,
@@ -599,11 +600,13 @@ class _TaskStats:
                     "source_reduction": reductions[0]
                     if len(reductions) == 1
                     else (reductions or None),
+                    # Explained only where a number differs (or none can be compared).
                     "differences": _differences(
                         nodes, effective, target, mapped.get(task_id, set())
                     )
-                    if reductions and not _agrees(reductions, ours, k)
+                    if differing is None or differing
                     else [],
+                    "differs_from": differing or [],
                     "graders_without_scorer": [
                         g for g in target.blocking if g not in mapped.get(task_id, set())
                     ],
@@ -614,22 +617,25 @@ class _TaskStats:
         return out
 
 
-def _agrees(reductions: list[Any], ours: tuple[float | None, float | None], k: int) -> bool:
-    """Does the source's own pass@k / pass^k (Inspect's `pass_at_K`, `pass_k_K` reducers)
-    equal evalops' wherever it reports one? Then there is no difference to explain."""
-    compared = 0
+def _differing_scorers(
+    reductions: list[Any], ours: tuple[float | None, float | None], k: int
+) -> list[str] | None:
+    """The source's scorers whose own pass@k / pass^k (Inspect's `pass_at_K`, `pass_k_K`
+    reducers) differ from evalops'; None when the source reports none to compare."""
+    differing: dict[str, None] = {}
+    compared = False
     for reduction in reductions:
-        for reducers in reduction.values() if isinstance(reduction, dict) else ():
+        for scorer, reducers in reduction.items() if isinstance(reduction, dict) else ():
             if not isinstance(reducers, dict):
                 continue
             for name, mine in ((f"pass_at_{k}", ours[0]), (f"pass_k_{k}", ours[1])):
                 theirs = reducers.get(name)
                 if not isinstance(theirs, int | float) or isinstance(theirs, bool):
                     continue
+                compared = True
                 if mine is None or abs(float(theirs) - mine) > 1e-9:
-                    return False
-                compared += 1
-    return compared > 0
+                    differing[str(scorer)] = None
+    return list(differing) if compared else None
 
 
 def _mapped_graders(resolved: Resolved) -> dict[str, set[str]]:

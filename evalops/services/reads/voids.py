@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from evalops.domain.voids import void_line
+from evalops.domain.voids import VOIDED, void_line
 from evalops.store.reader import Reader
 
 _VOIDS = (
@@ -101,8 +101,6 @@ def voids_for(
 def decision_voids(reader: Reader, decision: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The voids a decision left trials out for (its tasks counted `voided` trials): read
     as of the decision's cutoff (a stored one's request; a dry run's audit head)."""
-    from evalops.services.gate.input_parts import VOIDED
-
     tasks = [
         t["task_id"]
         for t in decision.get("tasks") or []
