@@ -295,3 +295,44 @@ def test_under_an_authority_a_void_is_a_risk_owners_signed_act(governed: World) 
     assert [v["void_id"] for v in voids] == ["VOID-2", "VOID-1"]  # hard-failure voids first
     assert {s["principal"] for s in voids[0]["signers"]} == {"alice", "dave"}
     assert world.run("verify").code == 0
+
+
+def test_a_signed_void_act_voids_only_the_trials_it_names(governed: World) -> None:
+    """An act printed for one trial, signed, then offered for another: refused, naming the
+    field that differs; offered again as signed: stored once, a replay of it refused."""
+    world = governed
+    world.run("void", "list")  # the world is up
+    printed = world.run("trials", "void", TRIALS[0], "--reason", "wrong build", "--print-act")
+    assert printed.code == 0, _said(printed)
+    act = world.root / "void-act.json"
+    act.write_text(printed.stdout, encoding="utf-8")
+    from tests.sshkeys import sign_file
+
+    signature = sign_file(world.keys["alice"], act)
+    offered = ("--act", str(act), "--signature", str(signature))
+    other = world.run("trials", "void", TRIALS[1], "--reason", "wrong build", *offered)
+    assert other.code == 5 and "the act differs from what this command would store" in _said(other)
+    done = world.run("trials", "void", TRIALS[0], "--reason", "wrong build", *offered)
+    assert done.code == 0, _said(done)
+    again = world.run("trials", "void", TRIALS[1], "--reason", "wrong build", *offered)
+    assert again.code == 5
+    assert [v["trials"] for v in world.run("void", "list", "--json").json()] == [[TRIALS[0]]]
+    assert world.run("verify").code == 0
+
+
+def test_bad_void_requests_are_usage_errors_and_store_nothing(demo: Path, cli: Cli) -> None:
+    head = cli("verify", "--json", cwd=demo).json()["audit_head"]
+    for args, words in (
+        ((TRIALS[0], "--batch", "1", "--reason", "x"), "not both"),
+        (("--reason", "x"), "TRIAL... or --batch"),
+        ((TRIALS[0],), "a void needs a reason"),
+        ((TRIALS[0], "--reason", "\u200b"), "a void needs a reason"),
+        ((TRIALS[0], "--reason", "x" * 4097), "at most 4,096"),
+        (("no-such-trial", "--reason", "x"), "unknown trial 'no-such-trial'"),
+        (("--batch", "999", "--reason", "x"), "no ingest batch 999"),
+        ((TRIALS[0], "--reason", "x", "--sign-with", str(demo / "key")), "no authority"),
+    ):
+        done = cli("trials", "void", *args, cwd=demo)
+        assert done.code == 2, (args, _said(done))
+        assert words in _said(done), (args, _said(done))
+    assert cli("verify", "--json", cwd=demo).json()["audit_head"] == head
