@@ -336,3 +336,18 @@ def test_bad_void_requests_are_usage_errors_and_store_nothing(demo: Path, cli: C
         assert done.code == 2, (args, _said(done))
         assert words in _said(done), (args, _said(done))
     assert cli("verify", "--json", cwd=demo).json()["audit_head"] == head
+
+
+def test_the_site_lists_voids_hard_failures_first_in_the_block_colour(demo: Path, cli: Cli) -> None:
+    assert cli("trials", "void", *TRIALS, "--reason", "wrong build", cwd=demo).code == 0
+    hard = ("trials", "void", *HARD_CHAIN, "--reason", "flaky grader", "--confirm-hard-failure")
+    assert cli(*hard, cwd=demo).code == 0
+    assert cli("report", "site", str(demo / "site"), cwd=demo).code == 0
+    index = (demo / "site" / "index.html").read_text(encoding="utf-8")
+    section = index.split('<h2 id="voids">', 1)[1].split("<h2", 1)[0]
+    rows = [r for r in section.split("<tr")[1:] if "data-label" in r]
+    assert [("VOID-2" in r, "VOID-1" in r) for r in rows] == [(True, False), (False, True)]
+    assert rows[0].startswith(' class="e-block"') and "e-block" not in rows[1]
+    assert (
+        "voided: 2 trials (1 hard failure), VOID-2 by tester@example.com: flaky grader" in (rows[0])
+    )
