@@ -31,6 +31,7 @@ from evalops.services.ingest.trials import show_trial
 from evalops.services.placeholders import refuse_placeholder
 from evalops.services.registry.definitions import Definitions, StaleClassifications, rederive
 from evalops.store.audit import append_event, next_seq
+from evalops.store import queries
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import GraderSetRow, ReviewResult, Trial
 
@@ -73,7 +74,7 @@ def review_queue(engine: Engine) -> list[dict[str, Any]]:
             return []
         rows: Any = session.exec(
             select(*_REVIEW_COLUMNS)  # type: ignore[call-overload]
-            .where(col(Trial.grader_set_digest).in_(reviewable))
+            .where(col(Trial.grader_set_digest).in_(reviewable), ~queries.voided(None))
             .order_by(col(Trial.id))
             .execution_options(yield_per=2_000)
         )
