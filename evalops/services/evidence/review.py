@@ -30,8 +30,8 @@ from evalops.services.authority.acts import (
 from evalops.services.ingest.trials import show_trial
 from evalops.services.placeholders import refuse_placeholder
 from evalops.services.registry.definitions import Definitions, StaleClassifications, rederive
-from evalops.store.audit import append_event, next_seq
 from evalops.store import queries
+from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import GraderSetRow, ReviewResult, Trial
 
