@@ -20,7 +20,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar  # type: ignore[import-untyped]
 
-from evalops.domain.gate import evaluate
+from tests.decide import evaluate
 from evalops.domain.regression import (
     EXACT_BELOW,
     TaskOutcome,

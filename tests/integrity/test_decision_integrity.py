@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from evalops.domain.calibration_validity import StoredCalibration, Validity, calibration_validity
 from evalops.domain.classify import classify
-from evalops.domain.gate import evaluate
+from tests.decide import evaluate
 from evalops.domain.regression import TaskOutcome, paired_verdict
 from evalops.domain.reruns import TrialNode, resolve_reruns
 from evalops.domain.specs import (

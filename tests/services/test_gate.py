@@ -44,7 +44,7 @@ import sqlalchemy
 import yaml
 
 from evalops.domain.canonical import canonical_text, digest
-from evalops.domain.gate import evaluate
+from tests.decide import evaluate
 from tests.conftest import Cli
 from tests.helpers import (
     EXAMPLE_REGISTRY,

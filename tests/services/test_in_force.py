@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 from evalops.domain.calibration_validity import Validity
 from evalops.domain.classify import classify
-from evalops.domain.gate import evaluate
+from tests.decide import evaluate
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
 from evalops.domain.trial_record import TrialRecord
 from evalops.registry.snapshot import load_snapshot

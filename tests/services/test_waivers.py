@@ -30,7 +30,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalops.domain.canonical import canonical_json
-from evalops.domain.gate import evaluate
+from tests.decide import evaluate
 from evalops.domain.specs import GatePolicy
 from evalops.domain.waivers import WaiverFact, WaiverRequest, covers, grant_refusals, validity_at
 from tests.conftest import Cli
