@@ -35,3 +35,34 @@ def summarize_task(task: Mapping[str, Any], policy: Any) -> Any:
     from evalops.domain.legacy.gate_v3 import summarize_task as summarize_v3
 
     return summarize_v3(task, policy)
+
+
+def listed_tasks(database: Any, gate_id: str) -> list[dict[str, Any]]:
+    """The task inputs of a stored decision with every trial listed, as evaluator 3 listed
+    them: its stored inputs for a decision of evaluator 3 or earlier; for one of evaluator 4
+    (summaries), the trials loaded again from the registry at the decision's cutoff (what
+    `verify` holds the summaries to). `database`: a SQLite file or a database URL."""
+    import json
+    from pathlib import Path
+
+    from sqlmodel import select
+
+    from evalops.services.gate.input_parts import GateRequest
+    from evalops.services.gate.inputs import listed_inputs
+    from evalops.store.engine import make_engine, read_session
+    from evalops.store.tables import GateDecision
+
+    url = f"sqlite:///{database}" if isinstance(database, Path) else str(database)
+    engine = make_engine(url)
+    try:
+        with read_session(engine) as session:
+            row = session.exec(select(GateDecision).where(GateDecision.gate_id == gate_id)).one()
+            inputs = json.loads(row.inputs)
+            if int(inputs.get("evaluator", 1)) < 4:
+                return list(inputs["tasks"])
+            listed = listed_inputs(
+                session, GateRequest.from_dict(inputs["request"]), rebuild=True, evaluator=3
+            )
+            return [dict(t) for t in listed["tasks"]]
+    finally:
+        engine.dispose()

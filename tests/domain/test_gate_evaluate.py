@@ -1044,9 +1044,9 @@ def test_a_crashed_or_hard_failed_trial_counts_zero_in_the_gating_score() -> Non
 
 
 def test_summarize_task_reduces_the_effective_trials_for_suite_statistics() -> None:
-    from tests.decide import summarize_task
-    from evalops.domain.specs import GatePolicy
     from evalops.domain.legacy.stats_v2 import TaskTrials
+    from evalops.domain.specs import GatePolicy
+    from tests.decide import summarize_task
 
     trials = [
         trial("infrastructure_invalid", "t1.0"),

@@ -22,7 +22,6 @@ from pydantic import ValidationError
 
 from evalops.domain.calibration_validity import StoredCalibration, Validity, calibration_validity
 from evalops.domain.classify import classify
-from tests.decide import evaluate
 from evalops.domain.regression import TaskOutcome, paired_verdict
 from evalops.domain.reruns import TrialNode, resolve_reruns
 from evalops.domain.specs import (
@@ -42,6 +41,7 @@ from evalops.domain.suite_policy import (
 )
 from evalops.domain.trial_record import GraderResult, TrialRecord
 from evalops.domain.vocabulary import GRADER_STATES
+from tests.decide import evaluate
 from tests.helpers import EXAMPLE_REGISTRY
 
 DIGEST = "sha256:" + "0" * 64

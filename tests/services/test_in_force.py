@@ -27,13 +27,13 @@ from hypothesis import strategies as st
 
 from evalops.domain.calibration_validity import Validity
 from evalops.domain.classify import classify
-from tests.decide import evaluate
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
 from evalops.domain.trial_record import TrialRecord
 from evalops.registry.snapshot import load_snapshot
 from evalops.services.registry.suites import coverage_rows
 from evalops.store import queries
 from evalops.store.engine import make_engine, read_session
+from tests.decide import evaluate
 from tests.helpers import (
     EXAMPLE_REGISTRY,
     MINI_GRADERS,
