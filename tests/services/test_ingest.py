@@ -1047,6 +1047,46 @@ def test_records_stored_already_are_not_validated_or_classified_again(
     assert cli("verify", cwd=synced).code == 0
 
 
+def test_canonical_lines_stored_already_are_recognized_from_their_bytes(
+    synced: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line in canonical form (RFC 8785, the bytes `record_digest` hashes) whose digest is
+    the stored one of the trial it names is counted identical without being parsed; a line
+    that only names a stored trial (in a nested field) is not; a duplicate key is refused
+    even when the record it parses to is stored."""
+    import evalops.services.ingest.records as records_module
+
+    parsed = {"n": 0}
+    real_parse = records_module.parse_record
+
+    def parse(*args: Any, **kwargs: Any) -> Any:
+        parsed["n"] += 1
+        return real_parse(*args, **kwargs)
+
+    monkeypatch.setattr(records_module, "parse_record", parse)
+    canonical = [rfc8785.dumps(good(i)) for i in (1, 2, 3)]
+    path = write(synced, "canonical.jsonl", jsonl(*canonical))
+    assert_ok(ingest(cli, synced, path), ingested=3)
+    assert parsed["n"] == 3
+    parsed["n"] = 0
+    assert_ok(ingest(cli, synced, path), ingested=0, skipped=3)
+    assert parsed["n"] == 0  # recognized from the bytes alone
+    # The same records in another spelling are parsed, then found identical.
+    assert_ok(ingest(cli, synced, write(synced, "plain.jsonl", jsonl(text(good(1))))), 0, 1)
+    assert parsed["n"] == 1
+    # A new record that names a stored trial in a nested field is checked and stored.
+    named = good(4, tool_calls=[{"tool": "crm:lookup-order", "args": {"trial_id": "t-1"}}])
+    named_line = rfc8785.dumps(named)
+    assert b'"trial_id":"t-1"' in named_line
+    assert_ok(ingest(cli, synced, write(synced, "named.jsonl", jsonl(named_line))), 1, 0)
+    # A duplicate key whose last value makes the stored record: invalid JSON, as ever.
+    line = canonical[0].decode("utf-8")
+    duplicated = line.replace('{"', '{"trial_id":"other","', 1)
+    refused = ingest(cli, synced, write(synced, "dup.jsonl", jsonl(duplicated)))
+    assert refused.code == 2, refused.stdout
+    assert "duplicate" in refused.json()["error"]["message"].lower()
+
+
 def test_reingest_with_new_records_stores_only_the_new_ones(synced: Path, cli: Cli) -> None:
     first = write(synced, "first.jsonl", jsonl(text(good(1)), text(good(2))))
     assert_ok(ingest(cli, synced, first), ingested=2)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -183,39 +184,46 @@ class _Ingester:
         or None for a record stored already byte for byte under its trial_id: its
         `record_digest` equals the stored row's. Those are counted as identical without
         being validated and classified again (they were when first stored), so ingesting
-        a file again whose records are all stored costs a parse, a hash and one lookup per
-        batch, not a whole ingest (docs/ingest.md). The lookup is one query per batch."""
-        parsed: list[tuple[Line, _Parsed]] = []
+        a file again whose records are all stored costs a hash and one lookup per batch,
+        not a whole ingest (docs/ingest.md). A line in canonical form (RFC 8785, as the
+        stored digest was computed) is recognized from its bytes alone: its sha256 is the
+        stored `record_digest`, so it is that record exactly, without being parsed; any
+        other line is parsed and its canonical form hashed, as the full check does."""
+        lines = [item for item in items if not isinstance(item, InputError)]
+        ids = {m.decode("utf-8", "replace") for line in lines for m in _TRIAL_ID.findall(line.data)}
+        stored = self._stored_digests(ids)
         for item in items:
             if isinstance(item, InputError):
-                parsed.append((Line("", 0, b""), item))
+                yield Line("", 0, b""), item
                 continue
-            try:
-                parsed.append((item, parse_line(item)))
-            except InputError as exc:
-                parsed.append((item, exc))
-        ids = {
-            trial_id
-            for _, found in parsed
-            if not isinstance(found, InputError)
-            and isinstance(trial_id := found[0].get("trial_id"), str)
-        }
-        stored: dict[str, str] = {}
-        if ids:
-            stored = {
-                trial_id: digest
-                for trial_id, digest, _, _ in self.session.connection().execute(
-                    _KNOWN, {"ids": list(ids)}
-                )
-            }
-        for line, found in parsed:
-            if not isinstance(found, InputError):
-                value, encoder_safe = found
-                digest = stored.get(value.get("trial_id"))  # type: ignore[arg-type]
-                if digest is not None and digest == _record_digest(value, encoder_safe):
+            if stored:
+                raw = sha256_digest(item.data)
+                named = (m.decode("utf-8", "replace") for m in _TRIAL_ID.findall(item.data))
+                if any(stored.get(trial_id) == raw for trial_id in named):
                     yield None
                     continue
-            yield line, found
+            try:
+                found = parse_line(item)
+            except InputError as exc:
+                yield item, exc
+                continue
+            value, encoder_safe = found
+            digest = stored.get(value.get("trial_id"))  # type: ignore[arg-type]
+            if digest is not None and digest == _record_digest(value, encoder_safe):
+                yield None
+                continue
+            yield item, found
+
+    def _stored_digests(self, ids: set[str]) -> dict[str, str]:
+        """trial_id -> stored record_digest of those of `ids` that are stored (one query)."""
+        if not ids:
+            return {}
+        return {
+            trial_id: digest
+            for trial_id, digest, _, _ in self.session.connection().execute(
+                _KNOWN, {"ids": sorted(ids)}
+            )
+        }
 
     def prepare_value(
         self, line: Line, value: dict[str, Any], *, encoder_safe: bool = False
@@ -614,6 +622,9 @@ _TOOL_CALLS = "tool_calls"
 _TOOL_CALLS_KEY = b'"tool_calls":'
 
 
+# Where a line names its trial: candidates only (one may sit in a nested object); a line
+# is taken as stored only when its bytes hash to the stored digest of one of them.
+_TRIAL_ID = re.compile(rb'"trial_id"\s*:\s*"([^"\\]*)"')
 _Parsed = tuple[dict[str, Any], bool] | InputError
 """A line parsed: (its record, whether the parser vouched it encoder-safe), or why not."""
 
