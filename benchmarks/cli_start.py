@@ -3,8 +3,9 @@
 Three commands, each in a fresh process, against the floor `python -c "import typer"` (the
 least any typer CLI can cost): `evalops --help`, `evalops gate check --help` and
 `evalops validate registry` (the 17-file example registry). Targets: the two `--help` within
-1.6x of the floor, `validate` within 2.0x, in CPU time (the child's own user + system time, so other load on the machine does
-not count) and in wall time. Figures are medians of `--runs` rounds (at least 5); a round
+1.6x of the floor, `validate` within 2.0x, in CPU time (the child's own user + system time,
+so other load on the machine does not count) and in wall time. Figures are medians of
+`--runs` rounds (at least 5); a round
 runs the floor and the three commands one after another, so a burst of load hits all four.
 
 Whole processes are measured, interpreter start-up included (what a user waits for). The

@@ -325,6 +325,23 @@ def _refused_by_policy(inputs: dict[str, Any]) -> dict[str, Any]:
     return {**inputs, "policy": policy, "gate_id": "dry-run"}
 
 
+def _listed_report(corpus: Corpus, copy: Path, now: Any) -> None:
+    """The report of a stored evaluator-3 decision (its tasks list `firstResults`), from
+    the registry the evalops of evaluator 3 made."""
+    import shutil
+
+    from evalops.services.reports.audit import audit_document
+    from evalops.store.engine import make_engine
+
+    shutil.copyfile(FIXTURES / "registry-evaluator3-demo.db", copy)
+    engine = make_engine(f"sqlite:///{copy}")
+    try:
+        doc = audit_document(engine, "GATE-3", now=now)
+        corpus.check(doc, rd.ReportDocument, "report of an evaluator-3 decision")
+    finally:
+        engine.dispose()
+
+
 @pytest.fixture(scope="module")
 def corpus(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     import shutil
@@ -346,6 +363,7 @@ def corpus(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Corpu
             corpus.check(result, gd.DecisionDocument, f"{name}:{gate_id}.result")
             if inputs.get("evaluator") in (2, 3):
                 corpus.check(inputs, gd.ListedInputs, f"{name}:{gate_id}.inputs")
+    _listed_report(corpus, tmp_path_factory.mktemp("evaluator-3") / "registry.db", now)
     # A private copy of the demo: more decisions are stored in it.
     demo = tmp_path_factory.mktemp("document-types") / "demo"
     shutil.copytree(demo_master, demo, symlinks=True)

@@ -653,6 +653,9 @@ def test_a_hard_constraint_failure_anywhere_in_the_eval_case_blocks(
             {
                 "task_id": "crit",
                 "risk": risk,
+                "protects": [],
+                "task_digest": DIGEST,
+                "grader_set_digest": DIGEST,
                 "plan": {"count": 3, "k": 2, "passRule": "all", "passScore": 1.0},
                 "trials": [_classified(t, i) for i, t in enumerate(trials)],
                 "ignoredTrials": {},

@@ -237,7 +237,7 @@ EDITS = {
         "UPDATE trial SET classification = 'task_fail' WHERE id = (SELECT MIN(id) FROM trial "
         "WHERE classification = 'task_pass' AND execution_digest = :execution AND task_id IN "
         "(SELECT task_id FROM suite_membership WHERE suite_id = :suite))",
-        "trials",
+        "single",
     ),
     "a member's pin retired": (
         "INSERT INTO suite_membership (suite_id, task_id, action, task_digest, "
