@@ -228,6 +228,9 @@ def _gate_effects(task: EvalTaskSpec, graders: GraderSet, grader: Grader) -> set
                     {
                         "task_id": "task",
                         "risk": task.meta.risk,
+                        "protects": [],
+                        "task_digest": "sha256:" + "0" * 64,
+                        "grader_set_digest": "sha256:" + "0" * 64,
                         "plan": {"count": 1, "k": 1, "passRule": "all", "passScore": 1.0},
                         "trials": [
                             {"trial_id": "t", "parent_trial_id": None,
