@@ -1,6 +1,7 @@
-"""Evaluator 4: the same rules as evaluator 3 (`domain.gate`), over a compact inputs document.
+"""Evaluator 4, the evaluator of every new decision (`domain.gate.EVALUATOR`): the rules of
+evaluator 3 (frozen in `domain.legacy.gate_v3`), over a compact inputs document.
 
-Evaluator 3 stores every trial's input in a decision, so a decision's size, and the memory
+Evaluator 3 stored every trial's input in a decision, so a decision's size, and the memory
 of everything that reads it, follows the gated build. Evaluator 4 stores one summary per
 task instead (docs/gate.md, "Evaluator 4"), whose size does not grow with the task's trials:
 
