@@ -15,7 +15,7 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from evalops.domain.humanize import plural
 from evalops.report import svg
@@ -107,6 +107,37 @@ def short(digest: Any, length: int = 12) -> str:
     return text[: len("sha256:") + length] if text.startswith("sha256:") else text
 
 
+# Where an id may wrap: after each run of its separators. Inside an id a browser breaks at
+# <wbr> only (`.id` turns its own breaking off), never inside a word ("task_|fail").
+_ID_SEPARATORS = re.compile(r"([/._:\-]+)")
+_HEX_RUN = 16
+
+
+def ident(value: Any, kind: str = "id") -> Markup:
+    """An id, build name, path or command for HTML: escaped, in a `<span class="id">`,
+    with `<wbr>` after each run of separators (`/ . - _ :`), so it wraps there and only
+    there. A digest (`sha256:` + hex) may also wrap every 16 hex digits."""
+    text = visible(for_people(value) if value is not None else "")
+    pieces = [p for p in _ID_SEPARATORS.split(text) if p]
+    out: list[str] = []
+    for piece in pieces:
+        if _ID_SEPARATORS.fullmatch(piece) or len(piece) <= _HEX_RUN or not _is_hex(piece):
+            out.append(str(escape(piece)))
+        else:
+            chunks = [piece[i : i + _HEX_RUN] for i in range(0, len(piece), _HEX_RUN)]
+            out.append("<wbr>".join(chunks))
+        if _ID_SEPARATORS.fullmatch(piece):
+            out.append("<wbr>")
+    body = "".join(out)
+    if body.endswith("<wbr>"):
+        body = body[: -len("<wbr>")]
+    return Markup(f'<span class="{escape(kind)}">{body}</span>')
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdef" for c in text)
+
+
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     """The shared Environment (built once per process; templates are compiled once)."""
@@ -125,6 +156,8 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(
         code=lambda value: code(for_people(value)),
+        # HTML only: ids wrap at their separators, never inside a word (templates/report.css).
+        id=ident,
         md=lambda value: md(for_people(value)),
         num=num,
         # `1 member task`, `3 member tasks`: the rule of everything else people read.
