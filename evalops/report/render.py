@@ -15,10 +15,11 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from markupsafe import Markup, escape
+from markupsafe import Markup
 
 from evalops.domain.humanize import plural
 from evalops.report import svg
+from evalops.report.ids import ident
 from evalops.report.rows import selected
 from evalops.report.text import anchor_token, md, safe_url, visible
 
@@ -29,6 +30,25 @@ FORMATS = ("html", "md", "json")
 STYLESHEET = "report.css"
 SITE_STYLESHEET = "site.css"
 """Added to the report's stylesheet on the pages of the registry site (docs/site.md)."""
+
+
+# Every digest a report shows is named for what it covers: a suite has two (its declaration
+# file, and the suite_digest over its members' pins), and they must never be confused.
+DIGEST_NAMES = {
+    "suite_digest": "suite_digest (with members)",
+    "policy_digest": "policy_digest (gate policy)",
+    "execution_digest": "execution_digest (candidate execution profile)",
+    "baseline_execution_digest": "baseline_execution_digest (baseline execution profile)",
+    "inputs_digest": "inputs_digest (everything the decision read)",
+    "result_digest": "result_digest (the decision document)",
+}
+DEFINITION_NAMES = {
+    "suite": "suite declaration",
+    "gate_policy": "gate policy",
+    "execution_profile": "execution profile",
+    "task": "task",
+    "grader_set": "grader set",
+}
 
 
 def _autoescape(name: str | None) -> bool:
@@ -107,37 +127,6 @@ def short(digest: Any, length: int = 12) -> str:
     return text[: len("sha256:") + length] if text.startswith("sha256:") else text
 
 
-# Where an id may wrap: after each run of its separators. Inside an id a browser breaks at
-# <wbr> only (`.id` turns its own breaking off), never inside a word ("task_|fail").
-_ID_SEPARATORS = re.compile(r"([/._:\-]+)")
-_HEX_RUN = 16
-
-
-def ident(value: Any, kind: str = "id") -> Markup:
-    """An id, build name, path or command for HTML: escaped, in a `<span class="id">`,
-    with `<wbr>` after each run of separators (`/ . - _ :`), so it wraps there and only
-    there. A digest (`sha256:` + hex) may also wrap every 16 hex digits."""
-    text = visible(for_people(value) if value is not None else "")
-    pieces = [p for p in _ID_SEPARATORS.split(text) if p]
-    out: list[str] = []
-    for piece in pieces:
-        if _ID_SEPARATORS.fullmatch(piece) or len(piece) <= _HEX_RUN or not _is_hex(piece):
-            out.append(str(escape(piece)))
-        else:
-            chunks = [piece[i : i + _HEX_RUN] for i in range(0, len(piece), _HEX_RUN)]
-            out.append("<wbr>".join(chunks))
-        if _ID_SEPARATORS.fullmatch(piece):
-            out.append("<wbr>")
-    body = "".join(out)
-    if body.endswith("<wbr>"):
-        body = body[: -len("<wbr>")]
-    return Markup(f'<span class="{escape(kind)}">{body}</span>')
-
-
-def _is_hex(text: str) -> bool:
-    return all(c in "0123456789abcdef" for c in text)
-
-
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     """The shared Environment (built once per process; templates are compiled once)."""
@@ -169,7 +158,12 @@ def environment() -> jinja2.Environment:
         url=safe_url,
         visible=visible,
     )
-    env.globals.update(svg=svg, anchor_token=anchor_token)
+    env.globals.update(
+        svg=svg,
+        anchor_token=anchor_token,
+        digest_names=DIGEST_NAMES,
+        definition_names=DEFINITION_NAMES,
+    )
     css = (templates_dir() / STYLESHEET).read_text(encoding="utf-8")
     env.globals["stylesheet"] = Markup(css)
     env.globals["csp"] = content_security_policy(css)
