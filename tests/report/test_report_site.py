@@ -299,3 +299,28 @@ def test_timestamps_are_shown_to_the_second() -> None:
     assert when("2026-11-30T12:00:00.123456Z") == "2026-11-30 12:00:00 UTC"
     assert when("2026-11-30T12:00:00+02:00") == "2026-11-30 12:00:00 +02:00"
     assert when(None) == "–" and when("not a time") == "not a time"
+
+
+def test_a_build_decided_again_after_a_newer_one_keeps_its_place() -> None:
+    """Builds are ordered by their first decision: acme-bot-41, decided again after
+    acme-bot-42, compares with the build before 41 (none here), never "new since 42"; and
+    42 still compares with 41's latest decision."""
+    from evalops.services.reports.site import task_history
+
+    rows = task_history(
+        [
+            _point("GATE-1", "acme-bot-40", "task_pass"),
+            _point("GATE-2", "acme-bot-41", None, n=None),
+            _point("GATE-3", "acme-bot-42", "task_fail"),
+            _point("GATE-4", "acme-bot-41", "task_pass"),  # 41 again, after 42
+            _point("GATE-5", "acme-bot-42", "task_fail"),  # 42 again: since 41's latest
+        ]
+    )
+    assert [(r["gate_id"], r["flip"], r["since"]) for r in rows] == [
+        ("GATE-1", None, None),
+        ("GATE-2", "missing", "acme-bot-40"),
+        ("GATE-3", "new", "acme-bot-41"),
+        ("GATE-4", "unchanged", "acme-bot-40"),
+        ("GATE-5", "regressed", "acme-bot-41"),
+    ]
+    assert not any(r["build"] == "acme-bot-41" and r["since"] == "acme-bot-42" for r in rows)
