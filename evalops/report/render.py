@@ -19,7 +19,7 @@ from markupsafe import Markup
 
 from evalops.domain.humanize import plural
 from evalops.report import svg
-from evalops.report.ids import ident
+from evalops.report.ids import ident, prose
 from evalops.report.rows import selected
 from evalops.report.text import anchor_token, md, safe_url, visible
 
@@ -147,6 +147,7 @@ def environment() -> jinja2.Environment:
         code=lambda value: code(for_people(value)),
         # HTML only: ids wrap at their separators, never inside a word (templates/report.css).
         id=ident,
+        prose=prose,
         md=lambda value: md(for_people(value)),
         num=num,
         # `1 member task`, `3 member tasks`: the rule of everything else people read.

@@ -287,6 +287,10 @@ def task_history(points: Sequence[Point]) -> list[dict[str, Any]]:
 # --- page documents ------------------------------------------------------------------------
 
 
+OPEN_INCIDENT = ("open", "confirmed", "reproduced")
+"""Incident states with no regression task guarding them yet (section 7's lifecycle)."""
+
+
 def _common(head: Mapping[str, Any] | None, as_of: str | None, page: str) -> dict[str, Any]:
     return {
         "site": SITE_SCHEMA,
@@ -651,7 +655,10 @@ def index_page(
             {k: i[k] for k in ("incident_id", "title", "severity", "state", "tasks")}
             for i in incidents
         ],
-        "open_incidents": [i["incident_id"] for i in incidents if i["state"] != "closed"],
+        # Open: no regression task guards it yet. A promoted incident has one (it stays
+        # listed until closed, but is no longer open).
+        "open_incidents": [i["incident_id"] for i in incidents if i["state"] in OPEN_INCIDENT],
+        "promoted_incidents": [i["incident_id"] for i in incidents if i["state"] == "promoted"],
         "waivers": [
             {k: w[k] for k in ("waiver_id", "task_id", "suite_id", "build", "status", "expires_at")}
             for w in waivers
