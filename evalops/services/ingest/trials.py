@@ -16,6 +16,7 @@ from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, resolve_reruns
 from evalops.domain.trial_record import TrialRecord
 from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, format_timestamp
 from evalops.errors import InputError, RefusedError
+from evalops.importers.provenance import source_of
 from evalops.services.gate.policies import gate_policies_of_task, max_attempts
 from evalops.services.placeholders import refuse_placeholder
 from evalops.services.reads.trials import count_cap
@@ -30,6 +31,7 @@ from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import (
     ExecutionProfileRow,
+    IngestBatch,
     Reconciliation,
     ReviewResult,
     Trial,
@@ -206,6 +208,13 @@ def _load(session: Session, trial_id: str) -> Trial:
     return trial
 
 
+def _batch_files(session: Session, trial: Trial) -> list[str]:
+    """The files the trial's ingest read (names the log of a trial imported before the
+    import recorded its own file)."""
+    batch = session.get(IngestBatch, trial.ingest_batch_id)
+    return [str(f) for f in json.loads(batch.files)] if batch else []
+
+
 def show_trial(engine: Engine, trial_id: str) -> dict[str, Any]:
     with read_session(engine) as session:
         trial = _load(session, trial_id)
@@ -240,6 +249,7 @@ def show_trial(engine: Engine, trial_id: str) -> dict[str, Any]:
             "usage": record.usage.model_dump(mode="json") if record.usage else None,
             "rerun_chain": _chain(session, trial),
             "rerun_reason": trial.rerun_reason,
+            "source": source_of(json.loads(trial.record), _batch_files(session, trial)),
             "reconciliations": [
                 {
                     "effect_key": r.effect_key,
