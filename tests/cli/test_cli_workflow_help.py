@@ -49,3 +49,45 @@ def test_anchor_files_without_anchors_flag_are_a_usage_error(demo: Path, cli: Cl
     done = cli("verify", "reports/audit-GATE-3.html", cwd=demo)
     assert done.code == 2
     assert "--anchors" in done.stderr
+
+
+def test_sync_says_a_labels_only_change_keeps_the_digest(demo: Path, cli: Cli) -> None:
+    from tests.helpers import commit_all
+
+    task = demo / "registry" / "tasks" / "support-refund-in-order.yaml"
+    before = cli("digest", str(task), "--json", cwd=demo).json()
+    text = task.read_text(encoding="utf-8")
+    title = next(line for line in text.splitlines() if line.strip().startswith("title:"))
+    task.write_text(text.replace(title, title + " (reworded)"), encoding="utf-8")
+    after = cli("digest", str(task), "--json", cwd=demo).json()
+    assert before == after, "a title is a label: the task_digest stays"
+    commit_all(demo, "reword a title")
+    done = cli("sync", "registry", cwd=demo)
+    assert done.code == 0, done.stdout + done.stderr
+    assert "task support-refund-in-order: labels changed; same digest sha256:" in done.stdout
+    assert "registered task support-refund-in-order" not in done.stdout
+
+
+def test_the_first_authority_sync_says_acts_now_need_signatures(
+    demo: Path, cli: Cli, tmp_path: Path
+) -> None:
+    import json
+
+    from tests.helpers import commit_all
+    from tests.sshkeys import make_key, public_key
+
+    key = make_key(tmp_path, "alice")
+    doc = {
+        "spec_schema_version": "authority/v1",
+        "id": "authority",
+        "principals": [{"id": "alice", "keys": [public_key(key)]}],
+        "roles": {"policy_owner": [{"principal": "alice"}]},
+    }
+    path = demo / "registry" / "policies" / "authority.yaml"
+    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    commit_all(demo, "authority")
+    done = cli("sync", "registry", cwd=demo)
+    assert done.code == 0, done.stdout + done.stderr
+    assert "authority in force from now on: acts need signatures" in done.stdout
+    again = cli("sync", "registry", cwd=demo)
+    assert "authority in force from now on" not in again.stdout

@@ -69,6 +69,11 @@ class SyncResult:
     no_longer_in_force: list[dict[str, str]] = field(default_factory=list)
     """Definitions in force before that this commit no longer holds (deleted files)."""
     sync_run: int | None = None
+    same_digest: list[dict[str, str]] = field(default_factory=list)
+    """Registered with a new document whose identity digest is registered already: only
+    labels (title, owner, notes) changed, never what a decision reads."""
+    authority_bootstrap: bool = False
+    """This sync put the first authority in force: every act from now on needs signatures."""
     refused: str | None = None
     """Why the sync was refused (a rule change without a policy owner's signed commits)."""
 
@@ -84,6 +89,8 @@ class SyncResult:
             "back_in_force": self.back_in_force,
             "no_longer_in_force": self.no_longer_in_force,
             "sync_run": self.sync_run,
+            "same_digest": self.same_digest,
+            "authority_bootstrap": self.authority_bootstrap,
             "git": self.provenance.as_dict() if self.provenance else None,
         }
 
@@ -281,6 +288,28 @@ def _in_force_changes(
     return back, gone
 
 
+def _sorted_out(
+    session: Session, ordered: list[Definition], result: SyncResult
+) -> tuple[list[Definition], list[InputError]]:
+    """The definitions to register and the conflicts, counting the unchanged ones and
+    noting those whose identity digest is registered already (only labels changed)."""
+    new: list[Definition] = []
+    conflicts: list[InputError] = []
+    for d in ordered:
+        rows = _existing(session, d)
+        problem = _conflict(d, rows)
+        if problem is not None:
+            conflicts.append(problem)
+        elif any(r.document_digest == d.document_digest for r in rows):
+            result.unchanged += 1
+        else:
+            new.append(d)
+            key = next(k for k in d.digest_row() if k.endswith("_digest"))
+            if any(getattr(r, key, None) == d.digest for r in rows):
+                result.same_digest.append({"kind": d.kind, "id": d.id})
+    return new, conflicts
+
+
 def sync_registry(
     engine: Engine,
     snapshot: Snapshot,
@@ -301,21 +330,12 @@ def sync_registry(
     )
     result = SyncResult(provenance=provenance)
     with write_session(engine) as session:
-        new: list[Definition] = []
-        conflicts: list[InputError] = []
-        for d in ordered:
-            rows = _existing(session, d)
-            problem = _conflict(d, rows)
-            if problem is not None:
-                conflicts.append(problem)
-            elif any(r.document_digest == d.document_digest for r in rows):
-                result.unchanged += 1
-            else:
-                new.append(d)
+        new, conflicts = _sorted_out(session, ordered, result)
         if conflicts:
             raise InputErrors.of(conflicts)
         governing = authority_in_force(session)
         bootstrap = governing is None and bool(snapshot.of_kind("authority"))
+        result.authority_bootstrap = bootstrap
         rule_commits: list[dict[str, Any]] = []
         if governing is not None:
             refusal, rule_commits = _rule_check(
