@@ -133,6 +133,15 @@ def sync(
             "files are not what its commit holds; recorded as dirty."
         ),
     ] = False,
+    track: Annotated[
+        str | None,
+        typer.Option(
+            "--track",
+            metavar="BRANCH",
+            help="The branch this registry follows (the first sync records it; on a "
+            "detached HEAD, e.g. in CI, name the tracked branch).",
+        ),
+    ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Register every definition with its digests, file path and git commit.
@@ -144,7 +153,15 @@ def sync(
     (id, revision) is registered with another digest. A re-sync of unchanged files changes
     nothing.
 
+    A registry follows one path on one branch (the first sync records them; `evalops
+    registry track` changes them): only a fast-forward of the last synced commit there
+    changes what is in force. A sync of another branch or path registers its definitions
+    by digest and changes nothing in force (its first line says so); rewritten history of
+    the tracked branch is refused (exit 5). Under an authority, a rule change needs every
+    commit that brought it signed by a policy owner (exit 5 otherwise; docs/authority.md).
+
     Example: evalops sync registry
+    Example (CI on a detached HEAD of main): evalops sync registry --track main
     """
     from evalops.registry.snapshot import display_path
     from evalops.services.registry.starter_check import registry_warnings
@@ -162,12 +179,15 @@ def sync(
             registry_path=display_path(snapshot.root),
             actor=state.who(),
             now=now(),
+            track=track,
         )
     if result.refused is not None:
         emit(ctx, result.as_dict(), lambda: say(f"sync REFUSED: {result.refused}"))
         raise typer.Exit(EXIT_REFUSED)
 
     def human() -> None:
+        if result.off_line is not None:
+            say(result.off_line)
         for entry in result.registered:
             key = next(k for k in entry if k.endswith("_digest"))
             say(f"registered {entry['kind']} {entry['id']}: {entry[key]}")
@@ -179,6 +199,8 @@ def sync(
         )
         for entry in result.back_in_force:
             say(f"back in force: {entry['kind']} {entry['id']}")
+        for entry in result.now_in_force:
+            say(f"now in force: {entry['kind']} {entry['id']} (registered before)")
         for entry in result.no_longer_in_force:
             say(f"no longer in force: {entry['kind']} {entry['id']}")
         _warn(warnings)
