@@ -6,12 +6,19 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, echo_lines, emit, now, say, settings
+from evalops.cli.signing import ActOption, PrintActOption, SignatureOption, SignWithOption
 from evalops.domain.humanize import plural
 from evalops.errors import EXIT_REFUSED, InputError, InputErrors
 
 if TYPE_CHECKING:
     from evalops.cli.context import Settings
     from evalops.registry.snapshot import Snapshot
+
+registry_app = typer.Typer(
+    help='The registry\'s tracked branch and path (docs/authority.md, "The tracked branch").\n\n'
+    "Example: evalops registry track --path registry --branch main",
+    no_args_is_help=True,
+)
 
 schema_app = typer.Typer(
     help="JSON Schemas of the spec formats and the machine-readable outputs.\n\n"
@@ -210,6 +217,58 @@ def sync(
     emit(ctx, {**result.as_dict(), "warnings": warnings}, human)
 
 
+@registry_app.command("track")
+def track(
+    ctx: typer.Context,
+    path: Annotated[
+        str | None,
+        typer.Option(
+            "--path",
+            metavar="P",
+            help="The registry path, relative to the top of "
+            "its git repository (default: unchanged).",
+        ),
+    ] = None,
+    branch: Annotated[
+        str | None,
+        typer.Option("--branch", metavar="B", help="The branch to follow (default: unchanged)."),
+    ] = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Change the branch and path whose syncs change what is in force.
+
+    With an authority in force this is a rule change: a policy owner's signed act
+    `registry.track` (--sign-with KEY, or --print-act then --act/--signature); unsigned or
+    signed by anyone else it is refused (exit 5, audited). The next sync of the new line
+    needs no ancestry with the old one (a rewritten history is re-based this way); its
+    rule-change check starts after every commit synced clean before.
+
+    Example: evalops registry track --branch main --sign-with ~/.ssh/id_ed25519
+    """
+    from evalops.cli.signing import printing_act, signing_of
+    from evalops.services.registry.tracking import track_registry
+
+    state = settings(ctx, json_flag)
+    signing = signing_of(sign_with, print_act, act, signature)
+    with state.connect() as engine, printing_act():
+        result = track_registry(
+            engine, path=path, branch=branch, signing=signing, actor=state.who(), now=now()
+        )
+
+    def human() -> None:
+        before = result.previous.describe() if result.previous else "nothing tracked"
+        say(f"tracked: {result.line.describe()} (was: {before})")
+        for signer in result.signers:
+            say(f"signed by {signer['principal']} ({signer['fingerprint']})")
+        say("next: evalops sync registry (on the tracked branch)")
+
+    emit(ctx, result.as_dict(), human)
+
+
 @schema_app.command("export")
 def schema_export(
     ctx: typer.Context,
@@ -234,3 +293,4 @@ def register(app: typer.Typer) -> None:
     app.command("digest")(digest)
     app.command("sync")(sync)
     app.add_typer(schema_app, name="schema")
+    app.add_typer(registry_app, name="registry")

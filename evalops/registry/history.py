@@ -8,6 +8,7 @@ both sides of them; what each commit changed is asked of git against every paren
 
 from __future__ import annotations
 
+import posixpath
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -105,3 +106,9 @@ def resolve_revision(top: Path, revision: str) -> str | None:
     if done.returncode != 0:
         return None
     return done.stdout.decode("ascii").strip() or None
+
+
+def normal_path(path: str) -> str:
+    """A registry path as the tracked line records it: posix, normalized, "." for the top."""
+    text = posixpath.normpath(path.replace("\\", "/")) if path else "."
+    return text.rstrip("/") or "/"

@@ -29,6 +29,7 @@ from evalops.registry.provenance import GitProvenance
 from evalops.registry.snapshot import Snapshot
 from evalops.store import queries
 
+#: Kept equal to evalops/services/verify/rule_history.py's (a test holds them together).
 RULE_KINDS = ("gate_policy", "suite_policy", "suite", "authority", "grader_set")
 
 
@@ -42,7 +43,9 @@ def rule_changes(session: Session, snapshot: Snapshot) -> list[str]:
         if kind in RULE_KINDS and before.get((kind, ident)) != after.get((kind, ident))
     ]
     for d in snapshot.of_kind("task"):
-        row = queries.task_row(session, d.id)
+        # Against the task in force (not one registered off the tracked line): what
+        # `verify` compares too.
+        row = queries.in_force_row(session, "task", d.id)
         if row is None or not isinstance(d.spec, EvalTaskSpec):
             continue
         old = queries.task_spec(row).meta

@@ -10,19 +10,24 @@ apart: the line is read back from the audit events, so `verify` can re-derive it
 from __future__ import annotations
 
 import json
-import posixpath
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from evalops.domain import audit_kinds
-from evalops.errors import InputError
-from evalops.registry.history import is_ancestor, repository_top
+from evalops.domain.authority import Scope
+from evalops.errors import InputError, RefusedError
+from evalops.registry.history import is_ancestor, normal_path, repository_top
 from evalops.registry.provenance import GitProvenance
 from evalops.registry.snapshot import display_path
+from evalops.services.authority.acts import Signing, authorize, record_refusal
 from evalops.store import queries
+from evalops.store.audit import append_event, next_seq
+from evalops.store.engine import write_session
 from evalops.store.tables import AuditEvent, SyncRun
 
 
@@ -38,12 +43,6 @@ class Line:
 
     def describe(self) -> str:
         return f"{self.branch or '(no branch)'} tracks {self.path.rstrip('/')}/"
-
-
-def normal_path(path: str) -> str:
-    """A registry path as the line records it: posix, normalized, "." for the top."""
-    text = posixpath.normpath(path.replace("\\", "/")) if path else "."
-    return text.rstrip("/") or "/"
 
 
 def line_of(root: Path, provenance: GitProvenance, track: str | None) -> Line:
@@ -170,3 +169,77 @@ def off_line_summary(
     if here.branch is None and provenance.commit is not None:
         hint += f" (on a detached HEAD of {line.branch}, sync with --track {line.branch})"
     return f"registered {count} {noun} {where}; in force unchanged: {line.describe()}{hint}"
+
+
+@dataclass(frozen=True)
+class TrackResult:
+    line: Line
+    previous: Line | None
+    changed: bool
+    signers: list[dict[str, str]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tracked": self.line.as_dict(),
+            "previous": self.previous.as_dict() if self.previous else None,
+            "changed": self.changed,
+            "signers": self.signers,
+        }
+
+
+def track_registry(
+    engine: Engine,
+    *,
+    path: str | None,
+    branch: str | None,
+    signing: Signing,
+    actor: str,
+    now: datetime,
+) -> TrackResult:
+    """Change the tracked path and branch (`evalops registry track`): with an authority in
+    force, a policy owner's signed act `registry.track` (a rule change); the next sync on
+    the new line needs no ancestry with the old one, and its rule-change check starts from
+    every commit synced clean before."""
+    if path is None and branch is None:
+        raise InputError("name the new line: --path P, --branch B, or both", field="--branch")
+    with write_session(engine) as session:
+        state = tracked(session)
+        previous = state.line if state is not None else None
+        line = Line(
+            normal_path(path) if path is not None else (previous.path if previous else "registry"),
+            branch if branch is not None else (previous.branch if previous else None),
+        )
+        authorized = authorize(
+            session,
+            kind="registry.track",
+            body=line.as_dict(),
+            scope=Scope(),
+            signing=signing,
+            now=now,
+        )
+        if authorized.refused:
+            refusal = record_refusal(session, authorized, subject="registry", actor=actor, now=now)
+            refused = RefusedError(
+                f"registry.track refused: [{refusal['rule']}] {refusal['message']}"
+            )
+        else:
+            refused = None
+            seq = next_seq(session)
+            act_row = authorized.add_row(session, "registry", seq)
+            append_event(
+                session,
+                at=now,
+                actor=actor,
+                kind=audit_kinds.REGISTRY_TRACK,
+                subject="registry",
+                payload={
+                    **line.as_dict(),
+                    "previous": previous.as_dict() if previous else None,
+                    **authorized.payload(),
+                },
+                rows=[] if act_row is None else [act_row],
+            )
+    if refused is not None:
+        raise refused
+    signers = [s.as_dict() for s in authorized.judgement.signers] if authorized.signed else []
+    return TrackResult(line, previous, previous != line, signers)
