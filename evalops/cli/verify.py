@@ -51,11 +51,12 @@ def verify(
     # One snapshot, read on a SQLite file by `sqlite3` alone (no SQLAlchemy to import).
     with state.read(for_verify=True) as reader, stages(mode, "verifying") as on_stage:
         report = verify_reader(reader, wanted, on_stage)
-        from evalops.services.verify.rule_history import check_rule_history
+        from evalops.services.verify.rule_history import check_promotions, check_rule_history
 
         if on_stage is not None:
             on_stage("syncs against git history")
         history = check_rule_history(reader, state.registry)
+        check_promotions(reader)
     head = report.head
     lines = [
         f"ok: {plural(report.events, 'audit event')}, {plural(report.rows, 'row')}, "

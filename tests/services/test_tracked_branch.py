@@ -174,7 +174,7 @@ def unsigned_waiver_refused(repo: Repo) -> None:
 def refused(done: Any, *words: str) -> None:
     assert done.code == 5, done.stdout + done.stderr
     for word in words:
-        assert word in done.stdout, (word, done.stdout)
+        assert word in done.stdout + done.stderr, (word, done.stdout, done.stderr)
 
 
 # ------------------------------------------------------------------ another path, another branch
@@ -464,3 +464,238 @@ def test_a_task_risk_label_lowered_on_a_renamed_file(repo: Repo) -> None:
     )
     unsigned = repo.commit(None, "rename and lower the risk")
     refused(repo.run("sync", "registry"), unsigned[:12], "(unsigned)", "renamed.yaml")
+
+
+# ------------------------------------------------------------------ verify: rows written unchecked
+
+
+def _without_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A modified evalops (or rows written by SQL with a consistent chain): sync puts
+    anything in force, wherever it comes from."""
+    from evalops.services.registry import sync
+    from evalops.services.registry.tracking import Placement
+
+    monkeypatch.setattr(sync, "place", lambda *args: Placement(True))
+    monkeypatch.setattr(sync, "rule_change_refusal", lambda *args: (None, [], []))
+
+
+def _attack_another_path(repo: Repo) -> tuple[str, list[str]]:
+    shutil.copytree(repo.root / "registry", repo.root / "old")
+    repo.edit(
+        Path("old/policies/gate-policy.yaml"), "max_duration_days: 30", "max_duration_days: 99"
+    )
+    repo.commit(None, "old copy")
+    return "old", ["off the tracked line", "at old/"]
+
+
+def _attack_another_branch(repo: Repo) -> tuple[str, list[str]]:
+    repo.git("checkout", "-q", "-b", "feature-x")
+    loosen(repo)
+    repo.commit(None, "branch")
+    return "registry", ["off the tracked line", "feature-x"]
+
+
+def _attack_force_push(repo: Repo) -> tuple[str, list[str]]:
+    loosen(repo, "31")
+    synced = repo.commit("alice", "signed")
+    assert repo.run("sync", "registry").code == 0
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    loosen(repo, "32")
+    rewritten = repo.commit("alice", "rewritten")
+    return "registry", ["rewritten history", synced[:12], rewritten[:12]]
+
+
+def _attack_evil_merge(repo: Repo) -> tuple[str, list[str]]:
+    main = repo.branch
+    repo.git("checkout", "-q", "-b", "side")
+    loosen(repo, "60")
+    unsigned = repo.commit(None, "unsigned")
+    repo.git("checkout", "-q", main)
+    loosen(repo, "60")
+    repo.commit("alice", "signed")
+    repo.merge("alice", "side", "-s", "ours")
+    return "registry", ["would have been refused", unsigned[:12], "(unsigned)"]
+
+
+def _attack_dirty_then_clean(repo: Repo) -> tuple[str, list[str]]:
+    original = (repo.root / GATE).read_text()
+    loosen(repo)
+    unsigned = repo.commit(None, "unsigned")
+    (repo.root / GATE).write_text(original, "utf-8")
+    (repo.root / "registry" / "NOTES.yaml").write_text("x: 1\n")  # any dirt
+    done = repo.run("sync", "registry", "--allow-dirty")
+    assert done.code == 0, done.stdout + done.stderr
+    (repo.root / "registry" / "NOTES.yaml").unlink()
+    repo.git("checkout", "--", str(GATE))
+    return "registry", ["would have been refused", unsigned[:12]]
+
+
+def _attack_symlink_target(repo: Repo) -> tuple[str, list[str]]:
+    _share_the_gate_policy(repo, chain=False)
+    repo.edit(Path("shared/gate-policy.yaml"), "max_duration_days: 30", "max_duration_days: 3650")
+    unsigned = repo.commit(None, "edit the target")
+    return "registry", ["would have been refused", unsigned[:12], "shared/gate-policy.yaml"]
+
+
+def _attack_symlink_chain(repo: Repo) -> tuple[str, list[str]]:
+    _share_the_gate_policy(repo, chain=True)
+    (repo.root / "shared" / "loose.yaml").write_text(
+        (repo.root / "shared" / "gate-policy.yaml")
+        .read_text()
+        .replace("max_duration_days: 30", "max_duration_days: 3650"),
+        "utf-8",
+    )
+    repo.commit("alice", "an unread file")
+    (repo.root / "links" / "gate.yaml").unlink()
+    (repo.root / "links" / "gate.yaml").symlink_to("../shared/loose.yaml")
+    unsigned = repo.commit(None, "retarget")
+    return "registry", ["would have been refused", unsigned[:12], "links/gate.yaml"]
+
+
+def _attack_grader_set(repo: Repo) -> tuple[str, list[str]]:
+    path = _weaken_a_grader(repo)
+    unsigned = repo.commit(None, "weaken")
+    return "registry", ["would have been refused", "grader_set", unsigned[:12], str(path)]
+
+
+ATTACKS = {
+    "another_path": _attack_another_path,
+    "another_branch": _attack_another_branch,
+    "force_push": _attack_force_push,
+    "evil_merge": _attack_evil_merge,
+    "dirty_then_clean": _attack_dirty_then_clean,
+    "symlink_target": _attack_symlink_target,
+    "symlink_chain": _attack_symlink_chain,
+    "grader_set": _attack_grader_set,
+}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_verify_finds_each_attack_written_without_the_check(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch, attack: str
+) -> None:
+    where, words = ATTACKS[attack](repo)
+    assert repo.run("verify").code == 0
+    with monkeypatch.context() as patched:
+        _without_the_check(patched)
+        done = repo.run("sync", where)
+        assert done.code == 0, done.stdout + done.stderr
+        assert "in force unchanged" not in done.stdout
+    done = repo.run("verify")
+    assert done.code == 6, done.stdout + done.stderr
+    for word in words:
+        assert word in done.stderr, (word, done.stderr)
+
+
+@pytest.mark.postgres
+def test_verify_finds_an_unchecked_rule_change_on_postgresql(
+    demo: Path, keys: dict[str, Path], cli: Cli, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert cli("--db", pg_url, "init", cwd=demo).code == 0
+    copy_rows(f"sqlite:///{demo / DB}", pg_url)
+    repo = _repo(demo, keys, cli, ["--db", pg_url], True)
+    where, words = _attack_evil_merge(repo)
+    with monkeypatch.context() as patched:
+        _without_the_check(patched)
+        assert repo.run("sync", where).code == 0
+    done = repo.run("verify")
+    assert done.code == 6 and all(w in done.stderr for w in words), done.stderr
+
+
+def test_verify_passes_an_honest_history_and_says_what_it_checked(repo: Repo) -> None:
+    main = repo.branch
+    repo.git("checkout", "-q", "-b", "side")
+    loosen(repo, "45")
+    repo.commit("alice", "signed")
+    repo.git("checkout", "-q", main)
+    repo.merge("alice", "side")
+    assert repo.run("sync", "registry").code == 0
+    done = repo.run("--json", "verify")
+    assert done.code == 0, done.stdout + done.stderr
+    history = done.json()["rule_history"]
+    assert history["checked"] >= 3 and history["skipped"] is None
+
+
+def test_verify_finds_an_unsigned_promotion_written_without_the_check(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalops.services.authority.acts import Authorized
+    from evalops.services.registry import promotion
+
+    assert repo.run("verify").code == 0
+    with monkeypatch.context() as patched:
+        patched.setattr(promotion, "authorize", lambda *a, **k: Authorized("suite.promote"))
+        assert repo.run("promote", PROMOTABLE, "--to", SUITE).code == 0
+    done = repo.run("verify")
+    assert done.code == 6 and "accepted unsigned" in done.stderr, done.stdout + done.stderr
+
+
+# ------------------------------------------------------------------ promotion, registry track
+
+
+#: A task the demo's regression suite would accept (its entry checklist is met).
+PROMOTABLE = "article-source-records-complete"
+
+
+def test_an_unsigned_promote_is_refused_and_a_risk_owners_is_accepted(any_repo: Repo) -> None:
+    repo = any_repo
+    members = "SELECT count(*) FROM suite_membership"
+    (before,) = repo.sql(members)[0]
+    done = repo.run("promote", PROMOTABLE, "--to", SUITE)
+    refused(done, "suite.promote is unsigned", "--sign-with")
+    done = repo.run("promote", PROMOTABLE, "--to", SUITE, "--sign-with", str(repo.keys["bob"]))
+    refused(done, "bob")
+    assert repo.sql(members) == [(before,)]
+    done = repo.run("promote", PROMOTABLE, "--to", SUITE, "--sign-with", str(repo.keys["alice"]))
+    assert done.code == 0, done.stdout + done.stderr
+    assert repo.sql(members) == [(before + 1,)]
+    assert repo.sql("SELECT kind FROM signed_act ORDER BY id DESC LIMIT 1") == [("suite.promote",)]
+    assert repo.run("verify").code == 0
+
+
+def test_registry_track_is_a_policy_owners_signed_act(any_repo: Repo) -> None:
+    repo = any_repo
+    refused(repo.run("registry", "track", "--branch", "release"), "registry.track is unsigned")
+    refused(
+        repo.run("registry", "track", "--branch", "release", "--sign-with", str(repo.keys["bob"])),
+        "bob",
+    )
+    done = repo.run(
+        "registry", "track", "--branch", "release", "--sign-with", str(repo.keys["alice"])
+    )
+    assert done.code == 0, done.stdout + done.stderr
+    assert "tracked: release tracks registry/" in done.stdout
+    main = repo.branch
+    loosen(repo, "31")
+    repo.commit("alice", "on main, signed")
+    assert "in force unchanged: release tracks registry/" in repo.run("sync", "registry").stdout
+    repo.git("checkout", "-q", "-b", "release")
+    done = repo.run("sync", "registry")
+    assert done.code == 0 and "in force unchanged" not in done.stdout, done.stdout
+    assert repo.in_force("gate_policy", "release-gate") == repo.digest_of(GATE)
+    assert main != "release"
+    assert repo.run("verify").code == 0
+
+
+def test_registry_track_rebases_a_rewritten_history(repo: Repo) -> None:
+    loosen(repo, "31")
+    repo.commit("alice", "signed")
+    assert repo.run("sync", "registry").code == 0
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    loosen(repo, "33")
+    repo.commit("alice", "rewritten, signed")
+    assert repo.run("sync", "registry").code == 5
+    done = repo.run(
+        "registry", "track", "--branch", repo.branch, "--sign-with", str(repo.keys["alice"])
+    )
+    assert done.code == 0, done.stdout + done.stderr
+    done = repo.run("sync", "registry")
+    assert done.code == 0, done.stdout + done.stderr
+    assert repo.run("verify").code == 0
+
+
+def test_without_an_authority_registry_track_is_recorded_unsigned(plain: Repo) -> None:
+    done = plain.run("--json", "registry", "track", "--path", "old")
+    assert done.code == 0, done.stdout + done.stderr
+    assert done.json()["tracked"]["path"] == "old"
+    assert plain.run("registry", "track").code == 2

@@ -223,3 +223,43 @@ def _check_rules(reader: Reader, top: Path, run: _Run, previous: _Run, vetted: l
     refusal, _ = history_refusal(Span(top, rel, list(vetted), run.commit), authority, what)
     if refusal is not None:
         raise VerificationError(f"{_where(run)} would have been refused: {refusal}")
+
+
+def check_promotions(reader: Reader) -> int:
+    """Every promotion accepted while an authority was in force carries a `suite.promote`
+    signed act (its signature is re-verified with the other acts). Promotions recorded
+    before the registry's first sync on a tracked line were made by an evalops that did
+    not ask for one, and are left as they were. Returns how many were checked."""
+    first = reader.first(
+        "SELECT min(seq) AS seq FROM audit_event WHERE kind = 'sync.in_force' "
+        "AND payload LIKE '%\"tracked\"%'"
+    )
+    since = first["seq"] if first and first["seq"] is not None else None
+    if since is None:
+        return 0
+    runs = [(r["audit_seq"], r["id"]) for r in reader.rows(_IN_FORCE_RUNS)]
+    checked = 0
+    for event in reader.rows(
+        "SELECT seq, subject FROM audit_event WHERE kind = 'promotion.accepted' "
+        "AND seq > :since ORDER BY seq",
+        {"since": since},
+    ):
+        run = max((rid for seq, rid in runs if seq < event["seq"]), default=None)
+        governed = run is not None and reader.first(
+            "SELECT 1 AS x FROM sync_in_force WHERE sync_run_id = :r AND kind = 'authority'",
+            {"r": run},
+        )
+        if not governed:
+            continue
+        checked += 1
+        act = reader.first(
+            "SELECT 1 AS x FROM signed_act WHERE audit_seq = :s AND kind = 'suite.promote'",
+            {"s": event["seq"]},
+        )
+        if act is None:
+            raise VerificationError(
+                f"promotion {event['subject']} (audit seq {event['seq']}) was accepted "
+                "unsigned while an authority was in force: promote is a risk owner's signed "
+                "act suite.promote"
+            )
+    return checked
