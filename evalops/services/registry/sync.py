@@ -320,92 +320,119 @@ def sync_registry(
     to an earlier content, or a deleted file, changes what is in force and is audited. A
     sync off the tracked line registers what is new and changes nothing in force.
     """
+    with write_session(engine) as session:
+        return sync_in_session(
+            session,
+            snapshot,
+            provenance,
+            registry_path=registry_path,
+            actor=actor,
+            now=now,
+            track=track,
+        )
+
+
+def sync_in_session(
+    session: Session,
+    snapshot: Snapshot,
+    provenance: GitProvenance,
+    *,
+    registry_path: str,
+    actor: str,
+    now: datetime,
+    track: str | None = None,
+    unchecked: bool = False,
+) -> SyncResult:
+    """`sync_registry` inside the caller's write transaction. `unchecked` puts the snapshot
+    in force whatever its branch, path or signatures: only for `gate check --dry-run
+    --definitions`, whose transaction is always rolled back."""
     ordered = sorted(
         snapshot.definitions, key=lambda d: (KIND_ORDER.index(d.kind), d.id, d.revision or 0)
     )
     result = SyncResult(provenance=provenance)
-    with write_session(engine) as session:
-        new: list[Definition] = []
-        conflicts: list[InputError] = []
-        for d in ordered:
-            rows = _existing(session, d)
-            problem = _conflict(d, rows)
-            if problem is not None:
-                conflicts.append(problem)
-            elif any(r.document_digest == d.document_digest for r in rows):
-                result.unchanged += 1
-            else:
-                new.append(d)
-        if conflicts:
-            raise InputErrors.of(conflicts)
-        state = tracked(session)
-        if not _on_line(session, result, snapshot, new, state, track, registry_path, actor, now):
+    new: list[Definition] = []
+    conflicts: list[InputError] = []
+    for d in ordered:
+        rows = _existing(session, d)
+        problem = _conflict(d, rows)
+        if problem is not None:
+            conflicts.append(problem)
+        elif any(r.document_digest == d.document_digest for r in rows):
+            result.unchanged += 1
+        else:
+            new.append(d)
+    if conflicts:
+        raise InputErrors.of(conflicts)
+    state = tracked(session)
+    if not unchecked and not _on_line(
+        session, result, snapshot, new, state, track, registry_path, actor, now
+    ):
+        return result
+    governing = None if unchecked else authority_in_force(session)
+    bootstrap = governing is None and bool(snapshot.of_kind("authority"))
+    rule_commits: list[dict[str, Any]] = []
+    if governing is not None:
+        vetted = state.vetted if state is not None else []
+        refusal, rule_commits = _rule_check(
+            session, snapshot, provenance, governing, vetted, now=now, actor=actor,
+            where=registry_path,
+        )  # fmt: skip
+        if refusal is not None:
+            result.refused = refusal
             return result
-        governing = authority_in_force(session)
-        bootstrap = governing is None and bool(snapshot.of_kind("authority"))
-        rule_commits: list[dict[str, Any]] = []
-        if governing is not None:
-            vetted = state.vetted if state is not None else []
-            refusal, rule_commits = _rule_check(
-                session, snapshot, provenance, governing, vetted, now=now, actor=actor,
-                where=registry_path,
-            )  # fmt: skip
-            if refusal is not None:
-                result.refused = refusal
-                return result
-        before = queries.in_force(session)
-        now_forced = {(d.kind, d.id): d.document_digest for d in ordered}
-        if not new and now_forced == before:
-            return result
-        first_seq = next_seq(session)
-        run_seq = first_seq + len(new)  # the in-force event comes after every registration
-        run = _sync_run(provenance, registry_path, actor=actor, now=now, seq=run_seq)
-        session.add(run)
-        session.flush()
-        assert run.id is not None
-        result.sync_run = run.id
-        _register(session, result, new, provenance, run.id, actor=actor, now=now)
-        forced = [
-            SyncInForce(
-                sync_run_id=run.id,
-                kind=kind,
-                definition_id=ident,
-                document_digest=dd,
-                audit_seq=run_seq,
-            )
-            for (kind, ident), dd in sorted(now_forced.items())
-        ]
-        session.add_all(forced)
-        result.back_in_force, result.no_longer_in_force = _in_force_changes(
-            before, now_forced, {d.document_digest for d in new}
+    before = queries.in_force(session)
+    now_forced = {(d.kind, d.id): d.document_digest for d in ordered}
+    if not new and now_forced == before:
+        return result
+    first_seq = next_seq(session)
+    run_seq = first_seq + len(new)  # the in-force event comes after every registration
+    run = _sync_run(provenance, registry_path, actor=actor, now=now, seq=run_seq)
+    session.add(run)
+    session.flush()
+    assert run.id is not None
+    result.sync_run = run.id
+    _register(session, result, new, provenance, run.id, actor=actor, now=now)
+    forced = [
+        SyncInForce(
+            sync_run_id=run.id,
+            kind=kind,
+            definition_id=ident,
+            document_digest=dd,
+            audit_seq=run_seq,
         )
-        _split_first_time_in_force(session, result)
-        append_event(
-            session,
-            at=now,
-            actor=actor,
-            kind=audit_kinds.SYNC_IN_FORCE,
-            subject=f"sync:{run.id}",
-            payload={
-                "sync_run": run.id,
-                "registry_path": registry_path,
-                **provenance.as_dict(),
-                # The line this sync is on: what later syncs must fast-forward.
-                "tracked": result.tracked,
-                "in_force": [
-                    {"kind": k, "id": i, "document_digest": dd}
-                    for (k, i), dd in sorted(now_forced.items())
-                ],
-                "registered": len(new),
-                "back_in_force": result.back_in_force,
-                "no_longer_in_force": result.no_longer_in_force,
-                # The first authority is accepted as it is: nobody could have signed it.
-                **({"authority_bootstrap": True} if bootstrap else {}),
-                # Who signed the commits that changed the rules (newest first).
-                **({"rule_change_commits": rule_commits} if rule_commits else {}),
-            },
-            rows=[run, *forced],
-        )
+        for (kind, ident), dd in sorted(now_forced.items())
+    ]
+    session.add_all(forced)
+    result.back_in_force, result.no_longer_in_force = _in_force_changes(
+        before, now_forced, {d.document_digest for d in new}
+    )
+    _split_first_time_in_force(session, result)
+    append_event(
+        session,
+        at=now,
+        actor=actor,
+        kind=audit_kinds.SYNC_IN_FORCE,
+        subject=f"sync:{run.id}",
+        payload={
+            "sync_run": run.id,
+            "registry_path": registry_path,
+            **provenance.as_dict(),
+            # The line this sync is on: what later syncs must fast-forward.
+            "tracked": result.tracked,
+            "in_force": [
+                {"kind": k, "id": i, "document_digest": dd}
+                for (k, i), dd in sorted(now_forced.items())
+            ],
+            "registered": len(new),
+            "back_in_force": result.back_in_force,
+            "no_longer_in_force": result.no_longer_in_force,
+            # The first authority is accepted as it is: nobody could have signed it.
+            **({"authority_bootstrap": True} if bootstrap else {}),
+            # Who signed the commits that changed the rules (newest first).
+            **({"rule_change_commits": rule_commits} if rule_commits else {}),
+        },
+        rows=[run, *forced],
+    )
     return result
 
 
