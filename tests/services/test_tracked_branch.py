@@ -262,7 +262,7 @@ def test_a_detached_head_names_the_tracked_branch_with_track(repo: Repo) -> None
     repo.git("checkout", "-q", "--detach", head)
     done = repo.run("sync", "registry")
     assert done.code == 0 and "in force unchanged" in done.stdout
-    assert f"--track {main}" in done.stdout
+    assert f"sync with --track {main}" in done.stdout
     assert repo.in_force("gate_policy", "release-gate") != repo.digest_of(GATE)
     done = repo.run("sync", "registry", "--track", main)
     assert done.code == 0, done.stdout + done.stderr

@@ -167,7 +167,7 @@ def off_line_summary(
     noun = "definition" if count == 1 else "definitions"
     hint = f"; to see how it decides: evalops gate check --dry-run --definitions {rev} ..."
     if here.branch is None and provenance.commit is not None:
-        hint += f" (on a detached HEAD of {line.branch}, sync with --track {line.branch})"
+        hint += f" (if this detached HEAD is {line.branch}, sync with --track {line.branch})"
     return f"registered {count} {noun} {where}; in force unchanged: {line.describe()}{hint}"
 
 
