@@ -699,3 +699,102 @@ def test_without_an_authority_registry_track_is_recorded_unsigned(plain: Repo) -
     assert done.code == 0, done.stdout + done.stderr
     assert done.json()["tracked"]["path"] == "old"
     assert plain.run("registry", "track").code == 2
+
+
+# ------------------------------------------------------------------ --definitions, the hint
+
+
+def test_a_dry_run_under_a_commits_definitions_registers_nothing(any_repo: Repo) -> None:
+    repo = any_repo
+    count = "SELECT (SELECT count(*) FROM audit_event), (SELECT count(*) FROM policy)"
+    before = repo.sql(count)
+    in_force = repo.in_force("gate_policy", "release-gate")
+    repo.git("checkout", "-q", "-b", "feature-x")
+    loosen(repo, "31")
+    head = repo.commit(None, "a pull request, unsigned")
+    report = repo.root / "pr.md"
+    args = ("gate", "check", "--build", "build-124", "--suite", SUITE, "--dry-run")
+    done = repo.run("--json", *args, "--definitions", "HEAD", "--report", str(report))
+    assert done.code == 4, done.stdout + done.stderr
+    data = done.json()
+    assert data["definitions"] == {
+        "revision": "HEAD", "git_commit": head, "registry_path": "registry", "in_force": False,
+    }  # fmt: skip
+    assert data["policy"]["digest"] == repo.digest_of(GATE) != in_force
+    text = report.read_text()
+    assert head in text and "not in force" in text
+    human = repo.run(*args, "--definitions", head[:12])
+    assert human.stdout.splitlines()[0] == (
+        f"dry run under the definitions of commit {head[:12]} ({head[:12]}), not in force: "
+        "nothing registered"
+    )
+    # Nothing registered, nothing in force changed, nothing audited.
+    assert repo.sql(count) == before
+    assert repo.in_force("gate_policy", "release-gate") == in_force
+    plain = repo.run("--json", *args).json()
+    assert plain["policy"]["digest"] == in_force and "definitions" not in plain
+    assert repo.run("verify").code == 0
+
+
+def test_definitions_needs_dry_run_and_a_commit(repo: Repo) -> None:
+    args = ("gate", "check", "--build", "build-124", "--suite", SUITE)
+    done = repo.run(*args, "--definitions", "HEAD")
+    assert done.code == 2 and "only with --dry-run" in done.stderr
+    done = repo.run(*args, "--dry-run", "--definitions", "no-such-branch")
+    assert done.code == 2 and "no such commit" in done.stderr
+    done = repo.run(*args, "--dry-run", "--definitions", "--upload-pack=x")
+    assert done.code == 2
+
+
+def _trials_under(repo: Repo, profile: Path, source: Path, target: Path) -> None:
+    """The demo's trials of build 125, as if run under `profile` (ids made unique)."""
+    from evalops.domain import digests
+    from evalops.registry.definitions import load_definition
+
+    execution = load_definition(repo.root / profile).digest
+    lines = []
+    for line in source.read_text().splitlines():
+        record = json.loads(line)
+        for key in ("trial_id", "attempt_id", "run_id"):
+            record[key] += "-pr"
+        record["execution_digest"] = execution
+        record["eval_case_digest"] = digests.eval_case_digest(
+            record["task_digest"], execution, record["grader_set_digest"]
+        )
+        lines.append(json.dumps(record))
+    target.write_text("\n".join(lines) + "\n")
+
+
+def test_a_hold_on_a_branch_syncs_definitions_names_that_sync(plain: Repo) -> None:
+    """A pull request changes build-200's profile and syncs its branch (registered, not in
+    force); its trials then hold the stored gate, and the hint names the sync, not a re-run."""
+    repo = plain
+    profile = Path("registry/executions/fix-b200.yaml")
+    text = (repo.root / "registry/executions/fix-b125.yaml").read_text()
+    (repo.root / profile).write_text(
+        text.replace("id: fix-b125", "id: fix-b200").replace("build-125", "build-200")
+    )
+    repo.commit(None, "build 200's profile")
+    assert repo.run("sync", "registry").code == 0
+    repo.git("checkout", "-q", "-b", "feature-x")
+    repo.edit(profile, 'adapter_version: "2.4.2"', 'adapter_version: "2.5.0"')
+    head = repo.commit(None, "the pull request's runner")
+    synced = repo.run("--json", "sync", "registry").json()
+    assert synced["in_force_changed"] is False
+    trials = repo.root / "pr-trials.jsonl"
+    _trials_under(repo, profile, repo.root / "registry/trials/fix-b125.jsonl", trials)
+    assert repo.run("trials", "ingest", str(trials)).code == 0, "its profile is registered"
+    done = repo.run("gate", "check", "--build", "build-200", "--suite", SUITE)
+    assert done.code == 3, done.stdout + done.stderr
+    hints = [line for line in done.stdout.splitlines() if line.startswith("next:")]
+    assert f"sync run {synced['sync_run']} registered from feature-x" in hints[0], hints
+    assert f"--dry-run --definitions {head[:12]}" in hints[0]
+    assert "re-running the eval will not change that" in hints[0]
+    # The dry run under the branch's definitions counts those trials.
+    dry = repo.run(
+        "--json", "gate", "check", "--build", "build-200", "--suite", SUITE, "--dry-run",
+        "--definitions", head,
+    )  # fmt: skip
+    assert dry.json()["decision"] != "hold" or all(
+        not t.get("ignoredTrials") for t in dry.json()["tasks"]
+    ), dry.stdout
