@@ -391,7 +391,7 @@ def latest_sync_run(session: Session, cutoff: int | None = None) -> SyncRun | No
 
 def clean_synced_commits(session: Session, cutoff: int | None = None) -> list[str]:
     """The commit of every clean sync that changed what is in force (as of `cutoff`),
-    newest first: commits whose history was vetted (DESIGN section 15)."""
+    newest first: commits whose history was vetted (docs/authority.md)."""
     recorded = select(SyncInForce.id).where(SyncInForce.sync_run_id == SyncRun.id).exists()
     rows = session.exec(
         select(SyncRun.git_commit)

@@ -1,6 +1,6 @@
 """With an authority in force, a change to the rules must come in policy owners' commits.
 
-The rules (DESIGN section 15, "Rulings of the fourth review"): gate and suite policies, suite
+The rules (docs/authority.md, "Changing the rules"): gate and suite policies, suite
 declarations, the authority itself, every grader set, and a task's `meta.risk` /
 `meta.protects`. When a sync would put a change to any of them in force, every commit
 reachable from the synced commit and from no clean synced commit (full history: merges and

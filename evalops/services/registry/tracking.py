@@ -1,4 +1,4 @@
-"""The tracked branch and path (DESIGN section 4): which syncs change what is in force.
+"""The tracked branch and path (docs/authority.md, "The tracked branch"): which syncs change what is in force.
 
 A registry follows one registry path (relative to its git repository's top) on one branch.
 The first sync records them (`sync.in_force` payload `tracked`); `evalops registry track`

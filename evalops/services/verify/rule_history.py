@@ -1,7 +1,6 @@
 """`verify`: the recorded syncs re-checked against the registry's git history.
 
-Every sync that changed what is in force is re-checked as `sync` checks it (DESIGN sections
-4 and 15): it is on the tracked line of its time (its path and branch, a fast-forward of
+Every sync that changed what is in force is re-checked as `sync` checks it (docs/authority.md): it is on the tracked line of its time (its path and branch, a fast-forward of
 the previous sync on that line unless `registry track` re-based it), and, with an authority
 in force before it, a change to a rule-bearing definition came in commits signed by a
 policy owner of that authority (full history since the clean syncs before it), never from
