@@ -1,4 +1,5 @@
-"""The tracked branch and path (docs/authority.md, "The tracked branch"): which syncs change what is in force.
+"""The tracked branch and path: which syncs change what is in force (docs/authority.md,
+"The tracked branch").
 
 A registry follows one registry path (relative to its git repository's top) on one branch.
 The first sync records them (`sync.in_force` payload `tracked`); `evalops registry track`

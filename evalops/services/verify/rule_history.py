@@ -1,12 +1,13 @@
 """`verify`: the recorded syncs re-checked against the registry's git history.
 
-Every sync that changed what is in force is re-checked as `sync` checks it (docs/authority.md): it is on the tracked line of its time (its path and branch, a fast-forward of
-the previous sync on that line unless `registry track` re-based it), and, with an authority
-in force before it, a change to a rule-bearing definition came in commits signed by a
-policy owner of that authority (full history since the clean syncs before it), never from
-a dirty work tree. A sync that would have been refused is exit 6, so rows written without
-the check (SQL, a modified evalops) are found. The git repository is the registry's own
-(`--registry`); without one nothing is re-checked and the report says so.
+Every sync that changed what is in force is re-checked as `sync` checks it
+(docs/authority.md): it is on the tracked line of its time (its path and branch, a
+fast-forward of the previous sync on that line unless `registry track` re-based it), and,
+with an authority in force before it, a change to a rule-bearing definition came in commits
+signed by a policy owner of that authority (full history since the clean syncs before it),
+never from a dirty work tree. A sync that would have been refused is exit 6, so rows written
+without the check (SQL, a modified evalops) are found. The git repository is the registry's
+own (`--registry`); without one nothing is re-checked and the report says so.
 """
 
 from __future__ import annotations
