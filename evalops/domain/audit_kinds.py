@@ -33,7 +33,6 @@ REVIEW_REFUSED = "review.refused"
 REVIEW_RESOLVE = "review.resolve"
 REGISTRY_TRACK = "registry.track"
 """The tracked branch and path of the registry changed (`evalops registry track`)."""
-REGISTRY_REFUSED = "registry.refused"
 SYNC_IN_FORCE = "sync.in_force"
 SYNC_REFUSED = "sync.refused"
 SYNC_REGISTERED = "sync.registered"
@@ -92,7 +91,6 @@ ALL_KINDS = frozenset(
         REVIEW_REFUSED,
         REVIEW_RESOLVE,
         REGISTRY_TRACK,
-        REGISTRY_REFUSED,
         SYNC_IN_FORCE,
         SYNC_REFUSED,
         SYNC_REGISTERED,
