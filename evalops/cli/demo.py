@@ -322,8 +322,18 @@ def authority_steps(now: datetime) -> list[Step]:
                     "Link the task that reproduces it",
                     ("incident", "link", "INC-1", "--task", POLICY_TASK),
                 ),
-                ("Promote it (its judge is calibrated)", ("promote", "INC-1", "--to", DEMO_SUITE)),
             )
+        ),
+        Step(
+            "An unsigned promotion is refused: a new member is a risk owner's act",
+            ("promote", "INC-1", "--to", DEMO_SUITE),
+            EXIT_REFUSED,
+            where=here,
+        ),
+        Step(
+            "The support lead, a risk owner, signs the promotion (its judge is calibrated)",
+            ("promote", "INC-1", "--to", DEMO_SUITE, "--sign-with", _key("support-lead")),
+            where=here,
         ),
         Step(
             "An unsigned waiver is refused: an authority is in force",

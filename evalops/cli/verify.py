@@ -51,6 +51,12 @@ def verify(
     # One snapshot, read on a SQLite file by `sqlite3` alone (no SQLAlchemy to import).
     with state.read(for_verify=True) as reader, stages(mode, "verifying") as on_stage:
         report = verify_reader(reader, wanted, on_stage)
+        from evalops.services.verify.rule_history import check_promotions, check_rule_history
+
+        if on_stage is not None:
+            on_stage("syncs against git history")
+        history = check_rule_history(reader, state.registry)
+        check_promotions(reader)
     head = report.head
     lines = [
         f"ok: {plural(report.events, 'audit event')}, {plural(report.rows, 'row')}, "
@@ -67,9 +73,16 @@ def verify(
         lines.append(f"   rows are fully covered from audit seq {report.covered_from} on")
     if report.anchors:
         lines.append(f"   {plural(len(report.anchors), 'anchor')} held by the chain")
+    lines.append(
+        f"   {history.skipped}"
+        if history.skipped
+        else f"   {plural(history.checked, 'sync')} re-checked against the git history of "
+        f"{state.registry}"
+        + (f" ({len(history.unknown)} of commits it does not hold)" if history.unknown else "")
+    )
     if head is not None:
         lines.append(f"   audit head {head['seq']}:{head['hash']} (keep it to anchor later checks)")
-    emit(ctx, report.as_dict(), echo_lines(lines))
+    emit(ctx, {**report.as_dict(), "rule_history": history.as_dict()}, echo_lines(lines))
 
 
 def demo(

@@ -147,6 +147,22 @@ def read_session(engine: Engine) -> Iterator[Session]:
 
 
 @contextmanager
+def discarded_transaction(engine: Engine) -> Iterator[Connection]:
+    """One write transaction that is always rolled back (a what-if): sessions made on the
+    yielded connection join it, so they see what was written in it, and nothing is kept.
+    The writer lock is held throughout, as for `write_session`."""
+    writer = engine.execution_options(**{_WRITE: True})
+    with writer.connect() as conn:
+        transaction = conn.begin()
+        try:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITER_LOCK_KEY})
+            yield conn
+        finally:
+            transaction.rollback()
+
+
+@contextmanager
 def snapshot_session(engine: Engine) -> Iterator[Session]:
     """One read-only transaction that sees one consistent snapshot throughout, so that
     rows a concurrent writer commits halfway through are never seen in part.

@@ -31,9 +31,10 @@ from evalops.services.reads.listings import (
     suite_members,
     unknown_suite,
 )
+from evalops.store.in_force_sql import LATEST_IN_FORCE_RUN_SQL
 from evalops.store.reader import Reader
 
-_LATEST_SYNC = "(SELECT id FROM sync_run ORDER BY id DESC LIMIT 1)"
+_LATEST_SYNC = LATEST_IN_FORCE_RUN_SQL
 
 COUNT_CAP = 10_000
 """A limited listing counts the matching trials up to this many (or up to its limit, if

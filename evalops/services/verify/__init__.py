@@ -20,6 +20,7 @@ __all__ = [
     "edited_in_place",
     "gate_inputs",
     "reads",
+    "rule_history",
     "run",
     "upgrade_checks",
 ]
