@@ -195,7 +195,7 @@ def _grader(session: Session, ref: str, config: str | None = None) -> GraderRef:
     return GraderRef(grader, config_digest)
 
 
-def _validity_of(session: Session, row: Calibration) -> Validity:
+def validity_of(session: Session, row: Calibration) -> Validity:
     """The state of one calibration: its config's validity if it is that config's newest."""
     found = queries.grader_config(session, row.grader_config_digest)
     assert found is not None
@@ -205,7 +205,7 @@ def _validity_of(session: Session, row: Calibration) -> Validity:
     return queries.config_validity(session, found[0], row.grader_config_digest)
 
 
-def _view(row: Calibration, validity: Validity | None) -> dict[str, Any]:
+def calibration_view(row: Calibration, validity: Validity | None) -> dict[str, Any]:
     metrics = json.loads(row.record)
     return {
         "calibration_id": row.calibration_id,
@@ -328,7 +328,7 @@ def _store(
         payload={**record, **authorized.payload()},
         rows=[row] if act_row is None else [row, act_row],
     )
-    return _view(row, _validity_of(session, row))
+    return calibration_view(row, validity_of(session, row))
 
 
 def status(engine: Engine) -> list[dict[str, Any]]:
@@ -402,7 +402,7 @@ def list_calibrations(engine: Engine) -> list[dict[str, Any]]:
                 "grader_id": r.grader_id,
                 "grader_version": r.grader_version,
                 "grader_config_digest": r.grader_config_digest,
-                "state": _validity_of(session, r).state,
+                "state": validity_of(session, r).state,
                 "label_set_digest": r.label_set_digest,
                 "recorded_at": format_timestamp(r.at),
                 "recorded_by": r.actor,
@@ -443,14 +443,14 @@ def _row(session: Session, calibration_id: str) -> Calibration:
 def show(engine: Engine, calibration_id: str) -> dict[str, Any]:
     with read_session(engine) as session:
         row = _row(session, calibration_id)
-        validity = _validity_of(session, row)
+        validity = validity_of(session, row)
         invalidations = session.exec(
             select(CalibrationInvalidation).where(
                 CalibrationInvalidation.calibration_row_id == row.id
             )
         ).all()
         return {
-            **_view(row, validity),
+            **calibration_view(row, validity),
             "invalidations": [
                 {"reason": i.reason, "at": format_timestamp(i.at), "actor": i.actor}
                 for i in invalidations
@@ -528,7 +528,7 @@ def invalidate(
                 payload={"grader_id": grader_id, "reason": reason, **authorized.payload()},
                 rows=[invalidation] if act_row is None else [invalidation, act_row],
             )
-            view = _view(row, _validity_of(session, row))
+            view = calibration_view(row, validity_of(session, row))
     if refusal is not None:
         raise RefusedError(
             f"calibration invalidation refused: [{refusal['rule']}] {refusal['message']}"

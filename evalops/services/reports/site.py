@@ -297,9 +297,9 @@ def _common(head: Mapping[str, Any] | None, as_of: str | None, page: str) -> dic
 
 
 def _suite_ids(session: Session, wanted: Sequence[str]) -> list[str]:
-    from evalops.services.registry.suites import _suites
+    from evalops.services.registry.suites import latest_suites
 
-    known = [r.suite_id for r in _suites(session)]
+    known = [r.suite_id for r in latest_suites(session)]
     if not wanted:
         return known
     unknown = [s for s in wanted if s not in known]
@@ -567,19 +567,19 @@ def task_page(
 
 
 def _waiver_views(session: Session, suites: Sequence[str], now: datetime) -> list[dict[str, Any]]:
-    from evalops.services.gate.waivers import _view
+    from evalops.services.gate.waivers import waiver_view
 
     rows = session.exec(select(Waiver).order_by(col(Waiver.number))).all()
-    return [_view(session, w, now) for w in rows if w.suite_id in suites]
+    return [waiver_view(session, w, now) for w in rows if w.suite_id in suites]
 
 
 def _calibration_views(session: Session) -> list[dict[str, Any]]:
-    from evalops.services.evidence.calibration import _validity_of, _view
+    from evalops.services.evidence.calibration import calibration_view, validity_of
     from evalops.store.tables import CalibrationInvalidation
 
     out = []
     for row in session.exec(select(Calibration).order_by(col(Calibration.id))).all():
-        view = _view(row, _validity_of(session, row))
+        view = calibration_view(row, validity_of(session, row))
         view["metrics"] = flatten_metrics(json.loads(row.record))
         view["signers"] = signers_of(session, "calibration.record", row.audit_seq)
         view["invalidations"] = [
