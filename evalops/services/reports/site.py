@@ -797,8 +797,9 @@ def _render_others(
     ctx: _Context, suite_ids: Sequence[str], write: Callable[[str, str], None]
 ) -> None:
     from evalops.report import site as render
-    from evalops.services.evidence.calibration import status as calibration_status
+    from evalops.services.reads.calibration import calibration_status
     from evalops.services.registry.suites import list_suites
+    from evalops.store.reader import engine_reader
 
     session, now = ctx.session, ctx.now
     facts = [suite_facts(session, s) for s in suite_ids]
@@ -837,9 +838,11 @@ def _render_others(
             render.page_path("calibration", calibration["calibration_id"]),
             render.render_page(doc),
         )
+    with engine_reader(ctx.engine) as reader:
+        status = calibration_status(reader)
     lookups.status = [
         s
-        for s in calibration_status(ctx.engine)
+        for s in status
         if s["grader_id"] in graders and (set(s["pinned_by"]) & set(suite_ids) or s["in_force"])
     ]
     chosen = [s for s in list_suites(ctx.engine) if s["suite"] in suite_ids]
