@@ -60,9 +60,9 @@ from tests.services.test_calibration_cli import (
     REPLY_QUALITY,
     SUITE,
     TASK_ID,
-    _build_seed,
     _change_prompt,
     change_judge,
+    judged_seed,
     passing_results,
 )
 from tests.services.test_calibration_cli import (
@@ -203,9 +203,7 @@ def registry_of(
                 if name == "demo-unnamed-policy":
                     _suite_names_no_policy(root)
             elif name.startswith("judged"):
-                if "seed" not in built:
-                    built["seed"] = _build_seed(tmp_path_factory.mktemp("judged") / "seed")
-                _judged(built["seed"], root, name.removeprefix("judged-"))
+                _judged(judged_seed(tmp_path_factory), root, name.removeprefix("judged-"))
             else:
                 copy_workspace(base_workspace(tmp_path_factory), root)
             built[name] = root
