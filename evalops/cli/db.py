@@ -25,9 +25,9 @@ def _status(url: str) -> dict[str, str | None]:
     except InputError:
         raise
     except Exception as exc:
-        from evalops.services.database import _unreachable
+        from evalops.services.database import unreachable
 
-        raise _unreachable(url, exc) from None
+        raise unreachable(url, exc) from None
     finally:
         engine.dispose()
 
@@ -36,7 +36,7 @@ def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
     """Migrate to `revision`; with `create_if_empty`, an empty database is instead created
     at head from the models in one step (the same schema, docs/verify.md "The database"),
     without loading Alembic."""
-    from evalops.services.database import _unreachable, engine_for, stored_revision
+    from evalops.services.database import engine_for, stored_revision, unreachable
     from evalops.store import fresh
     from evalops.store.engine import ensure_parent, sqlite_path
     from evalops.store.schema import HEAD_REVISION
@@ -59,7 +59,7 @@ def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
     except Exception as exc:
         _bad_revision(exc, revision)
         if type(exc).__module__.startswith(("sqlalchemy", "psycopg")):
-            raise _unreachable(url, exc) from None
+            raise unreachable(url, exc) from None
         raise
     finally:
         engine.dispose()

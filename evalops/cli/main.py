@@ -246,7 +246,15 @@ gate.register(app)
 waiver.register(app)
 report.register(app)
 export.register(app)
-verify.register(app)
+
+
+def _run_cli(argv: list[str]) -> int:
+    """`main` (defined below) for `evalops demo`, which runs this CLI in-process step by
+    step: given to the command rather than imported by it, as this module imports them all."""
+    return main(argv)
+
+
+verify.register(app, run_cli=_run_cli)
 
 
 @functools.cache
