@@ -93,9 +93,11 @@ def _sqlite_fault(error: sqlite3.Error, url: str) -> EvalopsError | None:
     text = first_line(error)
     lowered = text.lower()
     db = masked(url)
-    if name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or (
-        "malformed" in lowered or "file is not a database" in lowered
-    ):
+    if name == "SQLITE_NOTADB" or "file is not a database" in lowered:
+        # A file that never was a SQLite database is the wrong file named (exit 2, said by
+        # the caller); one that was is damaged.
+        return damaged(db, f"SQLite: {text}") if _was_sqlite(url) else None
+    if name.startswith("SQLITE_CORRUPT") or "malformed" in lowered:
         return damaged(db, f"SQLite: {text}")
     if name == "SQLITE_FULL" or "database or disk is full" in lowered:
         return StorageFault(
@@ -148,6 +150,16 @@ def _cannot_open(db: str, url: str, text: str) -> DatabaseUnavailable:
         f"exist and are readable and writable; {NOTHING_STORED}",
         field="--db",
     )
+
+
+def _was_sqlite(url: str) -> bool:
+    """The file starts as every SQLite database does."""
+    path = _sqlite_file(url)
+    try:
+        with path.open("rb") if path is not None else open(os.devnull, "rb") as f:
+            return f.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
 
 
 def _sqlite_file(url: str) -> Path | None:
