@@ -303,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
             return usage_code
         if os.environ.get("EVALOPS_DEBUG"):
             raise
-        message = shown(f"internal error: {type(exc).__name__}: {exc}")
+        message = shown(f"internal error: {type(exc).__name__}: {_said(exc)}")
         if as_json:
             print_json({"error": _error_json(EXIT_INTERNAL, message)})
         sys.stderr.write(
@@ -312,6 +312,17 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_INTERNAL
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+def _said(exc: BaseException) -> str:
+    """What an unexpected error says: a database driver's error by its first line only
+    (SQLAlchemy appends the statement, every bind parameter and a link to its own docs,
+    which can run to kilobytes and hold stored values)."""
+    text = str(exc)
+    if type(exc).__module__.startswith(("sqlalchemy", "psycopg", "sqlite3")):
+        lines = text.strip().splitlines()
+        text = lines[0][:300] if lines else ""
+    return text
 
 
 #: Options whose value is an identifier (a build name, an actor): stored in indexed columns.
