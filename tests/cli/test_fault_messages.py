@@ -32,7 +32,7 @@ def _raising(error: BaseException):  # type: ignore[no-untyped-def]
 
 def _sqlite_error(message: str, name: str) -> sqlite3.OperationalError:
     error = sqlite3.OperationalError(message)
-    error.sqlite_errorname = name  # type: ignore[attr-defined]
+    error.sqlite_errorname = name
     return error
 
 

@@ -67,6 +67,7 @@ def _killed(cwd: Path, url: str, after: float, *args: str) -> bool:
     proc = _start(cwd, url, *args)
     try:
         proc.wait(timeout=after)
+        proc.communicate(timeout=60)
         return False
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGKILL)
@@ -169,7 +170,8 @@ def test_a_killed_ingest_is_whole_or_absent(
         return _count(db, "SELECT count(*) FROM trial")
 
     def noop(out: str) -> bool:
-        return json.loads(out)["skipped_identical"] == size and json.loads(out)["ingested"] == 0
+        report = json.loads(out)
+        return bool(report["skipped_identical"] == size and report["ingested"] == 0)
 
     _exercise(synced, url, Scenario(args, total, size, noop), seed=41)
 
@@ -197,7 +199,7 @@ def test_a_killed_sync_is_whole_or_absent(
 
     def noop(out: str) -> bool:
         report = json.loads(out)
-        return report["registered"] == [] and report["sync_run"] is None
+        return bool(report["registered"] == [] and report["sync_run"] is None)
 
     _exercise(synced, url, Scenario(args, total, tasks_per_sync, noop), seed=42)
 
