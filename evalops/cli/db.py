@@ -68,14 +68,21 @@ def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
 
 
 def refuse_newer(url: str, revision: str | None) -> None:
-    """A database migrated by a newer evalops is left as it is (exit 2): this one can
-    neither check its rows nor migrate it anywhere."""
+    """A database migrated by a newer evalops (or stamped with a revision none of this
+    one's migrations has) is left as it is (exit 2): this one can neither check its rows
+    nor migrate it anywhere."""
     from evalops.store.engine import redact
     from evalops.store.faults import newer_schema
-    from evalops.store.schema import HEAD_REVISION, is_newer
+    from evalops.store.schema import HEAD_REVISION, is_newer, known_revisions
 
     if is_newer(revision):
         raise newer_schema(redact(url), str(revision), HEAD_REVISION)
+    if revision is not None and revision not in known_revisions():
+        raise InputError(
+            f"database {redact(url)} is at {revision}, a revision no migration of this "
+            f"evalops knows (head {HEAD_REVISION}); nothing changed",
+            field="--db",
+        )
 
 
 def _bad_revision(exc: Exception, revision: str) -> None:

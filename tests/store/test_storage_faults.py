@@ -600,3 +600,17 @@ def test_a_read_only_directory_is_named(ingested: Path, tmp_path: Path) -> None:
             )
     assert sqlite_fingerprint(source / "registry.db") == held
     assert verified(ingested, f"sqlite:///{source / 'registry.db'}") == before
+
+
+def test_an_unknown_older_revision_is_refused_unchanged(ingested: Path) -> None:
+    db = ingested / ".evalops" / "registry.db"
+    url = f"sqlite:///{db}"
+    _stamp(url, "0000")
+    held = sqlite_fingerprint(db)
+    for args in (["db", "upgrade"], ["init"]):
+        result = evalops(ingested, url, *args)
+        assert_named(
+            result, 2, f"is at 0000, a revision no migration of this evalops knows (head "
+            f"{HEAD_REVISION})", outcome="nothing changed"
+        )  # fmt: skip
+        assert sqlite_fingerprint(db) == held
