@@ -1,5 +1,6 @@
 """`evalops verify` and `evalops demo`."""
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -67,6 +68,12 @@ def verify(  # noqa: PLR0913 (options of one command)
     # One snapshot, read on a SQLite file by `sqlite3` alone (no SQLAlchemy to import).
     with state.read(for_verify=True) as reader, stages(mode, "verifying") as on_stage:
         report = verify_reader(reader, wanted, on_stage)
+        from evalops.services.verify.rule_history import check_promotions, check_rule_history
+
+        if on_stage is not None:
+            on_stage("syncs against git history")
+        history = check_rule_history(reader, state.registry)
+        check_promotions(reader)
     head = report.head
     lines = [
         f"ok: {plural(report.events, 'audit event')}, {plural(report.rows, 'row')}, "
@@ -83,28 +90,39 @@ def verify(  # noqa: PLR0913 (options of one command)
         lines.append(f"   rows are fully covered from audit seq {report.covered_from} on")
     if report.anchors:
         lines.append(f"   {plural(len(report.anchors), 'anchor')} held by the chain")
+    lines.append(
+        f"   {history.skipped}"
+        if history.skipped
+        else f"   {plural(history.checked, 'sync')} re-checked against the git history of "
+        f"{state.registry}"
+        + (f" ({len(history.unknown)} of commits it does not hold)" if history.unknown else "")
+    )
     if head is not None:
         lines.append(f"   audit head {head['seq']}:{head['hash']} (keep it to anchor later checks)")
-    emit(ctx, report.as_dict(), echo_lines(lines))
+    emit(ctx, {**report.as_dict(), "rule_history": history.as_dict()}, echo_lines(lines))
 
 
-def demo(
-    ctx: typer.Context,
-    directory: Annotated[
-        Path | None,
-        typer.Option("--dir", help="Empty directory to run in (default: a new temp directory)."),
-    ] = None,
-) -> None:
-    """Run the lifecycle on a copy of the example registry, printing each command and exit code.
+def register(app: typer.Typer, run_cli: Callable[[list[str]], int]) -> None:
+    """`run_cli` is the CLI's own entry point (evalops/cli/main.py `main`), which `demo` runs
+    step by step: passed in rather than imported, since main imports this module."""
 
-    Example: evalops demo --dir /tmp/evalops-demo
-    """
-    from evalops.cli.demo import run_demo
+    def demo(
+        ctx: typer.Context,
+        directory: Annotated[
+            Path | None,
+            typer.Option(
+                "--dir", help="Empty directory to run in (default: a new temp directory)."
+            ),
+        ] = None,
+    ) -> None:
+        """Run the lifecycle on a copy of the example registry, printing each command and exit code.
 
-    settings(ctx)
-    run_demo(directory, now=now())
+        Example: evalops demo --dir /tmp/evalops-demo
+        """
+        from evalops.cli.demo import run_demo
 
+        settings(ctx)
+        run_demo(directory, now=now(), run_cli=run_cli)
 
-def register(app: typer.Typer) -> None:
     app.command("verify")(verify)
     app.command("demo")(demo)

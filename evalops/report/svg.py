@@ -40,20 +40,20 @@ def kind_of_decision(decision: str) -> str:
     return {"pass": "k-pass", "hold": "k-hold", "block": "k-block"}.get(decision, "k-none")
 
 
-def _t(value: Any) -> str:
+def esc(value: Any) -> str:
     return escape(visible(value), quote=True)
 
 
-def _label(value: Any, chars: int = LABEL_CHARS) -> str:
+def clip(value: Any, chars: int = LABEL_CHARS) -> str:
     text = visible(value)
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
-def _frame(chart_id: str, title: str, width: int, height: int, body: list[str]) -> Markup:
+def svg_frame(chart_id: str, title: str, width: int, height: int, body: list[str]) -> Markup:
     return Markup(
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" '
-        f'role="img" aria-labelledby="{chart_id}-t"><title id="{chart_id}-t">{_t(title)}</title>'
+        f'role="img" aria-labelledby="{chart_id}-t"><title id="{chart_id}-t">{esc(title)}</title>'
         + "".join(body)
         + "</svg>"
     )
@@ -66,16 +66,16 @@ def _bar_rows(
     at its separators only), the bar (a scaled SVG rectangle: its length the value over the
     chart's range), and the value as text. `rows`: (label, fraction 0..1, colour class,
     value text)."""
-    out = [f'<div class="bars" id="{chart_id}" role="img" aria-label="{_t(title)}">']
+    out = [f'<div class="bars" id="{chart_id}" role="img" aria-label="{esc(title)}">']
     for label, fraction, kind, value in rows:
         width = round(max(0.0, min(1.0, fraction)) * 100, 1)
-        shown = _id_html(label) if ids else _t(label)
+        shown = _id_html(label) if ids else esc(label)
         out.append(
             f'<div class="bar-row"><span class="bar-label">{shown}</span>'
             '<svg class="bar" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 10" '
             'preserveAspectRatio="none" aria-hidden="true">'
             f'<rect x="0" y="0" width="{width:g}" height="10" class="{kind}"/></svg>'
-            f'<span class="bar-val">{_t(value)}</span></div>'
+            f'<span class="bar-val">{esc(value)}</span></div>'
         )
     out.append("</div>")
     return Markup("".join(out))
@@ -152,7 +152,7 @@ def history(chart_id: str, decisions: Sequence[Mapping[str, Any]], current: str 
         mark = " cur" if d.get("gate_id") == current else ""
         kind = kind_of_decision(str(d.get("decision")))
         out.append(
-            f'<li class="{kind}{mark}"><span class="dec">{_t(str(d.get("decision", "")).upper())}'
+            f'<li class="{kind}{mark}"><span class="dec">{esc(str(d.get("decision", "")).upper())}'
             f'</span><span class="gate">{_id_html(d.get("gate_id", ""))}</span>'
             f'<span class="build">{_id_html(d.get("build", ""))}</span></li>'
         )
@@ -164,9 +164,9 @@ def build_key(builds: Sequence[Mapping[str, Any]]) -> str:
     """The numbers the panels' bars carry, with the build, decision and gate each stands for
     (oldest first, as the bars)."""
     items = "".join(
-        f'<li><span class="id">{_t(b.get("build", ""))}</span>'
+        f'<li><span class="id">{esc(b.get("build", ""))}</span>'
         + (
-            f" ({_t(b['gate_id'])}{', ' + _t(b['decision']) if b.get('decision') else ''})"
+            f" ({esc(b['gate_id'])}{', ' + esc(b['decision']) if b.get('decision') else ''})"
             if b.get("gate_id")
             else ""
         )
@@ -198,7 +198,7 @@ def panel(
     mid_y = (top + base) / 2
     body.append(
         f'<text x="9" y="{mid_y:g}" class="note" text-anchor="middle" '
-        f'transform="rotate(-90 9 {mid_y:g})">{_t(title)}</text>'
+        f'transform="rotate(-90 9 {mid_y:g})">{esc(title)}</text>'
     )
     for tick, label in ((0.0, "0"), (0.5, "0.5"), (1.0, "1")):
         y = base - PANEL_PLOT_H * tick
@@ -222,7 +222,7 @@ def panel(
         body.append(
             f'<rect x="{x + 4:g}" y="{base - h:g}" width="{PANEL_SLOT - 8}" height="{h:g}" '
             f'class="{kind_of_class(str(p.get("state")))}">'
-            f"<title>{_t(p.get('build'))}: pass^k {float(value):.2f}</title></rect>"
+            f"<title>{esc(p.get('build'))}: pass^k {float(value):.2f}</title></rect>"
             f'<text x="{mid:g}" y="{max(base - h - 3, 11):g}" class="val" '
             f'text-anchor="middle">{float(value):.2f}</text>'
         )
@@ -230,7 +230,7 @@ def panel(
     svg = (
         f'<svg xmlns="http://www.w3.org/2000/svg" class="panel-chart" width="{width}" '
         f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
-        f'aria-label="{_t(title)} of {_t(task_id)} by build">' + "".join(body) + "</svg>"
+        f'aria-label="{esc(title)} of {esc(task_id)} by build">' + "".join(body) + "</svg>"
     )
     return f'<figure class="panel"><figcaption>{_id_html(task_id)}</figcaption>{svg}</figure>'
 
