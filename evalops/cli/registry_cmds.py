@@ -113,7 +113,7 @@ def digest(
     Example: evalops digest registry/tasks/*.yaml --json
     """
     from evalops.registry.definitions import load_definition
-    from evalops.registry.snapshot import display_path
+    from evalops.registry.spec_sources import display_path
 
     settings(ctx, json_flag)
     rows: list[dict[str, object]] = []
@@ -170,7 +170,7 @@ def sync(
     Example: evalops sync registry
     Example (CI on a detached HEAD of main): evalops sync registry --track main
     """
-    from evalops.registry.snapshot import display_path
+    from evalops.registry.spec_sources import display_path
     from evalops.services.registry.starter_check import registry_warnings
     from evalops.services.registry.sync import read_for_sync, sync_registry
 

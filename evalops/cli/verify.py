@@ -1,5 +1,6 @@
 """`evalops verify` and `evalops demo`."""
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -85,23 +86,27 @@ def verify(
     emit(ctx, {**report.as_dict(), "rule_history": history.as_dict()}, echo_lines(lines))
 
 
-def demo(
-    ctx: typer.Context,
-    directory: Annotated[
-        Path | None,
-        typer.Option("--dir", help="Empty directory to run in (default: a new temp directory)."),
-    ] = None,
-) -> None:
-    """Run the lifecycle on a copy of the example registry, printing each command and exit code.
+def register(app: typer.Typer, run_cli: Callable[[list[str]], int]) -> None:
+    """`run_cli` is the CLI's own entry point (evalops/cli/main.py `main`), which `demo` runs
+    step by step: passed in rather than imported, since main imports this module."""
 
-    Example: evalops demo --dir /tmp/evalops-demo
-    """
-    from evalops.cli.demo import run_demo
+    def demo(
+        ctx: typer.Context,
+        directory: Annotated[
+            Path | None,
+            typer.Option(
+                "--dir", help="Empty directory to run in (default: a new temp directory)."
+            ),
+        ] = None,
+    ) -> None:
+        """Run the lifecycle on a copy of the example registry, printing each command and exit code.
 
-    settings(ctx)
-    run_demo(directory, now=now())
+        Example: evalops demo --dir /tmp/evalops-demo
+        """
+        from evalops.cli.demo import run_demo
 
+        settings(ctx)
+        run_demo(directory, now=now(), run_cli=run_cli)
 
-def register(app: typer.Typer) -> None:
     app.command("verify")(verify)
     app.command("demo")(demo)

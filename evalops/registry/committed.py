@@ -20,7 +20,7 @@ from evalops.registry.git_tree import (
     resolve_link,
 )
 from evalops.registry.load import MAX_SPEC_BYTES, SPEC_SUFFIXES, Document, document_from_bytes
-from evalops.registry.snapshot import SPEC_DIRS, SpecSource, display_path, outside_error
+from evalops.registry.spec_sources import SPEC_DIRS, SpecSource, display_path, outside_error
 
 
 @dataclass(frozen=True)

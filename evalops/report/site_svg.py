@@ -10,7 +10,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from evalops.report.svg import _frame, _label, _t, kind_of_class
+from evalops.report.svg import clip, esc, kind_of_class, svg_frame
 
 PANEL_W, PANEL_H = 320, 170
 PLOT_LEFT, PLOT_TOP, PLOT_BOTTOM, PLOT_RIGHT = 40, 26, 58, 12
@@ -32,7 +32,7 @@ def _legend(width: int) -> list[str]:
             x, y = 8, y + 18
         body.append(
             f'<rect x="{x}" y="{y - 9}" width="10" height="10" class="{cls}"/>'
-            f'<text x="{x + 14}" y="{y}" class="val">{_t(text)}</text>'
+            f'<text x="{x + 14}" y="{y}" class="val">{esc(text)}</text>'
         )
         x += 14 + 7 * len(text) + 14
     return body
@@ -71,7 +71,7 @@ def _x_ticks(
         x = px + PLOT_LEFT + _x(j, n, plot_w)
         body.append(
             f'<text x="{x:.1f}" y="{base + 12}" class="val" text-anchor="end" '
-            f'transform="rotate(-35 {x:.1f} {base + 12})">{_t(_label(b["build"], 12))}</text>'
+            f'transform="rotate(-35 {x:.1f} {base + 12})">{esc(clip(b["build"], 12))}</text>'
         )
     body.append(
         f'<text x="{px + PLOT_LEFT + plot_w / 2:.1f}" y="{py + PANEL_H - 4}" class="val" '
@@ -103,8 +103,8 @@ def _series(
         run.append(f"{x:.1f},{y:.1f}")
         marks.append(
             f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" class="{kind_of_class(str(p.get("state")))}">'
-            f"<title>{_t(p.get('build'))} ({_t(p.get('gate_id'))}): pass^k "
-            f"{float(value):.2f}, {_t(p.get('state'))}</title></circle>"
+            f"<title>{esc(p.get('build'))} ({esc(p.get('gate_id'))}): pass^k "
+            f"{float(value):.2f}, {esc(p.get('state'))}</title></circle>"
         )
     if len(run) > 1:
         body.append(f'<polyline points="{" ".join(run)}" class="trend"/>')
@@ -127,11 +127,11 @@ def trend(
         body.append(
             f'<rect x="{px + 2}" y="{py + 2}" width="{PANEL_W - 4}" height="{PANEL_H - 4}" '
             'class="panel"/>'
-            f'<text x="{px + 8}" y="{py + 16}" class="lbl">{_t(_label(s["task_id"], 40))}</text>'
+            f'<text x="{px + 8}" y="{py + 16}" class="lbl">{esc(clip(s["task_id"], 40))}</text>'
         )
         body += _axes(px, py, plot_w, plot_h)
         body += _x_ticks(px, py, plot_w, plot_h, builds)
         body += _series(px, py, plot_w, plot_h, s.get("points", []))
     if not series:
         body.append(f'<text x="8" y="{LEGEND_H + 20}" class="note">no member tasks</text>')
-    return _frame(chart_id, "pass^k per task across builds", width, height, body)
+    return svg_frame(chart_id, "pass^k per task across builds", width, height, body)

@@ -39,20 +39,20 @@ def kind_of_decision(decision: str) -> str:
     return {"pass": "k-pass", "hold": "k-hold", "block": "k-block"}.get(decision, "k-none")
 
 
-def _t(value: Any) -> str:
+def esc(value: Any) -> str:
     return escape(visible(value), quote=True)
 
 
-def _label(value: Any, chars: int = LABEL_CHARS) -> str:
+def clip(value: Any, chars: int = LABEL_CHARS) -> str:
     text = visible(value)
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
-def _frame(chart_id: str, title: str, width: int, height: int, body: list[str]) -> Markup:
+def svg_frame(chart_id: str, title: str, width: int, height: int, body: list[str]) -> Markup:
     return Markup(
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" '
-        f'role="img" aria-labelledby="{chart_id}-t"><title id="{chart_id}-t">{_t(title)}</title>'
+        f'role="img" aria-labelledby="{chart_id}-t"><title id="{chart_id}-t">{esc(title)}</title>'
         + "".join(body)
         + "</svg>"
     )
@@ -72,12 +72,12 @@ def class_breakdown(chart_id: str, by_class: Sequence[Mapping[str, Any]]) -> Mar
         w = round((width - label_w - 60) * int(r["trials"]) / top, 1)
         body.append(
             f'<text x="{label_w - 6}" y="{y + 15}" class="lbl" text-anchor="end">'
-            f"{_t(r['classification'])}</text>"
+            f"{esc(r['classification'])}</text>"
             f'<rect x="{label_w}" y="{y + 3}" width="{w}" height="{row_h - 6}" '
             f'class="{kind_of_class(str(r["classification"]))}"/>'
             f'<text x="{label_w + w + 6}" y="{y + 15}" class="val">{int(r["trials"])}</text>'
         )
-    return _frame(chart_id, "Trials by primary classification", width, height, body)
+    return svg_frame(chart_id, "Trials by primary classification", width, height, body)
 
 
 def pass_hat_k(chart_id: str, tasks: Sequence[Mapping[str, Any]], limit: int = 40) -> Markup:
@@ -101,10 +101,10 @@ def pass_hat_k(chart_id: str, tasks: Sequence[Mapping[str, Any]], limit: int = 4
         text = f"{float(value):.2f}" if value is not None else "n < k"
         body.append(
             f'<text x="{label_w - 6}" y="{y + 14}" class="lbl" text-anchor="end">'
-            f"{_t(_label(t['task_id']))}</text>"
+            f"{esc(clip(t['task_id']))}</text>"
             f'<rect x="{label_w}" y="{y + 3}" width="{w}" height="{row_h - 6}" '
             f'class="{kind_of_class(str(t.get("state")))}"/>'
-            f'<text x="{label_w + w + 6}" y="{y + 14}" class="val">{_t(text)}</text>'
+            f'<text x="{label_w + w + 6}" y="{y + 14}" class="val">{esc(text)}</text>'
         )
     if len(ordered) > limit:
         body.append(
@@ -114,7 +114,7 @@ def pass_hat_k(chart_id: str, tasks: Sequence[Mapping[str, Any]], limit: int = 4
     if not shown:
         height = 30
         body.append('<text x="8" y="20" class="note">no member tasks</text>')
-    return _frame(chart_id, "pass^k per task, lowest first", width, height, body)
+    return svg_frame(chart_id, "pass^k per task, lowest first", width, height, body)
 
 
 def history(chart_id: str, decisions: Sequence[Mapping[str, Any]], current: str | None) -> Markup:
@@ -130,17 +130,17 @@ def history(chart_id: str, decisions: Sequence[Mapping[str, Any]], current: str 
         body.append(
             f'<rect x="{x}" y="6" width="{box}" height="34" rx="3" '
             f'class="{kind_of_decision(str(d.get("decision")))}{mark}">'
-            f"<title>{_t(d.get('gate_id', ''))}: {_t(d.get('build', ''))}</title></rect>"
+            f"<title>{esc(d.get('gate_id', ''))}: {esc(d.get('build', ''))}</title></rect>"
             f'<text x="{x + box / 2}" y="28" class="dec" text-anchor="middle">'
-            f"{_t(str(d.get('decision', '')).upper())}</text>"
+            f"{esc(str(d.get('decision', '')).upper())}</text>"
             f'<text x="{x + box / 2}" y="56" class="lbl" text-anchor="middle">'
-            f"{_t(d.get('gate_id', ''))}</text>"
+            f"{esc(d.get('gate_id', ''))}</text>"
             f'<text x="{x + box / 2}" y="74" class="val" text-anchor="middle">'
-            f"{_t(_label(d.get('build', ''), 14))}</text>"
+            f"{esc(clip(d.get('build', ''), 14))}</text>"
         )
     if not decisions:
         body.append('<text x="8" y="20" class="note">no decisions</text>')
-    return _frame(chart_id, "Decision history of the suite, oldest first", width, height, body)
+    return svg_frame(chart_id, "Decision history of the suite, oldest first", width, height, body)
 
 
 # Lines of a task's name a small-multiples panel has room for: four lines of a panel's
@@ -164,9 +164,9 @@ def _panel_axes(x0: float, x1: float, top: float, base: float, builds: Sequence[
     )
     if builds:
         first, last = builds[0].get("build"), builds[-1].get("build")
-        out += f'<text x="{x0}" y="{base + 11}" class="note">{_t(_label(first, 14))}</text>' + (
+        out += f'<text x="{x0}" y="{base + 11}" class="note">{esc(clip(first, 14))}</text>' + (
             f'<text x="{x1}" y="{base + 11}" class="note" text-anchor="end">'
-            f"{_t(_label(last, 14))}</text>"
+            f"{esc(clip(last, 14))}</text>"
             if len(builds) > 1
             else ""
         )
@@ -200,10 +200,10 @@ def small_multiples(
         name = (
             f'<foreignObject x="{px + 8}" y="{py + 5}" width="{panel_w - 16}" '
             f'height="{name_h + 2}"><div xmlns="http://www.w3.org/1999/xhtml" class="pname">'
-            f"{_t(s['task_id'])}</div></foreignObject>"
+            f"{esc(s['task_id'])}</div></foreignObject>"
         )
         body.append(
-            f"<g><title>{_t(s['task_id'])}</title>"
+            f"<g><title>{esc(s['task_id'])}</title>"
             f'<rect x="{px + 2}" y="{py + 2}" width="{panel_w - 4}" height="{panel_h - 4}" '
             f'class="panel"/>{name}'
             f'<line x1="{x0}" y1="{base}" x2="{x1}" y2="{base}" class="axis"/>'
@@ -224,10 +224,10 @@ def small_multiples(
             body.append(
                 f'<rect x="{x + 1:.1f}" y="{base - h:.1f}" width="{max(bar_w - 2, 1):.1f}" '
                 f'height="{h}" class="{kind_of_class(str(p.get("state")))}">'
-                f"<title>{_t(p.get('build'))}: pass^k {float(value):.2f}</title></rect>"
+                f"<title>{esc(p.get('build'))}: pass^k {float(value):.2f}</title></rect>"
                 f'<text x="{x + bar_w / 2:.1f}" y="{base - h - 3:.1f}" class="val" '
                 f'text-anchor="middle">{float(value):.2f}</text>'
             )
     if not series:
         body.append('<text x="8" y="20" class="note">no member tasks</text>')
-    return _frame(chart_id, "pass^k per task across the last builds", width, height, body)
+    return svg_frame(chart_id, "pass^k per task across the last builds", width, height, body)

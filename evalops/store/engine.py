@@ -16,6 +16,8 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlmodel import Session, create_engine
 
+from evalops.errors import BUSY_MESSAGE
+
 # The advisory lock that serializes every writer of one PostgreSQL registry.
 WRITER_LOCK_KEY = 0x6576616C6F7073  # "evalops"
 _WRITE = "evalops_write"
@@ -66,7 +68,7 @@ def redact(url: str) -> str:
 
 DEFAULT_LOCK_TIMEOUT = 600.0
 _LOCK_TIMEOUT = "evalops_lock_timeout"
-BUSY = "registry is busy: another writer holds it"
+BUSY = BUSY_MESSAGE
 
 
 def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:

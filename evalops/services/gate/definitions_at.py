@@ -22,7 +22,8 @@ from sqlmodel import Session
 from evalops.errors import InputError
 from evalops.registry.history import repository_top, resolve_revision
 from evalops.registry.provenance import GitProvenance
-from evalops.registry.snapshot import display_path, load_committed_snapshot, require_registry_dir
+from evalops.registry.snapshot import load_committed_snapshot, require_registry_dir
+from evalops.registry.spec_sources import display_path
 from evalops.services.registry.sync import sync_in_session
 from evalops.store.engine import discarded_transaction
 

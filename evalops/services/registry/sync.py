@@ -32,11 +32,11 @@ from evalops.registry.git_tree import WorkTreeChange
 from evalops.registry.provenance import GitProvenance, git_provenance
 from evalops.registry.snapshot import (
     Snapshot,
-    display_path,
     load_committed_snapshot,
     load_snapshot,
     require_registry_dir,
 )
+from evalops.registry.spec_sources import display_path
 from evalops.services.authority.acts import authority_in_force
 from evalops.services.authority.rule_changes import rule_change_refusal
 from evalops.services.registry.tracking import (

@@ -24,7 +24,7 @@ from evalops.domain.authority import Scope
 from evalops.errors import InputError, RefusedError
 from evalops.registry.history import is_ancestor, normal_path, repository_top
 from evalops.registry.provenance import GitProvenance
-from evalops.registry.snapshot import display_path
+from evalops.registry.spec_sources import display_path
 from evalops.services.authority.acts import Signing, authorize, record_refusal
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq

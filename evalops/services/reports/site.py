@@ -297,9 +297,9 @@ def _common(head: Mapping[str, Any] | None, as_of: str | None, page: str) -> dic
 
 
 def _suite_ids(session: Session, wanted: Sequence[str]) -> list[str]:
-    from evalops.services.registry.suites import _suites
+    from evalops.services.registry.suites import latest_suites
 
-    known = [r.suite_id for r in _suites(session)]
+    known = [r.suite_id for r in latest_suites(session)]
     if not wanted:
         return known
     unknown = [s for s in wanted if s not in known]
@@ -567,19 +567,19 @@ def task_page(
 
 
 def _waiver_views(session: Session, suites: Sequence[str], now: datetime) -> list[dict[str, Any]]:
-    from evalops.services.gate.waivers import _view
+    from evalops.services.gate.waivers import waiver_view
 
     rows = session.exec(select(Waiver).order_by(col(Waiver.number))).all()
-    return [_view(session, w, now) for w in rows if w.suite_id in suites]
+    return [waiver_view(session, w, now) for w in rows if w.suite_id in suites]
 
 
 def _calibration_views(session: Session) -> list[dict[str, Any]]:
-    from evalops.services.evidence.calibration import _validity_of, _view
+    from evalops.services.evidence.calibration import calibration_view, validity_of
     from evalops.store.tables import CalibrationInvalidation
 
     out = []
     for row in session.exec(select(Calibration).order_by(col(Calibration.id))).all():
-        view = _view(row, _validity_of(session, row))
+        view = calibration_view(row, validity_of(session, row))
         view["metrics"] = flatten_metrics(json.loads(row.record))
         view["signers"] = signers_of(session, "calibration.record", row.audit_seq)
         view["invalidations"] = [
@@ -797,8 +797,9 @@ def _render_others(
     ctx: _Context, suite_ids: Sequence[str], write: Callable[[str, str], None]
 ) -> None:
     from evalops.report import site as render
-    from evalops.services.evidence.calibration import status as calibration_status
+    from evalops.services.reads.calibration import calibration_status
     from evalops.services.registry.suites import list_suites
+    from evalops.store.reader import engine_reader
 
     session, now = ctx.session, ctx.now
     facts = [suite_facts(session, s) for s in suite_ids]
@@ -837,9 +838,11 @@ def _render_others(
             render.page_path("calibration", calibration["calibration_id"]),
             render.render_page(doc),
         )
+    with engine_reader(ctx.engine) as reader:
+        status = calibration_status(reader)
     lookups.status = [
         s
-        for s in calibration_status(ctx.engine)
+        for s in status
         if s["grader_id"] in graders and (set(s["pinned_by"]) & set(suite_ids) or s["in_force"])
     ]
     chosen = [s for s in list_suites(ctx.engine) if s["suite"] in suite_ids]
