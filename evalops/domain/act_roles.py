@@ -16,6 +16,8 @@ ActKind = Literal[
     "calibration.invalidate",
     "trials.ingest",
     "trials.import",
+    "suite.promote",
+    "registry.track",
     "trials.void",
     "trials.void_hard",
 ]
@@ -30,6 +32,10 @@ ACT_ROLES: dict[str, Role] = {
     "calibration.invalidate": "calibrator",
     "trials.ingest": "ingester",
     "trials.import": "ingester",
+    # A new member or a new pin decides what the suite blocks on: the suite's risk owners.
+    "suite.promote": "risk_owner",
+    # Which branch and path the rules in force follow is itself a rule.
+    "registry.track": "policy_owner",
     # Voiding evidence changes what every decision on the suite rests on: its risk owners'.
     "trials.void": "risk_owner",
     # Not an act of its own: the threshold of a `trials.void` that leaves out a hard
