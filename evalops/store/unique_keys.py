@@ -2,10 +2,11 @@
 
 A re-ingest is a counted no-op and a changed record an error because a trial id is unique
 per content (`trial_id`, `record_digest`; ingest allows a second content only for an id
-whose rows are all voided); a trial row is voided once; numbers and ids of incidents, waivers and decisions are never issued twice because
-theirs are; the chain cannot hold two events of one hash. Kept as plain data so that
-`verify` on SQLite checks them through `sqlite3` alone; a migration that adds or drops a
-unique key changes this list with it.
+whose rows are all voided); a trial row is voided once; numbers and ids of incidents,
+waivers, voids and decisions are never issued twice because theirs are; the chain cannot
+hold two events of one hash. Kept as plain data so that `verify` on SQLite checks them
+through `sqlite3` alone; a migration that adds or drops a unique key changes this list
+with it.
 """
 
 from __future__ import annotations
