@@ -167,8 +167,7 @@ def sync(
     the tracked branch is refused (exit 5). Under an authority, a rule change needs every
     commit that brought it signed by a policy owner (exit 5 otherwise; docs/authority.md).
 
-    Example: evalops sync registry
-    Example (CI on a detached HEAD of main): evalops sync registry --track main
+    Example: evalops sync registry --track main
     """
     from evalops.registry.spec_sources import display_path
     from evalops.services.registry.starter_check import registry_warnings
@@ -195,9 +194,13 @@ def sync(
     def human() -> None:
         if result.off_line is not None:
             say(result.off_line)
+        relabelled = {(e["kind"], e["id"]) for e in result.same_digest}
         for entry in result.registered:
             key = next(k for k in entry if k.endswith("_digest"))
-            say(f"registered {entry['kind']} {entry['id']}: {entry[key]}")
+            if (entry["kind"], entry["id"]) in relabelled:
+                say(f"{entry['kind']} {entry['id']}: labels changed; same digest {entry[key]}")
+            else:
+                say(f"registered {entry['kind']} {entry['id']}: {entry[key]}")
         commit = (provenance.commit or "no commit")[:12]
         flag = " (dirty)" if provenance.dirty else ""
         say(
@@ -210,6 +213,11 @@ def sync(
             say(f"now in force: {entry['kind']} {entry['id']} (registered before)")
         for entry in result.no_longer_in_force:
             say(f"no longer in force: {entry['kind']} {entry['id']}")
+        if result.authority_bootstrap and result.sync_run is not None:
+            say(
+                "authority in force from now on: acts need signatures "
+                "(--sign-with; docs/authority.md)"
+            )
         _warn(warnings)
 
     registered = {(str(e["kind"]), str(e["id"])) for e in result.registered}

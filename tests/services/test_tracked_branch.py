@@ -798,3 +798,36 @@ def test_a_hold_on_a_branch_syncs_definitions_names_that_sync(plain: Repo) -> No
     assert dry.json()["decision"] != "hold" or all(
         not t.get("ignoredTrials") for t in dry.json()["tasks"]
     ), dry.stdout
+
+
+def test_a_registry_synced_before_the_tracked_line_adopts_its_last_sync(
+    plain: Repo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A database whose syncs recorded no line (an older evalops): the last sync's path and
+    branch are tracked."""
+    from evalops.services.registry import sync
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    repo = Repo(plain.root, ["--db", url], plain.keys, plain.cli)
+    assert repo.run("init").code == 0
+    recorded = sync.append_event
+
+    def older(session: Any, **event: Any) -> Any:
+        event["payload"] = {k: v for k, v in event["payload"].items() if k != "tracked"}
+        return recorded(session, **event)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sync, "append_event", older)
+        assert repo.run("sync", "registry").code == 0
+    assert not any("tracked" in p for (p,) in repo.sql("SELECT payload FROM audit_event"))
+    main = repo.branch
+    repo.git("checkout", "-q", "-b", "feature-x")
+    loosen(repo)
+    repo.commit(None, "a branch")
+    done = repo.run("sync", "registry")
+    assert done.code == 0 and f"in force unchanged: {main} tracks registry/" in done.stdout
+    repo.git("checkout", "-q", main)
+    repo.git("merge", "-q", "--ff-only", "feature-x")
+    done = repo.run("sync", "registry")
+    assert done.code == 0 and "in force unchanged" not in done.stdout, done.stdout
+    assert repo.run("verify").code == 0
