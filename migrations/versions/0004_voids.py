@@ -1,6 +1,6 @@
 """voids: trials ingested by mistake left out from a void on, never deleted or edited
 
-Revision ID: 0006
+Revision ID: 0004
 Revises: 0003
 Create Date: 2026-12-06 06:00:00
 
@@ -19,7 +19,7 @@ import sqlalchemy as sa
 import sqlmodel.sql.sqltypes  # noqa: F401
 from alembic import op
 
-revision: str = "0006"
+revision: str = "0004"
 down_revision: str | None = "0003"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
