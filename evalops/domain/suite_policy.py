@@ -365,7 +365,12 @@ def _declared(name: str, attribute: str, what: str) -> Callable[..., Requirement
     def check(_: EntryFacts, suite: SuiteDeclaration) -> Requirement:
         value = getattr(suite, attribute)
         if value is not None:
-            shown = value if isinstance(value, str) else value.model_dump(mode="json", exclude_none=True)
+            # exclude_none: an optional field left out (sizes) is not shown as None.
+            shown = (
+                value
+                if isinstance(value, str)
+                else value.model_dump(mode="json", exclude_none=True)
+            )
             return Requirement(name, True, f"{attribute}: {shown}", None)
         return Requirement(
             name,

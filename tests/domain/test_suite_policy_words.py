@@ -117,7 +117,6 @@ def test_every_met_estimation_requirement_shows_the_declaration() -> None:
         "period": "2026-10",
         "frozen_at": "2026-11-01T00:00:00Z",
     }
-    weights = {"by": "tenant_tier", "values": {"free": 0.2, "pro": 0.5, "enterprise": 0.3}}
     assert checklist == Checklist(
         "estimation/x",
         "estimation",
