@@ -21,6 +21,8 @@ import re
 AUTHORITY_REFUSED = "authority.refused"
 CALIBRATION_INVALIDATE = "calibration.invalidate"
 CALIBRATION_RECORD = "calibration.record"
+ESTIMATE_RECORD = "estimate.record"
+"""An estimate of an estimation suite's rates stored (`evalops estimate`)."""
 GATE_DECISION = "gate.decision"
 MIGRATION_ROWS = "migration.rows"
 """Rows of an older schema carried forward by a migration (`0002_tamper_evidence`)."""
@@ -77,6 +79,7 @@ ALL_KINDS = frozenset(
         AUTHORITY_REFUSED,
         CALIBRATION_INVALIDATE,
         CALIBRATION_RECORD,
+        ESTIMATE_RECORD,
         GATE_DECISION,
         MIGRATION_ROWS,
         PROMOTION_ACCEPTED,

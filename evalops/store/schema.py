@@ -3,4 +3,4 @@
 Kept as a constant so that every command can check the database without importing Alembic.
 """
 
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0007"
