@@ -13,6 +13,7 @@ from evalops import __version__
 from evalops.cli import (
     calibration,
     db,
+    estimate,
     export,
     fastparams,
     gate,
@@ -243,6 +244,7 @@ trajectory.register(app)
 calibration.register(app)
 review.register(app)
 gate.register(app)
+estimate.register(app)
 waiver.register(app)
 report.register(app)
 export.register(app)
