@@ -103,7 +103,7 @@ def _render(data: Mapping[str, Any]) -> None:
         say(f"  - {reason}")
     say("  an estimate is never a gate decision and changes none")
     if data.get("stored", True):
-        say(f"next: evalops report estimate {data['estimate_id']} --output estimate.html")
+        say(f"next: evalops estimate replay {data['estimate_id']}")
     say(f"next: evalops estimate plan --suite {data['suite']} --half-width 0.05")
 
 

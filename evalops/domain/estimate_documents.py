@@ -55,6 +55,10 @@ def _names(ids: Sequence[str], limit: int = 20) -> str:
     return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
+def _members(ids: Sequence[str], one: str, several: str) -> str:
+    return f"1 member {one}" if len(ids) == 1 else f"{len(ids):,} members {several}"
+
+
 def _unlisted(
     tasks: Sequence[Mapping[str, Any]], build: str, weights: Mapping[str, Any]
 ) -> list[str]:
@@ -63,7 +67,7 @@ def _unlisted(
     no_stratum = [t["task_id"] for t in tasks if t["stratum"] is None]
     if no_stratum:
         reasons.append(
-            f"{len(no_stratum)} member(s) name no stratum of {weights['by']} "
+            f"{_members(no_stratum, 'names', 'name')} no stratum of {weights['by']} "
             f"({', '.join(weights['values'])}) and are not counted: {_names(no_stratum)}"
         )
     no_trials = [
@@ -71,7 +75,7 @@ def _unlisted(
     ]
     if no_trials:
         reasons.append(
-            f"{len(no_trials)} member(s) have no trials under build {build} and are not "
+            f"{_members(no_trials, 'has', 'have')} no trials under build {build} and are not "
             f"counted: {_names(no_trials)}"
         )
     return reasons

@@ -335,6 +335,14 @@ class Components:
         return self.between + self.within / trials_per_task
 
 
+def unseen_variation(hits: int, trials: int, per_task: float) -> float:
+    """The task variance planning assumes for a stratum whose trials all went one way (an
+    observed variance of 0 would plan it no tasks): a trial's variance at Laplace's rate
+    `(hits + 1) / (trials + 2)`, over `per_task` trials."""
+    p = (hits + 1) / (trials + 2)
+    return p * (1 - p) / per_task
+
+
 def components(stratum: str, counts: Sequence[tuple[int, int]]) -> Components | None:
     """From (hits, trials) per task: method-of-moments components, None below 2 tasks.
 
@@ -349,10 +357,16 @@ def components(stratum: str, counts: Sequence[tuple[int, int]]) -> Components | 
     within = math.fsum(m * p * (1 - p) for (_, m), p in zip(usable, shares, strict=True))
     within = within / dof if dof else 0.0
     inv_m = math.fsum(1 / m for _, m in usable) / len(usable)
-    between = max(0.0, sample_variance(shares) - within * inv_m)
+    between = sample_variance(shares) - within * inv_m
+    # What rounding leaves of an exact 0 (1e-17) is no variance: it would ask for 10^8 trials.
+    if between <= VARIANCE_NOISE * max(within, sample_variance(shares), 1e-300):
+        between = 0.0
     m_bar = sum(m for _, m in usable) / len(usable)
     return Components(stratum, len(usable), m_bar, between, within)
 
+
+VARIANCE_NOISE = 1e-9
+"""Relative size below which a variance component is rounding, not variation."""
 
 WORST_CASE_VARIANCE = 0.25
 """The largest variance any share in [0, 1] can have: what planning assumes with no data."""

@@ -36,6 +36,7 @@ from evalops.domain.estimation import (
     tasks_needed,
     tasks_to_detect,
     trials_per_task,
+    unseen_variation,
     z_quantile,
 )
 from evalops.errors import InputError
@@ -229,10 +230,20 @@ def plan(engine: Engine, ask: PlanAsk, now: datetime) -> dict[str, Any]:
         )
     else:
         m, why = current_m, "no variance components yet: today's trials per task kept"
-    unit_var = {
-        s: WORST_CASE_VARIANCE if c is None else min(WORST_CASE_VARIANCE, c.unit_variance(m))
-        for s, c in found.items()
-    }
+    unit_var = {}
+    for s, c in found.items():
+        if c is None:
+            unit_var[s] = WORST_CASE_VARIANCE
+        elif c.unit_variance(m) > 0:
+            unit_var[s] = min(WORST_CASE_VARIANCE, c.unit_variance(m))
+        else:
+            hits = sum(_hits(t, ask.rate)[0] for t in seen.by[s])
+            trials = sum(_hits(t, ask.rate)[1] for t in seen.by[s])
+            unit_var[s] = unseen_variation(hits, trials, m)
+            assumptions.append(
+                f"stratum {s}: every trial went the same way ({hits}/{trials}); its variance "
+                f"is taken at the rate (hits + 1) / (trials + 2), not at 0"
+            )
     # The variance of one task's paired difference: observed with a baseline; else assumed
     # twice a task's variance (a change unrelated to the task's own rate: no pairing gain).
     diff_var = {}
