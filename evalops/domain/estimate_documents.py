@@ -3,7 +3,7 @@
 `evaluate_estimate(inputs)` is pure: the stored inputs (each member's trials by class as the
 gate counts them, its stratum, the suite's weights and frame, the confidence) give the same
 result bytes on every replay, as a gate decision does. The result has exactly the keys of
-DESIGN section 16's JSON; evalops/services/output_schemas/estimate.schema.json describes it.
+the JSON of docs/estimation.md; evalops/services/output_schemas/estimate.schema.json describes it.
 """
 
 from __future__ import annotations
@@ -68,21 +68,21 @@ def _unlisted(
     if no_stratum:
         reasons.append(
             f"{_members(no_stratum, 'names', 'name')} no stratum of {weights['by']} "
-            f"({', '.join(weights['values'])}) and are not counted: {_names(no_stratum)}"
+            f"({', '.join(weights['values'])}): not counted: {_names(no_stratum)}"
         )
     no_trials = [
         t["task_id"] for t in tasks if t["stratum"] is not None and not sum(t["effective"].values())
     ]
     if no_trials:
         reasons.append(
-            f"{_members(no_trials, 'has', 'have')} no trials under build {build} and are not "
+            f"{_members(no_trials, 'has', 'have')} no trials under build {build}: not "
             f"counted: {_names(no_trials)}"
         )
     return reasons
 
 
 def evaluate_estimate(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """The estimate document (DESIGN section 16) from its stored inputs."""
+    """The estimate document (docs/estimation.md, "JSON") from its stored inputs."""
     request = inputs["request"]
     suite = inputs["suite"]
     weights = suite["weights"]

@@ -1,4 +1,4 @@
-"""Stratified, task-clustered rates of an estimation suite (DESIGN section 16; docs/estimation.md).
+"""Stratified, task-clustered rates of an estimation suite (docs/estimation.md).
 
 The task is the statistical unit. Each task contributes the share of its effective trials in
 each primary class; a stratum's estimate is the mean of its tasks' shares and its variance

@@ -1,6 +1,6 @@
-"""Strata in the specs (DESIGN sections 7 and 16): weights positive and summing to 1, sizes
-naming the strata, and promotion into an estimation suite refusing a task that names no
-stratum of the weights or was sampled after the frame was frozen, each with its fix."""
+"""Strata in the specs (docs/estimation.md): weights positive and summing to 1, sizes naming
+the strata, and promotion into an estimation suite refusing a task that names no stratum of
+the weights or was sampled after the frame was frozen, each with its fix."""
 
 from __future__ import annotations
 
