@@ -218,6 +218,7 @@ def steps(now: datetime) -> list[Step]:
 
 
 ESTIMATION_SUITE = "estimation/eu-sessions"
+ESTIMATE_REPORT = "reports/estimate-EST-2.html"
 #: The sampled production sessions of the estimation suite (registry/tasks/eu-sessions/).
 EU_SESSIONS = (
     "eu-session-enterprise-refund-bulk-return",
@@ -276,6 +277,10 @@ def estimation_steps() -> list[Step]:
             ),
         ),
         Step("Replay the estimate from its stored inputs", ("estimate", "replay", "EST-2")),
+        Step(
+            "The estimate as a report: the claim on top, every interval drawn",
+            ("report", "estimate", "EST-2", "--format", "html", "-o", ESTIMATE_REPORT),
+        ),
         Step(
             "How many sessions a ±5-point interval and a 10-point comparison need",
             (

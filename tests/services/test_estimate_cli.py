@@ -374,3 +374,21 @@ def test_validate_refuses_weights_that_do_not_sum_to_1(ws: Path, cli: Cli) -> No
     result = cli("validate", "registry", cwd=ws)
     assert result.code == 2
     assert "weights must sum to 1, not 1.1" in result.stderr
+
+
+def test_report_estimate_renders_the_claim_and_draws_every_interval(ws: Path, cli: Cli) -> None:
+    stored = estimate(cli, ws, "--build", "build-2", "--baseline", "build-1")
+    html = cli("report", "estimate", "EST-1", "--format", "html", cwd=ws)
+    assert html.code == 0, html.stderr
+    assert f"<h1>{stored['claims']}</h1>" in html.stdout
+    # One point per rate and one per stratum with tasks.
+    assert html.stdout.count("<circle") == len(stored["rates"]) + len(stored["strata"])
+    assert "s-ent-3" in html.stdout  # the member without trials is named
+    md = cli("report", "estimate", "EST-1", "--format", "md", cwd=ws)
+    assert md.stdout.startswith(f"## evalops estimate `EST-1`: {stored['claims']}")
+    assert "| `pass` |" in md.stdout.splitlines()[6]  # pass first
+    js = cli("report", "estimate", "EST-1", "--format", "json", cwd=ws)
+    shown = json.loads(js.stdout)
+    assert shown["rates"] == stored["rates"] and shown["difference"] == stored["difference"]
+    missing = cli("report", "estimate", "EST-9", cwd=ws)
+    assert missing.code == 2 and "unknown estimate 'EST-9'" in missing.stderr
