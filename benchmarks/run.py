@@ -4,7 +4,8 @@ The performance targets (benchmarks/perf.py, P1-P7) first, then P9 (benchmarks/g
 memory of a decision as the gated build grows), then the streaming, report and importer
 benchmarks (import_inspect; import_scale: start-up against the registry's size, memory
 against the log's), the read commands on the demo registry (read_commands, P8), signed acts
-at scale (authority_scale) and the registry site (report_site: 1,000 decisions). Each prints
+at scale (authority_scale), the registry site (report_site: 1,000 decisions) and P10
+(estimate_scale: an estimate against the gate of the same build). Each prints
 its own figures; the exit status is 1 if any fails.
 Pass `--quick` for a smaller run of the performance targets (not the issue's sizes).
 """
@@ -15,6 +16,7 @@ import sys
 
 from benchmarks import (
     authority_scale,
+    estimate_scale,
     grown_build,
     import_inspect,
     import_scale,
@@ -52,6 +54,11 @@ def main() -> int:
     failed |= authority_scale.main([])
     print()
     failed |= report_site.main([])
+    print()
+    sys.argv = sys.argv[:1]
+    if quick:
+        sys.argv += ["--tasks", "1000", "--runs", "1"]
+    failed |= estimate_scale.main()
     return 1 if failed else 0
 
 
