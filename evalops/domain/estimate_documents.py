@@ -8,7 +8,7 @@ the JSON of docs/estimation.md; evalops/services/output_schemas/estimate.schema.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from evalops.domain.estimation import (
@@ -22,8 +22,10 @@ ESTIMATOR = 1
 """The version of the rules `evaluate_estimate` applies (stored with every estimate)."""
 
 
-def observations(tasks: Sequence[Mapping[str, Any]]) -> list[TaskObservation]:
-    """The stored task entries with a stratum, as the statistics read them."""
+def observations(
+    tasks: Sequence[Mapping[str, Any]], strata: Collection[str]
+) -> list[TaskObservation]:
+    """The stored task entries in a stratum of the weights, as the statistics read them."""
     return [
         TaskObservation(
             t["task_id"],
@@ -33,7 +35,7 @@ def observations(tasks: Sequence[Mapping[str, Any]]) -> list[TaskObservation]:
             int(t["reruns"]),
         )
         for t in tasks
-        if t["stratum"] is not None
+        if t["stratum"] in strata
     ]
 
 
@@ -64,14 +66,18 @@ def _unlisted(
 ) -> list[str]:
     """Members left out of the estimate, each named: without trials, or without a stratum."""
     reasons: list[str] = []
-    no_stratum = [t["task_id"] for t in tasks if t["stratum"] is None]
+    # A stratum the weights no longer name (the suite's weights changed after promotion)
+    # is no stratum of this estimate either.
+    no_stratum = [t["task_id"] for t in tasks if t["stratum"] not in weights["values"]]
     if no_stratum:
         reasons.append(
             f"{_members(no_stratum, 'names', 'name')} no stratum of {weights['by']} "
             f"({', '.join(weights['values'])}): not counted: {_names(no_stratum)}"
         )
     no_trials = [
-        t["task_id"] for t in tasks if t["stratum"] is not None and not sum(t["effective"].values())
+        t["task_id"]
+        for t in tasks
+        if t["stratum"] in weights["values"] and not sum(t["effective"].values())
     ]
     if no_trials:
         reasons.append(
@@ -90,7 +96,7 @@ def evaluate_estimate(inputs: Mapping[str, Any]) -> dict[str, Any]:
     sizes = suite["frame"].get("sizes")
     confidence = float(request["confidence"])
     tasks = inputs["tasks"]
-    observed = observations(tasks)
+    observed = observations(tasks, values)
     counted = [t for t in observed if t.n]
     rates, strata, reasons = estimate_rates(observed, values, sizes, confidence)
     first, _, _ = estimate_rates(observed, values, sizes, confidence, first=True)
@@ -100,7 +106,7 @@ def evaluate_estimate(inputs: Mapping[str, Any]) -> dict[str, Any]:
     difference = None
     if inputs.get("baseline_tasks") is not None:
         difference, why = paired_difference(
-            observed, observations(inputs["baseline_tasks"]), values, sizes, confidence
+            observed, observations(inputs["baseline_tasks"], values), values, sizes, confidence
         )
         unavailable += why
     return {

@@ -130,6 +130,8 @@ class StratumPart:
     mean: float | None
     variance_of_mean: float | None
     """`s_h^2 / n_h` (times the finite-population factor); None below 2 tasks."""
+    why: str | None = None
+    """Why there is no variance, when it is not the number of tasks."""
 
 
 def stratum_part(
@@ -145,7 +147,15 @@ def stratum_part(
     m = math.fsum(values) / n
     if n < MIN_TASKS_FOR_VARIANCE:
         return StratumPart(stratum, weight, n, trials, m, None)
-    fpc = 1.0 if size is None else max(0.0, 1 - n / size)
+    if size is not None and n > size:
+        # More sampled tasks than the frame holds: the declared size is wrong, and a factor
+        # of 0 would claim a census.
+        why = (
+            f"interval unavailable: stratum {stratum} has {n} tasks but "
+            f"sampling_frame.sizes says the frame holds {size}"
+        )
+        return StratumPart(stratum, weight, n, trials, m, None, why)
+    fpc = 1.0 if size is None else 1 - n / size
     return StratumPart(stratum, weight, n, trials, m, sample_variance(values) / n * fpc)
 
 
@@ -190,7 +200,7 @@ def combine(parts: Sequence[StratumPart]) -> tuple[float | None, float | None, l
                 f"{s.weight:g} of the population is unobserved)"
             )
         elif s.variance_of_mean is None:
-            reasons.append(f"interval unavailable: stratum {s.stratum} has 1 task")
+            reasons.append(s.why or f"interval unavailable: stratum {s.stratum} has 1 task")
     covered = math.fsum(s.weight for s in seen)
     estimate = math.fsum(s.weight / covered * (s.mean or 0.0) for s in seen)
     if reasons:

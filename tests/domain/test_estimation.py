@@ -387,3 +387,59 @@ def test_nominal_95_covers_93_to_97_percent_and_naive_per_trial_under_covers() -
         naive_covered += low <= true_rate <= high
     assert 0.93 <= covered / cohorts_run <= 0.97
     assert naive_covered / cohorts_run < 0.90
+
+
+def test_sizes_smaller_than_the_sample_are_said_not_read_as_a_census() -> None:
+    # 3 tasks in a stratum whose frame is said to hold 2 sessions: no factor of 0 (a census).
+    cohort = [obs("a", "x", 1, 1), obs("b", "x", 2, 0), obs("c", "x", 0, 2)]
+    rates, _, reasons = estimate_rates(cohort, {"x": 1.0}, {"x": 2}, 0.95)
+    assert rates["pass"]["low"] is None
+    assert reasons == [
+        "interval unavailable: stratum x has 3 tasks but sampling_frame.sizes says the frame "
+        "holds 2"
+    ]
+    # A stratum sampled whole has no sampling variance: Wilson at n = tasks.
+    census, _, why = estimate_rates(cohort, {"x": 1.0}, {"x": 3}, 0.95)
+    assert why == [] and census["pass"]["se"] == 0 and census["pass"]["n_eff"] == 3
+
+
+def test_a_member_whose_stratum_the_weights_no_longer_name_is_named() -> None:
+    from evalops.domain.estimate_documents import evaluate_estimate
+
+    def task(task_id: str, stratum: str | None, passed: int) -> dict[str, Any]:
+        counts = {"task_pass": passed, "task_fail": 2 - passed}
+        return {
+            "task_id": task_id,
+            "stratum": stratum,
+            "effective": counts,
+            "first": counts,
+            "reruns": 0,
+        }
+
+    inputs = {
+        "estimate_id": "EST-1",
+        "request": {
+            "build": "b",
+            "baseline": None,
+            "at": "2026-12-01T00:00:00Z",
+            "confidence": 0.95,
+        },
+        "suite": {
+            "id": "estimation/x",
+            "population": "p",
+            "frame": {"source": "s", "period": "2026-10", "frozen_at": "2026-11-01T00:00:00Z"},
+            "weights": {"by": "tier", "values": {"a": 1.0}},
+            "claims_limited_to": None,
+        },
+        "tasks": [
+            task("t1", "a", 1),
+            task("t2", "a", 2),
+            task("t3", "gone", 0),
+            task("t4", None, 0),
+        ],
+        "baseline_tasks": None,
+    }
+    doc = evaluate_estimate(inputs)
+    assert doc["task_count"] == 2 and doc["trial_count"] == 4
+    assert doc["rates"]["pass"]["rate"] == 0.75
+    assert doc["unavailable"] == ["2 members name no stratum of tier (a): not counted: t3, t4"]
