@@ -392,3 +392,24 @@ def test_report_estimate_renders_the_claim_and_draws_every_interval(ws: Path, cl
     assert shown["rates"] == stored["rates"] and shown["difference"] == stored["difference"]
     missing = cli("report", "estimate", "EST-9", cwd=ws)
     assert missing.code == 2 and "unknown estimate 'EST-9'" in missing.stderr
+
+
+def test_the_eval_summary_carries_an_estimation_block(ws: Path, cli: Cli) -> None:
+    import jsonschema  # type: ignore[import-untyped]
+
+    from evalops.export.summary import schema
+
+    stored = estimate(cli, ws, "--build", "build-2", "--baseline", "build-1")
+    # A gate decision to export (any: the summary is of a decision, the block rides along).
+    gated = cli("gate", "check", "--build", "build-2", "--suite", "regression/x", cwd=ws)
+    assert gated.code in (0, 3, 4), gated.stderr
+    result = cli("export", "summary", "--gate", "GATE-1", "--estimate", "EST-1", cwd=ws)
+    assert result.code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    jsonschema.validate(summary, schema())
+    block = summary["estimation"]
+    assert block["estimateId"] == "EST-1" and block["baseline"] == "build-1"
+    assert block["rates"]["pass"]["rate"] == stored["rates"]["pass"]["rate"]
+    assert block["passDifference"]["diff"] == stored["difference"]["pass"]["diff"]
+    assert block["unavailableCount"] == len(stored["unavailable"]) == 1
+    assert "s-ent-3" not in result.stdout  # no prose, no names
