@@ -135,6 +135,8 @@ def environment() -> jinja2.Environment:
         short=short,
         url=safe_url,
         visible=visible,
+        # An estimate as a row of `svg.intervals` (its build labels it).
+        estimate_row=lambda e: {"label": f"{e['estimate_id']} {e['build']}", **e["pass"]},
     )
     env.globals.update(svg=svg, anchor_token=anchor_token)
     css = (templates_dir() / STYLESHEET).read_text(encoding="utf-8")

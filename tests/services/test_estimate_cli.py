@@ -413,3 +413,17 @@ def test_the_eval_summary_carries_an_estimation_block(ws: Path, cli: Cli) -> Non
     assert block["passDifference"]["diff"] == stored["difference"]["pass"]["diff"]
     assert block["unavailableCount"] == len(stored["unavailable"]) == 1
     assert "s-ent-3" not in result.stdout  # no prose, no names
+
+
+def test_the_site_page_of_an_estimation_suite_charts_its_estimates(ws: Path, cli: Cli) -> None:
+    first = estimate(cli, ws, "--build", "build-1")
+    second = estimate(cli, ws, "--build", "build-2")
+    result = cli("report", "site", "site", "--suite", SUITE, cwd=ws)
+    assert result.code == 0, result.stderr
+    page = (ws / "site" / "suites" / "estimation_2feu.html").read_text(encoding="utf-8")
+    assert "Estimates over builds" in page
+    for doc in (first, second):
+        p = doc["rates"]["pass"]
+        assert f"{p['rate']:.3f} ({p['low']:.3f}-{p['high']:.3f})" in page
+        assert doc["estimate_id"] in page
+    assert second["claims"] in page

@@ -143,6 +143,29 @@ def list_estimates(
         return out
 
 
+def estimates_of_suite(session: Session, suite_id: str) -> list[dict[str, Any]]:
+    """The suite's stored estimates, oldest first, as the registry site charts them: the
+    pass rate and its interval per estimate (its build), and what it claims."""
+    out = []
+    query = select(Estimate).where(Estimate.suite_id == suite_id).order_by(col(Estimate.id))
+    for row in session.exec(query):
+        result = json.loads(row.result)
+        rate = result["rates"].get("pass")
+        out.append(
+            {
+                "estimate_id": row.estimate_id,
+                "build": row.build,
+                "baseline": row.baseline,
+                "evaluated_at": result["evaluated_at"],
+                "task_count": result["task_count"],
+                "claims": result["claims"],
+                "pass": rate,
+                "unavailable": result["unavailable"],
+            }
+        )
+    return out
+
+
 def replay(engine: Engine, estimate_id: str) -> dict[str, Any]:
     """Recompute a stored estimate from its stored inputs; compare bytes and its event."""
     with read_session(engine) as session:
