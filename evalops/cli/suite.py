@@ -161,21 +161,35 @@ def promote(
     to: Annotated[str, typer.Option("--to", help="Target suite id.")],
     dry_run: Annotated[bool, typer.Option(help="Print the checklist; change nothing.")] = False,
     reason: Annotated[str | None, typer.Option(help="Why, for the record.")] = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Promote a task (or an incident's task) into a suite under the SuitePolicy.
 
     Every requirement of the target kind's entry rule is checked; all met: the membership
     is recorded (exit 0); any unmet: nothing changes, the refusal is audited (exit 5).
+    With an authority in force a new member or a new pin must be signed by a risk owner
+    of the suite (`suite.promote`: --sign-with KEY, or --print-act then --act/--signature).
 
     Example: evalops promote INC-7 --to regression/core
     """
     from evalops.services.registry.promotion import promote as run_promote
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
+    signing = signing_of(sign_with, print_act, act, signature)
+    with state.connect() as engine, printing_act():
         result = run_promote(
-            engine, subject, to, actor=state.who(), now=now(), reason=reason, dry_run=dry_run
+            engine,
+            subject,
+            to,
+            actor=state.who(),
+            now=now(),
+            reason=reason,
+            dry_run=dry_run,
+            signing=signing,
         )
     data = result.as_dict()
     emit(ctx, data, lambda: _checklist(data, "promotion"))

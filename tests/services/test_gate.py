@@ -51,6 +51,7 @@ from tests.helpers import (
     MINI_EXECUTION,
     MINI_GRADERS,
     MINI_TASK,
+    built_once,
     commit_all,
     write_yaml,
 )
@@ -370,12 +371,15 @@ def base_workspace(factory: pytest.TempPathFactory) -> Path:
     # sessions (mutmut does) never reuses a directory an earlier session left behind.
     key = str(factory.getbasetemp())
     if key not in _BASE:
-        root = factory.mktemp("gate-base") / "ws"
-        root.mkdir()
-        write_registry(root)
-        populate(root)
-        _BASE[key] = root
+        # ... and once per run across xdist workers (the first builds it, each copies it).
+        _BASE[key] = built_once(factory, "gate-base", _build_base)
     return _BASE[key]
+
+
+def _build_base(root: Path) -> None:
+    root.mkdir()
+    write_registry(root)
+    populate(root)
 
 
 def copy_workspace(base: Path, dest: Path) -> Path:

@@ -333,6 +333,7 @@ def test_verify_prints_its_stages_outside_a_terminal(
     assert result.code == 0, result.stderr
     stages = re.findall(r"^verifying: ([a-z ]+) \(\d+s\)$", result.stderr, re.MULTILINE)
     assert stages == [
+        "storage",
         "audit chain",
         "definitions",
         "trials",

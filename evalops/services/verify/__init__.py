@@ -5,7 +5,8 @@
 decision and rebuilds its inputs with `gate_inputs`, the second loader, written apart from
 `evalops.services.gate.inputs` on purpose; `anchors` keeps chain anchors outside the
 database; `attest` certifies a decision that verifies; `upgrade_checks` is what `db upgrade`
-checks first; `edited_in_place` is what `validate` says of a definition edited without a new
+checks first; `storage_checks` checks the storage itself (SQLite's integrity, the unique keys);
+`edited_in_place` is what `validate` says of a definition edited without a new
 revision; `estimate_checks` recomputes every stored estimate from its inputs.
 
 The modules listed in `__all__` are this package's face: other packages import only those
@@ -21,6 +22,8 @@ __all__ = [
     "estimate_checks",
     "gate_inputs",
     "reads",
+    "rule_history",
     "run",
+    "storage_checks",
     "upgrade_checks",
 ]
