@@ -303,22 +303,6 @@ def _write_artifacts(
             say(f"wrote the audit report ({kind}) to {report}", err=True)
 
 
-def _evaluator(asked: int | None) -> int:
-    """`--evaluator`: a rules version new decisions may be made under (docs/gate.md)."""
-    from evalops.domain.gate import EVALUATOR
-    from evalops.domain.gate_compact import EVALUATOR_COMPACT
-
-    if asked is None:
-        return EVALUATOR
-    if asked not in (EVALUATOR, EVALUATOR_COMPACT):
-        raise InputError(
-            f"--evaluator {asked}: new decisions are made by evaluator {EVALUATOR} or "
-            f"{EVALUATOR_COMPACT} (earlier ones only replay)",
-            field="--evaluator",
-        )
-    return asked
-
-
 @gate_app.command("check")
 def gate_check(
     ctx: typer.Context,
@@ -350,13 +334,6 @@ def gate_check(
     report: Annotated[
         Path | None, typer.Option(help="Also write the audit report here (.html, .json, else .md).")
     ] = None,
-    evaluator: Annotated[
-        int | None,
-        typer.Option(
-            help="The rules version: 3 (default), or 4 (the same rules over per-task "
-            "summaries: memory flat in the build's trials; docs/gate.md)."
-        ),
-    ] = None,
     definitions: Annotated[
         str | None,
         typer.Option(
@@ -374,11 +351,9 @@ def gate_check(
     one in force). A stored decision uses only it: another registered `--policy`, or a policy
     FILE, needs `--dry-run`, which evaluates and prints without storing anything.
     A pull request's CI evaluates under its own commit's definitions without putting them
-    in force: `--dry-run --definitions REV` (docs/ci.md).
+    in force: `--dry-run --definitions HEAD` (docs/ci.md).
 
     Example: evalops gate check --build build-124 --suite regression/core --baseline build-123
-    Example (a pull request): evalops gate check --build pr-42 --suite regression/core
-    --dry-run --definitions HEAD
     """
     from evalops.services.gate.check import check, dry_run_check
 
@@ -391,7 +366,6 @@ def gate_check(
         "execution_id": execution,
         "baseline": baseline,
         "policy": policy,
-        "evaluator": _evaluator(evaluator),
     }
     data: DecisionDocument
     if definitions is not None:

@@ -1,6 +1,5 @@
 """`evalops trials ingest|list|show|reconcile|template` and `evalops trials import`."""
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -67,6 +66,8 @@ def _trajectory_words(block: dict[str, Any]) -> str:
     try:
         return TrajectoryResult.from_block(block).describe()
     except (KeyError, TypeError):
+        import json
+
         return json.dumps(block)  # a block of another shape: shown as it is
 
 
@@ -634,6 +635,8 @@ def template(
 
 def _compact_json(record: dict[str, Any]) -> str:
     """One line; invisible characters as JSON escapes, as `json_text` writes them."""
+    import json
+
     return json.dumps(record, ensure_ascii=True)
 
 

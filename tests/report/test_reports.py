@@ -16,6 +16,7 @@ import rfc8785
 from markdown_it import MarkdownIt
 
 from tests.conftest import Cli
+from tests.decide import listed_tasks
 from tests.helpers import sqlite_fingerprint
 
 ANCHOR = re.compile(r"evalops-audit-head:(\d+):(sha256:[0-9a-f]{64})")
@@ -120,7 +121,8 @@ def test_json_report_is_the_stored_decision_plus_resolved_inputs(demo: Path, cli
         assert case["eval_case_digest"] == digest
     # Every trial of the stored inputs is in the report, with its row's record digest.
     trials = {t["trial_id"]: t for t in doc["trials"]}
-    stored_ids = [t["trial_id"] for task in doc["inputs"]["tasks"] for t in task["trials"]]
+    listed = listed_tasks(demo / ".evalops" / "registry.db", doc["gate_id"])
+    stored_ids = [t["trial_id"] for task in listed for t in task["trials"]]
     assert sorted(trials) == sorted(stored_ids)
     for trial_id in stored_ids:
         row_digest = query(demo, "SELECT record_digest FROM trial WHERE trial_id = ?", trial_id)

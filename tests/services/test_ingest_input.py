@@ -341,6 +341,7 @@ def test_verify_prints_its_stages_outside_a_terminal(
         "signed acts",
         "gate decisions",
         "estimates",
+        "syncs against git history",
     ]
 
 
