@@ -23,6 +23,8 @@ CALIBRATION_INVALIDATE = "calibration.invalidate"
 CALIBRATION_RECORD = "calibration.record"
 CALIBRATION_REFUSED = "calibration.refused"
 """`calibration record --require-valid` of a calibration that would not be valid."""
+ESTIMATE_RECORD = "estimate.record"
+"""An estimate of an estimation suite's rates stored (`evalops estimate`)."""
 GATE_DECISION = "gate.decision"
 MIGRATION_ROWS = "migration.rows"
 """Rows of an older schema carried forward by a migration (`0002_tamper_evidence`)."""
@@ -88,6 +90,7 @@ ALL_KINDS = frozenset(
         CALIBRATION_INVALIDATE,
         CALIBRATION_RECORD,
         CALIBRATION_REFUSED,
+        ESTIMATE_RECORD,
         GATE_DECISION,
         MIGRATION_ROWS,
         PROMOTION_ACCEPTED,

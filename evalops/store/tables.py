@@ -496,6 +496,30 @@ class GateDecision(SQLModel, table=True):
     audit_seq: int = _audit_fk()
 
 
+class Estimate(SQLModel, table=True):
+    """An estimate of an estimation suite's rates with every input, replayable byte for byte
+    (docs/estimation.md). Never a gate decision, and never read by one."""
+
+    __tablename__ = "estimate"
+
+    id: int | None = Field(default=None, primary_key=True)
+    number: int = Field(unique=True)
+    estimate_id: str = Field(unique=True)
+    suite_id: str = Field(index=True)
+    build: str = Field(index=True)
+    baseline: str | None = None
+    suite_digest: str
+    execution_digest: str
+    evaluated_at: datetime = _ts()
+    inputs: str = _text()
+    inputs_digest: str
+    result: str = _text()
+    result_digest: str
+    at: datetime = _ts()
+    actor: str
+    audit_seq: int = _audit_fk()
+
+
 class SignedAct(SQLModel, table=True):
     """An act signed under an authority: the exact bytes signed, the signatures, who signed.
 

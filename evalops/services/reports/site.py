@@ -454,6 +454,11 @@ def suite_page(
         "flaky": _flaky(facts, trend["builds"]),
         "flaky_rule": {"passAtK_at_least": FLAKY_PASS_AT_K, "passHatK_at_most": FLAKY_PASS_HAT_K},
     }
+    if suite["kind"] == "estimation":
+        from evalops.services.estimation.records import estimates_of_suite
+
+        # Rates over builds with their intervals (docs/estimation.md).
+        card["estimates"] = estimates_of_suite(session, facts.suite_id)
     return {
         **base,
         "card": card,
