@@ -4,8 +4,9 @@ pytest's `--durations` reports wall time, which on a shared machine says more ab
 other processes than about the test. This plugin reports, per test (setup, call and
 teardown together), the user + system CPU seconds of the test process and of the child
 processes it waited for (`evalops` subprocesses, `git`, `lint-imports`), the slowest
-`EVALOPS_CPU_PROFILE_TOP` (default 30) at the end, and writes every test's figures as
-JSON lines to `EVALOPS_CPU_PROFILE_FILE` when set. Under xdist each worker measures its
+`EVALOPS_CPU_PROFILE_TOP` (default 30) at the end, and appends each test's figures as a
+JSON line to `EVALOPS_CPU_PROFILE_FILE` (when set) as soon as it ends, so an interrupted
+run keeps what it measured. Under xdist each worker measures its
 own tests; the figures are the same as in a serial run, whatever the load.
 """
 
@@ -34,6 +35,15 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     yield
     own_after, children_after = _cpu()
     _TIMES[item.nodeid] = [own_after - own, children_after - children]
+    path = os.environ.get("EVALOPS_CPU_PROFILE_FILE")
+    if path:
+        with open(path, "a", encoding="utf-8") as out:
+            line = {
+                "test": item.nodeid,
+                "own": own_after - own,
+                "children": children_after - children,
+            }
+            out.write(json.dumps(line) + "\n")
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -46,8 +56,3 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     write(f"--- CPU seconds per test (own + child processes), {len(_TIMES)} tests, {total:.1f} s")
     for nodeid, (own, children) in ranked[:top]:
         write(f"{own + children:7.2f}  {own:6.2f} + {children:6.2f}  {nodeid}")
-    path = os.environ.get("EVALOPS_CPU_PROFILE_FILE")
-    if path:
-        with open(path, "a", encoding="utf-8") as out:
-            for nodeid, (own, children) in ranked:
-                out.write(json.dumps({"test": nodeid, "own": own, "children": children}) + "\n")

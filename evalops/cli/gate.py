@@ -303,22 +303,6 @@ def _write_artifacts(
             say(f"wrote the audit report ({kind}) to {report}", err=True)
 
 
-def _evaluator(asked: int | None) -> int:
-    """`--evaluator`: a rules version new decisions may be made under (docs/gate.md)."""
-    from evalops.domain.gate import EVALUATOR
-    from evalops.domain.gate_compact import EVALUATOR_COMPACT
-
-    if asked is None:
-        return EVALUATOR
-    if asked not in (EVALUATOR, EVALUATOR_COMPACT):
-        raise InputError(
-            f"--evaluator {asked}: new decisions are made by evaluator {EVALUATOR} or "
-            f"{EVALUATOR_COMPACT} (earlier ones only replay)",
-            field="--evaluator",
-        )
-    return asked
-
-
 @gate_app.command("check")
 def gate_check(
     ctx: typer.Context,
@@ -349,13 +333,6 @@ def gate_check(
     junit: Annotated[Path | None, typer.Option(help="Also write JUnit XML here.")] = None,
     report: Annotated[
         Path | None, typer.Option(help="Also write the audit report here (.html, .json, else .md).")
-    ] = None,
-    evaluator: Annotated[
-        int | None,
-        typer.Option(
-            help="The rules version: 3 (default), or 4 (the same rules over per-task "
-            "summaries: memory flat in the build's trials; docs/gate.md)."
-        ),
     ] = None,
     definitions: Annotated[
         str | None,
@@ -389,7 +366,6 @@ def gate_check(
         "execution_id": execution,
         "baseline": baseline,
         "policy": policy,
-        "evaluator": _evaluator(evaluator),
     }
     data: DecisionDocument
     if definitions is not None:

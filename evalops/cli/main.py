@@ -98,6 +98,18 @@ def _where_looked(error: EvalopsError, obj: object) -> EvalopsError:
     return InputError(no_database_here(here), field="--db")
 
 
+# `evalops --help` lists commands in groups, in the order of the workflow (docs/cli.md);
+# a command no group names is listed last, under "Other".
+COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Registry", ("init", "new", "validate", "digest", "sync", "task", "schema", "db")),
+    ("Lifecycle", ("incident", "suite", "promote", "retire")),
+    ("Trials", ("trials", "trajectory", "calibration", "review")),
+    ("Gate", ("gate", "compare", "waiver")),
+    ("Reports", ("report", "export", "demo")),
+    ("Authority and integrity", ("authority", "keys", "verify", "verify-attestation")),
+)
+
+
 def _fault(raised: Exception, obj: object) -> EvalopsError | None:
     """A storage fault (a full disk, a lost connection, a damaged file...) named by its
     cause for the database this invocation used; None for anything else (a bug)."""
@@ -109,6 +121,26 @@ def _fault(raised: Exception, obj: object) -> EvalopsError | None:
 
 class EvalopsGroup(TyperGroup):
     """Maps every EvalopsError raised below it to its exit code, without a traceback."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The commands in groups (`COMMAND_GROUPS`), each with its short help."""
+        listed: dict[str, Any] = {}
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                listed[name] = command
+        if not listed:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in listed)
+        groups = [(title, [n for n in names if n in listed]) for title, names in COMMAND_GROUPS]
+        named = {n for _, names in groups for n in names}
+        groups.append(("Other", [n for n in listed if n not in named]))
+        for title, names in groups:
+            if names:
+                with formatter.section(f"{title} commands"):
+                    formatter.write_dl(
+                        [(n, listed[n].get_short_help_str(limit=limit)) for n in names]
+                    )
 
     def invoke(self, ctx: Any) -> Any:
         try:

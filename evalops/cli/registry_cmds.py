@@ -194,9 +194,13 @@ def sync(
     def human() -> None:
         if result.off_line is not None:
             say(result.off_line)
+        relabelled = {(e["kind"], e["id"]) for e in result.same_digest}
         for entry in result.registered:
             key = next(k for k in entry if k.endswith("_digest"))
-            say(f"registered {entry['kind']} {entry['id']}: {entry[key]}")
+            if (entry["kind"], entry["id"]) in relabelled:
+                say(f"{entry['kind']} {entry['id']}: labels changed; same digest {entry[key]}")
+            else:
+                say(f"registered {entry['kind']} {entry['id']}: {entry[key]}")
         commit = (provenance.commit or "no commit")[:12]
         flag = " (dirty)" if provenance.dirty else ""
         say(
@@ -209,6 +213,11 @@ def sync(
             say(f"now in force: {entry['kind']} {entry['id']} (registered before)")
         for entry in result.no_longer_in_force:
             say(f"no longer in force: {entry['kind']} {entry['id']}")
+        if result.authority_bootstrap and result.sync_run is not None:
+            say(
+                "authority in force from now on: acts need signatures "
+                "(--sign-with; docs/authority.md)"
+            )
         _warn(warnings)
 
     registered = {(str(e["kind"]), str(e["id"])) for e in result.registered}

@@ -11,7 +11,7 @@ from evalops.cli.progress import ProgressOption, progress_mode, stages
 from evalops.domain.humanize import plural
 
 
-def verify(
+def verify(  # noqa: PLR0913 (options of one command)
     ctx: typer.Context,
     anchor: Annotated[
         list[str] | None,
@@ -25,7 +25,16 @@ def verify(
         list[Path] | None,
         typer.Option(
             metavar="FILE",
-            help="Reports, attestations or lines of SEQ:HASH holding anchors (repeatable).",
+            help="Reports, attestations or lines of SEQ:HASH holding anchors (repeatable; "
+            "the files after it are read too, so `--anchors reports/*` takes every report).",
+        ),
+    ] = None,
+    more_anchors: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            metavar="[FILE]...",
+            help="More anchor files, after --anchors (what a shell glob expands to).",
+            show_default=False,
         ),
     ] = None,
     progress_option: ProgressOption = None,
@@ -37,13 +46,20 @@ def verify(
     A database cannot defend itself against a consistent rewrite of its tail: keep the
     printed audit head (or any report) elsewhere and pass it back with --anchor/--anchors.
 
-    Example: evalops verify --anchors reports/audit-GATE-3.html
+    Example: evalops verify --anchors reports/*.html attestations/*.json
     """
+    from evalops.errors import InputError
     from evalops.services.verify.anchors import anchors_in_file, parse_anchor
 
     state = settings(ctx, json_flag)
+    if more_anchors and not anchors:
+        raise InputError(
+            f"{more_anchors[0]}: a file to verify against goes after --anchors "
+            "(evalops verify --anchors FILE...)",
+            field="--anchors",
+        )
     wanted = [parse_anchor(a) for a in anchor or []]
-    for path in anchors or []:
+    for path in [*(anchors or []), *(more_anchors or [])]:
         wanted += anchors_in_file(path)
     # After the anchors are read: a bad anchor file is refused before the verifier loads.
     from evalops.services.verify.run import verify_reader

@@ -16,6 +16,7 @@ from evalops.domain.classify import AMBIGUOUS_EFFECT_STATUSES
 from evalops.domain.trial_record import TrialRecord
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError, RefusedError
+from evalops.importers.provenance import source_of
 from evalops.services.placeholders import refuse_placeholder
 from evalops.services.reads.trials import trial_summary
 from evalops.services.registry.definitions import (
@@ -27,6 +28,7 @@ from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.reader import engine_reader
 from evalops.store.tables import (
+    IngestBatch,
     Reconciliation,
     ReviewResult,
     Trial,
@@ -58,6 +60,13 @@ def _load(session: Session, trial_id: str) -> Trial:
     if trial is None:
         raise InputError(f"unknown trial {trial_id!r} (list them with `evalops trials list`)")
     return trial
+
+
+def _batch_files(session: Session, trial: Trial) -> list[str]:
+    """The files the trial's ingest read (names the log of a trial imported before the
+    import recorded its own file)."""
+    batch = session.get(IngestBatch, trial.ingest_batch_id)
+    return [str(f) for f in json.loads(batch.files)] if batch else []
 
 
 def show_trial(engine: Engine, trial_id: str) -> dict[str, Any]:
@@ -97,6 +106,7 @@ def show_trial(engine: Engine, trial_id: str) -> dict[str, Any]:
             "usage": record.usage.model_dump(mode="json") if record.usage else None,
             "rerun_chain": _chain(session, trial),
             "rerun_reason": trial.rerun_reason,
+            "source": source_of(json.loads(trial.record), _batch_files(session, trial)),
             "reconciliations": [
                 {
                     "effect_key": r.effect_key,

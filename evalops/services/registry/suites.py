@@ -9,7 +9,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from evalops.domain.classify import failing_verdict_class
-from evalops.domain.gate import verdict_effect
+from evalops.domain.gate_rules import verdict_effect
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError

@@ -87,6 +87,11 @@ class SyncResult:
     off_line: str | None = None
     """Set when the sync is off the tracked branch or path: its first line, saying that
     nothing in force changed."""
+    same_digest: list[dict[str, str]] = field(default_factory=list)
+    """Registered with a new document whose identity digest is registered already: only
+    labels (title, owner, notes) changed, never what a decision reads."""
+    authority_bootstrap: bool = False
+    """This sync put the first authority in force: every act from now on needs signatures."""
 
     def as_dict(self) -> dict[str, Any]:
         if self.refused is not None:
@@ -105,6 +110,8 @@ class SyncResult:
             "no_longer_in_force": self.no_longer_in_force,
             "sync_run": self.sync_run,
             "tracked": self.tracked,
+            "same_digest": self.same_digest,
+            "authority_bootstrap": self.authority_bootstrap,
             "git": self.provenance.as_dict() if self.provenance else None,
         }
 
@@ -332,6 +339,28 @@ def sync_registry(
         )
 
 
+def _sorted_out(
+    session: Session, ordered: list[Definition], result: SyncResult
+) -> tuple[list[Definition], list[InputError]]:
+    """The definitions to register and the conflicts, counting the unchanged ones and
+    noting those whose identity digest is registered already (only labels changed)."""
+    new: list[Definition] = []
+    conflicts: list[InputError] = []
+    for d in ordered:
+        rows = _existing(session, d)
+        problem = _conflict(d, rows)
+        if problem is not None:
+            conflicts.append(problem)
+        elif any(r.document_digest == d.document_digest for r in rows):
+            result.unchanged += 1
+        else:
+            new.append(d)
+            key = next(k for k in d.digest_row() if k.endswith("_digest"))
+            if any(getattr(r, key, None) == d.digest for r in rows):
+                result.same_digest.append({"kind": d.kind, "id": d.id})
+    return new, conflicts
+
+
 def sync_in_session(
     session: Session,
     snapshot: Snapshot,
@@ -350,17 +379,7 @@ def sync_in_session(
         snapshot.definitions, key=lambda d: (KIND_ORDER.index(d.kind), d.id, d.revision or 0)
     )
     result = SyncResult(provenance=provenance)
-    new: list[Definition] = []
-    conflicts: list[InputError] = []
-    for d in ordered:
-        rows = _existing(session, d)
-        problem = _conflict(d, rows)
-        if problem is not None:
-            conflicts.append(problem)
-        elif any(r.document_digest == d.document_digest for r in rows):
-            result.unchanged += 1
-        else:
-            new.append(d)
+    new, conflicts = _sorted_out(session, ordered, result)
     if conflicts:
         raise InputErrors.of(conflicts)
     state = tracked(session)
@@ -370,6 +389,7 @@ def sync_in_session(
         return result
     governing = None if unchecked else authority_in_force(session)
     bootstrap = governing is None and bool(snapshot.of_kind("authority"))
+    result.authority_bootstrap = bootstrap and not unchecked
     rule_commits: list[dict[str, Any]] = []
     if governing is not None:
         vetted = state.vetted if state is not None else []
