@@ -375,7 +375,7 @@ def _key(name: str) -> str:
 
 def authority_steps(now: datetime) -> list[Step]:
     """Part two (docs/authority.md): the same acts, signed by the principals allowed to
-    make them; an unsigned waiver and a self-waiver are refused."""
+    make them; an unsigned promotion, an unsigned waiver and a self-waiver are refused."""
     here = SIGNED
     return [
         Step("Part 2, under an authority: create its database", ("init",), where=here),
