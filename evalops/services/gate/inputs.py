@@ -175,7 +175,50 @@ def execution_for(
     forced: dict[str, ExecutionProfileRow] = queries.in_force_rows(
         session, "execution_profile", cutoff
     )
-    return choose_execution(forced, build, execution_id, field)
+    try:
+        return choose_execution(forced, build, execution_id, field)
+    except InputError as error:
+        elsewhere = _registered_off_the_tracked_line(session, build, forced, cutoff)
+        if elsewhere is None:
+            raise
+        raise InputError(f"{error.message}; {elsewhere}", field=error.field) from None
+
+
+def _registered_off_the_tracked_line(
+    session: Session,
+    build: str,
+    forced: Mapping[str, ExecutionProfileRow],
+    cutoff: int | None,
+) -> str | None:
+    """A profile of `build` registered by a sync that put nothing in force (a pull
+    request's branch): where it came from and how to evaluate it without changing what is
+    in force, instead of only "not in force"."""
+    query = (
+        select(ExecutionProfileRow, SyncRun)
+        .join(SyncRun, SyncRun.id == ExecutionProfileRow.sync_run_id)  # type: ignore[arg-type]
+        .where(ExecutionProfileRow.system_build == build)
+        .order_by(col(ExecutionProfileRow.audit_seq).desc())
+    )
+    if cutoff is not None:
+        query = query.where(col(ExecutionProfileRow.audit_seq) <= cutoff)
+    for row, sync in session.exec(query):
+        if row.execution_id in forced and forced[row.execution_id].system_build == build:
+            continue
+        commit = (sync.git_commit or "")[:12]
+        origin = f"commit {commit}" if commit else "a work tree"
+        if sync.git_branch:
+            origin += f" on {sync.git_branch}"
+        how = (
+            f"evalops gate check --dry-run --definitions {commit} --build {build} ..."
+            if commit
+            else "commit it, then evalops gate check --dry-run --definitions REV"
+        )
+        return (
+            f"build {build!r} is registered (execution profile {row.execution_id!r}, from "
+            f"{origin}) but not in force: evaluate it under that commit's definitions with "
+            f"`{how}`, or merge it into the tracked branch and sync"
+        )
+    return None
 
 
 # ------------------------------------------------------------------------------ trials
