@@ -351,11 +351,9 @@ def gate_check(
     one in force). A stored decision uses only it: another registered `--policy`, or a policy
     FILE, needs `--dry-run`, which evaluates and prints without storing anything.
     A pull request's CI evaluates under its own commit's definitions without putting them
-    in force: `--dry-run --definitions REV` (docs/ci.md).
+    in force: `--dry-run --definitions HEAD` (docs/ci.md).
 
     Example: evalops gate check --build build-124 --suite regression/core --baseline build-123
-    Example (a pull request): evalops gate check --build pr-42 --suite regression/core
-    --dry-run --definitions HEAD
     """
     from evalops.services.gate.check import check, dry_run_check
 

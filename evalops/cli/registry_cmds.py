@@ -167,8 +167,7 @@ def sync(
     the tracked branch is refused (exit 5). Under an authority, a rule change needs every
     commit that brought it signed by a policy owner (exit 5 otherwise; docs/authority.md).
 
-    Example: evalops sync registry
-    Example (CI on a detached HEAD of main): evalops sync registry --track main
+    Example: evalops sync registry --track main
     """
     from evalops.registry.spec_sources import display_path
     from evalops.services.registry.starter_check import registry_warnings
