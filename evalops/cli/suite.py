@@ -208,6 +208,9 @@ def retire(
     replaced_by: Annotated[
         str | None, typer.Option(help="The member task that takes over its coverage.")
     ] = None,
+    dry_run: Annotated[
+        bool, typer.Option(help="Print the checklist the retirement would meet; change nothing.")
+    ] = False,
     sign_with: SignWithOption = None,
     print_act: PrintActOption = False,
     act: ActOption = None,
@@ -219,6 +222,9 @@ def retire(
 
     With an authority in force the retirement must be signed by risk owners of the suite
     (their principals are the approval; --sign-with KEY, or --print-act then --act/--signature).
+
+    --dry-run prints the checklist the retirement would meet and changes nothing (exit 5
+    when it would be refused).
 
     Example: evalops retire old-task --from regression/core --reason replaced
     --approved-by risk@example.com --replaced-by new-task
@@ -238,6 +244,7 @@ def retire(
             actor=state.who(),
             now=now(),
             signing=signing,
+            dry_run=dry_run,
         )
     data = result.as_dict()
     emit(ctx, data, lambda: _checklist(data, "retirement"))

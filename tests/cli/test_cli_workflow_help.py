@@ -4,6 +4,7 @@ a shell glob expands to."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import Cli
 
@@ -91,3 +92,24 @@ def test_the_first_authority_sync_says_acts_now_need_signatures(
     assert "authority in force from now on: acts need signatures" in done.stdout
     again = cli("sync", "registry", cwd=demo)
     assert "authority in force from now on" not in again.stdout
+
+
+def test_retire_dry_run_shows_the_checklist_and_changes_nothing(demo: Path, cli: Cli) -> None:
+    def state() -> tuple[Any, Any]:
+        head = cli("verify", "--json", cwd=demo).json()["audit_head"]
+        members = cli("suite", "show", "regression/core", "--json", cwd=demo).json()
+        return head, members
+
+    before = state()
+    args = ["retire", "support-refund-in-order", "--from", "regression/core"]
+    refused = cli(*args, "--reason", "obsolete", "--dry-run", cwd=demo)
+    assert refused.code == 5, refused.stdout + refused.stderr
+    assert "dry run: would be refused" in refused.stdout
+    assert "[FAIL]" in refused.stdout
+    approved = cli(
+        *args, "--reason", "obsolete", "--approved-by", "risk@example.com", "--dry-run",
+        "--json", cwd=demo,
+    )  # fmt: skip
+    document = approved.json()
+    assert document["outcome"] == "dry_run" and document["requirements"]
+    assert state() == before, "a dry run writes nothing, not even a refusal"

@@ -460,9 +460,12 @@ def retire(
     actor: str,
     now: datetime,
     signing: Signing = UNSIGNED,
+    dry_run: bool = False,
 ) -> PromotionResult:
     """Retire a member when the suite policy's removal rules are met. With an authority in
     force the retirement is a risk owner's signed act, and its signers are the approval.
+    `dry_run`: the policy's checklist only, nothing written (the authority judges the
+    signed act when it is given for real).
 
     In steps: the suite and its policy, the member, the authority's judgement of the act,
     the replacement, the retirement checklist, then the retirement row and its event (or
@@ -481,6 +484,10 @@ def retire(
         assert task is not None
         spec = queries.task_spec(task)
         act = _Act(task_id, suite_id, actor, now, reason)
+        if dry_run:
+            return _retirement_checklist(
+                session, spec, member, current, suite_policy, act, approved_by, replaced_by
+            )
         authorized = authorize(
             session,
             kind="retire",
@@ -528,6 +535,32 @@ def retire(
             return PromotionResult(checklist, task_id, task_id, suite_id, "refused")
         _record_retirement(session, act, member, payload, authorized)
         return PromotionResult(checklist, task_id, task_id, suite_id, "accepted")
+
+
+def _retirement_checklist(
+    session: Session,
+    spec: Any,
+    member: Member,
+    current: dict[str, Member],
+    suite_policy: Any,
+    act: _Act,
+    approved_by: str | None,
+    replaced_by: str | None,
+) -> PromotionResult:
+    """What `retire --dry-run` shows: the checklist the retirement would be judged by."""
+    gs_row = queries.grader_set_by_digest(session, member.grader_set_digest)
+    grader_set = queries.grader_set_spec(gs_row) if gs_row else None
+    replacement, extra = _replacement(session, current, replaced_by, act.suite_id)
+    base = evaluate_retirement(
+        task=spec,
+        grader_set=grader_set,
+        reason=str(act.reason),
+        approved_by=approved_by,
+        replacement=replacement,
+        policy=suite_policy,
+    )
+    checklist = Checklist(act.suite_id, "retirement", act.subject, (*base.requirements, *extra))
+    return PromotionResult(checklist, act.subject, act.subject, act.suite_id, "dry_run")
 
 
 def _authority_refusal(
