@@ -150,10 +150,23 @@ def _grant_covers(grant: GrantFacts, scope: Scope) -> bool:
 
 
 def key_owners(authority: AuthorityFacts) -> dict[bytes, str]:
-    """Key blob -> principal id."""
+    """Key identity (`sshsig.identity`: one key whatever its encoding) -> principal id."""
     return {
-        sshsig.parse_public_key(line).blob: p.id for p in authority.principals for line in p.keys
+        sshsig.identity(sshsig.parse_public_key(line)): p.id
+        for p in authority.principals
+        for line in p.keys
     }
+
+
+def owner_of(owners: Mapping[bytes, str], key: sshsig.PublicKey) -> str | None:
+    """The principal whose key `key` is, in whichever encoding a signature carries it."""
+    found = owners.get(key.blob)
+    if found is None:
+        try:
+            found = owners.get(sshsig.identity(key))
+        except sshsig.MalformedKey:
+            return None
+    return found
 
 
 def role_refusal(authority: AuthorityFacts, principal: str, kind: str, scope: Scope) -> str | None:
@@ -227,7 +240,7 @@ class SignatureJudge:
             reason, key = self._verifier.check(signature, data)
             if reason is not None:
                 return Judgement(refusal=f"signature {number}: {reason}")
-            principal = self.owners.get(key.blob)
+            principal = owner_of(self.owners, key)
             if principal is None:
                 return Judgement(
                     refusal=f"signature {number}: key {key.fingerprint} is not a key of any "
@@ -334,7 +347,7 @@ def judge_commit(
     if not check.valid:
         return f"commit {short}: {check.reason}", None
     key = check.signature.public_key
-    principal = key_owners(authority).get(key.blob)
+    principal = owner_of(key_owners(authority), key)
     if principal is None:
         return f"commit {short} is signed by key {key.fingerprint}, no principal's", None
     grants = [g for g in authority.roles.get("policy_owner", []) if g.principal == principal]

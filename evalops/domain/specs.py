@@ -850,7 +850,7 @@ class AuthoritySpec(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> AuthoritySpec:
-        from evalops.domain.sshsig import parse_public_key
+        from evalops.domain.sshsig import identity, parse_public_key
 
         ids: set[str] = set()
         owner_of: dict[bytes, str] = {}
@@ -861,7 +861,7 @@ class AuthoritySpec(Strict):
                 )
             ids.add(principal.id)
             for k, line in enumerate(principal.keys):
-                blob = parse_public_key(line).blob
+                blob = identity(parse_public_key(line))  # one key, whatever its encoding
                 if owner_of.get(blob, principal.id) != principal.id:
                     raise SpecValueError(
                         f"this key is also a key of {owner_of[blob]!r}: a key names one principal",

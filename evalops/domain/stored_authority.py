@@ -185,7 +185,7 @@ class StoredAuthority(NamedTuple):
             ids.add(principal.id)
             for line in principal.keys:
                 try:
-                    blob = sshsig.parse_public_key(line).blob
+                    blob = sshsig.identity(sshsig.parse_public_key(line))
                 except sshsig.MalformedKey as exc:
                     raise NotAView(f"not an OpenSSH public key: {exc}") from None
                 if owner_of.setdefault(blob, principal.id) != principal.id:

@@ -1,0 +1,424 @@
+"""The authority's rules as properties of the registry, attacked (docs/authority.md).
+
+Each rule holds whichever order the acts come in, whichever registry is handed an act, and
+whatever the act and signature files hold: separation of duties in both orders (and over
+the chain for `verify`), acts bound to one registry, bounded act input, keys that cannot be
+loaded. Real keys and `ssh-keygen` signatures, on a copy of the demo registry.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Cli
+from tests.helpers import copy_rows
+from tests.services.test_authority import (
+    DB,
+    SUITE,
+    TASK,
+    World,
+    _review_me,
+    _world,
+    keyring,
+    signed_commit,
+    world,
+)
+from tests.sshkeys import public_key, sign_file
+
+__all__ = ["keyring", "world"]  # fixtures, shared
+
+NO_SEPARATION: dict[str, Any] = {"separation_of_duties": []}
+
+
+def _gate(world: World) -> dict[str, Any]:
+    gate = world.run("gate", "check", "--build", "build-125", "--suite", SUITE, "--json")
+    assert gate.code in (0, 3), gate.stdout + gate.stderr
+    decided: dict[str, Any] = gate.json()
+    return decided
+
+
+def _plain(world: World, trial_id: str, index: int) -> Path:
+    """A build-125 trial of TASK as the demo stored its first one, under a new id."""
+    for line in (world.root / "registry/trials/fix-b125.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["task_id"] == TASK and record["trial_index"] == 0:
+            break
+    record.update(trial_id=trial_id, trial_index=index)
+    path = world.root / f"{trial_id}.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return path
+
+
+def _ingest(world: World, who: str, trial: str = "review-me", index: int = 10) -> Any:
+    made = _review_me(world, trial, index) if trial == "review-me" else _plain(world, trial, index)
+    return world.run("trials", "ingest", str(made), "--sign-with", str(world.keys[who]))
+
+
+def _alice_waives(world: World) -> None:
+    """WVR-1 (the demo's) revoked, WVR-2 granted by alice for build-125."""
+    revoked = world.run("waiver", "revoke", "WVR-1", "--reason", "re-signed",
+                        "--sign-with", str(world.keys["dave"]))  # fmt: skip
+    assert revoked.code == 0, revoked.stdout + revoked.stderr
+    granted = world.grant("--sign-with", str(world.keys["alice"]))
+    assert granted.code == 0, granted.stdout + granted.stderr
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def any_engine(
+    request: pytest.FixtureRequest, demo: Path, keyring: dict[str, Path], cli: Cli
+) -> World:
+    if request.param == "sqlite":
+        return _world(demo, keyring, cli, [])
+    url: str = request.getfixturevalue("pg_url")
+    assert cli("--db", url, "init", cwd=demo).code == 0
+    copy_rows(f"sqlite:///{demo / DB}", url)
+    return _world(demo, keyring, cli, ["--db", url])
+
+
+# ------------------------------------------------------------ no_self_waiver, both orders
+
+
+def test_an_ingest_by_the_signer_of_a_valid_waiver_of_its_build_is_refused(
+    any_engine: World,
+) -> None:
+    """Waiver first, ingest second: the order `waiver grant` alone never saw."""
+    w = any_engine
+    _alice_waives(w)
+    seq = w.last_event()["seq"]
+    done = _ingest(w, "alice")
+    assert done.code == 5, done.stdout + done.stderr
+    assert "[no_self_waiver]" in done.stderr and "WVR-2" in done.stderr
+    assert w.last_event()["seq"] == seq + 1  # the refusal audited, no trial stored
+    assert _ingest(w, "bob").code == 0  # bob signed no waiver of build-125
+    assert w.run("verify").code == 0
+
+
+def test_an_ingest_after_the_waiver_is_revoked_is_not_refused(world: World) -> None:
+    _alice_waives(world)
+    revoked = world.run("waiver", "revoke", "WVR-2", "--reason", "done",
+                        "--sign-with", str(world.keys["dave"]))  # fmt: skip
+    assert revoked.code == 0, revoked.stdout
+    assert _ingest(world, "alice").code == 0
+
+
+def test_a_waiver_by_the_signer_of_an_ingest_is_refused_by_the_gate(any_engine: World) -> None:
+    """Both acts recorded while the rule was not declared; once it is, the gate lists the
+    waiver under `refused` with the rule and never applies it (both loaders: verify agrees)."""
+    w = any_engine
+    w.authority(**NO_SEPARATION)
+    _alice_waives(w)
+    assert _ingest(w, "alice", "plain", 20).code == 0
+    assert _gate(w)["waivers"]["applied"] == ["WVR-2"]
+    w.authority()  # both rules declared, by alice's signed commit
+    decided = _gate(w)
+    assert decided["waivers"]["applied"] == []
+    refused = [r for r in decided["waivers"]["refused"] if r.get("waiver_id") == "WVR-2"]
+    assert len(refused) == 1 and refused[0]["rules"] == ["no_self_waiver"]
+    assert "alice" in refused[0]["reason"]
+    assert decided["decision"] != "pass"
+    assert w.run("verify").code == 0  # the plain-SQL loader rebuilds the same inputs
+
+
+def test_a_stored_decision_that_applied_a_self_waiver_is_exit_6(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decision stored by an evalops that did not look (the loaders' check switched off)."""
+    from evalops.services.gate import inputs
+
+    _alice_waives(world)
+    world.authority(**NO_SEPARATION)
+    assert _ingest(world, "alice", "plain", 20).code == 0
+    world.authority()
+    monkeypatch.setattr(inputs, "self_waivers", lambda *a, **k: {})
+    assert _gate(world)["waivers"]["applied"] == ["WVR-2"]
+    monkeypatch.undo()
+    done = world.run("verify")
+    assert done.code == 6, done.stdout + done.stderr
+    assert "refused" in done.stderr or "waivers" in done.stderr
+
+
+def test_verify_finds_an_ingest_that_followed_its_signers_waiver(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ingest stored by an evalops that did not look: `verify` makes the refusal."""
+    from evalops.services.authority import acts
+
+    _alice_waives(world)
+    monkeypatch.setattr(acts, "ingest_separation_refusal", lambda *a, **k: None)
+    assert _ingest(world, "alice").code == 0
+    monkeypatch.undo()
+    done = world.run("verify")
+    assert done.code == 6, done.stdout + done.stderr
+    assert "no_self_waiver" in done.stderr
+
+
+def test_verify_finds_a_waiver_that_followed_its_signers_ingest(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalops.services.gate import waivers
+
+    assert _ingest(world, "alice").code == 0
+    monkeypatch.setattr(waivers, "separation_refusal", lambda *a, **k: None)
+    revoked = world.run("waiver", "revoke", "WVR-1", "--reason", "re-signed",
+                        "--sign-with", str(world.keys["dave"]))  # fmt: skip
+    assert revoked.code == 0
+    assert world.grant("--sign-with", str(world.keys["alice"])).code == 0
+    monkeypatch.undo()
+    done = world.run("verify")
+    assert done.code == 6, done.stdout + done.stderr
+    assert "no_self_waiver" in done.stderr
+
+
+def test_verify_finds_a_review_by_the_ingests_signer(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalops.services.evidence import review
+
+    assert _ingest(world, "bob").code == 0
+    monkeypatch.setattr(review, "separation_refusal", lambda *a, **k: None)
+    done = world.run("review", "resolve", "review-me", "--grader", "reply-quality", "--state",
+                     "task_pass", "--reason", "read it", "--sign-with", str(world.keys["bob"]))  # fmt: skip
+    assert done.code == 0, done.stdout + done.stderr
+    monkeypatch.undo()
+    done = world.run("verify")
+    assert done.code == 6, done.stdout + done.stderr
+    assert "no_self_review" in done.stderr
+
+
+# ------------------------------------------------------------ acts belong to one registry
+
+
+def _second_registry(world: World, tmp_path: Path, cli: Cli) -> World:
+    """Another registry of the same git repository and the same authority file (staging)."""
+    other = tmp_path / "staging"
+    shutil.copytree(world.root, other, symlinks=True)
+    shutil.rmtree(other / ".evalops")
+    assert cli("init", cwd=other).code == 0
+    assert cli("sync", "registry", cwd=other).code == 0
+    return World(other, [], world.keys, cli, synced=True)
+
+
+def test_every_act_names_its_registry(world: World) -> None:
+    act = json.loads(world.print_act().read_text())
+    shown = world.run("verify", "--json").json()
+    assert act["registry_id"] == shown["registry_id"]
+    assert len(act["registry_id"]) == 36  # a UUID
+
+
+def test_an_act_signed_for_another_registry_is_refused(
+    world: World, tmp_path: Path, cli: Cli
+) -> None:
+    staging = _second_registry(world, tmp_path, cli)
+    act = staging.print_act()
+    signature = sign_file(world.keys["alice"], act)
+    assert json.loads(act.read_text())["registry_id"] != json.loads(world.print_act().read_text())[
+        "registry_id"
+    ]
+    done = world.grant("--act", str(act), "--signature", str(signature))
+    assert done.code == 5, done.stdout + done.stderr
+    assert "registry" in done.stdout
+    assert [x["waiver_id"] for x in world.waivers()] == ["WVR-1"]
+    # The same bytes are an act of staging, where they stand.
+    assert staging.grant("--act", str(act), "--signature", str(signature)).code == 0
+
+
+def test_the_registry_id_is_the_same_on_every_read(world: World) -> None:
+    first = world.run("verify", "--json").json()["registry_id"]
+    assert world.grant("--sign-with", str(world.keys["dave"])).code == 0
+    assert world.run("verify", "--json").json()["registry_id"] == first
+
+
+# ------------------------------------------------------------ bounded act input
+
+
+def _two_step(world: World, act: Path, signature: Path) -> Any:
+    return world.grant("--act", str(act), "--signature", str(signature))
+
+
+def test_a_deeply_nested_act_is_exit_2(world: World) -> None:
+    act = world.root / "deep.json"
+    act.write_text("[" * 200_000 + "]" * 200_000, encoding="utf-8")
+    signature = sign_file(world.keys["alice"], world.print_act())
+    done = _two_step(world, act, signature)
+    assert done.code == 2, done.stdout + done.stderr
+    assert "nested" in done.stderr
+
+
+def test_an_act_from_dev_zero_is_exit_2(world: World) -> None:
+    signature = sign_file(world.keys["alice"], world.print_act())
+    done = _two_step(world, Path("/dev/zero"), signature)
+    assert done.code == 2, done.stdout + done.stderr
+    assert "1 MiB" in done.stderr
+
+
+def test_a_signature_from_dev_zero_is_exit_2(world: World) -> None:
+    act = world.print_act()
+    done = _two_step(world, act, Path("/dev/zero"))
+    assert done.code == 2, done.stdout + done.stderr
+    assert "64 KiB" in done.stderr
+
+
+def test_an_act_id_that_is_no_uuid_is_exit_2(any_engine: World) -> None:
+    w = any_engine
+    act = w.print_act()
+    doc = json.loads(act.read_text())
+    doc["act_id"] = "x" * 4000
+    from evalops.domain.canonical import canonical_json
+
+    act.write_bytes(canonical_json(doc) + b"\n")
+    signature = sign_file(w.keys["alice"], act)
+    done = _two_step(w, act, signature)
+    assert done.code == 2, done.stdout + done.stderr
+    assert "act_id" in done.stderr and "INSERT" not in done.stderr
+
+
+def _compressed(key_line: str) -> str:
+    """The same ECDSA P-256 key with its point in SEC1 compressed form (valid SEC1)."""
+    import base64
+
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    kind, encoded = key_line.split()[:2]
+    blob = base64.b64decode(encoded)
+    point = blob[-65:]
+    key = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), point)
+    packed = key.public_bytes(Encoding.X962, PublicFormat.CompressedPoint)
+
+    def string(b: bytes) -> bytes:
+        return len(b).to_bytes(4, "big") + b
+
+    new = string(kind.encode()) + string(b"nistp256") + string(packed)
+    return f"{kind} {base64.b64encode(new).decode()} compressed"
+
+
+def test_a_compressed_ecdsa_key_is_a_malformed_key(tmp_path: Path, cli: Cli) -> None:
+    from tests.sshkeys import make_key
+
+    key = make_key(tmp_path, "ec", "ecdsa256")
+    folder = tmp_path / "registry" / "policies"
+    folder.mkdir(parents=True)
+    doc = {
+        "spec_schema_version": "authority/v1",
+        "id": "authority",
+        "principals": [{"id": "alice", "keys": [_compressed(public_key(key))]}],
+    }
+    (folder / "authority.yaml").write_text(json.dumps(doc), encoding="utf-8")
+    done = cli("validate", str(tmp_path / "registry"))
+    assert done.code == 2, done.stdout + done.stderr
+    assert "principals[0].keys[0]" in done.stderr
+
+
+def _compressed_signature(key: Path, message: bytes, namespace: str, out: Path) -> Path:
+    """A real SSHSIG of `message` by `key`, its embedded key rewritten in compressed form."""
+    import base64
+
+    from evalops.domain import sshsig
+    from tests.sshkeys import sign
+
+    blob = sshsig.dearmor(sign(key, message, namespace))
+    old = base64.b64decode(public_key(key).split()[1])
+    new = base64.b64decode(_compressed(public_key(key)).split()[1])
+    body = blob.replace(len(old).to_bytes(4, "big") + old, len(new).to_bytes(4, "big") + new)
+    assert body != blob
+    wrapped = base64.b64encode(body).decode()
+    out.write_text(
+        "-----BEGIN SSH SIGNATURE-----\n"
+        + "\n".join(wrapped[i : i + 70] for i in range(0, len(wrapped), 70))
+        + "\n-----END SSH SIGNATURE-----\n"
+    )
+    return out
+
+
+def test_a_signature_by_a_compressed_key_is_exit_2(world: World, tmp_path: Path) -> None:
+    from tests.sshkeys import make_key
+
+    act = world.print_act()
+    key = make_key(tmp_path, "ec", "ecdsa256")
+    sig = _compressed_signature(key, act.read_bytes(), "evalops", tmp_path / "c.sig")
+    done = _two_step(world, act, sig)
+    assert done.code == 2, done.stdout + done.stderr
+    assert "--signature" in done.stderr
+
+
+def test_a_commit_signed_with_a_compressed_key_is_a_named_refusal(
+    world: World, tmp_path: Path
+) -> None:
+    """One pushed commit signed with such a key must not make every later sync crash:
+    judging the commit names the malformed key."""
+    from evalops.domain.authority import judge_commit
+    from evalops.domain.specs import AuthoritySpec
+    from tests.sshkeys import make_key
+
+    key = make_key(tmp_path, "ec", "ecdsa256")
+    payload = b"tree 0000\n\nloosen\n"
+    sig = _compressed_signature(key, payload, "git", tmp_path / "commit.sig")
+    authority = AuthoritySpec.model_validate(
+        {
+            "spec_schema_version": "authority/v1",
+            "id": "authority",
+            "principals": [{"id": "alice", "keys": [public_key(world.keys["alice"])]}],
+            "roles": {"policy_owner": [{"principal": "alice"}]},
+        }
+    )
+    refusal, signer = judge_commit(authority, "a" * 40, payload, sig.read_bytes())
+    assert signer is None and refusal is not None and "malformed" in refusal
+
+
+def test_one_key_in_two_encodings_is_one_principal(tmp_path: Path, cli: Cli) -> None:
+    """An RSA key whose exponent is written with a leading zero byte is the same key."""
+    import base64
+
+    from tests.sshkeys import make_key
+
+    key = make_key(tmp_path, "r", "rsa")
+    line = public_key(key)
+    blob = base64.b64decode(line.split()[1])
+
+    def string(b: bytes) -> bytes:
+        return len(b).to_bytes(4, "big") + b
+
+    at = 4 + 7  # "ssh-rsa"
+    e_len = int.from_bytes(blob[at : at + 4], "big")
+    e = blob[at + 4 : at + 4 + e_len]
+    padded = blob[:at] + string(b"\x00" + e) + blob[at + 4 + e_len :]
+    other = f"ssh-rsa {base64.b64encode(padded).decode()} same"
+    folder = tmp_path / "registry" / "policies"
+    folder.mkdir(parents=True)
+    doc = {
+        "spec_schema_version": "authority/v1",
+        "id": "authority",
+        "principals": [{"id": "alice", "keys": [line]}, {"id": "eve", "keys": [other]}],
+        "roles": {"risk_owner": [{"principal": "alice"}, {"principal": "eve"}]},
+        "thresholds": {"waiver.grant": 2},
+    }
+    (folder / "authority.yaml").write_text(json.dumps(doc), encoding="utf-8")
+    done = cli("validate", str(tmp_path / "registry"))
+    assert done.code == 2, done.stdout + done.stderr
+
+
+def test_a_threshold_of_two_is_not_met_by_one_principal_with_two_keys(world: World) -> None:
+    world.authority(
+        principals=[
+            {"id": "alice", "keys": [public_key(world.keys["alice"]), public_key(world.keys["mallory"])]},
+            {"id": "dave", "keys": [public_key(world.keys["dave"])]},
+            {"id": "bob", "keys": [public_key(world.keys["bob"])]},
+            {"id": "carol", "keys": [public_key(world.keys["carol"])]},
+        ],
+        thresholds={"waiver.grant": 2},
+    )  # fmt: skip
+    act = world.print_act()
+    first = sign_file(world.keys["alice"], act)
+    second = act.with_suffix(".m.sig")
+    second.write_bytes(subprocess.run(
+        ["ssh-keygen", "-q", "-Y", "sign", "-n", "evalops", "-f", str(world.keys["mallory"])],
+        input=act.read_bytes(), capture_output=True, check=True,
+    ).stdout)  # fmt: skip
+    done = world.grant("--act", str(act), "--signature", str(first), "--signature", str(second))
+    assert done.code == 5 and "needs 2 distinct signers, has 1 (alice)" in done.stdout
