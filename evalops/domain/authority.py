@@ -1,7 +1,8 @@
 """Signed acts: who may sign what under an authority, judged from the bytes alone.
 
 An act is the canonical JSON of exactly what a command stores plus `act` (its kind),
-`act_id` (a random UUID), `signed_at` and `authority_digest`, followed by one newline: the
+`act_id` (a random UUID), `signed_at`, `authority_digest` and `registry_id` (the registry
+it is an act of), followed by one newline: the
 bytes `ssh-keygen -Y sign -n evalops` signs. A command rebuilds the act it would store
 and accepts the signed one only when the two are the same bytes, so a signature can never
 be carried over to anything else. Time is a parameter; nothing here reads a clock.
@@ -10,6 +11,7 @@ be carried over to anything else. Time is a parameter; nothing here reads a cloc
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -25,7 +27,16 @@ if TYPE_CHECKING:
     from evalops.domain.specs import AuthoritySpec
 
 NAMESPACE = "evalops"
-META_FIELDS = ("act", "act_id", "signed_at", "authority_digest")
+META_FIELDS = ("act", "act_id", "signed_at", "authority_digest", "registry_id")
+#: The fields every act has; `registry_id` too, except in acts stored before registries had
+#: ids (`verify` accepts those as they were signed).
+REQUIRED_FIELDS = ("act", "act_id", "signed_at", "authority_digest")
+#: Bounds of act input (DESIGN section 15, "Bounded act input"; section 3's nesting limit).
+MAX_ACT_BYTES = 1024 * 1024
+MAX_SIGNATURE_BYTES = 64 * 1024
+MAX_NESTING = 64
+#: An act_id as `uuid.uuid4()` spells it (any version, lower case).
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 #: Clocks of the signer's machine and of the recording one may disagree this much.
 CLOCK_SKEW = timedelta(minutes=5)
 
@@ -73,7 +84,13 @@ def act_bytes(act: Mapping[str, Any]) -> bytes:
 
 
 def compose(
-    kind: str, body: Mapping[str, Any], *, act_id: str, signed_at: str, authority_digest: str
+    kind: str,
+    body: Mapping[str, Any],
+    *,
+    act_id: str,
+    signed_at: str,
+    authority_digest: str,
+    registry_id: str,
 ) -> dict[str, Any]:
     return {
         **body,
@@ -81,20 +98,60 @@ def compose(
         "act_id": act_id,
         "signed_at": signed_at,
         "authority_digest": authority_digest,
+        "registry_id": registry_id,
     }
 
 
-def read_act(data: bytes) -> dict[str, Any]:
-    """An act file's JSON object with its four act fields (MalformedAct otherwise)."""
+def nesting_exceeds(text: str, limit: int = MAX_NESTING) -> bool:
+    """Does JSON `text` nest arrays and objects deeper than `limit`? (A scan, no recursion:
+    200,000 brackets must be a usage error, not the parser's RecursionError.)"""
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
+def read_act(data: bytes, *, stored: bool = False) -> dict[str, Any]:
+    """An act file's JSON object with its act fields (MalformedAct otherwise). `stored`:
+    an act `verify` reads back, which may predate `registry_id`."""
+    if len(data) > MAX_ACT_BYTES:
+        raise MalformedAct(f"an act is at most 1 MiB ({MAX_ACT_BYTES} bytes)")
     try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedAct(f"not a JSON act: {exc}") from None
+    if nesting_exceeds(text):
+        raise MalformedAct(f"the act is nested deeper than {MAX_NESTING} levels")
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise MalformedAct(f"not a JSON act: {exc}") from None
     if not isinstance(value, dict):
         raise MalformedAct("an act is a JSON object")
-    for name in META_FIELDS:
+    for name in REQUIRED_FIELDS if stored else META_FIELDS:
         if not isinstance(value.get(name), str):
             raise MalformedAct(f"the act has no {name!r}")
+    if "registry_id" in value and not isinstance(value["registry_id"], str):
+        raise MalformedAct("the act's registry_id is not a string")
+    if _UUID.fullmatch(value["act_id"]) is None:
+        raise MalformedAct(
+            f"act_id is a UUID (as --print-act writes it), not {value['act_id'][:40]!r}"
+        )
     try:
         parse_timestamp(value["signed_at"])
     except ValueError as exc:
@@ -275,18 +332,26 @@ def judge(
     authority_digest: str,
     scope: Scope,
     now: datetime,
+    registry_id: str,
 ) -> Judgement:
-    """May this signed act be stored now? (replay and separation of duties are the
-    caller's: they need what is stored)."""
+    """May this signed act be stored now, in the registry `registry_id`? (replay and
+    separation of duties are the caller's: they need what is stored)."""
     act = read_act(data)
     if act["act"] != kind:
         return Judgement(refusal=f"the act is a {act['act']} act, not {kind}")
+    if act["registry_id"] != registry_id:
+        return Judgement(
+            refusal=f"the act is an act of registry {act['registry_id']}, not of this one "
+            f"({registry_id}): an act belongs to the registry it was printed by",
+            rule="registry",
+        )
     expected = compose(
         kind,
         body,
         act_id=act["act_id"],
         signed_at=act["signed_at"],
         authority_digest=act["authority_digest"],
+        registry_id=registry_id,
     )
     if act_bytes(expected) != data:
         return Judgement(refusal=_difference(act, expected))

@@ -211,21 +211,33 @@ def test_every_act_names_its_registry(world: World) -> None:
     assert len(act["registry_id"]) == 36  # a UUID
 
 
+CALIBRATE = ("calibration", "record", "reply-quality", "--labels",
+             "registry/calibration/reply-quality.jsonl")  # fmt: skip
+
+
 def test_an_act_signed_for_another_registry_is_refused(
-    world: World, tmp_path: Path, cli: Cli
+    any_engine: World, tmp_path: Path, cli: Cli
 ) -> None:
-    staging = _second_registry(world, tmp_path, cli)
-    act = staging.print_act()
-    signature = sign_file(world.keys["alice"], act)
-    assert json.loads(act.read_text())["registry_id"] != json.loads(world.print_act().read_text())[
-        "registry_id"
-    ]
-    done = world.grant("--act", str(act), "--signature", str(signature))
+    """Staging and production: one repository, one authority file, one signer. The act
+    staging printed and bob signed stands in staging and nowhere else."""
+    production = any_engine
+    staging = _second_registry(production, tmp_path, cli)
+    printed = staging.run(*CALIBRATE, "--print-act")
+    assert printed.code == 0, printed.stdout + printed.stderr
+    act = tmp_path / "staging-act.json"
+    act.write_text(printed.stdout, encoding="utf-8")
+    signature = sign_file(production.keys["bob"], act)
+    ours = json.loads(production.run(*CALIBRATE, "--print-act").stdout)["registry_id"]
+    assert json.loads(printed.stdout)["registry_id"] != ours
+    before = production.last_event()["seq"]
+    done = production.run(*CALIBRATE, "--act", str(act), "--signature", str(signature))
     assert done.code == 5, done.stdout + done.stderr
-    assert "registry" in done.stdout
-    assert [x["waiver_id"] for x in world.waivers()] == ["WVR-1"]
+    assert "[registry]" in done.stderr and "registry" in done.stderr
+    assert production.last_event()["seq"] == before + 1  # the refusal audited, nothing else
     # The same bytes are an act of staging, where they stand.
-    assert staging.grant("--act", str(act), "--signature", str(signature)).code == 0
+    stands = staging.run(*CALIBRATE, "--act", str(act), "--signature", str(signature))
+    assert stands.code == 0, stands.stdout + stands.stderr
+    assert staging.run("verify").code == 0
 
 
 def test_the_registry_id_is_the_same_on_every_read(world: World) -> None:

@@ -47,6 +47,7 @@ from evalops.registry.jsonl import (
     read_lines,
 )
 from evalops.registry.load import Document, parse_record
+from evalops.services.authority import acts
 from evalops.services.authority.acts import (
     UNSIGNED,
     ActRefused,
@@ -773,6 +774,7 @@ def _record_batch(
         signing=signing,
         now=now,
     )
+    acts.ingest_separation_refusal(session, authorized, tuple(sorted(builds)), now)
     if authorized.refused:
         raise ActRefused(authorized)
     payload = {

@@ -21,5 +21,6 @@ __all__ = [
     "gate_inputs",
     "reads",
     "run",
+    "separation_checks",
     "upgrade_checks",
 ]

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalops.errors import VerificationError
-from evalops.services.verify.act_checks import ActPool, signed_acts_check
+from evalops.services.verify.act_checks import ActPool, registry_id_of, signed_acts_check
+from evalops.services.verify.separation_checks import separation_problem
 from evalops.services.verify.anchors import Anchor
 from evalops.services.verify.decision_checks import verify_decisions
 from evalops.services.verify.reads import (
@@ -57,6 +58,7 @@ class VerifyReport:
     anchors: list[dict[str, Any]] = field(default_factory=list)
     head: dict[str, Any] | None = None
     carried_forward: list[dict[str, Any]] = field(default_factory=list)
+    registry_id: str | None = None
 
     @property
     def covered_from(self) -> int:
@@ -65,6 +67,7 @@ class VerifyReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "ok": True,
+            "registry_id": self.registry_id,
             "events": self.events,
             "rows": self.rows,
             "definitions": self.definitions,
@@ -187,6 +190,12 @@ def _verify(
         if not acts.pooled:
             stage("signed acts")
             acts.finish()
+        stage("separation of duties")
+        problem = separation_problem(reader)
+        if problem is not None:
+            if acts.pooled:
+                acts.finish()  # a bad act comes first, as inline
+            raise VerificationError(problem)
         stage("gate decisions")
         try:
             decisions = verify_decisions(reader)
@@ -207,4 +216,5 @@ def _verify(
         anchors=checked_anchors,
         head=head,
         carried_forward=carried,
+        registry_id=registry_id_of(reader),
     )
