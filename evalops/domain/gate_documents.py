@@ -173,13 +173,17 @@ class WaiverFactDocument(TypedDict):
 
 
 class RefusedWaiverRequest(TypedDict):
-    """A waiver request refused at grant, read from its `waiver.refused` audit event."""
+    """A waiver request refused at grant, read from its `waiver.refused` audit event (or its
+    `authority.refused` one: then with the `refusal`), or a granted waiver the authority in
+    force refuses by a separation of duties (then with its `waiver_id` and `refusal`)."""
 
     seq: int
     task_id: str | None
     states: list[str] | None
     rules: list[str]
     at: str
+    waiver_id: NotRequired[str]
+    refusal: NotRequired[str]
 
 
 class _InputsHead(TypedDict):
@@ -284,7 +288,7 @@ class PairedVerdict(TypedDict):
     signs: NotRequired[Signs]
     interval: NotRequired[list[float | None]]
     seed: NotRequired[int]
-    reason: NotRequired[str]
+    refusal: NotRequired[str]
     resamples: NotRequired[int]
 
 

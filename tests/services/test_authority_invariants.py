@@ -26,7 +26,6 @@ from tests.services.test_authority import (
     _review_me,
     _world,
     keyring,
-    signed_commit,
     world,
 )
 from tests.sshkeys import public_key, sign_file
@@ -120,11 +119,12 @@ def test_a_waiver_by_the_signer_of_an_ingest_is_refused_by_the_gate(any_engine: 
     assert decided["waivers"]["applied"] == []
     refused = [r for r in decided["waivers"]["refused"] if r.get("waiver_id") == "WVR-2"]
     assert len(refused) == 1 and refused[0]["rules"] == ["no_self_waiver"]
-    assert "alice" in refused[0]["reason"]
+    assert "alice" in refused[0]["refusal"]
     assert decided["decision"] != "pass"
     assert w.run("verify").code == 0  # the plain-SQL loader rebuilds the same inputs
 
 
+@pytest.mark.tampers
 def test_a_stored_decision_that_applied_a_self_waiver_is_exit_6(
     world: World, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -182,8 +182,10 @@ def test_verify_finds_a_review_by_the_ingests_signer(
 
     assert _ingest(world, "bob").code == 0
     monkeypatch.setattr(review, "separation_refusal", lambda *a, **k: None)
-    done = world.run("review", "resolve", "review-me", "--grader", "reply-quality", "--state",
-                     "task_pass", "--reason", "read it", "--sign-with", str(world.keys["bob"]))  # fmt: skip
+    done = world.run(
+        "review", "resolve", "review-me", "--grader", "reply-quality", "--state", "task_pass",
+        "--reason", "read it", "--sign-with", str(world.keys["bob"]),
+    )  # fmt: skip
     assert done.code == 0, done.stdout + done.stderr
     monkeypatch.undo()
     done = world.run("verify")
@@ -418,7 +420,7 @@ def test_one_key_in_two_encodings_is_one_principal(tmp_path: Path, cli: Cli) -> 
 def test_a_threshold_of_two_is_not_met_by_one_principal_with_two_keys(world: World) -> None:
     world.authority(
         principals=[
-            {"id": "alice", "keys": [public_key(world.keys["alice"]), public_key(world.keys["mallory"])]},
+            {"id": "alice", "keys": [public_key(world.keys[k]) for k in ("alice", "mallory")]},
             {"id": "dave", "keys": [public_key(world.keys["dave"])]},
             {"id": "bob", "keys": [public_key(world.keys["bob"])]},
             {"id": "carol", "keys": [public_key(world.keys["carol"])]},

@@ -162,7 +162,9 @@ def read_bounded(path: Path, limit: int, what: str, option: str, size: str) -> b
         with path.open("rb") as handle:
             data = handle.read(limit + 1)
     except OSError as exc:
-        raise InputError(f"cannot read the {what}: {exc.strerror}", str(path), field=option) from None
+        raise InputError(
+            f"cannot read the {what}: {exc.strerror}", str(path), field=option
+        ) from None
     if len(data) > limit:
         raise InputError(f"the {what} is larger than {size}", str(path), field=option)
     return data

@@ -671,7 +671,7 @@ def _refused_by_policy(session: Session, entry: Mapping[str, Any]) -> dict[str, 
     w = session.exec(select(Waiver).where(Waiver.waiver_id == entry["waiver_id"])).first()
     return {
         **entry,
-        "refusal": entry.get("reason"),
+        "refusal": entry.get("refusal") or entry.get("reason"),
         "owner": w.owner if w else None,
         "reason": w.reason if w else None,
         "build": w.build if w else None,

@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 from evalops.errors import VerificationError
 from evalops.services.verify.act_checks import ActPool, registry_id_of, signed_acts_check
-from evalops.services.verify.separation_checks import separation_problem
 from evalops.services.verify.anchors import Anchor
 from evalops.services.verify.decision_checks import verify_decisions
 from evalops.services.verify.reads import (
@@ -41,6 +40,7 @@ from evalops.services.verify.reads import (
     check_trials,
     rows_fully_covered_from,
 )
+from evalops.services.verify.separation_checks import separation_problem
 from evalops.store.reader import Reader
 
 if TYPE_CHECKING:

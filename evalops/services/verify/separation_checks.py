@@ -65,7 +65,7 @@ class _Rules:
         return self.memo[run]
 
 
-def separation_problem(reader: Reader) -> str | None:
+def separation_problem(reader: Reader) -> str | None:  # noqa: PLR0912  (three rules, one pass)
     """The first pair of acts a declared separation rule forbids, or None."""
     if not reader.scalar('SELECT count(*) FROM "signed_act"'):
         return None
@@ -78,7 +78,7 @@ def separation_problem(reader: Reader) -> str | None:
         )
     ]
     waivers = reader.rows(
-        'SELECT a.audit_seq, a.signers, w.id, w.waiver_id, w.build, w.granted_at, w.expires_at '
+        "SELECT a.audit_seq, a.signers, w.id, w.waiver_id, w.build, w.granted_at, w.expires_at "
         'FROM "signed_act" a JOIN "waiver" w ON w.audit_seq = a.audit_seq '
         "WHERE a.kind = 'waiver.grant' ORDER BY a.audit_seq"
     )
@@ -93,7 +93,9 @@ def separation_problem(reader: Reader) -> str | None:
         seq = int(w["audit_seq"])
         if NO_SELF_WAIVER not in rules.at(seq):
             continue
-        found = self_waiver(_principals(w["signers"]), w["build"], [i for i in ingests if i.seq < seq])
+        found = self_waiver(
+            _principals(w["signers"]), w["build"], [i for i in ingests if i.seq < seq]
+        )
         if found is not None:
             both, ingest_seq = found
             return (
@@ -129,20 +131,20 @@ def separation_problem(reader: Reader) -> str | None:
                 )
     by_seq = {i.seq: i for i in ingests}
     for r in reader.rows(
-        'SELECT a.audit_seq, a.signers, t.audit_seq AS trial_seq, t.trial_id '
+        "SELECT a.audit_seq, a.signers, t.audit_seq AS trial_seq, t.trial_id "
         'FROM "signed_act" a JOIN "review_result" v ON v.audit_seq = a.audit_seq '
         'JOIN "trial" t ON t.trial_id = v.trial_id '
         "WHERE a.kind = 'review.resolve' ORDER BY a.audit_seq"
     ):
         seq = int(r["audit_seq"])
-        ingest = by_seq.get(int(r["trial_seq"]))
-        if ingest is None or ingest.seq >= seq or NO_SELF_REVIEW not in rules.at(seq):
+        trial_ingest = by_seq.get(int(r["trial_seq"]))
+        if trial_ingest is None or trial_ingest.seq >= seq or NO_SELF_REVIEW not in rules.at(seq):
             continue
-        both = shared_signers(_principals(r["signers"]), ingest.signers)
+        both = shared_signers(_principals(r["signers"]), trial_ingest.signers)
         if both:
             return (
                 f"audit seq {seq}: the review of {r['trial_id']} breaks {NO_SELF_REVIEW}: "
                 f"{', '.join(both)} signed it and the ingest of the trial (audit seq "
-                f"{ingest.seq})"
+                f"{trial_ingest.seq})"
             )
     return None
