@@ -436,3 +436,65 @@ def test_a_threshold_of_two_is_not_met_by_one_principal_with_two_keys(world: Wor
     ).stdout)  # fmt: skip
     done = world.grant("--act", str(act), "--signature", str(first), "--signature", str(second))
     assert done.code == 5 and "needs 2 distinct signers, has 1 (alice)" in done.stdout
+
+
+# ------------------------------------------------------------ refusals visible, scopes closed
+
+
+def test_a_waiver_the_authority_refused_is_listed_by_the_gate(any_engine: World) -> None:
+    w = any_engine
+    refused = w.grant("--sign-with", str(w.keys["carol"]))  # carol: capability/* only
+    assert refused.code == 5, refused.stdout + refused.stderr
+    decided = _gate(w)
+    listed = [r for r in decided["waivers"]["refused"] if r["rules"] == ["authority"]]
+    assert len(listed) == 1, decided["waivers"]
+    assert listed[0]["task_id"] == TASK and "carol" in listed[0]["refusal"]
+    assert w.run("verify").code == 0  # the plain-SQL loader lists it too
+
+
+#: Which grants may sign which acts, from DESIGN section 15's words: a grant "scoped" to
+#: suites or tasks covers only acts inside its globs, and an act naming no suite (or no task)
+#: is inside no glob. Written out by hand, not computed by the code under test.
+SCOPE_TABLE = [
+    # (grant suites, grant tasks, act kind, act suite, act task, may sign)
+    ([], [], "calibration.invalidate", None, None, True),
+    (["smoke/*"], [], "calibration.invalidate", None, None, False),
+    (["smoke/*"], [], "calibration.record", None, None, False),
+    ([], ["t-*"], "calibration.record", None, None, False),
+    (["smoke/*"], [], "trials.ingest", None, None, False),
+    (["smoke/*"], [], "review.resolve", None, "t-1", False),
+    ([], ["t-*"], "review.resolve", None, "t-1", True),
+    ([], ["t-*"], "review.resolve", None, "u-1", False),
+    (["smoke/*"], [], "waiver.grant", "smoke/a", "t-1", True),
+    (["smoke/*"], [], "waiver.grant", "regression/a", "t-1", False),
+    (["smoke/*"], ["t-*"], "waiver.grant", "smoke/a", "u-1", False),
+    (["smoke/*"], ["t-*"], "waiver.grant", "smoke/a", "t-1", True),
+]
+
+
+@pytest.mark.parametrize(("suites", "tasks", "kind", "suite", "task", "may"), SCOPE_TABLE)
+def test_a_scoped_grant_never_covers_an_act_outside_its_scope(
+    suites: list[str], tasks: list[str], kind: str, suite: str | None, task: str | None, may: bool
+) -> None:
+    from evalops.domain.act_roles import ACT_ROLES
+    from evalops.domain.authority import Scope, role_refusal
+    from evalops.domain.specs import AuthoritySpec
+
+    grant: dict[str, Any] = {"principal": "p"}
+    if suites:
+        grant["suites"] = suites
+    if tasks:
+        grant["tasks"] = tasks
+    authority = AuthoritySpec.model_validate(
+        {
+            "spec_schema_version": "authority/v1",
+            "id": "authority",
+            "principals": [{"id": "p", "keys": [_ED25519]}],
+            "roles": {ACT_ROLES[kind]: [grant]},
+        }
+    )
+    refusal = role_refusal(authority, "p", kind, Scope(suite=suite, task=task))
+    assert (refusal is None) is may, refusal
+
+
+_ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl p"
