@@ -288,7 +288,7 @@ class PairedVerdict(TypedDict):
     signs: NotRequired[Signs]
     interval: NotRequired[list[float | None]]
     seed: NotRequired[int]
-    refusal: NotRequired[str]
+    reason: NotRequired[str]
     resamples: NotRequired[int]
 
 
