@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalops.domain.act_roles import ACT_ROLES, ActKind, Role, SeparationRule
+from evalops.domain.act_roles import ActKind, Role, SeparationRule
 from evalops.domain.vocabulary import (
     CANONICAL_PRECEDENCE,
     MAX_TOOL_CALLS,
@@ -874,15 +874,11 @@ class AuthoritySpec(Strict):
                     raise SpecValueError(
                         f"unknown principal {grant.principal!r}", "roles", role, index, "principal"
                     )
-        for act, needed in self.thresholds.items():
-            holders = {g.principal for g in self.roles.get(ACT_ROLES[act], [])}
-            if needed > len(holders):
-                raise SpecValueError(
-                    f"{act} needs {needed} distinct signers but only {len(holders)} principal(s) "
-                    f"hold {ACT_ROLES[act]}",
-                    "thresholds",
-                    act,
-                )
+        from evalops.domain.thresholds import threshold_problem
+
+        problem = threshold_problem(self.roles, self.thresholds)
+        if problem is not None:
+            raise SpecValueError(problem[1], "thresholds", problem[0])
         return self
 
 

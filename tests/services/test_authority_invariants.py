@@ -498,3 +498,57 @@ def test_a_scoped_grant_never_covers_an_act_outside_its_scope(
 
 
 _ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl p"
+
+
+@pytest.mark.parametrize(
+    ("roles", "thresholds", "ok"),
+    [
+        # Two calibrators, one scoped to smoke/*: a calibration names no suite, so only one
+        # principal can ever sign it.
+        ({"calibrator": [{"principal": "a"}, {"principal": "b", "suites": ["smoke/*"]}]},
+         {"calibration.record": 2}, False),
+        ({"calibrator": [{"principal": "a"}, {"principal": "b"}]},
+         {"calibration.record": 2}, True),
+        # Risk owners of two disjoint suites never sign one waiver together.
+        ({"risk_owner": [{"principal": "a", "suites": ["regression/*"]},
+                         {"principal": "b", "suites": ["capability/*"]}]},
+         {"waiver.grant": 2}, False),
+        ({"risk_owner": [{"principal": "a", "suites": ["regression/*"]},
+                         {"principal": "b"}]},
+         {"waiver.grant": 2}, True),
+        # A reviewer scoped to suites reviews nothing (a review names a task only).
+        ({"reviewer": [{"principal": "a"}, {"principal": "b", "suites": ["smoke/*"]}]},
+         {"review.resolve": 2}, False),
+        ({"reviewer": [{"principal": "a"}, {"principal": "b", "tasks": ["t-*"]}]},
+         {"review.resolve": 2}, True),
+    ],
+)  # fmt: skip
+def test_a_threshold_is_validated_against_scope(
+    tmp_path: Path, cli: Cli, roles: dict[str, Any], thresholds: dict[str, int], ok: bool
+) -> None:
+    folder = tmp_path / "registry" / "policies"
+    folder.mkdir(parents=True)
+    doc = {
+        "spec_schema_version": "authority/v1",
+        "id": "authority",
+        "principals": [{"id": "a", "keys": [_ED25519]}, {"id": "b", "keys": [_ED25519_B]}],
+        "roles": roles,
+        "thresholds": thresholds,
+    }
+    (folder / "authority.yaml").write_text(json.dumps(doc), encoding="utf-8")
+    done = cli("validate", str(tmp_path / "registry"))
+    assert done.code == (0 if ok else 2), done.stdout + done.stderr
+    if not ok:
+        assert "thresholds" in done.stderr and "distinct signers" in done.stderr
+    # The stored view (verify's) vouches for exactly the documents the model accepts.
+    from evalops.domain.stored_authority import NotAView, StoredAuthority
+
+    try:
+        StoredAuthority.of(doc)
+        viewed = True
+    except NotAView:
+        viewed = False
+    assert viewed is ok
+
+
+_ED25519_B = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB7cHmI3sW9mZ5T0Nq9fLqS6p0oBq4n1pYh1y6d2H9Qx b"
