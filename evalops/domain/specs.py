@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalops.domain.act_roles import ACT_ROLES, ActKind, Role, SeparationRule
+from evalops.domain.act_roles import ACT_ROLES, ActKind, Role, SeparationRule  # noqa: F401  (ACT_ROLES: re-exported)
 from evalops.domain.vocabulary import (
     CANONICAL_PRECEDENCE,
     MAX_TOOL_CALLS,
