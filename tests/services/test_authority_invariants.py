@@ -472,10 +472,11 @@ SCOPE_TABLE = [
 ]
 
 
-@pytest.mark.parametrize(("suites", "tasks", "kind", "suite", "task", "may"), SCOPE_TABLE)
+@pytest.mark.parametrize("row", SCOPE_TABLE)
 def test_a_scoped_grant_never_covers_an_act_outside_its_scope(
-    suites: list[str], tasks: list[str], kind: str, suite: str | None, task: str | None, may: bool
+    row: tuple[list[str], list[str], str, str | None, str | None, bool],
 ) -> None:
+    suites, tasks, kind, suite, task, may = row
     from evalops.domain.act_roles import ACT_ROLES
     from evalops.domain.authority import Scope, role_refusal
     from evalops.domain.specs import AuthoritySpec
