@@ -2,7 +2,7 @@
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
 
 import typer
 
@@ -32,6 +32,7 @@ from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_VERIFY, InputErr
 
 if TYPE_CHECKING:
     from evalops.domain.gate_documents import AnyGateInputs, DecisionDocument
+    from evalops.domain.next_steps import Hints
     from evalops.store.reader import Reader
 
 gate_app = typer.Typer(
@@ -186,20 +187,29 @@ def _not_counted_lines(data: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _open_effects(reader: "Reader", data: Mapping[str, Any]) -> dict[str, list[str]]:
+def _open_effects(reader: "Reader", data: Mapping[str, Any]) -> "NextFacts":
     """The unsettled effect keys of the trials holding the decision (read now: the decision
-    records the trial, not the key), so that its `next:` line can name the key."""
+    records the trial, not the key), so that its `next:` line can name the key; and what
+    else the registry knows for those lines (the awaited grader, who may sign)."""
     from evalops.domain.next_steps import effect_trials
+    from evalops.services.reads.hints import next_step_hints
     from evalops.services.reads.trials import open_effects
 
     trials = effect_trials(data)
-    return open_effects(reader, trials) if trials else {}
+    return NextFacts(open_effects(reader, trials) if trials else {}, next_step_hints(reader, data))
+
+
+class NextFacts(NamedTuple):
+    """What the `next:` lines fill in from the registry, read beside the decision."""
+
+    effects: Mapping[str, list[str]]
+    hints: "Hints"
 
 
 def _render_decision(
     data: Mapping[str, Any],
     changes: Mapping[str, Any] | None = None,
-    effects: Mapping[str, list[str]] | None = None,
+    effects: NextFacts | None = None,
 ) -> None:
     say_painted(
         data["decision"].upper(), f": {data['build']} on {data['suite']} ({data['gate_id']})"
@@ -257,7 +267,10 @@ def _render_decision(
     )
     from evalops.domain.next_steps import next_steps
 
-    for step in next_steps(data, effects):
+    steps = (
+        next_steps(data) if effects is None else next_steps(data, effects.effects, effects.hints)
+    )
+    for step in steps:
         say(f"next: {step}")
 
 
@@ -411,7 +424,7 @@ def gate_show(
     Example: evalops gate show GATE-3 --junit gate.xml --report gate-report.md
     """
     state = settings(ctx, json_flag)
-    effects: dict[str, list[str]] | None = None
+    effects: NextFacts | None = None
     if junit is None and report is None:
         from evalops.services.reads.listings import show_decision
 

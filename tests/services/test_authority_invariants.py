@@ -553,3 +553,36 @@ def test_a_threshold_is_validated_against_scope(
 
 
 _ED25519_B = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB7cHmI3sW9mZ5T0Nq9fLqS6p0oBq4n1pYh1y6d2H9Qx b"
+
+
+# ------------------------------------------------------------ next: under an authority
+
+
+def test_next_steps_under_an_authority_sign_and_name_who_may(world: World) -> None:
+    """A held failing task: the waiver command carries --sign-with KEY and names the risk
+    owners of the suite (from the authority, not placeholders)."""
+    revoked = world.run("waiver", "revoke", "WVR-1", "--reason", "gone",
+                        "--sign-with", str(world.keys["dave"]))  # fmt: skip
+    assert revoked.code == 0, revoked.stdout
+    done = world.run("gate", "check", "--build", "build-125", "--suite", SUITE)
+    waive = [line for line in done.stdout.splitlines() if "evalops waiver grant" in line]
+    assert waive, done.stdout
+    assert "--sign-with KEY`" in waive[0]
+    assert f"(risk_owner for {SUITE}: alice, dave)" in waive[0]
+
+
+def test_next_steps_fill_in_the_awaited_grader(world: World) -> None:
+    assert _ingest(world, "bob").code == 0  # review-me: reply-quality abstained
+    done = world.run("gate", "check", "--build", "build-125", "--suite", SUITE)
+    review = [line for line in done.stdout.splitlines() if "evalops review resolve" in line]
+    assert review, done.stdout
+    assert "--grader reply-quality " in review[0] and "--sign-with KEY`" in review[0]
+    # bob signed the trial's ingest: no_self_review bars him, so carol alone is named.
+    assert "(reviewer for " in review[0] and review[0].endswith(": carol)")
+
+
+def test_without_an_authority_next_steps_are_as_before(demo: Path, cli: Cli) -> None:
+    assert cli("waiver", "revoke", "WVR-1", "--reason", "gone", cwd=demo).code == 0
+    done = cli("gate", "check", "--build", "build-125", "--suite", SUITE, cwd=demo)
+    waive = [line for line in done.stdout.splitlines() if "evalops waiver grant" in line]
+    assert waive and "--sign-with" not in waive[0] and "risk_owner" not in waive[0]
