@@ -586,3 +586,44 @@ def test_without_an_authority_next_steps_are_as_before(demo: Path, cli: Cli) -> 
     done = cli("gate", "check", "--build", "build-125", "--suite", SUITE, cwd=demo)
     waive = [line for line in done.stdout.splitlines() if "evalops waiver grant" in line]
     assert waive and "--sign-with" not in waive[0] and "risk_owner" not in waive[0]
+
+
+# ------------------------------------------------------------ export attestation with SSH keys
+
+
+def test_an_attestation_signed_with_an_openssh_ed25519_key(
+    demo: Path, cli: Cli, tmp_path: Path
+) -> None:
+    """The key every signed act uses signs the attestation too; securesystemslib verifies the
+    envelope with the key id it derives itself, and verify-attestation takes the .pub."""
+    from cryptography.hazmat.primitives.serialization import load_ssh_private_key
+    from securesystemslib.dsse import Envelope
+    from securesystemslib.signer import SSlibKey
+
+    from tests.sshkeys import make_key
+
+    key = make_key(tmp_path, "release")
+    out = tmp_path / "gate.intoto.json"
+    done = cli("export", "attestation", "--gate", "GATE-3", "--sign-with", str(key),
+               "-o", str(out), cwd=demo)  # fmt: skip
+    assert done.code == 0, done.stdout + done.stderr
+    private = load_ssh_private_key(key.read_bytes(), None)
+    verifier = SSlibKey.from_crypto(private.public_key())  # type: ignore[arg-type]
+    envelope = Envelope.from_dict(json.loads(out.read_text(encoding="utf-8")))
+    assert list(envelope.verify([verifier], 1)) == [verifier.keyid]
+    checked = cli("verify-attestation", str(out), "--key", f"{key}.pub", cwd=demo)
+    assert checked.code == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize("kind", ["ecdsa256", "rsa"])
+def test_an_attestation_key_of_the_wrong_kind_says_which_is_expected(
+    demo: Path, cli: Cli, tmp_path: Path, kind: str
+) -> None:
+    from tests.sshkeys import make_key
+
+    key = make_key(tmp_path, "release", kind)
+    done = cli("export", "attestation", "--gate", "GATE-3", "--sign-with", str(key),
+               "-o", str(tmp_path / "out.json"), cwd=demo)  # fmt: skip
+    assert done.code == 2, done.stdout + done.stderr
+    assert "Ed25519" in done.stderr and ("ECDSA" in done.stderr or "RSA" in done.stderr)
+    assert "MalformedFraming" not in done.stderr
