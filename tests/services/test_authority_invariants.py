@@ -627,3 +627,19 @@ def test_an_attestation_key_of_the_wrong_kind_says_which_is_expected(
     assert done.code == 2, done.stdout + done.stderr
     assert "Ed25519" in done.stderr and ("ECDSA" in done.stderr or "RSA" in done.stderr)
     assert "MalformedFraming" not in done.stderr
+
+
+def test_the_report_names_who_signed_each_waiver_on_its_line(world: World) -> None:
+    """Not only in the Authority section: the waiver's own line says who signed it."""
+    revoked = world.run("waiver", "revoke", "WVR-1", "--reason", "re-signed",
+                        "--sign-with", str(world.keys["alice"]))  # fmt: skip
+    assert revoked.code == 0
+    assert world.grant("--sign-with", str(world.keys["dave"])).code == 0
+    gate_id = _gate(world)["gate_id"]
+    for fmt, signed in (("md", "signed by `dave`"), ("html", "(signed by dave (")):
+        out = world.root / f"report.{fmt}"
+        done = world.run("report", "audit", "--gate", gate_id, "-o", str(out))
+        assert done.code == 0, done.stdout + done.stderr
+        lines = [line for line in out.read_text().splitlines() if "WVR-2" in line]
+        waived = [line for line in lines if "aived by" in line]
+        assert waived and signed in waived[0], lines

@@ -682,6 +682,8 @@ def _refused_by_policy(session: Session, entry: Mapping[str, Any]) -> dict[str, 
 
 
 def _waiver_facts(session: Session, accounting: Mapping[str, Any]) -> dict[str, Any]:
+    from evalops.services.authority.acts import signers_of
+
     ids = [
         w for key in ("applied", "expired", "unused", "revoked") for w in accounting.get(key, [])
     ]
@@ -704,6 +706,9 @@ def _waiver_facts(session: Session, accounting: Mapping[str, Any]) -> dict[str, 
             "granted_at": format_timestamp(w.granted_at),
             "expires_at": format_timestamp(w.expires_at),
             "granted_by": w.granted_by,
+            # Who signed it, beside who ran the command: under an authority the signer is
+            # the risk owner who accepted the risk.
+            "signers": signers_of(session, "waiver.grant", w.audit_seq),
             "revocation": (
                 {
                     "revoked_at": format_timestamp(revocation.revoked_at),
