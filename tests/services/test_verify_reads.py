@@ -570,7 +570,7 @@ def test_the_checks_on_sqlite3_load_no_sqlalchemy_or_table_models(
     url = f"sqlite:///{registries['upgraded']}"
     script = (
         "import json, sys\n"
-        "from evalops.services import verify_reads as v\n"
+        "from evalops.services.verify import reads as v\n"
         "from evalops.services.verify.anchors import Anchor\n"
         "from evalops.store.reader import open_sqlite\n"
         f"reader = open_sqlite({url!r}, lock_timeout=5)\n"
