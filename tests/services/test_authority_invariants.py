@@ -643,3 +643,21 @@ def test_the_report_names_who_signed_each_waiver_on_its_line(world: World) -> No
         lines = [line for line in out.read_text().splitlines() if "WVR-2" in line]
         waived = [line for line in lines if "aived by" in line]
         assert waived and signed in waived[0], lines
+
+
+def test_verify_checks_each_acts_registry(
+    any_engine: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The acts of this database checked as if it were another registry (its first event
+    naming another id): every signed act is then an act of another registry, exit 6."""
+    from evalops.services.verify import act_checks
+
+    w = any_engine
+    assert w.grant("--sign-with", str(w.keys["dave"])).code == 0
+    assert w.run("verify").code == 0
+    monkeypatch.setattr(
+        act_checks, "registry_id_of", lambda reader: "00000000-0000-4000-8000-000000000000"
+    )
+    done = w.run("verify")
+    assert done.code == 6, done.stdout + done.stderr
+    assert "an act of registry" in done.stderr and "not of this one" in done.stderr
