@@ -31,7 +31,7 @@ META_FIELDS = ("act", "act_id", "signed_at", "authority_digest", "registry_id")
 #: The fields every act has; `registry_id` too, except in acts stored before registries had
 #: ids (`verify` accepts those as they were signed).
 REQUIRED_FIELDS = ("act", "act_id", "signed_at", "authority_digest")
-#: Bounds of act input (DESIGN section 15, "Bounded act input"; section 3's nesting limit).
+#: Bounds of act input (docs/authority.md, "Bounded act input"; the specs' nesting limit).
 MAX_ACT_BYTES = 1024 * 1024
 MAX_SIGNATURE_BYTES = 64 * 1024
 MAX_NESTING = 64

@@ -1,5 +1,5 @@
-"""Separation of duties as a property of the registry (DESIGN section 15, "Rulings of the
-fourth review"): which pairs of acts the rules forbid, whichever of the two came first.
+"""Separation of duties as a property of the registry (docs/authority.md, "Separation of
+duties"): which pairs of acts the rules forbid, whichever of the two came first.
 
 `no_self_waiver`: no signer of a waiver for build B signed an ingest of B's trials.
 `no_self_review`: no signer of a review signed the ingest of the trial reviewed.

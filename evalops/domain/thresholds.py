@@ -1,6 +1,6 @@
-"""Thresholds validated against scope (DESIGN section 15, "Rulings of the fourth review"):
-a threshold no set of principals holding the role in the act's scope can meet is an error
-of the authority file (exit 2 at `validate` and `sync`), not a lock found at the first act.
+"""Thresholds validated against scope (docs/authority.md, "Thresholds"): a threshold no set
+of principals holding the role in the act's scope can meet is an error of the authority
+file (exit 2 at `validate` and `sync`), not a lock found at the first act.
 
 An act names a suite and a task (waivers, retirements, promotions), a task only (reviews)
 or neither (calibrations, ingests and imports); a grant scoped to suites covers no act that

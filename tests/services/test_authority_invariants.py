@@ -452,9 +452,9 @@ def test_a_waiver_the_authority_refused_is_listed_by_the_gate(any_engine: World)
     assert w.run("verify").code == 0  # the plain-SQL loader lists it too
 
 
-#: Which grants may sign which acts, from DESIGN section 15's words: a grant "scoped" to
-#: suites or tasks covers only acts inside its globs, and an act naming no suite (or no task)
-#: is inside no glob. Written out by hand, not computed by the code under test.
+#: Which grants may sign which acts, from the contract's words (docs/authority.md): a grant
+#: "scoped" to suites or tasks covers only acts inside its globs, and an act naming no suite
+#: (or no task) is inside no glob. Written out by hand, not computed by the code under test.
 SCOPE_TABLE = [
     # (grant suites, grant tasks, act kind, act suite, act task, may sign)
     ([], [], "calibration.invalidate", None, None, True),
