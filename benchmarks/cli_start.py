@@ -2,9 +2,10 @@
 
 Three commands, each in a fresh process, against the floor `python -c "import typer"` (the
 least any typer CLI can cost): `evalops --help`, `evalops gate check --help` and
-`evalops validate registry` (the 17-file example registry). Target: each within 2.0x of the
-floor, in CPU time (the child's own user + system time, so other load on the machine does
-not count) and in wall time. Figures are medians of `--runs` rounds (at least 5); a round
+`evalops validate registry` (the 17-file example registry). Targets: the two `--help` within
+1.6x of the floor, `validate` within 2.0x, in CPU time (the child's own user + system time,
+so other load on the machine does not count) and in wall time. Figures are medians of
+`--runs` rounds (at least 5); a round
 runs the floor and the three commands one after another, so a burst of load hits all four.
 
 Whole processes are measured, interpreter start-up included (what a user waits for). The
@@ -25,7 +26,11 @@ from benchmarks.measure import medians, process
 from benchmarks.perf import figure
 from benchmarks.workload import REPO
 
-TARGET = 2.0
+TARGETS = {
+    "evalops --help": 1.6,
+    "evalops gate check --help": 1.6,
+    "evalops validate registry": 2.0,
+}
 FLOOR = [sys.executable, "-c", "import typer"]
 EVALOPS = [sys.executable, "-m", "evalops"]
 COMMANDS = {
@@ -54,9 +59,10 @@ def p6_cli_start(runs: int = 7) -> bool:
     for name in COMMANDS:
         ours = medians(samples[name])
         detail = f"{_fmt(ours)}; floor {_fmt(floor)}"
-        ok &= figure(f"P6 {name}, CPU / import typer", ours["cpu"] / floor["cpu"], TARGET, detail)
+        target = TARGETS[name]
+        ok &= figure(f"P6 {name}, CPU / import typer", ours["cpu"] / floor["cpu"], target, detail)
         ok &= figure(
-            f"P6 {name}, wall / import typer", ours["wall"] / floor["wall"], TARGET, detail
+            f"P6 {name}, wall / import typer", ours["wall"] / floor["wall"], target, detail
         )
     return ok
 

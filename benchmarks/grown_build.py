@@ -1,19 +1,17 @@
-"""P9: a decision of any size in flat memory (evaluator 4, docs/gate.md).
+"""P9: a decision of any size in flat memory (the default and only evaluator of new
+decisions, 4: per-task summaries; docs/gate.md).
 
     python -m benchmarks.grown_build [--small 10000] [--runs 5]
 
 The gated build itself grows tenfold: every record is one of the example's build-124
 records (its six tasks), `--small` of them, then ten times as many, each in a workspace of
-its own with one decision stored by `gate check --evaluator 4`. Peak memory (RSS) of each
+its own with one decision stored by `gate check`. Peak memory (RSS) of each
 read command at the big build must stay within 1.5x of the small one's:
 
-- `gate check --evaluator 4 --dry-run` (the loader streams the trials into task summaries);
+- `gate check --dry-run` (the loader streams the trials into task summaries);
 - `verify` (re-hashes every trial, replays the decision, rebuilds its summaries);
 - `report audit --gate GATE-1 --format html`;
 - `gate replay GATE-1` (exit 0: byte for byte).
-
-Printed beside them, with no target: the same dry run under evaluator 3, whose inputs hold
-every trial.
 """
 
 from __future__ import annotations
@@ -62,7 +60,7 @@ def workspace(count: int) -> Path:
             ["evalops", "promote", task, "--to", "regression/core"]
             for task in ("article-publish-approved-revision", "support-refund-in-order")
         ),
-        [*CHECK, "--evaluator", "4"],
+        CHECK,
     ]
     for argv in steps:
         done = run(argv, cwd=ws)
@@ -74,11 +72,10 @@ def workspace(count: int) -> Path:
 def commands(ws: Path) -> dict[str, list[str]]:
     report = str(ws / "p9-report.html")
     return {
-        "gate check --evaluator 4 --dry-run": [*CHECK, "--evaluator", "4", "--dry-run"],
+        "gate check --dry-run": [*CHECK, "--dry-run"],
         "verify": ["evalops", "verify"],
         "report audit": ["evalops", "report", "audit", "--gate", "GATE-1", "-o", report],
         "gate replay": ["evalops", "gate", "replay", "GATE-1"],
-        "gate check --dry-run (evaluator 3, no target)": [*CHECK, "--dry-run"],
     }
 
 
@@ -97,13 +94,6 @@ def p9(small: int, runs: int) -> bool:
     for name, by_size in peaks.items():
         a, b = by_size[big], by_size[small]
         detail = f"{big:,}: {_fmt(a)}; {small:,}: {_fmt(b)}"
-        if "no target" in name:
-            print(
-                f"P9 peak memory of {name} at {big:,} vs {small:,} gated trials: "
-                f"{a['peak_kib'] / b['peak_kib']:.2f}  [{detail}]",
-                flush=True,
-            )
-            continue
         ok &= figure(
             f"P9 peak memory of {name} at {big:,} vs {small:,} gated trials",
             a["peak_kib"] / b["peak_kib"],

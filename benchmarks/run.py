@@ -1,7 +1,8 @@
 """Run every benchmark: `make bench`.
 
 The performance targets (benchmarks/perf.py, P1-P7) first, then P9 (benchmarks/grown_build.py:
-memory of a decision as the gated build grows), then the streaming, report and importer
+memory of a decision as the gated build grows), P10 (benchmarks/noop_ingest.py: a no-op
+re-ingest against the first ingest, on both engines), then the streaming, report and importer
 benchmarks (import_inspect; import_scale: start-up against the registry's size, memory
 against the log's), the read commands on the demo registry (read_commands, P8), signed acts
 at scale (authority_scale) and the registry site (report_site: 1,000 decisions). Each prints
@@ -19,6 +20,7 @@ from benchmarks import (
     import_inspect,
     import_scale,
     ingest_memory,
+    noop_ingest,
     perf,
     read_commands,
     report_scale,
@@ -39,6 +41,8 @@ def main() -> int:
     failed |= grown_build.main()
     print()
     sys.argv = sys.argv[:1]
+    failed |= noop_ingest.main(["--records", "10000", "--runs", "3"] if quick else [])
+    print()
     failed |= ingest_memory.main()
     print()
     failed |= report_scale.main()

@@ -51,8 +51,21 @@ class EvalopsError(Exception):
         return ": ".join([*where, self.message])
 
 
+#: The contract's words for a writer that waited for the lock in vain (docs/cli.md).
+BUSY_MESSAGE = "registry is busy: another writer holds it"
+
+
 class BusyError(EvalopsError):
     """Another writer held the registry's write lock beyond --lock-timeout; nothing changed."""
+
+    exit_code: ClassVar[int] = EXIT_INTERNAL
+
+
+class StorageFault(EvalopsError):
+    """The storage under the database failed a read or a write (the disk is full, a
+    file-size limit was reached, an I/O error): the transaction was rolled back, nothing
+    was stored, and the same command may be run again once the cause is gone (exit 1, as a
+    busy registry)."""
 
     exit_code: ClassVar[int] = EXIT_INTERNAL
 
@@ -67,6 +80,17 @@ class NoDatabase(InputError):
     """The SQLite file a database URL names does not exist (the CLI says where it looked)."""
 
 
+class DatabaseUnavailable(InputError):
+    """The database cannot be used from here: the connection was lost (a server restart,
+    a failover, an administrator), or its location is read-only (exit 2, as an unreachable
+    database)."""
+
+
+class NewerSchema(InputError):
+    """The database was migrated by a newer evalops than this one: nothing is changed, and
+    no command advises an upgrade that cannot go back (exit 2)."""
+
+
 class RefusedError(EvalopsError):
     """A policy refused the change; the lifecycle is unchanged and the refusal audited."""
 
@@ -77,6 +101,12 @@ class VerificationError(EvalopsError):
     """Tampering, a digest mismatch, or a database schema not at head."""
 
     exit_code: ClassVar[int] = EXIT_VERIFY
+
+
+class DamagedDatabase(VerificationError):
+    """The database file is damaged (SQLite calls it malformed; PostgreSQL reports data or
+    an index corrupted, or a unique index the rules rely on is missing or invalid): restore
+    it from a backup (exit 6)."""
 
 
 @dataclass

@@ -33,7 +33,8 @@ _REPLAYED: set[tuple[str, int]] = set()
 
 def _replay_all(databases: set[Path]) -> list[str]:
     """Replay every gate decision stored in these databases; list any that differ. Each
-    decision of evaluator 3 is also decided by evaluator 4, which must agree
+    decision of evaluator 4 is also decided by the frozen evaluator 3 over its trials
+    loaded again, and each of evaluator 3 by evaluator 4; they must agree
     (`compact_differences`), and every decision's inputs, built by `gate check` through the
     ORM loader, must be what the plain-SQL loader `verify` uses rebuilds on `sqlite3`
     (evalops/services/verify/gate_inputs.py), byte for byte."""
@@ -77,19 +78,40 @@ def _replay_all(databases: set[Path]) -> list[str]:
 
 
 def compact_differences(session: Any, row: Any) -> list[str]:
-    """Evaluator 4 decides a stored evaluator-3 decision as evaluator 3 did (docs/gate.md,
-    "Evaluator 4"): from the stored inputs summarized (`compact_inputs`), and from inputs
-    loaded again from the registry at the decision's cutoff by evaluator 4's streaming
-    loader. The only difference allowed is `firstResults` counted by class."""
+    """The flat evaluator (4, per-task summaries: every new decision's) decides as the frozen
+    evaluator 3 did, on every decision the tests store (docs/gate.md, "Evaluator 4").
+
+    A stored evaluator-4 decision: its trials are loaded again from the registry at the
+    decision's cutoff as evaluator 3 lists them; evaluator 3 over them decides what was
+    stored (the only difference allowed is `firstResults` counted by class), and those
+    listed inputs summarized (`compact_inputs`) are the stored inputs, byte for byte.
+    A stored evaluator-3 decision: evaluator 4 decides it as stored from its inputs
+    summarized, and from inputs loaded again by evaluator 4's streaming loader."""
     import json
 
     from evalops.domain.canonical import canonical_json
     from evalops.domain.gate_compact import compact_inputs, same_decision_as_evaluator_3
     from evalops.domain.gate_compact import evaluate as evaluate_compact
+    from evalops.domain.legacy.gate_v3 import evaluate as evaluate_v3
     from evalops.services.gate.input_parts import GateRequest
-    from evalops.services.gate.inputs import build_inputs
+    from evalops.services.gate.inputs import build_inputs, listed_inputs
 
     inputs = json.loads(row.inputs)
+    if inputs.get("evaluator") == 4:
+        if "request" not in inputs:
+            return [f"{row.gate_id}: an evaluator-4 decision without its request"]
+        listed = listed_inputs(
+            session, GateRequest.from_dict(inputs["request"]), rebuild=True, evaluator=3
+        )
+        listed["gate_id"] = inputs["gate_id"]
+        out = []
+        stored = canonical_json(json.loads(row.result))
+        if canonical_json(same_decision_as_evaluator_3(evaluate_v3(listed))) != stored:  # type: ignore[arg-type]
+            out.append(f"{row.gate_id}: evaluator 3 over its listed trials decides otherwise")
+        summarized = {**compact_inputs(listed), "evaluator": 4}
+        if canonical_json(summarized) != canonical_json(inputs):
+            out.append(f"{row.gate_id}: its listed trials summarized are not its inputs")
+        return out
     if inputs.get("evaluator") != 3:
         return []
     expected = canonical_json(same_decision_as_evaluator_3(json.loads(row.result)))

@@ -14,8 +14,10 @@ Regenerate (only to add cases; a changed result of an existing case is a broken 
 
     git worktree add --detach /tmp/evalops-v1 31e4046
     git worktree add --detach /tmp/evalops-v2 48386b9
+    git worktree add --detach /tmp/evalops-v3 4977f2e
     python -m tests.golden_evaluators 1 /tmp/evalops-v1
     python -m tests.golden_evaluators 2 /tmp/evalops-v2
+    python -m tests.golden_evaluators 3 /tmp/evalops-v3
 
 The old checkout runs with this environment's libraries (as today's replay does).
 """
@@ -39,6 +41,7 @@ GOLDEN = ROOT / "golden" / "evaluators"
 SOURCES = {
     1: ("registry-0001-demo.db", "31e4046"),
     2: ("registry-evaluator2-demo.db", "48386b9"),
+    3: ("registry-evaluator3-demo.db", "4977f2e"),
 }
 METHODS = ("mcnemar", "sign-test", "paired-t", "paired-bootstrap")
 

@@ -27,6 +27,23 @@ SITE_PAGES = (
 )
 """The index, a suite with its chart, a task with flips, incident, waiver and calibration
 pages (decision pages are the audit report, whose golden files are above)."""
+READS_GOLDEN = GOLDEN.parent / "reads"
+READS = (
+    ("trials", "list"),
+    ("trials", "list", "--all"),
+    ("trials", "list", "--limit", "3"),
+    ("trials", "list", "--class", "task_pass"),
+    ("trials", "list", "--class", "ambiguous_external_effect"),
+    ("trials", "list", "--task", "article-source-records-complete"),
+    ("trials", "list", "--build", "build-124", "--suite", "regression/core"),
+    ("trials", "list", "--suite", "no/such-suite"),
+    ("trials", "list", "--class", "not-a-class"),
+    ("calibration", "status"),
+    ("trials", "show", "trial-b123-article-source-records-complete-3-rerun-1"),
+    ("trials", "show", "trial-b124-article-publish-approved-revision-3"),
+)
+"""The read commands whose listings were once written twice (an ORM path beside the
+Reader's): what they printed, human and `--json`, kept byte for byte."""
 GATE = "GATE-3"
 SUITE = "regression/core"
 
@@ -70,6 +87,41 @@ def render_site(demo: Path) -> dict[str, str]:
         engine.dispose()
 
 
+def reads_name(argv: tuple[str, ...], as_json: bool) -> str:
+    words = "-".join(a.strip("-").replace("/", "_") for a in argv)
+    return f"{words}{'.json' if as_json else ''}.txt"
+
+
+def render_reads(demo: Path) -> dict[str, str]:
+    """What each of READS printed in `demo` (exit code, stdout, stderr), human and --json,
+    in the test suite's environment and with its pinned clock."""
+    import contextlib
+    import io
+
+    from evalops.cli.main import main
+    from tests.conftest import PINNED_NOW, evalops_test_env
+
+    out: dict[str, str] = {}
+    before = Path.cwd()
+    with evalops_test_env():
+        os.environ["EVALOPS_NOW"] = PINNED_NOW
+        os.chdir(demo)
+        try:
+            for argv in READS:
+                for as_json in (False, True):
+                    stdout, stderr = io.StringIO(), io.StringIO()
+                    args = ["--json", *argv] if as_json else list(argv)
+                    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+                        code = main(args)
+                    out[reads_name(argv, as_json)] = (
+                        f"$ evalops {' '.join(args)}\nexit {code}\n--- stdout\n"
+                        f"{stdout.getvalue()}--- stderr\n{stderr.getvalue()}"
+                    )
+        finally:
+            os.chdir(before)
+    return out
+
+
 def main() -> int:
     from tests.conftest import build_demo
 
@@ -77,6 +129,7 @@ def main() -> int:
         demo = build_demo(Path(tmp) / "demo")
         files = render_all(demo)
         site = render_site(demo)
+        reads = render_reads(demo)
     GOLDEN.mkdir(parents=True, exist_ok=True)
     for name, text in sorted(files.items()):
         (GOLDEN / name).write_text(text, encoding="utf-8", newline="\n")
@@ -86,6 +139,10 @@ def main() -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8", newline="\n")
         print(f"wrote {path} ({len(text)} characters)")
+    READS_GOLDEN.mkdir(parents=True, exist_ok=True)
+    for name, text in sorted(reads.items()):
+        (READS_GOLDEN / name).write_text(text, encoding="utf-8", newline="\n")
+        print(f"wrote {READS_GOLDEN / name} ({len(text)} characters)")
     return 0
 
 

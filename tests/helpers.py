@@ -200,9 +200,10 @@ def sqlite_fingerprint(db_path: Path) -> str:
 
 def _build_real_clock_demo(root: Path) -> None:
     from evalops.cli.demo import run_demo
+    from evalops.cli.main import main
 
     with contextlib.redirect_stdout(io.StringIO()):
-        run_demo(root)
+        run_demo(root, run_cli=main)
 
 
 def real_clock_demo(factory: pytest.TempPathFactory) -> Path:

@@ -13,7 +13,10 @@ directory, and compare the output shown (the way cog and sqlite-utils keep their
 - A block right after a line `<!-- not run: REASON -->` is skipped (installing, a server,
   files that exist only on the reader's machine); the reason is required.
 
-Commands run one after another in one scratch directory, as a reader would type them:
+A command that is `evalops` with plain or quoted words runs in this process (the same
+directory, environment and merged output as in the shell, without a new Python importing
+evalops each time); anything else (pipes, redirections, globs, other programs) runs in
+bash. Commands run one after another in one scratch directory, as a reader would type them:
 `cd DIR` changes the directory for the commands after it, and `echo $?` prints the exit
 code of the command before. `/tmp/` in a command means the scratch directory, and the
 scratch directory prints as `/tmp/`.
@@ -265,6 +268,9 @@ class Session:
             self.cwd = target
             self.last = 0
             return 0, []
+        plain = _plain_evalops(command)
+        if plain is not None:
+            return self._in_process(plain)
         done = subprocess.run(
             ["bash", "-c", command],
             cwd=self.cwd,
@@ -281,6 +287,56 @@ class Session:
         if lines and lines[-1] == "":
             lines.pop()
         return done.returncode, lines
+
+    def _in_process(self, args: list[str]) -> tuple[int, list[str]]:
+        """`evalops ARGS` run in this process, in the session's directory and environment,
+        stdout and stderr together: what the shell would print, for a tenth of the CPU (a
+        new Python process imports evalops and its dependencies again, every command)."""
+        import contextlib
+        import io
+        import time
+
+        from evalops.cli.main import main
+
+        out = io.StringIO()
+        saved_env, saved_cwd = dict(os.environ), Path.cwd()
+        os.environ.clear()
+        os.environ.update(self.env)
+        time.tzset()
+        os.chdir(self.cwd)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+                code = main(args)
+        finally:
+            os.chdir(saved_cwd)
+            os.environ.clear()
+            os.environ.update(saved_env)
+            time.tzset()
+        self.last = code
+        text = (
+            out.getvalue().replace(f"{self.scratch}/", "/tmp/").replace(str(self.scratch), "/tmp")
+        )
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        return code, lines
+
+
+# What makes a command need the shell: pipes, redirections, variables, globs, chaining.
+_SHELL = re.compile(r"[|&;<>$`*?(){}\[\]~!\\]")
+_COMMENT = re.compile(r"\s+#.*$")
+
+
+def _plain_evalops(command: str) -> list[str] | None:
+    """The arguments of a command that is `evalops` and plain (or quoted) words only, a
+    trailing comment aside; else None (bash runs it)."""
+    import shlex
+
+    command = _COMMENT.sub("", command)
+    if _SHELL.search(command) or "#" in command:
+        return None
+    words = shlex.split(command)
+    return words[1:] if words and words[0] == "evalops" else None
 
 
 def run_all(blocks: list[Block], scratch: Path) -> list[Outcome]:

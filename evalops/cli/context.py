@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
-import json
 import os
 import subprocess
 import sys
@@ -119,6 +117,8 @@ def resolve_actor() -> str:
     if email:
         return email
     try:
+        import getpass
+
         return getpass.getuser()
     except (KeyError, OSError):
         return "unknown"
@@ -258,6 +258,8 @@ def json_text(data: Any) -> str:
     """Indented JSON for a terminal: the same data once parsed, but an invisible or
     line-breaking character (U+200B, U+2028, a bidi control, a lone surrogate) is written
     as its `\\uXXXX` JSON escape, never raw (a raw newline is only ever the layout's)."""
+    import json
+
     from evalops.domain.visible import escape_invisible
 
     text = json.dumps(data, indent=2, ensure_ascii=False)
@@ -265,6 +267,8 @@ def json_text(data: Any) -> str:
 
 
 def _json_escape(char: str) -> str:
+    import json
+
     return json.dumps(char)[1:-1]  # beyond the BMP: a surrogate pair, as JSON spells it
 
 

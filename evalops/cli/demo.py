@@ -8,7 +8,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -322,8 +322,18 @@ def authority_steps(now: datetime) -> list[Step]:
                     "Link the task that reproduces it",
                     ("incident", "link", "INC-1", "--task", POLICY_TASK),
                 ),
-                ("Promote it (its judge is calibrated)", ("promote", "INC-1", "--to", DEMO_SUITE)),
             )
+        ),
+        Step(
+            "An unsigned promotion is refused: a new member is a risk owner's act",
+            ("promote", "INC-1", "--to", DEMO_SUITE),
+            EXIT_REFUSED,
+            where=here,
+        ),
+        Step(
+            "The support lead, a risk owner, signs the promotion (its judge is calibrated)",
+            ("promote", "INC-1", "--to", DEMO_SUITE, "--sign-with", _key("support-lead")),
+            where=here,
         ),
         Step(
             "An unsigned waiver is refused: an authority is in force",
@@ -471,11 +481,11 @@ def _render_summary(directory: Path, results: list[StepResult]) -> Path:
 SUMMARY = "demo-summary.md"
 
 
-def _run_steps(directory: Path, script: list[Step], results: list[StepResult]) -> None:
-    """Run `script` through the real CLI, numbering on from `results`; stop at a step that
-    ends with another exit code than the one it shows."""
-    from evalops.cli.main import main
-
+def _run_steps(
+    directory: Path, script: list[Step], results: list[StepResult], run_cli: RunCli
+) -> None:
+    """Run `script` through the real CLI (`run_cli`, evalops/cli/main.py `main`), numbering
+    on from `results`; stop at a step that ends with another exit code than the one it shows."""
     where = ""
     for number, step in enumerate(script, start=len(results) + 1):
         if step.where != where:
@@ -484,7 +494,7 @@ def _run_steps(directory: Path, script: list[Step], results: list[StepResult]) -
         typer.secho(f"## {number}. {step.title}", bold=True)
         typer.echo(f"$ evalops {shlex.join(step.args)}")
         with _cwd(directory / step.where):
-            code = main(["--actor", "demo@evalops.invalid", *step.args])
+            code = run_cli(["--actor", "demo@evalops.invalid", *step.args])
         typer.echo(f"-> exit {code}\n")
         results.append(StepResult(step, code))
         if code != step.expect:
@@ -493,7 +503,14 @@ def _run_steps(directory: Path, script: list[Step], results: list[StepResult]) -
             )
 
 
-def run_demo(directory: Path | None, now: datetime | None = None) -> list[StepResult]:
+#: The CLI's entry point: arguments in, exit code out. Given by the caller, since the CLI
+#: (evalops/cli/main.py) imports the command that runs the demo.
+RunCli = Callable[[list[str]], int]
+
+
+def run_demo(
+    directory: Path | None, now: datetime | None = None, *, run_cli: RunCli
+) -> list[StepResult]:
     if directory is None:
         directory = Path(tempfile.mkdtemp(prefix="evalops-demo-"))
     elif directory.exists() and any(directory.iterdir()):
@@ -516,10 +533,10 @@ def run_demo(directory: Path | None, now: datetime | None = None) -> list[StepRe
     env = {"EVALOPS_DATABASE_URL": None, "EVALOPS_REGISTRY": None, "EVALOPS_ACTOR": None}
     saved = {k: os.environ.pop(k, None) for k in env}
     try:
-        _run_steps(directory, steps(started), results)
+        _run_steps(directory, steps(started), results, run_cli)
         typer.secho("# Part 2: the same registry under an authority (docs/authority.md)", bold=True)
         prepare_authority(directory, started)
-        _run_steps(directory, authority_steps(started), results)
+        _run_steps(directory, authority_steps(started), results, run_cli)
     finally:
         for k, v in saved.items():
             if v is not None:

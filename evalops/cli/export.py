@@ -1,6 +1,5 @@
 """`evalops export junit|otel|summary|attestation` and `evalops verify-attestation`."""
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -171,6 +170,8 @@ def verify_attestation(
     settings(ctx, json_flag)
     raw = read_bounded(file, "FILE", "attestation file")
     try:
+        import json
+
         value = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"not JSON: {exc}", str(file)) from None

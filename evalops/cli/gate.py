@@ -2,7 +2,7 @@
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, cast
 
 import typer
 
@@ -31,6 +31,7 @@ from evalops.domain.humanize import measure, plural
 from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_VERIFY, InputError
 
 if TYPE_CHECKING:
+    from evalops.cli.context import Settings
     from evalops.domain.gate_documents import AnyGateInputs, DecisionDocument
     from evalops.domain.next_steps import Hints
     from evalops.store.reader import Reader
@@ -206,10 +207,20 @@ class NextFacts(NamedTuple):
     hints: "Hints"
 
 
+def _off_line(reader: "Reader", data: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The branch syncs a held build's definitions came from (read only for a hold)."""
+    if data["decision"] != "hold" or "definitions" in data:
+        return []
+    from evalops.services.reads.off_line import off_line_syncs
+
+    return off_line_syncs(reader, str(data["build"]))
+
+
 def _render_decision(
     data: Mapping[str, Any],
     changes: Mapping[str, Any] | None = None,
     effects: NextFacts | None = None,
+    off_line: list[dict[str, Any]] | None = None,
 ) -> None:
     say_painted(
         data["decision"].upper(), f": {data['build']} on {data['suite']} ({data['gate_id']})"
@@ -265,12 +276,10 @@ def _render_decision(
             f"  evaluated at {data['evaluated_at']}; suite_digest {data['suite_digest']}"
         )
     )
-    from evalops.domain.next_steps import next_steps
+    from evalops.domain.next_steps import NO_HINTS, next_steps
 
-    steps = (
-        next_steps(data) if effects is None else next_steps(data, effects.effects, effects.hints)
-    )
-    for step in steps:
+    facts = effects or NextFacts({}, NO_HINTS)
+    for step in next_steps(data, facts.effects if effects else None, off_line, facts.hints):
         say(f"next: {step}")
 
 
@@ -305,22 +314,6 @@ def _write_artifacts(
             say(f"wrote the audit report ({kind}) to {report}", err=True)
 
 
-def _evaluator(asked: int | None) -> int:
-    """`--evaluator`: a rules version new decisions may be made under (docs/gate.md)."""
-    from evalops.domain.gate import EVALUATOR
-    from evalops.domain.gate_compact import EVALUATOR_COMPACT
-
-    if asked is None:
-        return EVALUATOR
-    if asked not in (EVALUATOR, EVALUATOR_COMPACT):
-        raise InputError(
-            f"--evaluator {asked}: new decisions are made by evaluator {EVALUATOR} or "
-            f"{EVALUATOR_COMPACT} (earlier ones only replay)",
-            field="--evaluator",
-        )
-    return asked
-
-
 @gate_app.command("check")
 def gate_check(
     ctx: typer.Context,
@@ -352,11 +345,13 @@ def gate_check(
     report: Annotated[
         Path | None, typer.Option(help="Also write the audit report here (.html, .json, else .md).")
     ] = None,
-    evaluator: Annotated[
-        int | None,
+    definitions: Annotated[
+        str | None,
         typer.Option(
-            help="The rules version: 3 (default), or 4 (the same rules over per-task "
-            "summaries: memory flat in the build's trials; docs/gate.md)."
+            "--definitions",
+            metavar="REV",
+            help="Evaluate under the definitions of commit REV of the registry's repository "
+            "(read as sync reads them, never registered, not in force); only with --dry-run.",
         ),
     ] = None,
     json_flag: JsonFlag = False,
@@ -366,6 +361,8 @@ def gate_check(
     The suite's gate policy decides (`gate_policy:` in its declaration; none named: the only
     one in force). A stored decision uses only it: another registered `--policy`, or a policy
     FILE, needs `--dry-run`, which evaluates and prints without storing anything.
+    A pull request's CI evaluates under its own commit's definitions without putting them
+    in force: `--dry-run --definitions HEAD` (docs/ci.md).
 
     Example: evalops gate check --build build-124 --suite regression/core --baseline build-123
     """
@@ -380,9 +377,17 @@ def gate_check(
         "execution_id": execution,
         "baseline": baseline,
         "policy": policy,
-        "evaluator": _evaluator(evaluator),
     }
     data: DecisionDocument
+    if definitions is not None:
+        if not dry_run:
+            raise InputError(
+                "--definitions evaluates under a commit's definitions without putting them "
+                "in force: only with --dry-run",
+                field="--definitions",
+            )
+        _check_under_definitions(ctx, state, definitions, options, junit, report)
+        return
     with state.connect() as engine:
         if dry_run:
             data, inputs = dry_run_check(engine, **options)
@@ -390,7 +395,7 @@ def gate_check(
         else:
             data = check(engine, actor=state.who(), **options)
             _write_artifacts(engine, data["gate_id"], junit, report)
-        changes, effects = None, None
+        changes, effects, off_line = None, None, None
         if not state.json:
             from evalops.services.reports.audit import decision_changes
             from evalops.store.reader import engine_reader
@@ -402,7 +407,48 @@ def gate_check(
             )
             with engine_reader(engine) as reader:
                 effects = _open_effects(reader, data)
-    emit(ctx, data, lambda: _render_decision(data, changes, effects))
+                off_line = _off_line(reader, data)
+    emit(ctx, data, lambda: _render_decision(data, changes, effects, off_line))
+    raise typer.Exit(EXIT_BY_DECISION[data["decision"]])
+
+
+def _check_under_definitions(
+    ctx: typer.Context,
+    state: "Settings",
+    revision: str,
+    options: dict[str, Any],
+    junit: Path | None,
+    report: Path | None,
+) -> None:
+    """`--dry-run --definitions REV`: everything (decision, report, JUnit, hints) made in
+    one transaction holding REV's definitions in force, then rolled back."""
+    from evalops.services.gate.check import dry_run_check
+    from evalops.services.gate.definitions_at import definitions_at
+    from evalops.services.reports.audit import decision_changes
+    from evalops.store.reader import ConnectionReader
+
+    with (
+        state.connect() as engine,
+        definitions_at(engine, state.registry, revision, actor=state.who(), now=now()) as (
+            bound,
+            conn,
+            where,
+        ),
+    ):
+        data, inputs = dry_run_check(bound, **options)
+        # A key of the dry run's document only (gate-check.schema.json).
+        cast("dict[str, Any]", data)["definitions"] = where.as_dict()
+        _write_artifacts(bound, data["gate_id"], junit, report, (data, inputs))
+        changes, effects = None, None
+        if not state.json:
+            changes = decision_changes(bound, gate_id=data["gate_id"], unstored=(data, inputs))
+            effects = _open_effects(ConnectionReader(conn), data)
+
+    def human() -> None:
+        say(f"dry run {where.describe()}")
+        _render_decision(data, changes, effects)
+
+    emit(ctx, data, human)
     raise typer.Exit(EXIT_BY_DECISION[data["decision"]])
 
 

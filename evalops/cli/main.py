@@ -98,8 +98,49 @@ def _where_looked(error: EvalopsError, obj: object) -> EvalopsError:
     return InputError(no_database_here(here), field="--db")
 
 
+# `evalops --help` lists commands in groups, in the order of the workflow (docs/cli.md);
+# a command no group names is listed last, under "Other".
+COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Registry", ("init", "new", "validate", "digest", "sync", "task", "schema", "db")),
+    ("Lifecycle", ("incident", "suite", "promote", "retire")),
+    ("Trials", ("trials", "trajectory", "calibration", "review")),
+    ("Gate", ("gate", "compare", "waiver")),
+    ("Reports", ("report", "export", "demo")),
+    ("Authority and integrity", ("authority", "keys", "verify", "verify-attestation")),
+)
+
+
+def _fault(raised: Exception, obj: object) -> EvalopsError | None:
+    """A storage fault (a full disk, a lost connection, a damaged file...) named by its
+    cause for the database this invocation used; None for anything else (a bug)."""
+    from evalops.store.faults import storage_fault
+
+    url = obj.db_url if isinstance(obj, Settings) else DEFAULT_URL
+    return storage_fault(raised, url)
+
+
 class EvalopsGroup(TyperGroup):
     """Maps every EvalopsError raised below it to its exit code, without a traceback."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        """The commands in groups (`COMMAND_GROUPS`), each with its short help."""
+        listed: dict[str, Any] = {}
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                listed[name] = command
+        if not listed:
+            return
+        limit = formatter.width - 6 - max(len(n) for n in listed)
+        groups = [(title, [n for n in names if n in listed]) for title, names in COMMAND_GROUPS]
+        named = {n for _, names in groups for n in names}
+        groups.append(("Other", [n for n in listed if n not in named]))
+        for title, names in groups:
+            if names:
+                with formatter.section(f"{title} commands"):
+                    formatter.write_dl(
+                        [(n, listed[n].get_short_help_str(limit=limit)) for n in names]
+                    )
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -113,10 +154,14 @@ class EvalopsGroup(TyperGroup):
             # raised WriterBusy, it is loaded already.
             engine = sys.modules.get("evalops.store.engine")
             busy = engine is not None and isinstance(raised, engine.WriterBusy)
-            if not (isinstance(raised, EvalopsError) or busy):
-                raise
-            error = raised if isinstance(raised, EvalopsError) else BusyError(str(raised))
             obj = ctx.find_root().obj
+            fault = None if busy or isinstance(raised, EvalopsError) else _fault(raised, obj)
+            if not (isinstance(raised, EvalopsError) or busy or fault is not None):
+                raise
+            if fault is not None:
+                error = fault
+            else:
+                error = raised if isinstance(raised, EvalopsError) else BusyError(str(raised))
             error = _where_looked(error, obj)
             _report(error, isinstance(obj, Settings) and obj.json)
             ctx.exit(error.exit_code)
@@ -246,7 +291,15 @@ gate.register(app)
 waiver.register(app)
 report.register(app)
 export.register(app)
-verify.register(app)
+
+
+def _run_cli(argv: list[str]) -> int:
+    """`main` (defined below) for `evalops demo`, which runs this CLI in-process step by
+    step: given to the command rather than imported by it, as this module imports them all."""
+    return main(argv)
+
+
+verify.register(app, run_cli=_run_cli)
 
 
 @functools.cache
@@ -290,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
             return usage_code
         if os.environ.get("EVALOPS_DEBUG"):
             raise
-        message = shown(f"internal error: {type(exc).__name__}: {exc}")
+        message = shown(f"internal error: {type(exc).__name__}: {_said(exc)}")
         if as_json:
             print_json({"error": _error_json(EXIT_INTERNAL, message)})
         sys.stderr.write(
@@ -299,6 +352,17 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_INTERNAL
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+def _said(exc: BaseException) -> str:
+    """What an unexpected error says: a database driver's error by its first line only
+    (SQLAlchemy appends the statement, every bind parameter and a link to its own docs,
+    which can run to kilobytes and hold stored values)."""
+    text = str(exc)
+    if type(exc).__module__.startswith(("sqlalchemy", "psycopg", "sqlite3")):
+        lines = text.strip().splitlines()
+        text = lines[0][:300] if lines else ""
+    return text
 
 
 #: Options whose value is an identifier (a build name, an actor): stored in indexed columns.

@@ -2,7 +2,6 @@
 
 import os
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated
@@ -69,6 +68,8 @@ def write_output(output: str, text: str | Iterable[str]) -> str | None:
         raise InputError("is a directory; give a file name", str(path), field="--output")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile
+
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
         try:
             follow_umask(fd)

@@ -6,12 +6,19 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from evalops.cli.context import JsonFlag, add_row, echo_lines, emit, now, say, settings
+from evalops.cli.signing import ActOption, PrintActOption, SignatureOption, SignWithOption
 from evalops.domain.humanize import plural
 from evalops.errors import EXIT_REFUSED, InputError, InputErrors
 
 if TYPE_CHECKING:
     from evalops.cli.context import Settings
     from evalops.registry.snapshot import Snapshot
+
+registry_app = typer.Typer(
+    help='The registry\'s tracked branch and path (docs/authority.md, "The tracked branch").\n\n'
+    "Example: evalops registry track --path registry --branch main",
+    no_args_is_help=True,
+)
 
 schema_app = typer.Typer(
     help="JSON Schemas of the spec formats and the machine-readable outputs.\n\n"
@@ -106,7 +113,7 @@ def digest(
     Example: evalops digest registry/tasks/*.yaml --json
     """
     from evalops.registry.definitions import load_definition
-    from evalops.registry.snapshot import display_path
+    from evalops.registry.spec_sources import display_path
 
     settings(ctx, json_flag)
     rows: list[dict[str, object]] = []
@@ -133,6 +140,15 @@ def sync(
             "files are not what its commit holds; recorded as dirty."
         ),
     ] = False,
+    track: Annotated[
+        str | None,
+        typer.Option(
+            "--track",
+            metavar="BRANCH",
+            help="The branch this registry follows (the first sync records it; on a "
+            "detached HEAD, e.g. in CI, name the tracked branch).",
+        ),
+    ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Register every definition with its digests, file path and git commit.
@@ -144,9 +160,16 @@ def sync(
     (id, revision) is registered with another digest. A re-sync of unchanged files changes
     nothing.
 
-    Example: evalops sync registry
+    A registry follows one path on one branch (the first sync records them; `evalops
+    registry track` changes them): only a fast-forward of the last synced commit there
+    changes what is in force. A sync of another branch or path registers its definitions
+    by digest and changes nothing in force (its first line says so); rewritten history of
+    the tracked branch is refused (exit 5). Under an authority, a rule change needs every
+    commit that brought it signed by a policy owner (exit 5 otherwise; docs/authority.md).
+
+    Example: evalops sync registry --track main
     """
-    from evalops.registry.snapshot import display_path
+    from evalops.registry.spec_sources import display_path
     from evalops.services.registry.starter_check import registry_warnings
     from evalops.services.registry.sync import read_for_sync, sync_registry
 
@@ -162,15 +185,22 @@ def sync(
             registry_path=display_path(snapshot.root),
             actor=state.who(),
             now=now(),
+            track=track,
         )
     if result.refused is not None:
         emit(ctx, result.as_dict(), lambda: say(f"sync REFUSED: {result.refused}"))
         raise typer.Exit(EXIT_REFUSED)
 
     def human() -> None:
+        if result.off_line is not None:
+            say(result.off_line)
+        relabelled = {(e["kind"], e["id"]) for e in result.same_digest}
         for entry in result.registered:
             key = next(k for k in entry if k.endswith("_digest"))
-            say(f"registered {entry['kind']} {entry['id']}: {entry[key]}")
+            if (entry["kind"], entry["id"]) in relabelled:
+                say(f"{entry['kind']} {entry['id']}: labels changed; same digest {entry[key]}")
+            else:
+                say(f"registered {entry['kind']} {entry['id']}: {entry[key]}")
         commit = (provenance.commit or "no commit")[:12]
         flag = " (dirty)" if provenance.dirty else ""
         say(
@@ -179,13 +209,72 @@ def sync(
         )
         for entry in result.back_in_force:
             say(f"back in force: {entry['kind']} {entry['id']}")
+        for entry in result.now_in_force:
+            say(f"now in force: {entry['kind']} {entry['id']} (registered before)")
         for entry in result.no_longer_in_force:
             say(f"no longer in force: {entry['kind']} {entry['id']}")
+        if result.authority_bootstrap and result.sync_run is not None:
+            say(
+                "authority in force from now on: acts need signatures "
+                "(--sign-with; docs/authority.md)"
+            )
         _warn(warnings)
 
     registered = {(str(e["kind"]), str(e["id"])) for e in result.registered}
     warnings = registry_warnings(snapshot.definitions, only=registered)
     emit(ctx, {**result.as_dict(), "warnings": warnings}, human)
+
+
+@registry_app.command("track")
+def track(
+    ctx: typer.Context,
+    path: Annotated[
+        str | None,
+        typer.Option(
+            "--path",
+            metavar="P",
+            help="The registry path, relative to the top of "
+            "its git repository (default: unchanged).",
+        ),
+    ] = None,
+    branch: Annotated[
+        str | None,
+        typer.Option("--branch", metavar="B", help="The branch to follow (default: unchanged)."),
+    ] = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Change the branch and path whose syncs change what is in force.
+
+    With an authority in force this is a rule change: a policy owner's signed act
+    `registry.track` (--sign-with KEY, or --print-act then --act/--signature); unsigned or
+    signed by anyone else it is refused (exit 5, audited). The next sync of the new line
+    needs no ancestry with the old one (a rewritten history is re-based this way); its
+    rule-change check starts after every commit synced clean before.
+
+    Example: evalops registry track --branch main --sign-with ~/.ssh/id_ed25519
+    """
+    from evalops.cli.signing import printing_act, signing_of
+    from evalops.services.registry.tracking import track_registry
+
+    state = settings(ctx, json_flag)
+    signing = signing_of(sign_with, print_act, act, signature)
+    with state.connect() as engine, printing_act():
+        result = track_registry(
+            engine, path=path, branch=branch, signing=signing, actor=state.who(), now=now()
+        )
+
+    def human() -> None:
+        before = result.previous.describe() if result.previous else "nothing tracked"
+        say(f"tracked: {result.line.describe()} (was: {before})")
+        for signer in result.signers:
+            say(f"signed by {signer['principal']} ({signer['fingerprint']})")
+        say("next: evalops sync registry (on the tracked branch)")
+
+    emit(ctx, result.as_dict(), human)
 
 
 @schema_app.command("export")
@@ -212,3 +301,4 @@ def register(app: typer.Typer) -> None:
     app.command("digest")(digest)
     app.command("sync")(sync)
     app.add_typer(schema_app, name="schema")
+    app.add_typer(registry_app, name="registry")

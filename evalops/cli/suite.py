@@ -161,21 +161,35 @@ def promote(
     to: Annotated[str, typer.Option("--to", help="Target suite id.")],
     dry_run: Annotated[bool, typer.Option(help="Print the checklist; change nothing.")] = False,
     reason: Annotated[str | None, typer.Option(help="Why, for the record.")] = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Promote a task (or an incident's task) into a suite under the SuitePolicy.
 
     Every requirement of the target kind's entry rule is checked; all met: the membership
     is recorded (exit 0); any unmet: nothing changes, the refusal is audited (exit 5).
+    With an authority in force a new member or a new pin must be signed by a risk owner
+    of the suite (`suite.promote`: --sign-with KEY, or --print-act then --act/--signature).
 
     Example: evalops promote INC-7 --to regression/core
     """
     from evalops.services.registry.promotion import promote as run_promote
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
+    signing = signing_of(sign_with, print_act, act, signature)
+    with state.connect() as engine, printing_act():
         result = run_promote(
-            engine, subject, to, actor=state.who(), now=now(), reason=reason, dry_run=dry_run
+            engine,
+            subject,
+            to,
+            actor=state.who(),
+            now=now(),
+            reason=reason,
+            dry_run=dry_run,
+            signing=signing,
         )
     data = result.as_dict()
     emit(ctx, data, lambda: _checklist(data, "promotion"))
@@ -194,6 +208,9 @@ def retire(
     replaced_by: Annotated[
         str | None, typer.Option(help="The member task that takes over its coverage.")
     ] = None,
+    dry_run: Annotated[
+        bool, typer.Option(help="Print the checklist the retirement would meet; change nothing.")
+    ] = False,
     sign_with: SignWithOption = None,
     print_act: PrintActOption = False,
     act: ActOption = None,
@@ -205,6 +222,9 @@ def retire(
 
     With an authority in force the retirement must be signed by risk owners of the suite
     (their principals are the approval; --sign-with KEY, or --print-act then --act/--signature).
+
+    --dry-run prints the checklist the retirement would meet and changes nothing (exit 5
+    when it would be refused).
 
     Example: evalops retire old-task --from regression/core --reason replaced
     --approved-by risk@example.com --replaced-by new-task
@@ -224,6 +244,7 @@ def retire(
             actor=state.who(),
             now=now(),
             signing=signing,
+            dry_run=dry_run,
         )
     data = result.as_dict()
     emit(ctx, data, lambda: _checklist(data, "retirement"))

@@ -1,6 +1,5 @@
 """`evalops trials ingest|list|show|reconcile|template` and `evalops trials import`."""
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -67,6 +66,8 @@ def _trajectory_words(block: dict[str, Any]) -> str:
     try:
         return TrajectoryResult.from_block(block).describe()
     except (KeyError, TypeError):
+        import json
+
         return json.dumps(block)  # a block of another shape: shown as it is
 
 
@@ -222,6 +223,34 @@ def list_(
     )
 
 
+def source_lines(source: dict[str, Any] | None) -> list[str]:
+    """Where an imported trial came from, and the command that opens it."""
+    if not source:
+        return []
+    if source["tool"] == "inspect":
+        log = source.get("log_file")
+        where = (
+            f"log {text(log)} (eval {text(source['eval_id'])})"
+            if log
+            else (f"eval {text(source['eval_id'])}")
+        )
+        return [
+            f"source: Inspect {where}, sample {text(source['sample_id'])}, "
+            f"epoch {text(source['epoch'])}",
+            f"  open with: {text(source['open_with'])}",
+        ]
+    parts = [f"eval {text(source['eval_id'])}"]
+    if source.get("results_file"):
+        parts.append(f"file {text(source['results_file'])}")
+    if source.get("test_index") is not None:
+        parts.append(f"test index {source['test_index']}")
+    if source.get("prompt_index") is not None:
+        parts.append(f"prompt {source['prompt_index']}")
+    if source.get("provider"):
+        parts.append(f"provider {text(source['provider'])}")
+    return [f"source: promptfoo {', '.join(parts)}", f"  open with: {text(source['open_with'])}"]
+
+
 @trials_app.command()
 def show(
     ctx: typer.Context,
@@ -257,6 +286,8 @@ def show(
         if data["trajectory"]:
             say(f"  trajectory: {_trajectory_words(data['trajectory'])}")
         say(f"  rerun chain: {' -> '.join(data['rerun_chain'])}")
+        for line in source_lines(data.get("source")):
+            say(f"  {line}")
         # As recorded; the reconciliations below settle the requested or unknown ones.
         for e in data["external_effects"]:
             say(f"  effect {e['effect_key']}: {e['status']}")
@@ -604,6 +635,8 @@ def template(
 
 def _compact_json(record: dict[str, Any]) -> str:
     """One line; invisible characters as JSON escapes, as `json_text` writes them."""
+    import json
+
     return json.dumps(record, ensure_ascii=True)
 
 

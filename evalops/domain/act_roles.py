@@ -16,6 +16,8 @@ ActKind = Literal[
     "calibration.invalidate",
     "trials.ingest",
     "trials.import",
+    "suite.promote",
+    "registry.track",
 ]
 #: The role whose holders may sign each act.
 ACT_ROLES: dict[str, Role] = {
@@ -28,6 +30,10 @@ ACT_ROLES: dict[str, Role] = {
     "calibration.invalidate": "calibrator",
     "trials.ingest": "ingester",
     "trials.import": "ingester",
+    # A new member or a new pin decides what the suite blocks on: the suite's risk owners.
+    "suite.promote": "risk_owner",
+    # Which branch and path the rules in force follow is itself a rule.
+    "registry.track": "policy_owner",
 }
 #: The separations of duties an authority may declare.
 SeparationRule = Literal["no_self_waiver", "no_self_review"]

@@ -31,8 +31,12 @@ RETIREMENT_ACCEPTED = "retirement.accepted"
 RETIREMENT_REFUSED = "retirement.refused"
 REVIEW_REFUSED = "review.refused"
 REVIEW_RESOLVE = "review.resolve"
+REGISTRY_TRACK = "registry.track"
+"""The tracked branch and path of the registry changed (`evalops registry track`)."""
 SYNC_IN_FORCE = "sync.in_force"
 SYNC_REFUSED = "sync.refused"
+SYNC_REGISTERED = "sync.registered"
+"""A sync off the tracked branch or path: definitions registered, nothing in force changed."""
 TRIALS_INGEST = "trials.ingest"
 TRIALS_RECONCILE = "trials.reconcile"
 TRIALS_RECONCILE_REFUSED = "trials.reconcile_refused"
@@ -86,8 +90,10 @@ ALL_KINDS = frozenset(
         RETIREMENT_REFUSED,
         REVIEW_REFUSED,
         REVIEW_RESOLVE,
+        REGISTRY_TRACK,
         SYNC_IN_FORCE,
         SYNC_REFUSED,
+        SYNC_REGISTERED,
         TRIALS_INGEST,
         TRIALS_RECONCILE,
         TRIALS_RECONCILE_REFUSED,

@@ -4,9 +4,10 @@ evaluator version"; docs/gate.md, "Evaluator versions").
 A stored decision replays under the rules it was made under: `evaluate_stored`
 (`domain.gate`, used by `gate check`, `gate replay`, `verify` and the exports) and the
 report's changes since the baseline pick their functions here by the inputs' `"evaluator"`
-(absent from decisions made before it was recorded: evaluator 1). The versions before the
-current one live in `domain/legacy/` and import nothing from the live rules, so changing a
-live rule never changes what an old decision replays to.
+(absent from decisions made before it was recorded: evaluator 1). New decisions are made by
+the current version only (4, `domain.gate_compact`: per-task summaries); the versions before
+it live in `domain/legacy/` and import nothing from the live rules, so changing a live rule
+never changes what an old decision replays to.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
-from evalops.domain import gate
-
 if TYPE_CHECKING:
-    from evalops.domain.gate_documents import CompactInputs, DecisionDocument, ListedInputs
+    from evalops.domain.gate_documents import CompactInputs, DecisionDocument
 
 Evaluate = Callable[[Mapping[str, Any]], "DecisionDocument"]
 """Plain-JSON inputs -> the decision document."""
@@ -51,7 +50,9 @@ def _evaluate_v2(inputs: Mapping[str, Any]) -> DecisionDocument:
 
 
 def _evaluate_v3(inputs: Mapping[str, Any]) -> DecisionDocument:
-    return gate.evaluate(cast("ListedInputs", inputs))
+    from evalops.domain.legacy.gate_v3 import evaluate
+
+    return cast("DecisionDocument", evaluate(inputs))
 
 
 def _evaluate_v4(inputs: Mapping[str, Any]) -> DecisionDocument:
@@ -66,9 +67,9 @@ EVALUATORS: dict[int, Evaluate] = {
     3: _evaluate_v3,
     4: _evaluate_v4,
 }
-"""Version -> its evaluate function: `legacy.gate_v1`, `legacy.gate_v2`, `gate` (the
-current `gate.EVALUATOR`) and `gate_compact` (4: the current rules over compact inputs,
-chosen with `gate check --evaluator 4`)."""
+"""Version -> its evaluate function: `legacy.gate_v1`, `legacy.gate_v2`, `legacy.gate_v3`
+(every trial listed) and `gate_compact` (4, `gate.EVALUATOR`: the current rules over
+per-task summaries, the only evaluator of new decisions)."""
 
 
 def _summaries_v1() -> tuple[ReadPolicy, Summarize]:
@@ -79,9 +80,10 @@ def _summaries_v1() -> tuple[ReadPolicy, Summarize]:
 
 
 def _summaries_v3() -> tuple[ReadPolicy, Summarize]:
-    from evalops.domain.specs import GatePolicy
+    from evalops.domain.legacy.gate_v3 import summarize_task
+    from evalops.domain.legacy.specs_v2 import GatePolicy
 
-    return GatePolicy.model_validate, gate.summarize_task
+    return GatePolicy.model_validate, summarize_task
 
 
 def _summaries_v4() -> tuple[ReadPolicy, Summarize]:

@@ -1,5 +1,10 @@
 """The GatePolicy evaluator (docs/gate.md): `evaluate(inputs) -> decision`, pure.
 
+New decisions are made by one evaluator, version 4 (`domain.gate_compact`): its inputs hold
+one summary per task, whose size does not grow with the task's trials. Stored decisions
+replay under the evaluator they record (`evaluate_stored`, by the table of
+`domain.evaluators`; the earlier ones are frozen in `domain.legacy`).
+
 `inputs` is plain JSON (the store loads it, the decision stores it), so any decision can be
 replayed byte for byte months later. Steps:
 
@@ -23,400 +28,36 @@ replayed byte for byte months later. Steps:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from evalops.domain.classify import counted_gating_score
-from evalops.domain.gate_documents import (
-    BaselineInput,
-    CompactTaskInput,
-    DecisionDocument,
-    DecisionTask,
-    ListedInputs,
-    RefusedByPolicy,
-    RefusedWaiver,
-    RefusedWaiverRequest,
-    RegressionVerdict,
-    TaskInput,
-    TrajectoryCounts,
-    WaiverAccounting,
+from evalops.domain.evaluators import evaluator_for, stored_version
+from evalops.domain.gate_compact import (
+    EVALUATOR_COMPACT,
+    CompactSummary,
+    evaluate,
+    summarize_compact,
 )
-from evalops.domain.regression import TaskOutcome, paired_verdict
-from evalops.domain.reruns import TrialNode, resolve_reruns
-from evalops.domain.specs import GatePolicy
-from evalops.domain.stats import TaskTrials, mean, passes_rule, task_block, trial_stats
-from evalops.domain.vocabulary import CANONICAL_PRECEDENCE, EVIDENCE_BLOCKED, parse_timestamp
-from evalops.domain.waivers import WaiverFact, covers, policy_refusals, validity_at
+from evalops.domain.gate_rules import verdict_effect
 
-RANK: dict[str, int] = {c: i for i, c in enumerate(CANONICAL_PRECEDENCE)}
-FAILING = ("agent_error", "runtime_error", "task_fail")
-INVALID_RUNS = ("infrastructure_invalid", "grader_invalid")
-EFFICIENCY_KEYS = ("toolCallCount", "modelCallCount", "inputTokens", "outputTokens")
+if TYPE_CHECKING:
+    from evalops.domain.gate_documents import CompactTaskInput, DecisionDocument
+    from evalops.domain.specs import GatePolicy
 
+__all__ = ["EVALUATOR", "evaluate", "evaluate_stored", "summarize_task", "verdict_effect"]
 
-@dataclass(frozen=True)
-class TaskSummary:
-    state: str
-    n: int
-    passed_count: int
-    passed: bool
-    mean_score: float | None
-    """The mean of trial scores (the RFC's meanScore)."""
-    gating_score: float | None
-    """The mean gating score of the effective trials: what people see as the task's score."""
-    failing: tuple[str, ...]
-    """Every failing class a waiver must name to cover the task (its state included)."""
-    block: dict[str, Any]
-    invalid_count: int
-    rerun_count: int
-    not_permitted: tuple[str, ...]
-    trajectory: TrajectoryCounts | None
-    efficiency: dict[str, float | None]
-    fixture_misses: int
-    why: str
-    trials: TaskTrials
-    """Effective trials reduced to pass flags and scores (for suite statistics)."""
-    first_results: dict[str, str] = field(default_factory=dict)
+EVALUATOR = EVALUATOR_COMPACT
+"""The rules version new decisions record in their inputs (4: per-task summaries); earlier
+ones are frozen in `domain.legacy` so a decision replays under the rules it was made under.
+Every version's functions are listed in `domain.evaluators`."""
 
 
-def _highest(classes: Sequence[str]) -> str:
-    return min(classes, key=RANK.__getitem__)
-
-
-def summarize_task(task: TaskInput, policy: GatePolicy) -> TaskSummary:
-    """State and statistics of one task from its trials (the baseline uses it too)."""
-    trials = list(task["trials"])
-    plan = task["plan"]
-    outcome = resolve_reruns(
-        [TrialNode(t["trial_id"], t["parent_trial_id"], t["classification"]) for t in trials],
-        {str(k): v for k, v in policy.reruns.max_attempts_by_class.items()},
-    )
-    by_id = {t["trial_id"]: t for t in trials}
-    effective = [by_id[i] for i in outcome.effective]
-    classes = [t["classification"] for t in effective]
-    passed_flags = [c == "task_pass" for c in classes]
-    gating = [
-        counted_gating_score(t["classification"], float(t["gating_score"])) for t in effective
-    ]
-    scores = [float(t["score"]) for t in effective]
-    count = int(plan["count"])
-    k = int(plan.get("k") or count)
-    hard = [t for t in trials if t["classification"] == "hard_constraint_fail"]
-    blocked = [c for c in classes if c in EVIDENCE_BLOCKED]
-    passes = passes_rule(plan["passRule"], gating, passed_flags, float(plan["passScore"]))
-    if hard:
-        state, why = "hard_constraint_fail", f"hard constraint failed in {hard[0]['trial_id']}"
-    elif blocked:
-        state = _highest(blocked)
-        trial = next(t for t in effective if t["classification"] == state)
-        why = f"{state} in {trial['trial_id']}"
-    elif len(effective) < count:
-        state = "missing_required_evidence"
-        why = (
-            "no trials for this build"
-            if not effective
-            else f"{len(effective)} effective trials, trials.count is {count}"
-        )
-    elif passes:
-        state, why = (
-            "task_pass",
-            f"{sum(passed_flags)}/{len(effective)} passed ({plan['passRule']})",
-        )
-    else:
-        failing = [c for c in classes if c in FAILING]
-        state = _highest(failing) if failing else "task_fail"
-        why = (
-            f"{len(effective) - sum(passed_flags)}/{len(effective)} trials failed "
-            f"(passRule {plan['passRule']})"
-        )
-    reduced = TaskTrials(task["task_id"], k, tuple(passed_flags), tuple(scores))
-    block = task_block(reduced)
-    efficiency = {
-        key: mean([float(t["efficiency"][key]) for t in effective if t.get("efficiency")])
-        for key in EFFICIENCY_KEYS
-    }
-    return TaskSummary(
-        state=state,
-        n=len(effective),
-        passed_count=sum(passed_flags),
-        passed=passes and len(effective) >= 1,
-        mean_score=block["meanScore"],
-        gating_score=mean(gating),
-        failing=tuple(sorted({state, *(c for c in classes if c in FAILING)} & set(FAILING))),
-        block=block,
-        invalid_count=sum(1 for t in trials if t["classification"] in INVALID_RUNS),
-        rerun_count=outcome.rerun_count,
-        not_permitted=tuple(sorted(outcome.not_permitted)),
-        trajectory=effective[-1].get("trajectory") if effective else None,
-        efficiency=efficiency,
-        fixture_misses=sum(int(t.get("fixture_misses", 0)) for t in effective),
-        why=why,
-        trials=reduced,
-        first_results=dict(outcome.first_results),
-    )
-
-
-def verdict_effect(state: str, risk: str) -> str:
-    """What the gate does with a task in this state, as `suite coverage` shows it."""
-    effect = _effect(state, risk)
-    return "hold unless waived" if effect == "hold" and state in FAILING else effect
-
-
-def _effect(state: str, risk: str) -> str:
-    if state == "hard_constraint_fail":
-        return "block"
-    if state in EVIDENCE_BLOCKED:
-        return "hold"
-    if state in FAILING:
-        return "block" if risk == "critical" else "hold"
-    return "pass"
-
-
-EVALUATOR = 3
-"""The rules version new decisions record in their inputs; earlier ones are frozen in
-`domain.legacy` so a decision replays under the rules it was made under. Every version's
-functions are listed in `domain.evaluators`."""
+def summarize_task(task: CompactTaskInput, policy: GatePolicy) -> CompactSummary:
+    """State and statistics of one task from its summary (the baseline uses it too)."""
+    return summarize_compact(task, policy)
 
 
 def evaluate_stored(inputs: Mapping[str, Any]) -> DecisionDocument:
     """Replay a stored decision under the evaluator it was made with (the `evaluator`
     number its inputs record picks the function in `domain.evaluators`)."""
-    from evalops.domain.evaluators import evaluator_for, stored_version
-
     return evaluator_for(stored_version(inputs))(inputs)
-
-
-def evaluate(inputs: ListedInputs) -> DecisionDocument:
-    """The decision for one build on one suite, from plain-JSON inputs."""
-    policy = GatePolicy.model_validate(inputs["policy"])
-    at = parse_timestamp(inputs["evaluated_at"])
-    build = inputs["build"]
-    suite_id = inputs["suite"]["id"]
-    in_scope = [
-        w
-        for w in (WaiverFact.from_dict(d) for d in inputs["waivers"])
-        if w.build == build and w.suite_id == suite_id
-    ]
-    risks = {t["task_id"]: t["risk"] for t in inputs["tasks"]}
-    refused = _refused_by_policy(in_scope, risks, policy)
-    usable_now = [
-        w for w in in_scope if w.waiver_id not in refused and validity_at(w, at) == "valid"
-    ]
-    applied: list[str] = []
-    blocks: list[str] = []
-    holds: list[str] = []
-    tasks_out: list[DecisionTask] = []
-    summaries: dict[str, TaskSummary] = {}
-    for task in sorted(inputs["tasks"], key=lambda t: t["task_id"]):
-        s = summarize_task(task, policy)
-        summaries[task["task_id"]] = s
-        effect = _effect(s.state, task["risk"])
-        waiver_id = None
-        if effect == "hold" and s.state in FAILING:
-            usable = [
-                w
-                for w in usable_now
-                if covers(
-                    w, task_id=task["task_id"], suite_id=suite_id, build=build, failing=s.failing
-                )
-            ]
-            if usable:
-                waiver_id = sorted(usable, key=lambda w: w.waiver_id)[0].waiver_id
-                applied.append(waiver_id)
-                effect = "pass"
-        line = f"{task['task_id']} ({task['risk']}): {s.state} -> {effect}; {s.why}"
-        if waiver_id:
-            line += f"; waived by {waiver_id}"
-        if effect == "block":
-            blocks.append(line)
-        elif effect == "hold":
-            holds.append(line)
-        tasks_out.append(
-            {
-                "task_id": task["task_id"],
-                "state": s.state,
-                "effect": effect,
-                "risk": task["risk"],
-                "n": s.n,
-                "passedCount": s.passed_count,
-                "meanScore": s.mean_score,
-                "gatingScore": s.gating_score,
-                "passAtK": s.block["passAtK"],
-                "passHatK": s.block["passHatK"],
-                "invalidCount": s.invalid_count,
-                "rerunCount": s.rerun_count,
-                "waiver_id": waiver_id,
-                "trajectory": s.trajectory,
-                "efficiency": s.efficiency,
-                "fixtureMissCount": s.fixture_misses,
-                "ignoredTrials": dict(task.get("ignoredTrials", {})),
-                "rerunsNotPermitted": list(s.not_permitted),
-                "firstResults": s.first_results,
-                "reason": s.why,
-            }
-        )
-    if not inputs["tasks"]:
-        holds.append(f"suite {suite_id} has no members: nothing guards this release")
-    notes: list[str] = []
-    regression = _regression(inputs, summaries, policy, blocks, holds, notes)
-    decision = "block" if blocks else ("hold" if holds else "pass")
-    trial_stats_out = trial_stats([s.trials for s in summaries.values()])
-    return {
-        "gate_id": inputs["gate_id"],
-        "decision": decision,
-        "build": build,
-        "suite": suite_id,
-        "suite_digest": inputs["suite"]["suite_digest"],
-        "policy_digest": inputs["policy_digest"],
-        "execution_digest": inputs["execution_digest"],
-        "evaluated_at": inputs["evaluated_at"],
-        "reasons": blocks + holds + notes,
-        "tasks": tasks_out,
-        "trialStats": trial_stats_out,
-        "waivers": _waiver_accounting(
-            in_scope, applied, at, inputs.get("refused_waivers", []), refused
-        ),
-        "regression": regression,
-        "ignoredTrials": _ignored_by_reason(inputs["tasks"]),
-    }
-
-
-def _ignored_by_reason(tasks: Sequence[Mapping[str, Any]]) -> dict[str, int]:
-    """Trials that are not evidence for the pins, summed by reason over the suite."""
-    out: dict[str, int] = {}
-    for task in tasks:
-        for reason, n in task.get("ignoredTrials", {}).items():
-            out[reason] = out.get(reason, 0) + int(n)
-    return dict(sorted(out.items()))
-
-
-def _regression(
-    inputs: ListedInputs,
-    summaries: Mapping[str, TaskSummary],
-    policy: GatePolicy,
-    blocks: list[str],
-    holds: list[str],
-    notes: list[str],
-) -> RegressionVerdict | None:
-    baseline = inputs.get("baseline")
-    if baseline is None:
-        return None
-    if baseline.get("build") is None:
-        if baseline.get("required"):
-            why = "a baseline is required (critical_regressions.baseline) and none was found"
-            if baseline.get("note"):
-                why += f" ({baseline['note']})"
-            holds.append(why)
-        else:
-            why = f"no baseline: {baseline.get('note') or 'none given'}"
-            notes.append(why)
-        return {
-            "baseline": None,
-            "verdict": "inconclusive",
-            "method": baseline["method"],
-            "alpha": baseline["alpha"],
-            "pairedTaskCount": 0,
-            "pValue": None,
-            "reason": why,
-        }
-    base_summaries = {
-        t["task_id"]: summarize_task(t, policy) for t in baseline["tasks"] if t["trials"]
-    }
-    if not base_summaries and baseline.get("required"):
-        holds.append(f"required baseline {baseline['build']} has no trials for this suite")
-    verdict = with_baseline(
-        paired_verdict(
-            {
-                k: TaskOutcome(s.passed, s.mean_score or 0.0)
-                for k, s in base_summaries.items()
-                if s.n
-            },
-            {k: TaskOutcome(s.passed, s.mean_score or 0.0) for k, s in summaries.items() if s.n},
-            method=baseline["method"],
-            alpha=float(baseline["alpha"]),
-            seed=int(baseline.get("seed", 0)),
-        ),
-        baseline,
-    )
-    if verdict["verdict"] == "regressed":
-        blocks.append(
-            f"regressed against baseline {baseline['build']} ({verdict['method']}, "
-            f"p={verdict['pValue']}, alpha={verdict['alpha']})"
-        )
-    return verdict
-
-
-def with_baseline(
-    verdict: Mapping[str, Any],
-    baseline: BaselineInput[TaskInput] | BaselineInput[CompactTaskInput],
-) -> RegressionVerdict:
-    """The paired verdict with the baseline it was computed against: a decision's
-    `regression`. `paired_verdict` keeps returning a plain dict because the frozen
-    evaluator 2 adds these keys to it in place; its keys are `PairedVerdict`'s."""
-    return cast(
-        "RegressionVerdict",
-        {
-            **verdict,
-            "baseline": baseline["build"],
-            "baseline_execution_digest": baseline.get("execution_digest"),
-        },
-    )
-
-
-def _refused_by_policy(
-    in_scope: Sequence[WaiverFact], risks: Mapping[str, str], policy: GatePolicy
-) -> dict[str, RefusedByPolicy]:
-    """Waiver id -> why the policy this decision applies forbids it (the ones it allows are
-    left out). A waiver for a task outside the suite has no layer to judge: it covers
-    nothing here and is listed as unused."""
-    out: dict[str, RefusedByPolicy] = {}
-    for w in in_scope:
-        if w.task_id not in risks:
-            continue
-        refusals = policy_refusals(w, risk=risks[w.task_id], policy=policy)
-        if refusals:
-            out[w.waiver_id] = {
-                "waiver_id": w.waiver_id,
-                "task_id": w.task_id,
-                "states": list(w.states),
-                "rules": [r.rule for r in refusals],
-                "reason": f"refused by the policy in force ({policy.id}): "
-                + "; ".join(r.message for r in refusals),
-            }
-    return out
-
-
-def _waiver_accounting(
-    in_scope: Sequence[WaiverFact],
-    applied: Sequence[str],
-    at: Any,
-    refused: Sequence[RefusedWaiverRequest],
-    refused_by_policy: Mapping[str, RefusedByPolicy],
-) -> WaiverAccounting:
-    """Every waiver the decision considered, each in one list: refused by the policy in
-    force comes first (it is refused whatever its time), then applied, expired, revoked,
-    unused; `refused` also lists waiver requests refused at grant (by audit event)."""
-    out: WaiverAccounting = {
-        "applied": [],
-        "expired": [],
-        "unused": [],
-        "revoked": [],
-        "refused": [],
-    }
-    by_policy: list[RefusedWaiver] = []
-    for w in sorted(in_scope, key=lambda w: w.waiver_id):
-        state = validity_at(w, at)
-        if w.waiver_id in refused_by_policy:
-            by_policy.append(refused_by_policy[w.waiver_id].copy())
-        elif w.waiver_id in applied:
-            out["applied"].append(w.waiver_id)
-        elif state == "expired":
-            out["expired"].append(w.waiver_id)
-        elif state == "revoked":
-            out["revoked"].append(w.waiver_id)
-        else:
-            out["unused"].append(w.waiver_id)
-    at_grant: list[RefusedWaiver] = [r.copy() for r in refused]
-    out["refused"] = at_grant + by_policy
-    return out

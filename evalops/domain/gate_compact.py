@@ -1,6 +1,7 @@
-"""Evaluator 4: the same rules as evaluator 3 (`domain.gate`), over a compact inputs document.
+"""Evaluator 4, the evaluator of every new decision (`domain.gate.EVALUATOR`): the rules of
+evaluator 3 (frozen in `domain.legacy.gate_v3`), over a compact inputs document.
 
-Evaluator 3 stores every trial's input in a decision, so a decision's size, and the memory
+Evaluator 3 stored every trial's input in a decision, so a decision's size, and the memory
 of everything that reads it, follows the gated build. Evaluator 4 stores one summary per
 task instead (docs/gate.md, "Evaluator 4"), whose size does not grow with the task's trials:
 
@@ -30,17 +31,6 @@ from fractions import Fraction
 from typing import Any, cast
 
 from evalops.domain.classify import counted_gating_score
-from evalops.domain.gate import (
-    EFFICIENCY_KEYS,
-    FAILING,
-    INVALID_RUNS,
-    _effect,
-    _highest,
-    _ignored_by_reason,
-    _refused_by_policy,
-    _waiver_accounting,
-    with_baseline,
-)
 from evalops.domain.gate_documents import (
     ChainedTrial,
     CompactInputs,
@@ -55,6 +45,17 @@ from evalops.domain.gate_documents import (
     TaskInput,
     TrajectoryCounts,
     TrialInput,
+)
+from evalops.domain.gate_rules import (
+    EFFICIENCY_KEYS,
+    FAILING,
+    INVALID_RUNS,
+    highest,
+    ignored_by_reason,
+    refused_by_policy,
+    task_effect,
+    waiver_accounting,
+    with_baseline,
 )
 from evalops.domain.regression import TaskOutcome, paired_verdict
 from evalops.domain.reruns import TrialNode, resolve_reruns
@@ -189,7 +190,8 @@ def compact_task(task: TaskInput) -> CompactTaskInput:
         "task_digest": task["task_digest"],
         "grader_set_digest": task["grader_set_digest"],
         "plan": task["plan"],
-        "ignoredTrials": task["ignoredTrials"],
+        # Inputs stored before `ignoredTrials` was recorded ignored nothing.
+        "ignoredTrials": task.get("ignoredTrials", {}),
         **summary.document(),
     }
 
@@ -316,7 +318,7 @@ def _state(task: CompactTaskInput, eff: _Effective, passes: bool, passed: int) -
         return HARD, f"hard constraint failed in {_first(HARD, single, everything)}"
     blocked = [c for c in eff.classes if c in EVIDENCE_BLOCKED and eff.classes[c]]
     if blocked:
-        state = _highest(blocked)
+        state = highest(blocked)
         return state, f"{state} in {_first(state, single, eff.chained)}"
     if eff.n < count:
         why = (
@@ -328,7 +330,7 @@ def _state(task: CompactTaskInput, eff: _Effective, passes: bool, passed: int) -
     if passes:
         return "task_pass", f"{passed}/{eff.n} passed ({plan['passRule']})"
     failing = [c for c in eff.classes if c in FAILING and eff.classes[c]]
-    state = _highest(failing) if failing else "task_fail"
+    state = highest(failing) if failing else "task_fail"
     return state, f"{eff.n - passed}/{eff.n} trials failed (passRule {plan['passRule']})"
 
 
@@ -432,7 +434,7 @@ def evaluate(inputs: CompactInputs) -> DecisionDocument:
         if w.build == build and w.suite_id == suite_id
     ]
     risks = {t["task_id"]: t["risk"] for t in inputs["tasks"]}
-    refused = _refused_by_policy(in_scope, risks, policy)
+    refused = refused_by_policy(in_scope, risks, policy)
     usable_now = [
         w for w in in_scope if w.waiver_id not in refused and validity_at(w, at) == "valid"
     ]
@@ -444,7 +446,7 @@ def evaluate(inputs: CompactInputs) -> DecisionDocument:
     for task in sorted(inputs["tasks"], key=lambda t: t["task_id"]):
         s = summarize_compact(task, policy)
         summaries[task["task_id"]] = s
-        effect = _effect(s.state, task["risk"])
+        effect = task_effect(s.state, task["risk"])
         waiver_id = None
         if effect == "hold" and s.state in FAILING:
             usable = [
@@ -484,11 +486,11 @@ def evaluate(inputs: CompactInputs) -> DecisionDocument:
         "reasons": blocks + holds + notes,
         "tasks": tasks_out,
         "trialStats": stats,
-        "waivers": _waiver_accounting(
+        "waivers": waiver_accounting(
             in_scope, applied, at, inputs.get("refused_waivers", []), refused
         ),
         "regression": regression,
-        "ignoredTrials": _ignored_by_reason(inputs["tasks"]),
+        "ignoredTrials": ignored_by_reason(inputs["tasks"]),
     }
 
 

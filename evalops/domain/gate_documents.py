@@ -1,8 +1,9 @@
 """The shapes of a gate decision's two stored documents: its inputs and its result.
 
 Both are plain JSON (docs/gate.md): `services/gate/inputs.py` `build_inputs` writes the
-inputs, `domain/gate.py` `evaluate` (evaluator 3) and `domain/gate_compact.py` `evaluate`
-(evaluator 4) turn them into the decision document, `services/gate/check.py` stores both as
+inputs, `domain/gate_compact.py` `evaluate` (evaluator 4, every new decision's; through
+`domain/gate.py`) and the frozen `domain/legacy/gate_v3.py` (evaluator 3, its stored
+decisions) turn them into the decision document, `services/gate/check.py` stores both as
 canonical JSON, and replay, verify, reports and exports read them back. These types name
 every key so `mypy --strict` checks the writers and readers against one another; nothing
 here changes a stored byte. `tests/contract/test_document_types.py` compares them with

@@ -229,18 +229,38 @@ def review_trials(decision: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def off_line_step(build: str, suite: str, syncs: Sequence[Mapping[str, Any]]) -> str:
+    """The fix for a hold on trials made under definitions registered off the tracked line
+    (a branch's sync): not a re-run."""
+    newest = syncs[0]
+    commit = str(newest.get("git_commit") or "REV")[:12]
+    branch = newest.get("git_branch") or "a detached HEAD"
+    return (
+        f"trials of build {build} were made under definitions that sync run "
+        f"{newest['sync_run']} registered from {branch} (commit {commit}), which are not in "
+        f"force (re-running the eval will not change that): decide under them with `evalops "
+        f"gate check --build {_q(build)} --suite {_q(suite)} --dry-run --definitions "
+        f"{commit}`, or merge {branch} into the tracked branch and `evalops sync` there"
+    )
+
+
 def next_steps(
     decision: Mapping[str, Any],
     effects: Mapping[str, Sequence[str]] | None = None,
+    off_line: Sequence[Mapping[str, Any]] | None = None,
     hints: Hints = NO_HINTS,
 ) -> list[str]:
     """One line per held task (in the decision's order) saying what would move it on.
 
     `effects`: the effect keys still unsettled, one per position, of the trials
-    `effect_trials` names (None: not read, the key stays a placeholder). `hints`: what the
+    `effect_trials` names (None: not read, the key stays a placeholder). `off_line`: the
+    syncs off the tracked line that registered the build's definitions (newest first):
+    a hold then names that sync first. `hints`: what the
     registry knows besides (under an authority: who signs, with `--sign-with KEY`)."""
     build, suite = str(decision["build"]), str(decision["suite"])
-    lines = [
+    held = any(task["effect"] == "hold" for task in decision["tasks"])
+    lines = [off_line_step(build, suite, off_line)] if off_line and held else []
+    lines += [
         line
         for task in decision["tasks"]
         if task["effect"] == "hold"

@@ -224,3 +224,13 @@ def grader_result(
     ):
         result["score"] = float(score)
     return result, label
+
+
+SOURCE_FILE = "source_file"
+"""The artifact naming the file a trial was imported from (`<file>#<where in it>`): the way
+back to the run that produced it. Run-bound, like the run id: a renamed or converted copy
+of the same log differs only there, and re-imports as a counted no-op (docs/importers.md)."""
+
+
+def source_file_artifact(file: str, producer: str, where: str) -> dict[str, Any]:
+    return {"kind": SOURCE_FILE, "producer": producer, "location": f"{file}#{where}"}

@@ -43,6 +43,7 @@ from evalops.importers.common import (
     content_digest,
     grader_result,
     short_message,
+    source_file_artifact,
     trial_id,
 )
 from evalops.importers.json_stream import (
@@ -550,6 +551,12 @@ class _Sample:
             "location": f"{self.ctx.id_base}#{self.sample_id}/{self.epoch}",
         }
 
+    def file_artifact(self) -> dict[str, Any]:
+        """The log file this sample was read from, its sample id and epoch."""
+        return source_file_artifact(
+            self.ctx.name, self.ctx.producer, f"{self.sample_id}/{self.epoch}"
+        )
+
     def aliases(self, attempt: int) -> tuple[str, ...]:
         old = self.legacy[attempt - 1]
         return (old,) if old != self.ids[attempt - 1] else ()
@@ -649,7 +656,9 @@ def _failed_attempts(one: _Sample) -> Iterator[Item]:
         }
         rec["tool_calls"] = observed.tool_calls
         rec["usage"] = _usage(observed)
-        rec["artifact_manifest"] = {"artifacts": [one.source_artifact(_failure_digest(retry_raw))]}
+        rec["artifact_manifest"] = {
+            "artifacts": [one.source_artifact(_failure_digest(retry_raw)), one.file_artifact()]
+        }
         rec["secondary_labels"] = [] if begun else ["timestamps_synthesized"]
         yield Translated(
             ctx.name,
@@ -680,7 +689,9 @@ def _final_attempt(one: _Sample) -> Iterator[Item]:
     rec["usage"] = _final_usage(observed, sample, labels)
     artifacts = _store_extras(rec, one)
     digest = _failure_digest(one.raw.get("error")) if final_failed else _execution_digest(one.raw)
-    rec["artifact_manifest"] = {"artifacts": [*artifacts, one.source_artifact(digest)]}
+    rec["artifact_manifest"] = {
+        "artifacts": [*artifacts, one.source_artifact(digest), one.file_artifact()]
+    }
     if one.attempts > 1 and not final_failed:
         labels.insert(0, "after_error_retries")
     rec["secondary_labels"] = list(dict.fromkeys(labels))

@@ -44,6 +44,7 @@ from evalops.importers.common import (
     grader_result,
     plus_ms,
     short_message,
+    source_file_artifact,
     trial_id,
 )
 from evalops.importers.json_stream import JsonStreamError, iter_object, unique_object
@@ -386,7 +387,8 @@ def _translate(row: Any, index: int, ctx: _Context) -> Iterator[Item]:
                 "digest": content_digest(row),
                 "producer": PRODUCER,
                 "location": f"{ctx.run_id}#{trial.where}",
-            }
+            },
+            source_file_artifact(ctx.name, PRODUCER, _row_place(row, mapped)),
         ]
     }
     record["secondary_labels"] = labels
@@ -483,6 +485,12 @@ def _ordinal(row: Mapping[str, Any], mapped: _Mapped, ctx: _Context) -> int:
     ordinal = ctx.ordinals.get(counter, 0)
     ctx.ordinals[counter] = ordinal + 1
     return ordinal if repeat is None else repeat
+
+
+def _row_place(row: Mapping[str, Any], mapped: _Mapped) -> str:
+    """Where the row is in its results file, as promptfoo's viewer names it: the test
+    index, the prompt index and the provider's label (or id)."""
+    return f"test={row.get('testIdx')}&prompt={mapped.prompt}&provider={mapped.provider_key}"
 
 
 def _trial(row: Mapping[str, Any], mapped: _Mapped, ctx: _Context) -> _Trial:

@@ -20,7 +20,7 @@ from evalops.registry.git_tree import (
     resolve_link,
 )
 from evalops.registry.load import MAX_SPEC_BYTES, SPEC_SUFFIXES, Document, document_from_bytes
-from evalops.registry.snapshot import SPEC_DIRS, SpecSource, display_path, outside_error
+from evalops.registry.spec_sources import SPEC_DIRS, SpecSource, display_path, outside_error
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,8 @@ class _Found:
     problem: str | None = None
     outside: str | None = None
     """The target of a symlink leading out of the repository."""
+    via: tuple[str, ...] = ()
+    """The repository paths of the symlinks followed to reach it (a chain: every hop)."""
 
 
 def _is_spec(path: str) -> bool:
@@ -63,30 +65,35 @@ class _Resolver:
             self.prefetch([entry])
         return self._targets[entry.path]
 
-    def expand(self, name: str, entry: TreeEntry, hops: int = 0) -> list[_Found]:
+    def expand(
+        self, name: str, entry: TreeEntry, hops: int = 0, via: tuple[str, ...] = ()
+    ) -> list[_Found]:
         """The spec files a link at `name` (the path it is read under) leads to."""
         target = self.target(entry)
+        via = (*via, entry.path)
         if hops >= MAX_LINK_HOPS:
-            return [_Found(name, None, f"symlink chain at {target} is too long (a cycle?)")]
+            problem = f"symlink chain at {target} is too long (a cycle?)"
+            return [_Found(name, None, problem, via=via)]
         resolved = resolve_link(entry.path, target, self.top)
         if resolved is None:
-            return [_Found(name, None, outside=target)]
+            return [_Found(name, None, outside=target, via=via)]
         hit = self.tree.get(resolved)
         if hit is not None:
             if hit.is_link:
-                return self.expand(name, hit, hops + 1)
-            return [_Found(name, hit)] if _is_spec(name) else []
+                return self.expand(name, hit, hops + 1, via)
+            return [_Found(name, hit, via=via)] if _is_spec(name) else []
         prefix = f"{resolved}/" if resolved else ""
         inside = [e for p, e in self.tree.items() if p.startswith(prefix)]
         if not inside:
-            return [_Found(name, None, f"symlink to {target}, which the commit does not hold")]
+            problem = f"symlink to {target}, which the commit does not hold"
+            return [_Found(name, None, problem, via=(*via, resolved))]
         found: list[_Found] = []
         for e in inside:
             below = f"{name}/{e.path[len(prefix) :]}"
             if e.is_link:
-                found.extend(self.expand(below, e, hops + 1))
+                found.extend(self.expand(below, e, hops + 1, via))
             elif _is_spec(below):
-                found.append(_Found(below, e))
+                found.append(_Found(below, e, via=via))
         return found
 
 
@@ -145,3 +152,54 @@ def _source(
 
 def _unreadable() -> Document:
     raise InputError("file cannot be read")
+
+
+#: Registry sub-directories whose every definition bears rules (a grader decides what
+#: blocks); a task bears rules only through its `meta.risk` / `meta.protects`.
+RULE_DIRS = ("policies", "suites", "graders")
+
+
+@dataclass(frozen=True)
+class RuleReads:
+    """Where one commit's rule-bearing definitions are read from (repository paths)."""
+
+    rules: frozenset[str]
+    """Every file a policy, suite declaration, authority or grader set is read from: the
+    path it is listed under, each symlink followed, and the file finally read."""
+    tasks: dict[str, tuple[str, ...]]
+    """The blob id of each task file read -> the repository paths it is read through."""
+
+
+def rule_reads(top: Path, commit: str, rel: str) -> RuleReads:
+    """What `commit` holds of the registry at `rel` (repository-relative, "" for the top)
+    that bears rules, every symlink followed inside the commit."""
+    rel = "" if rel == "." else rel
+    tree = list_tree(top, commit, rel)
+    tree = {p: e for p, e in tree.items() if not rel or p.startswith(f"{rel}/")}
+    base = len(rel) + 1 if rel else 0
+    rules: set[str] = set()
+    tasks: dict[str, tuple[str, ...]] = {}
+    for found in _found_files(rel, tree, _Resolver(top, commit)):
+        sub = found.path[base:].split("/", 1)[0]
+        paths = {found.path, *found.via}
+        if found.entry is not None:
+            paths.add(found.entry.path)
+        if sub in RULE_DIRS:
+            rules |= paths
+        elif sub == "tasks" and found.entry is not None:
+            tasks[found.entry.sha] = (*tasks.get(found.entry.sha, ()), *sorted(paths))
+        elif sub == "tasks":
+            rules |= paths  # a task file that cannot be read: any change to it counts
+    return RuleReads(frozenset(rules), tasks)
+
+
+def task_blobs(top: Path, shas: list[str]) -> dict[str, Document | None]:
+    """Each task blob parsed (None: it does not parse), read in one batch."""
+    blobs = read_blobs(top, shas)
+    out: dict[str, Document | None] = {}
+    for sha, data in blobs.items():
+        try:
+            out[sha] = document_from_bytes(data, sha) if len(data) <= MAX_SPEC_BYTES else None
+        except InputError:
+            out[sha] = None
+    return out

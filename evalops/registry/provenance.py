@@ -102,7 +102,7 @@ def _reads_spec(rel: str) -> Callable[[str], bool]:
     """Whether a repository path is one the registry at `rel` would read as a spec file
     (an ignored editor backup elsewhere in the registry is no definition)."""
     from evalops.registry.load import SPEC_SUFFIXES
-    from evalops.registry.snapshot import SPEC_DIRS
+    from evalops.registry.spec_sources import SPEC_DIRS
 
     base = "" if rel in ("", ".") else f"{rel}/"
 

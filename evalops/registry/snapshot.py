@@ -3,24 +3,16 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
 from evalops.domain.specs import EvalTaskSpec, GraderSet
 from evalops.errors import InputError, InputErrors
+from evalops.registry.committed import committed_sources
 from evalops.registry.definitions import Definition, definition_from_document
-from evalops.registry.load import SPEC_SUFFIXES, Document, load_document
-
-# Sub-directory -> the kinds of definition it may hold.
-SPEC_DIRS: dict[str, tuple[str, ...]] = {
-    "tasks": ("task",),
-    "executions": ("execution_profile",),
-    "graders": ("grader_set",),
-    "suites": ("suite",),
-    "policies": ("suite_policy", "gate_policy", "authority"),
-}
+from evalops.registry.load import SPEC_SUFFIXES, load_document
+from evalops.registry.spec_sources import SPEC_DIRS, SpecSource, display_path, outside_error
 
 
 @dataclass(frozen=True)
@@ -33,16 +25,6 @@ class Snapshot:
 
     def find(self, kind: str, def_id: str) -> Definition | None:
         return next((d for d in self.definitions if d.kind == kind and d.id == def_id), None)
-
-
-def display_path(path: Path) -> str:
-    """A path relative to the working directory when it is below it, else as given."""
-    if not path.is_absolute():
-        return os.path.normpath(path)
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 def _walk(folder: Path) -> list[Path]:
@@ -174,26 +156,6 @@ def _outside(path: Path, boundary: Path) -> bool:
     return not path.resolve().is_relative_to(boundary)
 
 
-def outside_error(target: object, boundary: Path, display: str) -> InputError:
-    return InputError(
-        f"symlink to {target} leads outside the registry's git work tree "
-        f"{boundary}: provenance must describe what was read (copy the file in)",
-        display,
-    )
-
-
-@dataclass(frozen=True)
-class SpecSource:
-    """One spec file to read: where it sits below the registry, and how to parse it."""
-
-    sub: str
-    """The registry sub-directory holding it (`tasks`, `graders`, ...)."""
-    display: str
-    load: Callable[[], Document]
-    problem: InputError | None = None
-    """Why it cannot be read at all (a symlink out of the work tree...)."""
-
-
 def _work_tree_sources(root: Path) -> list[SpecSource]:
     boundary = work_tree(root)
     sources: list[SpecSource] = []
@@ -229,8 +191,6 @@ def load_snapshot(root: Path) -> Snapshot:
 def load_committed_snapshot(root: Path, commit: str) -> Snapshot:
     """Read every spec file below `root` as `commit` holds it (git objects, never the work
     tree): what `sync` records is what that commit contains."""
-    from evalops.registry.committed import committed_sources
-
     require_registry_dir(root)
     return _snapshot(root, committed_sources(root, work_tree(root), commit))
 

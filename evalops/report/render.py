@@ -19,6 +19,7 @@ from markupsafe import Markup
 
 from evalops.domain.humanize import plural
 from evalops.report import svg
+from evalops.report.ids import ident, prose
 from evalops.report.rows import selected
 from evalops.report.text import anchor_token, md, safe_url, visible
 
@@ -29,6 +30,25 @@ FORMATS = ("html", "md", "json")
 STYLESHEET = "report.css"
 SITE_STYLESHEET = "site.css"
 """Added to the report's stylesheet on the pages of the registry site (docs/site.md)."""
+
+
+# Every digest a report shows is named for what it covers: a suite has two (its declaration
+# file, and the suite_digest over its members' pins), and they must never be confused.
+DIGEST_NAMES = {
+    "suite_digest": "suite_digest (with members)",
+    "policy_digest": "policy_digest (gate policy)",
+    "execution_digest": "execution_digest (candidate execution profile)",
+    "baseline_execution_digest": "baseline_execution_digest (baseline execution profile)",
+    "inputs_digest": "inputs_digest (everything the decision read)",
+    "result_digest": "result_digest (the decision document)",
+}
+DEFINITION_NAMES = {
+    "suite": "suite declaration",
+    "gate_policy": "gate policy",
+    "execution_profile": "execution profile",
+    "task": "task",
+    "grader_set": "grader set",
+}
 
 
 def _autoescape(name: str | None) -> bool:
@@ -125,6 +145,9 @@ def environment() -> jinja2.Environment:
     )
     env.filters.update(
         code=lambda value: code(for_people(value)),
+        # HTML only: ids wrap at their separators, never inside a word (templates/report.css).
+        id=ident,
+        prose=prose,
         md=lambda value: md(for_people(value)),
         num=num,
         # `1 member task`, `3 member tasks`: the rule of everything else people read.
@@ -136,7 +159,12 @@ def environment() -> jinja2.Environment:
         url=safe_url,
         visible=visible,
     )
-    env.globals.update(svg=svg, anchor_token=anchor_token)
+    env.globals.update(
+        svg=svg,
+        anchor_token=anchor_token,
+        digest_names=DIGEST_NAMES,
+        definition_names=DEFINITION_NAMES,
+    )
     css = (templates_dir() / STYLESHEET).read_text(encoding="utf-8")
     env.globals["stylesheet"] = Markup(css)
     env.globals["csp"] = content_security_policy(css)

@@ -13,6 +13,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from evalops.report.ids import ident
 from evalops.report.text import visible
 
 EVIDENCE_BLOCKED = (
@@ -39,45 +40,71 @@ def kind_of_decision(decision: str) -> str:
     return {"pass": "k-pass", "hold": "k-hold", "block": "k-block"}.get(decision, "k-none")
 
 
-def _t(value: Any) -> str:
+def esc(value: Any) -> str:
     return escape(visible(value), quote=True)
 
 
-def _label(value: Any, chars: int = LABEL_CHARS) -> str:
+def clip(value: Any, chars: int = LABEL_CHARS) -> str:
     text = visible(value)
     return text if len(text) <= chars else text[: chars - 1] + "…"
 
 
-def _frame(chart_id: str, title: str, width: int, height: int, body: list[str]) -> Markup:
+def svg_frame(chart_id: str, title: str, width: int, height: int, body: list[str]) -> Markup:
     return Markup(
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" width="{width}" height="{height}" '
         f'viewBox="0 0 {width} {height}" '
-        f'role="img" aria-labelledby="{chart_id}-t"><title id="{chart_id}-t">{_t(title)}</title>'
+        f'role="img" aria-labelledby="{chart_id}-t"><title id="{chart_id}-t">{esc(title)}</title>'
         + "".join(body)
         + "</svg>"
     )
 
 
-def class_breakdown(chart_id: str, by_class: Sequence[Mapping[str, Any]]) -> Markup:
-    """Trials per primary class, one horizontal bar each."""
-    rows = list(by_class)
-    width, label_w, row_h = 640, 220, 22
-    top = max((int(r["trials"]) for r in rows), default=0) or 1
-    height = max(row_h * len(rows) + 8, 30)
-    body: list[str] = []
-    if not rows:
-        body.append('<text x="8" y="20" class="note">no trials</text>')
-    for i, r in enumerate(rows):
-        y = 4 + i * row_h
-        w = round((width - label_w - 60) * int(r["trials"]) / top, 1)
-        body.append(
-            f'<text x="{label_w - 6}" y="{y + 15}" class="lbl" text-anchor="end">'
-            f"{_t(r['classification'])}</text>"
-            f'<rect x="{label_w}" y="{y + 3}" width="{w}" height="{row_h - 6}" '
-            f'class="{kind_of_class(str(r["classification"]))}"/>'
-            f'<text x="{label_w + w + 6}" y="{y + 15}" class="val">{int(r["trials"])}</text>'
+def _bar_rows(
+    chart_id: str, title: str, rows: Sequence[tuple[str, float, str, str]], *, ids: bool
+) -> Markup:
+    """A horizontal bar chart as HTML rows, so it reads at any width: the label (an id wraps
+    at its separators only), the bar (a scaled SVG rectangle: its length the value over the
+    chart's range), and the value as text. `rows`: (label, fraction 0..1, colour class,
+    value text)."""
+    out = [f'<div class="bars" id="{chart_id}" role="img" aria-label="{esc(title)}">']
+    for label, fraction, kind, value in rows:
+        width = round(max(0.0, min(1.0, fraction)) * 100, 1)
+        shown = _id_html(label) if ids else esc(label)
+        out.append(
+            f'<div class="bar-row"><span class="bar-label">{shown}</span>'
+            '<svg class="bar" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 100 10" '
+            'preserveAspectRatio="none" aria-hidden="true">'
+            f'<rect x="0" y="0" width="{width:g}" height="10" class="{kind}"/></svg>'
+            f'<span class="bar-val">{esc(value)}</span></div>'
         )
-    return _frame(chart_id, "Trials by primary classification", width, height, body)
+    out.append("</div>")
+    return Markup("".join(out))
+
+
+def _id_html(value: Any) -> str:
+    return str(ident(value))
+
+
+def class_breakdown(chart_id: str, by_class: Sequence[Mapping[str, Any]]) -> Markup:
+    """Trials per primary class, one horizontal bar each, its count beside it."""
+    rows = list(by_class)
+    if not rows:
+        return Markup(f'<p class="note" id="{chart_id}">no trials</p>')
+    top = max(int(r["trials"]) for r in rows) or 1
+    return _bar_rows(
+        chart_id,
+        "Trials by primary classification",
+        [
+            (
+                str(r["classification"]),
+                int(r["trials"]) / top,
+                kind_of_class(str(r["classification"])),
+                str(int(r["trials"])),
+            )
+            for r in rows
+        ],
+        ids=True,
+    )
 
 
 def pass_hat_k(chart_id: str, tasks: Sequence[Mapping[str, Any]], limit: int = 40) -> Markup:
@@ -91,143 +118,132 @@ def pass_hat_k(chart_id: str, tasks: Sequence[Mapping[str, Any]], limit: int = 4
         ),
     )
     shown = ordered[:limit]
-    width, label_w, row_h = 640, 300, 20
-    height = row_h * len(shown) + (24 if len(ordered) > limit else 8)
-    body: list[str] = []
-    for i, t in enumerate(shown):
-        y = 4 + i * row_h
-        value = t.get("passHatK")
-        w = round((width - label_w - 60) * float(value), 1) if value is not None else 0
-        text = f"{float(value):.2f}" if value is not None else "n < k"
-        body.append(
-            f'<text x="{label_w - 6}" y="{y + 14}" class="lbl" text-anchor="end">'
-            f"{_t(_label(t['task_id']))}</text>"
-            f'<rect x="{label_w}" y="{y + 3}" width="{w}" height="{row_h - 6}" '
-            f'class="{kind_of_class(str(t.get("state")))}"/>'
-            f'<text x="{label_w + w + 6}" y="{y + 14}" class="val">{_t(text)}</text>'
-        )
-    if len(ordered) > limit:
-        body.append(
-            f'<text x="8" y="{height - 6}" class="note">the {limit} lowest of {len(ordered)} '
-            "tasks; every task is in the table</text>"
-        )
     if not shown:
-        height = 30
-        body.append('<text x="8" y="20" class="note">no member tasks</text>')
-    return _frame(chart_id, "pass^k per task, lowest first", width, height, body)
+        return Markup(f'<p class="note" id="{chart_id}">no member tasks</p>')
+    chart = _bar_rows(
+        chart_id,
+        "pass^k per task, lowest first",
+        [
+            (
+                str(t["task_id"]),
+                float(t["passHatK"]) if t.get("passHatK") is not None else 0.0,
+                kind_of_class(str(t.get("state"))),
+                f"{float(t['passHatK']):.2f}" if t.get("passHatK") is not None else "n < k",
+            )
+            for t in shown
+        ],
+        ids=True,
+    )
+    if len(ordered) > limit:
+        chart += Markup(
+            f'<p class="note">the {limit} lowest of {len(ordered)} tasks; every task is in the '
+            "table</p>"
+        )
+    return chart
 
 
 def history(chart_id: str, decisions: Sequence[Mapping[str, Any]], current: str | None) -> Markup:
-    """The suite's decisions, oldest first: one labelled box each, naming its build (cut to
-    fit; the whole name in the box's tooltip)."""
-    box, gap = 104, 6
-    width = max(len(decisions) * (box + gap) + gap, 200)
-    height = 84
-    body: list[str] = []
-    for i, d in enumerate(decisions):
-        x = gap + i * (box + gap)
-        mark = " cur" if d.get("gate_id") == current else ""
-        body.append(
-            f'<rect x="{x}" y="6" width="{box}" height="34" rx="3" '
-            f'class="{kind_of_decision(str(d.get("decision")))}{mark}">'
-            f"<title>{_t(d.get('gate_id', ''))}: {_t(d.get('build', ''))}</title></rect>"
-            f'<text x="{x + box / 2}" y="28" class="dec" text-anchor="middle">'
-            f"{_t(str(d.get('decision', '')).upper())}</text>"
-            f'<text x="{x + box / 2}" y="56" class="lbl" text-anchor="middle">'
-            f"{_t(d.get('gate_id', ''))}</text>"
-            f'<text x="{x + box / 2}" y="74" class="val" text-anchor="middle">'
-            f"{_t(_label(d.get('build', ''), 14))}</text>"
-        )
+    """The suite's decisions, oldest first: one labelled box each (its verdict, gate id and
+    whole build name), in rows that wrap at any width."""
     if not decisions:
-        body.append('<text x="8" y="20" class="note">no decisions</text>')
-    return _frame(chart_id, "Decision history of the suite, oldest first", width, height, body)
+        return Markup(f'<p class="note" id="{chart_id}">no decisions</p>')
+    out = [f'<ol class="history" id="{chart_id}" aria-label="decision history, oldest first">']
+    for d in decisions:
+        mark = " cur" if d.get("gate_id") == current else ""
+        kind = kind_of_decision(str(d.get("decision")))
+        out.append(
+            f'<li class="{kind}{mark}"><span class="dec">{esc(str(d.get("decision", "")).upper())}'
+            f'</span><span class="gate">{_id_html(d.get("gate_id", ""))}</span>'
+            f'<span class="build">{_id_html(d.get("build", ""))}</span></li>'
+        )
+    out.append("</ol>")
+    return Markup("".join(out))
 
 
-# Lines of a task's name a small-multiples panel has room for: four lines of a panel's
-# width hold about 120 characters; a longer name is whole in the panel's title.
-NAME_LINES = 4
-
-
-def _panel_axes(x0: float, x1: float, top: float, base: float, builds: Sequence[Any]) -> str:
-    """A panel's axes: pass^k 0 to 1 along y (ticks at 0, 0.5 and 1), the builds along x,
-    oldest at the left (the first and last named; every bar's title names its build)."""
-    mid = (top + base) / 2
-    ticks = "".join(
-        f'<line x1="{x0 - 3}" y1="{y:.1f}" x2="{x0}" y2="{y:.1f}" class="axis"/>'
-        f'<text x="{x0 - 5}" y="{y + 3:.1f}" class="note" text-anchor="end">{label}</text>'
-        for y, label in ((base, "0"), (mid, "0.5"), (top, "1"))
-    )
-    out = (
-        f'<line x1="{x0}" y1="{top:.1f}" x2="{x0}" y2="{base}" class="axis"/>{ticks}'
-        f'<text x="{x0 - 26}" y="{mid:.1f}" class="note" text-anchor="middle" '
-        f'transform="rotate(-90 {x0 - 26} {mid:.1f})">pass^k</text>'
-    )
-    if builds:
-        first, last = builds[0].get("build"), builds[-1].get("build")
-        out += f'<text x="{x0}" y="{base + 11}" class="note">{_t(_label(first, 14))}</text>' + (
-            f'<text x="{x1}" y="{base + 11}" class="note" text-anchor="end">'
-            f"{_t(_label(last, 14))}</text>"
-            if len(builds) > 1
+def build_key(builds: Sequence[Mapping[str, Any]]) -> str:
+    """The numbers the panels' bars carry, with the build, decision and gate each stands for
+    (oldest first, as the bars)."""
+    items = "".join(
+        f'<li><span class="id">{esc(b.get("build", ""))}</span>'
+        + (
+            f" ({esc(b['gate_id'])}{', ' + esc(b['decision']) if b.get('decision') else ''})"
+            if b.get("gate_id")
             else ""
         )
-    out += (
-        f'<text x="{(x0 + x1) / 2:.1f}" y="{base + 22}" class="note" text-anchor="middle">'
-        "builds, oldest first</text>"
+        + "</li>"
+        for b in builds
     )
-    return out
+    return f'<ol class="build-key">{items}</ol>'
+
+
+PANEL_LEFT, PANEL_SLOT, PANEL_PLOT_H = 44, 30, 64
+
+
+def panel(
+    task_id: Any, points: Sequence[Mapping[str, Any]], n_builds: int, title: str = "pass^k"
+) -> str:
+    """One task's panel: its whole name above (HTML, wraps at its separators), then an SVG
+    drawn at its own size (never shrunk: its text stays 12 px) with pass^k 0 to 1 up the y
+    axis and one bar per build along x, each bar numbered as the build key numbers its build
+    and carrying its value ("–": no result in that build)."""
+    slots = max(n_builds, 1)
+    width = max(PANEL_LEFT + slots * PANEL_SLOT + 8, 190)
+    top, base = 16, 16 + PANEL_PLOT_H
+    height = base + 30
+    x0, x1 = PANEL_LEFT, PANEL_LEFT + slots * PANEL_SLOT
+    body = [
+        f'<line x1="{x0}" y1="{top}" x2="{x0}" y2="{base}" class="axis"/>',
+        f'<line x1="{x0}" y1="{base}" x2="{x1}" y2="{base}" class="axis"/>',
+    ]
+    mid_y = (top + base) / 2
+    body.append(
+        f'<text x="9" y="{mid_y:g}" class="note" text-anchor="middle" '
+        f'transform="rotate(-90 9 {mid_y:g})">{esc(title)}</text>'
+    )
+    for tick, label in ((0.0, "0"), (0.5, "0.5"), (1.0, "1")):
+        y = base - PANEL_PLOT_H * tick
+        body.append(
+            f'<line x1="{x0 - 3}" y1="{y:g}" x2="{x0}" y2="{y:g}" class="axis"/>'
+            f'<text x="{x0 - 5}" y="{y + 4:g}" class="note" text-anchor="end">{label}</text>'
+        )
+    for j, p in enumerate(points):
+        value = p.get("passHatK")
+        x = x0 + j * PANEL_SLOT
+        mid = x + PANEL_SLOT / 2
+        body.append(
+            f'<text x="{mid:g}" y="{base + 14}" class="note" text-anchor="middle">{j + 1}</text>'
+        )
+        if value is None:
+            body.append(
+                f'<text x="{mid:g}" y="{base - 3}" class="note" text-anchor="middle">–</text>'
+            )
+            continue
+        h = round(PANEL_PLOT_H * float(value), 1)
+        body.append(
+            f'<rect x="{x + 4:g}" y="{base - h:g}" width="{PANEL_SLOT - 8}" height="{h:g}" '
+            f'class="{kind_of_class(str(p.get("state")))}">'
+            f"<title>{esc(p.get('build'))}: pass^k {float(value):.2f}</title></rect>"
+            f'<text x="{mid:g}" y="{max(base - h - 3, 11):g}" class="val" '
+            f'text-anchor="middle">{float(value):.2f}</text>'
+        )
+    body.append(f'<text x="{x0}" y="{height - 2}" class="note">builds, oldest first</text>')
+    svg = (
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="panel-chart" width="{width}" '
+        f'height="{height}" viewBox="0 0 {width} {height}" role="img" '
+        f'aria-label="{esc(title)} of {esc(task_id)} by build">' + "".join(body) + "</svg>"
+    )
+    return f'<figure class="panel"><figcaption>{_id_html(task_id)}</figcaption>{svg}</figure>'
 
 
 def small_multiples(
     chart_id: str, series: Sequence[Mapping[str, Any]], builds: Sequence[Mapping[str, Any]]
 ) -> Markup:
-    """pass^k of every task across the shown builds: one small panel per task, its full
-    name on top (HTML the browser wraps), pass^k from 0 to 1 up the y axis and the builds
-    along x."""
-    cols = 3
-    panel_w, bar_area, line_h, left = 210, 56, 12, 40
-    n_builds = max(len(builds), 1)
-    # The name is HTML inside the panel, so the browser wraps it at any width and the
-    # panel's structure never depends on what the name says (room for NAME_LINES lines).
-    name_h = line_h * NAME_LINES
-    panel_h = name_h + bar_area + 44
-    rows = (len(series) + cols - 1) // cols
-    width, height = cols * panel_w, max(rows * panel_h, 30)
-    body: list[str] = []
-    for i, s in enumerate(series):
-        px, py = (i % cols) * panel_w, (i // cols) * panel_h
-        base = py + name_h + 14 + bar_area
-        x0, x1 = px + left, px + panel_w - 8
-        name = (
-            f'<foreignObject x="{px + 8}" y="{py + 5}" width="{panel_w - 16}" '
-            f'height="{name_h + 2}"><div xmlns="http://www.w3.org/1999/xhtml" class="pname">'
-            f"{_t(s['task_id'])}</div></foreignObject>"
-        )
-        body.append(
-            f"<g><title>{_t(s['task_id'])}</title>"
-            f'<rect x="{px + 2}" y="{py + 2}" width="{panel_w - 4}" height="{panel_h - 4}" '
-            f'class="panel"/>{name}'
-            f'<line x1="{x0}" y1="{base}" x2="{x1}" y2="{base}" class="axis"/>'
-            + _panel_axes(x0, x1, base - (bar_area - 12), base, s.get("points", []))
-            + "</g>"
-        )
-        bar_w = (x1 - x0) / n_builds
-        for j, p in enumerate(s.get("points", [])):
-            value = p.get("passHatK")
-            x = x0 + j * bar_w
-            if value is None:
-                body.append(
-                    f'<text x="{x + bar_w / 2:.1f}" y="{base - 2}" class="note" '
-                    'text-anchor="middle">–</text>'
-                )
-                continue
-            h = round((bar_area - 12) * float(value), 1)
-            body.append(
-                f'<rect x="{x + 1:.1f}" y="{base - h:.1f}" width="{max(bar_w - 2, 1):.1f}" '
-                f'height="{h}" class="{kind_of_class(str(p.get("state")))}">'
-                f"<title>{_t(p.get('build'))}: pass^k {float(value):.2f}</title></rect>"
-                f'<text x="{x + bar_w / 2:.1f}" y="{base - h - 3:.1f}" class="val" '
-                f'text-anchor="middle">{float(value):.2f}</text>'
-            )
+    """pass^k of every task across the shown builds: one panel per task, as many to a row as
+    the page has room for (one on a phone), then the key to the builds' numbers."""
     if not series:
-        body.append('<text x="8" y="20" class="note">no member tasks</text>')
-    return _frame(chart_id, "pass^k per task across the last builds", width, height, body)
+        return Markup(f'<p class="note" id="{chart_id}">no member tasks</p>')
+    panels = "".join(panel(s["task_id"], s.get("points", []), len(builds)) for s in series)
+    return Markup(
+        f'<div class="panels" id="{chart_id}">{panels}</div>'
+        f'<p class="legend">Builds by number, oldest first:</p>{build_key(builds)}'
+    )

@@ -37,11 +37,20 @@ def visible(value: Any) -> str:
     return escape_invisible(text, _picture)
 
 
-# Every ASCII punctuation character that CommonMark or GitHub Flavored Markdown can read as
-# markup: emphasis, code, links, images, headings, lists, block quotes, tables, HTML,
-# entities, strikethrough, URL and e-mail autolinks (`:` and `@`), math (`$`). A backslash
-# escape makes each of them literal.
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>&~:@$])")
+# What CommonMark or GitHub Flavored Markdown can read as markup anywhere in a line:
+# emphasis and strikethrough, code, links and images (`[`), raw HTML and autolinks (`<`),
+# entities (`&`), table cells (`|`), math (`$`), e-mail autolinks (`@`), and the backslash
+# itself. A backslash escape makes each of them literal. Nothing else is escaped in the
+# middle of text, so "p-value 0.125 > alpha" reads as written in the raw Markdown too.
+_MD_ALWAYS = re.compile(r"([\\`*_\[\]<&|~$@])")
+# URL autolinks (GFM): a scheme's `://` and a `www.` prefix.
+_MD_SCHEME = re.compile(r":(?=/)")
+_MD_WWW = re.compile(r"(?i)(?<=www)\.")
+# What makes a block only at the start of a line: a heading, list item, block quote,
+# setext underline or ordered-list number. The text may start a line (a list item's or
+# table cell's first word), so its own start is escaped.
+_MD_LINE_START = re.compile(r"^([ \t]*)([#+\-=>])")
+_MD_ORDERED = re.compile(r"^([ \t]*\d{1,9})([.)])")
 
 
 def md(value: Any) -> str:
@@ -51,7 +60,10 @@ def md(value: Any) -> str:
     item, a table cell). Never use it inside raw HTML blocks: there Markdown escapes are
     not read.
     """
-    return _MD_SPECIAL.sub(r"\\\1", visible(value))
+    text = _MD_ALWAYS.sub(r"\\\1", visible(value))
+    text = _MD_WWW.sub(r"\\.", _MD_SCHEME.sub(r"\\:", text))
+    text = _MD_LINE_START.sub(r"\1\\\2", text)
+    return _MD_ORDERED.sub(r"\1\\\2", text)
 
 
 _SAFE_URL = re.compile(r"^https?://[^\s\x00-\x1f\x7f-\x9f\"'<>\\^`{|}]+$", re.IGNORECASE)

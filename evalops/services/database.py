@@ -6,7 +6,7 @@ from __future__ import annotations
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 
-from evalops.errors import InputError, NoDatabase, VerificationError
+from evalops.errors import EvalopsError, InputError, NoDatabase, VerificationError
 from evalops.store.engine import (
     DEFAULT_LOCK_TIMEOUT,
     make_engine,
@@ -14,7 +14,8 @@ from evalops.store.engine import (
     redact,
     sqlite_path,
 )
-from evalops.store.schema import HEAD_REVISION
+from evalops.store.faults import newer_schema, storage_fault
+from evalops.store.schema import HEAD_REVISION, is_newer
 
 
 def stored_revision(engine: Engine) -> str | None:
@@ -81,7 +82,7 @@ def require_database_file(url: str) -> None:
         )
 
 
-def unreachable(url: str, exc: BaseException) -> InputError:
+def unreachable(url: str, exc: BaseException) -> EvalopsError:
     """The usage error (exit 2) for a database the driver cannot open, URL masked."""
     return _unreachable(url, exc)
 
@@ -91,7 +92,12 @@ def is_driver_error(exc: BaseException) -> bool:
     return type(exc).__module__.startswith(("sqlalchemy", "psycopg", "sqlite3"))
 
 
-def _unreachable(url: str, exc: BaseException) -> InputError:
+def _unreachable(url: str, exc: BaseException) -> EvalopsError:
+    """A storage fault named by its cause (a locked, damaged or read-only SQLite file),
+    else "cannot open database" with the driver's reason (exit 2)."""
+    fault = storage_fault(exc, url, opening=True)
+    if fault is not None:
+        return fault
     reason = _reason(exc, url)
     hint = ""
     if "does not exist" in reason:
@@ -104,8 +110,10 @@ def open_database(
 ) -> Engine:
     """An engine on a registry database that exists and is migrated to head.
 
-    Missing, unreachable or malformed: exit 2 ("run evalops init"). Not at head: exit 2
-    ("run evalops db upgrade"), except for `verify`, where it is a verification failure (6).
+    Missing, unreachable or malformed: exit 2 ("run evalops init"). Locked, damaged or
+    read-only: the storage fault (store/faults.py). Newer than this evalops: exit 2 ("use a
+    newer evalops"), for `verify` too. Older: exit 2 ("run evalops db upgrade"), except for
+    `verify`, where it is a verification failure (6).
     """
     engine = engine_for(url, lock_timeout=lock_timeout)
     try:
@@ -118,6 +126,9 @@ def open_database(
     except Exception as exc:  # the driver's own errors: refused, unknown host, bad auth...
         engine.dispose()
         raise _unreachable(url, exc) from None
+    if is_newer(current):
+        engine.dispose()
+        raise newer_schema(redact(url), str(current), HEAD_REVISION)
     if current != HEAD_REVISION:
         engine.dispose()
         message = (

@@ -16,6 +16,8 @@ from sqlalchemy import event, text
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlmodel import Session, create_engine
 
+from evalops.errors import BUSY_MESSAGE
+
 # The advisory lock that serializes every writer of one PostgreSQL registry.
 WRITER_LOCK_KEY = 0x6576616C6F7073  # "evalops"
 _WRITE = "evalops_write"
@@ -66,7 +68,7 @@ def redact(url: str) -> str:
 
 DEFAULT_LOCK_TIMEOUT = 600.0
 _LOCK_TIMEOUT = "evalops_lock_timeout"
-BUSY = "registry is busy: another writer holds it"
+BUSY = BUSY_MESSAGE
 
 
 def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -144,6 +146,22 @@ def write_session(engine: Engine) -> Iterator[Session]:
 def read_session(engine: Engine) -> Iterator[Session]:
     with Session(engine, expire_on_commit=False) as session:
         yield session
+
+
+@contextmanager
+def discarded_transaction(engine: Engine) -> Iterator[Connection]:
+    """One write transaction that is always rolled back (a what-if): sessions made on the
+    yielded connection join it, so they see what was written in it, and nothing is kept.
+    The writer lock is held throughout, as for `write_session`."""
+    writer = engine.execution_options(**{_WRITE: True})
+    with writer.connect() as conn:
+        transaction = conn.begin()
+        try:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITER_LOCK_KEY})
+            yield conn
+        finally:
+            transaction.rollback()
 
 
 @contextmanager

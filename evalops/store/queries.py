@@ -380,13 +380,32 @@ DEFINITION_TABLES: dict[str, tuple[type[SQLModel], str]] = {
 
 
 def latest_sync_run(session: Session, cutoff: int | None = None) -> SyncRun | None:
-    """The sync whose commit's definitions are in force (as of `cutoff`)."""
+    """The sync whose commit's definitions are in force (as of `cutoff`): the latest one
+    that recorded what is in force (not one off the tracked line, which records nothing)."""
+    recorded = select(SyncInForce.id).where(SyncInForce.sync_run_id == SyncRun.id).exists()
     return session.exec(
         select(SyncRun)
-        .where(upto(SyncRun.audit_seq, cutoff))
+        .where(upto(SyncRun.audit_seq, cutoff), recorded)
         .order_by(col(SyncRun.id).desc())
         .limit(1)
     ).first()
+
+
+def clean_synced_commits(session: Session, cutoff: int | None = None) -> list[str]:
+    """The commit of every clean sync that changed what is in force (as of `cutoff`),
+    newest first: commits whose history was vetted (docs/authority.md)."""
+    recorded = select(SyncInForce.id).where(SyncInForce.sync_run_id == SyncRun.id).exists()
+    rows = session.exec(
+        select(SyncRun.git_commit)
+        .where(
+            upto(SyncRun.audit_seq, cutoff),
+            recorded,
+            col(SyncRun.git_dirty).is_(False),
+            col(SyncRun.git_commit).is_not(None),
+        )
+        .order_by(col(SyncRun.id).desc())
+    ).all()
+    return [str(c) for c in dict.fromkeys(rows) if c]
 
 
 def in_force(session: Session, cutoff: int | None = None) -> dict[tuple[str, str], str]:

@@ -13,6 +13,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from tests.conftest import Cli
+from tests.helpers import sqlalchemy_reader
 from tests.trial_factory import mini_case, record, write_jsonl
 
 FAIL_RESULTS = [
@@ -95,8 +96,6 @@ def test_a_limited_listing_counts_up_to_its_cap_and_says_more_than(
 ) -> None:
     """Counting every match is the one part of a listing that grows with the registry, so a
     limited listing stops counting past the cap (or its limit, if larger) and says so."""
-    from evalops.services.database import open_database
-    from evalops.services.ingest import trials as trials_service
     from evalops.services.reads import trials as read_trials
 
     monkeypatch.setattr(read_trials, "COUNT_CAP", 20)
@@ -116,12 +115,9 @@ def test_a_limited_listing_counts_up_to_its_cap_and_says_more_than(
     failing = cli("trials", "list", "--class", "task_fail", "--limit", "1", cwd=sixty)
     assert "showing 1 of 12 trials" in failing.stderr  # a class filter reads every row anyway
     monkeypatch.setattr(read_trials, "COUNT_CAP", 5)
-    engine = open_database(f"sqlite+pysqlite:///{sixty / '.evalops' / 'registry.db'}")
-    try:
+    with sqlalchemy_reader(f"sqlite+pysqlite:///{sixty / '.evalops' / 'registry.db'}") as reader:
         for limit, counted in ((2, 6), (10, 11), (59, 60), (None, 60)):
-            assert trials_service.list_trials(engine, limit=limit)[1] == counted
-    finally:
-        engine.dispose()
+            assert read_trials.list_trials(reader, read_trials.TrialFilter(), limit)[1] == counted
 
 
 @pytest.fixture
@@ -141,10 +137,7 @@ def test_trials_list_limit_and_count_run_in_sql(
     sixty: Path, cli: Cli, statements: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The reader path (`trials list`), read here through SQLAlchemy Core so that its SQL can
-    be seen (the plain `sqlite3` path runs the same statements), and the ORM service that
-    `trials show` shares its summary with."""
-    import evalops.services.ingest.trials as trials_service
-    from evalops.services.database import open_database
+    be seen (the plain `sqlite3` path runs the same statements)."""
     from evalops.services.reads import trials as read_trials
 
     summarized: list[str] = []
@@ -160,17 +153,11 @@ def test_trials_list_limit_and_count_run_in_sql(
     monkeypatch.setattr(
         read_trials, "_summary", counting(read_trials._summary, lambda t: t["trial_id"])
     )
-    monkeypatch.setattr(
-        trials_service, "_summary", counting(trials_service._summary, lambda t: t.trial_id)
-    )
     url = f"sqlite+pysqlite:///{sixty / '.evalops' / 'registry.db'}"
     result = cli("--db", url, "trials", "list", "--limit", "4", "--json", cwd=sixty)
     assert len(result.json()) == 4
-    engine = open_database(url)
-    try:
-        rows, total = trials_service.list_trials(engine, limit=4)
-    finally:
-        engine.dispose()
+    with sqlalchemy_reader(url) as reader:
+        rows, total = read_trials.list_trials(reader, read_trials.TrialFilter(), 4)
     assert (rows, total) == (result.json(), 60)
     # Only the rows shown were read and summarized; the total came from a COUNT.
     assert summarized == ["t-000", "t-001", "t-002", "t-003"] * 2

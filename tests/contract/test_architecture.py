@@ -81,6 +81,14 @@ def test_every_package_of_evalops_is_in_a_layer() -> None:
         ("evalops.report.planted", "evalops.cli.main"),
         ("evalops.importers.planted", "evalops.services.ingest.imports"),
         ("evalops.record", "evalops.cli.main"),
+        # The services sub-packages' own layers and rules (ARCHITECTURE.md, "Services by
+        # capability").
+        ("evalops.services.authority.planted", "evalops.services.reports.audit"),
+        ("evalops.services.registry.planted", "evalops.services.evidence.review"),
+        ("evalops.services.gate.input_parts", "evalops.store.queries"),
+        ("evalops.services.gate.policy_choice", "evalops.services.gate.policies"),
+        ("evalops.services.reads.planted", "evalops.services.ingest.trials"),
+        ("evalops.services.reads.planted", "evalops.store.tables"),
         # Sideways, not upwards: a frozen evaluator reaching a live rule (or anything else).
         ("evalops.domain.legacy.gate_v1", "evalops.domain.waivers"),
         ("evalops.domain.legacy.planted", "evalops.errors"),

@@ -3,15 +3,20 @@
 Steps are run as the forge would run them (`bash -eo pipefail`, GitHub's `$GITHUB_OUTPUT`
 and `${{ steps.ID.outputs.KEY }}`, GitLab's one shell for all of `script`), except those
 that install evalops (it is installed here) or call the forge's API (`gh`, `curl`).
-A passing build must end the job with 0 and a blocked one with the gate's 4, both leaving
-the report and the JUnit file to publish.
+In a real git repository: `main`'s job syncs; a pull request's branch (a changed gate
+policy) is evaluated by its job under its own definitions, a passing build ending with 0 and
+a blocked one with the gate's 4, both leaving the report and the JUnit file to publish,
+while its sync changes nothing in force; after the merge `main`'s job puts the branch's
+policy in force, and a rewritten `main` is refused.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +52,7 @@ def _environment(demo: Path, build: str) -> dict[str, str]:
     env["EVALOPS_ACTOR"] = "ci@example.com"
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
     env["BUILD"], env["SUITE"] = build, SUITE
+    env["CI_DEFAULT_BRANCH"] = "main"
     return env
 
 
@@ -68,11 +74,12 @@ def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
     )
 
 
-def _run_github(workflow: dict[str, Any], demo: Path, build: str) -> int:
+def _run_github(workflow: dict[str, Any], demo: Path, build: str, job_name: str) -> int:
     env = _environment(demo, build)
     outputs: dict[str, dict[str, str]] = {}
-    (job,) = workflow["jobs"].values()
-    assert {"EVALOPS_DATABASE_URL", "BUILD", "SUITE"} <= set(job["env"])
+    assert "EVALOPS_DATABASE_URL" in workflow["env"]
+    job = workflow["jobs"][job_name]
+    assert job_name == "sync" or {"BUILD", "SUITE"} <= set(job["env"])
     ran = 0
     for step in job["steps"]:
         script = step.get("run")
@@ -93,16 +100,17 @@ def _run_github(workflow: dict[str, Any], demo: Path, build: str) -> int:
             outputs[step["id"]] = dict(pairs)
         if done.returncode != 0:
             return done.returncode
-    assert ran >= 3
+    assert ran >= (1 if job_name == "sync" else 3)
     return 0
 
 
-def _run_gitlab(pipeline: dict[str, Any], demo: Path, build: str) -> int:
-    (job,) = (v for v in pipeline.values() if isinstance(v, dict) and "script" in v)
-    assert job["artifacts"]["reports"]["junit"] == "junit.xml"
-    assert job["artifacts"]["when"] == "always"
+def _run_gitlab(pipeline: dict[str, Any], demo: Path, build: str, job_name: str) -> int:
+    job = pipeline[f"evalops-{job_name}"]
     lines = [line for line in job["script"] if not FORGE_ONLY.match(line)]
-    assert len(lines) >= 4
+    if job_name == "gate":
+        assert job["artifacts"]["reports"]["junit"] == "junit.xml"
+        assert job["artifacts"]["when"] == "always"
+        assert len(lines) >= 4
     return _bash("\n".join(lines), demo, _environment(demo, build)).returncode
 
 
@@ -113,17 +121,77 @@ def test_the_doc_holds_both_recipes() -> None:
     assert set(_yaml_blocks()) == set(RUNNERS)
 
 
+def _git(demo: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.email=dev@example.com", "-c", "user.name=dev", *args],
+        cwd=demo, capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+
+
+def _gate_policy_in_force(demo: Path) -> str:
+    with sqlite3.connect(demo / ".evalops" / "registry.db") as con:
+        ((digest,),) = con.execute(
+            "SELECT document_digest FROM sync_in_force WHERE kind = 'gate_policy' AND "
+            "sync_run_id = (SELECT max(r.id) FROM sync_run r WHERE EXISTS (SELECT 1 FROM "
+            "sync_in_force x WHERE x.sync_run_id = r.id))"
+        ).fetchall()
+    return str(digest)
+
+
+def _document_digest(path: Path) -> str:
+    import rfc8785
+
+    value = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return "sha256:" + hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+
+
+def _tracking_main(demo: Path) -> None:
+    """The demo registry, its branch named main and tracked (an existing registry adopting
+    the recipe: `registry track`)."""
+    _git(demo, "branch", "-M", "main")
+    done = _bash("evalops registry track --branch main", demo, _environment(demo, "build-125"))
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.parametrize("recipe", sorted(RUNNERS))
 @pytest.mark.parametrize(("build", "verdict"), [("build-125", 0), ("build-124", 4)])
 def test_a_recipe_gates_and_publishes(demo: Path, recipe: str, build: str, verdict: int) -> None:
     _workspace(demo, build)
+    _tracking_main(demo)
     shutil.rmtree(demo / "site", ignore_errors=True)  # the demo wrote one: the recipe must
-    code = RUNNERS[recipe](_yaml_blocks()[recipe], demo, build)
+    blocks = _yaml_blocks()[recipe]
+    run = RUNNERS[recipe]
+    assert run(blocks, demo, build, "sync") == 0
+    in_force = _gate_policy_in_force(demo)
+
+    # A pull request: its branch changes the gate policy.
+    _git(demo, "checkout", "-q", "-b", "feature-x")
+    policy = demo / "registry" / "policies" / "gate-policy.yaml"
+    policy.write_text(policy.read_text().replace("max_duration_days: 30", "max_duration_days: 31"))
+    _git(demo, "commit", "-q", "-am", "a longer waiver limit")
+    head = _git(demo, "rev-parse", "HEAD")
+    code = run(blocks, demo, build, "gate")
     assert code == verdict, f"{recipe} ended {code} for {build}"
     report = (demo / "report.md").read_text(encoding="utf-8")
     assert build in report
     assert ("BLOCK" if verdict == 4 else "PASS") in report
+    assert head in report and "not in force" in report
+    assert _document_digest(policy) in report, "decided under the branch's gate policy"
     junit = (demo / "junit.xml").read_text(encoding="utf-8")
     assert junit.startswith("<?xml") and "testsuite" in junit
     index = (demo / "site" / "index.html").read_text(encoding="utf-8")
-    assert build in index, "the site's index shows the suite's latest decision"
+    assert "regression/core" in index
+    # The branch's sync registered its policy and put nothing in force.
+    assert _gate_policy_in_force(demo) == in_force
+
+    # Merged: main's job puts the branch's policy in force.
+    _git(demo, "checkout", "-q", "main")
+    _git(demo, "merge", "-q", "--no-ff", "-m", "merge feature-x", "feature-x")
+    assert run(blocks, demo, build, "sync") == 0
+    merged = _document_digest(policy)
+    assert _gate_policy_in_force(demo) == merged != in_force
+
+    # main rewritten under the registry: its job is refused, nothing changes.
+    _git(demo, "reset", "-q", "--hard", "HEAD~1")
+    assert run(blocks, demo, build, "sync") == 5
+    assert _gate_policy_in_force(demo) == merged

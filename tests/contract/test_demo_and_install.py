@@ -157,8 +157,13 @@ def test_demo_part_two_signs_under_an_authority(demo: Path, cli: Cli) -> None:
         refusals = con.execute(
             "SELECT payload FROM audit_event WHERE kind = 'authority.refused' ORDER BY seq"
         ).fetchall()
-    rules = [json.loads(p)["refusal"]["rule"] for (p,) in refusals]
-    assert rules == ["authority", "no_self_waiver"]
+    refused_acts = [(json.loads(p)["act"], json.loads(p)["refusal"]["rule"]) for (p,) in refusals]
+    # An unsigned promotion, an unsigned waiver, then a self-waiver.
+    assert refused_acts == [
+        ("suite.promote", "authority"),
+        ("waiver.grant", "authority"),
+        ("waiver.grant", "no_self_waiver"),
+    ]
     assert cli("verify", cwd=signed).code == 0
     # Part one's registry has no authority: its acts stay unsigned.
     assert cli("waiver", "list", "--all", "--json", cwd=demo).json()[0]["signers"] == []

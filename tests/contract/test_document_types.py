@@ -29,7 +29,11 @@ from evalops.domain import gate_documents as gd
 from evalops.report import document as rd
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-LEGACY_DATABASES = ("registry-0001-demo.db", "registry-evaluator2-demo.db")
+LEGACY_DATABASES = (
+    "registry-0001-demo.db",
+    "registry-evaluator2-demo.db",
+    "registry-evaluator3-demo.db",
+)
 SUITE = "regression/core"
 
 # ------------------------------------------------------------------------- the checker
@@ -263,9 +267,9 @@ def _refused_waiver(engine: Any, inputs: dict[str, Any], now: Any) -> None:
 
 def _methods(corpus: Corpus, engine: Any, build: str, now: Any) -> None:
     """The paired verdict by every method, and with a baseline that is not found, by both
-    current evaluators (nothing stored)."""
-    from evalops.domain.gate import evaluate
+    evaluator of new decisions and by the frozen evaluator 3 (nothing stored)."""
     from evalops.domain.gate_compact import evaluate as evaluate_compact
+    from evalops.domain.legacy.gate_v3 import evaluate as evaluate_v3
     from evalops.domain.regression import METHODS
     from evalops.services.gate.inputs import build_inputs, request_for
     from evalops.store.engine import read_session
@@ -282,7 +286,7 @@ def _methods(corpus: Corpus, engine: Any, build: str, now: Any) -> None:
                 baseline=baseline,
                 method=method,
             )
-            for evaluator, decide in ((3, evaluate), (4, evaluate_compact)):
+            for evaluator, decide in ((3, evaluate_v3), (4, evaluate_compact)):
                 inputs: Any = build_inputs(session, request, dry_run=True, evaluator=evaluator)
                 inputs["gate_id"] = "compare"
                 where = f"{baseline}/{method}/evaluator {evaluator}"
@@ -293,7 +297,7 @@ def _methods(corpus: Corpus, engine: Any, build: str, now: Any) -> None:
 def _bootstrap_verdict(corpus: Corpus) -> None:
     """A bootstrap that resamples needs ten paired tasks with some spread; the demo's
     suite has three, so the verdict is computed over a synthetic pairing (pure)."""
-    from evalops.domain.gate import with_baseline
+    from evalops.domain.gate_rules import with_baseline
     from evalops.domain.regression import METHODS, TaskOutcome, paired_verdict
 
     base = {f"t{i}": TaskOutcome(True, 0.9) for i in range(12)}
@@ -344,6 +348,23 @@ def _refused_by_authority(inputs: dict[str, Any]) -> dict[str, Any]:
     return {**inputs, "waivers": waivers, "refused_waivers": refused, "gate_id": "dry-run"}
 
 
+def _listed_report(corpus: Corpus, copy: Path, now: Any) -> None:
+    """The report of a stored evaluator-3 decision (its tasks list `firstResults`), from
+    the registry the evalops of evaluator 3 made."""
+    import shutil
+
+    from evalops.services.reports.audit import audit_document
+    from evalops.store.engine import make_engine
+
+    shutil.copyfile(FIXTURES / "registry-evaluator3-demo.db", copy)
+    engine = make_engine(f"sqlite:///{copy}")
+    try:
+        doc = audit_document(engine, "GATE-3", now=now)
+        corpus.check(doc, rd.ReportDocument, "report of an evaluator-3 decision")
+    finally:
+        engine.dispose()
+
+
 @pytest.fixture(scope="module")
 def corpus(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     import shutil
@@ -363,8 +384,9 @@ def corpus(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Corpu
     for name in LEGACY_DATABASES:
         for gate_id, inputs, result in _stored(FIXTURES / name):
             corpus.check(result, gd.DecisionDocument, f"{name}:{gate_id}.result")
-            if inputs.get("evaluator") == 2:
+            if inputs.get("evaluator") in (2, 3):
                 corpus.check(inputs, gd.ListedInputs, f"{name}:{gate_id}.inputs")
+    _listed_report(corpus, tmp_path_factory.mktemp("evaluator-3") / "registry.db", now)
     # A private copy of the demo: more decisions are stored in it.
     demo = tmp_path_factory.mktemp("document-types") / "demo"
     shutil.copytree(demo_master, demo, symlinks=True)
@@ -375,21 +397,16 @@ def corpus(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Corpu
         _reviewed(engine, demo, now)
         _refused_waiver(engine, last[1], now)
         build = last[1]["build"]
-        # Both builds the demo decided, by both current evaluators: the candidate's trials
-        # include a rerun chain (kept whole by evaluator 4) and a reconciled effect.
+        # Both builds the demo decided: the candidate's trials include a rerun chain (kept
+        # whole in its task's summary) and a reconciled effect.
         for decided in (build, "build-124"):
-            for evaluator in (3, 4):
-                output = check(engine, build=decided, suite_id=SUITE, at=None, actor="t",
-                               now=now, evaluator=evaluator)  # fmt: skip
-                corpus.check(output, gd.StoredOutput, f"check {decided} {evaluator}")
+            output = check(engine, build=decided, suite_id=SUITE, at=None, actor="t", now=now)
+            corpus.check(output, gd.StoredOutput, f"check {decided}")
         unstored = []
-        for evaluator in (3, 4):
-            output, inputs = dry_run_check(
-                engine, build=build, suite_id=SUITE, at=None, now=now, evaluator=evaluator
-            )
-            corpus.check(output, gd.DryRunOutput, f"dry run, evaluator {evaluator}")
-            corpus.check(inputs, _inputs_type(dict(inputs)), f"dry-run inputs {evaluator}")
-            unstored.append((output, inputs))
+        output, inputs = dry_run_check(engine, build=build, suite_id=SUITE, at=None, now=now)
+        corpus.check(output, gd.DryRunOutput, "dry run")
+        corpus.check(inputs, _inputs_type(dict(inputs)), "dry-run inputs")
+        unstored.append((output, inputs))
         refusing = _refused_by_policy(dict(unstored[0][1]))
         unstored.append((evaluate(refusing), refusing))  # type: ignore[arg-type]
         by_authority = _refused_by_authority(dict(unstored[0][1]))

@@ -24,6 +24,7 @@ from evalops.domain import gate
 from evalops.domain.canonical import canonical_json_document, canonical_json_reference
 from evalops.domain.evaluators import EVALUATORS, evaluator_for, stored_version
 from evalops.domain.gate import EVALUATOR, evaluate_stored
+from evalops.domain.gate_compact import compact_inputs
 from tests.domain.test_gate_evaluate import make_inputs, task
 
 REPO = Path(__file__).resolve().parents[2]
@@ -98,15 +99,18 @@ def test_the_stored_cases_are_the_fixture_rows_byte_for_byte(version: int) -> No
 
 def test_every_legacy_evaluator_has_goldens() -> None:
     """A version frozen by a bump comes with its goldens (tests/golden_evaluators.py)."""
-    assert LEGACY == [1, 2]
+    assert LEGACY == [1, 2, 3]
     assert sorted({v for v, _ in CASES}) == LEGACY
 
 
 def test_the_registry_names_each_version_and_refuses_an_unknown_one() -> None:
     assert sorted(EVALUATORS) == [1, 2, 3, 4]
-    # The current version is `gate.evaluate` itself (behind the cast that types stored JSON).
-    inputs = make_inputs([task("t-pass", "low"), task("t-fail", "high", ("task_fail",))])
-    assert evaluator_for(EVALUATOR)(inputs) == gate.evaluate(inputs)  # type: ignore[arg-type]
+    # The current version is `gate.evaluate` itself (behind the cast that types stored JSON):
+    # the flat evaluator, over per-task summaries.
+    assert EVALUATOR == 4
+    listed = make_inputs([task("t-pass", "low"), task("t-fail", "high", ("task_fail",))])
+    inputs = compact_inputs(listed)  # type: ignore[arg-type]
+    assert evaluator_for(EVALUATOR)(inputs) == gate.evaluate(inputs)
     decided = evaluator_for(EVALUATOR)(inputs)
     assert sorted(t["task_id"] for t in decided["tasks"]) == ["t-fail", "t-pass"]
     assert decided["decision"] != "pass"  # a failing high-risk task never passes
@@ -131,16 +135,43 @@ def test_a_decision_of_the_current_evaluator_loads_no_frozen_one() -> None:
     assert done.stdout.strip() == "[]"
 
 
-def test_the_two_frozen_evaluators_decide_some_golden_cases_differently() -> None:
+@pytest.mark.parametrize(("one", "other"), [(1, 2), (2, 3)])
+def test_two_frozen_evaluators_decide_some_golden_cases_differently(one: int, other: int) -> None:
     """The goldens tell the versions apart: evaluated by the other version, some of each
     version's cases give other bytes (so a dispatch that mixed them up would fail)."""
     differ = 0
     for version, path in CASES:
-        other = EVALUATORS[3 - version]
+        if version not in (one, other):
+            continue
+        decide = EVALUATORS[one + other - version]
         expected = path.with_name(path.name.replace(".inputs.", ".result.")).read_bytes()
         inputs = json.loads(path.read_bytes())
         try:
-            differ += canonical_json_document(other(inputs)) != expected
+            differ += canonical_json_document(decide(inputs)) != expected
         except (KeyError, TypeError, ValueError):
             differ += 1
     assert differ >= 4
+
+
+V3_CASES = [path for version, path in CASES if version == 3]
+
+
+@pytest.mark.parametrize("inputs_path", V3_CASES, ids=[p.name[:-12] for p in V3_CASES])
+def test_the_flat_evaluator_decides_each_evaluator_3_golden_as_the_old_evalops_did(
+    inputs_path: Path,
+) -> None:
+    """Every decision the evalops of evaluator 3 made (stored and derived), its trials
+    summarized, is decided by the flat evaluator of new decisions as it was stored: the only
+    difference is each task's first results counted by class instead of listed by trial
+    (counted here from the stored list, not by the code under test)."""
+    inputs = json.loads(inputs_path.read_bytes())
+    stored = json.loads(
+        inputs_path.with_name(inputs_path.name.replace(".inputs.", ".result.")).read_bytes()
+    )
+    for t in stored["tasks"]:
+        counts: dict[str, int] = {}
+        for cls in t.pop("firstResults").values():
+            counts[cls] = counts.get(cls, 0) + 1
+        t["firstResultCounts"] = dict(sorted(counts.items()))
+    decided = gate.evaluate(compact_inputs(inputs))
+    assert canonical_json_document(decided) == canonical_json_document(stored)

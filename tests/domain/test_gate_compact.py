@@ -1,4 +1,5 @@
-"""Evaluator 4 (`evalops.domain.gate_compact`) decides exactly as evaluator 3 (docs/gate.md).
+"""Evaluator 4 (`evalops.domain.gate_compact`, the only evaluator of new decisions) decides
+exactly as evaluator 3 (`evalops.domain.legacy.gate_v3`, frozen), (docs/gate.md).
 
 Differential: the same trials, given to evaluator 3 as per-trial inputs and to evaluator 4
 as per-task summaries (`compact_inputs`), give the same decision document, except that a
@@ -18,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evalops.domain.canonical import canonical_json
-from evalops.domain.gate import evaluate, evaluate_stored
+from evalops.domain.gate import evaluate_stored
 from evalops.domain.gate_compact import (
     CompactTrials,
     compact_inputs,
@@ -26,6 +27,7 @@ from evalops.domain.gate_compact import (
     same_decision_as_evaluator_3,
 )
 from evalops.domain.gate_compact import evaluate as evaluate_compact
+from evalops.domain.legacy.gate_v3 import evaluate
 from tests.domain.test_gate_evaluate import (
     BUILD,
     CLASSES,

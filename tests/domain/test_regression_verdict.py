@@ -20,7 +20,6 @@ import pytest
 from scipy import stats
 from statsmodels.stats.contingency_tables import mcnemar  # type: ignore[import-untyped]
 
-from evalops.domain.gate import evaluate
 from evalops.domain.regression import (
     EXACT_BELOW,
     TaskOutcome,
@@ -28,6 +27,7 @@ from evalops.domain.regression import (
     paired_verdict,
 )
 from tests.conftest import Cli
+from tests.decide import evaluate
 from tests.domain.test_gate_evaluate import baseline, make_inputs, task
 from tests.helpers import REPO_ROOT, commit_all
 from tests.services.test_gate import MANY, alt_policy, base_workspace, copy_workspace, gate, sql

@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from tests.conftest import Cli
+from tests.decide import listed_tasks
 from tests.helpers import EXAMPLE_REGISTRY
 
 JUNIT_XSD = Path(__file__).parents[1] / "schemas" / "junit.xsd"
@@ -291,7 +292,7 @@ def test_otel_is_otlp_json_lines_with_one_event_per_trial(
     truth = decision(demo, gate_id)
     trials = {
         t["trial_id"]: (task["task_id"], t)
-        for task in inputs(demo, gate_id)["tasks"]
+        for task in listed_tasks(demo / ".evalops" / "registry.db", gate_id)
         for t in task["trials"]
     }
     for request in requests:

@@ -22,7 +22,6 @@ from pydantic import ValidationError
 
 from evalops.domain.calibration_validity import StoredCalibration, Validity, calibration_validity
 from evalops.domain.classify import classify
-from evalops.domain.gate import evaluate
 from evalops.domain.regression import TaskOutcome, paired_verdict
 from evalops.domain.reruns import TrialNode, resolve_reruns
 from evalops.domain.specs import (
@@ -42,6 +41,7 @@ from evalops.domain.suite_policy import (
 )
 from evalops.domain.trial_record import GraderResult, TrialRecord
 from evalops.domain.vocabulary import GRADER_STATES
+from tests.decide import evaluate
 from tests.helpers import EXAMPLE_REGISTRY
 
 DIGEST = "sha256:" + "0" * 64
@@ -653,6 +653,9 @@ def test_a_hard_constraint_failure_anywhere_in_the_eval_case_blocks(
             {
                 "task_id": "crit",
                 "risk": risk,
+                "protects": [],
+                "task_digest": DIGEST,
+                "grader_set_digest": DIGEST,
                 "plan": {"count": 3, "k": 2, "passRule": "all", "passScore": 1.0},
                 "trials": [_classified(t, i) for i, t in enumerate(trials)],
                 "ignoredTrials": {},

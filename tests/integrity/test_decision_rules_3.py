@@ -15,10 +15,12 @@ from typing import Any
 import pytest
 
 from evalops.domain.free_text import has_visible_text
-from evalops.domain.gate import EVALUATOR, evaluate, evaluate_stored
+from evalops.domain.gate import EVALUATOR, evaluate_stored
+from evalops.domain.gate_compact import compact_inputs
 from evalops.domain.specs import GatePolicy
 from evalops.domain.suite_policy import LinkedIncident, incident_subject_refusal
 from evalops.domain.waivers import WaiverRequest, grant_refusals
+from tests.decide import evaluate
 from tests.domain.test_gate_evaluate import POLICY, make_inputs, row, task, trial, waiver
 
 NONCRITICAL = "noncritical_regression"
@@ -232,14 +234,18 @@ def test_a_decision_stored_by_evaluator_2_replays_under_evaluator_2() -> None:
     assert replayed == frozen_v2(inputs)
 
 
-def test_the_same_inputs_under_evaluator_3_hold() -> None:
+def test_the_same_inputs_under_evaluators_3_and_4_hold() -> None:
     inputs = _stored_by_evaluator_2()
-    inputs["evaluator"] = EVALUATOR
-    assert EVALUATOR == 3
+    inputs["evaluator"] = 3
     decided = evaluate_stored(inputs)
     assert decided == evaluate(inputs)
     assert decided["decision"] == "hold"
     assert refused_ids(decided) == ["WVR-1"]
+    # The evaluator of new decisions, over the same trials summarized.
+    assert EVALUATOR == 4
+    current = evaluate_stored(compact_inputs(inputs))  # type: ignore[arg-type]
+    assert current["decision"] == "hold"
+    assert refused_ids(current) == ["WVR-1"]
 
 
 # ------------------------------------------- item 6: free text needs a visible character

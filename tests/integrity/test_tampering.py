@@ -38,7 +38,7 @@ from sqlmodel import SQLModel
 
 import evalops.store.tables  # noqa: F401  (registers every table in the metadata)
 from evalops.store.types import UTCDateTime
-from tests.conftest import PG_ADMIN_URL, PINNED_NOW, build_demo, require_postgres
+from tests.conftest import PG_ADMIN_URL, PINNED_NOW, require_postgres
 from tests.helpers import copy_rows
 
 POLICY_TASK = "support-refund-policy-explanation"
@@ -181,9 +181,12 @@ def _key(table: Table) -> str:
 
 
 @pytest.fixture(scope="module")
-def populated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def populated(tmp_path_factory: pytest.TempPathFactory, demo_master: Path) -> Path:
     """The populated registry directory (SQLite database in .evalops/), never modified."""
-    directory = build_demo(tmp_path_factory.mktemp("tampering") / "demo")
+    # A copy of the run's one demo (pinned clock), not a demo of its own: seconds of CPU.
+    directory = Path(
+        shutil.copytree(demo_master, tmp_path_factory.mktemp("tampering") / "demo", symlinks=True)
+    )
     _review_record(directory)
     for number, (args, expected) in enumerate(EXTRA_STEPS):
         if number == len(EXTRA_STEPS) - 2:  # before the last decision, which stays the head

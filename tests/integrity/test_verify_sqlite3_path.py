@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import build_demo
 from tests.integrity.test_tampering import run
 
 # (name, SQL run on a copy of the demo's database, re-hash the chain after it, what the
@@ -93,8 +92,11 @@ ATTACKS: list[tuple[str, str, bool, str]] = [
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return build_demo(tmp_path_factory.mktemp("vsqlite3") / "demo")
+def demo(tmp_path_factory: pytest.TempPathFactory, demo_master: Path) -> Path:
+    # A copy of the run's one demo (pinned clock), not a demo of its own: seconds of CPU.
+    return Path(
+        shutil.copytree(demo_master, tmp_path_factory.mktemp("vsqlite3") / "demo", symlinks=True)
+    )
 
 
 def _rehash_chain(conn: sqlite3.Connection) -> None:

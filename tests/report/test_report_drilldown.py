@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import pytest
 
 from evalops.domain.specs import ExpectedCall, TrajectoryExpectation
 from evalops.domain.trajectory import ObservedCall, grade
-from tests.conftest import PINNED_NOW, Cli, build_demo
+from tests.conftest import PINNED_NOW, Cli
 from tests.integrity.test_report_xss import OFFSETS
 from tests.integrity.test_report_xss import (
     test_html_never_carries_injected_markup as html_injection_checks,
@@ -141,7 +142,11 @@ def test_unmatched_trajectory_and_fixture_miss(demo: Path, cli: Cli) -> None:
     md = report(cli, demo, "GATE-1", "md")
     assert "`crm:lookup-order` missing" in md
     html = report(cli, demo, "GATE-1", "html")
-    assert '<li class="c-missing"><span class="mono">crm:lookup-order</span>: missing</li>' in html
+    # The tool name is an id: it may wrap only after its separator (<wbr>).
+    assert (
+        '<li class="c-missing"><span class="mono"><span class="id">crm:<wbr>lookup-<wbr>order'
+        "</span></span>: missing</li>"
+    ) in html
 
 
 # --- the other kinds, added to a copy of the demo ---------------------------------------
@@ -184,13 +189,16 @@ def _results(base: dict[str, Any], **states: tuple[str, float | None]) -> list[d
 
 
 @pytest.fixture(scope="module")
-def drilled(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def drilled(tmp_path_factory: pytest.TempPathFactory, demo_master: Path) -> Path:
     """The demo, plus build-125 trials of every other failing kind, and a new decision."""
     import os
 
     from tests.helpers import run_quiet
 
-    where = build_demo(tmp_path_factory.mktemp("drill") / "demo")
+    # A copy of the run's one demo (pinned clock), not a demo of its own: seconds of CPU.
+    where = Path(
+        shutil.copytree(demo_master, tmp_path_factory.mktemp("drill") / "demo", symlinks=True)
+    )
     base = _b125_template(where)
     refund = {"agent_id": "support", "args": {"amountMinor": 4200}, "tool": "billing:refund"}
     lookup = {"agent_id": "support", "args": {"orderId": "A-1"}, "tool": "crm:lookup-order"}

@@ -63,7 +63,6 @@ def _decide(demo: Path) -> str:
             at=None,
             now=NOW,
             actor="tester@example.com",
-            evaluator=4,
         )
     finally:
         engine.dispose()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +18,12 @@ import pytest
 from evalops.report import rows as rows_module
 from evalops.report.audit import audit_chunks, render_audit
 from evalops.report.rows import RowSpool, mapped, selected
-from evalops.services.gate import check as gate_service
 from evalops.services.reports import audit as reports_module
 from evalops.store.engine import make_engine
 from tests.conftest import Cli
 from tests.golden_reports import GATE, GOLDEN, render_all
+
+EVALUATOR_3_DB = Path(__file__).parents[1] / "fixtures" / "registry-evaluator3-demo.db"
 
 
 def _rows(n: int, seed: int) -> list[dict[str, Any]]:
@@ -127,42 +127,38 @@ def test_the_golden_reports_are_the_same_with_their_trials_read_back_from_disk(
         engine.dispose()
 
 
-def test_an_evaluator_4_report_lists_what_evaluator_3_lists_row_for_row(
-    demo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+def test_a_new_decision_s_report_lists_what_evaluator_3_s_listed_row_for_row(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The same build decided at one moment by both: evaluator 4 stores no trials and its
-    report reads them again a task at a time; every trial row and drill-down is the same,
-    in the same order, read back from disk or not."""
-    engine = make_engine(f"sqlite:///{demo / '.evalops' / 'registry.db'}")
-    now = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-    try:
-        for evaluator in (3, 4):
-            gate_service.check(
-                engine,
-                build="build-124",
-                suite_id="regression/core",
-                at=None,
-                now=now,
-                actor="tester@example.com",
-                evaluator=evaluator,
-            )
-    finally:
-        engine.dispose()
+    """The registry the evalops of evaluator 3 made (GATE-3: build-125, every trial in its
+    inputs) and today's decision of the same build at the same moment (evaluator 4, which
+    stores no trials: its report reads them again a task at a time): every trial row and
+    drill-down is the same, in the same order, read back from disk or not."""
+    import shutil
+
+    (tmp_path / ".evalops").mkdir()
+    shutil.copyfile(EVALUATOR_3_DB, tmp_path / ".evalops" / "registry.db")
+    assert cli("db", "upgrade", cwd=tmp_path).code == 0
+    made = cli(
+        "gate", "check", "--build", "build-125", "--suite", "regression/core",
+        "--at", "2026-11-30T12:00:00Z", "--json", cwd=tmp_path,
+    )  # fmt: skip
+    assert made.code == 0 and made.json()["gate_id"] == "GATE-4", made.stderr
     listed: dict[tuple[str, int], dict[str, Any]] = {}
     for memory in (10**6, 1):
         monkeypatch.setattr(rows_module, "MEMORY_ROWS", memory)
         monkeypatch.setattr(reports_module, "_CHUNK", 2 if memory == 1 else 500)
-        for gate_id in ("GATE-4", "GATE-5"):
-            out = demo / f"{gate_id}-{memory}.json"
+        for gate_id in ("GATE-3", "GATE-4"):
+            out = tmp_path / f"{gate_id}-{memory}.json"
             done = cli(
-                "report", "audit", "--gate", gate_id, "--format", "json", "-o", out, cwd=demo
+                "report", "audit", "--gate", gate_id, "--format", "json", "-o", out, cwd=tmp_path
             )
             assert done.code == 0, done.stderr
             listed[gate_id, memory] = json.loads(out.read_text(encoding="utf-8"))
-    three, four = listed["GATE-4", 1], listed["GATE-5", 1]
+    three, four = listed["GATE-3", 1], listed["GATE-4", 1]
     assert (three["inputs"]["evaluator"], four["inputs"]["evaluator"]) == (3, 4)
     assert len(four["trials"]) > 2
-    for key in ("trials", "failing_trials", "failure_classes", "summary", "changes"):
+    for key in ("trials", "failing_trials", "failure_classes", "trialStats"):
         assert four[key] == three[key], key
-        assert listed["GATE-5", 10**6][key] == four[key], key
-        assert listed["GATE-4", 10**6][key] == three[key], key
+        assert listed["GATE-4", 10**6][key] == four[key], key
+        assert listed["GATE-3", 10**6][key] == three[key], key

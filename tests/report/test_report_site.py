@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import PINNED_NOW, Cli
 
+SVG_NS = "{http://www.w3.org/2000/svg}"
 PAGE_LINK = re.compile(r"^(\.\./)?(index|[a-z]+/[A-Za-z0-9_-]+)\.html$")
 
 
@@ -39,6 +40,12 @@ def site(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("site") / "site"
     _write(demo_master, out)
     return out
+
+
+def page_text(path: Path) -> str:
+    """A page's HTML with `<wbr>` (where an id may wrap: markup, not text) left out, so a
+    test can look for an id as it reads."""
+    return path.read_text(encoding="utf-8").replace("<wbr>", "")
 
 
 def pages(root: Path) -> list[Path]:
@@ -80,7 +87,7 @@ def test_every_page_parses_has_the_head_and_csp_and_no_script(
         assert "script-src 'none'" in csp and "default-src 'none'" in csp, page
         assert not list(tree.iter("script")), page
         assert len(list(tree.iter("style"))) == 1, page
-        text = page.read_text(encoding="utf-8")
+        text = page_text(page)
         assert f"evalops-audit-head:{seq}:{head}" in text, page
 
 
@@ -155,7 +162,7 @@ def test_suite_filter_keeps_the_site_to_that_suite(demo_master: Path, tmp_path: 
     _write(demo_master, out, "regression/core")
     names = {p.relative_to(out).as_posix() for p in pages(out)}
     assert [n for n in names if n.startswith("suites/")] == ["suites/regression_2fcore.html"]
-    index = (out / "index.html").read_text(encoding="utf-8")
+    index = page_text(out / "index.html")
     assert "regression/core" in index and "capability/agents" not in index
     for page in pages(out):
         tree = html5lib.parse(page.read_text(encoding="utf-8"), namespaceHTMLElements=False)
@@ -179,24 +186,39 @@ def test_cli_site_json_and_unknown_suite(demo: Path, cli: Cli) -> None:
 
 
 def test_decision_page_is_the_audit_report_with_a_way_back(site: Path, demo_master: Path) -> None:
-    page = (site / "decisions" / "GATE-3.html").read_text(encoding="utf-8")
+    page = page_text(site / "decisions" / "GATE-3.html")
     assert '<a href="../index.html">registry index</a>' in page
     assert '<a href="../suites/regression_2fcore.html">' in page
     assert "evalops audit report · GATE-3" in page
 
 
 def test_suite_page_chart_has_labelled_axes_build_names_and_a_legend(site: Path) -> None:
-    page = (site / "suites" / "regression_2fcore.html").read_text(encoding="utf-8")
-    chart = page[page.index("<svg") : page.index("</svg>")]
-    assert ">pass^k</text>" in chart and "build, oldest to newest" in chart
-    assert ">build-124</text>" in chart and ">build-125</text>" in chart
-    assert "task passed (task_pass)" in chart and "hard constraint failed" in chart
-    for task in ("support-refund-in-order", "article-publish-approved-revision"):
-        assert task in chart
+    """One panel per task, each with its whole name, a labelled pass^k axis from 0 to 1 and
+    every bar numbered and valued; the numbered list of builds names each number."""
+    page = page_text(site / "suites" / "regression_2fcore.html")
+    tree = html5lib.parse(page, namespaceHTMLElements=False)
+    panels = tree.findall(".//figure")
+    names = ["".join(p.find("figcaption").itertext()) for p in panels]
+    assert {"support-refund-in-order", "article-publish-approved-revision"} <= set(names)
+    key = tree.find(".//ol[@class='build-key']")
+    builds = ["".join(li.itertext()).split(":")[0] for li in key.findall("li")]
+    assert builds[:2] == ["build-124", "build-125"]
+    for panel in panels:
+        svg = panel.find(f"{SVG_NS}svg")
+        texts = [t.text for t in svg.iter(f"{SVG_NS}text")]
+        assert {"pass^k", "0", "0.5", "1", "builds, oldest first"} <= set(texts)
+        # After the y axis ticks (0, 0.5, 1): each bar's number, as the build list numbers it.
+        bars_texts = texts[texts.index("0.5") + 2 :]
+        numbers = [int(t) for t in bars_texts if t and t.isdigit()]
+        assert numbers == list(range(1, len(numbers) + 1)) and 0 < len(numbers) <= len(builds)
+        bars = svg.findall(f"{SVG_NS}rect")
+        values = [t for t in texts if t and "." in t and t not in ("0.5",)]
+        assert len(values) == len(bars), "every bar carries its value"
+    assert "task passed (task_pass)" in page and "hard constraint failed" in page
 
 
 def test_task_page_shows_history_flips_incidents_graders_and_pins(site: Path) -> None:
-    page = (site / "tasks" / "support-refund-policy-explanation.html").read_text(encoding="utf-8")
+    page = page_text(site / "tasks" / "support-refund-policy-explanation.html")
     tree = html5lib.parse(page, namespaceHTMLElements=False)
     text = "".join(tree.find(".//body").itertext())
     for gate in ("GATE-1", "GATE-2", "GATE-3"):
@@ -206,9 +228,9 @@ def test_task_page_shows_history_flips_incidents_graders_and_pins(site: Path) ->
 
 
 def test_waiver_and_calibration_pages_say_who_signed(site: Path) -> None:
-    waiver = (site / "waivers" / "WVR-1.html").read_text(encoding="utf-8")
+    waiver = page_text(site / "waivers" / "WVR-1.html")
     assert "unsigned" in waiver and "policy wording fix ships in the next sprint" in waiver
-    calibration = (site / "calibrations" / "CAL-2.html").read_text(encoding="utf-8")
+    calibration = page_text(site / "calibrations" / "CAL-2.html")
     assert "unsigned" in calibration and "kappa_vs_majority" in calibration
 
 
@@ -299,3 +321,56 @@ def test_timestamps_are_shown_to_the_second() -> None:
     assert when("2026-11-30T12:00:00.123456Z") == "2026-11-30 12:00:00 UTC"
     assert when("2026-11-30T12:00:00+02:00") == "2026-11-30 12:00:00 +02:00"
     assert when(None) == "–" and when("not a time") == "not a time"
+
+
+def test_a_build_decided_again_after_a_newer_one_keeps_its_place() -> None:
+    """Builds are ordered by their first decision: acme-bot-41, decided again after
+    acme-bot-42, compares with the build before 41 (none here), never "new since 42"; and
+    42 still compares with 41's latest decision."""
+    from evalops.services.reports.site import task_history
+
+    rows = task_history(
+        [
+            _point("GATE-1", "acme-bot-40", "task_pass"),
+            _point("GATE-2", "acme-bot-41", None, n=None),
+            _point("GATE-3", "acme-bot-42", "task_fail"),
+            _point("GATE-4", "acme-bot-41", "task_pass"),  # 41 again, after 42
+            _point("GATE-5", "acme-bot-42", "task_fail"),  # 42 again: since 41's latest
+        ]
+    )
+    assert [(r["gate_id"], r["flip"], r["since"]) for r in rows] == [
+        ("GATE-1", None, None),
+        ("GATE-2", "missing", "acme-bot-40"),
+        ("GATE-3", "new", "acme-bot-41"),
+        ("GATE-4", "unchanged", "acme-bot-40"),
+        ("GATE-5", "regressed", "acme-bot-41"),
+    ]
+    assert not any(r["build"] == "acme-bot-41" and r["since"] == "acme-bot-42" for r in rows)
+
+
+def test_index_counts_only_incidents_no_regression_task_guards_as_open(site: Path) -> None:
+    """A promoted incident has a regression task: the index neither counts it as open nor
+    marks its state as needing attention."""
+    tree = html5lib.parse(
+        (site / "index.html").read_text(encoding="utf-8"), namespaceHTMLElements=False
+    )
+    rows = tree.findall(".//table/tbody/tr")
+    states = {}
+    for row in rows:
+        cells = row.findall("td")
+        link = cells[0].find("a") if cells else None
+        if link is not None and "incidents/" in (link.get("href") or ""):
+            states["".join(link.itertext())] = (
+                "".join(cells[1].itertext()),
+                cells[1].find("strong") is not None,
+            )
+    assert states, "the demo has incidents"
+    open_ones = [
+        i for i, (state, _) in states.items() if state in ("open", "confirmed", "reproduced")
+    ]
+    promoted = [i for i, (state, _) in states.items() if state == "promoted"]
+    assert promoted, "the demo promotes an incident"
+    header = "".join(tree.find(".//header").itertext())
+    assert f"{len(open_ones)} open incident" in header
+    assert f"({len(promoted)} promoted to a regression task)" in header
+    assert all(not marked for i, (_, marked) in states.items() if i in promoted)

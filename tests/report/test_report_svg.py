@@ -1,17 +1,20 @@
-"""The suite card's small multiples: labelled axes and full task names."""
+"""The suite card's small multiples: one panel per task, each with its whole name, a
+labelled pass^k axis and every bar numbered (the build key names each number) and valued."""
 
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from evalops.report.svg import small_multiples
+import html5lib
+
+from evalops.report.svg import class_breakdown, history, pass_hat_k, small_multiples
 
 LONG = "article-publish-approved-revision-needs-legal-sign-off"
 SVG = "{http://www.w3.org/2000/svg}"
+BUILDS = [{"build": "build-124", "gate_id": "GATE-1"}, {"build": "build-125", "gate_id": "GATE-3"}]
 
 
 def _chart() -> ET.Element:
-    builds = [{"build": "build-124"}, {"build": "build-125"}]
     series = [
         {
             "task_id": task,
@@ -22,45 +25,92 @@ def _chart() -> ET.Element:
         }
         for task in (LONG, "support-refund-in-order")
     ]
-    return ET.fromstring(str(small_multiples("sm", series, builds)))
+    return _html(str(small_multiples("sm", series, BUILDS)))
+
+
+def _html(text: str) -> ET.Element:
+    """The markup inside a wrapping <div> (HTML: `<wbr>` is a void element, not XML)."""
+    fragment = html5lib.parseFragment(f"<div>{text}</div>", namespaceHTMLElements=False)
+    root: ET.Element = fragment[0]
+    return root
 
 
 def _texts(node: ET.Element) -> list[str]:
     return [t.text or "" for t in node.iter(f"{SVG}text")]
 
 
-def test_a_long_task_name_is_shown_whole_and_as_the_panel_title() -> None:
-    panels = _chart().findall(f"{SVG}g")
+def test_a_long_task_name_is_shown_whole_as_an_id_that_wraps_at_separators() -> None:
+    panels = _chart().findall(".//figure")
     assert len(panels) == 2
-    first = panels[0]
-    assert first.findtext(f"{SVG}title") == LONG
-    # Shown as HTML the browser wraps: the whole name, one element, never cut.
-    shown = [d.text for d in first.iter("{http://www.w3.org/1999/xhtml}div")]
-    assert shown == [LONG]
-    assert not any("…" in t for t in _texts(first))
+    caption = panels[0].find("figcaption")
+    assert caption is not None
+    assert "".join(caption.itertext()) == LONG
+    ident = caption.find("span")
+    assert ident is not None and ident.get("class") == "id"
+    assert len(ident.findall("wbr")) == LONG.count("-")
+    assert not any("…" in t for t in _texts(panels[0]))
 
 
 def test_a_panel_has_the_same_elements_whatever_its_task_is_called() -> None:
     def shape(task: str) -> list[str]:
         series = [{"task_id": task, "points": [{"build": "b", "passHatK": 1.0, "state": "x"}]}]
-        chart = ET.fromstring(str(small_multiples("sm", series, [{"build": "b"}])))
-        return [e.tag for e in chart.iter()]
+        chart = _html(str(small_multiples("sm", series, [{"build": "b"}])))
+        return [e.tag for e in chart.iter() if e.tag != "wbr"]
 
     assert shape("t") == shape(LONG * 3) == shape("<b>a-b_c/d e</b>")
 
 
-def test_each_panel_labels_pass_hat_k_from_0_to_1_and_the_builds_along_x() -> None:
-    for panel in _chart().findall(f"{SVG}g"):
-        texts = _texts(panel)
-        assert {"pass^k", "0", "0.5", "1"} <= set(texts)
-        assert "build-124" in texts and "build-125" in texts
-        assert "builds, oldest first" in texts
-
-
-def test_the_one_tick_is_at_the_top_of_a_full_bar() -> None:
+def test_each_panel_labels_pass_hat_k_and_numbers_and_values_every_bar() -> None:
     chart = _chart()
-    panel = chart.findall(f"{SVG}g")[0]
-    one = next(t for t in panel.iter(f"{SVG}text") if t.text == "1")
-    bars = [r for r in chart.iter(f"{SVG}rect") if r.findtext(f"{SVG}title", "").endswith("1.00")]
-    full = bars[0]
-    assert abs(float(one.get("y", 0)) - 3 - float(full.get("y", 0))) < 0.05
+    for panel in chart.findall(".//figure"):
+        texts = _texts(panel)
+        assert {"pass^k", "0", "0.5", "1", "builds, oldest first"} <= set(texts)
+        assert "1" in texts and "2" in texts  # each bar's build number
+        assert "0.40" in texts and "1.00" in texts  # each bar's value
+        assert len(list(panel.iter(f"{SVG}rect"))) == 2
+    key = chart.find(".//ol[@class='build-key']")
+    assert key is not None
+    assert ["".join(li.itertext()) for li in key] == ["build-124 (GATE-1)", "build-125 (GATE-3)"]
+
+
+def test_panels_are_never_drawn_smaller_than_their_text_needs() -> None:
+    """Each panel's SVG has its own size (a phone shows it one to a row, unscaled): wide
+    enough for its axis caption at 12 px, whatever the number of builds."""
+    for builds in (1, 2, 8):
+        series = [
+            {"task_id": "t", "points": [{"build": str(i), "passHatK": 0.5} for i in range(builds)]}
+        ]
+        chart = _html(
+            str(small_multiples("sm", series, [{"build": str(i)} for i in range(builds)]))
+        )
+        svg = chart.find(f".//{SVG}svg")
+        assert svg is not None
+        width = float(svg.get("width", 0))
+        assert width >= 44 + 7 * len("builds, oldest first")
+        assert width <= 360, "fits a 390 px phone without shrinking"
+
+
+def test_bar_charts_are_html_rows_with_every_bar_labelled_and_valued() -> None:
+    tasks = [
+        {"task_id": "a-b", "passHatK": 0.25, "state": "task_fail"},
+        {"task_id": "c", "passHatK": None, "state": "missing_required_evidence"},
+    ]
+    rows = _html(str(pass_hat_k("phk", tasks))).findall("div/div")
+    assert ["".join(r.find("span").itertext()) for r in rows] == ["c", "a-b"]
+    assert [r.findall("span")[-1].text for r in rows] == ["n < k", "0.25"]
+    assert rows[1].find(f"{SVG}svg/{SVG}rect").get("width") == "25"
+    classes = _html(str(class_breakdown("cls", [{"classification": "task_fail", "trials": 4}])))
+    assert classes.find("div/div/span[@class='bar-val']").text == "4"
+
+
+def test_history_is_a_wrapping_list_oldest_first_naming_gate_and_build() -> None:
+    decisions = [
+        {"gate_id": "GATE-1", "decision": "block", "build": "acme-bot-40"},
+        {"gate_id": "GATE-2", "decision": "pass", "build": "acme-bot-41"},
+    ]
+    items = _html(str(history("hist", decisions, "GATE-2"))).findall("ol/li")
+    assert ["".join(i.itertext()) for i in items] == [
+        "BLOCKGATE-1acme-bot-40",
+        "PASSGATE-2acme-bot-41",
+    ]
+    assert items[1].get("class") == "k-pass cur"

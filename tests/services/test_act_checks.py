@@ -140,11 +140,13 @@ def _demo_acts(url: str) -> list[dict[str, Any]]:
 
 
 def test_the_demo_signed_registry_reads_alike_and_each_tampered_act_is_named(demo: Path) -> None:
-    """Its acts: an ingest, a calibration and a waiver, each by another principal."""
+    """Its acts: an ingest, a calibration, a promotion and a waiver."""
     url = f"sqlite:///{demo / 'signed' / DB}"
     acts = _demo_acts(url)
-    assert [a["kind"] for a in acts] == ["trials.ingest", "calibration.record", "waiver.grant"]
-    assert _stage(url) == ("ok", 3)
+    assert [a["kind"] for a in acts] == [
+        "trials.ingest", "calibration.record", "suite.promote", "waiver.grant",
+    ]  # fmt: skip
+    assert _stage(url) == ("ok", 4)
     for act, other in zip(acts, acts[1:] + acts[:1], strict=True):
         where = (
             f"audit seq {act['audit_seq']} ({act['event']} {act['subject']}): "
@@ -167,7 +169,7 @@ def test_the_demo_signed_registry_reads_alike_and_each_tampered_act_is_named(dem
                 "exit 6",
                 where + f"the act's {name} is not what its event recorded",
             )
-    assert _stage(url) == ("ok", 3)  # every edit undone
+    assert _stage(url) == ("ok", 4)  # every edit undone
 
 
 # ------------------------------------------------------------------ the authority worlds
@@ -365,7 +367,7 @@ def test_on_sqlite_the_stage_imports_no_sqlalchemy_table_or_spec_models(
     demo: Path, keyring: dict[str, Path], cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out, loaded = _in_a_fresh_interpreter(f"sqlite:///{demo / 'signed' / DB}")
-    assert out == [[False, 3], [True, 3]]
+    assert out == [[False, 4], [True, 4]]  # ingest, calibration, promotion, waiver
     assert loaded == []
     # A bad act, named on both paths, and still nothing of the kind imported.
     world = _world(demo, keyring, cli, [])

@@ -26,6 +26,7 @@ import copy
 import hashlib
 import itertools
 import json
+import os
 import shutil
 import sqlite3
 from collections.abc import Callable, Sequence
@@ -42,6 +43,7 @@ from tests.helpers import (
     MINI_EXECUTION,
     MINI_TASK,
     CliResult,
+    built_once,
     commit_all,
     run_quiet,
     write_yaml,
@@ -131,7 +133,9 @@ TRIAGE_GRADERS: dict[str, Any] = {
     "graders": [model_grader(TRIAGE, [P, F, M, A])],
 }
 
-_trial_ids = itertools.count(1)
+# Unique across processes too: a registry built once per run in one xdist worker (below)
+# holds trials another worker's test then adds to.
+_trial_ids = (f"{os.getpid()}-{n}" for n in itertools.count(1))
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -359,16 +363,26 @@ def _build_seed(root: Path) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def seed_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _build_seed(tmp_path_factory.mktemp("seed") / "ws")
+_BUILT: dict[tuple[str, str], Path] = {}
 
 
-@pytest.fixture(scope="module")
-def gated_dir(seed_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The seed with judge calibrated, 2 passing trials, the task promoted, a passing gate."""
-    root = tmp_path_factory.mktemp("gated") / "ws"
-    shutil.copytree(seed_dir, root, symlinks=True)
+def _once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
+    """`build` run once per test run, across modules and xdist workers (`built_once`), keyed
+    by the session's temporary directory as tests/services/test_gate.py's base is."""
+    key = (str(factory.getbasetemp()), name)
+    if key not in _BUILT:
+        _BUILT[key] = built_once(factory, name, build)
+    return _BUILT[key]
+
+
+def judged_seed(factory: pytest.TempPathFactory) -> Path:
+    """The synced registry with a blocking model grader; nothing calibrated, no trials (copy
+    it before changing it)."""
+    return _once(factory, "judged-seed", _build_seed)
+
+
+def _build_gated(seed: Path, root: Path) -> None:
+    shutil.copytree(seed, root, symlinks=True)
     steps: list[tuple[str, ...]] = [
         ("calibration", "record", JUDGE, "--labels", str(REPLY_QUALITY)),
         ("trials", "ingest", str(trials_file(root, [passing_results(), passing_results()]))),
@@ -378,7 +392,23 @@ def gated_dir(seed_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     for args in steps:
         code, output = _run_quiet(*args, cwd=root)
         assert code == 0, (args, output)
-    return root
+
+
+def judged_gated(factory: pytest.TempPathFactory) -> Path:
+    """The seed with judge calibrated, 2 passing trials, the task promoted, a passing gate
+    (copy it before changing it)."""
+    seed = judged_seed(factory)
+    return _once(factory, "judged-gated", lambda root: _build_gated(seed, root))
+
+
+@pytest.fixture(scope="module")
+def seed_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return judged_seed(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def gated_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return judged_gated(tmp_path_factory)
 
 
 @pytest.fixture

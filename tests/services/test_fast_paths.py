@@ -373,7 +373,7 @@ def _brute_force_entry_counts(
     re-derivation of every trial (what promotion counted before it read stored classes)."""
     from sqlmodel import Session, select
 
-    from evalops.domain.gate import INVALID_RUNS
+    from evalops.domain.gate_rules import INVALID_RUNS
     from evalops.services.registry.definitions import Definitions, rederive
     from evalops.services.registry.promotion import uncounted_key
     from evalops.store import queries

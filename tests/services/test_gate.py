@@ -51,6 +51,7 @@ from tests.helpers import (
     MINI_EXECUTION,
     MINI_GRADERS,
     MINI_TASK,
+    built_once,
     commit_all,
     write_yaml,
 )
@@ -370,12 +371,15 @@ def base_workspace(factory: pytest.TempPathFactory) -> Path:
     # sessions (mutmut does) never reuses a directory an earlier session left behind.
     key = str(factory.getbasetemp())
     if key not in _BASE:
-        root = factory.mktemp("gate-base") / "ws"
-        root.mkdir()
-        write_registry(root)
-        populate(root)
-        _BASE[key] = root
+        # ... and once per run across xdist workers (the first builds it, each copies it).
+        _BASE[key] = built_once(factory, "gate-base", _build_base)
     return _BASE[key]
+
+
+def _build_base(root: Path) -> None:
+    root.mkdir()
+    write_registry(root)
+    populate(root)
 
 
 def copy_workspace(base: Path, dest: Path) -> Path:
@@ -958,13 +962,14 @@ def test_changing_a_stored_input_fails_replay_and_verify(
     ws, gate_id = decided
     inputs, _ = _stored(ws, gate_id)
     value = json.loads(inputs)
-    [trial] = value["tasks"][0]["trials"]
-    assert trial["classification"] == "task_fail"
+    # A decision's inputs hold one summary per task (evaluator 4): its one trial, counted.
+    single = value["tasks"][0]["single"]
+    assert single["classes"] == {"task_fail": 1}
     if spelling == "raw":
-        changed = inputs.replace('"classification":"task_fail"', '"classification":"task_pass"')
+        changed = inputs.replace('"classes":{"task_fail":1}', '"classes":{"task_pass":1}')
         assert changed != inputs
     else:
-        trial["classification"] = "task_pass"
+        single["classes"] = {"task_pass": 1}
         changed = canonical_text(value)
     json.loads(changed)  # still valid JSON
     sql(ws, "UPDATE gate_decision SET inputs = ? WHERE gate_id = ?", (changed, gate_id))
@@ -983,7 +988,7 @@ def test_changing_a_stored_input_that_does_not_change_the_decision_is_still_dete
     ws, gate_id = decided
     inputs, _ = _stored(ws, gate_id)
     value = json.loads(inputs)
-    value["tasks"][0]["trials"][0]["score"] = 0.5  # task_fail either way
+    value["tasks"][0]["single"]["scoreSum"] = "1/2"  # task_fail either way
     sql(
         ws,
         "UPDATE gate_decision SET inputs = ? WHERE gate_id = ?",
@@ -1021,7 +1026,7 @@ def test_a_changed_input_with_its_digest_recomputed_fails_replay_and_verify(
     ws, gate_id = decided
     inputs, _ = _stored(ws, gate_id)
     value = json.loads(inputs)
-    value["tasks"][0]["trials"][0]["classification"] = "task_pass"
+    value["tasks"][0]["single"]["classes"] = {"task_pass": 1}
     sql(
         ws,
         "UPDATE gate_decision SET inputs = ?, inputs_digest = ? WHERE gate_id = ?",
@@ -1039,7 +1044,7 @@ def test_a_consistently_forged_decision_row_fails_verify(
     ws, gate_id = decided
     inputs, _ = _stored(ws, gate_id)
     value = json.loads(inputs)
-    value["tasks"][0]["trials"][0]["classification"] = "task_pass"
+    value["tasks"][0]["single"]["classes"] = {"task_pass": 1}
     forged = evaluate(value)
     assert forged["decision"] == "pass"
     sql(

@@ -1,14 +1,17 @@
-"""Evaluator 4 end to end on the demo registry (docs/gate.md, "Evaluator 4").
+"""Evaluator 4, the only evaluator of new decisions, end to end (docs/gate.md, "Evaluator 4").
 
-The demo's stored decisions (evaluator 3, one with a rerun chain) are decided again by
-evaluator 4 from its streaming loader and agree; a decision stored by evaluator 4 replays
-byte for byte, `verify` rebuilds its summaries from the rows, a changed summary fails both,
-and the audit report of an evaluator-4 decision lists every trial as for evaluator 3.
+The demo's stored decisions (evaluator 4 now, one with a rerun chain) are decided alike by
+the frozen evaluator 3 over their trials loaded again; a decision replays byte for byte,
+`verify` rebuilds its summaries from the rows, a changed summary fails both, and the audit
+report of a new decision lists every trial, first result and drill-down as the report of
+the same decision made by the evalops of evaluator 3 (`tests/fixtures/
+registry-evaluator3-demo.db`).
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,8 +20,7 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
-from evalops.domain.canonical import canonical_json, canonical_json_document, sha256_digest
-from evalops.domain.gate_compact import same_decision_as_evaluator_3
+from evalops.domain.canonical import canonical_json_document, sha256_digest
 from evalops.services.gate import check as gate_service
 from evalops.store.engine import make_engine, read_session
 from evalops.store.tables import GateDecision
@@ -26,40 +28,42 @@ from tests.conftest import Cli, compact_differences
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DB = Path(".evalops") / "registry.db"
+EVALUATOR_3_DB = Path(__file__).parents[1] / "fixtures" / "registry-evaluator3-demo.db"
 
 
 def _engine(demo: Path) -> Any:
     return make_engine(f"sqlite:///{demo / DB}")
 
 
-def test_every_stored_demo_decision_is_decided_alike_by_evaluator_4(demo: Path) -> None:
+def test_every_stored_demo_decision_is_decided_alike_by_evaluator_3(demo: Path) -> None:
     engine = _engine(demo)
     try:
         with read_session(engine) as session:
             rows = list(session.exec(select(GateDecision)))
             assert len(rows) == 3
-            assert any(json.loads(r.result)["tasks"][0]["rerunCount"] >= 0 for r in rows)
+            assert all(json.loads(r.inputs)["evaluator"] == 4 for r in rows)
             for row in rows:
                 assert compact_differences(session, row) == []
     finally:
         engine.dispose()
 
 
-def _stored_by_evaluator_4(demo: Path) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(evaluator-3 dry run, evaluator-4 stored decision) of build-124, at one moment."""
+def _stored_by_evaluator_4(demo: Path) -> dict[str, Any]:
+    """A new decision of build-124 (evaluator 4: no choice is offered)."""
     engine = _engine(demo)
     try:
-        options: dict[str, Any] = {
-            "build": "build-124",
-            "suite_id": "regression/core",
-            "at": None,
-            "now": NOW,
-        }
-        dry, _ = gate_service.dry_run_check(engine, **options)
-        stored = gate_service.check(engine, actor="tester@example.com", evaluator=4, **options)
+        return dict(
+            gate_service.check(
+                engine,
+                build="build-124",
+                suite_id="regression/core",
+                at=None,
+                now=NOW,
+                actor="tester@example.com",
+            )
+        )
     finally:
         engine.dispose()
-    return dry, stored
 
 
 def _decision_only(result: dict[str, Any]) -> dict[str, Any]:
@@ -69,11 +73,17 @@ def _decision_only(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_decision_stored_by_evaluator_4_says_what_evaluator_3_says(demo: Path) -> None:
-    dry, stored = _stored_by_evaluator_4(demo)
+    stored = _stored_by_evaluator_4(demo)
     assert stored["gate_id"] == "GATE-4"
-    expected = same_decision_as_evaluator_3(_decision_only(dry))
-    assert canonical_json(_decision_only(stored)) == canonical_json(expected)
-    assert stored["decision"] == dry["decision"] == "block"
+    assert stored["decision"] == "block"
+    engine = _engine(demo)
+    try:
+        with read_session(engine) as session:
+            row = session.exec(select(GateDecision).where(GateDecision.gate_id == "GATE-4")).one()
+            assert json.loads(row.inputs)["evaluator"] == 4
+            assert compact_differences(session, row) == []
+    finally:
+        engine.dispose()
 
 
 def test_an_evaluator_4_decision_replays_and_verifies(demo: Path, cli: Cli) -> None:
@@ -117,44 +127,61 @@ def test_a_changed_summary_fails_verify_even_when_its_digest_is_recomputed(
     assert "GATE-4" in verified.stderr
 
 
-def test_the_audit_report_of_an_evaluator_4_decision_lists_every_trial(
-    demo: Path, cli: Cli
+def test_the_audit_report_of_a_new_decision_lists_what_evaluator_3_s_listed(
+    tmp_path: Path, cli: Cli
 ) -> None:
-    """Beside an evaluator-3 decision of the same build made at the same moment, its report
-    lists the same trials, explanations and first results."""
-    engine = _engine(demo)
-    try:
-        for evaluator in (3, 4):
-            gate_service.check(
-                engine,
-                build="build-124",
-                suite_id="regression/core",
-                at=None,
-                now=NOW,
-                actor="tester@example.com",
-                evaluator=evaluator,
-            )
-    finally:
-        engine.dispose()
+    """The registry the evalops of evaluator 3 made (its GATE-3: build-125, every trial
+    listed in its inputs), and today's decision of the same build at the same moment: the
+    two reports list the same trials, classes, first results, explanations and drill-downs,
+    and the same first results per task."""
+    (tmp_path / ".evalops").mkdir()
+    shutil.copyfile(EVALUATOR_3_DB, tmp_path / DB)
+    assert cli("db", "upgrade", cwd=tmp_path).code == 0
+    made = cli(
+        "gate", "check", "--build", "build-125", "--suite", "regression/core",
+        "--at", "2026-11-30T12:00:00Z", "--json", cwd=tmp_path,
+    )  # fmt: skip
+    assert made.code == 0, made.stdout + made.stderr
+    assert made.json()["gate_id"] == "GATE-4"
     docs = {}
-    for gate_id in ("GATE-4", "GATE-5"):
-        out = demo / f"{gate_id}.json"
-        done = cli("report", "audit", "--gate", gate_id, "--format", "json", "-o", out, cwd=demo)
+    for gate_id in ("GATE-3", "GATE-4"):
+        out = tmp_path / f"{gate_id}.json"
+        done = cli(
+            "report", "audit", "--gate", gate_id, "--format", "json", "-o", out, cwd=tmp_path
+        )
         assert done.code == 0, done.stderr
         docs[gate_id] = json.loads(out.read_text(encoding="utf-8"))
-    three, four = docs["GATE-4"], docs["GATE-5"]
+    three, four = docs["GATE-3"], docs["GATE-4"]
     assert (three["inputs"]["evaluator"], four["inputs"]["evaluator"]) == (3, 4)
+    assert "trials" in three["inputs"]["tasks"][0]
     assert "trials" not in four["inputs"]["tasks"][0]
+    assert three["decision"] == four["decision"]
 
     def trials(doc: dict[str, Any]) -> list[tuple[Any, ...]]:
         return sorted(
-            (t["trial_id"], t["classification"], t["first_result"], t["explanation"])
+            (
+                t["trial_id"],
+                t["classification"],
+                t["first_result"],
+                t["explanation"],
+                t["parent_trial_id"],
+                t["rerun_not_permitted"],
+            )
             for t in doc["trials"]
         )
 
     assert trials(four) == trials(three)
+    assert len(trials(four)) > 0
     assert [t["first_result"] for t in four["tasks"]] == [t["first_result"] for t in three["tasks"]]
-    assert four["changes"] == three["changes"]
-    html = demo / "GATE-5.html"
-    done = cli("report", "audit", "--gate", "GATE-5", "--format", "html", "-o", html, cwd=demo)
+    # Each task's first results, by trial in evaluator 3's document, counted by class here.
+    for old, new in zip(three["tasks"], four["tasks"], strict=True):
+        counts: dict[str, int] = {}
+        for cls in old["firstResults"].values():
+            counts[cls] = counts.get(cls, 0) + 1
+        assert new["firstResultCounts"] == dict(sorted(counts.items()))
+    assert three["failing_trials"], "the drill-downs compared must not be empty"
+    for key in ("failing_trials", "failure_classes", "trialStats", "efficiency", "regression"):
+        assert four[key] == three[key], key
+    html = tmp_path / "GATE-4.html"
+    done = cli("report", "audit", "--gate", "GATE-4", "--format", "html", "-o", html, cwd=tmp_path)
     assert done.code == 0, done.stderr

@@ -27,13 +27,13 @@ from hypothesis import strategies as st
 
 from evalops.domain.calibration_validity import Validity
 from evalops.domain.classify import classify
-from evalops.domain.gate import evaluate
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
 from evalops.domain.trial_record import TrialRecord
 from evalops.registry.snapshot import load_snapshot
 from evalops.services.registry.suites import coverage_rows
 from evalops.store import queries
 from evalops.store.engine import make_engine, read_session
+from tests.decide import evaluate
 from tests.helpers import (
     EXAMPLE_REGISTRY,
     MINI_GRADERS,
@@ -228,6 +228,9 @@ def _gate_effects(task: EvalTaskSpec, graders: GraderSet, grader: Grader) -> set
                     {
                         "task_id": "task",
                         "risk": task.meta.risk,
+                        "protects": [],
+                        "task_digest": "sha256:" + "0" * 64,
+                        "grader_set_digest": "sha256:" + "0" * 64,
                         "plan": {"count": 1, "k": 1, "passRule": "all", "passScore": 1.0},
                         "trials": [
                             {"trial_id": "t", "parent_trial_id": None,

@@ -984,6 +984,109 @@ def test_reingesting_identical_records_is_a_counted_noop(synced: Path, cli: Cli)
     assert cli("verify", cwd=synced).code == 0
 
 
+def test_records_stored_already_are_not_validated_or_classified_again(
+    synced: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record stored byte for byte under its trial_id (same record_digest) is counted
+    identical from a parse, a hash and one lookup per batch: re-ingesting a file whose
+    records are all stored does none of the first ingest's validation and classification
+    (the P10 no-op), across batches; a new record beside them is checked in full, and one
+    stored under another digest is still refused."""
+    import evalops.services.ingest.records as records_module
+
+    calls = {"validate": 0, "classify": 0}
+    real_validate = records_module.TrialRecord.model_validate
+    real_classify = records_module.classify
+
+    def validate(value: Any, *args: Any, **kwargs: Any) -> Any:
+        calls["validate"] += 1
+        return real_validate(value, *args, **kwargs)
+
+    def classify(*args: Any, **kwargs: Any) -> Any:
+        calls["classify"] += 1
+        return real_classify(*args, **kwargs)
+
+    monkeypatch.setattr(records_module.TrialRecord, "model_validate", validate)
+    monkeypatch.setattr(records_module, "classify", classify)
+    n = BATCH_SIZE + 7  # two batches
+    path = write(synced, "trials.jsonl", jsonl(*(text(good(i)) for i in range(1, n + 1))))
+    assert_ok(ingest(cli, synced, path), ingested=n)
+    assert calls == {"validate": n, "classify": n}
+    before, head = sqlite_fingerprint(db_path(synced)), chain_head(synced)
+
+    calls.update(validate=0, classify=0)
+    assert_ok(ingest(cli, synced, path), ingested=0, skipped=n)
+    assert calls == {"validate": 0, "classify": 0}
+    assert chain_head(synced) == head
+    assert sqlite_fingerprint(db_path(synced)) == before
+
+    # Respelled (key order, spacing): the same record_digest, still a no-op.
+    respelled = write(
+        synced,
+        "respelled.jsonl",
+        jsonl(*(json.dumps(good(i), sort_keys=True, indent=1).replace("\n", "") for i in (1, 2))),
+    )
+    assert_ok(ingest(cli, synced, respelled), ingested=0, skipped=2)
+    assert calls == {"validate": 0, "classify": 0}
+
+    # A new record between stored ones is checked and stored; only it is classified.
+    mixed = write(synced, "mixed.jsonl", jsonl(text(good(1)), text(good(n + 1)), text(good(2))))
+    assert_ok(ingest(cli, synced, mixed), ingested=1, skipped=2)
+    assert calls == {"validate": 1, "classify": 1}
+
+    # The same trial_id with other content is refused, naming its line, as before.
+    other = write(
+        synced,
+        "other.jsonl",
+        jsonl(text(good(1)), text(good(2, completed_at="2026-11-29T10:04:00Z"))),
+    )
+    refused = ingest(cli, synced, other)
+    assert refused.code == 2, refused.stdout + refused.stderr
+    assert refused.json()["error"]["line"] == 2
+    assert refused.json()["error"]["field"] == "trial_id"
+    assert cli("verify", cwd=synced).code == 0
+
+
+def test_canonical_lines_stored_already_are_recognized_from_their_bytes(
+    synced: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line in canonical form (RFC 8785, the bytes `record_digest` hashes) whose digest is
+    the stored one of the trial it names is counted identical without being parsed; a line
+    that only names a stored trial (in a nested field) is not; a duplicate key is refused
+    even when the record it parses to is stored."""
+    import evalops.services.ingest.records as records_module
+
+    parsed = {"n": 0}
+    real_parse = records_module.parse_record
+
+    def parse(*args: Any, **kwargs: Any) -> Any:
+        parsed["n"] += 1
+        return real_parse(*args, **kwargs)
+
+    monkeypatch.setattr(records_module, "parse_record", parse)
+    canonical = [rfc8785.dumps(good(i)) for i in (1, 2, 3)]
+    path = write(synced, "canonical.jsonl", jsonl(*canonical))
+    assert_ok(ingest(cli, synced, path), ingested=3)
+    assert parsed["n"] == 3
+    parsed["n"] = 0
+    assert_ok(ingest(cli, synced, path), ingested=0, skipped=3)
+    assert parsed["n"] == 0  # recognized from the bytes alone
+    # The same records in another spelling are parsed, then found identical.
+    assert_ok(ingest(cli, synced, write(synced, "plain.jsonl", jsonl(text(good(1))))), 0, 1)
+    assert parsed["n"] == 1
+    # A new record that names a stored trial in a nested field is checked and stored.
+    named = good(4, tool_calls=[{"tool": "crm:lookup-order", "args": {"trial_id": "t-1"}}])
+    named_line = rfc8785.dumps(named)
+    assert b'"trial_id":"t-1"' in named_line
+    assert_ok(ingest(cli, synced, write(synced, "named.jsonl", jsonl(named_line))), 1, 0)
+    # A duplicate key whose last value makes the stored record: invalid JSON, as ever.
+    line = canonical[0].decode("utf-8")
+    duplicated = line.replace('{"', '{"trial_id":"other","', 1)
+    refused = ingest(cli, synced, write(synced, "dup.jsonl", jsonl(duplicated)))
+    assert refused.code == 2, refused.stdout
+    assert "duplicate" in refused.json()["error"]["message"].lower()
+
+
 def test_reingest_with_new_records_stores_only_the_new_ones(synced: Path, cli: Cli) -> None:
     first = write(synced, "first.jsonl", jsonl(text(good(1)), text(good(2))))
     assert_ok(ingest(cli, synced, first), ingested=2)

@@ -333,12 +333,14 @@ def test_verify_prints_its_stages_outside_a_terminal(
     assert result.code == 0, result.stderr
     stages = re.findall(r"^verifying: ([a-z ]+) \(\d+s\)$", result.stderr, re.MULTILINE)
     assert stages == [
+        "storage",
         "audit chain",
         "definitions",
         "trials",
         "rows",
         "signed acts",
         "gate decisions",
+        "syncs against git history",
     ]
 
 

@@ -59,8 +59,9 @@ def orm_session(root: Path) -> Iterator[Any]:
         engine.dispose()
 
 
-def orm_rebuilt(root: Path) -> dict[str, bytes]:
-    """Every stored decision's inputs rebuilt by the ORM loader `gate check` uses."""
+def orm_rebuilt(root: Path, *, listed: bool = False) -> dict[str, bytes]:
+    """Every stored decision's inputs rebuilt by the ORM loader `gate check` uses (`listed`:
+    every trial listed, as evaluator 3's stored decisions hold them, for the same requests)."""
     from evalops.services.gate.inputs import build_inputs
 
     out = {}
@@ -73,19 +74,21 @@ def orm_rebuilt(root: Path) -> dict[str, bytes]:
                 session,
                 GateRequest.from_dict(inputs["request"]),
                 rebuild=True,
-                evaluator=int(inputs["evaluator"]),
+                evaluator=3 if listed else int(inputs["evaluator"]),
             )
             built["gate_id"] = row.gate_id
             out[row.gate_id] = canonical_json_document(built)
     return out
 
 
-def plain_rebuilt(reader: Reader) -> dict[str, bytes]:
+def plain_rebuilt(reader: Reader, *, listed: bool = False) -> dict[str, bytes]:
     out = {}
     for row in stored_decisions(reader):
         inputs = json.loads(row.inputs)
         built = rebuilt_inputs(
-            reader, GateRequest.from_dict(inputs["request"]), int(inputs["evaluator"])
+            reader,
+            GateRequest.from_dict(inputs["request"]),
+            3 if listed else int(inputs["evaluator"]),
         )
         built["gate_id"] = row.gate_id
         out[row.gate_id] = canonical_json_document(built)
@@ -135,7 +138,6 @@ def gate_registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
             for extra in (
                 ("--baseline", "build-0"),
                 ("--baseline", "auto"),
-                ("--evaluator", "4"),
                 ("--at", at),
                 ("--policy", "release-gate"),
             ):
@@ -178,7 +180,7 @@ def test_the_gate_registry_holds_decisions_of_each_kind(gate_registry: Path) -> 
     with closing(sqlite3.connect(gate_registry / DB)) as conn:
         requests = [json.loads(i) for (i,) in conn.execute("SELECT inputs FROM gate_decision")]
     assert len(requests) >= 20
-    assert {r["evaluator"] for r in requests} == {3, 4}
+    assert {r["evaluator"] for r in requests} == {4}  # the only evaluator of new decisions
     assert any(r["baseline"] and r["baseline"].get("tasks") for r in requests)
     assert any(r["request"]["baseline"] == "auto" for r in requests)
     assert any(r["request"]["policy"] == "release-gate" for r in requests)
@@ -193,7 +195,12 @@ def test_both_loaders_rebuild_every_stored_decision_of_the_gate_registry(
     stored = stored_inputs(gate_registry)
     with sqlite3_reader(gate_registry / DB) as reader:
         assert plain_rebuilt(reader) == stored
+        # The same requests with every trial listed, as stored decisions of evaluator 3
+        # hold them: `verify` rebuilds those with the plain loader too.
+        listed = plain_rebuilt(reader, listed=True)
     assert orm_rebuilt(gate_registry) == stored
+    assert orm_rebuilt(gate_registry, listed=True) == listed
+    assert all(b'"trials":[' in v for v in listed.values())
 
 
 def test_the_demo_s_decisions_rebuild_through_sqlite3_and_a_sqlalchemy_connection(
@@ -209,7 +216,7 @@ def test_the_demo_s_decisions_rebuild_through_sqlite3_and_a_sqlalchemy_connectio
         "a@example.com", "--reason", "too long", "--expires", "400d", cwd=demo,
     )  # fmt: skip
     assert refused.code == 5, refused.stdout + refused.stderr
-    for extra in (("--baseline", "auto"), ("--evaluator", "4"), ()):
+    for extra in (("--baseline", "auto"), ("--at", "2026-11-30T12:00:00Z"), ()):
         ok(cli, demo, "gate", "check", "--build", "build-125", "--suite", "regression/core", *extra)
     stored = stored_inputs(demo)
     assert any(json.loads(i)["refused_waivers"] for i in stored.values())
@@ -230,7 +237,7 @@ EDITS = {
         "UPDATE trial SET classification = 'task_fail' WHERE id = (SELECT MIN(id) FROM trial "
         "WHERE classification = 'task_pass' AND execution_digest = :execution AND task_id IN "
         "(SELECT task_id FROM suite_membership WHERE suite_id = :suite))",
-        "trials",
+        "single",
     ),
     "a member's pin retired": (
         "INSERT INTO suite_membership (suite_id, task_id, action, task_digest, "

@@ -45,6 +45,8 @@ def test_untouched_database_verifies(synced: Path, cli: Cli) -> None:
         "anchors": [],
         "rows_fully_covered_from": 1,  # nothing carried forward from an older schema
         "carried_forward": [],
+        # The one sync, re-checked against the registry's git history.
+        "rule_history": {"checked": 1, "skipped": None, "unknown_commits": []},
     }
     assert head["seq"] == 4 and head["hash"].startswith("sha256:")
 

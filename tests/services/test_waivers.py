@@ -30,10 +30,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalops.domain.canonical import canonical_json
-from evalops.domain.gate import evaluate
 from evalops.domain.specs import GatePolicy
 from evalops.domain.waivers import WaiverFact, WaiverRequest, covers, grant_refusals, validity_at
 from tests.conftest import Cli
+from tests.decide import evaluate
 from tests.domain.test_gate_evaluate import (
     BUILD,
     CLASSES,

@@ -12,7 +12,7 @@ from pydantic import Field, ValidationError
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
-from evalops.domain import audit_kinds, digests
+from evalops.domain import audit_kinds
 from evalops.domain.authority import Scope
 from evalops.domain.calibration import ABSTAIN, LabelledItem, calibration_metrics, item_json
 from evalops.domain.calibration_validity import Validity
@@ -31,15 +31,12 @@ from evalops.services.authority.acts import (
     record_refusal,
     signers_of,
 )
-from evalops.services.reads.calibration import sorted_status, status_row
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import (
     Calibration,
     CalibrationInvalidation,
-    GraderConfig,
-    SuiteMembership,
 )
 
 
@@ -195,7 +192,7 @@ def _grader(session: Session, ref: str, config: str | None = None) -> GraderRef:
     return GraderRef(grader, config_digest)
 
 
-def _validity_of(session: Session, row: Calibration) -> Validity:
+def validity_of(session: Session, row: Calibration) -> Validity:
     """The state of one calibration: its config's validity if it is that config's newest."""
     found = queries.grader_config(session, row.grader_config_digest)
     assert found is not None
@@ -205,7 +202,7 @@ def _validity_of(session: Session, row: Calibration) -> Validity:
     return queries.config_validity(session, found[0], row.grader_config_digest)
 
 
-def _view(row: Calibration, validity: Validity | None) -> dict[str, Any]:
+def calibration_view(row: Calibration, validity: Validity | None) -> dict[str, Any]:
     metrics = json.loads(row.record)
     return {
         "calibration_id": row.calibration_id,
@@ -328,67 +325,7 @@ def _store(
         payload={**record, **authorized.payload()},
         rows=[row] if act_row is None else [row, act_row],
     )
-    return _view(row, _validity_of(session, row))
-
-
-def status(engine: Engine) -> list[dict[str, Any]]:
-    """Every model grader config that matters: the one in force and each one a suite pins
-    (the registry site's reading; `calibration status` reads the same through
-    evalops/services/reads/calibration.py, held equal by tests/services/test_read_differential.py).
-
-    Decisions judge the pinned config; `stale` marks a config in force that has no
-    calibration of its own while an earlier config of the grader had one.
-    """
-    with read_session(engine) as session:
-        configs: dict[str, dict[str, Any]] = {}
-        for suite_id in sorted(set(session.exec(select(SuiteMembership.suite_id)).all())):
-            for member in queries.members(session, suite_id):
-                gs_row = queries.grader_set_by_digest(session, member.grader_set_digest)
-                if gs_row is None:
-                    continue
-                spec = queries.grader_set_spec(gs_row)
-                for grader, raw in zip(
-                    spec.graders, json.loads(gs_row.document)["graders"], strict=True
-                ):
-                    if grader.type != "model":
-                        continue
-                    entry = configs.setdefault(
-                        digests.grader_config_digest(raw),
-                        {"grader": grader, "pinned_by": set(), "in_force": False},
-                    )
-                    entry["pinned_by"].add(suite_id)
-        model_ids = sorted(
-            set(
-                session.exec(
-                    select(GraderConfig.grader_id).where(GraderConfig.type == "model")
-                ).all()
-            )
-        )
-        for grader_id in model_ids:
-            found = queries.newest_grader_config(session, grader_id)
-            if found is None:
-                continue
-            entry = configs.setdefault(
-                found[1], {"grader": found[0], "pinned_by": set(), "in_force": False}
-            )
-            entry["in_force"] = True
-        out = []
-        for config_digest, entry in configs.items():
-            grader = entry["grader"]
-
-            def older(grader: Any = grader, config_digest: str = config_digest) -> Any:
-                return session.exec(
-                    select(Calibration.calibration_id)
-                    .where(
-                        Calibration.grader_id == grader.id,
-                        Calibration.grader_config_digest != config_digest,
-                    )
-                    .order_by(col(Calibration.id).desc())
-                ).first()
-
-            validity = queries.config_validity(session, grader, config_digest)
-            out.append(status_row(grader, config_digest, entry, validity, older))
-        return sorted_status(out)
+    return calibration_view(row, validity_of(session, row))
 
 
 def list_calibrations(engine: Engine) -> list[dict[str, Any]]:
@@ -402,7 +339,7 @@ def list_calibrations(engine: Engine) -> list[dict[str, Any]]:
                 "grader_id": r.grader_id,
                 "grader_version": r.grader_version,
                 "grader_config_digest": r.grader_config_digest,
-                "state": _validity_of(session, r).state,
+                "state": validity_of(session, r).state,
                 "label_set_digest": r.label_set_digest,
                 "recorded_at": format_timestamp(r.at),
                 "recorded_by": r.actor,
@@ -443,14 +380,14 @@ def _row(session: Session, calibration_id: str) -> Calibration:
 def show(engine: Engine, calibration_id: str) -> dict[str, Any]:
     with read_session(engine) as session:
         row = _row(session, calibration_id)
-        validity = _validity_of(session, row)
+        validity = validity_of(session, row)
         invalidations = session.exec(
             select(CalibrationInvalidation).where(
                 CalibrationInvalidation.calibration_row_id == row.id
             )
         ).all()
         return {
-            **_view(row, validity),
+            **calibration_view(row, validity),
             "invalidations": [
                 {"reason": i.reason, "at": format_timestamp(i.at), "actor": i.actor}
                 for i in invalidations
@@ -528,7 +465,7 @@ def invalidate(
                 payload={"grader_id": grader_id, "reason": reason, **authorized.payload()},
                 rows=[invalidation] if act_row is None else [invalidation, act_row],
             )
-            view = _view(row, _validity_of(session, row))
+            view = calibration_view(row, validity_of(session, row))
     if refusal is not None:
         raise RefusedError(
             f"calibration invalidation refused: [{refusal['rule']}] {refusal['message']}"

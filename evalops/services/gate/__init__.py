@@ -10,4 +10,12 @@ The modules listed in `__all__` are this package's face: other packages import o
 (tests/contract/test_services_map.py).
 """
 
-__all__ = ["check", "input_parts", "inputs", "policies", "policy_choice", "waivers"]
+__all__ = [
+    "check",
+    "definitions_at",
+    "input_parts",
+    "inputs",
+    "policies",
+    "policy_choice",
+    "waivers",
+]

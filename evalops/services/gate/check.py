@@ -22,7 +22,7 @@ from evalops.domain.canonical import (
     canonical_json_document,
     sha256_digest,
 )
-from evalops.domain.gate import EVALUATOR, evaluate, evaluate_stored
+from evalops.domain.gate import EVALUATOR, evaluate_stored
 from evalops.domain.gate_documents import Anchor, AnyGateInputs, DryRunOutput, StoredOutput
 from evalops.domain.regression import METHODS
 from evalops.domain.vocabulary import format_timestamp
@@ -31,7 +31,6 @@ from evalops.services.gate.input_parts import DEFAULT_SEED, evaluated_at
 from evalops.services.gate.inputs import (
     build_inputs,
     execution_for,
-    listed_inputs,
     policy_from_file,
     request_for,
 )
@@ -89,10 +88,9 @@ def dry_run_check(
     execution_id: str | None = None,
     baseline: str | None = None,
     policy: str | None = None,
-    evaluator: int = EVALUATOR,
 ) -> tuple[DryRunOutput, AnyGateInputs]:
-    """Evaluate without storing anything (a policy FILE is allowed): (decision, inputs).
-    `evaluator` is the rules version (docs/gate.md, "Evaluator versions")."""
+    """Evaluate without storing anything (a policy FILE is allowed): (decision, inputs),
+    under the current evaluator (`gate.EVALUATOR`: per-task summaries)."""
     with read_session(engine) as session:
         ref, document, policy_digest = _policy_choice(session, policy, dry_run=True)
         request = request_for(
@@ -111,7 +109,7 @@ def dry_run_check(
             policy_doc=document,
             policy_digest=policy_digest,
             dry_run=True,
-            evaluator=evaluator,
+            evaluator=EVALUATOR,
         )
         inputs["gate_id"] = "dry-run"
         result: DryRunOutput = {
@@ -134,10 +132,10 @@ def check(
     execution_id: str | None = None,
     baseline: str | None = None,
     policy: str | None = None,
-    evaluator: int = EVALUATOR,
 ) -> StoredOutput:
-    """Evaluate, store and audit one gate decision; returns the decision. `evaluator` is
-    the rules version its inputs are loaded for (docs/gate.md, "Evaluator versions")."""
+    """Evaluate, store and audit one gate decision; returns the decision. New decisions are
+    made by the current evaluator only (`gate.EVALUATOR`: per-task summaries; docs/gate.md,
+    "Evaluator versions")."""
     with write_session(engine) as session:
         ref, document, policy_digest = _policy_choice(session, policy, dry_run=False)
         request = request_for(
@@ -151,7 +149,7 @@ def check(
             policy=ref,
         )
         inputs = build_inputs(
-            session, request, policy_doc=document, policy_digest=policy_digest, evaluator=evaluator
+            session, request, policy_doc=document, policy_digest=policy_digest, evaluator=EVALUATOR
         )
         number = (session.exec(select(func.max(GateDecision.number))).one() or 0) + 1
         inputs["gate_id"] = f"GATE-{number}"
@@ -305,9 +303,9 @@ def compare(
         execution_for(session, candidate, None, request.cutoff, field="--candidate")
         execution_for(session, baseline, None, request.cutoff, field="--baseline")
         # Nothing is stored: any registered policy may be asked for, as in a dry run.
-        inputs = listed_inputs(session, request, dry_run=True)
+        inputs = build_inputs(session, request, dry_run=True, evaluator=EVALUATOR)
     inputs["gate_id"] = "compare"
-    result = evaluate(inputs)
+    result = evaluate_stored(inputs)
     regression = result["regression"]
     assert regression is not None
     from evalops.services.reports.audit import changes_since_baseline

@@ -77,6 +77,9 @@ from evalops.store.tables import (
     WaiverRevocation,
 )
 
+LAST_LISTING = EVALUATOR_COMPACT - 1
+"""The last evaluator whose inputs list every trial (3, frozen: its decisions replay)."""
+
 
 def cutoff_at(session: Session, at: datetime | None) -> int:
     """The last audit seq recorded at or before `at` (None: the chain head); 0 if none.
@@ -655,10 +658,11 @@ def listed_inputs(
     policy_digest: str | None = None,
     dry_run: bool = False,
     rebuild: bool = False,
-    evaluator: int = EVALUATOR,
+    evaluator: int = LAST_LISTING,
 ) -> GateInputs[TaskInput]:
     """`build_inputs` for an evaluator that lists every trial (any before 4): what
-    evaluator 3 reads, and what a report lists."""
+    evaluator 3 reads (replayed and rebuilt for its stored decisions), and what a report
+    lists."""
     if evaluator >= EVALUATOR_COMPACT:
         raise ValueError(f"evaluator {evaluator} does not list trials")
     return _inputs(

@@ -42,7 +42,7 @@ def _revocation(session: Session, waiver: Waiver) -> WaiverRevocation | None:
     ).first()
 
 
-def _view(session: Session, w: Waiver, now: datetime) -> dict[str, Any]:
+def waiver_view(session: Session, w: Waiver, now: datetime) -> dict[str, Any]:
     revoked = _revocation(session, w)
     fact = WaiverFact(
         w.waiver_id,
@@ -192,7 +192,7 @@ def grant(
             },
             rows=[row] if act_row is None else [row, act_row],
         )
-        return True, _view(session, row, now)
+        return True, waiver_view(session, row, now)
 
 
 def revoke(
@@ -248,4 +248,4 @@ def revoke(
             },
             rows=[revocation] if act_row is None else [revocation, act_row],
         )
-        return True, _view(session, row, now)
+        return True, waiver_view(session, row, now)

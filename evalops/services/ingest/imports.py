@@ -30,6 +30,7 @@ from evalops.domain.trial_record import TrialRecord
 from evalops.errors import InputError
 from evalops.files import follow_umask
 from evalops.importers.common import (
+    SOURCE_FILE,
     Item,
     Resolved,
     ResolvedExecution,
@@ -469,6 +470,9 @@ def _source_digests(record: dict[str, Any]) -> list[Any]:
 
 
 def _execution_view(record: dict[str, Any]) -> dict[str, Any]:
+    """The record without what names the run and file it was read from: the run ids, the
+    source log's location and the source file artifact (absent from trials imported by an
+    earlier evalops, so it never makes them differ either)."""
     view = {k: v for k, v in record.items() if k not in _RUN_BOUND}
     manifest = view.get("artifact_manifest")
     if isinstance(manifest, dict) and isinstance(manifest.get("artifacts"), list):
@@ -479,6 +483,7 @@ def _execution_view(record: dict[str, Any]) -> dict[str, Any]:
                 if isinstance(a, dict) and a.get("kind") == "source_log"
                 else a
                 for a in manifest["artifacts"]
+                if not (isinstance(a, dict) and a.get("kind") == SOURCE_FILE)
             ],
         }
     return view

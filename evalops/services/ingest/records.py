@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -179,19 +180,51 @@ class _Ingester:
         if len(self.result.rejected) < MAX_REPORTED:
             self.result.rejected.append(error)
 
-    def prepare(self, line: Line) -> _Prepared:
-        try:
-            text = line.data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"invalid UTF-8 at byte {exc.start}", line.file, line.number) from None
-        try:
-            parsed = parse_record(text, line.file)
-        except InputError as exc:
-            raise _relocate(exc, line) from None
-        value = parsed.document.value
-        if not isinstance(value, dict):
-            raise InputError("a trial record must be a JSON object", line.file, line.number)
-        return self.prepare_value(line, value, encoder_safe=parsed.encoder_safe)
+    def take(self, items: list[Line | InputError]) -> Iterator[tuple[Line, _Parsed] | None]:
+        """The lines of one batch, each parsed (an InputError, or the line and its value),
+        or None for a record stored already byte for byte under its trial_id: its
+        `record_digest` equals the stored row's. Those are counted as identical without
+        being validated and classified again (they were when first stored), so ingesting
+        a file again whose records are all stored costs a hash and one lookup per batch,
+        not a whole ingest (docs/ingest.md). A line in canonical form (RFC 8785, as the
+        stored digest was computed) is recognized from its bytes alone: its sha256 is the
+        stored `record_digest`, so it is that record exactly, without being parsed; any
+        other line is parsed and its canonical form hashed, as the full check does."""
+        lines = [item for item in items if not isinstance(item, InputError)]
+        ids = {m.decode("utf-8", "replace") for line in lines for m in _TRIAL_ID.findall(line.data)}
+        stored = self._stored_digests(ids)
+        for item in items:
+            if isinstance(item, InputError):
+                yield Line("", 0, b""), item
+                continue
+            if stored:
+                raw = sha256_digest(item.data)
+                named = (m.decode("utf-8", "replace") for m in _TRIAL_ID.findall(item.data))
+                if any(stored.get(trial_id) == raw for trial_id in named):
+                    yield None
+                    continue
+            try:
+                found = parse_line(item)
+            except InputError as exc:
+                yield item, exc
+                continue
+            value, encoder_safe = found
+            digest = stored.get(value.get("trial_id"))  # type: ignore[arg-type]
+            if digest is not None and digest == _record_digest(value, encoder_safe):
+                yield None
+                continue
+            yield item, found
+
+    def _stored_digests(self, ids: set[str]) -> dict[str, str]:
+        """trial_id -> stored record_digest of those of `ids` that are stored (one query)."""
+        if not ids:
+            return {}
+        return {
+            trial_id: digest
+            for trial_id, digest, _, _ in self.session.connection().execute(
+                _KNOWN, {"ids": sorted(ids)}
+            )
+        }
 
     def prepare_value(
         self, line: Line, value: dict[str, Any], *, encoder_safe: bool = False
@@ -590,6 +623,40 @@ _TOOL_CALLS = "tool_calls"
 _TOOL_CALLS_KEY = b'"tool_calls":'
 
 
+# Where a line names its trial: candidates only (one may sit in a nested object); a line
+# is taken as stored only when its bytes hash to the stored digest of one of them.
+_TRIAL_ID = re.compile(rb'"trial_id"\s*:\s*"([^"\\]*)"')
+_Parsed = tuple[dict[str, Any], bool] | InputError
+"""A line parsed: (its record, whether the parser vouched it encoder-safe), or why not."""
+
+
+def parse_line(line: Line) -> tuple[dict[str, Any], bool]:
+    """One line's record and whether the C encoder gives its RFC 8785 form."""
+    try:
+        text = line.data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"invalid UTF-8 at byte {exc.start}", line.file, line.number) from None
+    try:
+        parsed = parse_record(text, line.file)
+    except InputError as exc:
+        raise _relocate(exc, line) from None
+    value = parsed.document.value
+    if not isinstance(value, dict):
+        raise InputError("a trial record must be a JSON object", line.file, line.number)
+    return value, parsed.encoder_safe
+
+
+def _record_digest(value: dict[str, Any], encoder_safe: bool) -> str | None:
+    """The `record_digest` a record would be stored with (None: its canonical form cannot
+    be computed, and the whole check will say why)."""
+    try:
+        if encoder_safe:
+            return sha256_digest(encode_trusted(value))
+        return sha256_digest(canonical_json(value))
+    except (UnicodeEncodeError, ValueError, TypeError):
+        return None
+
+
 def _canonical_forms(value: dict[str, Any], encoder_safe: bool) -> tuple[bytes, bytes]:
     """RFC 8785 bytes of the whole record (its `record_digest`) and of what is stored
     (without `tool_calls`): from the C encoder when the parser vouched for it (see
@@ -679,30 +746,29 @@ def _ingest_files(
                 if ingester.refused(max_bad_records):
                     ingester.unchecked += count_lines(source)
                     continue
-                chunk: list[_Prepared] = []
-                for item in read_lines(
+                chunk: list[_Prepared] | None = []
+                pending: list[Line | InputError] = []
+                lines = read_lines(
                     source.stream,
                     source.name,
                     _counter(source, on_bytes),
                     compressed=source.compressed,
-                ):
-                    if ingester.refused(max_bad_records):
+                )
+                for item in lines:
+                    pending.append(item)
+                    if len(pending) < BATCH_SIZE:
+                        continue
+                    chunk = _checked(ingester, pending, chunk or [], max_bad_records)
+                    pending = []
+                    if chunk is None:
                         # Linear in the input, however many bad lines a small compressed
                         # file expands to: the rest is counted, not checked.
-                        ingester.unchecked += 1 + count_lines(source)
+                        ingester.unchecked += count_lines(source)
                         break
-                    if isinstance(item, InputError):
-                        ingester.reject(item)
-                        continue
-                    try:
-                        chunk.append(ingester.prepare(item))
-                    except InputError as exc:
-                        ingester.reject(exc)
-                        continue
-                    if len(chunk) >= BATCH_SIZE:
-                        ingester.flush(chunk)
-                        chunk = []
-                ingester.flush(chunk)
+                else:
+                    chunk = _checked(ingester, pending, chunk or [], max_bad_records)
+                if chunk is not None:
+                    ingester.flush(chunk)
         return _record_batch(
             session,
             ingester,
@@ -712,6 +778,36 @@ def _ingest_files(
             max_bad_records=max_bad_records,
             signing=signing,
         )
+
+
+def _checked(
+    ingester: _Ingester,
+    pending: list[Line | InputError],
+    chunk: list[_Prepared],
+    max_bad_records: int,
+) -> list[_Prepared] | None:
+    """Check one batch of lines in order into `chunk` (flushed whenever full); None once
+    the refusal is certain, the lines left in the batch counted as unchecked."""
+    for done, taken in enumerate(ingester.take(pending)):
+        if ingester.refused(max_bad_records):
+            ingester.unchecked += len(pending) - done
+            return None
+        if taken is None:
+            ingester.result.skipped_identical += 1
+            continue
+        line, found = taken
+        if isinstance(found, InputError):
+            ingester.reject(found)
+            continue
+        try:
+            chunk.append(ingester.prepare_value(line, found[0], encoder_safe=found[1]))
+        except InputError as exc:
+            ingester.reject(exc)
+            continue
+        if len(chunk) >= BATCH_SIZE:
+            ingester.flush(chunk)
+            chunk = []
+    return chunk
 
 
 def _counter(

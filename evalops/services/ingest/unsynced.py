@@ -24,7 +24,8 @@ def _work_tree_digests(root: Path) -> dict[str, str]:
     """Digest -> file for every spec file of the registry that parses (others are skipped:
     this only serves a hint)."""
     from evalops.registry.definitions import load_definition
-    from evalops.registry.snapshot import display_path, spec_files
+    from evalops.registry.snapshot import spec_files
+    from evalops.registry.spec_sources import display_path
 
     found: dict[str, str] = {}
     if not root.is_dir():

@@ -23,6 +23,7 @@ from evalops.services.reads.definitions import (
     model_configs,
 )
 from evalops.services.reads.listings import suite_members
+from evalops.store.in_force_sql import LATEST_IN_FORCE_RUN_SQL
 from evalops.store.reader import Reader
 
 
@@ -34,7 +35,7 @@ def _grader_sets_in_force(reader: Reader) -> list[dict[str, Any]]:
         "SELECT g.grader_set_id, g.document FROM grader_set AS g "
         "JOIN sync_in_force AS f ON f.kind = 'grader_set' "
         "AND f.definition_id = g.grader_set_id AND f.document_digest = g.document_digest "
-        "AND f.sync_run_id = (SELECT id FROM sync_run ORDER BY id DESC LIMIT 1) "
+        f"AND f.sync_run_id = {LATEST_IN_FORCE_RUN_SQL} "
         "ORDER BY g.id"
     ):
         out.setdefault(row["grader_set_id"], row)

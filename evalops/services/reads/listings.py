@@ -15,6 +15,7 @@ from typing import Any
 
 from evalops.domain.timestamps import format_timestamp
 from evalops.errors import InputError
+from evalops.store.in_force_sql import LATEST_IN_FORCE_RUN_SQL
 from evalops.store.reader import Reader, timestamp
 
 INCIDENT_STATES = ("open", "confirmed", "reproduced", "promoted", "closed")
@@ -253,7 +254,7 @@ def in_force_suite(reader: Reader, suite_id: str) -> dict[str, Any] | None:
         "JOIN sync_in_force AS f ON f.kind = 'suite' AND f.definition_id = s.suite_id "
         "AND f.document_digest = s.document_digest "
         "WHERE s.suite_id = :suite AND f.sync_run_id = "
-        "(SELECT id FROM sync_run ORDER BY id DESC LIMIT 1) "
+        f"{LATEST_IN_FORCE_RUN_SQL} "
         "ORDER BY s.id LIMIT 1",
         {"suite": suite_id},
     )
@@ -267,7 +268,7 @@ def unknown_suite(reader: Reader, suite_id: str) -> str:
         str(r["definition_id"])
         for r in reader.rows(
             "SELECT definition_id FROM sync_in_force WHERE kind = 'suite' AND sync_run_id = "
-            "(SELECT id FROM sync_run ORDER BY id DESC LIMIT 1) ORDER BY definition_id",
+            f"{LATEST_IN_FORCE_RUN_SQL} ORDER BY definition_id",
             {},
         )
     ]

@@ -1,10 +1,10 @@
-"""`trials list` through a `Reader`: plain SQL, no SQLAlchemy, table or spec models on SQLite.
+"""`trials list`, and the summary `trials show` starts from, through a `Reader`: plain SQL, no
+SQLAlchemy, table or spec models on SQLite.
 
-The same listing as evalops/services/ingest/trials.py `list_trials` (which `trials show` and
-`trials reconcile` share their trial summary with): each trial's class re-derived from
-current evidence (evalops/services/reads/definitions.py `rederive`), reruns that a gate
-policy governing the task would not count flagged `rerun_not_permitted`.
-tests/services/test_read_differential.py compares both listings under every filter.
+The one reading of a listed trial: its class re-derived from current evidence
+(evalops/services/reads/definitions.py `rederive`), reruns that a gate policy governing the
+task would not count flagged `rerun_not_permitted`. tests/services/test_read_differential.py
+holds it to expectations written from the rules, under every filter and on every engine.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ from evalops.services.reads.listings import (
     suite_members,
     unknown_suite,
 )
+from evalops.store.in_force_sql import LATEST_IN_FORCE_RUN_SQL
 from evalops.store.reader import Reader
 
-_LATEST_SYNC = "(SELECT id FROM sync_run ORDER BY id DESC LIMIT 1)"
+_LATEST_SYNC = LATEST_IN_FORCE_RUN_SQL
 
 COUNT_CAP = 10_000
 """A limited listing counts the matching trials up to this many (or up to its limit, if
@@ -71,8 +72,9 @@ def _gate_policies_in_force(reader: Reader) -> dict[str, dict[str, Any]]:
 
 
 class _Policies:
-    """The gate policies that would judge a task's trials (`policies.gate_policies_of_task`),
-    as their rerun limits, each read once."""
+    """The gate policies that would judge a task's trials (the rule of
+    evalops/services/gate/policies.py `gate_policies_of_task`), as their rerun limits, each
+    read once."""
 
     def __init__(self, reader: Reader) -> None:
         self.reader = reader
@@ -124,7 +126,8 @@ class _Policies:
 
 
 class _Reruns:
-    """Which reruns may not stand in, per eval case (`trials._Reruns`)."""
+    """Which reruns may not stand in, per eval case, under the gate policies the gate applies
+    to the task's suites: a rerun that any of them would not count is flagged."""
 
     def __init__(self, reader: Reader, defs: StoredDefinitions) -> None:
         self.reader = reader
@@ -159,7 +162,7 @@ class _Reruns:
 def _summary(
     defs: StoredDefinitions, trial: dict[str, Any], builds: dict[str, str], reruns: _Reruns
 ) -> dict[str, Any]:
-    """One listed trial, as `trials._summary` gives it."""
+    """One listed trial (`trials list`, and the head of `trials show`)."""
     current = rederive(defs, trial)
     labels = list(current.secondary_labels) if current else json.loads(trial["secondary_labels"])
     if reruns.not_permitted(trial):
@@ -216,19 +219,20 @@ def list_trials(
     reader: Reader, where: TrialFilter, limit: int | None = None
 ) -> tuple[list[dict[str, Any]], int]:
     """The first `limit` matching trials (every one for None), oldest first, and how many
-    match in all, counted up to `count_cap(limit)` + 1 (`trials.list_trials`: without a
-    class the limit and the count are SQL)."""
+    match in all, counted up to `count_cap(limit)` + 1.
+
+    Without `cls` the limit and the count are SQL (`LIMIT`, `COUNT`), the count stopping
+    past `count_cap(limit)`: listing 50 trials costs the same at 10k and at 1M stored
+    trials. A trial's current class is re-derived from current evidence, so `cls` re-derives
+    every trial the other filters leave. `suite` keeps the trials of the suite's current
+    members at their pinned task and grader set digests (the trials the gate counts).
+    """
     cls = where.cls
     if cls is not None and cls not in CANONICAL_PRECEDENCE:
         raise InputError(
             f"unknown class {cls!r}; one of: {', '.join(CANONICAL_PRECEDENCE)}", field="--class"
         )
-    builds = {
-        r["execution_digest"]: r["system_build"]
-        for r in reader.rows(
-            "SELECT execution_digest, system_build FROM execution_profile ORDER BY id"
-        )
-    }
+    builds = _builds(reader)
     clause, params = _filters(reader, builds, where)
     defs = StoredDefinitions(reader)
     reruns = _Reruns(reader, defs)
@@ -253,6 +257,27 @@ def list_trials(
         if limit is None or len(out) < limit:
             out.append(_summary(defs, trial, builds, reruns))
     return out, total
+
+
+def trial_summary(reader: Reader, trial_id: str) -> dict[str, Any] | None:
+    """One trial as `list_trials` lists it (None for an unknown id): what `trials show`
+    prints first."""
+    trial = reader.first(
+        f"SELECT {TRIAL_COLUMNS} FROM trial WHERE trial_id = :trial_id", {"trial_id": trial_id}
+    )
+    if trial is None:
+        return None
+    defs = StoredDefinitions(reader)
+    return _summary(defs, trial, _builds(reader), _Reruns(reader, defs))
+
+
+def _builds(reader: Reader) -> dict[str, str]:
+    return {
+        r["execution_digest"]: r["system_build"]
+        for r in reader.rows(
+            "SELECT execution_digest, system_build FROM execution_profile ORDER BY id"
+        )
+    }
 
 
 def open_effects(reader: Reader, trial_ids: list[str]) -> dict[str, list[str]]:

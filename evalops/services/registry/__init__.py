@@ -15,5 +15,6 @@ __all__ = [
     "suites",
     "sync",
     "tasks",
+    "tracking",
     "unknown_ids",
 ]

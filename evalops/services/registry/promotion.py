@@ -205,10 +205,13 @@ def promote(
     now: datetime,
     reason: str | None = None,
     dry_run: bool = False,
+    signing: Signing = UNSIGNED,
 ) -> PromotionResult:
     """Promote a task (or an incident's linked task) into a suite, in steps: the suite and
     its policy, the subject's task, the entry checklist, the pin (a no-op when already a
-    member with it), then the promotion, the membership and their audit event."""
+    member with it), the authority's judgement of the act (with an authority in force, a
+    new member or a new pin is a risk owner's signed `suite.promote`), then the promotion,
+    the membership and their audit event."""
     refuse_placeholder("the task", subject, "a task id, or an incident id (INC-<n>)")
     with write_session(engine) as session:
         suite, suite_policy = _suite_and_policy(session, suite_id)
@@ -253,7 +256,20 @@ def promote(
             return PromotionResult(checklist, subject, task_id, suite_id, "noop", pin)
         action = "repinned" if current is not None else "added"
         act = _Act(subject, suite_id, actor, now, reason)
-        _record_promotion(session, act, checklist, task, {**pin, "action": action})
+        authorized = authorize(
+            session,
+            kind="suite.promote",
+            body={"subject": subject, "suite_id": suite_id, **pin, "action": action,
+                  "reason": reason},
+            scope=Scope(suite=suite_id, task=task_id),
+            signing=signing,
+            now=now,
+        )  # fmt: skip
+        if authorized.refused:
+            return _authority_refusal(
+                session, authorized, replace(act, subject=task_id), "promotion", subject
+            )
+        _record_promotion(session, act, checklist, task, {**pin, "action": action}, authorized)
         if named.incident is not None and named.incident.state not in ("promoted", "closed"):
             incident_service.move(
                 session,
@@ -341,9 +357,10 @@ def _record_promotion(
     checklist: Checklist,
     task: TaskRevision,
     pin: dict[str, Any],
+    authorized: Authorized,
 ) -> None:
     """The accepted promotion, the membership row it adds (`pin["action"]`: added or
-    repinned), and their one audit event."""
+    repinned), the signed act's row if any, and their one audit event."""
     task_id, action = pin["task_id"], pin["action"]
     seq = next_seq(session)
     promotion = Promotion(
@@ -373,6 +390,7 @@ def _record_promotion(
         audit_seq=seq,
     )
     session.add(membership)
+    act_row = authorized.add_row(session, f"{act.suite_id}:{task_id}", seq)
     append_event(
         session,
         at=act.now,
@@ -387,8 +405,9 @@ def _record_promotion(
             "grader_set_digest": pin["grader_set_digest"],
             "requirements": checklist.as_dict()["requirements"],
             "reason": act.reason,
+            **authorized.payload(),
         },
-        rows=[promotion, membership],
+        rows=[promotion, membership] if act_row is None else [promotion, membership, act_row],
     )
 
 
@@ -441,9 +460,12 @@ def retire(
     actor: str,
     now: datetime,
     signing: Signing = UNSIGNED,
+    dry_run: bool = False,
 ) -> PromotionResult:
     """Retire a member when the suite policy's removal rules are met. With an authority in
     force the retirement is a risk owner's signed act, and its signers are the approval.
+    `dry_run`: the policy's checklist only, nothing written (the authority judges the
+    signed act when it is given for real).
 
     In steps: the suite and its policy, the member, the authority's judgement of the act,
     the replacement, the retirement checklist, then the retirement row and its event (or
@@ -462,6 +484,10 @@ def retire(
         assert task is not None
         spec = queries.task_spec(task)
         act = _Act(task_id, suite_id, actor, now, reason)
+        if dry_run:
+            return _retirement_checklist(
+                session, spec, member, current, suite_policy, act, approved_by, replaced_by
+            )
         authorized = authorize(
             session,
             kind="retire",
@@ -476,7 +502,7 @@ def retire(
             now=now,
         )
         if authorized.refused:
-            return _authority_refusal(session, authorized, act)
+            return _authority_refusal(session, authorized, act, "retirement", task_id)
         if authorized.signed and approved_by is None:
             approved_by = ", ".join(s.principal for s in authorized.judgement.signers)
         gs_row = queries.grader_set_by_digest(session, member.grader_set_digest)
@@ -511,16 +537,45 @@ def retire(
         return PromotionResult(checklist, task_id, task_id, suite_id, "accepted")
 
 
-def _authority_refusal(session: Session, authorized: Authorized, act: _Act) -> PromotionResult:
-    """A retirement the authority in force refused: the refusal is recorded, nothing else."""
+def _retirement_checklist(
+    session: Session,
+    spec: Any,
+    member: Member,
+    current: dict[str, Member],
+    suite_policy: Any,
+    act: _Act,
+    approved_by: str | None,
+    replaced_by: str | None,
+) -> PromotionResult:
+    """What `retire --dry-run` shows: the checklist the retirement would be judged by."""
+    gs_row = queries.grader_set_by_digest(session, member.grader_set_digest)
+    grader_set = queries.grader_set_spec(gs_row) if gs_row else None
+    replacement, extra = _replacement(session, current, replaced_by, act.suite_id)
+    base = evaluate_retirement(
+        task=spec,
+        grader_set=grader_set,
+        reason=str(act.reason),
+        approved_by=approved_by,
+        replacement=replacement,
+        policy=suite_policy,
+    )
+    checklist = Checklist(act.suite_id, "retirement", act.subject, (*base.requirements, *extra))
+    return PromotionResult(checklist, act.subject, act.subject, act.suite_id, "dry_run")
+
+
+def _authority_refusal(
+    session: Session, authorized: Authorized, act: _Act, what: str, subject: str
+) -> PromotionResult:
+    """A retirement or promotion the authority in force refused: the refusal is recorded,
+    nothing else."""
     task_id, suite_id = act.subject, act.suite_id
     refusal = record_refusal(
         session, authorized, subject=f"{suite_id}:{task_id}", actor=act.actor, now=act.now
     )
     fix = "sign it: --sign-with KEY, or --print-act then --act FILE --signature FILE"
     refused = Requirement("authority", False, refusal["message"], fix)
-    checklist = Checklist(suite_id, "retirement", task_id, (refused,))
-    return PromotionResult(checklist, task_id, task_id, suite_id, "refused")
+    checklist = Checklist(suite_id, what, task_id, (refused,))
+    return PromotionResult(checklist, subject, task_id, suite_id, "refused")
 
 
 def _replacement(

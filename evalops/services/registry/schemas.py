@@ -17,7 +17,7 @@ from evalops.domain.specs import SPEC_MODELS
 from evalops.domain.trial_record import TrialRecord
 
 SCHEMA_BASE = "https://evalops.dev/schemas/"
-_PACKAGE = Path(__file__).resolve().parent.parent
+_PACKAGE = Path(__file__).resolve().parent.parent.parent
 OUTPUT_SCHEMAS = (
     _PACKAGE / "services" / "output_schemas" / "gate-check.schema.json",
     _PACKAGE / "services" / "output_schemas" / "audit-report.schema.json",

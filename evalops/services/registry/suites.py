@@ -9,7 +9,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from evalops.domain.classify import failing_verdict_class
-from evalops.domain.gate import verdict_effect
+from evalops.domain.gate_rules import verdict_effect
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
@@ -19,7 +19,7 @@ from evalops.store.engine import read_session
 from evalops.store.tables import Promotion, SuiteMembership, SuiteRow, TaskRevision
 
 
-def _suites(session: Session) -> list[SuiteRow]:
+def latest_suites(session: Session) -> list[SuiteRow]:
     rows = session.exec(select(SuiteRow).order_by(col(SuiteRow.id))).all()
     latest: dict[str, SuiteRow] = {}
     for row in rows:
@@ -37,7 +37,7 @@ def list_suites(engine: Engine) -> list[dict[str, Any]]:
                 "members": len(queries.members(session, row.suite_id)),
                 "suite_digest": queries.current_suite_digest(session, row),
             }
-            for row in _suites(session)
+            for row in latest_suites(session)
         ]
 
 

@@ -32,13 +32,21 @@ from evalops.registry.git_tree import WorkTreeChange
 from evalops.registry.provenance import GitProvenance, git_provenance
 from evalops.registry.snapshot import (
     Snapshot,
-    display_path,
     load_committed_snapshot,
     load_snapshot,
     require_registry_dir,
 )
+from evalops.registry.spec_sources import display_path
 from evalops.services.authority.acts import authority_in_force
 from evalops.services.authority.rule_changes import rule_change_refusal
+from evalops.services.registry.tracking import (
+    Line,
+    Tracked,
+    line_of,
+    off_line_summary,
+    place,
+    tracked,
+)
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import write_session
@@ -68,22 +76,42 @@ class SyncResult:
     """Definitions registered before that this commit puts back in force (a revert)."""
     no_longer_in_force: list[dict[str, str]] = field(default_factory=list)
     """Definitions in force before that this commit no longer holds (deleted files)."""
+    now_in_force: list[dict[str, str]] = field(default_factory=list)
+    """Definitions registered before (by a sync off the tracked line) now put in force."""
     sync_run: int | None = None
     refused: str | None = None
-    """Why the sync was refused (a rule change without a policy owner's signed commits)."""
+    """Why the sync was refused (a rule change without a policy owner's signed commits,
+    rewritten history of the tracked branch)."""
+    tracked: dict[str, Any] | None = None
+    """The tracked line (path and branch) after this sync."""
+    off_line: str | None = None
+    """Set when the sync is off the tracked branch or path: its first line, saying that
+    nothing in force changed."""
+    same_digest: list[dict[str, str]] = field(default_factory=list)
+    """Registered with a new document whose identity digest is registered already: only
+    labels (title, owner, notes) changed, never what a decision reads."""
+    authority_bootstrap: bool = False
+    """This sync put the first authority in force: every act from now on needs signatures."""
 
     def as_dict(self) -> dict[str, Any]:
         if self.refused is not None:
             return {
                 "refused": self.refused,
                 "git": self.provenance.as_dict() if self.provenance else None,
+                "tracked": self.tracked,
             }
         return {
             "registered": self.registered,
             "unchanged": self.unchanged,
+            "in_force_changed": self.off_line is None,
+            "summary": self.off_line,
             "back_in_force": self.back_in_force,
+            "now_in_force": self.now_in_force,
             "no_longer_in_force": self.no_longer_in_force,
             "sync_run": self.sync_run,
+            "tracked": self.tracked,
+            "same_digest": self.same_digest,
+            "authority_bootstrap": self.authority_bootstrap,
             "git": self.provenance.as_dict() if self.provenance else None,
         }
 
@@ -289,135 +317,328 @@ def sync_registry(
     registry_path: str,
     actor: str,
     now: datetime,
+    track: str | None = None,
 ) -> SyncResult:
-    """Register every new definition of `snapshot` and put the snapshot's definitions in
-    force (docs/digests.md); raise InputErrors on any conflict, writing nothing.
+    """Register every new definition of `snapshot` and, on the tracked branch and path,
+    put the snapshot's definitions in force (docs/digests.md); raise InputErrors on any
+    conflict, writing nothing.
 
     Nothing is written when every definition is registered and already in force; a revert
-    to an earlier content, or a deleted file, changes what is in force and is audited.
+    to an earlier content, or a deleted file, changes what is in force and is audited. A
+    sync off the tracked line registers what is new and changes nothing in force.
     """
+    with write_session(engine) as session:
+        return sync_in_session(
+            session,
+            snapshot,
+            provenance,
+            registry_path=registry_path,
+            actor=actor,
+            now=now,
+            track=track,
+        )
+
+
+def _sorted_out(
+    session: Session, ordered: list[Definition], result: SyncResult
+) -> tuple[list[Definition], list[InputError]]:
+    """The definitions to register and the conflicts, counting the unchanged ones and
+    noting those whose identity digest is registered already (only labels changed)."""
+    new: list[Definition] = []
+    conflicts: list[InputError] = []
+    for d in ordered:
+        rows = _existing(session, d)
+        problem = _conflict(d, rows)
+        if problem is not None:
+            conflicts.append(problem)
+        elif any(r.document_digest == d.document_digest for r in rows):
+            result.unchanged += 1
+        else:
+            new.append(d)
+            key = next(k for k in d.digest_row() if k.endswith("_digest"))
+            if any(getattr(r, key, None) == d.digest for r in rows):
+                result.same_digest.append({"kind": d.kind, "id": d.id})
+    return new, conflicts
+
+
+def sync_in_session(
+    session: Session,
+    snapshot: Snapshot,
+    provenance: GitProvenance,
+    *,
+    registry_path: str,
+    actor: str,
+    now: datetime,
+    track: str | None = None,
+    unchecked: bool = False,
+) -> SyncResult:
+    """`sync_registry` inside the caller's write transaction. `unchecked` puts the snapshot
+    in force whatever its branch, path or signatures: only for `gate check --dry-run
+    --definitions`, whose transaction is always rolled back."""
     ordered = sorted(
         snapshot.definitions, key=lambda d: (KIND_ORDER.index(d.kind), d.id, d.revision or 0)
     )
     result = SyncResult(provenance=provenance)
-    with write_session(engine) as session:
-        new: list[Definition] = []
-        conflicts: list[InputError] = []
-        for d in ordered:
-            rows = _existing(session, d)
-            problem = _conflict(d, rows)
-            if problem is not None:
-                conflicts.append(problem)
-            elif any(r.document_digest == d.document_digest for r in rows):
-                result.unchanged += 1
-            else:
-                new.append(d)
-        if conflicts:
-            raise InputErrors.of(conflicts)
-        governing = authority_in_force(session)
-        bootstrap = governing is None and bool(snapshot.of_kind("authority"))
-        rule_commits: list[dict[str, Any]] = []
-        if governing is not None:
-            refusal, rule_commits = _rule_check(
-                session, snapshot, provenance, governing, now=now, actor=actor, where=registry_path
-            )
-            if refusal is not None:
-                result.refused = refusal
-                return result
-        before = queries.in_force(session)
-        now_forced = {(d.kind, d.id): d.document_digest for d in ordered}
-        if not new and now_forced == before:
+    new, conflicts = _sorted_out(session, ordered, result)
+    if conflicts:
+        raise InputErrors.of(conflicts)
+    state = tracked(session)
+    if not unchecked and not _on_line(
+        session, result, snapshot, new, state, track, registry_path, actor, now
+    ):
+        return result
+    governing = None if unchecked else authority_in_force(session)
+    bootstrap = governing is None and bool(snapshot.of_kind("authority"))
+    result.authority_bootstrap = bootstrap and not unchecked
+    rule_commits: list[dict[str, Any]] = []
+    if governing is not None:
+        vetted = state.vetted if state is not None else []
+        refusal, rule_commits = _rule_check(
+            session, snapshot, provenance, governing, vetted, now=now, actor=actor,
+            where=registry_path,
+        )  # fmt: skip
+        if refusal is not None:
+            result.refused = refusal
             return result
-        first_seq = next_seq(session)
-        run_seq = first_seq + len(new)  # the in-force event comes after every registration
-        run = SyncRun(
-            at=now,
-            actor=actor,
-            registry_path=registry_path,
-            git_commit=provenance.commit,
-            git_dirty=provenance.dirty,
-            git_branch=provenance.branch,
-            git_remote=provenance.remote,
+    before = queries.in_force(session)
+    now_forced = {(d.kind, d.id): d.document_digest for d in ordered}
+    if not new and now_forced == before:
+        return result
+    first_seq = next_seq(session)
+    run_seq = first_seq + len(new)  # the in-force event comes after every registration
+    run = _sync_run(provenance, registry_path, actor=actor, now=now, seq=run_seq)
+    session.add(run)
+    session.flush()
+    assert run.id is not None
+    result.sync_run = run.id
+    _register(session, result, new, provenance, run.id, actor=actor, now=now)
+    forced = [
+        SyncInForce(
+            sync_run_id=run.id,
+            kind=kind,
+            definition_id=ident,
+            document_digest=dd,
             audit_seq=run_seq,
         )
-        session.add(run)
-        session.flush()
-        assert run.id is not None
-        result.sync_run = run.id
-        for d in new:
-            entry: dict[str, Any] = {
-                **d.digest_row(),
-                "document_digest": d.document_digest,
-                **provenance.as_dict(),
-            }
-            seq = next_seq(session)
-            row = _row_for(
-                d,
-                {
-                    "document_digest": d.document_digest,
-                    "document": canonical_text(d.value),
-                    "file_path": d.file,
-                    "sync_run_id": run.id,
-                    "audit_seq": seq,
-                },
-            )
-            session.add(row)
-            written: list[Any] = [row]
-            if isinstance(row, GraderSetRow):
-                session.flush()
-                assert row.id is not None
-                configs = _grader_configs(d, row.id, seq)
-                session.add_all(configs)
-                written += configs
-            append_event(
-                session,
-                at=now,
-                actor=actor,
-                kind=audit_kinds.sync_kind(d.kind),
-                subject=_subject(d),
-                payload=entry,
-                rows=written,
-            )
-            result.registered.append(entry)
-        forced = [
-            SyncInForce(
-                sync_run_id=run.id,
-                kind=kind,
-                definition_id=ident,
-                document_digest=dd,
-                audit_seq=run_seq,
-            )
-            for (kind, ident), dd in sorted(now_forced.items())
-        ]
-        session.add_all(forced)
-        result.back_in_force, result.no_longer_in_force = _in_force_changes(
-            before, now_forced, {d.document_digest for d in new}
+        for (kind, ident), dd in sorted(now_forced.items())
+    ]
+    session.add_all(forced)
+    result.back_in_force, result.no_longer_in_force = _in_force_changes(
+        before, now_forced, {d.document_digest for d in new}
+    )
+    _split_first_time_in_force(session, result)
+    append_event(
+        session,
+        at=now,
+        actor=actor,
+        kind=audit_kinds.SYNC_IN_FORCE,
+        subject=f"sync:{run.id}",
+        payload={
+            "sync_run": run.id,
+            "registry_path": registry_path,
+            **provenance.as_dict(),
+            # The line this sync is on: what later syncs must fast-forward.
+            "tracked": result.tracked,
+            "in_force": [
+                {"kind": k, "id": i, "document_digest": dd}
+                for (k, i), dd in sorted(now_forced.items())
+            ],
+            "registered": len(new),
+            "back_in_force": result.back_in_force,
+            "no_longer_in_force": result.no_longer_in_force,
+            # The first authority is accepted as it is: nobody could have signed it.
+            **({"authority_bootstrap": True} if bootstrap else {}),
+            # Who signed the commits that changed the rules (newest first).
+            **({"rule_change_commits": rule_commits} if rule_commits else {}),
+        },
+        rows=[run, *forced],
+    )
+    return result
+
+
+def _on_line(
+    session: Session,
+    result: SyncResult,
+    snapshot: Snapshot,
+    new: list[Definition],
+    state: Tracked | None,
+    track: str | None,
+    registry_path: str,
+    actor: str,
+    now: datetime,
+) -> bool:
+    """Whether this sync is on the tracked line (it may change what is in force); if not,
+    what it registers is registered, or its refusal audited."""
+    provenance = result.provenance
+    assert provenance is not None
+    here = line_of(snapshot.root, provenance, track)
+    if track is not None and state is not None and state.line.branch not in (None, track):
+        raise InputError(
+            f"--track {track}: this registry tracks {state.line.branch} (only its first "
+            "sync chooses the branch); `evalops registry track --branch "
+            f"{track} --path {state.line.path}` changes it (a rule change)",
+            field="--track",
         )
+    placement = place(state, here, snapshot.root, provenance)
+    if not placement.on_line:
+        assert state is not None
+        result.tracked = state.line.as_dict()
+        _register_only(session, result, new, provenance, here, state.line, registry_path,
+                       actor=actor, now=now, root=snapshot.root)  # fmt: skip
+        return False
+    result.tracked = here.as_dict()
+    if placement.rewritten is not None:
+        result.refused = placement.rewritten
+        tracked_line = state.line.as_dict() if state else None
+        _refuse(session, provenance, placement.rewritten, where=registry_path, actor=actor,
+                now=now, extra={"tracked": tracked_line})  # fmt: skip
+        return False
+    return True
+
+
+def _sync_run(
+    provenance: GitProvenance, registry_path: str, *, actor: str, now: datetime, seq: int
+) -> SyncRun:
+    return SyncRun(
+        at=now,
+        actor=actor,
+        registry_path=registry_path,
+        git_commit=provenance.commit,
+        git_dirty=provenance.dirty,
+        git_branch=provenance.branch,
+        git_remote=provenance.remote,
+        audit_seq=seq,
+    )
+
+
+def _register(
+    session: Session,
+    result: SyncResult,
+    new: list[Definition],
+    provenance: GitProvenance,
+    run_id: int,
+    *,
+    actor: str,
+    now: datetime,
+) -> None:
+    """One row and one audit event per new definition, under sync run `run_id`."""
+    for d in new:
+        entry: dict[str, Any] = {
+            **d.digest_row(),
+            "document_digest": d.document_digest,
+            **provenance.as_dict(),
+        }
+        seq = next_seq(session)
+        row = _row_for(
+            d,
+            {
+                "document_digest": d.document_digest,
+                "document": canonical_text(d.value),
+                "file_path": d.file,
+                "sync_run_id": run_id,
+                "audit_seq": seq,
+            },
+        )
+        session.add(row)
+        written: list[Any] = [row]
+        if isinstance(row, GraderSetRow):
+            session.flush()
+            assert row.id is not None
+            configs = _grader_configs(d, row.id, seq)
+            session.add_all(configs)
+            written += configs
         append_event(
             session,
             at=now,
             actor=actor,
-            kind=audit_kinds.SYNC_IN_FORCE,
-            subject=f"sync:{run.id}",
-            payload={
-                "sync_run": run.id,
-                "registry_path": registry_path,
-                **provenance.as_dict(),
-                "in_force": [
-                    {"kind": k, "id": i, "document_digest": dd}
-                    for (k, i), dd in sorted(now_forced.items())
-                ],
-                "registered": len(new),
-                "back_in_force": result.back_in_force,
-                "no_longer_in_force": result.no_longer_in_force,
-                # The first authority is accepted as it is: nobody could have signed it.
-                **({"authority_bootstrap": True} if bootstrap else {}),
-                # Who signed the commits that changed the rules (newest first).
-                **({"rule_change_commits": rule_commits} if rule_commits else {}),
-            },
-            rows=[run, *forced],
+            kind=audit_kinds.sync_kind(d.kind),
+            subject=_subject(d),
+            payload=entry,
+            rows=written,
         )
-    return result
+        result.registered.append(entry)
+
+
+def _register_only(
+    session: Session,
+    result: SyncResult,
+    new: list[Definition],
+    provenance: GitProvenance,
+    here: Line,
+    line: Line,
+    registry_path: str,
+    *,
+    actor: str,
+    now: datetime,
+    root: Path,
+) -> None:
+    """Off the tracked line: register what is new (by digest, so that a pull request's
+    trials and `gate check --definitions` can name it), put nothing in force."""
+    result.off_line = off_line_summary(len(new), here, line, provenance, root)
+    if not new:
+        return
+    run_seq = next_seq(session) + len(new)
+    run = _sync_run(provenance, registry_path, actor=actor, now=now, seq=run_seq)
+    session.add(run)
+    session.flush()
+    assert run.id is not None
+    result.sync_run = run.id
+    _register(session, result, new, provenance, run.id, actor=actor, now=now)
+    append_event(
+        session,
+        at=now,
+        actor=actor,
+        kind=audit_kinds.SYNC_REGISTERED,
+        subject=f"sync:{run.id}",
+        payload={
+            "sync_run": run.id,
+            "registry_path": registry_path,
+            **provenance.as_dict(),
+            "line": here.as_dict(),
+            "tracked": line.as_dict(),
+            "registered": len(new),
+            "in_force_changed": False,
+        },
+        rows=[run],
+    )
+
+
+def _split_first_time_in_force(session: Session, result: SyncResult) -> None:
+    """A definition registered by a sync off the tracked line and now put in force for the
+    first time is not "back" in force: it was never in force."""
+    digests = {e["document_digest"] for e in result.back_in_force}
+    if not digests:
+        return
+    seen = set(
+        session.exec(
+            select(SyncInForce.document_digest).where(
+                col(SyncInForce.document_digest).in_(digests),
+                col(SyncInForce.sync_run_id) != result.sync_run,
+            )
+        ).all()
+    )
+    result.now_in_force = [e for e in result.back_in_force if e["document_digest"] not in seen]
+    result.back_in_force = [e for e in result.back_in_force if e["document_digest"] in seen]
+
+
+def _refuse(
+    session: Session,
+    provenance: GitProvenance,
+    refusal: str,
+    *,
+    where: str,
+    actor: str,
+    now: datetime,
+    extra: dict[str, Any],
+) -> None:
+    append_event(
+        session,
+        at=now,
+        actor=actor,
+        kind=audit_kinds.SYNC_REFUSED,
+        subject="sync",
+        payload={"registry_path": where, **provenance.as_dict(), **extra, "refusal": refusal},
+    )
 
 
 def _rule_check(
@@ -425,6 +646,7 @@ def _rule_check(
     snapshot: Snapshot,
     provenance: GitProvenance,
     governing: tuple[AuthoritySpec, str],
+    vetted: list[str],
     *,
     now: datetime,
     actor: str,
@@ -432,22 +654,12 @@ def _rule_check(
 ) -> tuple[str | None, list[dict[str, Any]]]:
     """With an authority in force: (why the sync is refused, audited; the signed commits
     that changed the rules, newest first)."""
-    refusal, changed, commits = rule_change_refusal(session, snapshot, provenance, governing[0])
+    refusal, changed, commits = rule_change_refusal(
+        session, snapshot, provenance, governing[0], vetted
+    )
     if refusal is not None:
-        append_event(
-            session,
-            at=now,
-            actor=actor,
-            kind=audit_kinds.SYNC_REFUSED,
-            subject="sync",
-            payload={
-                "registry_path": where,
-                **provenance.as_dict(),
-                "authority_digest": governing[1],
-                "rule_changes": changed,
-                "refusal": refusal,
-            },
-        )
+        _refuse(session, provenance, refusal, where=where, actor=actor, now=now,
+                extra={"authority_digest": governing[1], "rule_changes": changed})  # fmt: skip
     return refusal, commits
 
 

@@ -15,11 +15,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalops.domain.trajectory import TrajectoryResult
+from evalops.importers.provenance import source_of
 from evalops.services.registry.definitions import Definitions
 from evalops.store.tables import Trial
-
-_INSPECT_PRODUCER = "inspect-ai"
-_PROMPTFOO_PRODUCER = "promptfoo"
 
 
 def _graders(defs: Definitions, trial: Trial, record: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -78,41 +76,6 @@ def _duration(trial: Trial) -> float:
     return (trial.completed_at - trial.started_at).total_seconds()
 
 
-def _source_log(record: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    artifacts = (record.get("artifact_manifest") or {}).get("artifacts") or []
-    return next((a for a in artifacts if a.get("kind") == "source_log"), None)
-
-
-def _inspect_trace(location: str, files: Sequence[str]) -> dict[str, Any]:
-    """An Inspect trial: its log (the import named one file, else every file it read),
-    sample and epoch, and the command that opens the viewer on that log's directory."""
-    eval_id, _, where = location.partition("#")
-    sample, _, epoch = where.rpartition("/")
-    log = files[0] if len(files) == 1 else None
-    folder = log.rpartition("/")[0] or "." if log else None
-    return {
-        "tool": "inspect",
-        "eval_id": eval_id,
-        "log_files": list(files),
-        "sample_id": sample,
-        "epoch": int(epoch) if epoch.isdigit() else epoch,
-        "open_with": f"inspect view --log-dir {folder}" if folder else "inspect view",
-    }
-
-
-def _promptfoo_trace(location: str) -> dict[str, Any]:
-    """A promptfoo row: its eval id and test index (the row id when the row had one)."""
-    eval_id, _, where = location.partition("#")
-    test = where.split("/", 1)[0]
-    return {
-        "tool": "promptfoo",
-        "eval_id": eval_id,
-        "test_index": int(test) if test.isdigit() else None,
-        "row": where,
-        "open_with": f"promptfoo view (eval {eval_id})",
-    }
-
-
 def _trace(record: Mapping[str, Any], files: Sequence[str]) -> dict[str, Any]:
     """Where to look: the trace URI (a link only for http and https), or the source log of
     an imported trial and the command that opens it."""
@@ -123,13 +86,7 @@ def _trace(record: Mapping[str, Any], files: Sequence[str]) -> dict[str, Any]:
         "open_with": None,
         "source": None,
     }
-    log = _source_log(record)
-    producer = str((log or {}).get("producer") or "")
-    location = str((log or {}).get("location") or "")
-    if producer.startswith(_INSPECT_PRODUCER):
-        out["source"] = _inspect_trace(location, files)
-    elif producer == _PROMPTFOO_PRODUCER:
-        out["source"] = _promptfoo_trace(location)
+    out["source"] = source_of(record, files)
     if out["source"]:
         out["open_with"] = out["source"]["open_with"]
     return out

@@ -250,16 +250,19 @@ def _side(p: Point | None) -> TaskSide | None:
 
 
 def task_history(points: Sequence[Point]) -> list[dict[str, Any]]:
-    """One row per decision, oldest first, with the flip against the latest decision of
-    another build before it (a re-decision of the same build is not a change of build)."""
+    """One row per decision, oldest first, with the flip against the latest decision (so
+    far) of the build before its own. Builds are ordered by their first decision, as on
+    every page: a build decided again later keeps its place, so a re-decision of build 41
+    after build 42 compares with the build before 41, never with 42 (and a re-decision of
+    the same build is not a change of build)."""
     rows = []
     last_of_build: dict[str, Point] = {}
-    previous: Point | None = None
+    order: list[str] = []
     for p in points:
-        base = previous if previous is not None and previous.build != p.build else None
-        if base is None and previous is not None:
-            others = [q for b, q in last_of_build.items() if b != p.build]
-            base = others[-1] if others else None
+        if p.build not in order:
+            order.append(p.build)
+        place = order.index(p.build)
+        base = last_of_build.get(order[place - 1]) if place > 0 else None
         side_b, side_c = _side(base), _side(p)
         rows.append(
             {
@@ -277,13 +280,15 @@ def task_history(points: Sequence[Point]) -> list[dict[str, Any]]:
                 "flip": flip(side_b, side_c) if (side_b or side_c) and base else None,
             }
         )
-        last_of_build.pop(p.build, None)
         last_of_build[p.build] = p
-        previous = p
     return rows
 
 
 # --- page documents ------------------------------------------------------------------------
+
+
+OPEN_INCIDENT = ("open", "confirmed", "reproduced")
+"""Incident states with no regression task guarding them yet (section 7's lifecycle)."""
 
 
 def _common(head: Mapping[str, Any] | None, as_of: str | None, page: str) -> dict[str, Any]:
@@ -297,9 +302,9 @@ def _common(head: Mapping[str, Any] | None, as_of: str | None, page: str) -> dic
 
 
 def _suite_ids(session: Session, wanted: Sequence[str]) -> list[str]:
-    from evalops.services.registry.suites import _suites
+    from evalops.services.registry.suites import latest_suites
 
-    known = [r.suite_id for r in _suites(session)]
+    known = [r.suite_id for r in latest_suites(session)]
     if not wanted:
         return known
     unknown = [s for s in wanted if s not in known]
@@ -311,11 +316,11 @@ def _suite_ids(session: Session, wanted: Sequence[str]) -> list[str]:
 
 
 def _trend(facts: SuiteFacts, members: Sequence[str]) -> dict[str, Any]:
-    """pass^k of each member across the suite's last builds (the latest decision of each)."""
+    """pass^k of each member across the suite's last builds (the latest decision of each),
+    builds ordered by their first decision."""
     latest: dict[str, dict[str, Any]] = {}
     for d in facts.decisions:
-        latest.pop(d["build"], None)
-        latest[d["build"]] = d
+        latest[d["build"]] = d  # a later decision of a build keeps the build's place
     builds = list(latest.values())[-TREND_BUILDS:]
     shown = {b["gate_id"] for b in builds}
     series = []
@@ -567,19 +572,19 @@ def task_page(
 
 
 def _waiver_views(session: Session, suites: Sequence[str], now: datetime) -> list[dict[str, Any]]:
-    from evalops.services.gate.waivers import _view
+    from evalops.services.gate.waivers import waiver_view
 
     rows = session.exec(select(Waiver).order_by(col(Waiver.number))).all()
-    return [_view(session, w, now) for w in rows if w.suite_id in suites]
+    return [waiver_view(session, w, now) for w in rows if w.suite_id in suites]
 
 
 def _calibration_views(session: Session) -> list[dict[str, Any]]:
-    from evalops.services.evidence.calibration import _validity_of, _view
+    from evalops.services.evidence.calibration import calibration_view, validity_of
     from evalops.store.tables import CalibrationInvalidation
 
     out = []
     for row in session.exec(select(Calibration).order_by(col(Calibration.id))).all():
-        view = _view(row, _validity_of(session, row))
+        view = calibration_view(row, validity_of(session, row))
         view["metrics"] = flatten_metrics(json.loads(row.record))
         view["signers"] = signers_of(session, "calibration.record", row.audit_seq)
         view["invalidations"] = [
@@ -650,7 +655,10 @@ def index_page(
             {k: i[k] for k in ("incident_id", "title", "severity", "state", "tasks")}
             for i in incidents
         ],
-        "open_incidents": [i["incident_id"] for i in incidents if i["state"] != "closed"],
+        # Open: no regression task guards it yet. A promoted incident has one (it stays
+        # listed until closed, but is no longer open).
+        "open_incidents": [i["incident_id"] for i in incidents if i["state"] in OPEN_INCIDENT],
+        "promoted_incidents": [i["incident_id"] for i in incidents if i["state"] == "promoted"],
         "waivers": [
             {k: w[k] for k in ("waiver_id", "task_id", "suite_id", "build", "status", "expires_at")}
             for w in waivers
@@ -797,8 +805,9 @@ def _render_others(
     ctx: _Context, suite_ids: Sequence[str], write: Callable[[str, str], None]
 ) -> None:
     from evalops.report import site as render
-    from evalops.services.evidence.calibration import status as calibration_status
+    from evalops.services.reads.calibration import calibration_status
     from evalops.services.registry.suites import list_suites
+    from evalops.store.reader import engine_reader
 
     session, now = ctx.session, ctx.now
     facts = [suite_facts(session, s) for s in suite_ids]
@@ -837,9 +846,11 @@ def _render_others(
             render.page_path("calibration", calibration["calibration_id"]),
             render.render_page(doc),
         )
+    with engine_reader(ctx.engine) as reader:
+        status = calibration_status(reader)
     lookups.status = [
         s
-        for s in calibration_status(ctx.engine)
+        for s in status
         if s["grader_id"] in graders and (set(s["pinned_by"]) & set(suite_ids) or s["in_force"])
     ]
     chosen = [s for s in list_suites(ctx.engine) if s["suite"] in suite_ids]

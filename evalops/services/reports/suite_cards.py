@@ -102,7 +102,8 @@ def suite_card_document(
         ).all()
         latest_by_build: dict[str, GateDecision] = {}
         for row in rows:
-            latest_by_build.pop(row.build, None)  # re-insert: order by latest decision
+            # Builds in the order of their first decision (a later decision of a build
+            # keeps its place), each shown by its latest decision.
             latest_by_build[row.build] = row
         shown = list(latest_by_build.values())[-builds:] if builds > 0 else []
         head = anchor(chain_head(session))

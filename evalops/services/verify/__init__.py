@@ -5,7 +5,8 @@
 decision and rebuilds its inputs with `gate_inputs`, the second loader, written apart from
 `evalops.services.gate.inputs` on purpose; `anchors` keeps chain anchors outside the
 database; `attest` certifies a decision that verifies; `upgrade_checks` is what `db upgrade`
-checks first; `edited_in_place` is what `validate` says of a definition edited without a new
+checks first; `storage_checks` checks the storage itself (SQLite's integrity, the unique keys);
+`edited_in_place` is what `validate` says of a definition edited without a new
 revision.
 
 The modules listed in `__all__` are this package's face: other packages import only those
@@ -20,7 +21,9 @@ __all__ = [
     "edited_in_place",
     "gate_inputs",
     "reads",
+    "rule_history",
     "run",
     "separation_checks",
+    "storage_checks",
     "upgrade_checks",
 ]

@@ -38,6 +38,7 @@ from evalops.domain.authority import (
 from evalops.domain.registry_identity import registry_id
 from evalops.domain.stored_authority import NotAView, StoredAuthority
 from evalops.errors import EvalopsError, VerificationError
+from evalops.store.in_force_sql import IN_FORCE_RUN_UPTO_SQL
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -92,7 +93,10 @@ def _authorities(reader: Reader) -> list[_Governing]:
     """The authority in force after each sync, in seq order (a handful of rows)."""
     out: list[_Governing] = []
     registry = registry_id_of(reader)
-    runs = reader.rows('SELECT audit_seq FROM "sync_run" ORDER BY audit_seq')
+    runs = reader.rows(
+        'SELECT r.audit_seq FROM "sync_run" AS r WHERE EXISTS (SELECT 1 FROM sync_in_force '
+        "AS x WHERE x.sync_run_id = r.id) ORDER BY r.audit_seq"
+    )
     for seq in (run["audit_seq"] for run in runs):
         found = authority_at(reader, seq)
         if found is None:
@@ -119,10 +123,8 @@ def authority_at(reader: Reader, cutoff: int) -> tuple[AuthorityFacts, str, Sign
     """The authority in force as of audit seq `cutoff`, its policy digest and its judge
     (`authority_in_force` of evalops/services/authority/acts.py: the latest sync up to `cutoff`,
     the first row registered with each digest it holds, the last such row)."""
-    run = reader.scalar(
-        'SELECT id FROM "sync_run" WHERE audit_seq <= :cutoff ORDER BY id DESC LIMIT 1',
-        {"cutoff": cutoff},
-    )
+    found = reader.first(IN_FORCE_RUN_UPTO_SQL, {"cutoff": cutoff})
+    run = None if found is None else found["id"]
     if run is None:
         return None
     first: dict[str, dict[str, Any]] = {}

@@ -54,6 +54,7 @@ from evalops.services.gate.input_parts import (
 from evalops.services.gate.policy_choice import PolicyKind, choose_policy
 from evalops.services.reads.definitions import StoredDefinitions, rederive
 from evalops.services.verify.act_checks import authority_at
+from evalops.store.in_force_sql import IN_FORCE_RUN_UPTO_SQL
 from evalops.store.reader import Reader, timestamp
 
 # kind -> (table, its id column), as `queries.DEFINITION_TABLES`
@@ -109,10 +110,7 @@ class GateReads:
     def sync_run(self) -> dict[str, Any] | None:
         """The sync whose commit's definitions are in force (`queries.latest_sync_run`)."""
         if not self._run_read:
-            self._run = self.first(
-                "SELECT id, git_commit FROM sync_run WHERE audit_seq <= :cutoff "
-                "ORDER BY id DESC LIMIT 1"
-            )
+            self._run = self.first(IN_FORCE_RUN_UPTO_SQL)
             self._run_read = True
         return self._run
 

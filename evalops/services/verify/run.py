@@ -1,6 +1,8 @@
 """`evalops verify`: what the database holds is exactly what its audit chain recorded.
 
 Checks, streaming (memory does not grow with the number of trials):
+0. the storage itself: SQLite's integrity check, and the unique keys the rules rely on
+   present and valid (storage_checks.py);
 1. the chain: contiguous seqs, every hash re-computed, every payload re-hashed;
 2. every row of lifecycle state, both directions: each event's rows exist and re-hash to the
    count and digest its payload recorded, and every row belongs to an event that recorded
@@ -27,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from evalops.errors import VerificationError
+from evalops.errors import DamagedDatabase, VerificationError
 from evalops.services.verify.act_checks import ActPool, registry_id_of, signed_acts_check
 from evalops.services.verify.anchors import Anchor
 from evalops.services.verify.decision_checks import verify_decisions
@@ -41,6 +43,8 @@ from evalops.services.verify.reads import (
     rows_fully_covered_from,
 )
 from evalops.services.verify.separation_checks import separation_problem
+from evalops.services.verify.storage_checks import storage_problem
+from evalops.store.faults import RECOVERY
 from evalops.store.reader import Reader
 
 if TYPE_CHECKING:
@@ -167,6 +171,15 @@ def _verify(
         if on_stage is not None:
             on_stage(name)
 
+    # The storage first: every later check reads tables by full scan, which a damaged
+    # index page or a unique index gone would pass.
+    stage("storage")
+    problem = storage_problem(reader)
+    if problem is not None:
+        raise DamagedDatabase(
+            f"the database is damaged: {problem}; restore it from a backup, then re-run the "
+            f"ingests and syncs made since ({RECOVERY})"
+        )
     # The signed acts are read first, so that worker processes check their signatures while
     # this one goes through the other stages; their verdict is taken where the stage always
     # stood.

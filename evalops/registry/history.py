@@ -1,0 +1,114 @@
+"""A tracked registry's git history: ancestry, and the commits between two syncs.
+
+History is never simplified: `git rev-list` without a pathspec lists every commit
+reachable from the synced one and from none of the commits already vetted, merges and
+both sides of them; what each commit changed is asked of git against every parent in turn
+(a merge whose tree differs from one parent changed something, whatever the other holds).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalops.errors import InputError
+
+
+@dataclass(frozen=True)
+class HistoryCommit:
+    sha: str
+    parents: tuple[str, ...]
+
+
+def _run(top: Path, *args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(
+            ["git", "-C", str(top), *args], input=stdin, capture_output=True, check=False
+        )
+    except OSError as exc:
+        raise InputError(f"cannot run git: {exc.strerror}", str(top)) from None
+
+
+def _out(top: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    done = _run(top, *args, stdin=stdin)
+    if done.returncode != 0:
+        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise InputError(f"git {args[0]} failed: {detail[-1] if detail else 'no output'}", str(top))
+    return done.stdout
+
+
+def known_commits(top: Path, shas: list[str]) -> list[str]:
+    """The commits of `shas` this repository holds (a shallow clone or another repository
+    may hold none of them)."""
+    unique = list(dict.fromkeys(s for s in shas if s))
+    if not unique:
+        return []
+    out = _out(top, "cat-file", "--batch-check", stdin="".join(f"{s}\n" for s in unique).encode())
+    held = []
+    for sha, line in zip(unique, out.decode("utf-8", "replace").splitlines(), strict=False):
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == "commit":
+            held.append(sha)
+    return held
+
+
+def is_ancestor(top: Path, older: str, newer: str) -> bool:
+    """Whether `older` is `newer` or one of its ancestors (False when it is not held)."""
+    if not known_commits(top, [older]):
+        return False
+    return _run(top, "merge-base", "--is-ancestor", older, newer).returncode == 0
+
+
+def commits_since(top: Path, vetted: list[str], head: str) -> list[HistoryCommit]:
+    """Every commit reachable from `head` and from none of `vetted` (those this repository
+    holds), newest first, each with all its parents."""
+    held = known_commits(top, vetted)
+    spec = "".join(f"^{s}\n" for s in held) + f"{head}\n"
+    out = _out(top, "rev-list", "--parents", "--stdin", stdin=spec.encode())
+    commits = []
+    for line in out.decode("ascii").splitlines():
+        sha, *parents = line.split()
+        commits.append(HistoryCommit(sha, tuple(parents)))
+    return commits
+
+
+def changed_paths(top: Path, commit: str, parent: str | None) -> set[str]:
+    """Repository paths whose blob differs between `parent` (None: the empty tree) and
+    `commit`, renames split into a deletion and an addition."""
+    args = ["diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-commit-id"]
+    args += ["--root", commit] if parent is None else [parent, commit]
+    raw = _out(top, *args)
+    return {p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p}
+
+
+def raw_commit(top: Path, sha: str) -> bytes:
+    """The commit object as git stores it (what its signature covers, plus the signature)."""
+    return _out(top, "cat-file", "commit", sha)
+
+
+def repository_top(path: Path) -> Path | None:
+    """The work tree of the git repository holding `path`, or None outside git."""
+    done = _run(path if path.is_dir() else path.parent, "rev-parse", "--show-toplevel")
+    if done.returncode != 0:
+        return None
+    return Path(done.stdout.decode("utf-8", "surrogateescape").strip()).resolve()
+
+
+def resolve_revision(top: Path, revision: str) -> str | None:
+    """The commit `revision` names (a sha, a branch, a tag, `HEAD~2`...), or None."""
+    if revision.startswith("-"):
+        return None
+    done = _run(
+        top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{revision}^{{commit}}"
+    )
+    if done.returncode != 0:
+        return None
+    return done.stdout.decode("ascii").strip() or None
+
+
+def normal_path(path: str) -> str:
+    """A registry path as the tracked line records it: posix, normalized, "." for the top."""
+    text = posixpath.normpath(path.replace("\\", "/")) if path else "."
+    return text.rstrip("/") or "/"

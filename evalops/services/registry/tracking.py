@@ -1,0 +1,246 @@
+"""The tracked branch and path: which syncs change what is in force (docs/authority.md,
+"The tracked branch").
+
+A registry follows one registry path (relative to its git repository's top) on one branch.
+The first sync records them (`sync.in_force` payload `tracked`); `evalops registry track`
+changes them (a `registry.track` event, a signed act under an authority). A registry synced
+before the tracked line existed adopts its last sync's path and branch. Nothing is stored
+apart: the line is read back from the audit events, so `verify` can re-derive it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from evalops.domain import audit_kinds
+from evalops.domain.authority import Scope
+from evalops.errors import InputError, RefusedError
+from evalops.registry.history import is_ancestor, normal_path, repository_top
+from evalops.registry.provenance import GitProvenance
+from evalops.registry.spec_sources import display_path
+from evalops.services.authority.acts import Signing, authorize, record_refusal
+from evalops.store import queries
+from evalops.store.audit import append_event, next_seq
+from evalops.store.engine import write_session
+from evalops.store.tables import AuditEvent, SyncRun
+
+
+@dataclass(frozen=True)
+class Line:
+    """A registry path and a branch (None: outside git, or a detached HEAD)."""
+
+    path: str
+    branch: str | None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"path": self.path, "branch": self.branch}
+
+    def describe(self) -> str:
+        return f"{self.branch or '(no branch)'} tracks {self.path.rstrip('/')}/"
+
+
+def line_of(root: Path, provenance: GitProvenance, track: str | None) -> Line:
+    """Where this sync reads from: the registry path relative to its repository's top (as
+    given, outside git) and the branch checked out (`--track BRANCH` on a detached HEAD)."""
+    branch = provenance.branch
+    if track is not None:
+        if branch is not None and branch != track:
+            raise InputError(
+                f"--track {track}, but branch {branch} is checked out: check out {track}, "
+                "or sync without --track",
+                field="--track",
+            )
+        branch = track
+    top = provenance.top if provenance.is_git else None
+    if top is None and provenance.is_git:
+        top = repository_top(root)
+    if top is None:
+        return Line(normal_path(display_path(root)), branch)
+    try:
+        rel = root.resolve().relative_to(top).as_posix()
+    except ValueError:
+        rel = display_path(root)
+    return Line(normal_path(rel), branch)
+
+
+@dataclass
+class Tracked:
+    """The line in force and what was synced on it."""
+
+    line: Line
+    last_commit: str | None
+    """The commit of the last sync on this line (None: none yet, or outside git)."""
+    vetted: list[str] = field(default_factory=list)
+    """Every clean synced commit: the rule-change history check starts after them."""
+    set_by_track: bool = False
+
+
+def run_line(session: Session, run: SyncRun) -> Line:
+    """The line a sync that changed what is in force was made on (adopted from its
+    path and branch when it predates the tracked line)."""
+    event = session.get(AuditEvent, run.audit_seq)
+    recorded = json.loads(event.payload).get("tracked") if event is not None else None
+    if isinstance(recorded, dict) and isinstance(recorded.get("path"), str):
+        branch = recorded.get("branch")
+        return Line(recorded["path"], branch if isinstance(branch, str) else None)
+    return Line(normal_path(run.registry_path), run.git_branch)
+
+
+def tracked(session: Session) -> Tracked | None:
+    """The tracked line (None: nothing was ever synced)."""
+    run = queries.latest_sync_run(session)
+    track_event = session.exec(
+        select(AuditEvent)
+        .where(AuditEvent.kind == audit_kinds.REGISTRY_TRACK)
+        .order_by(col(AuditEvent.seq).desc())
+        .limit(1)
+    ).first()
+    vetted = queries.clean_synced_commits(session)
+    if track_event is not None and (run is None or track_event.seq > run.audit_seq):
+        payload = json.loads(track_event.payload)
+        return Tracked(Line(payload["path"], payload.get("branch")), None, vetted, True)
+    if run is None:
+        return None
+    return Tracked(run_line(session, run), run.git_commit, vetted)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """How a sync relates to the tracked line."""
+
+    on_line: bool
+    rewritten: str | None = None
+    """Why the sync is refused: the tracked branch's history was rewritten."""
+
+
+def same_path(here: Line, there: Line, root: Path) -> bool:
+    if here.path == there.path:
+        return True
+    # A path recorded before the line existed may be absolute, or relative to where
+    # sync ran: the same directory is the same path.
+    recorded = Path(there.path)
+    return recorded.is_absolute() and recorded.resolve() == root.resolve()
+
+
+def place(state: Tracked | None, here: Line, root: Path, provenance: GitProvenance) -> Placement:
+    """Whether a sync of `here` changes what is in force, or is refused."""
+    if state is None:
+        return Placement(True)
+    line = state.line
+    if not same_path(here, line, root):
+        return Placement(False)
+    # A registry first synced outside git takes its branch from its first commit.
+    adopts = line.branch is None and state.last_commit is None and not state.set_by_track
+    if here.branch != line.branch and not adopts:
+        return Placement(False)
+    last, head = state.last_commit, provenance.commit
+    if last is None or head is None or provenance.top is None:
+        return Placement(True)
+    if is_ancestor(provenance.top, last, head):
+        return Placement(True)
+    return Placement(
+        True,
+        rewritten=f"history of {line.branch or 'the tracked line'} was rewritten: the last "
+        f"synced commit {last[:12]} is not an ancestor of {head[:12]} (a force-push, a "
+        "shallow clone or another repository); sync a commit that descends from "
+        f"{last[:12]} (fetch the full history), or, if the rewrite is intended, re-base the "
+        f"tracked line with `evalops registry track --path {line.path} --branch "
+        f"{line.branch or 'BRANCH'}` (a rule change)",
+    )
+
+
+def off_line_summary(
+    count: int, here: Line, line: Line, provenance: GitProvenance, root: Path
+) -> str:
+    """The first line of a sync off the tracked line: nothing in force changed."""
+    where = f"from {here.branch}" if here.branch else "from a detached HEAD"
+    if here.path != line.path:
+        where += f" at {here.path.rstrip('/')}/"
+    commit = provenance.commit
+    rev = commit[:12] if commit else "REV"
+    noun = "definition" if count == 1 else "definitions"
+    hint = f"; to see how it decides: evalops gate check --dry-run --definitions {rev} ..."
+    if here.branch is None and provenance.commit is not None:
+        hint += f" (if this detached HEAD is {line.branch}, sync with --track {line.branch})"
+    return f"registered {count} {noun} {where}; in force unchanged: {line.describe()}{hint}"
+
+
+@dataclass(frozen=True)
+class TrackResult:
+    line: Line
+    previous: Line | None
+    changed: bool
+    signers: list[dict[str, str]]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "tracked": self.line.as_dict(),
+            "previous": self.previous.as_dict() if self.previous else None,
+            "changed": self.changed,
+            "signers": self.signers,
+        }
+
+
+def track_registry(
+    engine: Engine,
+    *,
+    path: str | None,
+    branch: str | None,
+    signing: Signing,
+    actor: str,
+    now: datetime,
+) -> TrackResult:
+    """Change the tracked path and branch (`evalops registry track`): with an authority in
+    force, a policy owner's signed act `registry.track` (a rule change); the next sync on
+    the new line needs no ancestry with the old one, and its rule-change check starts from
+    every commit synced clean before."""
+    if path is None and branch is None:
+        raise InputError("name the new line: --path P, --branch B, or both", field="--branch")
+    with write_session(engine) as session:
+        state = tracked(session)
+        previous = state.line if state is not None else None
+        line = Line(
+            normal_path(path) if path is not None else (previous.path if previous else "registry"),
+            branch if branch is not None else (previous.branch if previous else None),
+        )
+        authorized = authorize(
+            session,
+            kind="registry.track",
+            body=line.as_dict(),
+            scope=Scope(),
+            signing=signing,
+            now=now,
+        )
+        if authorized.refused:
+            refusal = record_refusal(session, authorized, subject="registry", actor=actor, now=now)
+            refused = RefusedError(
+                f"registry.track refused: [{refusal['rule']}] {refusal['message']}"
+            )
+        else:
+            refused = None
+            seq = next_seq(session)
+            act_row = authorized.add_row(session, "registry", seq)
+            append_event(
+                session,
+                at=now,
+                actor=actor,
+                kind=audit_kinds.REGISTRY_TRACK,
+                subject="registry",
+                payload={
+                    **line.as_dict(),
+                    "previous": previous.as_dict() if previous else None,
+                    **authorized.payload(),
+                },
+                rows=[] if act_row is None else [act_row],
+            )
+    if refused is not None:
+        raise refused
+    signers = [s.as_dict() for s in authorized.judgement.signers] if authorized.signed else []
+    return TrackResult(line, previous, previous != line, signers)

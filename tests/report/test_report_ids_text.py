@@ -1,0 +1,45 @@
+"""Ids wrap only at their separators; Markdown escapes only what is markup."""
+
+from __future__ import annotations
+
+import re
+
+from markdown_it import MarkdownIt
+
+from evalops.report.ids import ident, prose
+from evalops.report.text import md
+
+
+def test_an_id_may_wrap_after_each_separator_and_nowhere_else() -> None:
+    shown = str(ident("support-refund_in.order/a:b"))
+    assert shown == ('<span class="id">support-<wbr>refund_<wbr>in.<wbr>order/<wbr>a:<wbr>b</span>')
+    # A run of separators is one place to wrap; a trailing one adds nothing.
+    assert str(ident("a--b-")) == '<span class="id">a--<wbr>b-</span>'
+
+
+def test_a_digest_may_wrap_every_16_hex_digits() -> None:
+    digest = "sha256:" + "0123456789abcdef" * 4
+    pieces = re.sub(r"</?span[^>]*>", "", str(ident(digest))).split("<wbr>")
+    assert pieces == ["sha256:", *["0123456789abcdef"] * 4]
+
+
+def test_a_short_value_never_wraps_and_everything_is_escaped() -> None:
+    assert str(ident("sha256:abc-def", "id nowrap")) == (
+        '<span class="id nowrap">sha256:abc-def</span>'
+    )
+    assert "<script>" not in str(ident("<script>-x"))
+    assert str(prose("config sha256:" + "a" * 64 + " <b>")).count("<wbr>") == 4
+    assert "&lt;b&gt;" in str(prose("config sha256:" + "a" * 64 + " <b>"))
+
+
+def test_markdown_leaves_plain_punctuation_as_written() -> None:
+    text = "with 4 paired tasks McNemar's smallest p-value is 0.125 > alpha 0.05 (a+b=c)."
+    assert md(text) == text
+
+
+def test_markdown_still_escapes_what_would_be_markup() -> None:
+    render = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render
+    for hostile in ("# h", "- item", "1. one", "> quote", "+ x", "=== ", "*em* _em_",
+                    "[a](b)", "<b>x</b>", "a | b", "~~s~~", "`c`", "&amp;"):  # fmt: skip
+        html = render(md(hostile))
+        assert html.startswith("<p>") and html.count("<") == 2, (hostile, html)

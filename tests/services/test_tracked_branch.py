@@ -1,0 +1,833 @@
+"""The rules in force follow the reviewed history of one branch (docs/authority.md, "The
+tracked branch"), attacked with real git repositories and real SSH-signed commits.
+
+Each attack is refused (or, off the tracked line, changes nothing in force) with its reason;
+`verify` finds the same attacks when the rows are written without the check
+(tests/services/test_tracked_verify.py).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Cli
+from tests.helpers import copy_rows
+from tests.sshkeys import make_key, public_key
+
+DB = Path(".evalops/registry.db")
+GATE = Path("registry/policies/gate-policy.yaml")
+AUTHORITY = Path("registry/policies/authority.yaml")
+SUITE = "regression/core"
+TASK = "support-refund-policy-explanation"
+
+
+@dataclass
+class Repo:
+    root: Path
+    db: list[str]
+    keys: dict[str, Path]
+    cli: Cli
+
+    def run(self, *args: str) -> Any:
+        return self.cli(*self.db, *args, cwd=self.root)
+
+    def git(self, *args: str, check: bool = True) -> str:
+        done = subprocess.run(
+            ["git", "-c", "user.email=dev@example.com", "-c", "user.name=dev", *args],
+            cwd=self.root, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        if check and done.returncode != 0:
+            raise AssertionError(f"git {args}: {done.stderr}")
+        return done.stdout.strip()
+
+    def commit(self, key: str | None, message: str, *extra: str) -> str:
+        """`git add -A` and commit, SSH-signed by `key` (None: unsigned)."""
+        self.git("add", "-A")
+        sign = (
+            ["-c", "gpg.format=ssh", "-c", f"user.signingkey={self.keys[key]}.pub"] if key else []
+        )
+        self.git(*sign, "commit", "-q", *(["-S"] if key else []), "-m", message, *extra)
+        return self.git("rev-parse", "HEAD")
+
+    def merge(self, key: str | None, branch: str, *extra: str) -> str:
+        sign = (
+            ["-c", "gpg.format=ssh", "-c", f"user.signingkey={self.keys[key]}.pub"] if key else []
+        )
+        self.git(*sign, "merge", "-q", "--no-ff", *(["-S"] if key else []), *extra, branch)
+        return self.git("rev-parse", "HEAD")
+
+    @property
+    def branch(self) -> str:
+        return self.git("rev-parse", "--abbrev-ref", "HEAD")
+
+    def sql(self, query: str) -> list[Any]:
+        from sqlalchemy import create_engine, text
+
+        engine = create_engine(self.db[1] if self.db else f"sqlite:///{self.root / DB}")
+        try:
+            with engine.connect() as conn:
+                return list(conn.execute(text(query)).all())
+        finally:
+            engine.dispose()
+
+    def in_force(self, kind: str, ident: str) -> str:
+        rows = self.sql(
+            "SELECT document_digest FROM sync_in_force WHERE kind = '" + kind + "' AND "
+            "definition_id = '" + ident + "' AND sync_run_id = (SELECT max(r.id) FROM sync_run "
+            "r WHERE EXISTS (SELECT 1 FROM sync_in_force x WHERE x.sync_run_id = r.id))"
+        )
+        assert rows, f"{kind} {ident} is not in force"
+        return str(rows[0][0])
+
+    def digest_of(self, path: Path) -> str:
+        import hashlib
+
+        import rfc8785
+        import yaml
+
+        value = yaml.safe_load((self.root / path).read_text())
+        return "sha256:" + hashlib.sha256(rfc8785.dumps(value)).hexdigest()
+
+    def edit(self, path: Path, old: str, new: str) -> None:
+        target = self.root / path
+        text = target.read_text()
+        assert old in text, (path, old)
+        target.write_text(text.replace(old, new), "utf-8")
+
+    def authority(self) -> None:
+        """Declare the authority (alice: policy owner and risk owner of regression/*)."""
+        doc = {
+            "spec_schema_version": "authority/v1",
+            "id": "authority",
+            "principals": [
+                {"id": name, "keys": [public_key(self.keys[name])]} for name in ("alice", "bob")
+            ],
+            "roles": {
+                "risk_owner": [{"principal": "alice", "suites": ["regression/*"]}],
+                "reviewer": [{"principal": "bob"}],
+                "ingester": [{"principal": "bob"}],
+                "policy_owner": [{"principal": "alice"}],
+            },
+            "max_act_age_days": 7,
+        }
+        (self.root / AUTHORITY).write_text(json.dumps(doc, indent=2), "utf-8")
+        self.commit(None, "the authority (bootstrap)")
+        done = self.run("sync", "registry")
+        assert done.code == 0, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("keys")
+    return {name: make_key(root, name) for name in ("alice", "bob", "mallory")}
+
+
+def _repo(demo: Path, keys: dict[str, Path], cli: Cli, db: list[str], authority: bool) -> Repo:
+    repo = Repo(demo, db, keys, cli)
+    if authority:
+        repo.authority()
+    return repo
+
+
+@pytest.fixture
+def repo(demo: Path, keys: dict[str, Path], cli: Cli) -> Repo:
+    return _repo(demo, keys, cli, [], True)
+
+
+@pytest.fixture
+def plain(demo: Path, keys: dict[str, Path], cli: Cli) -> Repo:
+    """The demo registry without an authority."""
+    return _repo(demo, keys, cli, [], False)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def any_repo(request: pytest.FixtureRequest, demo: Path, keys: dict[str, Path], cli: Cli) -> Repo:
+    if request.param == "sqlite":
+        return _repo(demo, keys, cli, [], True)
+    url: str = request.getfixturevalue("pg_url")
+    assert cli("--db", url, "init", cwd=demo).code == 0
+    copy_rows(f"sqlite:///{demo / DB}", url)
+    return _repo(demo, keys, cli, ["--db", url], True)
+
+
+def loosen(repo: Repo, days: str = "3650") -> None:
+    repo.edit(GATE, "max_duration_days: 30", f"max_duration_days: {days}")
+
+
+def unsigned_waiver_refused(repo: Repo) -> None:
+    """The authority still governs: an unsigned waiver is refused."""
+    done = repo.run(
+        "waiver", "grant", "--task", TASK, "--suite", SUITE, "--states", "task_fail",
+        "--build", "build-125", "--owner", "lead@example.com", "--reason", "r",
+        "--expires", "20d",
+    )  # fmt: skip
+    assert done.code == 5 and "unsigned" in done.stdout, done.stdout + done.stderr
+
+
+def refused(done: Any, *words: str) -> None:
+    assert done.code == 5, done.stdout + done.stderr
+    for word in words:
+        assert word in done.stdout + done.stderr, (word, done.stdout, done.stderr)
+
+
+# ------------------------------------------------------------------ another path, another branch
+
+
+def test_another_directory_does_not_replace_the_rules(any_repo: Repo) -> None:
+    """`sync old/`: a copy of the registry from before the authority, committed unsigned."""
+    repo = any_repo
+    authority = repo.in_force("authority", "authority")
+    gate = repo.in_force("gate_policy", "release-gate")
+    shutil.copytree(repo.root / "registry", repo.root / "old")
+    (repo.root / "old" / "policies" / "authority.yaml").unlink()
+    repo.edit(
+        Path("old/policies/gate-policy.yaml"), "max_duration_days: 30", "max_duration_days: 3650"
+    )
+    repo.commit(None, "an old copy")
+    done = repo.run("sync", "old")
+    assert done.code == 0, done.stdout + done.stderr
+    first = done.stdout.splitlines()[0]
+    assert first.startswith("registered 1 definition from ") and " at old/" in first, first
+    assert f"in force unchanged: {repo.branch} tracks registry/" in first
+    assert "--definitions" in first
+    assert repo.in_force("authority", "authority") == authority
+    assert repo.in_force("gate_policy", "release-gate") == gate
+    unsigned_waiver_refused(repo)
+    # What it registered is there by digest, and the tracked line still moves.
+    assert repo.sql(
+        "SELECT count(*) FROM policy WHERE policy_digest = '"
+        + repo.digest_of(Path("old/policies/gate-policy.yaml"))
+        + "'"
+    ) == [(1,)]
+
+
+def test_another_branch_registers_and_changes_nothing_in_force(any_repo: Repo) -> None:
+    repo = any_repo
+    main = repo.branch
+    gate = repo.in_force("gate_policy", "release-gate")
+    repo.git("checkout", "-q", "-b", "feature-x")
+    loosen(repo)
+    repo.commit(None, "loosen, unsigned, on a branch")
+    done = repo.run("sync", "registry")
+    assert done.code == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0].startswith(
+        f"registered 1 definition from feature-x; in force unchanged: {main} tracks registry/"
+    ), done.stdout
+    assert repo.in_force("gate_policy", "release-gate") == gate
+    as_json = repo.run("--json", "sync", "registry").json()
+    assert as_json["in_force_changed"] is False
+    assert as_json["tracked"] == {"path": "registry", "branch": main}
+    assert "--definitions" in as_json["summary"]
+    events = repo.sql("SELECT kind FROM audit_event WHERE kind = 'sync.registered'")
+    assert len(events) == 1
+    assert repo.run("verify").code == 0
+
+
+def test_without_an_authority_only_the_tracked_branch_changes_what_is_in_force(
+    plain: Repo,
+) -> None:
+    repo = plain
+    main = repo.branch
+    gate = repo.in_force("gate_policy", "release-gate")
+    repo.git("checkout", "-q", "-b", "feature-x")
+    loosen(repo)
+    feature = repo.commit(None, "loosen on a branch")
+    done = repo.run("sync", "registry")
+    assert done.code == 0
+    assert done.stdout.splitlines()[0].startswith("registered 1 definition from feature-x")
+    assert "--definitions" in done.stdout.splitlines()[0]
+    assert repo.in_force("gate_policy", "release-gate") == gate
+    # Merged into the tracked branch (no authority, nothing signed): now in force.
+    repo.git("checkout", "-q", main)
+    repo.git("merge", "-q", "--ff-only", feature)
+    done = repo.run("sync", "registry")
+    assert done.code == 0, done.stdout + done.stderr
+    assert "in force unchanged" not in done.stdout
+    assert "now in force: gate_policy release-gate" in done.stdout
+    assert repo.in_force("gate_policy", "release-gate") == repo.digest_of(GATE)
+    assert repo.run("verify").code == 0
+
+
+def test_a_detached_head_names_the_tracked_branch_with_track(repo: Repo) -> None:
+    main = repo.branch
+    loosen(repo, "31")
+    head = repo.commit("alice", "signed change")
+    repo.git("checkout", "-q", "--detach", head)
+    done = repo.run("sync", "registry")
+    assert done.code == 0 and "in force unchanged" in done.stdout
+    assert f"sync with --track {main}" in done.stdout
+    assert repo.in_force("gate_policy", "release-gate") != repo.digest_of(GATE)
+    done = repo.run("sync", "registry", "--track", main)
+    assert done.code == 0, done.stdout + done.stderr
+    assert repo.in_force("gate_policy", "release-gate") == repo.digest_of(GATE)
+    wrong = repo.run("sync", "registry", "--track", "feature-x")
+    assert wrong.code == 2 and "registry track" in wrong.stderr
+
+
+def test_track_naming_another_branch_than_the_checked_out_one_is_exit_2(repo: Repo) -> None:
+    done = repo.run("sync", "registry", "--track", "elsewhere")
+    assert done.code == 2 and "--track" in done.stderr
+
+
+# ------------------------------------------------------------------ rewritten history
+
+
+def test_a_force_push_is_exit_5_naming_both_commits(any_repo: Repo) -> None:
+    repo = any_repo
+    loosen(repo, "31")
+    synced = repo.commit("alice", "a signed change")
+    assert repo.run("sync", "registry").code == 0
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    loosen(repo, "3650")
+    rewritten = repo.commit("alice", "history rewritten")
+    before = repo.in_force("gate_policy", "release-gate")
+    done = repo.run("sync", "registry")
+    refused(done, "rewritten", synced[:12], rewritten[:12], "registry track")
+    assert repo.in_force("gate_policy", "release-gate") == before
+    kinds = repo.sql("SELECT kind FROM audit_event ORDER BY seq DESC LIMIT 1")
+    assert kinds == [("sync.refused",)]
+
+
+def test_without_an_authority_rewritten_history_is_refused_too(plain: Repo) -> None:
+    repo = plain
+    repo.git("commit", "-q", "--amend", "-m", "rewritten root")
+    done = repo.run("sync", "registry")
+    assert done.code == 5 and "rewritten" in done.stdout
+
+
+# ------------------------------------------------------------------ rule changes over full history
+
+
+def test_an_evil_merge_hides_no_unsigned_commit(any_repo: Repo) -> None:
+    """The unsigned side of a merge is checked even when the merge equals its signed side
+    (history simplification would follow the first parent only and never list it)."""
+    repo = any_repo
+    main = repo.branch
+    repo.git("checkout", "-q", "-b", "side")
+    loosen(repo, "60")
+    unsigned = repo.commit(None, "unsigned loosening")
+    repo.git("checkout", "-q", main)
+    loosen(repo, "60")
+    repo.commit("alice", "the same loosening, signed")
+    repo.merge("alice", "side", "-s", "ours")
+    done = repo.run("sync", "registry")
+    refused(done, unsigned[:12], "(unsigned)", str(GATE), "policy_owner (alice)", "fix:")
+
+
+def test_a_merge_bringing_a_rule_change_must_be_signed(repo: Repo) -> None:
+    main = repo.branch
+    repo.git("checkout", "-q", "-b", "side")
+    loosen(repo, "45")
+    repo.commit("alice", "signed loosening")
+    repo.git("checkout", "-q", main)
+    (repo.root / "NOTES.md").write_text("unrelated\n")
+    repo.commit("alice", "unrelated")
+    merge = repo.merge(None, "side")
+    refused(repo.run("sync", "registry"), merge[:12], "(unsigned)", str(GATE))
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    repo.merge("alice", "side")
+    done = repo.run("sync", "registry")
+    assert done.code == 0, done.stdout + done.stderr
+    assert repo.in_force("gate_policy", "release-gate") == repo.digest_of(GATE)
+
+
+def test_an_evil_merge_introducing_its_own_change_unsigned(repo: Repo) -> None:
+    main = repo.branch
+    repo.git("checkout", "-q", "-b", "side")
+    (repo.root / "NOTES.md").write_text("side\n")
+    repo.commit("alice", "side work")
+    repo.git("checkout", "-q", main)
+    repo.git("merge", "-q", "--no-ff", "--no-commit", "side")
+    loosen(repo, "3650")
+    merge = repo.commit(None, "merge side (and, quietly, the waiver rule)")
+    refused(repo.run("sync", "registry"), merge[:12], "(unsigned)", str(GATE))
+
+
+def test_a_dirty_sync_then_a_clean_one_hides_nothing(any_repo: Repo) -> None:
+    repo = any_repo
+    original = (repo.root / GATE).read_text()
+    loosen(repo)
+    unsigned = repo.commit(None, "unsigned loosening")
+    # The work tree shows the old file: the dirty sync changes no rule and is accepted...
+    (repo.root / GATE).write_text(original, "utf-8")
+    (repo.root / "registry" / "executions" / "extra.yaml").write_text(
+        (repo.root / "registry" / "executions").glob("*.yaml").__next__().read_text()
+        .replace("id: ", "id: extra-", 1), "utf-8",
+    )  # fmt: skip
+    done = repo.run("sync", "registry", "--allow-dirty")
+    assert done.code == 0, done.stdout + done.stderr
+    # ...and the next clean sync still checks the unsigned commit.
+    (repo.root / "registry" / "executions" / "extra.yaml").unlink()
+    repo.git("checkout", "--", str(GATE))
+    done = repo.run("sync", "registry")
+    refused(done, unsigned[:12], "(unsigned)", "last clean sync")
+    assert repo.in_force("gate_policy", "release-gate") != repo.digest_of(GATE)
+
+
+def test_allow_dirty_never_changes_a_rule(repo: Repo) -> None:
+    loosen(repo)
+    done = repo.run("sync", "registry", "--allow-dirty")
+    refused(done, "--allow-dirty never changes a rule-bearing definition", "fix:")
+    assert repo.in_force("gate_policy", "release-gate") != repo.digest_of(GATE)
+
+
+def _share_the_gate_policy(repo: Repo, chain: bool) -> None:
+    """The gate policy moved to shared/ and symlinked (a signed commit): no rule change."""
+    shared = repo.root / "shared"
+    shared.mkdir()
+    (repo.root / GATE).rename(shared / "gate-policy.yaml")
+    if chain:
+        (repo.root / "links").mkdir()
+        (repo.root / "links" / "gate.yaml").symlink_to("../shared/gate-policy.yaml")
+        (repo.root / GATE).symlink_to("../../links/gate.yaml")
+    else:
+        (repo.root / GATE).symlink_to("../../shared/gate-policy.yaml")
+    repo.commit("alice", "share the gate policy")
+    done = repo.run("sync", "registry")
+    assert done.code == 0, done.stdout + done.stderr
+
+
+def test_a_symlinked_rule_files_target_edited_unsigned(any_repo: Repo) -> None:
+    repo = any_repo
+    _share_the_gate_policy(repo, chain=False)
+    before = repo.in_force("gate_policy", "release-gate")
+    repo.edit(Path("shared/gate-policy.yaml"), "max_duration_days: 30", "max_duration_days: 3650")
+    unsigned = repo.commit(None, "edit the shared file")
+    refused(repo.run("sync", "registry"), unsigned[:12], "(unsigned)", "shared/gate-policy.yaml")
+    assert repo.in_force("gate_policy", "release-gate") == before
+
+
+def test_a_chain_of_symlinks_retargeted_in_the_middle(repo: Repo) -> None:
+    _share_the_gate_policy(repo, chain=True)
+    loose = (repo.root / "shared" / "gate-policy.yaml").read_text()
+    (repo.root / "shared" / "loose.yaml").write_text(
+        loose.replace("max_duration_days: 30", "max_duration_days: 3650"), "utf-8"
+    )
+    repo.commit("alice", "a file nothing reads")  # not rule-bearing yet: any signer would do
+    (repo.root / "links" / "gate.yaml").unlink()
+    (repo.root / "links" / "gate.yaml").symlink_to("../shared/loose.yaml")
+    unsigned = repo.commit(None, "retarget the middle link")
+    refused(repo.run("sync", "registry"), unsigned[:12], "(unsigned)", "links/gate.yaml")
+
+
+def test_a_signed_edit_of_a_symlink_target_is_accepted(repo: Repo) -> None:
+    _share_the_gate_policy(repo, chain=True)
+    repo.edit(Path("shared/gate-policy.yaml"), "max_duration_days: 30", "max_duration_days: 20")
+    repo.commit("alice", "signed")
+    done = repo.run("sync", "registry")
+    assert done.code == 0, done.stdout + done.stderr
+    assert repo.in_force("gate_policy", "release-gate") == repo.digest_of(
+        Path("shared/gate-policy.yaml")
+    )
+
+
+def _weaken_a_grader(repo: Repo) -> Path:
+    path = Path("registry/graders/support-graders.yaml")
+    text = (repo.root / path).read_text()
+    assert "blocking: true" in text
+    repo.edit(path, "blocking: true", "blocking: false")
+    version = next(line for line in text.splitlines() if line.startswith("version:"))
+    repo.edit(path, version, "version: 99")
+    return path
+
+
+def test_a_grader_set_change_needs_a_policy_owner(any_repo: Repo) -> None:
+    repo = any_repo
+    path = _weaken_a_grader(repo)
+    unsigned = repo.commit(None, "weaken a grader")
+    done = repo.run("sync", "registry")
+    refused(done, "grader_set", unsigned[:12], "(unsigned)", str(path))
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    _weaken_a_grader(repo)
+    bob = repo.commit("bob", "weaken a grader, signed by a reviewer")
+    refused(repo.run("sync", "registry"), bob[:12], "signed by bob", "not a policy_owner")
+
+
+def test_a_task_risk_label_lowered_on_a_renamed_file(repo: Repo) -> None:
+    """Risk labels are compared by task id: a rename does not hide a lowered label."""
+    old = Path(f"registry/tasks/{TASK}.yaml")
+    text = (repo.root / old).read_text()
+    assert "risk: noncritical_regression" in text
+    (repo.root / old).unlink()
+    (repo.root / "registry" / "tasks" / "renamed.yaml").write_text(
+        text.replace("risk: noncritical_regression", "risk: quality_signal").replace(
+            "revision: 1", "revision: 9", 1
+        ),
+        "utf-8",
+    )
+    unsigned = repo.commit(None, "rename and lower the risk")
+    refused(repo.run("sync", "registry"), unsigned[:12], "(unsigned)", "renamed.yaml")
+
+
+# ------------------------------------------------------------------ verify: rows written unchecked
+
+
+def _without_the_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A modified evalops (or rows written by SQL with a consistent chain): sync puts
+    anything in force, wherever it comes from."""
+    from evalops.services.registry import sync
+    from evalops.services.registry.tracking import Placement
+
+    monkeypatch.setattr(sync, "place", lambda *args: Placement(True))
+    monkeypatch.setattr(sync, "rule_change_refusal", lambda *args: (None, [], []))
+
+
+def _attack_another_path(repo: Repo) -> tuple[str, list[str]]:
+    shutil.copytree(repo.root / "registry", repo.root / "old")
+    repo.edit(
+        Path("old/policies/gate-policy.yaml"), "max_duration_days: 30", "max_duration_days: 99"
+    )
+    repo.commit(None, "old copy")
+    return "old", ["off the tracked line", "at old/"]
+
+
+def _attack_another_branch(repo: Repo) -> tuple[str, list[str]]:
+    repo.git("checkout", "-q", "-b", "feature-x")
+    loosen(repo)
+    repo.commit(None, "branch")
+    return "registry", ["off the tracked line", "feature-x"]
+
+
+def _attack_force_push(repo: Repo) -> tuple[str, list[str]]:
+    loosen(repo, "31")
+    synced = repo.commit("alice", "signed")
+    assert repo.run("sync", "registry").code == 0
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    loosen(repo, "32")
+    rewritten = repo.commit("alice", "rewritten")
+    return "registry", ["rewritten history", synced[:12], rewritten[:12]]
+
+
+def _attack_evil_merge(repo: Repo) -> tuple[str, list[str]]:
+    main = repo.branch
+    repo.git("checkout", "-q", "-b", "side")
+    loosen(repo, "60")
+    unsigned = repo.commit(None, "unsigned")
+    repo.git("checkout", "-q", main)
+    loosen(repo, "60")
+    repo.commit("alice", "signed")
+    repo.merge("alice", "side", "-s", "ours")
+    return "registry", ["would have been refused", unsigned[:12], "(unsigned)"]
+
+
+def _attack_dirty_then_clean(repo: Repo) -> tuple[str, list[str]]:
+    original = (repo.root / GATE).read_text()
+    loosen(repo)
+    unsigned = repo.commit(None, "unsigned")
+    (repo.root / GATE).write_text(original, "utf-8")
+    (repo.root / "registry" / "NOTES.yaml").write_text("x: 1\n")  # any dirt
+    done = repo.run("sync", "registry", "--allow-dirty")
+    assert done.code == 0, done.stdout + done.stderr
+    (repo.root / "registry" / "NOTES.yaml").unlink()
+    repo.git("checkout", "--", str(GATE))
+    return "registry", ["would have been refused", unsigned[:12]]
+
+
+def _attack_symlink_target(repo: Repo) -> tuple[str, list[str]]:
+    _share_the_gate_policy(repo, chain=False)
+    repo.edit(Path("shared/gate-policy.yaml"), "max_duration_days: 30", "max_duration_days: 3650")
+    unsigned = repo.commit(None, "edit the target")
+    return "registry", ["would have been refused", unsigned[:12], "shared/gate-policy.yaml"]
+
+
+def _attack_symlink_chain(repo: Repo) -> tuple[str, list[str]]:
+    _share_the_gate_policy(repo, chain=True)
+    (repo.root / "shared" / "loose.yaml").write_text(
+        (repo.root / "shared" / "gate-policy.yaml")
+        .read_text()
+        .replace("max_duration_days: 30", "max_duration_days: 3650"),
+        "utf-8",
+    )
+    repo.commit("alice", "an unread file")
+    (repo.root / "links" / "gate.yaml").unlink()
+    (repo.root / "links" / "gate.yaml").symlink_to("../shared/loose.yaml")
+    unsigned = repo.commit(None, "retarget")
+    return "registry", ["would have been refused", unsigned[:12], "links/gate.yaml"]
+
+
+def _attack_grader_set(repo: Repo) -> tuple[str, list[str]]:
+    path = _weaken_a_grader(repo)
+    unsigned = repo.commit(None, "weaken")
+    return "registry", ["would have been refused", "grader_set", unsigned[:12], str(path)]
+
+
+ATTACKS = {
+    "another_path": _attack_another_path,
+    "another_branch": _attack_another_branch,
+    "force_push": _attack_force_push,
+    "evil_merge": _attack_evil_merge,
+    "dirty_then_clean": _attack_dirty_then_clean,
+    "symlink_target": _attack_symlink_target,
+    "symlink_chain": _attack_symlink_chain,
+    "grader_set": _attack_grader_set,
+}
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_verify_finds_each_attack_written_without_the_check(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch, attack: str
+) -> None:
+    where, words = ATTACKS[attack](repo)
+    assert repo.run("verify").code == 0
+    with monkeypatch.context() as patched:
+        _without_the_check(patched)
+        done = repo.run("sync", where)
+        assert done.code == 0, done.stdout + done.stderr
+        assert "in force unchanged" not in done.stdout
+    done = repo.run("verify")
+    assert done.code == 6, done.stdout + done.stderr
+    for word in words:
+        assert word in done.stderr, (word, done.stderr)
+
+
+@pytest.mark.postgres
+def test_verify_finds_an_unchecked_rule_change_on_postgresql(
+    demo: Path, keys: dict[str, Path], cli: Cli, pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert cli("--db", pg_url, "init", cwd=demo).code == 0
+    copy_rows(f"sqlite:///{demo / DB}", pg_url)
+    repo = _repo(demo, keys, cli, ["--db", pg_url], True)
+    where, words = _attack_evil_merge(repo)
+    with monkeypatch.context() as patched:
+        _without_the_check(patched)
+        assert repo.run("sync", where).code == 0
+    done = repo.run("verify")
+    assert done.code == 6 and all(w in done.stderr for w in words), done.stderr
+
+
+def test_verify_passes_an_honest_history_and_says_what_it_checked(repo: Repo) -> None:
+    main = repo.branch
+    repo.git("checkout", "-q", "-b", "side")
+    loosen(repo, "45")
+    repo.commit("alice", "signed")
+    repo.git("checkout", "-q", main)
+    repo.merge("alice", "side")
+    assert repo.run("sync", "registry").code == 0
+    done = repo.run("--json", "verify")
+    assert done.code == 0, done.stdout + done.stderr
+    history = done.json()["rule_history"]
+    assert history["checked"] >= 3 and history["skipped"] is None
+
+
+def test_verify_finds_an_unsigned_promotion_written_without_the_check(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalops.services.authority.acts import Authorized
+    from evalops.services.registry import promotion
+
+    assert repo.run("verify").code == 0
+    with monkeypatch.context() as patched:
+        patched.setattr(promotion, "authorize", lambda *a, **k: Authorized("suite.promote"))
+        assert repo.run("promote", PROMOTABLE, "--to", SUITE).code == 0
+    done = repo.run("verify")
+    assert done.code == 6 and "accepted unsigned" in done.stderr, done.stdout + done.stderr
+
+
+# ------------------------------------------------------------------ promotion, registry track
+
+
+#: A task the demo's regression suite would accept (its entry checklist is met).
+PROMOTABLE = "article-source-records-complete"
+
+
+def test_an_unsigned_promote_is_refused_and_a_risk_owners_is_accepted(any_repo: Repo) -> None:
+    repo = any_repo
+    members = "SELECT count(*) FROM suite_membership"
+    (before,) = repo.sql(members)[0]
+    done = repo.run("promote", PROMOTABLE, "--to", SUITE)
+    refused(done, "suite.promote is unsigned", "--sign-with")
+    done = repo.run("promote", PROMOTABLE, "--to", SUITE, "--sign-with", str(repo.keys["bob"]))
+    refused(done, "bob")
+    assert repo.sql(members) == [(before,)]
+    done = repo.run("promote", PROMOTABLE, "--to", SUITE, "--sign-with", str(repo.keys["alice"]))
+    assert done.code == 0, done.stdout + done.stderr
+    assert repo.sql(members) == [(before + 1,)]
+    assert repo.sql("SELECT kind FROM signed_act ORDER BY id DESC LIMIT 1") == [("suite.promote",)]
+    assert repo.run("verify").code == 0
+
+
+def test_registry_track_is_a_policy_owners_signed_act(any_repo: Repo) -> None:
+    repo = any_repo
+    refused(repo.run("registry", "track", "--branch", "release"), "registry.track is unsigned")
+    refused(
+        repo.run("registry", "track", "--branch", "release", "--sign-with", str(repo.keys["bob"])),
+        "bob",
+    )
+    done = repo.run(
+        "registry", "track", "--branch", "release", "--sign-with", str(repo.keys["alice"])
+    )
+    assert done.code == 0, done.stdout + done.stderr
+    assert "tracked: release tracks registry/" in done.stdout
+    main = repo.branch
+    loosen(repo, "31")
+    repo.commit("alice", "on main, signed")
+    assert "in force unchanged: release tracks registry/" in repo.run("sync", "registry").stdout
+    repo.git("checkout", "-q", "-b", "release")
+    done = repo.run("sync", "registry")
+    assert done.code == 0 and "in force unchanged" not in done.stdout, done.stdout
+    assert repo.in_force("gate_policy", "release-gate") == repo.digest_of(GATE)
+    assert main != "release"
+    assert repo.run("verify").code == 0
+
+
+def test_registry_track_rebases_a_rewritten_history(repo: Repo) -> None:
+    loosen(repo, "31")
+    repo.commit("alice", "signed")
+    assert repo.run("sync", "registry").code == 0
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    loosen(repo, "33")
+    repo.commit("alice", "rewritten, signed")
+    assert repo.run("sync", "registry").code == 5
+    done = repo.run(
+        "registry", "track", "--branch", repo.branch, "--sign-with", str(repo.keys["alice"])
+    )
+    assert done.code == 0, done.stdout + done.stderr
+    done = repo.run("sync", "registry")
+    assert done.code == 0, done.stdout + done.stderr
+    assert repo.run("verify").code == 0
+
+
+def test_without_an_authority_registry_track_is_recorded_unsigned(plain: Repo) -> None:
+    done = plain.run("--json", "registry", "track", "--path", "old")
+    assert done.code == 0, done.stdout + done.stderr
+    assert done.json()["tracked"]["path"] == "old"
+    assert plain.run("registry", "track").code == 2
+
+
+# ------------------------------------------------------------------ --definitions, the hint
+
+
+def test_a_dry_run_under_a_commits_definitions_registers_nothing(any_repo: Repo) -> None:
+    repo = any_repo
+    count = "SELECT (SELECT count(*) FROM audit_event), (SELECT count(*) FROM policy)"
+    before = repo.sql(count)
+    in_force = repo.in_force("gate_policy", "release-gate")
+    repo.git("checkout", "-q", "-b", "feature-x")
+    loosen(repo, "31")
+    head = repo.commit(None, "a pull request, unsigned")
+    report = repo.root / "pr.md"
+    args = ("gate", "check", "--build", "build-124", "--suite", SUITE, "--dry-run")
+    done = repo.run("--json", *args, "--definitions", "HEAD", "--report", str(report))
+    assert done.code == 4, done.stdout + done.stderr
+    data = done.json()
+    assert data["definitions"] == {
+        "revision": "HEAD", "git_commit": head, "registry_path": "registry", "in_force": False,
+    }  # fmt: skip
+    assert data["policy"]["digest"] == repo.digest_of(GATE) != in_force
+    text = report.read_text()
+    assert head in text and "not in force" in text
+    human = repo.run(*args, "--definitions", head[:12])
+    assert human.stdout.splitlines()[0] == (
+        f"dry run under the definitions of commit {head[:12]} ({head[:12]}), not in force: "
+        "nothing registered"
+    )
+    # Nothing registered, nothing in force changed, nothing audited.
+    assert repo.sql(count) == before
+    assert repo.in_force("gate_policy", "release-gate") == in_force
+    plain = repo.run("--json", *args).json()
+    assert plain["policy"]["digest"] == in_force and "definitions" not in plain
+    assert repo.run("verify").code == 0
+
+
+def test_definitions_needs_dry_run_and_a_commit(repo: Repo) -> None:
+    args = ("gate", "check", "--build", "build-124", "--suite", SUITE)
+    done = repo.run(*args, "--definitions", "HEAD")
+    assert done.code == 2 and "only with --dry-run" in done.stderr
+    done = repo.run(*args, "--dry-run", "--definitions", "no-such-branch")
+    assert done.code == 2 and "no such commit" in done.stderr
+    done = repo.run(*args, "--dry-run", "--definitions", "--upload-pack=x")
+    assert done.code == 2
+
+
+def _trials_under(repo: Repo, profile: Path, source: Path, target: Path) -> None:
+    """The demo's trials of build 125, as if run under `profile` (ids made unique)."""
+    from evalops.domain import digests
+    from evalops.registry.definitions import load_definition
+
+    execution = load_definition(repo.root / profile).digest
+    lines = []
+    for line in source.read_text().splitlines():
+        record = json.loads(line)
+        for key in ("trial_id", "attempt_id", "run_id"):
+            record[key] += "-pr"
+        record["execution_digest"] = execution
+        record["eval_case_digest"] = digests.eval_case_digest(
+            record["task_digest"], execution, record["grader_set_digest"]
+        )
+        lines.append(json.dumps(record))
+    target.write_text("\n".join(lines) + "\n")
+
+
+def test_a_hold_on_a_branch_syncs_definitions_names_that_sync(plain: Repo) -> None:
+    """A pull request changes build-200's profile and syncs its branch (registered, not in
+    force); its trials then hold the stored gate, and the hint names the sync, not a re-run."""
+    repo = plain
+    profile = Path("registry/executions/fix-b200.yaml")
+    text = (repo.root / "registry/executions/fix-b125.yaml").read_text()
+    (repo.root / profile).write_text(
+        text.replace("id: fix-b125", "id: fix-b200").replace("build-125", "build-200")
+    )
+    repo.commit(None, "build 200's profile")
+    assert repo.run("sync", "registry").code == 0
+    repo.git("checkout", "-q", "-b", "feature-x")
+    repo.edit(profile, 'adapter_version: "2.4.2"', 'adapter_version: "2.5.0"')
+    head = repo.commit(None, "the pull request's runner")
+    synced = repo.run("--json", "sync", "registry").json()
+    assert synced["in_force_changed"] is False
+    trials = repo.root / "pr-trials.jsonl"
+    _trials_under(repo, profile, repo.root / "registry/trials/fix-b125.jsonl", trials)
+    assert repo.run("trials", "ingest", str(trials)).code == 0, "its profile is registered"
+    done = repo.run("gate", "check", "--build", "build-200", "--suite", SUITE)
+    assert done.code == 3, done.stdout + done.stderr
+    hints = [line for line in done.stdout.splitlines() if line.startswith("next:")]
+    assert f"sync run {synced['sync_run']} registered from feature-x" in hints[0], hints
+    assert f"--dry-run --definitions {head[:12]}" in hints[0]
+    assert "re-running the eval will not change that" in hints[0]
+    # The dry run under the branch's definitions counts those trials.
+    dry = repo.run(
+        "--json", "gate", "check", "--build", "build-200", "--suite", SUITE, "--dry-run",
+        "--definitions", head,
+    )  # fmt: skip
+    assert dry.json()["decision"] != "hold" or all(
+        not t.get("ignoredTrials") for t in dry.json()["tasks"]
+    ), dry.stdout
+
+
+def test_a_registry_synced_before_the_tracked_line_adopts_its_last_sync(
+    plain: Repo, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A database whose syncs recorded no line (an older evalops): the last sync's path and
+    branch are tracked."""
+    from evalops.services.registry import sync
+
+    url = f"sqlite:///{tmp_path / 'old.db'}"
+    repo = Repo(plain.root, ["--db", url], plain.keys, plain.cli)
+    assert repo.run("init").code == 0
+    recorded = sync.append_event
+
+    def older(session: Any, **event: Any) -> Any:
+        event["payload"] = {k: v for k, v in event["payload"].items() if k != "tracked"}
+        return recorded(session, **event)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(sync, "append_event", older)
+        assert repo.run("sync", "registry").code == 0
+    assert not any("tracked" in p for (p,) in repo.sql("SELECT payload FROM audit_event"))
+    main = repo.branch
+    repo.git("checkout", "-q", "-b", "feature-x")
+    loosen(repo)
+    repo.commit(None, "a branch")
+    done = repo.run("sync", "registry")
+    assert done.code == 0 and f"in force unchanged: {main} tracks registry/" in done.stdout
+    repo.git("checkout", "-q", main)
+    repo.git("merge", "-q", "--ff-only", "feature-x")
+    done = repo.run("sync", "registry")
+    assert done.code == 0 and "in force unchanged" not in done.stdout, done.stdout
+    assert repo.run("verify").code == 0
