@@ -31,24 +31,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 SERVICES = Layout("evalops.services", frozenset({"database", "destroy", "placeholders"}))
 
-# The one cycle left, and the private names it passes around: evaluator code is being moved
-# out of evalops/domain/gate.py on the perf branch, which removes both; delete these two
-# entries when it merges (no other entry may be added: fix the import instead).
-DOMAIN_GATE_CYCLE_UNTIL_PERF_MERGES = [
-    ["evalops.domain.evaluators", "evalops.domain.gate", "evalops.domain.gate_compact"]
-]
-DOMAIN_GATE_PRIVATE_NAMES_UNTIL_PERF_MERGES = frozenset(
-    f"evalops/domain/gate_compact.py:33: evalops.domain.gate_compact imports {name} of "
-    "evalops.domain.gate"
-    for name in (
-        "_effect",
-        "_highest",
-        "_ignored_by_reason",
-        "_refused_by_policy",
-        "_waiver_accounting",
-    )
-)
-
 
 def _relative(problem: str) -> str:
     return problem.replace(f"{REPO}/", "")
@@ -63,19 +45,12 @@ def test_services_holds_only_sub_packages_with_faces_and_the_agreed_helpers() ->
 
 def test_no_import_cycle_in_evalops() -> None:
     found = cycles(graph(modules(REPO, "evalops")))
-    assert found == DOMAIN_GATE_CYCLE_UNTIL_PERF_MERGES, found
+    assert found == [], found
 
 
 def test_no_private_name_crosses_a_module_in_evalops() -> None:
-    found = {_relative(p) for p in private_imports(modules(REPO, "evalops"))}
-    unexpected = found - DOMAIN_GATE_PRIVATE_NAMES_UNTIL_PERF_MERGES
-    assert not unexpected, sorted(unexpected)
-
-
-def test_the_allow_list_names_only_what_is_still_there() -> None:
-    """An entry the perf branch made obsolete fails here until it is deleted."""
-    found = {_relative(p) for p in private_imports(modules(REPO, "evalops"))}
-    assert found >= DOMAIN_GATE_PRIVATE_NAMES_UNTIL_PERF_MERGES
+    found = [_relative(p) for p in private_imports(modules(REPO, "evalops"))]
+    assert found == [], found
 
 
 def test_the_graph_sees_the_layers() -> None:

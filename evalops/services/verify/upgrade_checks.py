@@ -283,9 +283,21 @@ def _check_0002(session: Session) -> None:
     verify_decisions(reader)
 
 
+def _check_0003(session: Session) -> None:
+    """Schema 0003 adds signed acts: everything 0002 checks, and every act re-verified."""
+    from evalops.services.verify.act_checks import verify_signed_acts
+
+    _check_0002(session)
+    verify_signed_acts(ConnectionReader(session.connection()))
+
+
 # Per older schema, everything it lets be checked. A migration that moves the head on adds
 # the checks of the schema it leaves (a test requires one entry per older revision).
-CHECKS: dict[str, Callable[[Session], None]] = {"0001": _check_0001, "0002": _check_0002}
+CHECKS: dict[str, Callable[[Session], None]] = {
+    "0001": _check_0001,
+    "0002": _check_0002,
+    "0003": _check_0003,
+}
 
 
 def check_before_upgrade(engine: Engine) -> str | None:
