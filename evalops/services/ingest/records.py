@@ -48,6 +48,7 @@ from evalops.registry.jsonl import (
     read_lines,
 )
 from evalops.registry.load import Document, parse_record
+from evalops.services.authority import acts
 from evalops.services.authority.acts import (
     UNSIGNED,
     ActRefused,
@@ -994,6 +995,7 @@ def _record_batch(
         signing=signing,
         now=now,
     )
+    acts.ingest_separation_refusal(session, authorized, tuple(sorted(builds)), now)
     if authorized.refused:
         raise ActRefused(authorized)
     payload = {

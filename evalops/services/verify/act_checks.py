@@ -35,6 +35,7 @@ from evalops.domain.authority import (
     Signer,
     read_act,
 )
+from evalops.domain.registry_identity import registry_id
 from evalops.domain.stored_authority import NotAView, StoredAuthority
 from evalops.errors import EvalopsError, VerificationError
 from evalops.store.in_force_sql import IN_FORCE_RUN_UPTO_SQL
@@ -59,6 +60,8 @@ class _Governing:
     authority: AuthorityFacts | None
     digest: str | None
     judge: SignatureJudge | None
+    registry_id: str | None = None
+    """This database's registry id: every act names it (or predates registry ids)."""
     scopes: dict[str, Scope] = field(default_factory=dict)
     signers: dict[str, list[Signer]] = field(default_factory=dict)
 
@@ -88,6 +91,7 @@ class _Governing:
 def _authorities(reader: Reader) -> list[_Governing]:
     """The authority in force after each sync, in seq order (a handful of rows)."""
     out: list[_Governing] = []
+    registry = registry_id_of(reader)
     runs = reader.rows(
         'SELECT r.audit_seq FROM "sync_run" AS r WHERE EXISTS (SELECT 1 FROM sync_in_force '
         "AS x WHERE x.sync_run_id = r.id) ORDER BY r.audit_seq"
@@ -95,11 +99,23 @@ def _authorities(reader: Reader) -> list[_Governing]:
     for seq in (run["audit_seq"] for run in runs):
         found = authority_at(reader, seq)
         if found is None:
-            out.append(_Governing(seq, None, None, None))
+            out.append(_Governing(seq, None, None, None, registry))
         else:
             authority, digest, judge = found
-            out.append(_Governing(seq, authority, digest, judge))
+            out.append(_Governing(seq, authority, digest, judge, registry))
     return out
+
+
+def registry_id_of(reader: Reader) -> str | None:
+    """The registry id (evalops/domain/registry_identity.py) from the first audit event."""
+    first = reader.first('SELECT payload, hash FROM "audit_event" ORDER BY seq LIMIT 1')
+    if first is None:
+        return None
+    try:
+        payload = json.loads(first["payload"])
+    except (TypeError, ValueError):
+        payload = None  # the chain check names a damaged event
+    return registry_id(payload if isinstance(payload, dict) else None, first["hash"])
 
 
 def authority_at(reader: Reader, cutoff: int) -> tuple[AuthorityFacts, str, SignatureJudge] | None:
@@ -434,11 +450,15 @@ def _act_problem(row: ActRow, governing: _Governing | None) -> str | None:
     assert signature_judge is not None
     data = text.encode("utf-8")
     try:
-        act = read_act(data)
+        act = read_act(data, stored=True)
     except MalformedAct as exc:
         return str(exc)
     if act["authority_digest"] != authority_digest or digest != authority_digest:
         return f"signed under {act['authority_digest']}, but {digest} was in force at its event"
+    # An act stored before registries had ids names none; one that names a registry must
+    # name this one (an act of staging is not an act of production).
+    if "registry_id" in act and act["registry_id"] != governing.registry_id:
+        return f"an act of registry {act['registry_id']}, not of this one ({governing.registry_id})"
     if act["act"] != kind or act["act_id"] != act_id:
         return "the stored act is not the act this row names"
     payload = json.loads(event_payload)
