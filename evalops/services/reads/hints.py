@@ -10,7 +10,7 @@ from typing import Any
 
 from evalops.domain.authority import Scope, role_refusal
 from evalops.domain.next_steps import Hints, review_trials
-from evalops.services.verify.act_checks import authority_at
+from evalops.services.reads.authority import authority_at
 from evalops.store.reader import Reader
 
 

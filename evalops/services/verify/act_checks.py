@@ -36,9 +36,8 @@ from evalops.domain.authority import (
     read_act,
 )
 from evalops.domain.registry_identity import registry_id
-from evalops.domain.stored_authority import NotAView, StoredAuthority
 from evalops.errors import EvalopsError, VerificationError
-from evalops.store.in_force_sql import IN_FORCE_RUN_UPTO_SQL
+from evalops.services.reads.authority import authority_at
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -116,44 +115,6 @@ def registry_id_of(reader: Reader) -> str | None:
     except (TypeError, ValueError):
         payload = None  # the chain check names a damaged event
     return registry_id(payload if isinstance(payload, dict) else None, first["hash"])
-
-
-def authority_at(reader: Reader, cutoff: int) -> tuple[AuthorityFacts, str, SignatureJudge] | None:
-    """The authority in force as of audit seq `cutoff`, its policy digest and its judge
-    (`authority_in_force` of evalops/services/authority/acts.py: the latest sync up to `cutoff`,
-    the first row registered with each digest it holds, the last such row)."""
-    found = reader.first(IN_FORCE_RUN_UPTO_SQL, {"cutoff": cutoff})
-    run = None if found is None else found["id"]
-    if run is None:
-        return None
-    first: dict[str, dict[str, Any]] = {}
-    for row in reader.rows(
-        'SELECT p.id, p.policy_id, p.document, p.policy_digest FROM "policy" AS p '
-        "JOIN \"sync_in_force\" AS f ON f.sync_run_id = :run AND f.kind = 'authority' "
-        "AND f.definition_id = p.policy_id AND f.document_digest = p.document_digest "
-        "WHERE p.kind = 'authority' ORDER BY p.id",
-        {"run": run},
-    ):
-        first.setdefault(row["policy_id"], row)
-    # At most one authority is in force (validate and sync refuse a second one).
-    chosen = max(first.values(), key=lambda r: r["id"], default=None)
-    if chosen is None:
-        return None
-    authority, judge = _judged(json.loads(chosen["document"]))
-    return authority, chosen["policy_digest"], judge
-
-
-def _judged(document: Any) -> tuple[AuthorityFacts, SignatureJudge]:
-    """The view of a stored authority and its judge. A document the view does not vouch for
-    is not one `sync` registered: the spec model decides, and raises what it always raised."""
-    try:
-        view = StoredAuthority.of(document)
-    except NotAView:
-        from evalops.domain.specs import AuthoritySpec
-
-        model = AuthoritySpec.model_validate(document)
-        return model, SignatureJudge(model)
-    return view, SignatureJudge(view)
 
 
 #: At fewer signed acts than this, `verify` checks them in its own process: starting a

@@ -52,8 +52,8 @@ from evalops.services.gate.input_parts import (
     without_self_waivers,
 )
 from evalops.services.gate.policy_choice import PolicyKind, choose_policy
+from evalops.services.reads.authority import authority_at
 from evalops.services.reads.definitions import StoredDefinitions, rederive
-from evalops.services.verify.act_checks import authority_at
 from evalops.store.in_force_sql import IN_FORCE_RUN_UPTO_SQL
 from evalops.store.reader import Reader, has_table, timestamp
 

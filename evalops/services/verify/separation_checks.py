@@ -22,7 +22,7 @@ from evalops.domain.separation import (
     self_waiver,
     shared_signers,
 )
-from evalops.services.verify.act_checks import authority_at
+from evalops.services.reads.authority import authority_at
 from evalops.store.reader import Reader, timestamp
 
 _INGESTS = "('trials.ingest', 'trials.import')"
