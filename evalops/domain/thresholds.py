@@ -25,6 +25,7 @@ ACT_SCOPES: dict[str, tuple[str, ...]] = {
     "calibration.invalidate": (),
     "trials.ingest": (),
     "trials.import": (),
+    "registry.track": (),
 }
 
 

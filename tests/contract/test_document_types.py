@@ -355,10 +355,14 @@ def _listed_report(corpus: Corpus, copy: Path, now: Any) -> None:
 
     from evalops.services.reports.audit import audit_document
     from evalops.store.engine import make_engine
+    from evalops.store.migrate import upgrade
 
     shutil.copyfile(FIXTURES / "registry-evaluator3-demo.db", copy)
     engine = make_engine(f"sqlite:///{copy}")
     try:
+        # The fixture is at the schema of its day; a report is made by today's evalops,
+        # after `db upgrade` (which keeps every stored decision as it was).
+        upgrade(f"sqlite:///{copy}", engine)
         doc = audit_document(engine, "GATE-3", now=now)
         corpus.check(doc, rd.ReportDocument, "report of an evaluator-3 decision")
     finally:

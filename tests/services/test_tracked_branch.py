@@ -835,7 +835,7 @@ def test_a_registry_synced_before_the_tracked_line_adopts_its_last_sync(
 
 def test_a_build_registered_on_a_branch_names_its_commit_and_the_dry_run(plain: Repo) -> None:
     """A pull request adds the execution profile of its build: `gate check` of that build
-    on the shared database cannot use it (it is not in force, DESIGN.md section 4), and says
+    on the shared database cannot use it (it is not in force, docs/ci.md), and says
     where it is registered from and how to evaluate it (`--dry-run --definitions COMMIT`),
     instead of only "did you mean" another build."""
     repo = plain
