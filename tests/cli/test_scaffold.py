@@ -242,3 +242,30 @@ def test_a_new_suite_names_the_registrys_only_policies(cli: Cli, repo: Path) -> 
     assert cli("--registry", "registry", "new", "suite", "capability/x", cwd=repo).code == 0
     doc = _suite_doc(repo / "registry" / "suites" / "capability-x.yaml")
     assert (doc["gate_policy"], doc["suite_policy"]) == ("gate-b", "rules-b")
+
+
+@pytest.mark.parametrize(
+    ("suite_id", "kind"),
+    [
+        ("capability/tickets", "capability"),
+        ("estimation/eu-sessions", "estimation"),
+        ("incidents/support", "incident_corpus"),
+        ("regression/payments", "regression"),
+        ("payments", "regression"),
+    ],
+)
+def test_new_suite_takes_its_kind_from_its_id(
+    cli: Cli, repo: Path, suite_id: str, kind: str
+) -> None:
+    """`evalops new suite capability/tickets` writes a capability suite (a newcomer who
+    keeps the starter would otherwise get the stricter regression entry rules); an id that
+    names no kind is a regression suite, as before. The file validates as written."""
+    import yaml
+
+    done = cli("--registry", "registry", "new", "suite", suite_id, cwd=repo)
+    assert done.code == 0, done.stderr
+    written = list((repo / "registry" / "suites").glob("*.yaml"))
+    assert len(written) == 1, written
+    assert yaml.safe_load(written[0].read_text("utf-8"))["kind"] == kind, written
+    checked = cli("--registry", "registry", "validate", cwd=repo)
+    assert checked.code == 0, checked.stderr

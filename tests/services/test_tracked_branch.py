@@ -741,7 +741,8 @@ def test_definitions_needs_dry_run_and_a_commit(repo: Repo) -> None:
     done = repo.run(*args, "--definitions", "HEAD")
     assert done.code == 2 and "only with --dry-run" in done.stderr
     done = repo.run(*args, "--dry-run", "--definitions", "no-such-branch")
-    assert done.code == 2 and "no such commit" in done.stderr
+    assert done.code == 2 and "no such commit 'no-such-branch'" in done.stderr
+    assert done.stderr.count("--definitions") == 1, "the option is named once"
     done = repo.run(*args, "--dry-run", "--definitions", "--upload-pack=x")
     assert done.code == 2
 

@@ -68,8 +68,7 @@ def definitions_at(
     commit = resolve_revision(top, revision)
     if commit is None:
         raise InputError(
-            f"--definitions {revision}: no such commit in {top} (a sha, branch or tag; "
-            "fetch it first)",
+            f"no such commit {revision!r} in {top} (a sha, branch or tag; fetch it first)",
             field="--definitions",
         )
     snapshot = load_committed_snapshot(root, commit)

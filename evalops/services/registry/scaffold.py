@@ -130,21 +130,51 @@ model:
 STARTER_POLICIES = {"gate-policy/v1": "release-gate", "suite-policy/v1": "default-suite-policy"}
 
 
+# What a new suite of each kind is for, said in its starter description; a suite's kind is
+# taken from its id's first part (`capability/tickets`), regression when none names one.
+SUITE_PURPOSES = {
+    "incident_corpus": "Real failures kept until they are reproduced and promoted.",
+    "capability": "What the agent can do, tracked build after build.",
+    "estimation": "A frozen sample of production, for rates with intervals.",
+    "regression": "Invariants that guard every release.",
+}
+_KIND_OF_PREFIX = {"incidents": "incident_corpus", **{kind: kind for kind in SUITE_PURPOSES}}
+
+ESTIMATION_STARTER = """\
+# An estimation suite's sample (docs/estimation.md): change these to your own frame.
+sampling_frame: {source: production-sessions, period: 2026-10, frozen_at: "2026-11-01T00:00:00Z"}
+population: sessions of every tenant
+weights: {by: tier, values: {free: 0.5, paid: 0.5}}   # positive shares that sum to 1
+update_policy: refreshed quarterly; old cohorts kept read-only
+"""
+
+
+def suite_kind_for(suite_id: str) -> str:
+    """The kind a new suite's id names by its first part, else regression."""
+    return _KIND_OF_PREFIX.get(suite_id.split("/", 1)[0], "regression")
+
+
 def suite_yaml(suite_id: str, gate_policy: str, suite_policy: str) -> str:
-    return f"""\
+    kind = suite_kind_for(suite_id)
+    text = f"""\
 # A suite declaration. Membership is not in this file: tasks enter with `evalops promote`
 # and leave with `evalops retire`.
 spec_schema_version: suite/v1
 id: {suite_id}
-kind: regression                     # incident_corpus | capability | estimation | regression
+kind: {kind:<27}# incident_corpus | capability | estimation | regression
 owner: you@example.com
-description: Invariants that guard every release.
+description: {SUITE_PURPOSES[kind]}
 # The policies that govern this suite (part of its digest): the gate decides its releases
 # under gate_policy, promotion and retirement follow suite_policy.
 gate_policy: {gate_policy}
 suite_policy: {suite_policy}
-# kind: estimation also needs sampling_frame, population, weights and update_policy.
 """
+    if kind == "estimation":
+        return text + ESTIMATION_STARTER
+    return (
+        text
+        + "# kind: estimation also needs sampling_frame, population, weights and update_policy.\n"
+    )
 
 
 def _policy_for_new_suite(root: Path, schema: str) -> str:
