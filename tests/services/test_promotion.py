@@ -1142,6 +1142,12 @@ def test_retire_with_a_kind_takes_a_free_text_reason_and_shows_both(
     event = audit(retire_ws)[-1]
     assert event["kind"] == "retirement.accepted"
     assert (event["payload"]["kind"], event["payload"]["reason"]) == ("obsolete", text)
+    site = retire_ws / ".evalops" / "site"
+    built = cli("report", "site", str(site), cwd=retire_ws)
+    assert built.code == 0, built.stdout + built.stderr
+    shown = '"why">obsolete: the checkout flow it tests was removed: see &lt;b&gt;PR 12&lt;/b&gt;'
+    pages = [p.read_text("utf-8") for p in (site / "suites").rglob("*.html")]
+    assert [p for p in pages if shown in p], "no suite page shows the retirement's kind and reason"
     verify_ok(cli, retire_ws)
 
 

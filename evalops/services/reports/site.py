@@ -364,7 +364,11 @@ def _membership_history(session: Session, suite_id: str) -> list[dict[str, Any]]
             "action": r.action,
             "task_digest": r.task_digest,
             "grader_set_digest": r.grader_set_digest,
-            **(read_stored(r.reason).as_dict() if r.action == "retired" else {"reason": r.reason}),
+            **(
+                read_stored(r.reason).as_dict()
+                if r.action == "retired"
+                else {"kind": None, "reason": r.reason}
+            ),
             "approved_by": r.approved_by,
             "replaced_by": r.replaced_by,
             "at": format_timestamp(r.at),
