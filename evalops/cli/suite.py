@@ -53,6 +53,13 @@ def list_(
     emit_page(ctx, page, "suites", human)
 
 
+def _removal(removed: dict[str, Any]) -> str:
+    """A removed member's kind, reason (when it says more than the kind) and approver."""
+    kind, reason = removed.get("kind"), removed.get("reason")
+    why = reason if kind is None or reason == kind else f"{kind}: {reason}"
+    return f"{why} by {removed['approved_by']}"
+
+
 @suite_app.command()
 def show(
     ctx: typer.Context,
@@ -85,7 +92,7 @@ def show(
                 m["added_at"],
                 m["added_by"],
                 (m["promotion"] or {}).get("subject", "-"),
-                f"{removed['reason']} by {removed['approved_by']}" if removed else "",
+                _removal(removed) if removed else "",
             )
         print_table(
             table,
@@ -201,7 +208,19 @@ def retire(
     ctx: typer.Context,
     task: Annotated[str, typer.Argument(metavar="TASK", help="Member task id.")],
     from_: Annotated[str, typer.Option("--from", help="Suite id.")],
-    reason: Annotated[str, typer.Option(help="obsolete, unsupported or replaced.")],
+    reason: Annotated[
+        str,
+        typer.Option(
+            help="Why, in free text (with --kind); without --kind one of obsolete, "
+            "unsupported or replaced, taken as the kind."
+        ),
+    ],
+    kind: Annotated[
+        str | None,
+        typer.Option(
+            help="obsolete, unsupported or replaced: what the suite policy's rules key on."
+        ),
+    ] = None,
     approved_by: Annotated[
         str | None, typer.Option(help="The risk owner who approves the removal.")
     ] = None,
@@ -226,8 +245,9 @@ def retire(
     --dry-run prints the checklist the retirement would meet and changes nothing (exit 5
     when it would be refused).
 
-    Example: evalops retire old-task --from regression/core --reason replaced
-    --approved-by risk@example.com --replaced-by new-task
+    Example: evalops retire old-task --from regression/core --kind replaced
+    --reason "new-task checks the refund path end to end" --approved-by risk@example.com
+    --replaced-by new-task
     """
     from evalops.services.registry.promotion import retire as run_retire
 
@@ -239,6 +259,7 @@ def retire(
             task,
             from_,
             reason=reason,
+            kind=kind,
             approved_by=approved_by,
             replaced_by=replaced_by,
             actor=state.who(),

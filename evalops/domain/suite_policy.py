@@ -542,13 +542,19 @@ def evaluate_retirement(
     approved_by: str | None,
     replacement: Replacement | None,
     policy: SuitePolicy,
+    kind: str | None = None,
 ) -> Checklist:
     """Removal needs what `removal` lists; replacement also what `replacement` lists, and
-    always a coverage mapping. An absent rule refuses (the policy never fails open)."""
+    always a coverage mapping. An absent rule refuses (the policy never fails open).
+
+    The rules key on `kind` (obsolete, unsupported, replaced); `reason` is free text. Without
+    a kind the reason is the kind (the form before kinds were apart from reasons)."""
+    if kind is None:
+        kind = reason
     if policy.removal is None:
         return Checklist("", "retirement", task.id, (_absent_rule("removal", "may be retired"),))
     names: list[str] = list(policy.removal.requires)
-    if reason == "replaced":
+    if kind == "replaced":
         if policy.replacement is None:
             return Checklist(
                 "",

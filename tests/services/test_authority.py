@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from evalops.domain.authority import META_FIELDS
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from tests.conftest import PINNED_NOW, Cli
 from tests.helpers import commit_all, copy_rows
@@ -932,3 +933,41 @@ def test_without_an_authority_the_report_says_the_rules_are_unsigned(demo: Path,
     md = cli("report", "audit", "--gate", "GATE-3", "--format", "md", "-o", "-", cwd=demo).stdout
     assert "gate\\_policy `release-gate` last changed in commit" in md
     assert md.count("last changed in commit") == 2 and ": unsigned" in md
+
+
+def test_retire_acts_keep_the_old_body_for_the_old_form_and_sign_kind_and_reason(
+    world: World,
+) -> None:
+    """`--reason WORD` alone prints the act it printed before `--kind` (an act signed then
+    still matches); `--kind K --reason TEXT` signs both, and a different kind is refused."""
+    base = ("retire", TASK, "--from", SUITE)
+
+    def printed(*args: str) -> tuple[Path, dict[str, Any]]:
+        done = world.run(*base, *args, "--print-act")
+        assert done.code == 0, done.stdout + done.stderr
+        path = world.root / f"retire-act-{len(list(world.root.glob('retire-act-*')))}.json"
+        path.write_text(done.stdout, encoding="utf-8")
+        body = {k: v for k, v in json.loads(done.stdout).items() if k not in META_FIELDS}
+        return path, body
+
+    _, old = printed("--reason", "obsolete")
+    assert old == {"task_id": TASK, "suite_id": SUITE, "reason": "obsolete", "replaced_by": None}
+
+    text = "the vendor API it drives is gone"
+    act, new = printed("--kind", "unsupported", "--reason", text)
+    assert (new["kind"], new["reason"]) == ("unsupported", text)
+    signature = sign_file(world.keys["alice"], act)
+    other_kind = world.run(
+        *base, "--kind", "obsolete", "--reason", text, "--act", str(act),
+        "--signature", str(signature), "--json",
+    )  # fmt: skip
+    assert other_kind.code == 5 and "differs" in other_kind.stdout + other_kind.stderr
+    done = world.run(
+        *base, "--kind", "unsupported", "--reason", text, "--act", str(act),
+        "--signature", str(signature), "--json",
+    )  # fmt: skip
+    assert done.code == 0, done.stdout + done.stderr
+    members = world.run("suite", "show", SUITE, "--all", "--json").json()["members"]
+    removed = next(m["removed"] for m in members if m["task_id"] == TASK)
+    assert (removed["kind"], removed["reason"]) == ("unsupported", text)
+    assert world.run("verify").code == 0

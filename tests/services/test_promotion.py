@@ -1113,3 +1113,138 @@ def _build_registry_only(root: Path) -> Path:
     )
     commit_all(root, "registry")
     return root
+
+
+# ------------------------------------------------------- retirement: kind and free reason
+
+
+def _db_rows(ws: Path, sql: str) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(ws / ".evalops" / "registry.db") as con:
+        return con.execute(sql).fetchall()
+
+
+def test_retire_with_a_kind_takes_a_free_text_reason_and_shows_both(
+    retire_ws: Path, cli: Cli
+) -> None:
+    text = "the checkout flow it tests was removed: see <b>PR 12</b>"
+    result = _retire(
+        cli, retire_ws, "--kind", "obsolete", "--reason", text, "--approved-by", "risk@x.org"
+    )
+
+    assert result.code == 0, result.stdout + result.stderr
+    everything = {m["task_id"]: m for m in suite_members(cli, retire_ws, REGRESSION, all_=True)}
+    removed = everything["mini-task"]["removed"]
+    assert (removed["kind"], removed["reason"]) == ("obsolete", text)
+    human = cli("suite", "show", REGRESSION, "--all", cwd=retire_ws)
+    assert human.code == 0
+    flat = " ".join(human.stdout.split())
+    assert "obsolete:" in flat and "PR 12" in flat
+    event = audit(retire_ws)[-1]
+    assert event["kind"] == "retirement.accepted"
+    assert (event["payload"]["kind"], event["payload"]["reason"]) == ("obsolete", text)
+    site = retire_ws / ".evalops" / "site"
+    built = cli("report", "site", str(site), cwd=retire_ws)
+    assert built.code == 0, built.stdout + built.stderr
+    shown = '"why">obsolete: the checkout flow it tests was removed: see &lt;b&gt;PR 12&lt;/b&gt;'
+    pages = [p.read_text("utf-8") for p in (site / "suites").rglob("*.html")]
+    assert [p for p in pages if shown in p], "no suite page shows the retirement's kind and reason"
+    verify_ok(cli, retire_ws)
+
+
+def test_the_old_reason_word_alone_is_the_kind_and_is_stored_as_before(
+    retire_ws: Path, cli: Cli
+) -> None:
+    result = _retire(cli, retire_ws, "--reason", "unsupported", "--approved-by", "risk@x.org")
+
+    assert result.code == 0, result.stdout + result.stderr
+    removed = {m["task_id"]: m for m in suite_members(cli, retire_ws, REGRESSION, all_=True)}[
+        "mini-task"
+    ]["removed"]
+    assert (removed["kind"], removed["reason"]) == ("unsupported", "unsupported")
+    # The row holds exactly what the old form always stored (its digest is unchanged).
+    assert _db_rows(retire_ws, "SELECT reason FROM suite_membership WHERE action = 'retired'") == [
+        ("unsupported",)
+    ]
+    verify_ok(cli, retire_ws)
+
+
+@pytest.mark.parametrize(
+    ("args", "field", "words"),
+    [
+        (
+            ("--kind", "stale", "--reason", "gone"),
+            "--kind",
+            ["obsolete", "unsupported", "replaced"],
+        ),
+        (("--reason", "gone for good"), "--reason", ["obsolete", "unsupported", "replaced"]),
+        (("--kind", "obsolete", "--reason", " \u200b\u3164"), "--reason", ["visible"]),
+        (("--kind", "obsolete", "--reason", "x" * 5000), "--reason", ["characters"]),
+    ],
+)
+def test_an_unknown_kind_or_a_bad_reason_is_exit_2_and_writes_nothing(
+    retire_ws: Path, cli: Cli, args: tuple[str, ...], field: str, words: list[str]
+) -> None:
+    before = suite_members(cli, retire_ws, REGRESSION, all_=True)
+    events = audit(retire_ws)
+
+    result = _retire(cli, retire_ws, *args, "--approved-by", "risk@x.org")
+
+    assert result.code == 2, result.stdout + result.stderr
+    said = result.stdout + result.stderr
+    assert field in said
+    for word in words:
+        assert word in said
+    assert suite_members(cli, retire_ws, REGRESSION, all_=True) == before
+    assert audit(retire_ws) == events
+
+
+def test_the_suite_policy_applies_the_replacement_rule_by_kind_not_by_text(
+    retire_ws: Path, cli: Cli
+) -> None:
+    # Kind replaced, whatever the text says: the replacement rule and its coverage mapping.
+    _assert_retirement_refused(
+        cli,
+        retire_ws,
+        "coverage_mapping",
+        "--kind",
+        "replaced",
+        "--reason",
+        "superseded",
+        "--approved-by",
+        "risk@x.org",
+    )
+    # The word "replaced" as the text of another kind does not invoke it.
+    dry = _retire(
+        cli,
+        retire_ws,
+        "--kind",
+        "obsolete",
+        "--reason",
+        "replaced",
+        "--approved-by",
+        "r@x.org",
+        "--dry-run",
+    )
+    assert dry.code == 0, dry.stdout + dry.stderr
+    assert "coverage_mapping" not in [r["name"] for r in dry.json()["requirements"]]
+    accepted = _retire(
+        cli,
+        retire_ws,
+        "--kind",
+        "replaced",
+        "--reason",
+        "wide-task checks the same and more",
+        "--approved-by",
+        "risk@x.org",
+        "--replaced-by",
+        "wide-task",
+    )
+    assert accepted.code == 0, accepted.stdout + accepted.stderr
+    names = [r["name"] for r in accepted.json()["requirements"]]
+    assert "coverage_mapping" in names
+    removed = {m["task_id"]: m for m in suite_members(cli, retire_ws, REGRESSION, all_=True)}[
+        "mini-task"
+    ]["removed"]
+    assert removed["kind"] == "replaced"
+    assert removed["replaced_by"] == "wide-task"
+    verify_ok(cli, retire_ws)

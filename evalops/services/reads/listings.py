@@ -13,6 +13,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from evalops.domain.retirement_reason import read_stored
 from evalops.domain.timestamps import format_timestamp
 from evalops.errors import InputError
 from evalops.store.in_force_sql import LATEST_IN_FORCE_RUN_SQL
@@ -316,7 +317,7 @@ def _membership_view(added: dict[str, Any], removed: dict[str, Any] | None) -> d
             {
                 "at": stored_time(removed["at"]),
                 "by": removed["actor"],
-                "reason": removed["reason"],
+                **read_stored(removed["reason"]).as_dict(),
                 "approved_by": removed["approved_by"],
                 "replaced_by": removed["replaced_by"],
             }

@@ -20,6 +20,9 @@ from evalops.domain import audit_kinds
 from evalops.domain.authority import Scope
 from evalops.domain.canonical import canonical_text
 from evalops.domain.classify import Classification
+from evalops.domain.free_text import has_visible_text
+from evalops.domain.limits import MAX_FREE_TEXT_CHARS
+from evalops.domain.retirement_reason import RETIRE_KINDS, RetirementReason
 from evalops.domain.specs import SuitePolicy
 from evalops.domain.suite_policy import (
     Checklist,
@@ -59,7 +62,6 @@ from evalops.store.tables import (
 
 INCIDENT_ID = re.compile(r"^INC-\d+$")
 INVALID_RUNS = ("infrastructure_invalid", "grader_invalid")
-RETIRE_REASONS = ("obsolete", "unsupported", "replaced")
 
 
 @dataclass(frozen=True)
@@ -462,6 +464,7 @@ def retire(
     now: datetime,
     signing: Signing = UNSIGNED,
     dry_run: bool = False,
+    kind: str | None = None,
 ) -> PromotionResult:
     """Retire a member when the suite policy's removal rules are met. With an authority in
     force the retirement is a risk owner's signed act, and its signers are the approval.
@@ -471,10 +474,7 @@ def retire(
     In steps: the suite and its policy, the member, the authority's judgement of the act,
     the replacement, the retirement checklist, then the retirement row and its event (or
     the refusal's event)."""
-    if reason not in RETIRE_REASONS:
-        raise InputError(
-            f"reason {reason!r} is not one of {', '.join(RETIRE_REASONS)}", field="--reason"
-        )
+    why = retirement_reason(kind, reason)
     with write_session(engine) as session:
         _, suite_policy = _suite_and_policy(session, suite_id)
         current = {m.task_id: m for m in queries.members(session, suite_id)}
@@ -484,10 +484,10 @@ def retire(
         task = queries.task_row(session, task_id)
         assert task is not None
         spec = queries.task_spec(task)
-        act = _Act(task_id, suite_id, actor, now, reason)
+        act = _Act(task_id, suite_id, actor, now, why.stored())
         if dry_run:
             return _retirement_checklist(
-                session, spec, member, current, suite_policy, act, approved_by, replaced_by
+                session, spec, member, current, suite_policy, act, why, approved_by, replaced_by
             )
         authorized = authorize(
             session,
@@ -495,7 +495,7 @@ def retire(
             body={
                 "task_id": task_id,
                 "suite_id": suite_id,
-                "reason": reason,
+                **why.act_fields(),
                 "replaced_by": replaced_by,
             },
             scope=Scope(suite=suite_id, task=task_id),
@@ -512,14 +512,15 @@ def retire(
         base = evaluate_retirement(
             task=spec,
             grader_set=grader_set,
-            reason=reason,
+            reason=why.text or "",
+            kind=why.kind,
             approved_by=approved_by,
             replacement=replacement,
             policy=suite_policy,
         )
         checklist = Checklist(suite_id, "retirement", task_id, (*base.requirements, *extra))
         payload = {
-            "reason": reason,
+            **why.as_dict(),
             "approved_by": approved_by,
             "replaced_by": replaced_by,
             "requirements": checklist.as_dict()["requirements"],
@@ -538,6 +539,29 @@ def retire(
         return PromotionResult(checklist, task_id, task_id, suite_id, "accepted")
 
 
+def retirement_reason(kind: str | None, reason: str) -> RetirementReason:
+    """`--kind` and `--reason` as a retirement's kind and text. Without `--kind` the reason
+    must be one of the kinds (the form `retire` had before `--kind`): it is both."""
+    kinds = ", ".join(RETIRE_KINDS)
+    if kind is None:
+        if reason not in RETIRE_KINDS:
+            raise InputError(
+                f"reason {reason!r} needs --kind ({kinds}); without --kind the reason must be"
+                f" one of {kinds}",
+                field="--reason",
+            )
+        return RetirementReason(reason, reason)
+    if kind not in RETIRE_KINDS:
+        raise InputError(f"kind {kind!r} is not one of {kinds}", field="--kind")
+    if not has_visible_text(reason):
+        raise InputError("a retirement needs a reason with a visible character", field="--reason")
+    if len(reason) > MAX_FREE_TEXT_CHARS:
+        raise InputError(
+            f"--reason is {len(reason)} characters, at most {MAX_FREE_TEXT_CHARS}", field="--reason"
+        )
+    return RetirementReason(kind, reason)
+
+
 def _retirement_checklist(
     session: Session,
     spec: Any,
@@ -545,6 +569,7 @@ def _retirement_checklist(
     current: dict[str, Member],
     suite_policy: Any,
     act: _Act,
+    why: RetirementReason,
     approved_by: str | None,
     replaced_by: str | None,
 ) -> PromotionResult:
@@ -555,7 +580,8 @@ def _retirement_checklist(
     base = evaluate_retirement(
         task=spec,
         grader_set=grader_set,
-        reason=str(act.reason),
+        reason=why.text or "",
+        kind=why.kind,
         approved_by=approved_by,
         replacement=replacement,
         policy=suite_policy,

@@ -10,6 +10,7 @@ from sqlmodel import Session, col, select
 
 from evalops.domain.classify import failing_verdict_class
 from evalops.domain.gate_rules import verdict_effect
+from evalops.domain.retirement_reason import read_stored
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
@@ -60,7 +61,7 @@ def _membership_view(session: Session, m: queries.Member) -> dict[str, Any]:
         out["removed"] = {
             "at": format_timestamp(m.removed.at),
             "by": m.removed.actor,
-            "reason": m.removed.reason,
+            **read_stored(m.removed.reason).as_dict(),
             "approved_by": m.removed.approved_by,
             "replaced_by": m.removed.replaced_by,
         }

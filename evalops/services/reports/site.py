@@ -39,6 +39,7 @@ from sqlmodel import Session, col, select
 from evalops import __version__
 from evalops.domain.changes import TaskSide, flip
 from evalops.domain.gate_documents import Anchor
+from evalops.domain.retirement_reason import read_stored
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.authority.acts import signers_of
@@ -363,7 +364,11 @@ def _membership_history(session: Session, suite_id: str) -> list[dict[str, Any]]
             "action": r.action,
             "task_digest": r.task_digest,
             "grader_set_digest": r.grader_set_digest,
-            "reason": r.reason,
+            **(
+                read_stored(r.reason).as_dict()
+                if r.action == "retired"
+                else {"kind": None, "reason": r.reason}
+            ),
             "approved_by": r.approved_by,
             "replaced_by": r.replaced_by,
             "at": format_timestamp(r.at),
