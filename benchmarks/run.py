@@ -5,7 +5,8 @@ memory of a decision as the gated build grows), P10 (benchmarks/noop_ingest.py: 
 re-ingest against the first ingest, on both engines), then the streaming, report and importer
 benchmarks (import_inspect; import_scale: start-up against the registry's size, memory
 against the log's), the read commands on the demo registry (read_commands, P8), signed acts
-at scale (authority_scale) and the registry site (report_site: 1,000 decisions). Each prints
+at scale (authority_scale), the registry site (report_site: 1,000 decisions) and P10
+(estimate_scale: an estimate against the gate of the same build). Each prints
 its own figures; the exit status is 1 if any fails.
 Pass `--quick` for a smaller run of the performance targets (not the issue's sizes).
 """
@@ -16,6 +17,7 @@ import sys
 
 from benchmarks import (
     authority_scale,
+    estimate_scale,
     grown_build,
     import_inspect,
     import_scale,
@@ -56,6 +58,11 @@ def main() -> int:
     failed |= authority_scale.main([])
     print()
     failed |= report_site.main([])
+    print()
+    sys.argv = sys.argv[:1]
+    if quick:
+        sys.argv += ["--tasks", "1000", "--runs", "1"]
+    failed |= estimate_scale.main()
     return 1 if failed else 0
 
 

@@ -52,6 +52,22 @@ EXECUTION = {
 }
 
 
+STRATA = ("free", "pro", "enterprise")
+ESTIMATION_SUITE = {
+    "spec_schema_version": "suite/v1",
+    "id": "estimation/bench",
+    "kind": "estimation",
+    "sampling_frame": {
+        "source": "production-sessions",
+        "period": "2026-10",
+        "frozen_at": "2026-11-01T00:00:00Z",
+    },
+    "population": "benchmark sessions",
+    "weights": {"by": "tier", "values": {"free": 0.2, "pro": 0.5, "enterprise": 0.3}},
+    "update_policy": "never",
+}
+
+
 def _task(i: int, trials: int = 5) -> dict[str, Any]:
     return {
         "spec_schema_version": "eval-task/v1",
@@ -64,6 +80,9 @@ def _task(i: int, trials: int = 5) -> dict[str, Any]:
             "protects": ["external_effect"],
             "invariant": "it holds",
             "failure_owner": "team",
+            # Read only by the estimation benchmark (members of estimation/bench).
+            "stratum": {"tier": STRATA[i % len(STRATA)]},
+            "sampled_at": "2026-10-01T00:00:00Z",
         },
         "contract": {
             "goal": f"goal_{i}",
@@ -77,7 +96,9 @@ def _task(i: int, trials: int = 5) -> dict[str, Any]:
     }
 
 
-def build_suite(ws: Path, tasks: int, trials: int = 5) -> None:
+def build_suite(ws: Path, tasks: int, trials: int = 5, *, estimation: bool = False) -> None:
+    """`tasks` tasks of `trials` trials each in `regression/bench`; with `estimation`, the
+    same tasks are also the members of `estimation/bench` (three strata)."""
     import git
 
     from evalops.domain import digests
@@ -100,6 +121,10 @@ def build_suite(ws: Path, tasks: int, trials: int = 5) -> None:
         ),
         encoding="utf-8",
     )
+    if estimation:
+        (reg / "suites" / "estimation.json").write_text(
+            json.dumps(ESTIMATION_SUITE), encoding="utf-8"
+        )
     for name in ("gate-policy.yaml", "suite-policy.yaml"):
         shutil.copy(EXAMPLE / "policies" / name, reg / "policies" / name)
     repo = git.Repo.init(ws)
@@ -113,6 +138,8 @@ def build_suite(ws: Path, tasks: int, trials: int = 5) -> None:
     evalops("init", cwd=ws)
     evalops("sync", cwd=ws)
     _bulk_members(ws, tasks)
+    if estimation:
+        _bulk_members(ws, tasks, "estimation/bench")
     graders = load_definition(reg / "graders" / "bench-graders.json").digest
     execution = load_definition(reg / "executions" / "bench-b1.json").digest
     records = ws / "trials.jsonl"
@@ -122,6 +149,8 @@ def build_suite(ws: Path, tasks: int, trials: int = 5) -> None:
             case = digests.eval_case_digest(task, execution, graders)
             for j in range(trials):
                 failing = i % 97 == 3 and j == min(1, trials - 1)
+                # For the estimate, unequal task rates: its intervals have variance to compute.
+                failing = failing or (estimation and (i * 7 + j) % 11 == 0)
                 out.write(
                     json.dumps(
                         {
@@ -154,7 +183,7 @@ def build_suite(ws: Path, tasks: int, trials: int = 5) -> None:
     evalops("trials", "ingest", str(records), cwd=ws)
 
 
-def _bulk_members(ws: Path, tasks: int) -> None:
+def _bulk_members(ws: Path, tasks: int, suite: str = "regression/bench") -> None:
     from sqlmodel import select
 
     from evalops.store.audit import append_event, next_seq
@@ -168,7 +197,7 @@ def _bulk_members(ws: Path, tasks: int) -> None:
         seq = next_seq(session)
         rows = [
             SuiteMembership(
-                suite_id="regression/bench",
+                suite_id=suite,
                 task_id=t.task_id,
                 action="added",
                 task_digest=t.task_digest,
@@ -187,7 +216,7 @@ def _bulk_members(ws: Path, tasks: int) -> None:
             at=now,
             actor="bench",
             kind="promotion.accepted",
-            subject="regression/bench:*",
+            subject=f"{suite}:*",
             payload={"bulk": len(rows)},
             rows=rows,
         )

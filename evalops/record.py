@@ -151,8 +151,10 @@ class TrialBuilder:
         run_id: str = "run-0001",
         attempt_id: str = "attempt-0001",
         trial_index: int = 0,
+        target_agent_id: str | None = None,
     ) -> dict[str, Any]:
-        """A valid skeleton: every grader with a passing result, the expected calls, ok."""
+        """A valid skeleton: every grader with a passing result, the expected calls, ok.
+        With `target_agent_id` every call carries it as its `agent_id`."""
         trial = self.trial(
             trial_id,
             run_id=run_id,
@@ -160,6 +162,7 @@ class TrialBuilder:
             trial_index=trial_index,
             started_at=now,
             completed_at=now,
+            target_agent_id=target_agent_id,
         )
         for grader in self.graders.graders:
             state = next((s for s in _PASSING if s in grader.produces), grader.produces[0])
@@ -232,6 +235,9 @@ class Trial:
         self, tool: str, args: Mapping[str, Any] | None = None, *, agent_id: str | None = None
     ) -> Trial:
         call: dict[str, Any] = {"tool": tool, "args": dict(args or {})}
+        # A record naming its target agent observes only that agent's calls: a call with
+        # no agent_id would silently not count. Unsaid, the target made it.
+        agent_id = agent_id if agent_id is not None else self._record.get("target_agent_id")
         if agent_id is not None:
             call["agent_id"] = agent_id
         self._record.setdefault("tool_calls", []).append(call)

@@ -56,6 +56,11 @@ def _human(data: dict[str, Any]) -> None:
             f"recall {measure(s['recall'])} {interval(s['recall_ci'])}, support {s['support']}"
         )
     say(f"  blockable classes: {', '.join(data['blockable_classes']) or 'none'}")
+    from evalops.domain.calibration_validity import BLOCKABLE_MEANING, shortfall_line
+
+    say(f"    ({BLOCKABLE_MEANING})")
+    for shortfall in data.get("shortfalls") or []:
+        say(f"  to meet the bound: {shortfall_line(shortfall)}")
 
 
 @calibration_app.command()
@@ -80,6 +85,14 @@ def record(
     print_act: PrintActOption = False,
     act: ActOption = None,
     signature: SignatureOption = None,
+    require_valid: Annotated[
+        bool,
+        typer.Option(
+            "--require-valid",
+            help="Store the calibration only if it is valid; otherwise exit 5 (audited), "
+            "nothing stored (a CI step that must not pass on a failing calibration).",
+        ),
+    ] = False,
     json_flag: JsonFlag = False,
 ) -> None:
     """Record how well a model grader agrees with human labels (kappa, Wilson intervals).
@@ -107,6 +120,7 @@ def record(
             actor=state.who(),
             now=now(),
             signing=signing,
+            require_valid=require_valid,
         )
     emit(ctx, data, lambda: _human(data))
 

@@ -138,9 +138,18 @@ def init(
             "--registry",
             metavar="DIR",
             help="Also write a starter registry into DIR (a task, its grader set, an "
-            "execution profile, a suite and both policies) that validates as written.",
+            "execution profile, a suite and both policies) that validates as written; "
+            "refused (exit 2) when DIR already holds files.",
         ),
     ] = None,
+    database_only: Annotated[
+        bool,
+        typer.Option(
+            "--database-only",
+            help="With --registry DIR of an existing registry: create the database only, "
+            "write no starter file.",
+        ),
+    ] = False,
     json_flag: JsonFlag = False,
 ) -> None:
     """Create the registry database (if needed) and migrate it to head.
@@ -149,7 +158,8 @@ def init(
     repository's .gitignore. Outside one, a warning says `sync` needs the registry committed
     in git, and a database created here is still listed in ./.gitignore. With
     --registry DIR, starter files are written too (exit 2 and nothing written if one of
-    them exists).
+    them exists, or DIR holds files at all: `--database-only` then creates the database
+    alone).
 
     Example: evalops init --registry registry
     """
@@ -166,6 +176,8 @@ def init(
             "directory of its own",
             field="--registry",
         )
+    if database_only:
+        starter = None
     written = starter_registry(starter) if starter is not None else []
     disabled = write_authority_example(starter) if starter is not None else None
     _upgrade(state.db_url, "head", create_if_empty=True)

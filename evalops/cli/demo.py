@@ -17,7 +17,15 @@ from pathlib import Path
 import typer
 
 from evalops.domain.vocabulary import format_timestamp
-from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_REFUSED, EvalopsError, InputError
+from evalops.errors import (
+    EXIT_BLOCK,
+    EXIT_HOLD,
+    EXIT_INPUT,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EvalopsError,
+    InputError,
+)
 from evalops.resources import example_registry_dir, templates_dir
 
 
@@ -205,6 +213,89 @@ def steps(now: datetime) -> list[Step]:
         Step("Replay the decision from its stored inputs", ("gate", "replay", "GATE-3")),
         Step("Re-hash the audit chain, every definition and every decision", ("verify",)),
         *report_steps(),
+        *estimation_steps(),
+    ]
+
+
+ESTIMATION_SUITE = "estimation/eu-sessions"
+ESTIMATE_REPORT = "reports/estimate-EST-2.html"
+#: The sampled production sessions of the estimation suite (registry/tasks/eu-sessions/).
+EU_SESSIONS = (
+    "eu-session-enterprise-refund-bulk-return",
+    "eu-session-enterprise-refund-invoice-dispute",
+    "eu-session-enterprise-refund-sla-credit",
+    "eu-session-free-refund-damaged-item",
+    "eu-session-free-refund-duplicate-charge",
+    "eu-session-free-refund-late-order",
+    "eu-session-pro-refund-cancelled-shipment",
+    "eu-session-pro-refund-partial-order",
+    "eu-session-pro-refund-subscription-downgrade",
+    "eu-session-pro-refund-wrong-currency",
+)
+
+
+def estimation_steps() -> list[Step]:
+    """How often refunds fail in EU production traffic: sampled sessions enter the estimation
+    suite, two builds run them, and the estimate, the comparison and the plan follow
+    (docs/estimation.md)."""
+    promotions = [
+        Step(
+            f"A sampled EU session enters the estimation suite ({task.split('-')[2]} tier)",
+            ("promote", task, "--to", ESTIMATION_SUITE),
+        )
+        for task in EU_SESSIONS
+    ]
+    return [
+        *promotions,
+        Step(
+            "Ingest the sampled sessions' trials under build 124",
+            ("trials", "ingest", "registry/trials/eu-sessions/candidate-b124.jsonl"),
+        ),
+        Step(
+            "Ingest them under build 125 (the bulk return was not run)",
+            ("trials", "ingest", "registry/trials/eu-sessions/fix-b125.jsonl"),
+        ),
+        Step(
+            "A regression suite is no representative cohort: no estimate of it",
+            ("estimate", "--suite", DEMO_SUITE, "--build", "build-125"),
+            EXIT_INPUT,
+        ),
+        Step(
+            "How often refunds fail in EU traffic under build 124, with honest intervals",
+            ("estimate", "--suite", ESTIMATION_SUITE, "--build", "build-124"),
+        ),
+        Step(
+            "Build 125 against build 124: the paired, stratified difference",
+            (
+                "estimate",
+                "--suite",
+                ESTIMATION_SUITE,
+                "--build",
+                "build-125",
+                "--baseline",
+                "build-124",
+            ),
+        ),
+        Step("Replay the estimate from its stored inputs", ("estimate", "replay", "EST-2")),
+        Step(
+            "The estimate as a report: the claim on top, every interval drawn",
+            ("report", "estimate", "EST-2", "--format", "html", "-o", ESTIMATE_REPORT),
+        ),
+        Step(
+            "How many sessions a ±5-point interval and a 10-point comparison need",
+            (
+                "estimate",
+                "plan",
+                "--suite",
+                ESTIMATION_SUITE,
+                "--half-width",
+                "0.05",
+                "--detect",
+                "0.1",
+                "--baseline",
+                "build-124",
+            ),
+        ),
     ]
 
 
@@ -284,7 +375,7 @@ def _key(name: str) -> str:
 
 def authority_steps(now: datetime) -> list[Step]:
     """Part two (docs/authority.md): the same acts, signed by the principals allowed to
-    make them; an unsigned waiver and a self-waiver are refused."""
+    make them; an unsigned promotion, an unsigned waiver and a self-waiver are refused."""
     here = SIGNED
     return [
         Step("Part 2, under an authority: create its database", ("init",), where=here),

@@ -77,16 +77,29 @@ def otel(
 
 @export_app.command("summary")
 def summary(
-    ctx: typer.Context, gate: GateOption, output: OutputOption = "-", json_flag: JsonFlag = False
+    ctx: typer.Context,
+    gate: GateOption,
+    output: OutputOption = "-",
+    estimate: Annotated[
+        str | None,
+        typer.Option(help="Also an `estimation` block: this stored estimate's numbers (EST-n)."),
+    ] = None,
+    json_flag: JsonFlag = False,
 ) -> None:
     """The RFC 0244 EvalSummary: ids, enums, counts, scores and digests, no content.
 
-    Example: evalops export summary --gate GATE-3 -o summary.json
+    Example: evalops export summary --gate GATE-3 --estimate EST-2 -o summary.json
     """
     from evalops.export.summary import summary_json
 
     doc = _document(ctx, gate, json_flag)
-    _finish(ctx, "summary", doc, output, summary_json(doc))
+    stored = None
+    if estimate is not None:
+        from evalops.services.estimation.records import stored_result
+
+        with settings(ctx, json_flag).connect() as engine:
+            stored = stored_result(engine, estimate)
+    _finish(ctx, "summary", doc, output, summary_json(doc, stored))
 
 
 @export_app.command("attestation")

@@ -211,13 +211,16 @@ def _render_decision(
     changes: Mapping[str, Any] | None = None,
     effects: Mapping[str, list[str]] | None = None,
     off_line: list[dict[str, Any]] | None = None,
+    voids: list[dict[str, Any]] | None = None,
 ) -> None:
     say_painted(
         data["decision"].upper(), f": {data['build']} on {data['suite']} ({data['gate_id']})"
     )
     if data.get("policy"):
         say(digests_to_fit("  " + policy_line(data["policy"])))
-    for reason in data["reasons"]:
+    from evalops.domain.next_steps import explained_reasons
+
+    for reason in explained_reasons(data):
         say(f"  - {reason}")
     if data["tasks"]:
         # A table for every decision: a pass shows what it rests on too.
@@ -249,6 +252,8 @@ def _render_decision(
             )
     for line in _not_counted_lines(data):
         say(line)
+    for void in voids or []:
+        say(f"  {void['line']}")
     waiver_lines = _waiver_lines(data["waivers"])
     if waiver_lines:
         say("  waivers: " + "; ".join(waiver_lines))
@@ -384,8 +389,9 @@ def gate_check(
         else:
             data = check(engine, actor=state.who(), **options)
             _write_artifacts(engine, data["gate_id"], junit, report)
-        changes, effects, off_line = None, None, None
+        changes, effects, off_line, voids = None, None, None, None
         if not state.json:
+            from evalops.services.reads.voids import decision_voids
             from evalops.services.reports.audit import decision_changes
             from evalops.store.reader import engine_reader
 
@@ -397,7 +403,8 @@ def gate_check(
             with engine_reader(engine) as reader:
                 effects = _open_effects(reader, data)
                 off_line = _off_line(reader, data)
-    emit(ctx, data, lambda: _render_decision(data, changes, effects, off_line))
+                voids = decision_voids(reader, data)
+    emit(ctx, data, lambda: _render_decision(data, changes, effects, off_line, voids))
     raise typer.Exit(EXIT_BY_DECISION[data["decision"]])
 
 
@@ -458,14 +465,18 @@ def gate_show(
 
     Example: evalops gate show GATE-3 --junit gate.xml --report gate-report.md
     """
+    from evalops.services.reads.voids import decision_voids
+
     state = settings(ctx, json_flag)
     effects: dict[str, list[str]] | None = None
+    voids: list[dict[str, Any]] | None = None
     if junit is None and report is None:
         from evalops.services.reads.listings import show_decision
 
         with state.read() as reader:
             data = show_decision(reader, gate_id)
             effects = None if state.json else _open_effects(reader, data)
+            voids = None if state.json else decision_voids(reader, data)
     else:
         from evalops.services.gate.check import show
         from evalops.store.reader import engine_reader
@@ -476,9 +487,10 @@ def gate_show(
             if not state.json:
                 with engine_reader(engine) as reader:
                     effects = _open_effects(reader, data)
+                    voids = decision_voids(reader, data)
 
     def human() -> None:
-        _render_decision(data, effects=effects)
+        _render_decision(data, effects=effects, voids=voids)
         say(
             f"stored decision {gate_id}, shown as recorded (exit 0 whatever it says; "
             "`gate check` exits 0, 3 or 4)"

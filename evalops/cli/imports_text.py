@@ -78,8 +78,10 @@ def import_summary_lines(data: dict[str, Any]) -> list[str]:
                 lines.append(
                     f"    {source}'s own reduction: {_reduction(task['source_reduction'])}"
                 )
+                scorers = ", ".join(visible(x) for x in task.get("differs_from") or [])
+                against = f" from {scorers}" if scorers else ""
                 for why in task.get("differences") or []:
-                    lines.append(f"      evalops counts differently: {why}")
+                    lines.append(f"      evalops counts differently{against}: {why}")
             if task.get("graders_without_scorer"):
                 lines.append(
                     "    blocking graders with no scorer (trials missing_required_evidence): "

@@ -13,6 +13,7 @@ from evalops import __version__
 from evalops.cli import (
     calibration,
     db,
+    estimate,
     export,
     fastparams,
     gate,
@@ -288,6 +289,7 @@ trajectory.register(app)
 calibration.register(app)
 review.register(app)
 gate.register(app)
+estimate.register(app)
 waiver.register(app)
 report.register(app)
 export.register(app)

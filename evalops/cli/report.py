@@ -1,5 +1,5 @@
-"""`evalops report audit|suite|site`: audit reports, suite cards and the registry site
-(read-only)."""
+"""`evalops report audit|suite|estimate|site`: audit reports, suite cards, estimates and the
+registry site (read-only)."""
 
 from pathlib import Path
 from typing import Annotated, Any
@@ -101,6 +101,30 @@ def suite(
         chosen,
         {"suite": suite_id, "audit_head": doc["audit_head"]},
     )
+
+
+@report_app.command("estimate")
+def estimate(
+    ctx: typer.Context,
+    estimate_id: Annotated[str, typer.Argument(metavar="ID", help="Stored estimate id (EST-n).")],
+    fmt: FormatOption = None,
+    output: OutputOption = "-",
+    json_flag: JsonFlag = False,
+) -> None:
+    """Render a stored estimate: the claims sentence on top, every rate and stratum with its
+    interval drawn; nothing is computed or stored.
+
+    Example: evalops report estimate EST-2 --format html -o reports/estimate-EST-2.html
+    """
+    from evalops.report.estimate import render_estimate
+    from evalops.services.estimation.records import stored_result
+
+    state = settings(ctx, json_flag)
+    chosen = format_for(fmt, output, _default_format(output), strict=True)
+    with state.connect() as engine:
+        doc = stored_result(engine, estimate_id)
+    path = write_output(output, render_estimate(doc, chosen))
+    _written(ctx, f"{chosen} report of {estimate_id}", path, chosen, {"estimate_id": estimate_id})
 
 
 @report_app.command("site")

@@ -142,6 +142,8 @@ def ingest(
             f"ingested {result.ingested}, skipped {result.skipped_identical} identical, "
             f"rejected {result.rejected_total}"
         )
+        for note in result.notes():
+            say(f"note: {note}", err=True)
         for e in result.rejected:
             say(f"rejected: {e.one_line()}", err=True)
         if result.rejected_total > len(result.rejected):
@@ -186,7 +188,7 @@ def list_(
     Example: evalops trials list --task support-refund-in-order --class task_fail
     """
     from evalops.services.reads.listings import unknown_filters
-    from evalops.services.reads.trials import TrialFilter, count_cap, list_trials
+    from evalops.services.reads.trials import TrialFilter, count_cap, list_trials, voided_count
 
     state = settings(ctx, json_flag)
     shown_limit = row_limit(ctx, limit, all_rows)
@@ -194,6 +196,13 @@ def list_(
     with state.read() as reader:
         rows, total = list_trials(reader, where, shown_limit)
         unknown = unknown_filters(reader, task=task, build=build, suite=suite) if not total else []
+        voided = 0 if state.json else voided_count(reader, where)
+    if voided:
+        say(
+            f"voided: {voided} matching trial{'s' if voided != 1 else ''} left out "
+            "(`evalops void list` says by whom and why)",
+            err=True,
+        )
 
     def human() -> None:
         table = new_table("trial", "task", "build", "#", "class", "score", "rerun of", "labels")
@@ -270,6 +279,8 @@ def show(
 
     def human() -> None:
         say(f"{data['trial_id']}  {data['task_id']}  build {text(data['build'])}")
+        if data.get("void"):
+            say(f"  {data['void']['line']} (left out of every decision from then on)")
         say(
             f"  class: {data['classification']} "
             f"(at ingest: {text(data['classification_at_ingest'])})"
@@ -345,6 +356,130 @@ def reconcile(
             f"{trial_id}: {effect} reconciled as {status}; trial is now {data['classification']}"
         ),
     )
+
+
+@trials_app.command()
+def void(
+    ctx: typer.Context,
+    trial_ids: Annotated[
+        list[str] | None,
+        typer.Argument(metavar="TRIAL...", help="The trials ingested by mistake."),
+    ] = None,
+    batch: Annotated[
+        int | None,
+        typer.Option(help="Every live trial of this ingest batch (`trials show` names it)."),
+    ] = None,
+    reason: Annotated[
+        str, typer.Option(help="Why the trials are a mistake (shown wherever they are left out).")
+    ] = "",
+    confirm_hard_failure: Annotated[
+        bool,
+        typer.Option(
+            "--confirm-hard-failure",
+            help="Without an authority: void trials that are hard_constraint_fail or "
+            "ambiguous_external_effect (under one: two signers, threshold trials.void_hard).",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Store nothing; show what would change in the latest decision of each "
+            "affected suite.",
+        ),
+    ] = False,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
+    json_flag: JsonFlag = False,
+) -> None:
+    """Void trials ingested by mistake: left out of the gate, statistics and listings from
+    now on, never deleted or edited (a VOID-n row, audited).
+
+    `--at` before the void, replays of earlier decisions and `verify` still see them. A
+    voided trial's id may be ingested again with corrected content. Under an authority the
+    void is a signed act `trials.void` by a risk_owner of every suite the trials' tasks are
+    members of. Hard failures need two signers, or `--confirm-hard-failure` without one.
+
+    Example: evalops trials void --batch 3 --reason "ingested under the wrong build" --dry-run
+    """
+    from evalops.services.ingest.voids import VoidRequest, void_trials
+
+    state = settings(ctx, json_flag)
+    request = VoidRequest(
+        tuple(trial_ids or ()),
+        batch,
+        reason,
+        confirm_hard_failure=confirm_hard_failure,
+        dry_run=dry_run,
+        signing=signing_of(sign_with, print_act, act, signature),
+    )
+    with state.connect() as engine, printing_act():
+        data = void_trials(engine, request, actor=state.who(), now=now())
+    emit(ctx, data, lambda: _print_void(data))
+
+
+def _print_void(data: dict[str, Any]) -> None:
+    if not data["dry_run"]:
+        say(data["line"])
+        say("next: `evalops void list`; `evalops gate check ... --dry-run` to see the effect")
+        return
+    n = data["trial_count"]
+    say(f"dry run: would void {n} trial{'s' if n != 1 else ''} ({data['hard_count']} hard)")
+    for t in data["trials"]:
+        say(f"  {t['trial_id']}  {t['task_id']}  {t['classification']}")
+    if data.get("refusal"):
+        say(f"  would be refused: {data['refusal']}")
+    if not data["decisions"]:
+        say("  no stored decision of an affected suite: nothing to compare")
+    for d in data["decisions"]:
+        change = "unchanged" if d["decision"] == d["with_void"] else "changes"
+        say(
+            f"  {d['suite']}: latest {d['latest']} ({d['build']}) decided again now: "
+            f"{d['decision']} -> with the void: {d['with_void']} ({change})"
+        )
+        if d.get("error"):
+            say(f"    cannot decide it again: {d['error']}")
+        for t in d["tasks"]:
+            was, will = t["now"], t["with_void"] or {}
+            say(
+                f"    {t['task_id']}: {was['state']} n={was['n']} -> "
+                f"{will.get('state', '-')} n={will.get('n', '-')}"
+            )
+
+
+void_app = typer.Typer(
+    help="Voids of trials ingested by mistake (`evalops trials void` records them).\n\n"
+    "Example: evalops void list",
+    no_args_is_help=True,
+)
+
+
+@void_app.command("list")
+def void_list(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
+    """List every void: hard-failure voids first, then newest first, with who signed.
+
+    Example: evalops void list --json
+    """
+    from evalops.services.reads.voids import list_voids
+
+    state = settings(ctx, json_flag)
+    with state.read() as reader:
+        voids = list_voids(reader)
+
+    def human() -> None:
+        if not voids:
+            say("no voids")
+            return
+        for v in voids:
+            hard = "HARD " if v["hard_count"] else ""
+            say(
+                f"{hard}{v['line']} ({v['at']}; {', '.join(v['trials'][:10])}"
+                f"{' ...' if len(v['trials']) > 10 else ''})"
+            )
+
+    emit(ctx, voids, human)
 
 
 import_app = typer.Typer(
@@ -587,6 +722,15 @@ def template(
             "another prefix keeps another run's or task's templates apart.",
         ),
     ] = "trial",
+    target_agent: Annotated[
+        str | None,
+        typer.Option(
+            "--target-agent",
+            metavar="ID",
+            help="The record's target_agent_id; every tool call then carries it as its "
+            "agent_id (a call without one is not observed for the target).",
+        ),
+    ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Print a valid skeleton trial record for a task and execution, digests filled in.
@@ -620,6 +764,7 @@ def template(
             run_id=run_id,
             attempt_id=f"attempt-{i + 1:04d}",
             trial_index=i,
+            target_agent_id=target_agent,
         )
         for i in range(index, index + count)
     ]
@@ -651,3 +796,4 @@ def _hinted(refused: RejectedRecords, registry: Path) -> RejectedRecords:
 
 def register(app: typer.Typer) -> None:
     app.add_typer(trials_app, name="trials")
+    app.add_typer(void_app, name="void")

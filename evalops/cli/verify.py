@@ -80,6 +80,8 @@ def verify(  # noqa: PLR0913 (options of one command)
         f"{plural(report.definitions, 'definition')}, {plural(report.trials, 'trial')} and "
         f"{plural(report.decisions, 'gate decision')} verified"
     ]
+    if report.estimates:
+        lines.append(f"   {plural(report.estimates, 'estimate')} recomputed byte for byte")
     for carried in report.carried_forward:
         lines.append(
             f"   rows of audit seq 1-{carried['seq'] - 1} were carried forward by migration "

@@ -18,6 +18,8 @@ ActKind = Literal[
     "trials.import",
     "suite.promote",
     "registry.track",
+    "trials.void",
+    "trials.void_hard",
 ]
 #: The role whose holders may sign each act.
 ACT_ROLES: dict[str, Role] = {
@@ -34,6 +36,13 @@ ACT_ROLES: dict[str, Role] = {
     "suite.promote": "risk_owner",
     # Which branch and path the rules in force follow is itself a rule.
     "registry.track": "policy_owner",
+    # Voiding evidence changes what every decision on the suite rests on: its risk owners'.
+    "trials.void": "risk_owner",
+    # Not an act of its own: the threshold of a `trials.void` that leaves out a hard
+    # failure or an ambiguous external effect (docs/trials.md, "Voiding a mistaken record").
+    "trials.void_hard": "risk_owner",
 }
+#: Thresholds that are not 1 when an authority does not declare them.
+DEFAULT_THRESHOLDS: dict[str, int] = {"trials.void_hard": 2}
 #: The separations of duties an authority may declare.
 SeparationRule = Literal["no_self_waiver", "no_self_review"]

@@ -21,6 +21,10 @@ import re
 AUTHORITY_REFUSED = "authority.refused"
 CALIBRATION_INVALIDATE = "calibration.invalidate"
 CALIBRATION_RECORD = "calibration.record"
+CALIBRATION_REFUSED = "calibration.refused"
+"""`calibration record --require-valid` of a calibration that would not be valid."""
+ESTIMATE_RECORD = "estimate.record"
+"""An estimate of an estimation suite's rates stored (`evalops estimate`)."""
 GATE_DECISION = "gate.decision"
 MIGRATION_ROWS = "migration.rows"
 """Rows of an older schema carried forward by a migration (`0002_tamper_evidence`)."""
@@ -39,6 +43,10 @@ SYNC_REGISTERED = "sync.registered"
 """A sync off the tracked branch or path: definitions registered, nothing in force changed."""
 TRIALS_INGEST = "trials.ingest"
 TRIALS_RECONCILE = "trials.reconcile"
+TRIALS_VOID = "trials.void"
+"""A void: trials ingested by mistake left out from here on (docs/trials.md)."""
+VOID_REFUSED = "void.refused"
+"""A void that would have hidden a hard failure without its confirmation."""
 TRIALS_RECONCILE_REFUSED = "trials.reconcile_refused"
 """A refusal spelled before `noun.refused` was the rule: kept (see `FROZEN_KINDS`)."""
 WAIVER_GRANT = "waiver.grant"
@@ -81,6 +89,8 @@ ALL_KINDS = frozenset(
         AUTHORITY_REFUSED,
         CALIBRATION_INVALIDATE,
         CALIBRATION_RECORD,
+        CALIBRATION_REFUSED,
+        ESTIMATE_RECORD,
         GATE_DECISION,
         MIGRATION_ROWS,
         PROMOTION_ACCEPTED,
@@ -97,6 +107,8 @@ ALL_KINDS = frozenset(
         TRIALS_INGEST,
         TRIALS_RECONCILE,
         TRIALS_RECONCILE_REFUSED,
+        TRIALS_VOID,
+        VOID_REFUSED,
         WAIVER_GRANT,
         WAIVER_REFUSED,
         WAIVER_REVOKE,

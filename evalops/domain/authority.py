@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from evalops.domain import sshsig
-from evalops.domain.act_roles import ACT_ROLES, ActKind, Role
+from evalops.domain.act_roles import ACT_ROLES, DEFAULT_THRESHOLDS, ActKind, Role
 from evalops.domain.canonical import canonical_json
 from evalops.domain.timestamps import parse_timestamp
 
@@ -110,12 +110,33 @@ class Scope:
     task: str | None = None
     builds: tuple[str, ...] = ()
     """The builds whose trials an ingest brought (for separation of duties)."""
+    suites: tuple[str, ...] = ()
+    """Every suite an act touches, when it may touch several (a void): each signer holds
+    the role for one of them at least, and every one of them has a signer who does."""
+    threshold: str | None = None
+    """The thresholds key that counts the signers, when not the act's kind
+    (`trials.void_hard`)."""
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"suite": self.suite, "task": self.task}
         if self.builds:
             out["builds"] = list(self.builds)
+        if self.suites:
+            out["suites"] = list(self.suites)
+        if self.threshold is not None:
+            out["threshold"] = self.threshold
         return out
+
+    @classmethod
+    def of(cls, fields: Mapping[str, Any]) -> Scope:
+        """The Scope a stored `as_dict` describes."""
+        return cls(
+            fields.get("suite"),
+            fields.get("task"),
+            tuple(fields.get("builds", ())),
+            tuple(fields.get("suites", ())),
+            fields.get("threshold"),
+        )
 
 
 @dataclass(frozen=True)
@@ -142,7 +163,11 @@ class Judgement:
 
 def _grant_covers(grant: GrantFacts, scope: Scope) -> bool:
     """An unscoped grant covers every act; a scoped one only acts inside its globs (an act
-    with no suite or no task is outside a grant scoped by suites or tasks: fail closed)."""
+    with no suite or no task is outside a grant scoped by suites or tasks: fail closed).
+    An act on several suites is covered when one of them is (`suites_uncovered` then
+    requires every suite to have a signer)."""
+    if scope.suites:
+        return any(_grant_covers(grant, Scope(suite=s, task=scope.task)) for s in scope.suites)
     for globs, value in ((grant.suites, scope.suite), (grant.tasks, scope.task)):
         if globs and (value is None or not any(fnmatchcase(value, g) for g in globs)):
             return False
@@ -165,8 +190,23 @@ def role_refusal(authority: AuthorityFacts, principal: str, kind: str, scope: Sc
         where = ", ".join(
             f"{k} {v!r}" for k, v in (("suite", scope.suite), ("task", scope.task)) if v is not None
         )
+        if scope.suites:
+            where = "any of suites " + ", ".join(repr(s) for s in scope.suites)
         return f"principal {principal!r} holds {role} but not for {where or 'this act'}"
     return None
+
+
+def suites_uncovered(
+    authority: AuthorityFacts, kind: str, scope: Scope, principals: Sequence[str]
+) -> list[str]:
+    """The suites of a several-suite scope for which none of `principals` holds the role."""
+    role = ACT_ROLES[kind]
+    grants = [g for g in authority.roles.get(role, []) if g.principal in principals]
+    return [
+        s
+        for s in scope.suites
+        if not any(_grant_covers(g, Scope(suite=s, task=scope.task)) for g in grants)
+    ]
 
 
 def check_signatures(
@@ -241,13 +281,23 @@ class SignatureJudge:
                 signers.append(signer)
         if not signatures:
             return Judgement(refusal=f"{kind} is unsigned and an authority is in force")
-        needed = self.authority.thresholds.get(kind, 1)  # type: ignore[call-overload]
+        counted = scope.threshold or kind
+        thresholds = cast("Mapping[str, int]", self.authority.thresholds)
+        needed = thresholds.get(counted, DEFAULT_THRESHOLDS.get(counted, 1))
         principals = sorted({s.principal for s in signers})
         if len(principals) < needed:
+            named = kind if counted == kind else f"{kind} ({counted})"
             return Judgement(
-                refusal=f"{kind} needs {needed} distinct signers, has {len(principals)} "
+                refusal=f"{named} needs {needed} distinct signers, has {len(principals)} "
                 f"({', '.join(principals)})",
                 rule="threshold",
+            )
+        uncovered = suites_uncovered(self.authority, kind, scope, principals)
+        if uncovered:
+            return Judgement(
+                refusal=f"no signer holds {ACT_ROLES[kind]} for suite "
+                f"{', '.join(repr(s) for s in uncovered)}: a {kind} needs one of each "
+                "suite it touches"
             )
         return Judgement(signers=signers)
 

@@ -300,3 +300,91 @@ def validity_digest(validity: Mapping[str, Validity]) -> str:
     from evalops.domain.canonical import digest
 
     return digest({gid: v.as_dict() for gid, v in sorted(validity.items())})
+
+
+#: No more than this many extra holdout items are ever suggested (beyond: "cannot").
+MAX_MORE_ITEMS = 100_000
+
+
+def wilson_lower_at(rate: float, n: int, z: float = 1.959963984540054) -> float:
+    """The Wilson score lower bound of `n` items observed at proportion `rate` (a rate, not
+    a count: at a fixed rate it grows with n, so "how many items" has one answer)."""
+    denom = 1 + z * z / n
+    centre = (rate + z * z / (2 * n)) / denom
+    half = z * (rate * (1 - rate) / n + z * z / (4 * n * n)) ** 0.5 / denom
+    return max(0.0, float(centre - half))
+
+
+def _more_items(rate: float, n: int, bound: float) -> int | None:
+    """The fewest extra items that, at the observed `rate`, lift the Wilson lower bound of
+    `n` items to `bound` (None: the rate itself is not above the bound, no number will)."""
+    if rate <= bound or wilson_lower_at(rate, n + MAX_MORE_ITEMS) < bound:
+        return None
+    low, high = 0, MAX_MORE_ITEMS
+    while low < high:  # the bound grows with n at a fixed rate
+        mid = (low + high) // 2
+        if wilson_lower_at(rate, n + mid) >= bound:
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def holdout_shortfalls(grader: GraderFacts, metrics: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """For each class whose precision or recall lower bound is short of the grader's
+    requirement: how many more holdout items of that class, at the observed precision or
+    recall, would meet it (`more_items` None: not at this rate, the model must agree more)."""
+    req = grader.calibration_requirements
+    if req is None:
+        return []
+    out: list[dict[str, Any]] = []
+    per_class: Mapping[str, Any] = metrics.get("holdout", {}).get("per_class", {})
+    for label, stats in sorted(per_class.items()):
+        support = int(stats.get("support") or 0)
+        recall, precision = stats.get("recall"), stats.get("precision")
+        if not support or recall is None:
+            continue
+        hits = round(float(recall) * support)
+        predicted = round(hits / float(precision)) if precision else 0
+        for metric, rate, n, bound in (
+            ("precision", precision, predicted, req.min_precision_lower_bound),
+            ("recall", recall, support, req.min_recall_lower_bound),
+        ):
+            if rate is None or not n or _lower(stats.get(f"{metric}_ci")) >= bound:
+                continue
+            out.append(
+                {
+                    "class": label,
+                    "metric": metric,
+                    "observed": float(rate),
+                    "lower_bound": _lower(stats.get(f"{metric}_ci")),
+                    "required": float(bound),
+                    "items": n,
+                    "more_items": _more_items(float(rate), n, float(bound)),
+                }
+            )
+    return out
+
+
+def shortfall_line(s: Mapping[str, Any]) -> str:
+    """A shortfall in words, with what to do about it."""
+    head = (
+        f"class {s['class']}: {s['metric']} lower bound {measure(s['lower_bound'])} of "
+        f"{s['items']} items is below {measure(s['required'])}"
+    )
+    if s["more_items"] is None:
+        return (
+            f"{head}; at the observed {s['metric']} {measure(s['observed'])} no number of "
+            "items meets it: the model must agree with the humans more often"
+        )
+    return (
+        f"{head}; about {s['more_items']} more holdout items of class {s['class']} at the "
+        f"observed {s['metric']} {measure(s['observed'])} would meet it"
+    )
+
+
+BLOCKABLE_MEANING = (
+    "a blockable class is one the model grader's verdict may decide alone (humans agree on "
+    "it and the holdout bounds are met); its verdicts of other classes wait for a human in "
+    "the review queue"
+)

@@ -292,6 +292,31 @@ def _effective(task: CompactTaskInput, limits: Mapping[str, int]) -> tuple[_Effe
     return found, outcome
 
 
+@dataclass(frozen=True)
+class TrialCounts:
+    """A task's trials by class, as the gate counts them: after reruns are resolved under
+    the policy's limits (`effective`), and the originals by their own first result."""
+
+    effective: dict[str, int]
+    first: dict[str, int]
+    rerun_count: int
+
+
+def trial_counts(task: CompactTaskInput, policy: GatePolicy) -> TrialCounts:
+    """The effective and first-result class counts `summarize_compact` decides on: the
+    estimate of an estimation suite reads its trials exactly as the gate does."""
+    limits = {str(k): v for k, v in policy.reruns.max_attempts_by_class.items()}
+    eff, outcome = _effective(task, limits)
+    originals = Counter(task["single"]["classes"]) + Counter(
+        t["classification"] for t in task["chained"] if t["parent_trial_id"] is None
+    )
+    return TrialCounts(
+        effective={c: n for c, n in sorted(eff.classes.items()) if n},
+        first={c: n for c, n in sorted(originals.items()) if n},
+        rerun_count=outcome.rerun_count,
+    )
+
+
 def _mean(total: Fraction, n: int) -> float | None:
     # float(Fraction) is correctly rounded, as `math.fsum` is: the same mean evaluator 3 has.
     return float(total) / n if n else None

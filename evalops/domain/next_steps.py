@@ -119,6 +119,7 @@ _NOT_COUNTED = {
     "other_task_revision": "another task revision than the suite pins",
     "other_grader_set_version": "another grader-set version than the suite pins",
     "older_execution_digest": "an older version of the execution profile",
+    "voided": "voided: `evalops void list` says by whom and why",
     "other_revision_or_grader_set": "another task revision or grader-set version than the "
     "suite pins",
 }
@@ -132,6 +133,34 @@ def ignored_trials(task: Mapping[str, Any]) -> dict[str, int]:
     if isinstance(value, int) and value:
         return {"other_revision_or_grader_set": value}
     return {}
+
+
+# What "no trials for this build" means when the build has trials that do not count, by
+# `ignoredTrials` key: shown to people; the stored reason is the evaluator's, for replay.
+_UNCOUNTED_SHORT = {
+    "older_execution_digest": "under another profile version: sync it or pass --execution",
+    "other_task_revision": "of another task revision: promote it or ingest the pinned one",
+    "other_grader_set_version": "under another grader-set version: promote it",
+    "other_revision_or_grader_set": "of another task revision or grader-set version",
+    "voided": "voided",
+}
+NO_TRIALS = "no trials for this build"
+
+
+def explained_reasons(decision: Mapping[str, Any]) -> list[str]:
+    """The decision's reasons as people read them: a task's "no trials for this build"
+    says, when the build has trials that do not count, how many and why ("no counted
+    trials (5 under another profile version: sync it or pass --execution)")."""
+    ignored = {str(t["task_id"]): ignored_trials(t) for t in decision.get("tasks") or []}
+    out = []
+    for stored in decision.get("reasons") or []:
+        reason = str(stored)
+        counts = ignored.get(reason.split(" (", 1)[0])
+        if counts and reason.endswith(f"; {NO_TRIALS}"):
+            parts = ", ".join(f"{n} {_UNCOUNTED_SHORT.get(k, k)}" for k, n in counts.items())
+            reason = f"{reason[: -len(NO_TRIALS)]}no counted trials ({parts})"
+        out.append(reason)
+    return out
 
 
 def _uncounted_step(reason: str, n: int, task_id: str, build: str, suite: str) -> str:
@@ -152,6 +181,13 @@ def _uncounted_step(reason: str, n: int, task_id: str, build: str, suite: str) -
             f"{trials} of build {build} {was} graded under another version of the task's "
             f"grader set than {suite} pins, so {they} not count: ingest trials graded under "
             f"the pinned version, or pin the version in force: {promote}"
+        )
+    if reason == "voided":
+        return (
+            f"{trials} of build {build} {was} voided, so {they} not count: ingest the "
+            f"corrected records (a voided trial's id may be ingested again), or run the "
+            f"build again; `evalops void list` says who voided {'it' if n == 1 else 'them'} "
+            "and why"
         )
     if reason == "older_execution_digest":
         return (

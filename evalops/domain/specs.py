@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import inspect
 import itertools
+import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -117,6 +118,10 @@ class TaskMeta(Strict):
     """Free text for people; never read by evalops."""
     tags: list[NonEmptyStr] = []
     """Free labels for filtering."""
+    stratum: dict[NonEmptyStr, NonEmptyStr] | None = None
+    """Members of an estimation suite: `{KEY: STRATUM}`, KEY the suite's `weights.by`."""
+    sampled_at: Timestamp | None = None
+    """Members of an estimation suite: when the session was sampled (at most `frozen_at`)."""
 
     @model_validator(mode="after")
     def _protects_needs_critical(self) -> TaskMeta:
@@ -572,6 +577,12 @@ class SamplingFrame(Strict):
     """The period sampled."""
     frozen_at: Timestamp
     """When the frame was frozen."""
+    sizes: dict[NonEmptyStr, PositiveInt] | None = None
+    """Optional: stratum -> sessions in the frame (enables the finite-population correction)."""
+
+
+WEIGHT_SUM_TOLERANCE = 1e-9
+"""How far from 1 stratum weights may sum (decimal shares such as 0.1 + 0.2 do not add exactly)."""
 
 
 class Weights(Strict):
@@ -579,8 +590,26 @@ class Weights(Strict):
 
     by: NonEmptyStr
     """Stratification variable."""
-    values: dict[str, float] = Field(min_length=1)
-    """Stratum -> weight."""
+    values: dict[NonEmptyStr, float] = Field(min_length=1)
+    """Stratum -> its share of the population: positive, summing to 1."""
+
+    @model_validator(mode="after")
+    def _shares(self) -> Weights:
+        for stratum, share in self.values.items():
+            if not (isinstance(share, float | int) and math.isfinite(share) and share > 0):
+                raise SpecValueError(
+                    f"weight of stratum {stratum!r} must be a positive number, not {share!r}",
+                    "values",
+                    stratum,
+                )
+        total = math.fsum(self.values.values())
+        if abs(total - 1) > WEIGHT_SUM_TOLERANCE:
+            raise SpecValueError(
+                f"weights must sum to 1, not {total:g}: each is a stratum's share of the "
+                "population",
+                "values",
+            )
+        return self
 
 
 class SuiteDeclaration(Strict):
@@ -621,6 +650,17 @@ class SuiteDeclaration(Strict):
             raise SpecValueError(
                 f"{', '.join(extra)} only {verb} to kind: estimation, not {self.kind}", extra[0]
             )
+        sizes = self.sampling_frame.sizes if self.sampling_frame else None
+        if sizes is not None:
+            strata = set(self.weights.values) if self.weights else set()
+            if set(sizes) != strata:
+                raise SpecValueError(
+                    "sampling_frame.sizes must name exactly the strata of weights.values "
+                    f"({', '.join(sorted(strata)) or 'none declared'}), not "
+                    f"{', '.join(sorted(sizes))}",
+                    "sampling_frame",
+                    "sizes",
+                )
         return self
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from evalops.domain.free_text import has_visible_text
 from evalops.domain.humanize import plural
 from evalops.domain.specs import EvalTaskSpec, GraderSet, SuiteDeclaration, SuitePolicy
+from evalops.domain.timestamps import parse_timestamp
 
 # Incident states from which an incident counts as confirmed.
 CONFIRMED_STATES = ("confirmed", "reproduced", "promoted")
@@ -364,7 +365,12 @@ def _declared(name: str, attribute: str, what: str) -> Callable[..., Requirement
     def check(_: EntryFacts, suite: SuiteDeclaration) -> Requirement:
         value = getattr(suite, attribute)
         if value is not None:
-            shown = value if isinstance(value, str) else value.model_dump(mode="json")
+            # exclude_none: an optional field left out (sizes) is not shown as None.
+            shown = (
+                value
+                if isinstance(value, str)
+                else value.model_dump(mode="json", exclude_none=True)
+            )
             return Requirement(name, True, f"{attribute}: {shown}", None)
         return Requirement(
             name,
@@ -375,6 +381,71 @@ def _declared(name: str, attribute: str, what: str) -> Callable[..., Requirement
         )
 
     return check
+
+
+def _frozen_sampling_frame(f: EntryFacts, suite: SuiteDeclaration) -> Requirement:
+    """The frame is declared, and the task was sampled from it: `meta.sampled_at` no later
+    than `frozen_at` (a session sampled after the freeze is not of the frame)."""
+    declared = _declared("frozen_sampling_frame", "sampling_frame", "source, period, frozen_at")(
+        f, suite
+    )
+    frame = suite.sampling_frame
+    if not declared.met or frame is None:
+        return declared
+    sampled = f.task.meta.sampled_at
+    if sampled is None:
+        return Requirement(
+            "frozen_sampling_frame",
+            False,
+            f"{declared.evidence}; the task declares no meta.sampled_at",
+            _resync(
+                f,
+                f"set `meta.sampled_at` (when the session was sampled, at most {frame.frozen_at})",
+            ),
+        )
+    if parse_timestamp(sampled) > parse_timestamp(frame.frozen_at):
+        return Requirement(
+            "frozen_sampling_frame",
+            False,
+            f"the task was sampled at {sampled}, after the frame was frozen at "
+            f"{frame.frozen_at}: it is not a sample of this frame",
+            f"promote a task sampled before the freeze, or refresh the frame (a new "
+            f"estimation suite with a later frozen_at, as its update_policy says); a wrong "
+            f"meta.sampled_at is corrected {_resync(f, 'there')}",
+        )
+    return Requirement(
+        "frozen_sampling_frame",
+        True,
+        f"{declared.evidence}; sampled at {sampled}, frozen at {frame.frozen_at}",
+        None,
+    )
+
+
+def _weights(f: EntryFacts, suite: SuiteDeclaration) -> Requirement:
+    """Weights are declared, and the task names one of their strata under their key."""
+    declared = _declared("weights", "weights", "stratum weights")(f, suite)
+    weights = suite.weights
+    if not declared.met or weights is None:
+        return declared
+    strata = ", ".join(weights.values)
+    named = (f.task.meta.stratum or {}).get(weights.by)
+    if named in weights.values:
+        return Requirement(
+            "weights",
+            True,
+            f"stratum {weights.by}={named} (weight {weights.values[named]:g})",
+            None,
+        )
+    if named is None:
+        evidence = f"the task declares no meta.stratum.{weights.by}"
+    else:
+        evidence = f"stratum {weights.by}={named} is not one of the weights' strata ({strata})"
+    return Requirement(
+        "weights",
+        False,
+        evidence,
+        _resync(f, f"set `meta.stratum: {{{weights.by}: STRATUM}}` (one of {strata})"),
+    )
 
 
 CHECKS: dict[str, Callable[[EntryFacts, SuiteDeclaration], Requirement]] = {
@@ -388,13 +459,11 @@ CHECKS: dict[str, Callable[[EntryFacts, SuiteDeclaration], Requirement]] = {
     "calibrated_graders": _calibrated_graders,
     "versioned_fixture": _versioned_fixture,
     "grader_set_digest": _grader_set_digest,
-    "frozen_sampling_frame": _declared(
-        "frozen_sampling_frame", "sampling_frame", "source, period, frozen_at"
-    ),
+    "frozen_sampling_frame": _frozen_sampling_frame,
     "production_population_definition": _declared(
         "production_population_definition", "population", "the production population"
     ),
-    "weights": _declared("weights", "weights", "stratum weights"),
+    "weights": _weights,
     "update_policy": _declared("update_policy", "update_policy", "how samples are refreshed"),
 }
 

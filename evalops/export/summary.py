@@ -104,8 +104,39 @@ def eval_summary(doc: ReportDocument) -> dict[str, Any]:
     return out
 
 
-def summary_json(doc: ReportDocument) -> str:
-    return json.dumps(eval_summary(doc), indent=2, ensure_ascii=True) + "\n"
+def estimation_block(estimate: Mapping[str, Any]) -> dict[str, Any]:
+    """The `estimation` block: a stored estimate's ids and numbers (no claims sentence, no
+    reasons: the EvalSummary carries no prose; `unavailableCount` says how many there are)."""
+    difference = (estimate.get("difference") or {}).get("pass")
+    return {
+        "estimateId": estimate["estimate_id"],
+        "suiteId": estimate["suite"],
+        "build": estimate["build"],
+        "baseline": estimate["baseline"],
+        "confidence": estimate["confidence"],
+        "taskCount": estimate["task_count"],
+        "trialCount": estimate["trial_count"],
+        "rates": {
+            key: {"rate": r["rate"], "low": r["low"], "high": r["high"], "nEff": r["n_eff"]}
+            for key, r in estimate["rates"].items()
+        },
+        "passDifference": None
+        if difference is None
+        else {
+            "diff": difference["diff"],
+            "low": difference["low"],
+            "high": difference["high"],
+            "pairedTaskCount": difference["paired_tasks"],
+        },
+        "unavailableCount": len(estimate["unavailable"]),
+    }
+
+
+def summary_json(doc: ReportDocument, estimate: Mapping[str, Any] | None = None) -> str:
+    out = eval_summary(doc)
+    if estimate is not None:
+        out["estimation"] = estimation_block(estimate)
+    return json.dumps(out, indent=2, ensure_ascii=True) + "\n"
 
 
 def schema() -> dict[str, Any]:

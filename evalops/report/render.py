@@ -158,6 +158,8 @@ def environment() -> jinja2.Environment:
         short=short,
         url=safe_url,
         visible=visible,
+        # An estimate as a row of `svg.intervals` (its build labels it).
+        estimate_row=lambda e: {"label": f"{e['estimate_id']} {e['build']}", **e["pass"]},
     )
     env.globals.update(
         svg=svg,

@@ -247,3 +247,40 @@ def small_multiples(
         f'<div class="panels" id="{chart_id}">{panels}</div>'
         f'<p class="legend">Builds by number, oldest first:</p>{build_key(builds)}'
     )
+
+
+def intervals(chart_id: str, title: str, rows: Sequence[Mapping[str, Any]]) -> Markup:
+    """One line per rate on a 0-1 axis: its interval as a bar and the estimate as a point,
+    the numbers as text (a row without an interval shows the point alone, and says so)."""
+    width, label_w, row_h, right = 640, 200, 22, 150
+    span = width - label_w - right
+    height = max(row_h * len(rows) + 26, 48)
+    body: list[str] = [
+        f'<line x1="{label_w}" y1="{height - 18}" x2="{label_w + span}" y2="{height - 18}" '
+        'class="axis"/>',
+        f'<text x="{label_w}" y="{height - 4}" class="lbl" text-anchor="middle">0</text>',
+        f'<text x="{label_w + span / 2}" y="{height - 4}" class="lbl" '
+        'text-anchor="middle">0.5</text>',
+        f'<text x="{label_w + span}" y="{height - 4}" class="lbl" text-anchor="middle">1</text>',
+    ]
+    for i, r in enumerate(rows):
+        y = 4 + i * row_h
+        x = round(label_w + span * float(r["rate"]), 1)
+        body.append(
+            f'<text x="{label_w - 6}" y="{y + 14}" class="lbl" text-anchor="end">'
+            f"{esc(clip(r['label']))}</text>"
+        )
+        if r.get("low") is not None and r.get("high") is not None:
+            x0 = round(label_w + span * float(r["low"]), 1)
+            x1 = round(label_w + span * float(r["high"]), 1)
+            body.append(
+                f'<rect x="{x0}" y="{y + 7}" width="{max(x1 - x0, 1)}" height="6" class="k-none"/>'
+            )
+            text = f"{float(r['rate']):.3f} ({float(r['low']):.3f}-{float(r['high']):.3f})"
+        else:
+            text = f"{float(r['rate']):.3f} (no interval)"
+        body.append(
+            f'<circle cx="{x}" cy="{y + 10}" r="4" class="k-pass"/>'
+            f'<text x="{label_w + span + 8}" y="{y + 14}" class="val">{esc(text)}</text>'
+        )
+    return svg_frame(chart_id, title, width, height, body)

@@ -242,6 +242,20 @@ def upto(column: Any, cutoff: int | None) -> Any:
     return true() if cutoff is None else column <= cutoff
 
 
+def voided(cutoff: int | None, trial_row: Any = None) -> Any:
+    """Is the trial row (`Trial.id`, or `trial_row`) voided at or before `cutoff`? A void
+    leaves a trial out from its event on; any read as of an earlier seq sees it as it was
+    (docs/trials.md, "Voiding a mistaken record")."""
+    from evalops.store.tables import Trial, VoidedTrial
+
+    row = Trial.id if trial_row is None else trial_row
+    return (
+        select(VoidedTrial.id)
+        .where(VoidedTrial.trial_row_id == row, upto(VoidedTrial.audit_seq, cutoff))
+        .exists()
+    )
+
+
 def calibration_of_config(
     session: Session, config_digest: str, cutoff: int | None = None
 ) -> StoredCalibration | None:

@@ -132,6 +132,19 @@ class ConnectionReader(Reader):
         return self._conn.execute(text(sql), dict(params or {}), execution_options=options)
 
 
+def has_table(reader: Reader, name: str) -> bool:
+    """Does the database `reader` reads hold table `name`? (A database at an older schema,
+    being checked before its upgrade, lacks the newer tables.)"""
+    if getattr(reader, "backend", "sqlite") == "postgresql":
+        sql = (
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = :name "
+            "AND table_schema = current_schema()"
+        )
+    else:
+        sql = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = :name"
+    return bool(reader.scalar(sql, {"name": name}))
+
+
 def timestamp(value: Any) -> datetime:
     """A stored timestamp as an aware UTC datetime, as the tables' `UTCDateTime` gives it:
     SQLite holds UTC as naive text (`2026-12-01 10:00:00.000000`), PostgreSQL an aware

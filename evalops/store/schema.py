@@ -3,7 +3,7 @@
 Kept as a constant so that every command can check the database without importing Alembic.
 """
 
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0005"
 
 
 def is_newer(revision: str | None) -> bool:

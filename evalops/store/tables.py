@@ -286,10 +286,14 @@ class Trial(SQLModel, table=True):
         Index("ix_trial_run_case_index", "run_id", "eval_case_digest", "trial_index"),
         # The gate reads one build's trials and counts those it ignores, per task.
         Index("ix_trial_execution_task", "execution_digest", "task_id"),
+        # A trial id is taken once per content: a voided trial's id may be ingested again
+        # with new content (both rows kept), never the same content twice. Ingest refuses
+        # a second live row of one id (docs/trials.md, "Voiding a mistaken record").
+        UniqueConstraint("trial_id", "record_digest"),
     )
 
     id: int | None = Field(default=None, primary_key=True)
-    trial_id: str = Field(unique=True)
+    trial_id: str = Field(index=True)
     run_id: str | None = None
     attempt_id: str | None = None
     task_id: str = Field(index=True)
@@ -315,7 +319,9 @@ class Trial(SQLModel, table=True):
     """The RFC 0244 trajectory block (counts only), when the task expects a trajectory."""
     efficiency: str = _text()
     """toolCallCount, modelCallCount, inputTokens, outputTokens of this trial (counts only)."""
-    parent_trial_id: str | None = Field(default=None, foreign_key="trial.trial_id", index=True)
+    parent_trial_id: str | None = Field(default=None, index=True)
+    """The trial this one re-runs (by id: a voided id may be taken again, so no foreign
+    key; ingest checks the parent is a live trial)."""
     rerun_reason: str | None = None
     ingest_batch_id: int = Field(
         sa_column_args=[ForeignKey("ingest_batch.id", deferrable=True, initially="DEFERRED")],
@@ -331,7 +337,8 @@ class Reconciliation(SQLModel, table=True):
     __tablename__ = "reconciliation"
 
     id: int | None = Field(default=None, primary_key=True)
-    trial_id: str = Field(foreign_key="trial.trial_id", index=True)
+    trial_id: str = Field(index=True)
+    """The live trial of that id when it was appended (checked by the service)."""
     effect_key: str
     effect_index: int | None = None
     """Position of the settled effect in the record's `external_effects`."""
@@ -348,12 +355,49 @@ class ReviewResult(SQLModel, table=True):
     __tablename__ = "review_result"
 
     id: int | None = Field(default=None, primary_key=True)
-    trial_id: str = Field(foreign_key="trial.trial_id", index=True)
+    trial_id: str = Field(index=True)
+    """The live trial of that id when it was appended (checked by the service)."""
     grader_id: str
     state: str
     reason: str
     at: datetime = _ts()
     actor: str
+    audit_seq: int = _audit_fk()
+
+
+class TrialVoid(SQLModel, table=True):
+    """A void (`VOID-n`): trials ingested by mistake, left out from its audit event on.
+
+    Nothing is deleted or edited: the trials stay, and every read as of a point before the
+    void (`--at`, a replay, `verify`) sees them as they were."""
+
+    __tablename__ = "trial_void"
+
+    id: int | None = Field(default=None, primary_key=True)
+    number: int = Field(unique=True)
+    void_id: str = Field(unique=True)
+    reason: str
+    batch: int | None = None
+    """The ingest batch named by `--batch`, when the trials were chosen so."""
+    trial_count: int
+    hard_count: int
+    """How many of them were `hard_constraint_fail` or `ambiguous_external_effect`."""
+    at: datetime = _ts()
+    actor: str
+    audit_seq: int = _audit_fk()
+
+
+class VoidedTrial(SQLModel, table=True):
+    """One trial row a void leaves out (a row, not an id: the id may be ingested again)."""
+
+    __tablename__ = "voided_trial"
+
+    id: int | None = Field(default=None, primary_key=True)
+    void_row_id: int = Field(foreign_key="trial_void.id", index=True)
+    trial_row_id: int = Field(foreign_key="trial.id", unique=True)
+    trial_id: str = Field(index=True)
+    classification: str
+    """The trial's class when it was voided (the hard-failure rule reads it)."""
     audit_seq: int = _audit_fk()
 
 
@@ -443,6 +487,30 @@ class GateDecision(SQLModel, table=True):
     """The sync whose definitions were in force when the decision was made."""
     evaluated_at: datetime = _ts()
     decision: str
+    inputs: str = _text()
+    inputs_digest: str
+    result: str = _text()
+    result_digest: str
+    at: datetime = _ts()
+    actor: str
+    audit_seq: int = _audit_fk()
+
+
+class Estimate(SQLModel, table=True):
+    """An estimate of an estimation suite's rates with every input, replayable byte for byte
+    (docs/estimation.md). Never a gate decision, and never read by one."""
+
+    __tablename__ = "estimate"
+
+    id: int | None = Field(default=None, primary_key=True)
+    number: int = Field(unique=True)
+    estimate_id: str = Field(unique=True)
+    suite_id: str = Field(index=True)
+    build: str = Field(index=True)
+    baseline: str | None = None
+    suite_digest: str
+    execution_digest: str
+    evaluated_at: datetime = _ts()
     inputs: str = _text()
     inputs_digest: str
     result: str = _text()

@@ -1,10 +1,12 @@
 """The unique keys the rules rely on, per table (a test pins them to the models).
 
-A re-ingest is a counted no-op and a changed record an error because `trial.trial_id` is
-unique; numbers and ids of incidents, waivers and decisions are never issued twice because
-theirs are; the chain cannot hold two events of one hash. Kept as plain data so that
-`verify` on SQLite checks them through `sqlite3` alone; a migration that adds or drops a
-unique key changes this list with it.
+A re-ingest is a counted no-op and a changed record an error because a trial id is unique
+per content (`trial_id`, `record_digest`; ingest allows a second content only for an id
+whose rows are all voided); a trial row is voided once; numbers and ids of incidents,
+waivers, voids and decisions are never issued twice because theirs are; the chain cannot
+hold two events of one hash. Kept as plain data so that `verify` on SQLite checks them
+through `sqlite3` alone; a migration that adds or drops a unique key changes this list
+with it.
 """
 
 from __future__ import annotations
@@ -24,7 +26,11 @@ UNIQUE_KEYS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("suite", ("suite_id", "document_digest")),
     ("sync_in_force", ("sync_run_id", "kind", "definition_id")),
     ("task_revision", ("task_id", "revision", "document_digest")),
-    ("trial", ("trial_id",)),
+    # A voided trial's id may be ingested again with new content: unique per content.
+    ("trial", ("trial_id", "record_digest")),
+    ("trial_void", ("number",)),
+    ("trial_void", ("void_id",)),
+    ("voided_trial", ("trial_row_id",)),
     ("waiver", ("number",)),
     ("waiver", ("waiver_id",)),
 )

@@ -496,8 +496,14 @@ def _spec(snapshot: Snapshot, kind: str, def_id: str, model: type[T]) -> tuple[T
 def build_records(snapshot: Snapshot, plan: BuildPlan) -> list[dict[str, Any]]:
     """Every record of one build: tasks by id, trials by index, then the reruns."""
     _, execution_digest = _spec(snapshot, "execution_profile", plan.execution_id, ExecutionProfile)
+    # The tasks of this story (PROFILES); the sampled EU sessions have their own generator
+    # (generate_eu_sessions.py).
     tasks = sorted(
-        (d for d in snapshot.of_kind("task") if isinstance(d.spec, EvalTaskSpec)),
+        (
+            d
+            for d in snapshot.of_kind("task")
+            if isinstance(d.spec, EvalTaskSpec) and d.id in PROFILES
+        ),
         key=lambda d: d.id,
     )
     unknown = (set(plan.outcomes) | {r.task_id for r in plan.reruns}) - {d.id for d in tasks}

@@ -28,6 +28,14 @@ def test_demo_runs_to_the_end(tmp_path: Path, cli: Cli) -> None:
     assert [d["decision"] for d in decisions] == ["block", "hold", "pass"]
     for d in decisions:
         assert cli("gate", "replay", d["gate_id"], "--json", cwd=demo).json()["identical"]
+    # The estimation suite: an estimate, a comparison against the baseline, a plan.
+    estimates = cli("estimate", "list", "--json", cwd=demo).json()["estimates"]
+    assert [(e["estimate_id"], e["build"], e["baseline"]) for e in estimates] == [
+        ("EST-1", "build-124", None),
+        ("EST-2", "build-125", "build-124"),
+    ]
+    assert "| `evalops estimate plan --suite estimation/eu-sessions" in summary
+    assert (demo / "reports" / "estimate-EST-2.html").is_file()
     incident = cli("incident", "show", "INC-1", "--json", cwd=demo).json()
     assert incident["state"] == "promoted"
     report = (demo / "gate-report.md").read_text(encoding="utf-8").splitlines()

@@ -20,6 +20,7 @@ def test_committed_schemas_match_a_fresh_export(tmp_path: Path, cli: Cli) -> Non
         == [
             "audit-report.schema.json",
             "authority.schema.json",
+            "estimate.schema.json",
             "eval-summary.schema.json",
             "eval-task.schema.json",
             "execution-profile.schema.json",

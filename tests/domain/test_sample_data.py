@@ -191,6 +191,51 @@ def test_generator_reproduces_the_committed_files_byte_for_byte(tmp_path: Path) 
         )
 
 
+EU_SESSION = "eu-session-"
+EU_GENERATOR = TRIALS / "generate_eu_sessions.py"
+EU_FILES = {p: TRIALS / "eu-sessions" / f"{p}.jsonl" for p in ("candidate-b124", "fix-b125")}
+
+
+def test_eu_sessions_generator_reproduces_the_committed_files(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, str(EU_GENERATOR), str(tmp_path)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in EU_FILES.values())
+    for path in EU_FILES.values():
+        assert (tmp_path / path.name).read_bytes() == path.read_bytes(), (
+            f"{path.name} drifted from the registry: run "
+            ".venv/bin/python registry/trials/generate_eu_sessions.py"
+        )
+
+
+def test_eu_session_trials_name_the_registry_digests_and_every_member() -> None:
+    snapshot = _snapshot()
+    sessions = {d.id: d for d in snapshot.of_kind("task") if d.id.startswith(EU_SESSION)}
+    assert len(sessions) == 10
+    counts: dict[str, dict[str, int]] = {}
+    for profile, path in EU_FILES.items():
+        execution = snapshot.find("execution_profile", profile)
+        assert execution is not None
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = TrialRecord.model_validate(json.loads(line))
+            assert record.task_digest == sessions[record.task_id].digest
+            assert record.execution_digest == execution.digest
+            counts.setdefault(profile, {}).setdefault(record.task_id, 0)
+            counts[profile][record.task_id] += 1
+    # Build 124 ran every sampled session 3 times; build 125 all but the bulk return.
+    assert counts["candidate-b124"] == dict.fromkeys(sessions, 3)
+    assert set(sessions) - set(counts["fix-b125"]) == {"eu-session-enterprise-refund-bulk-return"}
+    for definition in sessions.values():
+        spec = definition.spec
+        assert isinstance(spec, EvalTaskSpec)
+        assert spec.meta.stratum is not None and spec.meta.sampled_at is not None
+
+
 @pytest.mark.parametrize("build", FILES)
 def test_files_are_sorted_key_jsonl_with_lf(build: str) -> None:
     data = FILES[build].read_bytes()
@@ -243,6 +288,8 @@ def test_each_task_has_its_planned_trials_and_reruns_follow_their_parent(build: 
     by_id = {r.trial_id: r for r in records}
     for definition in _snapshot().of_kind("task"):
         assert isinstance(definition.spec, EvalTaskSpec)
+        if definition.id.startswith(EU_SESSION):
+            continue  # the sampled sessions' trials are in their own files (below)
         trials = definition.spec.contract.trials
         count = trials.count if trials else 1
         indices = sorted(

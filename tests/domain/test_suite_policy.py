@@ -45,6 +45,9 @@ EXEC_B = "sha256:" + "b" * 64
 
 TASK: dict[str, Any] = copy.deepcopy(MINI_TASK)
 TASK["meta"]["invariant"] = "the thing is done exactly once"
+# What a member of an estimation suite declares (section 16): its stratum and when sampled.
+TASK["meta"]["stratum"] = {"tenant_tier": "pro"}
+TASK["meta"]["sampled_at"] = "2026-10-15T09:30:00Z"
 TASK["fixtures"]["toolResponses"] = [
     {"tool": "svc:do", "args": {"n": 1}, "argsMatch": "subset", "response": {"ok": True}}
 ]

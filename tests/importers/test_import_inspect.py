@@ -678,3 +678,40 @@ def test_import_into_a_postgresql_registry(
     )
     assert (again.json()["ingested"], again.json()["skipped_identical"]) == (0, 18)
     assert cli("--db", pg_url, "verify", cwd=ws).code == 0
+
+
+def test_a_dry_run_lists_every_unmapped_sample_and_scorer_with_counts(
+    logs: dict[str, Path], ws: Path, cli: Cli
+) -> None:
+    """Not the first one only: every problem at once, how often each was met, and the exit
+    the import would have (2, nothing stored)."""
+    text = inspect_map_text().replace("      A-3: support-reply-tone\n", "")
+    line = next(x for x in text.splitlines(keepends=True) if "ticket_check:" in x)
+    bad = write_map(ws, text.replace(line, ""))
+    error = refused(cli, ws, str(logs["eval"]), "--map", bad, "--dry-run")
+    message = error["message"]
+    assert f"sample A-3 ({logs['eval']}, {EPOCHS}x)" in message, message
+    assert f"scorer ticket_check ({logs['eval']}, 10x)" in message, message
+    assert "--skip-unmapped" in message
+
+
+def test_the_dry_run_explains_a_difference_only_where_the_numbers_differ(
+    logs: dict[str, Path], ws: Path, cli: Cli
+) -> None:
+    data = run_import(cli, ws, str(logs["eval"]), "--map", MAP, "--dry-run")
+    tasks = {t["task_id"]: t for t in data["tasks"]}
+    refund = tasks["support-refund-in-order"]
+    reduced = refund["source_reduction"]["refund_check"]
+    assert (reduced["pass_at_3"], reduced["pass_k_3"]) == pytest.approx(
+        (refund["passAtK"], refund["passHatK"])
+    )
+    # The scorer whose numbers are evalops' own is never said to count differently.
+    assert "refund_check" not in refund["differs_from"]
+    human = cli("trials", "import", "inspect", str(logs["eval"]), "--map", MAP, "--dry-run", cwd=ws)
+    block = human.stdout.split("support-refund-in-order", 1)[1].split("support-refund-policy")[0]
+    assert "counts differently from refund_check" not in block
+    for task in tasks.values():
+        # Every difference explained is one a number shows, and every number that differs
+        # is explained.
+        assert bool(task["differs_from"]) == bool(task["differences"]), task
+    assert tasks["support-reply-tone"]["differences"]

@@ -430,3 +430,16 @@ def test_one_trial_per_execution_on_postgresql(
     assert (again["ingested"], again["skipped_identical"]) == (0, 2)
     assert again["skipped"] == {"cancelled_by_harness": 1}
     assert cli("--db", pg_url, "verify", cwd=ws).code == 0
+
+
+def test_the_dry_run_of_both_retry_logs_previews_what_the_import_stores(
+    logs: dict[str, Path], ws: Path, cli: Cli
+) -> None:
+    both = (str(logs["retry-first"]), str(logs["retry-second"]), "--map", RETRY_MAP)
+    before = counts(ws)
+    preview = run_import(cli, ws, *both, "--allow-incomplete", "--dry-run")
+    previewed = {t["task_id"]: t["trials"] for t in preview["tasks"] if t["trials"]}
+    assert counts(ws) == before  # a dry run stores nothing
+    run_import(cli, ws, *both, "--allow-incomplete")
+    assert previewed == dict(trials_per_task(ws))
+    assert previewed == {SAMPLE_TASKS["A-1"]: 1, SAMPLE_TASKS["A-2"]: 2, SAMPLE_TASKS["A-3"]: 1}

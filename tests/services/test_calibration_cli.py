@@ -935,3 +935,67 @@ def test_review_resolution_reclassifies_and_keeps_the_original(gated: Path, cli:
     passed = gate(cli, gated, 0)
     assert passed["decision"] == "pass"
     verify_ok(cli, gated)
+
+
+# ------------------------------------------------- a failing calibration says what to do
+
+
+def _wilson_lower(p: float, n: int, z: float = 1.959963984540054) -> float:
+    """The Wilson lower bound at proportion p, written out here apart from evalops."""
+    return (p + z * z / (2 * n) - z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (
+        1 + z * z / n
+    )
+
+
+def _fewest_more(rate: float, n: int, bound: float) -> int:
+    """By brute force: the first m whose n + m items at `rate` meet the bound."""
+    m = 0
+    while _wilson_lower(rate, n + m) < bound:
+        m += 1
+    return m
+
+
+SHORT = {"holdout": [(40, [P, P], P), (9, [F, F], F), (1, [F, F], P)]}
+
+
+def test_a_failing_calibration_says_how_many_more_items_of_which_class(
+    seed: Path, cli: Cli
+) -> None:
+    labels = labels_file(seed, "short", **SHORT)
+    data = record_calibration(cli, seed, JUDGE, labels)
+    assert data["state"] == "failing"
+    found = {(s["class"], s["metric"]): s for s in data["shortfalls"]}
+    # task_fail: 9 of 10 recalled, 9 of 9 predicted right; both bounds short of 0.8.
+    assert set(found) == {(F, "recall"), (F, "precision")}
+    assert found[(F, "recall")]["items"] == 10
+    assert found[(F, "recall")]["more_items"] == _fewest_more(0.9, 10, 0.8)
+    assert found[(F, "precision")]["more_items"] == _fewest_more(1.0, 9, 0.8)
+    text = cli("calibration", "show", data["calibration_id"], cwd=seed).stdout
+    assert "a blockable class is one the model grader's verdict may decide alone" in text
+    human = cli("calibration", "record", JUDGE, "--labels", str(labels), cwd=seed).stdout
+    more = found[(F, "recall")]["more_items"]
+    assert f"about {more} more holdout items of class {F} at the observed recall 0.90" in human
+
+
+def test_a_shortfall_no_number_of_items_meets_says_so(seed: Path, cli: Cli) -> None:
+    labels = labels_file(seed, "poor", holdout=[(40, [P, P], P), (6, [F, F], F), (4, [F, F], P)])
+    data = record_calibration(cli, seed, JUDGE, labels)
+    recall = next(s for s in data["shortfalls"] if (s["class"], s["metric"]) == (F, "recall"))
+    assert recall["observed"] == 0.6 and recall["more_items"] is None
+
+
+def test_require_valid_exits_5_and_stores_nothing(seed: Path, cli: Cli) -> None:
+    labels = labels_file(seed, "short", **SHORT)
+    refused = cli(
+        "calibration", "record", JUDGE, "--labels", str(labels), "--require-valid", cwd=seed
+    )
+    assert refused.code == 5, refused.stdout + refused.stderr
+    assert "not stored (--require-valid)" in refused.stderr + refused.stdout
+    assert ok(cli("calibration", "list", "--json", cwd=seed)) == []
+    assert audit(seed)[-1]["kind"] == "calibration.refused"
+    valid = cli(
+        "calibration", "record", JUDGE, "--labels", str(REPLY_QUALITY), "--require-valid",
+        cwd=seed,
+    )  # fmt: skip
+    assert valid.code == 0, valid.stdout + valid.stderr
+    verify_ok(cli, seed)

@@ -340,6 +340,7 @@ def test_verify_prints_its_stages_outside_a_terminal(
         "rows",
         "signed acts",
         "gate decisions",
+        "estimates",
         "syncs against git history",
     ]
 

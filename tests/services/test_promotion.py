@@ -67,6 +67,9 @@ ACTOR = "tester@example.com"
 
 BASE_TASK: dict[str, Any] = copy.deepcopy(MINI_TASK)
 BASE_TASK["meta"]["invariant"] = "the thing is done exactly once"
+# What a member of an estimation suite declares (section 16): its stratum and when sampled.
+BASE_TASK["meta"]["stratum"] = {"tenant_tier": "pro"}
+BASE_TASK["meta"]["sampled_at"] = "2026-10-15T09:30:00Z"
 # The task calls a tool, served by a fail-closed fixture (so fixtures are needed).
 BASE_TASK["fixtures"]["toolResponses"] = [
     {"tool": "svc:do", "args": {"n": 1}, "argsMatch": "subset", "response": {"ok": True}}

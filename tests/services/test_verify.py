@@ -37,6 +37,7 @@ def test_untouched_database_verifies(synced: Path, cli: Cli) -> None:
         "definitions": 3,
         "trials": 0,
         "decisions": 0,
+        "estimates": 0,
         "anchors": [],
         "rows_fully_covered_from": 1,  # nothing carried forward from an older schema
         "carried_forward": [],

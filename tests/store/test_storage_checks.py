@@ -57,8 +57,8 @@ def _psql(url: str, sql: str) -> None:
             "(SELECT indexrelid FROM pg_index x JOIN pg_class t ON t.oid = x.indrelid "
             " JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = x.indkey[0] "
             " WHERE t.relname = 'trial' AND x.indisunique AND a.attname = 'trial_id' "
-            " AND x.indnatts = 1)",
-            "the unique index on trial(trial_id) is invalid",
+            " AND x.indnatts = 2)",
+            "the unique index on trial(trial_id, record_digest) is invalid",
         ),
         (
             "DO $$ DECLARE c text; BEGIN SELECT conname INTO c FROM pg_constraint "

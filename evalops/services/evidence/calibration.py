@@ -15,7 +15,7 @@ from sqlmodel import Session, col, func, select
 from evalops.domain import audit_kinds
 from evalops.domain.authority import Scope
 from evalops.domain.calibration import ABSTAIN, LabelledItem, calibration_metrics, item_json
-from evalops.domain.calibration_validity import Validity
+from evalops.domain.calibration_validity import Validity, holdout_shortfalls
 from evalops.domain.canonical import canonical_text, digest
 from evalops.domain.specs import Grader, Strict
 from evalops.domain.vocabulary import NonEmptyStr, format_timestamp
@@ -235,9 +235,11 @@ def record_calibration(
     actor: str,
     now: datetime,
     signing: Signing = UNSIGNED,
+    require_valid: bool = False,
 ) -> dict[str, Any]:
     """Record a calibration; with an authority in force, a calibrator's signed act whose
-    body is the whole stored record (docs/authority.md)."""
+    body is the whole stored record (docs/authority.md). `require_valid`: a calibration that
+    would not be valid is not stored (exit 5, the refusal audited)."""
     with read_session(engine) as session:
         ref = _grader(session, grader_ref, config)
     items = read_labels(labels, ref.grader)
@@ -249,6 +251,61 @@ def record_calibration(
         split: digest([item_json(i) for i in ordered if i.split == split])
         for split in ("calibration", "holdout")
     }
+    try:
+        view, refusal = _record(
+            engine, ref, metrics, by_split, ordered, labels_meta=(annotation_guide, sampling_frame),
+            actor=actor, now=now, signing=signing, require_valid=require_valid,
+        )  # fmt: skip
+    except _NotValid as not_valid:
+        with write_session(engine) as session:
+            append_event(
+                session,
+                at=now,
+                actor=actor,
+                kind=audit_kinds.CALIBRATION_REFUSED,
+                subject=ref.grader.id,
+                payload={
+                    "grader_id": ref.grader.id,
+                    "grader_version": ref.grader.version,
+                    "grader_config_digest": ref.config_digest,
+                    "state": not_valid.view["state"],
+                    "reasons": not_valid.view["reasons"],
+                },
+            )
+        raise RefusedError(
+            f"calibration of {ref.grader.id} not stored (--require-valid): it would be "
+            f"{not_valid.view['state']}: {'; '.join(not_valid.view['reasons'])}"
+        ) from None
+    if refusal is not None:
+        raise RefusedError(f"calibration refused: [{refusal['rule']}] {refusal['message']}")
+    view["shortfalls"] = holdout_shortfalls(ref.grader, metrics)
+    return view
+
+
+class _NotValid(Exception):
+    """`--require-valid`: the calibration stored in the transaction is not valid (roll back)."""
+
+    def __init__(self, view: dict[str, Any]) -> None:
+        super().__init__("not valid")
+        self.view = view
+
+
+def _record(
+    engine: Engine,
+    ref: Any,
+    metrics: dict[str, Any],
+    by_split: dict[str, str],
+    ordered: list[Any],
+    *,
+    labels_meta: tuple[str | None, str | None],
+    actor: str,
+    now: datetime,
+    signing: Signing,
+    require_valid: bool,
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The calibration stored (its view), or the authority's refusal audited."""
+    annotation_guide, sampling_frame = labels_meta
+    view: dict[str, Any] = {}
     with write_session(engine) as session:
         number = (session.exec(select(func.count()).select_from(Calibration)).one() or 0) + 1
         calibration_id = f"CAL-{number}"
@@ -281,9 +338,9 @@ def record_calibration(
             view = _store(
                 session, record, metrics, authorized, calibration_id, actor=actor, now=now
             )
-    if refusal is not None:
-        raise RefusedError(f"calibration refused: [{refusal['rule']}] {refusal['message']}")
-    return view
+            if require_valid and view["state"] != "valid":
+                raise _NotValid(view)
+    return view, refusal
 
 
 def _store(

@@ -30,6 +30,7 @@ from evalops.services.authority.acts import (
 from evalops.services.ingest.trials import show_trial
 from evalops.services.placeholders import refuse_placeholder
 from evalops.services.registry.definitions import Definitions, StaleClassifications, rederive
+from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import GraderSetRow, ReviewResult, Trial
@@ -73,7 +74,7 @@ def review_queue(engine: Engine) -> list[dict[str, Any]]:
             return []
         rows: Any = session.exec(
             select(*_REVIEW_COLUMNS)  # type: ignore[call-overload]
-            .where(col(Trial.grader_set_digest).in_(reviewable))
+            .where(col(Trial.grader_set_digest).in_(reviewable), ~queries.voided(None))
             .order_by(col(Trial.id))
             .execution_options(yield_per=2_000)
         )
@@ -160,9 +161,11 @@ def resolve(
     refuse_placeholder("--reason", reason, "why, for the record")
     refusal: str | None = None
     with write_session(engine) as session:
-        trial = session.exec(select(Trial).where(Trial.trial_id == trial_id)).first()
-        if trial is None:
+        if session.exec(select(Trial.id).where(Trial.trial_id == trial_id)).first() is None:
             raise InputError(f"unknown trial {trial_id!r} (list them with `evalops review list`)")
+        from evalops.services.ingest.voids import live_trial
+
+        trial = live_trial(session, trial_id)  # a voided trial awaits no review
         defs = Definitions(session)
         found = defs.grader_set(trial.grader_set_digest)
         assert found is not None

@@ -15,6 +15,7 @@ from evalops.domain.gate_documents import BaselineInput, GateRequestDocument, Tr
 from evalops.domain.suggestions import close_match, some_of, unknown_id
 from evalops.domain.trajectory import TrajectoryResult
 from evalops.domain.vocabulary import parse_timestamp
+from evalops.domain.voids import VOIDED
 from evalops.errors import InputError
 
 DEFAULT_SEED = 20261130
@@ -218,10 +219,18 @@ def choose_execution(
 
 
 def ignored_as(
-    trial_task_digest: str, trial_grader_set_digest: str, task_digest: str, grader_set_digest: str
+    trial_task_digest: str,
+    trial_grader_set_digest: str,
+    task_digest: str,
+    grader_set_digest: str,
+    voided: Any = False,
 ) -> str | None:
     """Why a member's trial of the build is not evidence for its pin (the `ignoredTrials`
-    key it is counted under), or None when it is."""
+    key it is counted under), or None when it is. A trial voided as of the decision's
+    cutoff (`voided`: true, 1 or the engine's spelling of it) is left out first of all,
+    whatever it pins."""
+    if voided:
+        return VOIDED
     if trial_task_digest != task_digest:
         return "other_task_revision"
     if trial_grader_set_digest != grader_set_digest:

@@ -55,7 +55,7 @@ from evalops.services.gate.policies import (
 from evalops.services.placeholders import refuse_placeholder
 from evalops.services.registry.definitions import Definitions, StaleClassifications, rederive
 from evalops.store import queries
-from evalops.store.queries import upto
+from evalops.store.queries import upto, voided
 from evalops.store.tables import (
     AuditEvent,
     ExecutionProfileRow,
@@ -245,7 +245,11 @@ def _older_counts(session: Session, execution: ExecutionProfileRow, cutoff: int)
         return {}
     rows = session.exec(
         select(Trial.task_id, func.count())
-        .where(col(Trial.execution_digest).in_(older), upto(Trial.audit_seq, cutoff))
+        .where(
+            col(Trial.execution_digest).in_(older),
+            upto(Trial.audit_seq, cutoff),
+            ~voided(cutoff),
+        )
         .group_by(col(Trial.task_id))
     ).all()
     return {task_id: int(n) for task_id, n in rows}
@@ -324,7 +328,7 @@ def task_inputs(
     }
     # A Core read, not an ORM one: the ORM buffers every row before the first is seen.
     rows: Any = session.connection().execute(
-        select(*_TRIAL_COLUMNS)  # type: ignore[call-overload]
+        select(*_TRIAL_COLUMNS, voided(cutoff).label("voided"))  # type: ignore[call-overload]
         .where(
             Trial.execution_digest == execution.execution_digest,
             upto(Trial.audit_seq, cutoff),
@@ -335,7 +339,9 @@ def task_inputs(
         m = members_by_id.get(row.task_id)
         if m is None:
             continue
-        key = ignored_as(row.task_digest, row.grader_set_digest, m.task_digest, m.grader_set_digest)
+        key = ignored_as(
+            row.task_digest, row.grader_set_digest, m.task_digest, m.grader_set_digest, row.voided
+        )
         if key is None:
             trials[m.task_id].append(_trial_input(session, defs, rederive_, row))
             continue
@@ -374,6 +380,7 @@ def listed_task_trials(
                 Trial.execution_digest == inputs["execution_digest"],
                 Trial.task_id == task["task_id"],
                 upto(Trial.audit_seq, cutoff),
+                ~voided(cutoff),
             )
             .order_by(col(Trial.id))
         )
@@ -392,6 +399,7 @@ def _chained_ids(session: Session, execution: ExecutionProfileRow, cutoff: int) 
             Trial.execution_digest == execution.execution_digest,
             col(Trial.parent_trial_id).is_not(None),
             upto(Trial.audit_seq, cutoff),
+            ~voided(cutoff),
         )
         .distinct()
     )
@@ -419,7 +427,7 @@ def compact_task_inputs(
         for m in members
     }
     rows: Any = session.connection().execute(
-        select(*_TRIAL_COLUMNS)  # type: ignore[call-overload]
+        select(*_TRIAL_COLUMNS, voided(cutoff).label("voided"))  # type: ignore[call-overload]
         .where(
             Trial.execution_digest == execution.execution_digest,
             upto(Trial.audit_seq, cutoff),
@@ -430,7 +438,9 @@ def compact_task_inputs(
         m = members_by_id.get(row.task_id)
         if m is None:
             continue
-        key = ignored_as(row.task_digest, row.grader_set_digest, m.task_digest, m.grader_set_digest)
+        key = ignored_as(
+            row.task_digest, row.grader_set_digest, m.task_digest, m.grader_set_digest, row.voided
+        )
         if key is None:
             summaries[m.task_id].add(_trial_input(session, defs, rederive_, row))
             continue

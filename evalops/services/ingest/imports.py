@@ -313,7 +313,8 @@ class _Feed:
     audit: dict[str, Any] = field(default_factory=dict)
     """The ingest's audit payload extras; `skipped` is filled in once every file is read."""
     owners: dict[tuple[str, str, str], str] = field(default_factory=dict)
-    listed: dict[str, dict[str, None]] = field(default_factory=dict)
+    listed: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Kind (`samples`, `scorers`, `tasks`) -> "file: name" -> how many times it was met."""
 
     def records(self) -> Iterator[Translated]:
         for path in self.files:
@@ -339,8 +340,28 @@ class _Feed:
         if item.reason.startswith("unmapped_") and item.name is not None:
             kind = item.reason.removeprefix("unmapped_") + "s"
             names = self.listed.setdefault(kind, {})
-            if len(names) < MAX_LISTED:
-                names[f"{item.file}: {item.name}"] = None
+            key = f"{item.file}: {item.name}"
+            if key in names or len(names) < MAX_LISTED:
+                names[key] = names.get(key, 0) + 1
+
+    def unmapped_problem(self) -> InputError | None:
+        """Every unmapped sample, scorer and task met, with how often: what a dry run
+        without --skip-unmapped refuses, all at once rather than the first."""
+        parts = [
+            f"{kind[:-1]} {name.split(': ', 1)[-1]} ({name.split(': ', 1)[0]}, {n}x)"
+            for kind, names in sorted(self.listed.items())
+            for name, n in names.items()
+        ]
+        if not parts:
+            return None
+        total = sum(
+            n for reason, n in self.result.skipped.items() if reason.startswith("unmapped_")
+        )
+        return InputError(
+            f"{len(parts)} unmapped ({total} in all): {'; '.join(parts)}; map them, or pass "
+            "--skip-unmapped",
+            str(self.files[0]) if len(self.files) == 1 else None,
+        )
 
     def _claim(self, summary: SourceSummary, item: Translated) -> None:
         """One task receives one sample per run, whichever files carry the run (a copy of
@@ -393,7 +414,8 @@ def import_trials(
         resolved = resolve(session, loaded)
         policies = _rerun_policies(session, loaded.spec.task_ids()) if dry_run else {}
     result = ImportResult(source, loaded.digest)
-    mode: Unmapped = ("report" if dry_run else "skip") if skip_unmapped else "error"
+    # A dry run reads on past an unmapped sample or scorer, to name every one of them.
+    mode: Unmapped = "report" if dry_run else ("skip" if skip_unmapped else "error")
     feed = _Feed(
         source,
         files,
@@ -423,6 +445,9 @@ def import_trials(
         signing=signing,
     )
     if stats is not None:
+        problem = None if skip_unmapped else feed.unmapped_problem()
+        if problem is not None:
+            raise problem
         result.tasks = stats.report(resolved, result.sources, policies)
         result.unmapped = {kind: list(names) for kind, names in sorted(feed.listed.items())}
     return result
@@ -524,7 +549,14 @@ class _TaskStats:
     nodes: dict[tuple[str, str], list[TrialNode]] = field(default_factory=dict)
     """(task id, execution digest) -> its trials: each pair is one eval case."""
 
+    seen: set[str] = field(default_factory=set)
+    """Trial ids counted: a sample two logs carry (`inspect eval-retry` copies the ones that
+    finished) is one trial, stored once, so it is counted once."""
+
     def observe(self, row: dict[str, Any]) -> None:
+        if row["trial_id"] in self.seen:
+            return
+        self.seen.add(row["trial_id"])
         self.nodes.setdefault((row["task_id"], row["execution_digest"]), []).append(
             TrialNode(row["trial_id"], row["parent_trial_id"], row["classification"])
         )
@@ -554,6 +586,11 @@ class _TaskStats:
             effective = [classes[t] for t in outcome.effective]
             n, c, k = len(effective), sum(1 for x in effective if x == "task_pass"), target.k
             reductions = [s.reductions[task_id] for s in sources if task_id in s.reductions]
+            ours = (
+                float(pass_at_k(n, c, k)) if n >= k else None,
+                float(pass_hat_k(n, c, k)) if n >= k else None,
+            )
+            differing = _differing_scorers(reductions, ours, k) if reductions else []
             out.append(
                 {
                     "task_id": task_id,
@@ -562,17 +599,19 @@ class _TaskStats:
                     "n": n,
                     "passedCount": c,
                     "k": k,
-                    "passAtK": float(pass_at_k(n, c, k)) if n >= k else None,
-                    "passHatK": float(pass_hat_k(n, c, k)) if n >= k else None,
+                    "passAtK": ours[0],
+                    "passHatK": ours[1],
                     "classes": dict(sorted(Counter(classes.values()).items())),
                     "source_reduction": reductions[0]
                     if len(reductions) == 1
                     else (reductions or None),
+                    # Explained only where a number differs (or none can be compared).
                     "differences": _differences(
                         nodes, effective, target, mapped.get(task_id, set())
                     )
-                    if reductions
+                    if differing is None or differing
                     else [],
+                    "differs_from": differing or [],
                     "graders_without_scorer": [
                         g for g in target.blocking if g not in mapped.get(task_id, set())
                     ],
@@ -581,6 +620,27 @@ class _TaskStats:
                 }
             )
         return out
+
+
+def _differing_scorers(
+    reductions: list[Any], ours: tuple[float | None, float | None], k: int
+) -> list[str] | None:
+    """The source's scorers whose own pass@k / pass^k (Inspect's `pass_at_K`, `pass_k_K`
+    reducers) differ from evalops'; None when the source reports none to compare."""
+    differing: dict[str, None] = {}
+    compared = False
+    for reduction in reductions:
+        for scorer, reducers in reduction.items() if isinstance(reduction, dict) else ():
+            if not isinstance(reducers, dict):
+                continue
+            for name, mine in ((f"pass_at_{k}", ours[0]), (f"pass_k_{k}", ours[1])):
+                theirs = reducers.get(name)
+                if not isinstance(theirs, int | float) or isinstance(theirs, bool):
+                    continue
+                compared = True
+                if mine is None or abs(float(theirs) - mine) > 1e-9:
+                    differing[str(scorer)] = None
+    return list(differing) if compared else None
 
 
 def _mapped_graders(resolved: Resolved) -> dict[str, set[str]]:

@@ -60,7 +60,15 @@ from evalops.store.audit import append_event, next_seq
 from evalops.store.bulk import insert_rows
 from evalops.store.engine import write_session
 from evalops.store.rowdigest import RowsDigest
-from evalops.store.tables import ExecutionProfileRow, IngestBatch, Trial
+from evalops.store.tables import (
+    ExecutionProfileRow,
+    IngestBatch,
+    Reconciliation,
+    ReviewResult,
+    Trial,
+    TrialVoid,
+    VoidedTrial,
+)
 
 if TYPE_CHECKING:
     from evalops.domain.specs import EvalTaskSpec, GraderSet
@@ -89,9 +97,23 @@ class IngestResult:
     earlier_ids: int = 0
     """Of `skipped_identical`: imported trials stored under the id an earlier evalops gave
     them (an importer's aliases)."""
+    unattributed_calls: dict[str, int] = field(default_factory=dict)
+    """target_agent_id -> tool calls with no agent_id in records naming it: such calls are
+    not the target's, so they are not observed (docs/formats.md, RFC 0244 semantics)."""
+
+    def notes(self) -> list[str]:
+        """What was stored as asked but may not be what the author meant."""
+        return [
+            f"{n} tool call{'s' if n != 1 else ''} {'have' if n != 1 else 'has'} no agent_id "
+            f"and {'are' if n != 1 else 'is'} not observed for target_agent_id {target} "
+            "(give each call the agent_id of the agent that made it, or set the "
+            "expectation's includeDelegates)"
+            for target, n in sorted(self.unattributed_calls.items())
+        ]
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "unattributed_calls": dict(sorted(self.unattributed_calls.items())),
             "ingested": self.ingested,
             "skipped_identical": self.skipped_identical,
             "rejected": [rejected_entry(e) for e in self.rejected],
@@ -152,6 +174,8 @@ class _Ingester:
         self.seq = next_seq(session)
         self.next_id = (session.exec(select(func.max(Trial.id))).one() or 0) + 1
         self.rows_digest = RowsDigest()
+        # Per chunk: trial id -> its voided rows (record digest, void id, appended to).
+        self.voided_parents: dict[str, list[tuple[str, str, bool]]] = {}
         self.cases: dict[tuple[str, str, str], str] = {}
         self.grader_sets: set[str] = set()
         # Sees every accepted or identical row (an import's dry run reads classifications).
@@ -319,6 +343,13 @@ class _Ingester:
         if expected is not None and expected.trajectory is not None:
             calls = [ObservedCall(c.tool, c.args, c.agent_id) for c in record.tool_calls]
             trajectory = grade(expected.trajectory, calls, record.target_agent_id)
+            target = record.target_agent_id
+            if target is not None and not expected.trajectory.includeDelegates:
+                # Silently "0 observed" otherwise: a call with no agent_id is nobody's.
+                missing = sum(1 for c in calls if c.agent_id is None)
+                if missing:
+                    found = self.result.unattributed_calls
+                    found[target] = found.get(target, 0) + missing
         derived = classify(
             record,
             task,
@@ -402,10 +433,13 @@ class _Ingester:
         }
         taken = self._stored_originals(chunk)
         stored = self._stored_records(chunk, known)
+        self.voided_parents = self._voided(ids - set(known))
         rows: list[dict[str, Any]] = []
         for p in chunk:
             row = p.row
             trial_id = row["trial_id"]
+            if self._refused_as_voided(p, known):
+                continue
             if trial_id in known:
                 problem = self._again(p, known[trial_id][0], stored)
                 if problem is None:
@@ -425,25 +459,84 @@ class _Ingester:
             if problem is not None:
                 self.reject(problem)
                 continue
-            known[trial_id] = (row["record_digest"], row["eval_case_digest"], row["trial_index"])
-            if p.parent is None:
-                taken[_original_key(row)] = trial_id
-            row["id"] = self.next_id
-            row["audit_seq"] = self.seq
-            self.next_id += 1
+            self._accept(row, known, taken, stored)
             rows.append(row)
-            stored[trial_id] = (row["record"], row["trajectory"])
-            self.rows_digest.add(TRIAL, row)
-            if self.observe is not None:
-                self.observe(row)
-            self.hasher.update(
-                f"{trial_id}\n{row['record_digest']}\n{row['stored_digest']}\n".encode()
-            )
-            self.records_hasher.update(f"{row['record_digest']}\n".encode())
-            self.executions.add(row["execution_digest"])
         if rows:
             insert_rows(self.session, TRIAL, rows)
             self.result.ingested += len(rows)
+
+    def _accept(
+        self,
+        row: dict[str, Any],
+        known: dict[str, tuple[str, str, int]],
+        taken: dict[tuple[Any, str, int], str],
+        stored: dict[str, tuple[str, str | None]],
+    ) -> None:
+        """A new trial of this chunk: known from now on, numbered, digested."""
+        trial_id = row["trial_id"]
+        known[trial_id] = (row["record_digest"], row["eval_case_digest"], row["trial_index"])
+        if row["parent_trial_id"] is None:
+            taken[_original_key(row)] = trial_id
+        row["id"] = self.next_id
+        row["audit_seq"] = self.seq
+        self.next_id += 1
+        stored[trial_id] = (row["record"], row["trajectory"])
+        self.rows_digest.add(TRIAL, row)
+        if self.observe is not None:
+            self.observe(row)
+        self.hasher.update(f"{trial_id}\n{row['record_digest']}\n{row['stored_digest']}\n".encode())
+        self.records_hasher.update(f"{row['record_digest']}\n".encode())
+        self.executions.add(row["execution_digest"])
+
+    def _voided(self, ids: set[str]) -> dict[str, list[tuple[str, str, bool]]]:
+        """trial_id -> (record_digest, void id, appended to) of each voided row of the ids
+        that have no live row: a voided id may be ingested again, with new content."""
+        if not ids:
+            return {}
+        out: dict[str, list[tuple[str, str, bool]]] = {}
+        for trial_id, record_digest, void_id, appended in self.session.connection().execute(
+            _VOIDED, {"ids": list(ids)}
+        ):
+            out.setdefault(trial_id, []).append((record_digest, void_id, bool(appended)))
+        return out
+
+    def _refused_as_voided(
+        self,
+        p: _Prepared,
+        known: dict[str, tuple[str, str, int]],
+    ) -> bool:
+        """Is this record refused for taking back a voided id the wrong way?"""
+        trial_id = p.row["trial_id"]
+        if trial_id in known or trial_id not in self.voided_parents:
+            return False
+        problem = self._voided_again(p, self.voided_parents[trial_id])
+        if problem is None:
+            return False
+        self.reject(problem)
+        return True
+
+    def _voided_again(self, p: _Prepared, voided: list[tuple[str, str, bool]]) -> InputError | None:
+        """A record for a voided id: new content replaces it (None); the voided content
+        itself, or an id whose voided row carries reconciliations or reviews (they would
+        read as the new record's), is refused."""
+        row = p.row
+        for record_digest, void_id, appended in voided:
+            if record_digest == row["record_digest"]:
+                return self._fail(
+                    p.line,
+                    f"trial {row['trial_id']} with this content was voided ({void_id}): a "
+                    "voided record is never taken back; ingest the corrected record",
+                    "trial_id",
+                )
+            if appended:
+                return self._fail(
+                    p.line,
+                    f"trial {row['trial_id']} was voided ({void_id}) after reconciliations or "
+                    "reviews were appended to it: ingest the corrected record under a new "
+                    "trial_id",
+                    "trial_id",
+                )
+        return None
 
     def _stored_records(
         self, chunk: list[_Prepared], known: dict[str, tuple[str, str, int]]
@@ -545,6 +638,14 @@ class _Ingester:
                 "trial_index",
             )
         parent = known.get(p.parent)
+        if parent is None and p.parent in self.voided_parents:
+            return self._fail(
+                p.line,
+                f"rerun.parent_trial_id {p.parent} was voided "
+                f"({self.voided_parents[p.parent][-1][1]}): a rerun of a voided trial "
+                "counts for nothing; ingest it as an original",
+                "rerun.parent_trial_id",
+            )
         if parent is None:
             return self._fail(
                 p.line,
@@ -588,13 +689,36 @@ def _same_trajectory(stored: str | None, new: str | None) -> bool:
     )
 
 
+VOIDED_TRIAL: Table = VoidedTrial.__table__  # type: ignore[attr-defined]
+TRIAL_VOID: Table = TrialVoid.__table__  # type: ignore[attr-defined]
+RECONCILIATION: Table = Reconciliation.__table__  # type: ignore[attr-defined]
+REVIEW: Table = ReviewResult.__table__  # type: ignore[attr-defined]
+# Ingest reads the registry at its head: a row voided at any seq is no longer the id's.
+_LIVE = ~sa_select(VOIDED_TRIAL.c.id).where(VOIDED_TRIAL.c.trial_row_id == TRIAL.c.id).exists()
 _STORED = sa_select(TRIAL.c.trial_id, TRIAL.c.record, TRIAL.c.trajectory).where(
-    TRIAL.c.trial_id.in_(bindparam("ids", expanding=True))
+    TRIAL.c.trial_id.in_(bindparam("ids", expanding=True)), _LIVE
 )
 # Core statements built once (the ORM's per-query bookkeeping costs more than the lookup).
 _KNOWN = sa_select(
     TRIAL.c.trial_id, TRIAL.c.record_digest, TRIAL.c.eval_case_digest, TRIAL.c.trial_index
-).where(TRIAL.c.trial_id.in_(bindparam("ids", expanding=True)))
+).where(TRIAL.c.trial_id.in_(bindparam("ids", expanding=True)), _LIVE)
+_VOIDED = (
+    sa_select(
+        TRIAL.c.trial_id,
+        TRIAL.c.record_digest,
+        TRIAL_VOID.c.void_id,
+        (
+            sa_select(RECONCILIATION.c.id)
+            .where(RECONCILIATION.c.trial_id == TRIAL.c.trial_id)
+            .exists()
+            | sa_select(REVIEW.c.id).where(REVIEW.c.trial_id == TRIAL.c.trial_id).exists()
+        ),
+    )
+    .join(VOIDED_TRIAL, VOIDED_TRIAL.c.trial_row_id == TRIAL.c.id)
+    .join(TRIAL_VOID, TRIAL_VOID.c.id == VOIDED_TRIAL.c.void_row_id)
+    .where(TRIAL.c.trial_id.in_(bindparam("ids", expanding=True)))
+    .order_by(TRIAL.c.id)
+)
 # `parent_trial_id IS NULL` is tested in Python, not in SQL: given it, SQLite's planner
 # picks ix_trial_parent_trial_id, which matches nearly every row (a scan per batch, so
 # ingest grew quadratically); without it, it searches ix_trial_run_case_index.
@@ -610,11 +734,12 @@ _ORIGINAL_COLUMNS = (
     TRIAL.c.parent_trial_id,
 )
 _ORIGINALS = sa_select(*_ORIGINAL_COLUMNS).where(
-    TRIAL.c.run_id.in_(bindparam("runs", expanding=True)), *_ORIGINALS_WHERE
+    TRIAL.c.run_id.in_(bindparam("runs", expanding=True)), *_ORIGINALS_WHERE, _LIVE
 )
 _ORIGINALS_OR_NO_RUN = sa_select(*_ORIGINAL_COLUMNS).where(
     TRIAL.c.run_id.in_(bindparam("runs", expanding=True)) | TRIAL.c.run_id.is_(None),
     *_ORIGINALS_WHERE,
+    _LIVE,
 )
 
 

@@ -24,6 +24,7 @@ from evalops.services.registry.definitions import (
     rederive,
     stored_record,
 )
+from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.reader import engine_reader
@@ -56,10 +57,27 @@ def _chain(session: Session, trial: Trial) -> list[str]:
 
 
 def _load(session: Session, trial_id: str) -> Trial:
-    trial = session.exec(select(Trial).where(Trial.trial_id == trial_id)).first()
-    if trial is None:
+    """The trial of that id: its live row, else (every row voided) the newest one."""
+    rows = session.exec(
+        select(Trial).where(Trial.trial_id == trial_id).order_by(col(Trial.id).desc())
+    ).all()
+    if not rows:
         raise InputError(f"unknown trial {trial_id!r} (list them with `evalops trials list`)")
-    return trial
+    live = session.exec(
+        select(Trial)
+        .where(Trial.trial_id == trial_id, ~queries.voided(None))
+        .order_by(col(Trial.id).desc())
+    ).first()
+    return rows[0] if live is None else live
+
+
+def _void_view(session: Session, trial: Trial) -> dict[str, Any] | None:
+    """The void that left this trial row out, as `void list` shows it (None: live)."""
+    from evalops.services.reads.voids import void_of_trial_row
+    from evalops.store.reader import ConnectionReader
+
+    assert trial.id is not None
+    return void_of_trial_row(ConnectionReader(session.connection()), trial.id)
 
 
 def _batch_files(session: Session, trial: Trial) -> list[str]:
@@ -86,10 +104,11 @@ def show_trial(engine: Engine, trial_id: str) -> dict[str, Any]:
             .order_by(col(ReviewResult.id))
         ).all()
         with engine_reader(engine) as reader:
-            summary = trial_summary(reader, trial_id)
+            summary = trial_summary(reader, trial_id, row_id=trial.id)
         assert summary is not None  # `_load` found it, in the same committed database
         return {
             **summary,
+            "void": _void_view(session, trial),
             "reasons": list(current.reasons) if current else [],
             "run_id": trial.run_id,
             "attempt_id": trial.attempt_id,
@@ -201,7 +220,10 @@ def reconcile(
     refuse_placeholder("--evidence", evidence_uri, "the URI of the receipt or log that shows it")
     refusal: str | None = None
     with write_session(engine) as session:
-        trial = _load(session, trial_id)
+        from evalops.services.ingest.voids import live_trial
+
+        trial = live_trial(session, trial_id)  # a voided trial is settled by nothing
+        trial_row = trial.id
         record = stored_record(trial)
         keys = {e.effect_key for e in record.external_effects}
         if effect_key not in keys:
@@ -265,7 +287,7 @@ def reconcile(
         raise RefusedError(f"reconciliation of {effect_key} in {trial_id} refused: {refusal}")
     # Read once committed, as `trials show` reads it: one summary of a trial, one query.
     with engine_reader(engine) as reader:
-        summary = trial_summary(reader, trial_id)
+        summary = trial_summary(reader, trial_id, row_id=trial_row)
     assert summary is not None
     return {
         **summary,

@@ -5,4 +5,4 @@ The modules listed in `__all__` are this package's face: other packages import o
 (tests/contract/test_services_map.py).
 """
 
-__all__ = ["calibration", "definitions", "listings", "off_line", "trials"]
+__all__ = ["calibration", "definitions", "listings", "off_line", "trials", "voids"]

@@ -144,7 +144,7 @@ class _Reruns:
             for t in self.reader.rows(
                 f"SELECT {TRIAL_COLUMNS} FROM trial WHERE task_digest = :task "
                 "AND grader_set_digest = :graders AND execution_digest = :execution "
-                "ORDER BY id",
+                f"AND {LIVE} ORDER BY id",
                 {"task": key[0], "graders": key[1], "execution": key[2]},
             ):
                 current = rederive(self.defs, t)
@@ -157,6 +157,23 @@ class _Reruns:
                 )
             )
         return trial["trial_id"] in self.cache[key]
+
+
+VOIDED_ROW = "EXISTS (SELECT 1 FROM voided_trial v WHERE v.trial_row_id = trial.id)"
+LIVE = f"NOT {VOIDED_ROW}"
+"""A trial row no void left out (listings read the registry at its head)."""
+
+
+def voided_count(reader: Reader, where: TrialFilter) -> int:
+    """How many trials the listing's filters (but the class) match that a void left out:
+    a listing says so rather than leave them silently out."""
+    builds = {
+        r["execution_digest"]: r["system_build"]
+        for r in reader.rows("SELECT execution_digest, system_build FROM execution_profile")
+    }
+    clause, params = _filters(reader, builds, where)
+    clause = clause.replace(LIVE, VOIDED_ROW, 1)
+    return int(reader.scalar(f"SELECT count(*) FROM trial WHERE {clause}", params))
 
 
 def _summary(
@@ -191,7 +208,7 @@ def _filters(
 ) -> tuple[str, dict[str, Any]]:
     """The WHERE clause of the listing (all but the class) and its parameters."""
     task, build, suite = wanted.task, wanted.build, wanted.suite
-    where: list[str] = ["1 = 1"]
+    where: list[str] = [LIVE]
     params: dict[str, Any] = {}
     if task:
         where.append("task_id = :task")
@@ -259,12 +276,23 @@ def list_trials(
     return out, total
 
 
-def trial_summary(reader: Reader, trial_id: str) -> dict[str, Any] | None:
+def trial_summary(
+    reader: Reader, trial_id: str, *, row_id: int | None = None
+) -> dict[str, Any] | None:
     """One trial as `list_trials` lists it (None for an unknown id): what `trials show`
-    prints first."""
-    trial = reader.first(
-        f"SELECT {TRIAL_COLUMNS} FROM trial WHERE trial_id = :trial_id", {"trial_id": trial_id}
-    )
+    prints first. `row_id` names the row (a voided id may have been ingested again); else
+    the id's live row, else its newest."""
+    if row_id is not None:
+        trial = reader.first(
+            f"SELECT {TRIAL_COLUMNS} FROM trial WHERE id = :row AND trial_id = :trial_id",
+            {"row": row_id, "trial_id": trial_id},
+        )
+    else:
+        trial = reader.first(
+            f"SELECT {TRIAL_COLUMNS} FROM trial WHERE trial_id = :trial_id "
+            f"ORDER BY CASE WHEN {LIVE} THEN 0 ELSE 1 END, id DESC LIMIT 1",
+            {"trial_id": trial_id},
+        )
     if trial is None:
         return None
     defs = StoredDefinitions(reader)
@@ -287,7 +315,9 @@ def open_effects(reader: Reader, trial_ids: list[str]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for trial_id in dict.fromkeys(trial_ids):
         record = reader.scalar(
-            "SELECT record FROM trial WHERE trial_id = :trial_id", {"trial_id": trial_id}
+            f"SELECT record FROM trial WHERE trial_id = :trial_id AND {LIVE} "
+            "ORDER BY id DESC LIMIT 1",
+            {"trial_id": trial_id},
         )
         if record is None:
             continue

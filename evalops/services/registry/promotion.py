@@ -113,6 +113,7 @@ def _valid_trials(
             Trial.task_id == task.task_id,
             Trial.task_digest == task.task_digest,
             Trial.grader_set_digest == grader_set_digest,
+            ~queries.voided(None),  # a voided trial is evidence of nothing
         )
         .execution_options(yield_per=2_000)
     )

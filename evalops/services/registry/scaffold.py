@@ -368,8 +368,22 @@ def starter_registry(root: Path) -> list[Written]:
         # Most often a clone of a registry that already exists: it needs a database only.
         raise InputError(
             "file already exists: nothing was written; for a registry that exists (a fresh "
-            "clone), plain `evalops init` creates just the database",
+            "clone), plain `evalops init` creates just the database (or `evalops init "
+            f"--registry {root} --database-only`)",
             clash[0],
+        )
+    present = sorted(p for p in root.rglob("*") if p.is_file()) if root.is_dir() else []
+    if present:
+        # One's own registry, the starters renamed or deleted: writing them again would add
+        # a second gate policy and a second suite policy beside its own.
+        raise InputError(
+            f"{root} already holds a registry ({len(present)} files, such as {present[0]}): "
+            f"nothing was written; init --registry would write "
+            f"{', '.join(str(p) for p in taken)}. For a registry that exists, plain "
+            f"`evalops init` creates just the database (or `evalops init --registry {root} "
+            "--database-only`)",
+            str(root),
+            field="--registry",
         )
     written = new_definition(root, "task", "first-task")
     written += new_definition(root, "execution", "dev-build")

@@ -1,9 +1,10 @@
 """JSON Schemas for editors, harness authors and the tools that read evalops's output.
 
 Input formats (specs, trial records, import maps) are generated from their pydantic models.
-Machine-readable outputs (`gate check --json`, the audit report's JSON, `verify-attestation
---json`, the EvalSummary export) are written by hand and shipped as files, beside this
-module and beside the summary exporter, so a consumer can validate what it reads.
+Machine-readable outputs (`gate check --json`, `estimate --json`, the audit report's JSON,
+`verify-attestation --json`, the EvalSummary export) are written by hand and shipped as
+files, beside this module and beside the summary exporter, so a consumer can validate what
+it reads.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ OUTPUT_SCHEMAS = (
     _PACKAGE / "services" / "output_schemas" / "gate-check.schema.json",
     _PACKAGE / "services" / "output_schemas" / "audit-report.schema.json",
     _PACKAGE / "services" / "output_schemas" / "verify-attestation.schema.json",
+    _PACKAGE / "services" / "output_schemas" / "estimate.schema.json",
     _PACKAGE / "export" / "eval-summary.schema.json",
 )
 

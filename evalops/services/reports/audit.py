@@ -456,11 +456,21 @@ def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
         yield items[start : start + _CHUNK]
 
 
-def _trial_rows(session: Session, ids: Sequence[str]) -> Iterable[Trial]:
-    """The trials named, a chunk at a time; each chunk leaves the session once read (an
-    audit report of a large decision would otherwise hold every stored record)."""
+def _trial_rows(session: Session, ids: Sequence[str], cutoff: int | None) -> Iterable[Trial]:
+    """The trials named, as the decision read them (the row of each id live at its
+    `cutoff`: a voided id may have been ingested again since), a chunk at a time; each chunk
+    leaves the session once read (an audit report of a large decision would otherwise hold
+    every stored record)."""
     for chunk in _chunks(ids):
-        trials = list(session.exec(select(Trial).where(col(Trial.trial_id).in_(chunk))))
+        trials = list(
+            session.exec(
+                select(Trial).where(
+                    col(Trial.trial_id).in_(chunk),
+                    queries.upto(Trial.audit_seq, cutoff),
+                    ~queries.voided(cutoff),
+                )
+            )
+        )
         yield from trials
         for trial in trials:
             session.expunge(trial)
@@ -551,6 +561,7 @@ class _StoredTrials:
         self.session = session
         self.defs = defs
         self.upto = upto
+        self.inputs = inputs
         self.listed: Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]] = (
             listed_task_trials(session, inputs)
             if int(inputs.get("evaluator", 1)) >= EVALUATOR_COMPACT
@@ -586,7 +597,8 @@ class _StoredTrials:
         classes = {t["trial_id"]: t["classification"] for t in chunk}
         found: dict[str, dict[str, Any]] = {}
         details: dict[str, dict[str, Any]] = {}
-        for trial in _trial_rows(self.session, list(classes)):
+        cutoff = decision_cutoff(self.inputs, self.upto)
+        for trial in _trial_rows(self.session, list(classes), cutoff):
             trial_id = trial.trial_id
             record = json.loads(trial.record)
             _count_layers(self.counts, defs, trial, record)

@@ -454,6 +454,11 @@ def suite_page(
         "flaky": _flaky(facts, trend["builds"]),
         "flaky_rule": {"passAtK_at_least": FLAKY_PASS_AT_K, "passHatK_at_most": FLAKY_PASS_HAT_K},
     }
+    if suite["kind"] == "estimation":
+        from evalops.services.estimation.records import estimates_of_suite
+
+        # Rates over builds with their intervals (docs/estimation.md).
+        card["estimates"] = estimates_of_suite(session, facts.suite_id)
     return {
         **base,
         "card": card,
@@ -511,6 +516,7 @@ class _Lookups:
     tasks: list[dict[str, Any]] = field(default_factory=list)
     calibrations: list[dict[str, Any]] = field(default_factory=list)
     status: list[dict[str, Any]] = field(default_factory=list)
+    voids: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _pins(session: Session, task_id: str, lookups: _Lookups) -> list[dict[str, Any]]:
@@ -672,6 +678,8 @@ def index_page(
         ],
         "calibration_problems": [dict(s) for s in lookups.status if s["state"] != "valid"],
         "tasks": list(lookups.tasks),
+        # Hard-failure voids first: what a reviewer of the record must look at.
+        "voids": list(lookups.voids),
     }
 
 
@@ -801,6 +809,19 @@ def _other_pages(ctx: _Context, suite_ids: Sequence[str]) -> None:
     _render_others(ctx, suite_ids, write)
 
 
+def _voids_upto(session: Session, head: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Every void up to the page's audit head, hard-failure voids first."""
+    from evalops.services.reads.voids import list_voids
+    from evalops.store.reader import ConnectionReader
+
+    upto = int(head["seq"]) if head else 0
+    return [
+        {k: v[k] for k in ("void_id", "line", "hard_count", "trial_count", "at", "trials")}
+        for v in list_voids(ConnectionReader(session.connection()))
+        if v["audit_seq"] <= upto
+    ]
+
+
 def _render_others(
     ctx: _Context, suite_ids: Sequence[str], write: Callable[[str, str], None]
 ) -> None:
@@ -854,6 +875,7 @@ def _render_others(
         if s["grader_id"] in graders and (set(s["pinned_by"]) & set(suite_ids) or s["in_force"])
     ]
     chosen = [s for s in list_suites(ctx.engine) if s["suite"] in suite_ids]
+    lookups.voids = _voids_upto(session, ctx.head)
     write(
         render.page_path("index", ""),
         render.render_page(index_page(base("index"), chosen, lookups, now)),

@@ -70,8 +70,7 @@ class _Governing:
         """The Scope of a signed_act row's `scope` column."""
         found = self.scopes.get(text)
         if found is None:
-            fields = json.loads(text)
-            found = Scope(fields.get("suite"), fields.get("task"), tuple(fields.get("builds", ())))
+            found = Scope.of(json.loads(text))
             if len(self.scopes) < MEMO:
                 self.scopes[text] = found
         return found

@@ -48,7 +48,7 @@ from evalops.services.gate.input_parts import (
 from evalops.services.gate.policy_choice import PolicyKind, choose_policy
 from evalops.services.reads.definitions import StoredDefinitions, rederive
 from evalops.store.in_force_sql import IN_FORCE_RUN_UPTO_SQL
-from evalops.store.reader import Reader, timestamp
+from evalops.store.reader import Reader, has_table, timestamp
 
 # kind -> (table, its id column), as `queries.DEFINITION_TABLES`
 _DEFINITION_TABLES = {
@@ -64,6 +64,13 @@ _TRIAL_COLUMNS = (
     "id, trial_id, parent_trial_id, classification, score, gating_score, trajectory, "
     "efficiency, task_id, task_digest, grader_set_digest, ingest_batch_id"
 )
+# A trial row voided at or before the cutoff (`queries.voided`): left out from the void on.
+# A database at a schema before voids (checked before its upgrade) has none.
+_VOIDED = (
+    "EXISTS (SELECT 1 FROM voided_trial v WHERE v.trial_row_id = trial.id "
+    "AND v.audit_seq <= :cutoff)"
+)
+_NO_VOIDS = "(1 = 0)"
 
 
 class Member(NamedTuple):
@@ -91,6 +98,7 @@ class GateReads:
         self.cutoff = cutoff
         self._run_read = False
         self._run: dict[str, Any] | None = None
+        self.voided = _VOIDED if has_table(reader, "voided_trial") else _NO_VOIDS
 
     def rows(self, sql: str, **params: Any) -> list[dict[str, Any]]:
         return self.reader.rows(sql, {"cutoff": self.cutoff, **params})
@@ -233,7 +241,7 @@ class GateReads:
         marks = ", ".join(f":d{i}" for i in range(len(older)))
         rows = self.rows(
             f"SELECT task_id, COUNT(*) AS n FROM trial WHERE execution_digest IN ({marks}) "
-            "AND audit_seq <= :cutoff GROUP BY task_id",
+            f"AND audit_seq <= :cutoff AND NOT {self.voided} GROUP BY task_id",
             **{f"d{i}": d for i, d in enumerate(older)},
         )
         return {r["task_id"]: int(r["n"]) for r in rows}
@@ -243,8 +251,8 @@ class GateReads:
     def build_trials(self, execution_digest: str) -> Iterator[dict[str, Any]]:
         """The build's trials up to the cutoff, by row id, streamed."""
         return self.reader.each(
-            f"SELECT {_TRIAL_COLUMNS} FROM trial WHERE execution_digest = :execution "
-            "AND audit_seq <= :cutoff ORDER BY id",
+            f"SELECT {_TRIAL_COLUMNS}, {self.voided} AS voided FROM trial "
+            "WHERE execution_digest = :execution AND audit_seq <= :cutoff ORDER BY id",
             {"execution": execution_digest, "cutoff": self.cutoff},
         )
 
@@ -254,7 +262,8 @@ class GateReads:
             str(r["parent_trial_id"])
             for r in self.rows(
                 "SELECT DISTINCT parent_trial_id FROM trial WHERE execution_digest = :execution "
-                "AND parent_trial_id IS NOT NULL AND audit_seq <= :cutoff",
+                "AND parent_trial_id IS NOT NULL AND audit_seq <= :cutoff "
+                f"AND NOT {self.voided}",
                 execution=execution_digest,
             )
         }
@@ -465,7 +474,11 @@ class _Loader:
             if m is None:
                 continue
             key = ignored_as(
-                row["task_digest"], row["grader_set_digest"], m.task_digest, m.grader_set_digest
+                row["task_digest"],
+                row["grader_set_digest"],
+                m.task_digest,
+                m.grader_set_digest,
+                row["voided"],
             )
             if key is None:
                 keep(m.task_id, self.trial_input(row))

@@ -10,7 +10,8 @@ Checks, streaming (memory does not grow with the number of trials):
 3. every stored definition re-hashes to its identity digest, and every trial record to its
    stored digest;
 4. every stored gate decision replays byte for byte, matches its event, and its inputs
-   still match the registry rows they were loaded from;
+   still match the registry rows they were loaded from; every stored estimate recomputes
+   byte for byte from its inputs and matches its event;
 5. every signed act re-verifies against the authority in force at its event (on a large
    registry, in worker processes running alongside the other checks);
 6. optionally, anchors kept outside the database (`--anchor SEQ:HASH`, `--anchors FILE`):
@@ -33,6 +34,7 @@ from evalops.errors import DamagedDatabase, VerificationError
 from evalops.services.verify.act_checks import ActPool, signed_acts_check
 from evalops.services.verify.anchors import Anchor
 from evalops.services.verify.decision_checks import verify_decisions
+from evalops.services.verify.estimate_checks import verify_estimates
 from evalops.services.verify.reads import (
     anchor_problem,
     carried_forward,
@@ -57,6 +59,7 @@ class VerifyReport:
     definitions: int
     trials: int = 0
     decisions: int = 0
+    estimates: int = 0
     legacy_decisions: int = 0
     anchors: list[dict[str, Any]] = field(default_factory=list)
     head: dict[str, Any] | None = None
@@ -74,6 +77,7 @@ class VerifyReport:
             "definitions": self.definitions,
             "trials": self.trials,
             "decisions": self.decisions,
+            "estimates": self.estimates,
             "anchors": self.anchors,
             "audit_head": self.head,
             "rows_fully_covered_from": self.covered_from,
@@ -210,6 +214,8 @@ def _verify(
         if acts.pooled:
             stage("signed acts")
             acts.finish()
+        stage("estimates")
+        estimates = verify_estimates(reader)
         carried = carried_forward(reader)
     return VerifyReport(
         events,
@@ -217,6 +223,7 @@ def _verify(
         definitions,
         trials,
         decisions,
+        estimates=estimates,
         anchors=checked_anchors,
         head=head,
         carried_forward=carried,

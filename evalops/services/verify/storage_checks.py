@@ -1,7 +1,7 @@
 """The storage itself, checked before any row is read (docs/verify.md, "Storage").
 
 `verify` reads tables by full scan and never an index, so a damaged index page (the unique
-index on `trial.trial_id` that makes a re-ingest a no-op and a changed record an error)
+index on `trial(trial_id, record_digest)` that makes a re-ingest a no-op)
 would pass every other check. So, inside the same snapshot:
 - SQLite: `PRAGMA integrity_check` (every page, every index against its table), its first
   message reported; then every unique key of `store/unique_keys.py` backed by a unique

@@ -283,9 +283,29 @@ def _check_0002(session: Session) -> None:
     verify_decisions(reader)
 
 
+def _check_0003(session: Session) -> None:
+    """Schema 0003 adds signed acts: everything 0002 checks, and every act re-verified."""
+    from evalops.services.verify.act_checks import verify_signed_acts
+
+    _check_0002(session)
+    verify_signed_acts(ConnectionReader(session.connection()))
+
+
+def _check_0004(session: Session) -> None:
+    """Schema 0004 adds voids: their rows are digested like every other row (check_rows
+    covers the tables present) and both loaders leave voided trials out, so everything 0003
+    checks is everything it lets be checked."""
+    _check_0003(session)
+
+
 # Per older schema, everything it lets be checked. A migration that moves the head on adds
 # the checks of the schema it leaves (a test requires one entry per older revision).
-CHECKS: dict[str, Callable[[Session], None]] = {"0001": _check_0001, "0002": _check_0002}
+CHECKS: dict[str, Callable[[Session], None]] = {
+    "0001": _check_0001,
+    "0002": _check_0002,
+    "0003": _check_0003,
+    "0004": _check_0004,
+}
 
 
 def check_before_upgrade(engine: Engine) -> str | None:

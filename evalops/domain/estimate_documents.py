@@ -1,0 +1,131 @@
+"""An estimate's stored inputs and the document computed from them (docs/estimation.md).
+
+`evaluate_estimate(inputs)` is pure: the stored inputs (each member's trials by class as the
+gate counts them, its stratum, the suite's weights and frame, the confidence) give the same
+result bytes on every replay, as a gate decision does. The result has exactly the keys of
+the JSON of docs/estimation.md; evalops/services/output_schemas/estimate.schema.json describes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+from evalops.domain.estimation import (
+    INVALID_CLASSES,
+    TaskObservation,
+    estimate_rates,
+    paired_difference,
+)
+
+ESTIMATOR = 1
+"""The version of the rules `evaluate_estimate` applies (stored with every estimate)."""
+
+
+def observations(
+    tasks: Sequence[Mapping[str, Any]], strata: Collection[str]
+) -> list[TaskObservation]:
+    """The stored task entries in a stratum of the weights, as the statistics read them."""
+    return [
+        TaskObservation(
+            t["task_id"],
+            t["stratum"],
+            {str(k): int(v) for k, v in t["effective"].items()},
+            {str(k): int(v) for k, v in t["first"].items()},
+            int(t["reruns"]),
+        )
+        for t in tasks
+        if t["stratum"] in strata
+    ]
+
+
+def claims_sentence(suite: Mapping[str, Any]) -> str:
+    """'rates of <population>, sampled from <frame>, frozen <date>; not of other traffic'."""
+    frame = suite["frame"]
+    sentence = (
+        f"rates of {suite['population']}, sampled from {frame['source']} {frame['period']}, "
+        f"frozen {frame['frozen_at']}; not of other traffic"
+    )
+    limited = suite.get("claims_limited_to")
+    if limited:
+        sentence += f" (claims limited to the {str(limited).replace('_', ' ')})"
+    return sentence
+
+
+def _names(ids: Sequence[str], limit: int = 20) -> str:
+    shown = ", ".join(ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
+def _members(ids: Sequence[str], one: str, several: str) -> str:
+    return f"1 member {one}" if len(ids) == 1 else f"{len(ids):,} members {several}"
+
+
+def _unlisted(
+    tasks: Sequence[Mapping[str, Any]], build: str, weights: Mapping[str, Any]
+) -> list[str]:
+    """Members left out of the estimate, each named: without trials, or without a stratum."""
+    reasons: list[str] = []
+    # A stratum the weights no longer name (the suite's weights changed after promotion)
+    # is no stratum of this estimate either.
+    no_stratum = [t["task_id"] for t in tasks if t["stratum"] not in weights["values"]]
+    if no_stratum:
+        reasons.append(
+            f"{_members(no_stratum, 'names', 'name')} no stratum of {weights['by']} "
+            f"({', '.join(weights['values'])}): not counted: {_names(no_stratum)}"
+        )
+    no_trials = [
+        t["task_id"]
+        for t in tasks
+        if t["stratum"] in weights["values"] and not sum(t["effective"].values())
+    ]
+    if no_trials:
+        reasons.append(
+            f"{_members(no_trials, 'has', 'have')} no trials under build {build}: not "
+            f"counted: {_names(no_trials)}"
+        )
+    return reasons
+
+
+def evaluate_estimate(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The estimate document (docs/estimation.md, "JSON") from its stored inputs."""
+    request = inputs["request"]
+    suite = inputs["suite"]
+    weights = suite["weights"]
+    values = {str(k): float(v) for k, v in weights["values"].items()}
+    sizes = suite["frame"].get("sizes")
+    confidence = float(request["confidence"])
+    tasks = inputs["tasks"]
+    observed = observations(tasks, values)
+    counted = [t for t in observed if t.n]
+    rates, strata, reasons = estimate_rates(observed, values, sizes, confidence)
+    first, _, _ = estimate_rates(observed, values, sizes, confidence, first=True)
+    originals = sum(t.n_first for t in counted)
+    invalid = sum(t.first.get(c, 0) for t in counted for c in INVALID_CLASSES)
+    unavailable = [*_unlisted(tasks, request["build"], weights), *reasons]
+    difference = None
+    if inputs.get("baseline_tasks") is not None:
+        difference, why = paired_difference(
+            observed, observations(inputs["baseline_tasks"], values), values, sizes, confidence
+        )
+        unavailable += why
+    return {
+        "estimate_id": inputs["estimate_id"],
+        "suite": suite["id"],
+        "build": request["build"],
+        "baseline": request["baseline"],
+        "evaluated_at": request["at"],
+        "confidence": confidence,
+        "claims": claims_sentence(suite),
+        "population": suite["population"],
+        "frame": suite["frame"],
+        "task_count": len(counted),
+        "trial_count": sum(t.n for t in counted),
+        "rates": rates,
+        "first_results": first,
+        "invalid_rate": invalid / originals if originals else None,
+        "rerun_count": sum(t.reruns for t in counted),
+        "strata": strata,
+        "difference": difference,
+        "unavailable": list(dict.fromkeys(unavailable)),
+    }

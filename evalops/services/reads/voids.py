@@ -1,0 +1,118 @@
+"""Voids as read commands see them (`void list`, `gate show`, `trials list`): plain SQL
+through a `Reader`, no SQLAlchemy on a SQLite file (ARCHITECTURE.md, "read commands").
+`evalops/services/ingest/voids.py` records them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from evalops.domain.voids import VOIDED, void_line
+from evalops.store.reader import Reader
+
+_VOIDS = (
+    "SELECT v.id, v.void_id, v.reason, v.batch, v.trial_count, v.hard_count, v.at, v.actor, "
+    "v.audit_seq FROM trial_void v"
+)
+
+
+def _signers(reader: Reader, audit_seq: int) -> list[dict[str, str]]:
+    row = reader.first(
+        "SELECT signers FROM signed_act WHERE audit_seq = :seq AND kind = 'trials.void'",
+        {"seq": audit_seq},
+    )
+    return [] if row is None else list(json.loads(row["signers"]))
+
+
+def _view(reader: Reader, row: dict[str, Any]) -> dict[str, Any]:
+    from evalops.services.reads.listings import stored_time
+
+    out = {
+        "void_id": row["void_id"],
+        "reason": row["reason"],
+        "batch": row["batch"],
+        "trial_count": int(row["trial_count"]),
+        "hard_count": int(row["hard_count"]),
+        "at": stored_time(row["at"]),
+        "actor": row["actor"],
+        "signers": _signers(reader, int(row["audit_seq"])),
+        "audit_seq": int(row["audit_seq"]),
+    }
+    out["line"] = void_line(out)
+    return out
+
+
+def list_voids(reader: Reader) -> list[dict[str, Any]]:
+    """Every void, hard-failure voids first (they are what a reviewer must look at), then
+    newest first."""
+    voids = [_view(reader, r) for r in reader.rows(f"{_VOIDS} ORDER BY v.id DESC")]
+    for v in voids:
+        v["trials"] = [
+            r["trial_id"]
+            for r in reader.rows(
+                "SELECT t.trial_id FROM voided_trial t JOIN trial_void v ON v.id = t.void_row_id "
+                "WHERE v.void_id = :id ORDER BY t.id",
+                {"id": v["void_id"]},
+            )
+        ]
+    return sorted(voids, key=lambda v: v["hard_count"] == 0)
+
+
+def void_of_trial_row(reader: Reader, trial_row_id: int) -> dict[str, Any] | None:
+    """The void that left a trial row out, or None."""
+    row = reader.first(
+        f"{_VOIDS} JOIN voided_trial t ON t.void_row_id = v.id WHERE t.trial_row_id = :row",
+        {"row": trial_row_id},
+    )
+    return None if row is None else _view(reader, row)
+
+
+def voids_for(
+    reader: Reader, execution_digests: Iterable[str], task_ids: Iterable[str], cutoff: int
+) -> list[dict[str, Any]]:
+    """The voids as of `cutoff` that left out trials of these executions and tasks (a
+    decision's builds and members), each with how many of them: what a decision says it
+    left out, by whom and why."""
+    digests = sorted(set(execution_digests))
+    wanted = set(task_ids)
+    if not digests or not wanted:
+        return []
+    marks = ", ".join(f":d{i}" for i in range(len(digests)))
+    counts: dict[int, int] = {}
+    for r in reader.rows(
+        "SELECT vt.void_row_id, t.task_id FROM voided_trial vt JOIN trial t ON t.id = "
+        f"vt.trial_row_id WHERE vt.audit_seq <= :cutoff AND t.execution_digest IN ({marks})",
+        {"cutoff": cutoff, **{f"d{i}": d for i, d in enumerate(digests)}},
+    ):
+        if r["task_id"] in wanted:
+            counts[int(r["void_row_id"])] = counts.get(int(r["void_row_id"]), 0) + 1
+    out = []
+    for void_row, n in sorted(counts.items()):
+        row = reader.first(f"{_VOIDS} WHERE v.id = :id", {"id": void_row})
+        if row is not None:
+            view = _view(reader, row)
+            view["trials_here"] = n
+            view["line"] = void_line(view, n)
+            out.append(view)
+    return out
+
+
+def decision_voids(reader: Reader, decision: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The voids a decision left trials out for (its tasks counted `voided` trials): read
+    as of the decision's cutoff (a stored one's request; a dry run's audit head)."""
+    tasks = [
+        t["task_id"]
+        for t in decision.get("tasks") or []
+        if isinstance(t.get("ignoredTrials"), Mapping) and t["ignoredTrials"].get(VOIDED)
+    ]
+    if not tasks:
+        return []
+    row = reader.first(
+        "SELECT inputs FROM gate_decision WHERE gate_id = :id", {"id": decision.get("gate_id")}
+    )
+    if row is not None:
+        cutoff = int(json.loads(row["inputs"])["request"]["cutoff"])
+    else:
+        cutoff = int((decision.get("audit_head") or {}).get("seq") or 0)
+    return voids_for(reader, [str(decision["execution_digest"])], tasks, cutoff)

@@ -1,0 +1,128 @@
+"""The traps a new user met in the first hour, each closed (issue: "ingest without silent
+traps"): tool calls that silently did not count for their target agent, and a template that
+wrote such calls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import Cli
+
+TASK = "support-refund-in-order"
+EXECUTION = "candidate-b124"
+
+
+def _template(cli: Cli, demo: Path, *extra: str) -> dict[str, Any]:
+    done = cli(
+        "trials", "template", "--task", TASK, "--execution", EXECUTION, "--run-id", "run-hand",
+        "--trial-prefix", "hand", *extra, "--json", cwd=demo,
+    )  # fmt: skip
+    assert done.code == 0, done.stdout + done.stderr
+    record: dict[str, Any] = done.json()
+    return record
+
+
+def _ingest(cli: Cli, demo: Path, record: dict[str, Any], *extra: str) -> Any:
+    path = demo / f"{record['trial_id']}.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return cli("trials", "ingest", str(path), *extra, cwd=demo)
+
+
+def test_the_template_gives_every_call_the_target_agent_it_names(demo: Path, cli: Cli) -> None:
+    record = _template(cli, demo, "--target-agent", "support")
+    assert record["target_agent_id"] == "support"
+    assert record["tool_calls"] and {c.get("agent_id") for c in record["tool_calls"]} == {"support"}
+    assert _ingest(cli, demo, record).code == 0
+    shown = cli("trials", "show", record["trial_id"], "--json", cwd=demo).json()
+    assert shown["trajectory"]["matched"] is True
+    assert shown["classification"] == "task_pass"
+
+
+def test_ingest_counts_the_calls_no_agent_made_for_the_target(demo: Path, cli: Cli) -> None:
+    record = _template(cli, demo)
+    calls = len(record["tool_calls"])
+    assert calls and all("agent_id" not in c for c in record["tool_calls"])
+    record["target_agent_id"] = "support"  # written by hand, as the user did
+    done = _ingest(cli, demo, record)
+    assert done.code == 0, done.stderr
+    assert (
+        f"note: {calls} tool calls have no agent_id and are not observed for "
+        "target_agent_id support" in done.stderr
+    )
+    again = _ingest(cli, demo, {**record, "trial_id": "hand-0002", "trial_index": 1}, "--json")
+    assert again.json()["unattributed_calls"] == {"support": calls}
+    # A record whose calls name their agent has nothing to say.
+    named = {
+        **record,
+        "trial_id": "hand-0003",
+        "trial_index": 2,
+        "tool_calls": [{**c, "agent_id": "support"} for c in record["tool_calls"]],
+    }
+    assert _ingest(cli, demo, named, "--json").json()["unattributed_calls"] == {}
+
+
+def test_a_gate_reason_says_which_trials_of_the_build_did_not_count(demo: Path, cli: Cli) -> None:
+    """Trials of an older version of the execution profile: the reason says so, instead of
+    "no trials for this build" above a line that counts them."""
+    from tests.integrity.test_decision_integrity_cli import edit_registry
+
+    def new_model(doc: dict[str, Any]) -> None:
+        doc["model"]["name"] = "another-model"
+
+    edit_registry(demo, "executions/fix-b125.yaml", new_model, "model change")
+    assert cli("sync", cwd=demo).code == 0
+    asked = ("gate", "check", "--build", "build-125", "--suite", "regression/core")
+    stored = cli(*asked, "--json", cwd=demo).json()
+    held = next(t for t in stored["tasks"] if t["task_id"] == TASK)
+    n = held["ignoredTrials"]["older_execution_digest"]
+    assert held["n"] == 0 and n > 0
+    shown = cli("gate", "show", stored["gate_id"], cwd=demo).stdout
+    assert (
+        f"{TASK} (critical): missing_required_evidence -> hold; no counted trials "
+        f"({n} under another profile version: sync it or pass --execution)" in shown
+    )
+    assert "no trials for this build" not in shown
+    # The stored reason is the evaluator's own: replay compares it byte for byte.
+    assert any(r.endswith("no trials for this build") for r in stored["reasons"])
+
+
+def test_init_registry_on_an_existing_registry_writes_nothing(tmp_path: Path, cli: Cli) -> None:
+    """Starters deleted or renamed: writing them again would add a second gate policy and a
+    second suite policy to a registry that validates."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    assert cli("init", "--registry", "registry", cwd=tmp_path).code == 0
+    gate_policy = tmp_path / "registry" / "policies" / "release-gate.yaml"
+    suite_policy = tmp_path / "registry" / "policies" / "default-suite-policy.yaml"
+    # Made one's own: every starter renamed, the suite policy deleted.
+    suite_policy.unlink()
+    for path in (tmp_path / "registry").rglob("*.yaml"):
+        if path.parent.name != "schemas":
+            path.rename(path.with_name(f"ours-{path.name}"))
+    before = sorted(p.relative_to(tmp_path) for p in (tmp_path / "registry").rglob("*"))
+    done = cli("init", "--registry", "registry", cwd=tmp_path)
+    assert done.code == 2, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert "already holds a registry" in said and "--database-only" in said
+    assert "release-gate.yaml" in said and "default-suite-policy.yaml" in said
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "registry").rglob("*")) == before
+    only = cli("init", "--registry", "registry", "--database-only", cwd=tmp_path)
+    assert only.code == 0, only.stdout + only.stderr
+    assert not gate_policy.exists() and not suite_policy.exists()
+    assert sorted(p.relative_to(tmp_path) for p in (tmp_path / "registry").rglob("*")) == before
+
+
+def test_the_tutorials_first_gate_check_is_a_dry_run_and_says_why() -> None:
+    import re
+
+    tutorial = (Path(__file__).resolve().parents[2] / "docs" / "tutorial.md").read_text("utf-8")
+    commands = re.findall(r"^(?:\$ )?(evalops gate check [^\n]*)$", tutorial, flags=re.M)
+    assert commands, "the tutorial runs the gate"
+    assert "--dry-run" in commands[0].split(), commands[0]
+    first = tutorial.index(commands[0])
+    why = tutorial[first : first + 3000]
+    assert re.search(r"first look at a new build's decision is a `--dry-run`", why)
+    assert "stored for good" in why

@@ -1,0 +1,353 @@
+"""Voiding trials ingested by mistake, attacked (docs/trials.md, "Voiding a mistaken record").
+
+On a copy of the demo registry: build-125 passed (GATE-3) on trials a void then leaves out;
+build-124 holds a hard failure. A void is never a deletion: `--at` before it, replays and
+`verify` see the registry as it was; a SQL-deleted void is tampering; a voided id may be
+ingested again only with new content; hard failures need a confirmation, or two signers under
+an authority, whose signers must be risk owners of the suite.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Cli
+from tests.helpers import copy_rows
+from tests.services.test_authority import World, _world, keyring  # noqa: F401  (fixture)
+
+SUITE = "regression/core"
+TASK = "support-refund-in-order"
+TRIALS = ("trial-b125-support-refund-in-order-0", "trial-b125-support-refund-in-order-1")
+HARD = "trial-b124-support-refund-in-order-2"
+HARD_CHAIN = (HARD, f"{HARD}-rerun-1")  # the hard failure and the rerun that re-ran it
+LATER = "2026-11-30T13:00:00Z"
+BETWEEN = "2026-11-30T12:30:00Z"
+DB = Path(".evalops/registry.db")
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def db(request: pytest.FixtureRequest, demo: Path, cli: Cli) -> Iterator[list[str]]:
+    """`--db` arguments of the demo registry on either engine."""
+    if request.param == "sqlite":
+        yield []
+        return
+    url: str = request.getfixturevalue("pg_url")
+    assert cli("--db", url, "init", cwd=demo).code == 0
+    copy_rows(f"sqlite:///{demo / DB}", url)
+    yield ["--db", url]
+
+
+def _run(cli: Cli, demo: Path, db: list[str], *args: str) -> Any:
+    return cli(*db, *args, cwd=demo)
+
+
+def _gate(cli: Cli, demo: Path, db: list[str], build: str, *extra: str) -> dict[str, Any]:
+    done = _run(
+        cli, demo, db, "gate", "check", "--build", build, "--suite", SUITE, *extra, "--json"
+    )
+    assert done.code in (0, 3, 4), done.stdout + done.stderr
+    out: dict[str, Any] = done.json()
+    return out
+
+
+def _task(decision: dict[str, Any], task_id: str = TASK) -> dict[str, Any]:
+    found: dict[str, Any] = next(t for t in decision["tasks"] if t["task_id"] == task_id)
+    return found
+
+
+def _verify(cli: Cli, demo: Path, db: list[str]) -> int:
+    code: int = _run(cli, demo, db, "verify").code
+    return code
+
+
+def _said(done: Any) -> str:
+    return str(done.stdout) + str(done.stderr)
+
+
+def test_a_void_leaves_trials_out_from_then_on_and_every_earlier_read_sees_them(
+    demo: Path, cli: Cli, db: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EVALOPS_NOW", LATER)
+    done = _run(
+        cli, demo, db, "trials", "void", *TRIALS, "--reason", "ingested under the wrong build"
+    )
+    assert done.code == 0, _said(done)
+    assert "voided: 2 trials, VOID-1 by tester@example.com: ingested under the wrong build" in (
+        done.stdout
+    )
+    # From the void on: left out, counted, and the decision says so with id, who and why.
+    after = _gate(cli, demo, db, "build-125")
+    assert _task(after)["n"] == 3 and _task(after)["ignoredTrials"] == {"voided": 2}
+    assert after["decision"] == "hold"
+    shown = _run(cli, demo, db, "gate", "show", after["gate_id"])
+    assert "voided: 2 trials, VOID-1 by tester@example.com: ingested under the wrong build" in (
+        shown.stdout
+    )
+    listed = _run(cli, demo, db, "trials", "list", "--task", TASK, "--build", "build-125", "--json")
+    assert {t["trial_id"] for t in listed.json()}.isdisjoint(TRIALS)
+    assert (
+        "voided: 2 matching trials left out"
+        in _run(cli, demo, db, "trials", "list", "--task", TASK, "--build", "build-125").stderr
+    )
+    # Before it: `--at`, the stored decision that read them, and verify see them as they were.
+    before = _gate(cli, demo, db, "build-125", "--at", BETWEEN)
+    assert _task(before)["n"] == 5 and "voided" not in _task(before)["ignoredTrials"]
+    assert before["decision"] == "pass"
+    replay = _run(cli, demo, db, "gate", "replay", "GATE-3", "--json")
+    assert replay.code == 0 and replay.json()["identical"] is True
+    for gate_id in (after["gate_id"], before["gate_id"]):
+        assert _run(cli, demo, db, "gate", "replay", gate_id, "--json").json()["identical"]
+    assert _verify(cli, demo, db) == 0
+    voids = _run(cli, demo, db, "void", "list", "--json").json()
+    assert [(v["void_id"], v["trials"], v["hard_count"]) for v in voids] == [
+        ("VOID-1", list(TRIALS), 0)
+    ]
+    again = _run(cli, demo, db, "trials", "void", TRIALS[0], "--reason", "twice")
+    assert again.code == 2 and "was voided (VOID-1)" in _said(again)
+
+
+def test_the_dry_run_shows_the_change_in_the_latest_decision_and_stores_nothing(
+    demo: Path, cli: Cli
+) -> None:
+    head = cli("verify", "--json", cwd=demo).json()["audit_head"]
+    done = cli(
+        "trials", "void", *TRIALS, "--reason", "wrong build", "--dry-run", "--json", cwd=demo
+    )
+    assert done.code == 0, _said(done)
+    [decision] = done.json()["decisions"]
+    assert (decision["suite"], decision["latest"], decision["decision"], decision["with_void"]) == (
+        SUITE,
+        "GATE-3",
+        "pass",
+        "hold",
+    )
+    assert decision["tasks"] == [
+        {
+            "task_id": TASK,
+            "now": {"state": "task_pass", "effect": "pass", "n": 5},
+            "with_void": {"state": "missing_required_evidence", "effect": "hold", "n": 3},
+        }
+    ]
+    assert cli("verify", "--json", cwd=demo).json()["audit_head"] == head
+    assert cli("void", "list", "--json", cwd=demo).json() == []
+
+
+def test_a_void_that_would_hide_a_hard_failure_needs_its_confirmation(
+    demo: Path, cli: Cli, db: list[str]
+) -> None:
+    assert _task(_gate(cli, demo, db, "build-124"))["state"] == "hard_constraint_fail"
+    refused = _run(cli, demo, db, "trials", "void", *HARD_CHAIN, "--reason", "flaky grader")
+    assert refused.code == 5, _said(refused)
+    assert "--confirm-hard-failure" in _said(refused) and HARD in _said(refused)
+    assert _run(cli, demo, db, "void", "list", "--json").json() == []
+    batch_refused = _run(cli, demo, db, "trials", "void", "--batch", "2", "--reason", "x")
+    assert batch_refused.code in (2, 5)
+    assert _run(cli, demo, db, "void", "list", "--json").json() == []
+    assert _task(_gate(cli, demo, db, "build-124"))["state"] == "hard_constraint_fail"
+    done = _run(
+        cli,
+        demo,
+        db,
+        "trials",
+        "void",
+        *HARD_CHAIN,
+        "--reason",
+        "flaky grader",
+        "--confirm-hard-failure",
+    )
+    assert done.code == 0, _said(done)
+    assert "(1 hard failure)" in done.stdout
+    assert _task(_gate(cli, demo, db, "build-124"))["state"] != "hard_constraint_fail"
+    assert _verify(cli, demo, db) == 0
+
+
+def _record(demo: Path, trial_id: str) -> dict[str, Any]:
+    for path in (demo / "registry" / "trials").glob("*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip() and json.loads(line)["trial_id"] == trial_id:
+                found: dict[str, Any] = json.loads(line)
+                return found
+    raise AssertionError(trial_id)
+
+
+def _ingest(cli: Cli, demo: Path, db: list[str], name: str, record: dict[str, Any]) -> Any:
+    path = demo / name
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return _run(cli, demo, db, "trials", "ingest", str(path), "--json")
+
+
+def test_a_voided_id_may_be_ingested_again_with_new_content_only(
+    demo: Path, cli: Cli, db: list[str]
+) -> None:
+    original = _record(demo, TRIALS[0])
+    corrected = {**original, "completed_at": "2026-11-29T10:09:00Z"}
+    # Not voided: the id is taken, whatever the content.
+    taken = _ingest(cli, demo, db, "early.jsonl", corrected)
+    assert taken.code == 2 and "already has record_digest" in _said(taken)
+    assert _run(cli, demo, db, "trials", "void", TRIALS[0], "--reason", "bad clock").code == 0
+    # The voided content itself never comes back.
+    back = _ingest(cli, demo, db, "back.jsonl", original)
+    assert back.code == 2 and "with this content was voided (VOID-1)" in _said(back)
+    done = _ingest(cli, demo, db, "fixed.jsonl", corrected)
+    assert done.code == 0, _said(done)
+    assert done.json()["ingested"] == 1
+    shown = _run(cli, demo, db, "trials", "show", TRIALS[0], "--json").json()
+    assert shown["void"] is None and shown["completed_at"].startswith("2026-11-29T10:09:00")
+    assert _ingest(cli, demo, db, "fixed-again.jsonl", corrected).json()["skipped_identical"] == 1
+    third = _ingest(
+        cli, demo, db, "third.jsonl", {**corrected, "completed_at": "2026-11-29T10:10:00Z"}
+    )
+    assert third.code == 2
+    assert _task(_gate(cli, demo, db, "build-125"))["n"] == 5
+    assert _task(_gate(cli, demo, db, "build-125"))["ignoredTrials"] == {"voided": 1}
+    assert _verify(cli, demo, db) == 0
+
+
+def test_a_rerun_is_never_left_without_its_parent(demo: Path, cli: Cli) -> None:
+    parent = _record(demo, TRIALS[0])
+    rerun = {
+        **parent,
+        "trial_id": "rerun-of-0",
+        "attempt_id": "attempt-rerun",
+        "rerun": {"parent_trial_id": TRIALS[0], "reason": "runner timeout"},
+    }
+    assert _ingest(cli, demo, [], "rerun.jsonl", rerun).code == 0
+    alone = cli("trials", "void", TRIALS[0], "--reason", "wrong build", cwd=demo)
+    assert alone.code == 2 and "void them together" in _said(alone)
+    together = cli("trials", "void", TRIALS[0], "rerun-of-0", "--reason", "wrong build", cwd=demo)
+    assert together.code == 0, _said(together)
+
+
+@pytest.mark.tampers
+def test_a_void_deleted_by_sql_is_tampering(demo: Path, cli: Cli) -> None:
+    assert cli("trials", "void", *TRIALS, "--reason", "wrong build", cwd=demo).code == 0
+    assert cli("verify", cwd=demo).code == 0
+    with sqlite3.connect(demo / DB) as conn:
+        conn.execute("DELETE FROM voided_trial WHERE trial_id = ?", (TRIALS[1],))
+    done = cli("verify", cwd=demo)
+    assert done.code == 6, _said(done)
+    assert "voided_trial" in _said(done)
+
+
+@pytest.mark.tampers
+def test_a_void_inserted_by_sql_is_tampering(demo: Path, cli: Cli) -> None:
+    assert cli("trials", "void", TRIALS[0], "--reason", "wrong build", cwd=demo).code == 0
+    with sqlite3.connect(demo / DB) as conn:
+        (row,) = conn.execute("SELECT id FROM trial WHERE trial_id = ?", (TRIALS[1],)).fetchone()
+        conn.execute(
+            "INSERT INTO voided_trial (void_row_id, trial_row_id, trial_id, classification, "
+            "audit_seq) SELECT void_row_id, ?, ?, classification, audit_seq FROM voided_trial",
+            (row, TRIALS[1]),
+        )
+    assert cli("verify", cwd=demo).code == 6
+
+
+# ------------------------------------------------------------------ under an authority
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def governed(request: pytest.FixtureRequest, demo: Path, cli: Cli) -> World:
+    """The demo under an authority (tests/services/test_authority.py's), on either engine."""
+    keys: dict[str, Path] = request.getfixturevalue("keyring")
+    if request.param == "sqlite":
+        return _world(demo, keys, cli, [])
+    url: str = request.getfixturevalue("pg_url")
+    assert cli("--db", url, "init", cwd=demo).code == 0
+    copy_rows(f"sqlite:///{demo / DB}", url)
+    return _world(demo, keys, cli, ["--db", url])
+
+
+def _void_signed(
+    world: World, trials: tuple[str, ...], *signers: str, reason: str = "wrong build"
+) -> Any:
+    keys = [arg for name in signers for arg in ("--sign-with", str(world.keys[name]))]
+    return world.run("trials", "void", *trials, "--reason", reason, *keys)
+
+
+def test_under_an_authority_a_void_is_a_risk_owners_signed_act(governed: World) -> None:
+    world = governed
+    unsigned = world.run("trials", "void", TRIALS[0], "--reason", "wrong build")
+    assert unsigned.code == 5 and "unsigned" in _said(unsigned)
+    # carol is a risk owner of capability/* only; bob holds no risk_owner at all.
+    carol = _void_signed(world, TRIALS[:1], "carol")
+    assert carol.code == 5 and "holds risk_owner but not for" in _said(carol)
+    bob = _void_signed(world, TRIALS[:1], "bob")
+    assert bob.code == 5 and "does not hold risk_owner" in _said(bob)
+    # Without the flag and under an authority: a confirmation is no signature.
+    flagged = world.run(
+        "trials", "void", *HARD_CHAIN, "--reason", "flaky", "--confirm-hard-failure",
+        "--sign-with", str(world.keys["alice"]),
+    )  # fmt: skip
+    assert flagged.code == 5 and "needs 2 distinct signers, has 1 (alice)" in _said(flagged)
+    assert world.run("void", "list", "--json").json() == []
+    done = _void_signed(world, TRIALS[:1], "alice")
+    assert done.code == 0, _said(done)
+    assert "VOID-1 by alice" in done.stdout
+    hard = _void_signed(world, HARD_CHAIN, "alice", "dave", reason="flaky grader")
+    assert hard.code == 0, _said(hard)
+    voids = world.run("void", "list", "--json").json()
+    assert [v["void_id"] for v in voids] == ["VOID-2", "VOID-1"]  # hard-failure voids first
+    assert {s["principal"] for s in voids[0]["signers"]} == {"alice", "dave"}
+    assert world.run("verify").code == 0
+
+
+def test_a_signed_void_act_voids_only_the_trials_it_names(governed: World) -> None:
+    """An act printed for one trial, signed, then offered for another: refused, naming the
+    field that differs; offered again as signed: stored once, a replay of it refused."""
+    world = governed
+    world.run("void", "list")  # the world is up
+    printed = world.run("trials", "void", TRIALS[0], "--reason", "wrong build", "--print-act")
+    assert printed.code == 0, _said(printed)
+    act = world.root / "void-act.json"
+    act.write_text(printed.stdout, encoding="utf-8")
+    from tests.sshkeys import sign_file
+
+    signature = sign_file(world.keys["alice"], act)
+    offered = ("--act", str(act), "--signature", str(signature))
+    other = world.run("trials", "void", TRIALS[1], "--reason", "wrong build", *offered)
+    assert other.code == 5 and "the act differs from what this command would store" in _said(other)
+    done = world.run("trials", "void", TRIALS[0], "--reason", "wrong build", *offered)
+    assert done.code == 0, _said(done)
+    again = world.run("trials", "void", TRIALS[1], "--reason", "wrong build", *offered)
+    assert again.code == 5
+    assert [v["trials"] for v in world.run("void", "list", "--json").json()] == [[TRIALS[0]]]
+    assert world.run("verify").code == 0
+
+
+def test_bad_void_requests_are_usage_errors_and_store_nothing(demo: Path, cli: Cli) -> None:
+    head = cli("verify", "--json", cwd=demo).json()["audit_head"]
+    for args, words in (
+        ((TRIALS[0], "--batch", "1", "--reason", "x"), "not both"),
+        (("--reason", "x"), "TRIAL... or --batch"),
+        ((TRIALS[0],), "a void needs a reason"),
+        ((TRIALS[0], "--reason", "\u200b"), "a void needs a reason"),
+        ((TRIALS[0], "--reason", "x" * 4097), "at most 4,096"),
+        (("no-such-trial", "--reason", "x"), "unknown trial 'no-such-trial'"),
+        (("--batch", "999", "--reason", "x"), "no ingest batch 999"),
+        ((TRIALS[0], "--reason", "x", "--sign-with", str(demo / "key")), "no authority"),
+    ):
+        done = cli("trials", "void", *args, cwd=demo)
+        assert done.code == 2, (args, _said(done))
+        assert words in _said(done), (args, _said(done))
+    assert cli("verify", "--json", cwd=demo).json()["audit_head"] == head
+
+
+def test_the_site_lists_voids_hard_failures_first_in_the_block_colour(demo: Path, cli: Cli) -> None:
+    assert cli("trials", "void", *TRIALS, "--reason", "wrong build", cwd=demo).code == 0
+    hard = ("trials", "void", *HARD_CHAIN, "--reason", "flaky grader", "--confirm-hard-failure")
+    assert cli(*hard, cwd=demo).code == 0
+    assert cli("report", "site", str(demo / "site"), cwd=demo).code == 0
+    index = (demo / "site" / "index.html").read_text(encoding="utf-8")
+    section = index.split('<h2 id="voids">', 1)[1].split("<h2", 1)[0]
+    rows = [r for r in section.split("<tr")[1:] if "data-label" in r]
+    assert [("VOID-2" in r, "VOID-1" in r) for r in rows] == [(True, False), (False, True)]
+    assert rows[0].startswith(' class="e-block"') and "e-block" not in rows[1]
+    assert (
+        "voided: 2 trials (1 hard failure), VOID-2 by tester@example.com: flaky grader" in (rows[0])
+    )

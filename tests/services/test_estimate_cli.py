@@ -1,0 +1,429 @@
+"""`evalops estimate` end to end (docs/estimation.md).
+
+A workspace with an estimation suite of 10 sampled tasks in three strata (weights 0.2 / 0.5 /
+0.3), trials for two builds, one member without trials under the second build, and a
+regression suite. The expected numbers are computed here from the outcomes this file wrote
+(the stratified mean of task shares, its variance sum W^2 s^2 / n), not by evalops.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import shutil
+import sqlite3
+import statistics
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import Cli
+from tests.helpers import (
+    EXAMPLE_REGISTRY,
+    MINI_EXECUTION,
+    MINI_TASK,
+    commit_all,
+    run_quiet,
+    write_mini_registry,
+    write_yaml,
+)
+from tests.trial_factory import eval_case, record, write_jsonl
+
+ACTOR = "tester@example.com"
+SUITE = "estimation/eu"
+WEIGHTS = {"free": 0.2, "pro": 0.5, "enterprise": 0.3}
+# Task -> (stratum, outcomes under build-1, outcomes under build-2): 1 pass, 0 fail.
+OUTCOMES: dict[str, tuple[str, list[int], list[int]]] = {
+    "s-free-1": ("free", [1, 1, 0], [1, 1, 1]),
+    "s-free-2": ("free", [0, 0, 0], [0, 1, 0]),
+    "s-free-3": ("free", [1, 0, 1], [1, 1, 0]),
+    "s-pro-1": ("pro", [1, 1, 1], [1, 1, 1]),
+    "s-pro-2": ("pro", [1, 0, 1], [1, 1, 1]),
+    "s-pro-3": ("pro", [0, 1, 0], [1, 0, 1]),
+    "s-pro-4": ("pro", [1, 1, 1], [1, 1, 0]),
+    "s-ent-1": ("enterprise", [1, 1, 1], [1, 1, 1]),
+    "s-ent-2": ("enterprise", [0, 1, 1], [1, 1, 1]),
+    "s-ent-3": ("enterprise", [1, 1, 0], []),  # no trials under build-2
+}
+FAIL_RESULTS = [
+    {"grader_id": "outcome", "grader_version": 1, "state": "task_fail", "score": 0.0},
+    {"grader_id": "no-twice", "grader_version": 1, "state": "pass"},
+]
+
+ESTIMATION_SUITE: dict[str, Any] = {
+    "spec_schema_version": "suite/v1",
+    "id": SUITE,
+    "kind": "estimation",
+    "sampling_frame": {
+        "source": "production-sessions",
+        "period": "2026-10",
+        "frozen_at": "2026-11-01T00:00:00Z",
+    },
+    "population": "sessions of paying tenants in the EU region",
+    "weights": {"by": "tenant_tier", "values": WEIGHTS},
+    "update_policy": "refreshed quarterly",
+    "gate_policy": "release-gate",
+    "suite_policy": "default-suite-policy",
+}
+
+
+def _task(task_id: str, stratum: str) -> dict[str, Any]:
+    task = copy.deepcopy(MINI_TASK)
+    task["id"] = task_id
+    task["meta"]["stratum"] = {"tenant_tier": stratum}
+    task["meta"]["sampled_at"] = "2026-10-12T08:00:00Z"
+    # A distinct contract per task: identical contracts would be one eval case.
+    task["contract"]["goal"] = f"handle session {task_id}"
+    return task
+
+
+def _run(root: Path, *args: str) -> str:
+    code, output = run_quiet(*args, cwd=root, actor=ACTOR)
+    assert code == 0, output
+    return output
+
+
+def _trials(root: Path, build: int) -> Path:
+    reg = root / "registry"
+    execution = reg / "executions" / f"mini-b{build}.json"
+    records = []
+    for task_id, (_, first, second) in OUTCOMES.items():
+        case = eval_case(
+            reg / "tasks" / f"{task_id}.yaml", execution, reg / "graders" / "mini-graders.yaml"
+        )
+        for i, passed in enumerate(first if build == 1 else second):
+            records.append(
+                record(
+                    case,
+                    trial_id=f"b{build}-{task_id}-{i}",
+                    task_id=task_id,
+                    trial_index=i,
+                    grader_results=None if passed else FAIL_RESULTS,
+                )
+            )
+    return write_jsonl(root / f"trials-b{build}.jsonl", records)
+
+
+def _build(root: Path) -> None:
+    reg = root / "registry"
+    write_mini_registry(reg)
+    (reg / "tasks" / "mini-task.yaml").unlink()
+    for task_id, (stratum, _, _) in OUTCOMES.items():
+        write_yaml(reg / "tasks" / f"{task_id}.yaml", _task(task_id, stratum))
+    second = {**copy.deepcopy(MINI_EXECUTION), "id": "mini-b2", "system_build": "build-2"}
+    (reg / "executions" / "mini-b2.json").write_text(json.dumps(second), encoding="utf-8")
+    (reg / "policies").mkdir(parents=True)
+    for name in ("suite-policy.yaml", "gate-policy.yaml"):
+        shutil.copy(EXAMPLE_REGISTRY / "policies" / name, reg / "policies")
+    write_yaml(reg / "suites" / "estimation.yaml", ESTIMATION_SUITE)
+    write_yaml(
+        reg / "suites" / "regression.yaml",
+        {"spec_schema_version": "suite/v1", "id": "regression/x", "kind": "regression"},
+    )
+    commit_all(root, "estimation registry")
+    _run(root, "init")
+    _run(root, "sync")
+    for task_id in OUTCOMES:
+        _run(root, "promote", task_id, "--to", SUITE)
+    for build in (1, 2):
+        _run(root, "trials", "ingest", str(_trials(root, build)))
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("estimate") / "ws"
+    root.mkdir()
+    _build(root)
+    return root
+
+
+@pytest.fixture
+def ws(base: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(base, tmp_path / "ws", symlinks=True))
+
+
+def by_hand(build: int) -> tuple[float, float]:
+    """The stratified pass rate and its standard error, from the outcomes above."""
+    estimate = variance = 0.0
+    for stratum, w in WEIGHTS.items():
+        shares = [
+            sum(o) / len(o)
+            for s, first, second in OUTCOMES.values()
+            if s == stratum and (o := first if build == 1 else second)
+        ]
+        estimate += w * statistics.mean(shares)
+        variance += w**2 * statistics.variance(shares) / len(shares)
+    return estimate, math.sqrt(variance)
+
+
+def estimate(cli: Cli, ws: Path, *args: str) -> dict[str, Any]:
+    result = cli("estimate", "--suite", SUITE, *args, "--json", cwd=ws)
+    assert result.code == 0, result.stdout + result.stderr
+    data: dict[str, Any] = result.json()
+    return data
+
+
+def audit_count(ws: Path) -> int:
+    with sqlite3.connect(ws / ".evalops" / "registry.db") as db:
+        return int(db.execute("SELECT count(*) FROM audit_event").fetchone()[0])
+
+
+DOCUMENTED_KEYS = {
+    "estimate_id", "suite", "build", "baseline", "evaluated_at", "confidence", "claims",
+    "population", "frame", "task_count", "trial_count", "rates", "first_results",
+    "invalid_rate", "rerun_count", "strata", "difference", "unavailable",
+}  # fmt: skip
+
+
+def test_estimate_is_stored_audited_and_its_numbers_are_the_stratified_ones(
+    ws: Path, cli: Cli
+) -> None:
+    before = audit_count(ws)
+    data = estimate(cli, ws, "--build", "build-1")
+    assert set(data) - {"stored", "estimate_event"} == DOCUMENTED_KEYS
+    assert data["estimate_id"] == "EST-1" and data["stored"] is True
+    assert audit_count(ws) == before + 1
+    assert data["claims"].startswith(
+        "rates of sessions of paying tenants in the EU region, sampled from "
+        "production-sessions 2026-10, frozen 2026-11-01T00:00:00Z; not of other traffic"
+    )
+    rate, se = by_hand(1)
+    p = data["rates"]["pass"]
+    assert p["rate"] == pytest.approx(rate)
+    assert p["se"] == pytest.approx(se)
+    assert 0 <= p["low"] < p["rate"] < p["high"] <= 1
+    assert data["task_count"] == 10 and data["trial_count"] == 30
+    assert data["rates"]["task_fail"]["rate"] == pytest.approx(1 - rate)
+    # Strata in the order of the stored declaration (canonical JSON: sorted by name).
+    assert [s["stratum"] for s in data["strata"]] == ["enterprise", "free", "pro"]
+    assert [s["tasks"] for s in data["strata"]] == [3, 3, 4]
+    assert [s["weight"] for s in data["strata"]] == [0.3, 0.2, 0.5]
+    assert data["unavailable"] == []
+    assert data["difference"] is None
+
+
+def test_estimate_output_matches_the_shipped_schema(ws: Path, cli: Cli) -> None:
+    import jsonschema  # type: ignore[import-untyped]
+
+    from evalops.services.registry.schemas import schema_documents
+
+    schema = schema_documents()["estimate.schema.json"]
+    jsonschema.Draft202012Validator.check_schema(schema)
+    for args in (("--build", "build-1"), ("--build", "build-2", "--baseline", "build-1")):
+        jsonschema.validate(estimate(cli, ws, *args), schema)
+
+
+def test_a_member_without_trials_is_named_never_dropped_silently(ws: Path, cli: Cli) -> None:
+    data = estimate(cli, ws, "--build", "build-2")
+    assert data["task_count"] == 9
+    assert any(
+        "s-ent-3" in r and "1 member has no trials under build build-2: not counted" in r
+        for r in data["unavailable"]
+    )
+    rate, se = by_hand(2)
+    assert data["rates"]["pass"]["rate"] == pytest.approx(rate)
+    assert data["rates"]["pass"]["se"] == pytest.approx(se)
+
+
+def test_paired_difference_with_a_baseline_over_tasks_both_builds_ran(ws: Path, cli: Cli) -> None:
+    data = estimate(cli, ws, "--build", "build-2", "--baseline", "build-1")
+    d = data["difference"]["pass"]
+    assert d["paired_tasks"] == 9
+    expected = variance = 0.0
+    for stratum, w in WEIGHTS.items():
+        diffs = [
+            sum(b) / len(b) - sum(a) / len(a) for s, a, b in OUTCOMES.values() if s == stratum and b
+        ]
+        expected += w * statistics.mean(diffs)
+        variance += w**2 * statistics.variance(diffs) / len(diffs)
+    assert d["diff"] == pytest.approx(expected)
+    assert d["se"] == pytest.approx(math.sqrt(variance))
+    assert d["low"] < d["diff"] < d["high"]
+    assert data["baseline"] == "build-1"
+
+
+def test_replay_is_byte_identical_and_verify_covers_estimates(ws: Path, cli: Cli) -> None:
+    estimate(cli, ws, "--build", "build-2", "--baseline", "build-1")
+    replayed = cli("estimate", "replay", "EST-1", "--json", cwd=ws)
+    assert replayed.code == 0, replayed.stdout + replayed.stderr
+    assert replayed.json()["identical"] is True
+    verified = cli("verify", "--json", cwd=ws)
+    assert verified.code == 0, verified.stdout + verified.stderr
+    assert verified.json()["estimates"] == 1
+    shown = cli("estimate", "show", "EST-1", "--json", cwd=ws)
+    assert shown.code == 0 and shown.json()["rates"]["pass"]["rate"] == pytest.approx(by_hand(2)[0])
+    listed = cli("estimate", "list", "--json", cwd=ws)
+    assert [r["estimate_id"] for r in listed.json()["estimates"]] == ["EST-1"]
+
+
+@pytest.mark.tampers
+def test_an_edited_stored_estimate_fails_replay_and_verify(ws: Path, cli: Cli) -> None:
+    estimate(cli, ws, "--build", "build-1")
+    with sqlite3.connect(ws / ".evalops" / "registry.db") as db:
+        (result,) = db.execute("SELECT result FROM estimate").fetchone()
+        db.execute("UPDATE estimate SET result = ?", (result.replace('"rate":', '"rate": ', 1),))
+    replayed = cli("estimate", "replay", "EST-1", "--json", cwd=ws)
+    assert replayed.code == 6
+    assert replayed.json()["identical"] is False
+    verified = cli("verify", cwd=ws)
+    assert verified.code == 6, verified.stdout + verified.stderr
+
+
+def test_dry_run_stores_nothing(ws: Path, cli: Cli) -> None:
+    before = audit_count(ws)
+    data = estimate(cli, ws, "--build", "build-1", "--dry-run")
+    assert data["estimate_id"] == "dry-run" and data["stored"] is False
+    assert audit_count(ws) == before
+    listed = cli("estimate", "list", "--json", cwd=ws)
+    assert listed.json()["estimates"] == []
+
+
+def test_at_a_time_before_the_second_build_was_ingested(ws: Path, cli: Cli) -> None:
+    with sqlite3.connect(ws / ".evalops" / "registry.db") as db:
+        ats = [at.replace(" ", "T") + "Z" for (at,) in db.execute(
+            "SELECT at FROM audit_event WHERE kind = 'trials.ingest' ORDER BY seq"
+        )]  # fmt: skip
+    # Between the two ingests, build-2 had no trials: every member is named as without.
+    before_second = estimate(cli, ws, "--build", "build-2", "--at", ats[0], "--dry-run")
+    assert before_second["task_count"] == 0
+    assert before_second["rates"] == {}
+    assert any("10 members have no trials" in r for r in before_second["unavailable"])
+    after = estimate(cli, ws, "--build", "build-2", "--at", ats[1], "--dry-run")
+    assert after["task_count"] == 9
+    early = cli("estimate", "--suite", SUITE, "--build", "build-2", "--at",
+                "2000-01-01T00:00:00Z", "--json", cwd=ws)  # fmt: skip
+    assert early.code == 2
+    assert "not in force" in early.stderr
+
+
+def test_a_regression_suite_is_refused_with_exit_2(ws: Path, cli: Cli) -> None:
+    before = audit_count(ws)
+    result = cli("estimate", "--suite", "regression/x", "--build", "build-1", cwd=ws)
+    assert result.code == 2
+    assert "regression suites are not representative cohorts" in result.stderr
+    assert audit_count(ws) == before
+
+
+@pytest.mark.parametrize("confidence", ["0", "1", "1.5", "-0.1"])
+def test_a_confidence_outside_0_1_is_exit_2(ws: Path, cli: Cli, confidence: str) -> None:
+    result = cli("estimate", "--suite", SUITE, "--build", "build-1", "--confidence",
+                 confidence, cwd=ws)  # fmt: skip
+    assert result.code == 2, result.stdout + result.stderr
+    assert "--confidence" in result.stderr
+
+
+def test_confidence_changes_the_interval_not_the_rate(ws: Path, cli: Cli) -> None:
+    narrow = estimate(cli, ws, "--build", "build-1", "--confidence", "0.8", "--dry-run")
+    wide = estimate(cli, ws, "--build", "build-1", "--confidence", "0.99", "--dry-run")
+    assert narrow["rates"]["pass"]["rate"] == wide["rates"]["pass"]["rate"]
+    assert wide["rates"]["pass"]["low"] < narrow["rates"]["pass"]["low"]
+    assert wide["rates"]["pass"]["high"] > narrow["rates"]["pass"]["high"]
+
+
+def test_human_output_leads_with_the_claims_sentence(ws: Path, cli: Cli) -> None:
+    result = cli("estimate", "--suite", SUITE, "--build", "build-1", cwd=ws)
+    assert result.code == 0, result.stderr
+    assert result.stdout.splitlines()[0].startswith("rates of sessions of paying tenants")
+    assert "EST-1" in result.stdout
+
+
+def test_plan_measures_components_and_allocates(ws: Path, cli: Cli) -> None:
+    result = cli("estimate", "plan", "--suite", SUITE, "--build", "build-1", "--half-width",
+                 "0.05", "--detect", "0.1", "--json", cwd=ws)  # fmt: skip
+    assert result.code == 0, result.stdout + result.stderr
+    data = result.json()
+    assert data["build"] == "build-1"
+    # Proportional allocation puts half the tasks in pro (weight 0.5), up to rounding.
+    prop = data["allocation"]["proportional"]
+    assert prop["half_width"] <= 0.05
+    neyman = data["allocation"]["neyman"]
+    assert neyman["half_width"] <= 0.05
+    assert data["detect"]["tasks"] > 0
+    assert data["detectable_difference"]["difference"] > 0
+    assert all(s["within_task_variance"] is not None for s in data["strata"])
+
+
+def test_plan_without_trials_says_what_it_assumes(tmp_path: Path, cli: Cli) -> None:
+    root = tmp_path / "empty"
+    root.mkdir()
+    reg = root / "registry"
+    write_mini_registry(reg)
+    (reg / "policies").mkdir(parents=True)
+    for name in ("suite-policy.yaml", "gate-policy.yaml"):
+        shutil.copy(EXAMPLE_REGISTRY / "policies" / name, reg / "policies")
+    write_yaml(reg / "suites" / "estimation.yaml", ESTIMATION_SUITE)
+    commit_all(root, "empty")
+    _run(root, "init")
+    _run(root, "sync")
+    result = cli("estimate", "plan", "--suite", SUITE, "--half-width", "0.05", "--json", cwd=root)
+    assert result.code == 0, result.stdout + result.stderr
+    data = result.json()
+    assert data["build"] is None
+    assert any(a.startswith("no trials yet") for a in data["assumptions"])
+    # Worst case variance 0.25 everywhere: proportional n = 0.25 * (1.96 / 0.05)^2 = 384.1.
+    assert data["allocation"]["proportional"]["tasks"] == pytest.approx(385, abs=3)
+
+
+def test_validate_refuses_weights_that_do_not_sum_to_1(ws: Path, cli: Cli) -> None:
+    path = ws / "registry" / "suites" / "estimation.yaml"
+    suite = copy.deepcopy(ESTIMATION_SUITE)
+    suite["weights"]["values"] = {"free": 0.2, "pro": 0.5, "enterprise": 0.4}
+    write_yaml(path, suite)
+    result = cli("validate", "registry", cwd=ws)
+    assert result.code == 2
+    assert "weights must sum to 1, not 1.1" in result.stderr
+
+
+def test_report_estimate_renders_the_claim_and_draws_every_interval(ws: Path, cli: Cli) -> None:
+    stored = estimate(cli, ws, "--build", "build-2", "--baseline", "build-1")
+    html = cli("report", "estimate", "EST-1", "--format", "html", cwd=ws)
+    assert html.code == 0, html.stderr
+    assert f"<h1>{stored['claims']}</h1>" in html.stdout
+    # One point per rate and one per stratum with tasks.
+    assert html.stdout.count("<circle") == len(stored["rates"]) + len(stored["strata"])
+    assert "s-ent-3" in html.stdout  # the member without trials is named
+    md = cli("report", "estimate", "EST-1", "--format", "md", cwd=ws)
+    assert md.stdout.startswith(f"## evalops estimate `EST-1`: {stored['claims']}")
+    assert "| `pass` |" in md.stdout.splitlines()[6]  # pass first
+    js = cli("report", "estimate", "EST-1", "--format", "json", cwd=ws)
+    shown = json.loads(js.stdout)
+    assert shown["rates"] == stored["rates"] and shown["difference"] == stored["difference"]
+    missing = cli("report", "estimate", "EST-9", cwd=ws)
+    assert missing.code == 2 and "unknown estimate 'EST-9'" in missing.stderr
+
+
+def test_the_eval_summary_carries_an_estimation_block(ws: Path, cli: Cli) -> None:
+    import jsonschema  # type: ignore[import-untyped]
+
+    from evalops.export.summary import schema
+
+    stored = estimate(cli, ws, "--build", "build-2", "--baseline", "build-1")
+    # A gate decision to export (any: the summary is of a decision, the block rides along).
+    gated = cli("gate", "check", "--build", "build-2", "--suite", "regression/x", cwd=ws)
+    assert gated.code in (0, 3, 4), gated.stderr
+    result = cli("export", "summary", "--gate", "GATE-1", "--estimate", "EST-1", cwd=ws)
+    assert result.code == 0, result.stderr
+    summary = json.loads(result.stdout)
+    jsonschema.validate(summary, schema())
+    block = summary["estimation"]
+    assert block["estimateId"] == "EST-1" and block["baseline"] == "build-1"
+    assert block["rates"]["pass"]["rate"] == stored["rates"]["pass"]["rate"]
+    assert block["passDifference"]["diff"] == stored["difference"]["pass"]["diff"]
+    assert block["unavailableCount"] == len(stored["unavailable"]) == 1
+    assert "s-ent-3" not in result.stdout  # no prose, no names
+
+
+def test_the_site_page_of_an_estimation_suite_charts_its_estimates(ws: Path, cli: Cli) -> None:
+    first = estimate(cli, ws, "--build", "build-1")
+    second = estimate(cli, ws, "--build", "build-2")
+    result = cli("report", "site", "site", "--suite", SUITE, cwd=ws)
+    assert result.code == 0, result.stderr
+    page = (ws / "site" / "suites" / "estimation_2feu.html").read_text(encoding="utf-8")
+    assert "Estimates over builds" in page
+    for doc in (first, second):
+        p = doc["rates"]["pass"]
+        assert f"{p['rate']:.3f} ({p['low']:.3f}-{p['high']:.3f})" in page
+        assert doc["estimate_id"] in page
+    assert second["claims"] in page
