@@ -348,7 +348,8 @@ def report(run: tuple[str, list[str]] | None = None) -> int:
         "killed by a test or explained there. A module not run on the machine that wrote this",
         "file keeps the row and survivors of the run that measured it. The run log lists the",
         "runs that wrote this file: when, the command, and per module run the mutants caught",
-        "(killed or timed out) over those tested.",
+        "(killed or timed out) over those tested. A module with 0 mutants holds constants only",
+        "(mutmut mutates functions); the modules whose functions read them are measured.",
         "",
         "| module | mutants | tested | killed | timeout | survived | equivalent | score"
         " | score without equivalents |",
@@ -364,6 +365,9 @@ def report(run: tuple[str, list[str]] | None = None) -> int:
                 for s in earlier_diffs
                 if s.startswith(mutant_prefix(module)) and s not in equivalents
             ]
+            continue
+        if r is not None and r.total == 0:  # constants only: mutmut mutates functions
+            lines.append(f"| {module} | 0 | 0 | 0 | 0 | 0 | 0 | - | - |")
             continue
         if r is None or r.tested == 0:
             lines.append(f"| {module} | not run yet | | | | | | | |")
