@@ -1,4 +1,4 @@
-"""P10: `estimate` of an estimation suite of 10,000 tasks x 5 trials within 2x the CPU of
+"""P11: `estimate` of an estimation suite of 10,000 tasks x 5 trials within 2x the CPU of
 `gate check` of the same build, and memory flat as the build grows (docs/estimation.md).
 
     python -m benchmarks.estimate_scale [--tasks 10000] [--trials 5] [--grow 4] [--runs 3]
@@ -56,14 +56,14 @@ def main() -> int:
     estimate = measure(ESTIMATE, ws, args.runs)
     size = f"{args.tasks:,} tasks x {args.trials} trials"
     ok = figure(
-        f"P10 CPU of estimate vs gate check, {size}",
+        f"P11 CPU of estimate vs gate check, {size}",
         estimate["cpu"] / gate["cpu"],
         2.0,
         f"estimate: {_fmt(estimate)}; gate check: {_fmt(gate)}",
     )
     grown = measure(ESTIMATE, workspace(args.tasks, args.trials * args.grow), args.runs)
     ok &= figure(
-        f"P10 peak memory of estimate at {args.trials * args.grow} vs {args.trials} trials a task",
+        f"P11 peak memory of estimate at {args.trials * args.grow} vs {args.trials} trials a task",
         grown["peak_kib"] / estimate["peak_kib"],
         1.5,
         f"grown: {_fmt(grown)}; {size}: {_fmt(estimate)}",

@@ -1,5 +1,5 @@
 """P10: re-ingesting a file whose every record is already stored costs at most 0.3x the
-first ingest, on SQLite and on PostgreSQL (docs/ingest.md, "Ingesting a file again").
+first ingest, on SQLite and on PostgreSQL (docs/formats.md, trial records: re-ingesting).
 
     python -m benchmarks.noop_ingest [--records 50000] [--runs 5] [--only sqlite,postgresql]
 

@@ -5,7 +5,7 @@ memory of a decision as the gated build grows), P10 (benchmarks/noop_ingest.py: 
 re-ingest against the first ingest, on both engines), then the streaming, report and importer
 benchmarks (import_inspect; import_scale: start-up against the registry's size, memory
 against the log's), the read commands on the demo registry (read_commands, P8), signed acts
-at scale (authority_scale), the registry site (report_site: 1,000 decisions) and P10
+at scale (authority_scale), the registry site (report_site: 1,000 decisions) and P11
 (estimate_scale: an estimate against the gate of the same build). Each prints
 its own figures; the exit status is 1 if any fails.
 Pass `--quick` for a smaller run of the performance targets (not the issue's sizes).

@@ -110,7 +110,11 @@ def attestation(
     sign_key: Annotated[
         Path | None,
         typer.Option(
-            help="Ed25519 private key (PEM): wrap the statement in a signed DSSE envelope."
+            "--sign-key",
+            "--sign-with",
+            metavar="KEY",
+            help="Ed25519 private key, OpenSSH (`ssh-keygen -t ed25519`, as for signed acts) "
+            "or PEM: wrap the statement in a signed DSSE envelope.",
         ),
     ] = None,
     anchor: Annotated[
@@ -130,7 +134,7 @@ def attestation(
     links and holds every --anchor): a decision that does not verify is refused (exit 6)
     and nothing is written.
 
-    Example: evalops export attestation --gate GATE-3 --sign-key release.pem -o gate.intoto.json
+    Example: evalops export attestation --gate GATE-3 --sign-with release_ed25519 -o gate.json
     """
     from evalops.export.attestation import attestation_json
     from evalops.services.verify.anchors import parse_anchor
@@ -157,7 +161,12 @@ RequireOption = Annotated[
 def verify_attestation(
     ctx: typer.Context,
     file: Annotated[Path, typer.Argument(metavar="FILE", help="A DSSE envelope (JSON).")],
-    key: Annotated[Path, typer.Option(help="Ed25519 public key (PEM) that must have signed it.")],
+    key: Annotated[
+        Path,
+        typer.Option(
+            help="Ed25519 public key that must have signed it: OpenSSH (a `.pub` file) or PEM."
+        ),
+    ],
     require: RequireOption = None,
     json_flag: JsonFlag = False,
 ) -> None:

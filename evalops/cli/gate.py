@@ -2,7 +2,7 @@
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, cast
+from typing import TYPE_CHECKING, Annotated, Any, NamedTuple, cast
 
 import typer
 
@@ -33,6 +33,7 @@ from evalops.errors import EXIT_BLOCK, EXIT_HOLD, EXIT_OK, EXIT_VERIFY, InputErr
 if TYPE_CHECKING:
     from evalops.cli.context import Settings
     from evalops.domain.gate_documents import AnyGateInputs, DecisionDocument
+    from evalops.domain.next_steps import Hints
     from evalops.store.reader import Reader
 
 gate_app = typer.Typer(
@@ -187,14 +188,23 @@ def _not_counted_lines(data: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def _open_effects(reader: "Reader", data: Mapping[str, Any]) -> dict[str, list[str]]:
+def _open_effects(reader: "Reader", data: Mapping[str, Any]) -> "NextFacts":
     """The unsettled effect keys of the trials holding the decision (read now: the decision
-    records the trial, not the key), so that its `next:` line can name the key."""
+    records the trial, not the key), so that its `next:` line can name the key; and what
+    else the registry knows for those lines (the awaited grader, who may sign)."""
     from evalops.domain.next_steps import effect_trials
+    from evalops.services.reads.hints import next_step_hints
     from evalops.services.reads.trials import open_effects
 
     trials = effect_trials(data)
-    return open_effects(reader, trials) if trials else {}
+    return NextFacts(open_effects(reader, trials) if trials else {}, next_step_hints(reader, data))
+
+
+class NextFacts(NamedTuple):
+    """What the `next:` lines fill in from the registry, read beside the decision."""
+
+    effects: Mapping[str, list[str]]
+    hints: "Hints"
 
 
 def _off_line(reader: "Reader", data: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -209,7 +219,7 @@ def _off_line(reader: "Reader", data: Mapping[str, Any]) -> list[dict[str, Any]]
 def _render_decision(
     data: Mapping[str, Any],
     changes: Mapping[str, Any] | None = None,
-    effects: Mapping[str, list[str]] | None = None,
+    effects: NextFacts | None = None,
     off_line: list[dict[str, Any]] | None = None,
     voids: list[dict[str, Any]] | None = None,
 ) -> None:
@@ -271,9 +281,10 @@ def _render_decision(
             f"  evaluated at {data['evaluated_at']}; suite_digest {data['suite_digest']}"
         )
     )
-    from evalops.domain.next_steps import next_steps
+    from evalops.domain.next_steps import NO_HINTS, next_steps
 
-    for step in next_steps(data, effects, off_line):
+    facts = effects or NextFacts({}, NO_HINTS)
+    for step in next_steps(data, facts.effects if effects else None, off_line, facts.hints):
         say(f"next: {step}")
 
 
@@ -468,7 +479,7 @@ def gate_show(
     from evalops.services.reads.voids import decision_voids
 
     state = settings(ctx, json_flag)
-    effects: dict[str, list[str]] | None = None
+    effects: NextFacts | None = None
     voids: list[dict[str, Any]] | None = None
     if junit is None and report is None:
         from evalops.services.reads.listings import show_decision

@@ -1,7 +1,8 @@
 """Signed acts: who may sign what under an authority, judged from the bytes alone.
 
 An act is the canonical JSON of exactly what a command stores plus `act` (its kind),
-`act_id` (a random UUID), `signed_at` and `authority_digest`, followed by one newline: the
+`act_id` (a random UUID), `signed_at`, `authority_digest` and `registry_id` (the registry
+it is an act of), followed by one newline: the
 bytes `ssh-keygen -Y sign -n evalops` signs. A command rebuilds the act it would store
 and accepts the signed one only when the two are the same bytes, so a signature can never
 be carried over to anything else. Time is a parameter; nothing here reads a clock.
@@ -10,6 +11,7 @@ be carried over to anything else. Time is a parameter; nothing here reads a cloc
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -25,7 +27,16 @@ if TYPE_CHECKING:
     from evalops.domain.specs import AuthoritySpec
 
 NAMESPACE = "evalops"
-META_FIELDS = ("act", "act_id", "signed_at", "authority_digest")
+META_FIELDS = ("act", "act_id", "signed_at", "authority_digest", "registry_id")
+#: The fields every act has; `registry_id` too, except in acts stored before registries had
+#: ids (`verify` accepts those as they were signed).
+REQUIRED_FIELDS = ("act", "act_id", "signed_at", "authority_digest")
+#: Bounds of act input (docs/authority.md, "Bounded act input"; the specs' nesting limit).
+MAX_ACT_BYTES = 1024 * 1024
+MAX_SIGNATURE_BYTES = 64 * 1024
+MAX_NESTING = 64
+#: An act_id as `uuid.uuid4()` spells it (any version, lower case).
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 #: Clocks of the signer's machine and of the recording one may disagree this much.
 CLOCK_SKEW = timedelta(minutes=5)
 
@@ -73,7 +84,13 @@ def act_bytes(act: Mapping[str, Any]) -> bytes:
 
 
 def compose(
-    kind: str, body: Mapping[str, Any], *, act_id: str, signed_at: str, authority_digest: str
+    kind: str,
+    body: Mapping[str, Any],
+    *,
+    act_id: str,
+    signed_at: str,
+    authority_digest: str,
+    registry_id: str,
 ) -> dict[str, Any]:
     return {
         **body,
@@ -81,20 +98,60 @@ def compose(
         "act_id": act_id,
         "signed_at": signed_at,
         "authority_digest": authority_digest,
+        "registry_id": registry_id,
     }
 
 
-def read_act(data: bytes) -> dict[str, Any]:
-    """An act file's JSON object with its four act fields (MalformedAct otherwise)."""
+def nesting_exceeds(text: str, limit: int = MAX_NESTING) -> bool:
+    """Does JSON `text` nest arrays and objects deeper than `limit`? (A scan, no recursion:
+    200,000 brackets must be a usage error, not the parser's RecursionError.)"""
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return True
+        elif char in "]}":
+            depth -= 1
+    return False
+
+
+def read_act(data: bytes, *, stored: bool = False) -> dict[str, Any]:
+    """An act file's JSON object with its act fields (MalformedAct otherwise). `stored`:
+    an act `verify` reads back, which may predate `registry_id`."""
+    if len(data) > MAX_ACT_BYTES:
+        raise MalformedAct(f"an act is at most 1 MiB ({MAX_ACT_BYTES} bytes)")
     try:
-        value = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedAct(f"not a JSON act: {exc}") from None
+    if nesting_exceeds(text):
+        raise MalformedAct(f"the act is nested deeper than {MAX_NESTING} levels")
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
         raise MalformedAct(f"not a JSON act: {exc}") from None
     if not isinstance(value, dict):
         raise MalformedAct("an act is a JSON object")
-    for name in META_FIELDS:
+    for name in REQUIRED_FIELDS if stored else META_FIELDS:
         if not isinstance(value.get(name), str):
             raise MalformedAct(f"the act has no {name!r}")
+    if "registry_id" in value and not isinstance(value["registry_id"], str):
+        raise MalformedAct("the act's registry_id is not a string")
+    if _UUID.fullmatch(value["act_id"]) is None:
+        raise MalformedAct(
+            f"act_id is a UUID (as --print-act writes it), not {value['act_id'][:40]!r}"
+        )
     try:
         parse_timestamp(value["signed_at"])
     except ValueError as exc:
@@ -175,10 +232,23 @@ def _grant_covers(grant: GrantFacts, scope: Scope) -> bool:
 
 
 def key_owners(authority: AuthorityFacts) -> dict[bytes, str]:
-    """Key blob -> principal id."""
+    """Key identity (`sshsig.identity`: one key whatever its encoding) -> principal id."""
     return {
-        sshsig.parse_public_key(line).blob: p.id for p in authority.principals for line in p.keys
+        sshsig.identity(sshsig.parse_public_key(line)): p.id
+        for p in authority.principals
+        for line in p.keys
     }
+
+
+def owner_of(owners: Mapping[bytes, str], key: sshsig.PublicKey) -> str | None:
+    """The principal whose key `key` is, in whichever encoding a signature carries it."""
+    found = owners.get(key.blob)
+    if found is None:
+        try:
+            found = owners.get(sshsig.identity(key))
+        except sshsig.MalformedKey:
+            return None
+    return found
 
 
 def role_refusal(authority: AuthorityFacts, principal: str, kind: str, scope: Scope) -> str | None:
@@ -267,7 +337,7 @@ class SignatureJudge:
             reason, key = self._verifier.check(signature, data)
             if reason is not None:
                 return Judgement(refusal=f"signature {number}: {reason}")
-            principal = self.owners.get(key.blob)
+            principal = owner_of(self.owners, key)
             if principal is None:
                 return Judgement(
                     refusal=f"signature {number}: key {key.fingerprint} is not a key of any "
@@ -312,18 +382,26 @@ def judge(
     authority_digest: str,
     scope: Scope,
     now: datetime,
+    registry_id: str,
 ) -> Judgement:
-    """May this signed act be stored now? (replay and separation of duties are the
-    caller's: they need what is stored)."""
+    """May this signed act be stored now, in the registry `registry_id`? (replay and
+    separation of duties are the caller's: they need what is stored)."""
     act = read_act(data)
     if act["act"] != kind:
         return Judgement(refusal=f"the act is a {act['act']} act, not {kind}")
+    if act["registry_id"] != registry_id:
+        return Judgement(
+            refusal=f"the act is an act of registry {act['registry_id']}, not of this one "
+            f"({registry_id}): an act belongs to the registry it was printed by",
+            rule="registry",
+        )
     expected = compose(
         kind,
         body,
         act_id=act["act_id"],
         signed_at=act["signed_at"],
         authority_digest=act["authority_digest"],
+        registry_id=registry_id,
     )
     if act_bytes(expected) != data:
         return Judgement(refusal=_difference(act, expected))
@@ -384,7 +462,7 @@ def judge_commit(
     if not check.valid:
         return f"commit {short}: {check.reason}", None
     key = check.signature.public_key
-    principal = key_owners(authority).get(key.blob)
+    principal = owner_of(key_owners(authority), key)
     if principal is None:
         return f"commit {short} is signed by key {key.fingerprint}, no principal's", None
     grants = [g for g in authority.roles.get("policy_owner", []) if g.principal == principal]

@@ -1,5 +1,5 @@
 """Every gate evaluator, by the version a decision's inputs record (ARCHITECTURE.md, "Add an
-evaluator version"; docs/gate.md, "Evaluator versions").
+evaluator version"; docs/gate.md, "Replay").
 
 A stored decision replays under the rules it was made under: `evaluate_stored`
 (`domain.gate`, used by `gate check`, `gate replay`, `verify` and the exports) and the

@@ -174,13 +174,17 @@ class WaiverFactDocument(TypedDict):
 
 
 class RefusedWaiverRequest(TypedDict):
-    """A waiver request refused at grant, read from its `waiver.refused` audit event."""
+    """A waiver request refused at grant, read from its `waiver.refused` audit event (or its
+    `authority.refused` one: then with the `refusal`), or a granted waiver the authority in
+    force refuses by a separation of duties (then with its `waiver_id` and `refusal`)."""
 
     seq: int
     task_id: str | None
     states: list[str] | None
     rules: list[str]
     at: str
+    waiver_id: NotRequired[str]
+    refusal: NotRequired[str]
 
 
 class _InputsHead(TypedDict):

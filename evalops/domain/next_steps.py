@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalops.domain.humanize import plural
@@ -30,6 +31,32 @@ FAILING = ("agent_error", "runtime_error", "task_fail")
 #: they are written for refuses them as literal values (evalops/services/placeholders.py),
 #: so a command pasted unfilled changes nothing.
 PLACEHOLDERS = frozenset({"OWNER", "REASON", "KEY", "URI", "G", "S", "TEXT", "TASK", "B0"})
+
+
+@dataclass(frozen=True)
+class Hints:
+    """What the registry knows beyond the decision, to fill in the suggested commands.
+
+    `signed`: an authority is in force, so waivers and reviews are signed acts (the command
+    carries `--sign-with KEY`, and the line names who holds the role); `risk_owners` and
+    `reviewers` by task id; `review_graders` by trial id: the graders whose verdict awaits
+    a person (one: its id fills `--grader`)."""
+
+    signed: bool = False
+    risk_owners: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    reviewers: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    review_graders: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+
+NO_HINTS = Hints()
+
+
+def _holders(hints: Hints, role: str, who: Sequence[str] | None, where: str) -> str:
+    if not hints.signed:
+        return ""
+    if not who:
+        return f" (no principal of the authority holds {role} for {where})"
+    return f" ({role} for {where}: {', '.join(who)})"
 
 
 def _trial_of(reason: str) -> str | None:
@@ -73,18 +100,26 @@ def _settle(task_id: str, trial: str, keys: Sequence[str] | None, build: str, su
 
 
 def _for_task(
-    task: Mapping[str, Any], build: str, suite: str, effects: Mapping[str, Sequence[str]] | None
+    task: Mapping[str, Any],
+    build: str,
+    suite: str,
+    effects: Mapping[str, Sequence[str]] | None,
+    hints: Hints = NO_HINTS,
 ) -> str | None:
     state, task_id = str(task["state"]), str(task["task_id"])
+    sign = " --sign-with KEY" if hints.signed else ""
     trial = _trial_of(str(task.get("reason", "")))
     if state == "ambiguous_external_effect" and trial:
         keys = None if effects is None else effects.get(trial)
         return _settle(task_id, trial, keys, build, suite)
     if state == "missing_required_evidence" and trial:
+        graders = hints.review_graders.get(trial) or ()
+        grader = _q(graders[0]) if len(graders) == 1 else "G"
         return (
             f"{task_id}: {trial} lacks evidence (`evalops trials show {_q(trial)}` says "
             f"which); a verdict awaiting review: `evalops review list`, then `evalops review "
-            f"resolve {_q(trial)} --grader G --state S --reason TEXT`"
+            f"resolve {_q(trial)} --grader {grader} --state S --reason TEXT{sign}`"
+            + _holders(hints, "reviewer", hints.reviewers.get(task_id), task_id)
         )
     if state == "missing_required_evidence" and ignored_trials(task):
         return f"{task_id}: " + "; ".join(
@@ -108,7 +143,8 @@ def _for_task(
         return (
             f"{task_id}: fix it and ingest new trials, or a risk owner accepts it for this "
             f"build: `evalops waiver grant --task {_q(task_id)} --suite {_q(suite)} "
-            f"--states {state} --build {_q(build)} --owner OWNER --reason REASON --expires 7d`"
+            f"--states {state} --build {_q(build)} --owner OWNER --reason REASON --expires "
+            f"7d{sign}`" + _holders(hints, "risk_owner", hints.risk_owners.get(task_id), suite)
         )
     return None
 
@@ -218,6 +254,17 @@ def not_counted(decision: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def review_trials(decision: Mapping[str, Any]) -> list[str]:
+    """The trials whose missing evidence holds a task (their awaited graders fill `--grader`)."""
+    return [
+        trial
+        for task in decision["tasks"]
+        if task["effect"] == "hold" and task["state"] == "missing_required_evidence"
+        for trial in [_trial_of(str(task.get("reason", "")))]
+        if trial
+    ]
+
+
 def off_line_step(build: str, suite: str, syncs: Sequence[Mapping[str, Any]]) -> str:
     """The fix for a hold on trials made under definitions registered off the tracked line
     (a branch's sync): not a re-run."""
@@ -237,13 +284,15 @@ def next_steps(
     decision: Mapping[str, Any],
     effects: Mapping[str, Sequence[str]] | None = None,
     off_line: Sequence[Mapping[str, Any]] | None = None,
+    hints: Hints = NO_HINTS,
 ) -> list[str]:
     """One line per held task (in the decision's order) saying what would move it on.
 
     `effects`: the effect keys still unsettled, one per position, of the trials
     `effect_trials` names (None: not read, the key stays a placeholder). `off_line`: the
     syncs off the tracked line that registered the build's definitions (newest first):
-    a hold then names that sync first."""
+    a hold then names that sync first. `hints`: what the
+    registry knows besides (under an authority: who signs, with `--sign-with KEY`)."""
     build, suite = str(decision["build"]), str(decision["suite"])
     held = any(task["effect"] == "hold" for task in decision["tasks"])
     lines = [off_line_step(build, suite, off_line)] if off_line and held else []
@@ -251,7 +300,7 @@ def next_steps(
         line
         for task in decision["tasks"]
         if task["effect"] == "hold"
-        for line in [_for_task(task, build, suite, effects)]
+        for line in [_for_task(task, build, suite, effects, hints)]
         if line is not None
     ]
     regression = decision.get("regression") or {}

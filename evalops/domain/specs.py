@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evalops.domain.act_roles import ACT_ROLES, ActKind, Role, SeparationRule
+from evalops.domain.act_roles import ACT_ROLES, ActKind, Role, SeparationRule  # noqa: F401  (ACT_ROLES: re-exported)
 from evalops.domain.vocabulary import (
     CANONICAL_PRECEDENCE,
     MAX_TOOL_CALLS,
@@ -890,7 +890,7 @@ class AuthoritySpec(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> AuthoritySpec:
-        from evalops.domain.sshsig import parse_public_key
+        from evalops.domain.sshsig import identity, parse_public_key
 
         ids: set[str] = set()
         owner_of: dict[bytes, str] = {}
@@ -901,7 +901,7 @@ class AuthoritySpec(Strict):
                 )
             ids.add(principal.id)
             for k, line in enumerate(principal.keys):
-                blob = parse_public_key(line).blob
+                blob = identity(parse_public_key(line))  # one key, whatever its encoding
                 if owner_of.get(blob, principal.id) != principal.id:
                     raise SpecValueError(
                         f"this key is also a key of {owner_of[blob]!r}: a key names one principal",
@@ -914,15 +914,11 @@ class AuthoritySpec(Strict):
                     raise SpecValueError(
                         f"unknown principal {grant.principal!r}", "roles", role, index, "principal"
                     )
-        for act, needed in self.thresholds.items():
-            holders = {g.principal for g in self.roles.get(ACT_ROLES[act], [])}
-            if needed > len(holders):
-                raise SpecValueError(
-                    f"{act} needs {needed} distinct signers but only {len(holders)} principal(s) "
-                    f"hold {ACT_ROLES[act]}",
-                    "thresholds",
-                    act,
-                )
+        from evalops.domain.thresholds import threshold_problem
+
+        problem = threshold_problem(self.roles, self.thresholds)
+        if problem is not None:
+            raise SpecValueError(problem[1], "thresholds", problem[0])
         return self
 
 

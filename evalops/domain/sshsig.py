@@ -29,7 +29,11 @@ from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, padding, rsa
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
-from cryptography.hazmat.primitives.serialization import load_ssh_public_key
+from cryptography.hazmat.primitives.serialization import (
+    Encoding,
+    PublicFormat,
+    load_ssh_public_key,
+)
 
 MAGIC = b"SSHSIG"
 VERSION = 1
@@ -171,6 +175,17 @@ def parse_public_key(text: str) -> PublicKey:
     return key
 
 
+def identity(key: PublicKey) -> bytes:
+    """What makes two keys the same key whatever their encoding: the blob OpenSSH writes for
+    the loaded key (an RSA integer with a leading zero byte, for one, is the same key as
+    without it). Raises MalformedKey for a key that does not load."""
+    loaded = _load(key, MalformedKey)
+    if isinstance(loaded, SecurityKey):
+        return key.blob  # its point is uncompressed (checked), the rest is its own bytes
+    text = loaded.public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH)
+    return base64.b64decode(text.split()[1])
+
+
 LoadedKey = ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey | rsa.RSAPublicKey | SecurityKey
 
 
@@ -197,8 +212,10 @@ def _load_cached(key_type: str, blob: bytes) -> LoadedKey:
         return _security_key(key_type, reader)
     try:
         loaded = load_ssh_public_key(key.openssh.encode())
-    except (ValueError, UnsupportedAlgorithm) as exc:
-        raise error(f"not a valid {key.key_type} key: {exc}") from exc
+    except (ValueError, UnsupportedAlgorithm, NotImplementedError, TypeError) as exc:
+        # NotImplementedError: cryptography's answer to a compressed ECDSA point (valid
+        # SEC1, but not what OpenSSH writes): a key that cannot be loaded is malformed.
+        raise error(f"not a valid {key.key_type} key: {exc or type(exc).__name__}") from None
     if not isinstance(
         loaded, ed25519.Ed25519PublicKey | ec.EllipticCurvePublicKey | rsa.RSAPublicKey
     ):
@@ -222,8 +239,11 @@ def _security_key(key_type: str, reader: _Reader) -> SecurityKey:
         else:
             if reader.text() != "nistp256":
                 raise _BadKey(f"a {key_type} key is on nistp256")
-            inner = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), reader.string())
-    except ValueError as exc:
+            point = reader.string()
+            if point[:1] != b"\x04":
+                raise _BadKey(f"a {key_type} key's point is written uncompressed")
+            inner = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), point)
+    except (ValueError, NotImplementedError) as exc:
         raise _BadKey(f"not a valid {key_type} key: {exc}") from None
     application = reader.string()
     reader.done()

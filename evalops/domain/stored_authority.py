@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, cast, get_args
 from evalops.domain import sshsig
 from evalops.domain.act_roles import ACT_ROLES, ActKind, Role, SeparationRule
 from evalops.domain.limits import ID_PATTERN, MAX_FREE_TEXT_CHARS
+from evalops.domain.thresholds import threshold_problem
 
 SCHEMA_VERSION = "authority/v1"
 #: `AuthoritySpec.max_act_age_days` when a file leaves it out.
@@ -185,7 +186,7 @@ class StoredAuthority(NamedTuple):
             ids.add(principal.id)
             for line in principal.keys:
                 try:
-                    blob = sshsig.parse_public_key(line).blob
+                    blob = sshsig.identity(sshsig.parse_public_key(line))
                 except sshsig.MalformedKey as exc:
                     raise NotAView(f"not an OpenSSH public key: {exc}") from None
                 if owner_of.setdefault(blob, principal.id) != principal.id:
@@ -194,7 +195,6 @@ class StoredAuthority(NamedTuple):
             for grant in grants:
                 if grant.principal not in ids:
                     raise NotAView(f"unknown principal {grant.principal!r}")
-        for act, needed in self.thresholds.items():
-            holders = {g.principal for g in self.roles.get(ACT_ROLES[act], ())}
-            if needed > len(holders):
-                raise NotAView(f"{act} needs {needed} distinct signers, {len(holders)} hold it")
+        problem = threshold_problem(self.roles, self.thresholds)
+        if problem is not None:
+            raise NotAView(problem[1])

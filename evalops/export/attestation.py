@@ -5,8 +5,9 @@ Statement: `subject` is the evaluated execution profile, by its execution digest
 verbatim, whose digest is `result_digest`), every input digest and the audit anchors.
 Signing wraps the canonical JSON of the statement in a DSSE envelope
 (payloadType `application/vnd.in-toto+json`), signed with Ed25519 over DSSE's
-pre-authentication encoding. Keys are PEM: PKCS#8 private, SubjectPublicKeyInfo public
-(`openssl genpkey -algorithm ed25519`).
+pre-authentication encoding. Keys are Ed25519, PEM (PKCS#8 private, SubjectPublicKeyInfo
+public: `openssl genpkey -algorithm ed25519`) or OpenSSH (the `ssh-keygen -t ed25519` key
+every signed act uses, and its `.pub`): the envelope is the same either way.
 
 The signature's `keyid` is the one standard DSSE verifiers derive from the public key
 (securesystemslib's default, `key_id`), so they match it without configuration; it is a hint:
@@ -123,33 +124,69 @@ def read_bounded(path: Path, field: str, what: str) -> bytes:
     return data
 
 
+_ED25519_WANTED = (
+    "an attestation is signed with an Ed25519 key (OpenSSH `ssh-keygen -t ed25519`, or PEM "
+    "`openssl genpkey -algorithm ed25519`)"
+)
+
+
+def _kind(key: object) -> str:
+    """A loaded key's kind, as a person names it."""
+    from cryptography.hazmat.primitives.asymmetric import ec, ed448, rsa
+
+    kinds = (
+        ((ec.EllipticCurvePrivateKey, ec.EllipticCurvePublicKey), "ECDSA"),
+        ((rsa.RSAPrivateKey, rsa.RSAPublicKey), "RSA"),
+        ((ed448.Ed448PrivateKey, ed448.Ed448PublicKey), "Ed448"),
+    )
+    return next((name for types, name in kinds if isinstance(key, types)), type(key).__name__)
+
+
 def load_private_key(path: Path) -> Ed25519PrivateKey:
+    from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+    data = read_bounded(path, "--sign-key", "signing key")
+    openssh = data.lstrip().startswith(b"-----BEGIN OPENSSH PRIVATE KEY-----")
     try:
-        key = serialization.load_pem_private_key(
-            read_bounded(path, "--sign-key", "signing key"), password=None
-        )
-    except (ValueError, TypeError) as exc:
+        if openssh:
+            key: object = serialization.load_ssh_private_key(data, password=None)
+        else:
+            key = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+        what = "an unencrypted OpenSSH private key" if openssh else "an unencrypted PEM private key"
         raise InputError(
-            f"not an unencrypted PEM private key: {exc}", str(path), field="--sign-key"
+            f"not {what} ({exc}); {_ED25519_WANTED}", str(path), field="--sign-key"
         ) from None
     if not isinstance(key, Ed25519PrivateKey):
-        raise InputError("the signing key must be Ed25519", str(path), field="--sign-key")
+        raise InputError(
+            f"the signing key is an {_kind(key)} key: {_ED25519_WANTED}",
+            str(path),
+            field="--sign-key",
+        )
     return key
 
 
 def load_public_key(path: Path) -> Ed25519PublicKey:
+    from cryptography.exceptions import UnsupportedAlgorithm
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+    data = read_bounded(path, "--key", "public key")
+    openssh = not data.lstrip().startswith(b"-----BEGIN")
     try:
-        key = serialization.load_pem_public_key(read_bounded(path, "--key", "public key"))
-    except (ValueError, TypeError) as exc:
-        raise InputError(f"not a PEM public key: {exc}", str(path), field="--key") from None
+        if openssh:
+            key: object = serialization.load_ssh_public_key(data.strip())
+        else:
+            key = serialization.load_pem_public_key(data)
+    except (ValueError, TypeError, UnsupportedAlgorithm, NotImplementedError) as exc:
+        what = "an OpenSSH public key" if openssh else "a PEM public key"
+        raise InputError(f"not {what}: {exc}", str(path), field="--key") from None
     if not isinstance(key, Ed25519PublicKey):
-        raise InputError("the public key must be Ed25519", str(path), field="--key")
+        raise InputError(
+            f"the public key is an {_kind(key)} key: {_ED25519_WANTED}", str(path), field="--key"
+        )
     return key
 
 

@@ -75,6 +75,7 @@ class WaiverRowFacts(TypedDict):
     granted_at: str
     expires_at: str
     granted_by: str
+    signers: list[dict[str, str]]
     revocation: Revocation | None
 
 
@@ -88,6 +89,7 @@ class _WaiverRowKeys(TypedDict, total=False):
     granted_at: str
     expires_at: str
     granted_by: str
+    signers: list[dict[str, str]]
     revocation: Revocation | None
 
 

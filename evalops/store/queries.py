@@ -13,8 +13,10 @@ from sqlmodel import Session, SQLModel, col, select
 from evalops.domain import digests, labels
 from evalops.domain.calibration_validity import StoredCalibration, Validity, calibration_validity
 from evalops.domain.facts import TaskHeadFacts
+from evalops.domain.registry_identity import registry_id as of_first_event
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet, SuiteDeclaration
 from evalops.store.tables import (
+    AuditEvent,
     Calibration,
     CalibrationInvalidation,
     ExecutionProfileRow,
@@ -498,3 +500,13 @@ def in_force_rows(session: Session, kind: str, cutoff: int | None = None) -> dic
     for row in session.exec(stmt.order_by(col(table.id))):  # type: ignore[attr-defined]
         out.setdefault(getattr(row, id_column), row)
     return dict(sorted(out.items()))
+
+
+def registry_id(session: Session) -> str | None:
+    """This database's registry id (evalops/domain/registry_identity.py), from its first
+    audit event (None before any event)."""
+
+    first = session.exec(select(AuditEvent).order_by(col(AuditEvent.seq))).first()
+    if first is None:
+        return None
+    return of_first_event(json.loads(first.payload), first.hash)

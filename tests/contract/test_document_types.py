@@ -325,6 +325,29 @@ def _refused_by_policy(inputs: dict[str, Any]) -> dict[str, Any]:
     return {**inputs, "policy": policy, "gate_id": "dry-run"}
 
 
+def _refused_by_authority(inputs: dict[str, Any]) -> dict[str, Any]:
+    """Inputs as the loaders build them under an authority: every waiver refused by
+    `no_self_waiver`, and a waiver act the authority refused at grant."""
+    from evalops.services.gate.input_parts import (
+        SelfWaiver,
+        refused_by_authority,
+        without_self_waivers,
+    )
+
+    found = {
+        w["waiver_id"]: SelfWaiver(1, f"no_self_waiver: p signed {w['waiver_id']}")
+        for w in inputs["waivers"]
+    }
+    act = {
+        "act": "waiver.grant",
+        "refusal": {"rule": "authority", "message": "not a risk owner"},
+        "request": {"build": inputs["build"], "suite_id": SUITE, "task_id": "t", "states": []},
+    }
+    refused = [*inputs["refused_waivers"], refused_by_authority(2, inputs["evaluated_at"], act)]
+    waivers, refused = without_self_waivers(inputs["waivers"], refused, found, SUITE)
+    return {**inputs, "waivers": waivers, "refused_waivers": refused, "gate_id": "dry-run"}
+
+
 def _listed_report(corpus: Corpus, copy: Path, now: Any) -> None:
     """The report of a stored evaluator-3 decision (its tasks list `firstResults`), from
     the registry the evalops of evaluator 3 made."""
@@ -332,10 +355,14 @@ def _listed_report(corpus: Corpus, copy: Path, now: Any) -> None:
 
     from evalops.services.reports.audit import audit_document
     from evalops.store.engine import make_engine
+    from evalops.store.migrate import upgrade
 
     shutil.copyfile(FIXTURES / "registry-evaluator3-demo.db", copy)
     engine = make_engine(f"sqlite:///{copy}")
     try:
+        # The fixture is at the schema of its day; a report is made by today's evalops,
+        # after `db upgrade` (which keeps every stored decision as it was).
+        upgrade(f"sqlite:///{copy}", engine)
         doc = audit_document(engine, "GATE-3", now=now)
         corpus.check(doc, rd.ReportDocument, "report of an evaluator-3 decision")
     finally:
@@ -386,6 +413,9 @@ def corpus(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Corpu
         unstored.append((output, inputs))
         refusing = _refused_by_policy(dict(unstored[0][1]))
         unstored.append((evaluate(refusing), refusing))  # type: ignore[arg-type]
+        by_authority = _refused_by_authority(dict(unstored[0][1]))
+        corpus.check(by_authority, _inputs_type(by_authority), "inputs under an authority")
+        unstored.append((evaluate(by_authority), by_authority))  # type: ignore[arg-type]
         _methods(corpus, engine, build, now)
         _bootstrap_verdict(corpus)
         # A revoked waiver, as the next decision's report shows it.

@@ -374,3 +374,36 @@ def test_index_counts_only_incidents_no_regression_task_guards_as_open(site: Pat
     assert f"{len(open_ones)} open incident" in header
     assert f"({len(promoted)} promoted to a regression task)" in header
     assert all(not marked for i, (_, marked) in states.items() if i in promoted)
+
+
+def test_a_task_that_failed_a_hard_constraint_is_never_called_flaky(
+    site: Path, demo_master: Path, cli: Cli
+) -> None:
+    """A refund committed twice is a failure however often the task passes: the suite page
+    lists such a task apart ("Failed a hard constraint (not flaky)"), as the suite card
+    does, never under "Flaky tasks". Which tasks failed a hard constraint in which build is
+    read from the stored decisions themselves."""
+    hard: set[str] = set()
+    for gate in ("GATE-1", "GATE-2", "GATE-3"):
+        shown = cli("gate", "show", gate, "--json", cwd=demo_master)
+        assert shown.code == 0, shown.stderr
+        hard |= {
+            t["task_id"] for t in shown.json()["tasks"] if t["state"] == "hard_constraint_fail"
+        }
+    assert hard, "the demo holds a hard-constraint failure (the refund committed twice)"
+    tree = html5lib.parse(
+        page_text(site / "suites" / "regression_2fcore.html"), namespaceHTMLElements=False
+    )
+    body = tree.find(".//body")
+    sections: dict[str, list[str]] = {}
+    current = None
+    for element in body.iter():
+        if element.tag in ("h2", "h3"):
+            current = element.get("id")
+        elif element.tag == "li" and current in ("flaky", "hard-constraint"):
+            sections.setdefault(current, []).append("".join(element.itertext()))
+    flaky = " ".join(sections.get("flaky", []))
+    apart = " ".join(sections.get("hard-constraint", []))
+    for task_id in hard:
+        assert task_id not in flaky, f"{task_id} failed a hard constraint: not flaky"
+    assert any(task_id in apart for task_id in hard)

@@ -86,6 +86,25 @@ def test_a_decision_stored_by_evaluator_4_says_what_evaluator_3_says(demo: Path)
         engine.dispose()
 
 
+@pytest.mark.parametrize("dry_run", [(), ("--dry-run",)])
+def test_new_decisions_offer_no_choice_of_evaluator(
+    demo: Path, cli: Cli, dry_run: tuple[str, ...]
+) -> None:
+    """`--evaluator` is gone (a usage error, nothing stored); the default is evaluator 4."""
+    args = ("gate", "check", "--build", "build-124", "--suite", "regression/core", *dry_run)
+    for version in ("3", "4"):
+        refused = cli(*args, "--evaluator", version, cwd=demo)
+        assert refused.code == 2, refused.stdout + refused.stderr
+        assert "--evaluator" in refused.stderr
+    assert cli("gate", "show", "GATE-4", "--json", cwd=demo).code != 0  # nothing stored
+    made = cli(*args, "--json", cwd=demo)
+    assert made.code in (0, 3, 4), made.stderr
+    if dry_run:
+        assert made.json()["stored"] is False
+    else:
+        assert json.loads(_stored_row(demo, made.json()["gate_id"])[0])["evaluator"] == 4
+
+
 def test_an_evaluator_4_decision_replays_and_verifies(demo: Path, cli: Cli) -> None:
     _stored_by_evaluator_4(demo)
     inputs = json.loads(_stored_row(demo, "GATE-4")[0])

@@ -831,3 +831,32 @@ def test_a_registry_synced_before_the_tracked_line_adopts_its_last_sync(
     done = repo.run("sync", "registry")
     assert done.code == 0 and "in force unchanged" not in done.stdout, done.stdout
     assert repo.run("verify").code == 0
+
+
+def test_a_build_registered_on_a_branch_names_its_commit_and_the_dry_run(plain: Repo) -> None:
+    """A pull request adds the execution profile of its build: `gate check` of that build
+    on the shared database cannot use it (it is not in force, docs/ci.md), and says
+    where it is registered from and how to evaluate it (`--dry-run --definitions COMMIT`),
+    instead of only "did you mean" another build."""
+    repo = plain
+    source = repo.root / "registry" / "executions" / "fix-b125.yaml"
+    text = source.read_text("utf-8")
+    assert "id: fix-b125" in text and "system_build: build-125" in text
+    (repo.root / "registry" / "executions" / "pr-7.yaml").write_text(
+        text.replace("id: fix-b125", "id: pr-7").replace(
+            "system_build: build-125", "system_build: build-pr-7"
+        ),
+        "utf-8",
+    )
+    repo.git("checkout", "-q", "-b", "feature-x")
+    commit = repo.commit(None, "the build of a pull request")
+    assert repo.run("sync", "registry").code == 0
+    done = repo.run("gate", "check", "--build", "build-pr-7", "--suite", "regression/core")
+    assert done.code == 2, done.stdout + done.stderr
+    line = done.stderr.strip()
+    assert "build 'build-pr-7' is registered (execution profile 'pr-7', from commit " in line
+    assert f"commit {commit[:12]} on feature-x) but not in force" in line
+    assert f"--dry-run --definitions {commit[:12]} --build build-pr-7" in line
+    # A build nobody registered keeps the plain message.
+    unknown = repo.run("gate", "check", "--build", "build-none", "--suite", "regression/core")
+    assert unknown.code == 2 and "is registered" not in unknown.stderr

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
@@ -30,6 +31,10 @@ def test_untouched_database_verifies(synced: Path, cli: Cli) -> None:
     assert result.code == 0, result.stderr
     data = result.json()
     head = data.pop("audit_head")
+    # The registry's id (docs/authority.md): a UUID fixed by its first audit event.
+    assert re.fullmatch(
+        r"[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}", data.pop("registry_id")
+    )
     assert data == {
         "ok": True,
         "events": 4,  # three definitions registered, then the set put in force

@@ -24,6 +24,8 @@ from sqlmodel import Session, col, select
 
 from evalops.domain import audit_kinds, sshsig
 from evalops.domain.authority import (
+    MAX_ACT_BYTES,
+    MAX_SIGNATURE_BYTES,
     NAMESPACE,
     Judgement,
     MalformedAct,
@@ -34,13 +36,14 @@ from evalops.domain.authority import (
     read_act,
 )
 from evalops.domain.canonical import canonical_text
+from evalops.domain.separation import NO_SELF_WAIVER, shared_signers
 from evalops.domain.specs import AuthoritySpec
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from evalops.errors import InputError, RefusedError
 from evalops.store import queries
 from evalops.store.audit import append_event
 from evalops.store.engine import write_session
-from evalops.store.tables import SignedAct
+from evalops.store.tables import SignedAct, Waiver, WaiverRevocation
 
 
 @dataclass(frozen=True)
@@ -152,11 +155,23 @@ def authority_in_force(
     return AuthoritySpec.model_validate(json.loads(row.document)), row.policy_digest
 
 
-def _read_act_file(path: Path) -> tuple[bytes, dict[str, Any]]:
+def read_bounded(path: Path, limit: int, what: str, option: str, size: str) -> bytes:
+    """At most `limit` bytes of `path` (exit 2 beyond): /dev/zero or a huge file is refused
+    after `limit` + 1 bytes, never read whole."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            data = handle.read(limit + 1)
     except OSError as exc:
-        raise InputError(f"cannot read the act: {exc.strerror}", str(path), field="--act") from None
+        raise InputError(
+            f"cannot read the {what}: {exc.strerror}", str(path), field=option
+        ) from None
+    if len(data) > limit:
+        raise InputError(f"the {what} is larger than {size}", str(path), field=option)
+    return data
+
+
+def _read_act_file(path: Path) -> tuple[bytes, dict[str, Any]]:
+    data = read_bounded(path, MAX_ACT_BYTES, "act", "--act", "1 MiB")
     try:
         return data, read_act(data)
     except MalformedAct as exc:
@@ -164,15 +179,11 @@ def _read_act_file(path: Path) -> tuple[bytes, dict[str, Any]]:
 
 
 def _read_signature(path: Path) -> bytes:
+    data = read_bounded(path, MAX_SIGNATURE_BYTES, "signature", "--signature", "64 KiB")
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(
-            f"cannot read the signature: {exc.strerror}", str(path), field="--signature"
-        ) from None
-    try:
-        sshsig.parse_signature(data)
-    except sshsig.MalformedSignature as exc:
+        key = sshsig.parse_signature(data).public_key
+        sshsig.identity(key)  # a key that cannot be loaded: a malformed file, not a refusal
+    except (sshsig.MalformedSignature, sshsig.MalformedKey) as exc:
         raise InputError(
             f"malformed SSH signature: {exc}", str(path), field="--signature"
         ) from None
@@ -223,6 +234,8 @@ def authorize(
             )
         return Authorized(kind)
     authority, digest = found
+    registry = queries.registry_id(session)
+    assert registry is not None  # an authority in force was put there by a sync's event
     if signing.act_file is not None:
         data, _ = _read_act_file(signing.act_file)
         signatures = [_read_signature(p) for p in signing.signature_files]
@@ -233,6 +246,7 @@ def authorize(
             act_id=str(uuid.uuid4()),
             signed_at=format_timestamp(now),
             authority_digest=digest,
+            registry_id=registry,
         )
         data = act_bytes(act)
         if signing.print_act:
@@ -257,6 +271,7 @@ def authorize(
         authority_digest=digest,
         scope=scope,
         now=now,
+        registry_id=registry,
     )
     if out.judgement.ok:
         used = session.exec(select(SignedAct).where(SignedAct.act_id == out.act_id)).first()
@@ -319,23 +334,67 @@ def separation_refusal(
             return
 
 
+def ingest_separation_refusal(
+    session: Session, authorized: Authorized, builds: tuple[str, ...], now: datetime
+) -> None:
+    """`no_self_waiver` from the ingest's side: refuse `authorized` (an ingest or import,
+    in place) when one of its signers signed a waiver still valid now for one of `builds`."""
+    if not authorized.signed or authorized.authority is None or not builds:
+        return
+    if NO_SELF_WAIVER not in authorized.authority.separation_of_duties:
+        return
+    mine = {s.principal for s in authorized.judgement.signers}
+    waivers = session.exec(
+        select(Waiver).where(col(Waiver.build).in_(builds)).order_by(col(Waiver.id))
+    ).all()
+    for waiver in waivers:
+        if not waiver.granted_at <= now < waiver.expires_at:
+            continue
+        revoked = session.exec(
+            select(WaiverRevocation).where(WaiverRevocation.waiver_row_id == waiver.id)
+        ).first()
+        if revoked is not None:
+            continue
+        both = shared_signers(mine, (s["principal"] for s in signers_of(
+            session, "waiver.grant", waiver.audit_seq
+        )))  # fmt: skip
+        if both:
+            authorized.judgement = Judgement(
+                refusal=f"{NO_SELF_WAIVER}: {', '.join(both)} signed {waiver.waiver_id}, still "
+                f"valid for {waiver.build} (audit seq {waiver.audit_seq}), and may not sign "
+                f"the ingest of that build's trials",
+                rule=NO_SELF_WAIVER,
+            )
+            return
+
+
 def record_refusal(
-    session: Session, authorized: Authorized, *, subject: str, actor: str, now: datetime
+    session: Session,
+    authorized: Authorized,
+    *,
+    subject: str,
+    actor: str,
+    now: datetime,
+    request: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Audit a refused act (nothing else is written) and say why."""
+    """Audit a refused act (nothing else is written) and say why. `request`: what the
+    command was asked (a waiver's: the gate lists the refusal with the build's waivers)."""
     refusal = {"rule": authorized.judgement.rule, "message": authorized.judgement.refusal or ""}
+    payload: dict[str, Any] = {
+        "act": authorized.kind,
+        "act_id": authorized.act_id or None,
+        "authority_digest": authorized.authority_digest,
+        "refusal": refusal,
+    }
+    if request is not None:
+        payload["request"] = dict(request)
     append_event(
         session,
         at=now,
         actor=actor,
         kind=audit_kinds.AUTHORITY_REFUSED,
         subject=subject,
-        payload={
-            "act": authorized.kind,
-            "act_id": authorized.act_id or None,
-            "authority_digest": authorized.authority_digest,
-            "refusal": refusal,
-        },
+        payload=payload,
     )
     return refusal
 

@@ -135,7 +135,7 @@ def check(
 ) -> StoredOutput:
     """Evaluate, store and audit one gate decision; returns the decision. New decisions are
     made by the current evaluator only (`gate.EVALUATOR`: per-task summaries; docs/gate.md,
-    "Evaluator versions")."""
+    "Replay")."""
     with write_session(engine) as session:
         ref, document, policy_digest = _policy_choice(session, policy, dry_run=False)
         request = request_for(

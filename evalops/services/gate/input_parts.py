@@ -6,12 +6,24 @@ plain SQL) share them, so the two cannot spell an input differently."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
-from evalops.domain.gate_documents import BaselineInput, GateRequestDocument, TrajectoryCounts
+from evalops.domain.gate_documents import (
+    BaselineInput,
+    GateRequestDocument,
+    RefusedWaiverRequest,
+    TrajectoryCounts,
+    WaiverFactDocument,
+)
+from evalops.domain.separation import (
+    NO_SELF_WAIVER,
+    IngestAct,
+    self_waiver,
+    self_waiver_reason,
+)
 from evalops.domain.suggestions import close_match, some_of, unknown_id
 from evalops.domain.trajectory import TrajectoryResult
 from evalops.domain.vocabulary import parse_timestamp
@@ -254,3 +266,84 @@ def must_rederive(
     if recorded is None or grader_set_digest not in recorded:
         return True
     return recorded[grader_set_digest] != current_validity()
+
+
+# ------------------------------------------------------------------- separation of duties
+
+
+@dataclass(frozen=True)
+class SelfWaiver:
+    """A waiver the authority in force refuses by `no_self_waiver` (its signer signed an
+    ingest of its build's trials): the loaders list it under `refused`, never as a waiver."""
+
+    seq: int
+    reason: str
+
+
+def without_self_waivers(
+    waivers: list[WaiverFactDocument],
+    refused: list[RefusedWaiverRequest],
+    found: Mapping[str, SelfWaiver],
+    suite_id: str,
+) -> tuple[list[WaiverFactDocument], list[RefusedWaiverRequest]]:
+    """(the waivers the gate may apply, every refusal it lists): the self-waivers of the
+    suite join the refusals (after those made at grant, by waiver id), never the waivers."""
+    kept = [w for w in waivers if w["waiver_id"] not in found]
+    more: list[RefusedWaiverRequest] = [
+        {
+            "seq": found[w["waiver_id"]].seq,
+            "task_id": w["task_id"],
+            "states": list(w["states"]),
+            "rules": [NO_SELF_WAIVER],
+            "at": w["granted_at"],
+            "waiver_id": w["waiver_id"],
+            "refusal": found[w["waiver_id"]].reason,
+        }
+        for w in sorted(waivers, key=lambda w: w["waiver_id"])
+        if w["waiver_id"] in found and w["suite_id"] == suite_id
+    ]
+    return kept, refused + more
+
+
+def self_waivers_of(
+    rules: Collection[str],
+    waivers: list[tuple[str, int, str, frozenset[str]]],
+    ingests: list[IngestAct],
+) -> dict[str, SelfWaiver]:
+    """`no_self_waiver` over the acts up to a decision's cutoff: `waivers` as (waiver id,
+    audit seq, build, signer principals), `ingests` the signed ingests and imports."""
+    if NO_SELF_WAIVER not in rules:
+        return {}
+    out: dict[str, SelfWaiver] = {}
+    for waiver_id, seq, build, signers in waivers:
+        hit = self_waiver(signers, build, ingests)
+        if hit is not None:
+            out[waiver_id] = SelfWaiver(seq, self_waiver_reason(waiver_id, *hit))
+    return out
+
+
+def refused_by_authority(seq: int, at: str, payload: Mapping[str, Any]) -> RefusedWaiverRequest:
+    """A waiver act the authority refused (its `authority.refused` event), as the gate lists
+    it beside the requests the policy refused at grant."""
+    request = payload.get("request", {})
+    refusal = payload.get("refusal", {})
+    return {
+        "seq": seq,
+        "task_id": request.get("task_id"),
+        "states": request.get("states"),
+        "rules": [str(refusal.get("rule", "authority"))],
+        "at": at,
+        "refusal": f"refused by the authority: {refusal.get('message', '')}",
+    }
+
+
+def is_refused_waiver_act(payload: Mapping[str, Any], build: str, suite_id: str) -> bool:
+    """Is this `authority.refused` payload a waiver grant for `build` in `suite_id`? (Events
+    recorded before refusals named their request are not: they cannot be placed.)"""
+    request = payload.get("request")
+    return (
+        payload.get("act") == "waiver.grant"
+        and isinstance(request, dict)
+        and request.get("build") == build
+        and request.get("suite_id") == suite_id
+    )

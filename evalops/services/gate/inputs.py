@@ -33,18 +33,25 @@ from evalops.domain.gate_documents import (
     TrialInput,
     WaiverFactDocument,
 )
+from evalops.domain.separation import NO_SELF_WAIVER, IngestAct
 from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.registry.definitions import load_definition
+from evalops.services.authority.acts import INGEST_ACTS, authority_in_force
 from evalops.services.gate.input_parts import (
     DEFAULT_SEED,
     GateRequest,
+    SelfWaiver,
     baseline_block,
     choose_execution,
     efficiency_counts,
     ignored_as,
+    is_refused_waiver_act,
+    refused_by_authority,
+    self_waivers_of,
     trajectory_counts,
+    without_self_waivers,
 )
 from evalops.services.gate.policies import (
     AppliedPolicy,
@@ -61,6 +68,7 @@ from evalops.store.tables import (
     ExecutionProfileRow,
     GateDecision,
     PolicyRow,
+    SignedAct,
     SuiteRow,
     SyncRun,
     TaskRevision,
@@ -175,7 +183,50 @@ def execution_for(
     forced: dict[str, ExecutionProfileRow] = queries.in_force_rows(
         session, "execution_profile", cutoff
     )
-    return choose_execution(forced, build, execution_id, field)
+    try:
+        return choose_execution(forced, build, execution_id, field)
+    except InputError as error:
+        elsewhere = _registered_off_the_tracked_line(session, build, forced, cutoff)
+        if elsewhere is None:
+            raise
+        raise InputError(f"{error.message}; {elsewhere}", field=error.field) from None
+
+
+def _registered_off_the_tracked_line(
+    session: Session,
+    build: str,
+    forced: Mapping[str, ExecutionProfileRow],
+    cutoff: int | None,
+) -> str | None:
+    """A profile of `build` registered by a sync that put nothing in force (a pull
+    request's branch): where it came from and how to evaluate it without changing what is
+    in force, instead of only "not in force"."""
+    query = (
+        select(ExecutionProfileRow, SyncRun)
+        .join(SyncRun, SyncRun.id == ExecutionProfileRow.sync_run_id)  # type: ignore[arg-type]
+        .where(ExecutionProfileRow.system_build == build)
+        .order_by(col(ExecutionProfileRow.audit_seq).desc())
+    )
+    if cutoff is not None:
+        query = query.where(col(ExecutionProfileRow.audit_seq) <= cutoff)
+    for row, sync in session.exec(query):
+        if row.execution_id in forced and forced[row.execution_id].system_build == build:
+            continue
+        commit = (sync.git_commit or "")[:12]
+        origin = f"commit {commit}" if commit else "a work tree"
+        if sync.git_branch:
+            origin += f" on {sync.git_branch}"
+        how = (
+            f"evalops gate check --dry-run --definitions {commit} --build {build} ..."
+            if commit
+            else "commit it, then evalops gate check --dry-run --definitions REV"
+        )
+        return (
+            f"build {build!r} is registered (execution profile {row.execution_id!r}, from "
+            f"{origin}) but not in force: evaluate it under that commit's definitions with "
+            f"`{how}`, or merge it into the tracked branch and sync"
+        )
+    return None
 
 
 # ------------------------------------------------------------------------------ trials
@@ -488,17 +539,66 @@ def waiver_facts(session: Session, build: str, cutoff: int | None) -> list[Waive
     return out
 
 
+def _principals(signers: str) -> frozenset[str]:
+    return frozenset(s["principal"] for s in json.loads(signers))
+
+
+def self_waivers(session: Session, build: str, cutoff: int | None) -> dict[str, SelfWaiver]:
+    """The build's waivers the authority in force at `cutoff` refuses by `no_self_waiver`."""
+    found = authority_in_force(session, cutoff)
+    if found is None or NO_SELF_WAIVER not in found[0].separation_of_duties:
+        return {}
+    ingests = [
+        IngestAct(
+            a.audit_seq,
+            frozenset(json.loads(a.scope).get("builds", [])),
+            _principals(a.signers),
+        )
+        for a in session.exec(
+            select(SignedAct)
+            .where(col(SignedAct.kind).in_(INGEST_ACTS), upto(SignedAct.audit_seq, cutoff))
+            .order_by(col(SignedAct.audit_seq))
+        ).all()
+    ]
+    waivers = [
+        (
+            w.waiver_id,
+            a.audit_seq,
+            w.build,
+            frozenset(s["principal"] for s in json.loads(a.signers)),
+        )
+        for w, a in session.exec(
+            select(Waiver, SignedAct)
+            .where(
+                Waiver.build == build,
+                upto(Waiver.audit_seq, cutoff),
+                SignedAct.audit_seq == Waiver.audit_seq,
+                SignedAct.kind == "waiver.grant",
+            )
+            .order_by(col(Waiver.id))
+        ).all()
+    ]
+    return self_waivers_of(found[0].separation_of_duties, waivers, ingests)
+
+
 def refused_waivers(
     session: Session, build: str, suite_id: str, cutoff: int | None
 ) -> list[RefusedWaiverRequest]:
     rows = session.exec(
         select(AuditEvent)
-        .where(AuditEvent.kind == audit_kinds.WAIVER_REFUSED, upto(AuditEvent.seq, cutoff))
+        .where(
+            col(AuditEvent.kind).in_((audit_kinds.WAIVER_REFUSED, audit_kinds.AUTHORITY_REFUSED)),
+            upto(AuditEvent.seq, cutoff),
+        )
         .order_by(col(AuditEvent.seq))
     ).all()
     out: list[RefusedWaiverRequest] = []
     for row in rows:
         payload = json.loads(row.payload)
+        if row.kind == audit_kinds.AUTHORITY_REFUSED:
+            if is_refused_waiver_act(payload, build, suite_id):
+                out.append(refused_by_authority(row.seq, format_timestamp(row.at), payload))
+            continue
         request = payload.get("request", {})
         if request.get("build") == build and request.get("suite_id") == suite_id:
             out.append(
@@ -658,6 +758,12 @@ def _inputs(
     defs = Definitions(session, cutoff, pass_class_exempt=evaluator < 3)
     heads = member_heads(defs, members)
     run = queries.latest_sync_run(session, cutoff)
+    waivers, refused = without_self_waivers(
+        waiver_facts(session, request.build, cutoff),
+        refused_waivers(session, request.build, request.suite_id, cutoff),
+        self_waivers(session, request.build, cutoff),
+        request.suite_id,
+    )
     return {
         "evaluator": evaluator,
         "request": request.as_dict(),
@@ -674,8 +780,8 @@ def _inputs(
         "policy_digest": policy_digest,
         "evaluated_at": request.at,
         "tasks": load(session, defs, members, execution, cutoff, heads),
-        "waivers": waiver_facts(session, request.build, cutoff),
-        "refused_waivers": refused_waivers(session, request.build, request.suite_id, cutoff),
+        "waivers": waivers,
+        "refused_waivers": refused,
         "baseline": _baseline_block(session, request, policy, defs, members, heads, load),
     }
 

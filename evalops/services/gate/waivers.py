@@ -153,7 +153,9 @@ def grant(
         separation_refusal(session, authorized, "no_self_waiver", build=request.build)
         subject = f"{request.suite_id}:{request.task_id}"
         if authorized.refused:
-            refusal = record_refusal(session, authorized, subject=subject, actor=actor, now=now)
+            refusal = record_refusal(
+                session, authorized, subject=subject, actor=actor, now=now, request=request_json
+            )
             return False, {"granted": False, "refusals": [refusal], "request": request_json}
         number = (session.exec(select(func.max(Waiver.number))).one() or 0) + 1
         waiver_id = f"WVR-{number}"

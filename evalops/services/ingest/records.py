@@ -48,6 +48,7 @@ from evalops.registry.jsonl import (
     read_lines,
 )
 from evalops.registry.load import Document, parse_record
+from evalops.services.authority import acts
 from evalops.services.authority.acts import (
     UNSIGNED,
     ActRefused,
@@ -209,7 +210,7 @@ class _Ingester:
         `record_digest` equals the stored row's. Those are counted as identical without
         being validated and classified again (they were when first stored), so ingesting
         a file again whose records are all stored costs a hash and one lookup per batch,
-        not a whole ingest (docs/ingest.md). A line in canonical form (RFC 8785, as the
+        not a whole ingest (docs/formats.md). A line in canonical form (RFC 8785, as the
         stored digest was computed) is recognized from its bytes alone: its sha256 is the
         stored `record_digest`, so it is that record exactly, without being parsed; any
         other line is parsed and its canonical form hashed, as the full check does."""
@@ -994,6 +995,7 @@ def _record_batch(
         signing=signing,
         now=now,
     )
+    acts.ingest_separation_refusal(session, authorized, tuple(sorted(builds)), now)
     if authorized.refused:
         raise ActRefused(authorized)
     payload = {

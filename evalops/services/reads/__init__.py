@@ -5,4 +5,13 @@ The modules listed in `__all__` are this package's face: other packages import o
 (tests/contract/test_services_map.py).
 """
 
-__all__ = ["calibration", "definitions", "listings", "off_line", "trials", "voids"]
+__all__ = [
+    "authority",
+    "calibration",
+    "definitions",
+    "hints",
+    "listings",
+    "off_line",
+    "trials",
+    "voids",
+]

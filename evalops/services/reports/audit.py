@@ -683,7 +683,7 @@ def _refused_by_policy(session: Session, entry: Mapping[str, Any]) -> dict[str, 
     w = session.exec(select(Waiver).where(Waiver.waiver_id == entry["waiver_id"])).first()
     return {
         **entry,
-        "refusal": entry.get("reason"),
+        "refusal": entry.get("refusal") or entry.get("reason"),
         "owner": w.owner if w else None,
         "reason": w.reason if w else None,
         "build": w.build if w else None,
@@ -694,6 +694,8 @@ def _refused_by_policy(session: Session, entry: Mapping[str, Any]) -> dict[str, 
 
 
 def _waiver_facts(session: Session, accounting: Mapping[str, Any]) -> dict[str, Any]:
+    from evalops.services.authority.acts import signers_of
+
     ids = [
         w for key in ("applied", "expired", "unused", "revoked") for w in accounting.get(key, [])
     ]
@@ -716,6 +718,9 @@ def _waiver_facts(session: Session, accounting: Mapping[str, Any]) -> dict[str, 
             "granted_at": format_timestamp(w.granted_at),
             "expires_at": format_timestamp(w.expires_at),
             "granted_by": w.granted_by,
+            # Who signed it, beside who ran the command: under an authority the signer is
+            # the risk owner who accepted the risk.
+            "signers": signers_of(session, "waiver.grant", w.audit_seq),
             "revocation": (
                 {
                     "revoked_at": format_timestamp(revocation.revoked_at),

@@ -396,32 +396,33 @@ def _members(session: Session, suite: Mapping[str, Any]) -> list[dict[str, Any]]
     return out
 
 
-def _flaky(facts: SuiteFacts, builds: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The suite card's flaky rule over the charted builds: can pass, but not reliably."""
-    from evalops.services.reports.suite_cards import FLAKY_PASS_AT_K, FLAKY_PASS_HAT_K
+def _flaky(
+    facts: SuiteFacts, builds: Sequence[Mapping[str, Any]]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(flaky, failed a hard constraint) over the charted builds: the suite card's rule
+    (`flaky_tasks`), so a task whose misses include a hard-constraint failure is never
+    called flaky on one page and "not flaky" on the other."""
+    from evalops.services.reports.suite_cards import flaky_tasks
 
     shown = {b["gate_id"] for b in builds}
-    out = []
-    for task_id, points in facts.points.items():
-        hits = [
-            p
+    series = {
+        task_id: [
+            {
+                "build": p.build,
+                "passAtK": p.pass_at_k,
+                "passHatK": p.pass_hat_k,
+                "state": p.state,
+            }
             for p in points
             if p.gate_id in shown
-            and p.pass_at_k is not None
-            and p.pass_hat_k is not None
-            and p.pass_at_k >= FLAKY_PASS_AT_K
-            and p.pass_hat_k <= FLAKY_PASS_HAT_K
         ]
-        if hits:
-            out.append(
-                {
-                    "task_id": task_id,
-                    "builds": [p.build for p in hits],
-                    "passAtK": hits[-1].pass_at_k,
-                    "passHatK": hits[-1].pass_hat_k,
-                }
-            )
-    return sorted(out, key=lambda f: f["task_id"])
+        for task_id, points in facts.points.items()
+    }
+    flaky, hard = flaky_tasks(series)
+    return (
+        sorted(flaky, key=lambda f: f["task_id"]),
+        sorted(hard, key=lambda f: f["task_id"]),
+    )
 
 
 def suite_page(
@@ -441,6 +442,7 @@ def suite_page(
     coverage = suite_coverage(engine, facts.suite_id)
     members = _members(session, suite)
     trend = _trend(facts, [m["task_id"] for m in members])
+    flaky, failed_hard = _flaky(facts, trend["builds"])
     card = {
         "kind": suite["kind"],
         "owner": suite["owner"],
@@ -451,7 +453,8 @@ def suite_page(
         "coverage_gaps": coverage["gaps"],
         "calibration": calibration_facts(session, Definitions(session), suite["members"], None),
         "builds": trend["builds"],
-        "flaky": _flaky(facts, trend["builds"]),
+        "flaky": flaky,
+        "failed_hard_constraint": failed_hard,
         "flaky_rule": {"passAtK_at_least": FLAKY_PASS_AT_K, "passHatK_at_most": FLAKY_PASS_HAT_K},
     }
     if suite["kind"] == "estimation":

@@ -24,6 +24,7 @@ __all__ = [
     "reads",
     "rule_history",
     "run",
+    "separation_checks",
     "storage_checks",
     "upgrade_checks",
 ]

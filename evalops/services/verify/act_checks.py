@@ -35,9 +35,9 @@ from evalops.domain.authority import (
     Signer,
     read_act,
 )
-from evalops.domain.stored_authority import NotAView, StoredAuthority
+from evalops.domain.registry_identity import registry_id
 from evalops.errors import EvalopsError, VerificationError
-from evalops.store.in_force_sql import IN_FORCE_RUN_UPTO_SQL
+from evalops.services.reads.authority import authority_at
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -59,6 +59,8 @@ class _Governing:
     authority: AuthorityFacts | None
     digest: str | None
     judge: SignatureJudge | None
+    registry_id: str | None = None
+    """This database's registry id: every act names it (or predates registry ids)."""
     scopes: dict[str, Scope] = field(default_factory=dict)
     signers: dict[str, list[Signer]] = field(default_factory=dict)
 
@@ -88,6 +90,7 @@ class _Governing:
 def _authorities(reader: Reader) -> list[_Governing]:
     """The authority in force after each sync, in seq order (a handful of rows)."""
     out: list[_Governing] = []
+    registry = registry_id_of(reader)
     runs = reader.rows(
         'SELECT r.audit_seq FROM "sync_run" AS r WHERE EXISTS (SELECT 1 FROM sync_in_force '
         "AS x WHERE x.sync_run_id = r.id) ORDER BY r.audit_seq"
@@ -95,49 +98,23 @@ def _authorities(reader: Reader) -> list[_Governing]:
     for seq in (run["audit_seq"] for run in runs):
         found = authority_at(reader, seq)
         if found is None:
-            out.append(_Governing(seq, None, None, None))
+            out.append(_Governing(seq, None, None, None, registry))
         else:
             authority, digest, judge = found
-            out.append(_Governing(seq, authority, digest, judge))
+            out.append(_Governing(seq, authority, digest, judge, registry))
     return out
 
 
-def authority_at(reader: Reader, cutoff: int) -> tuple[AuthorityFacts, str, SignatureJudge] | None:
-    """The authority in force as of audit seq `cutoff`, its policy digest and its judge
-    (`authority_in_force` of evalops/services/authority/acts.py: the latest sync up to `cutoff`,
-    the first row registered with each digest it holds, the last such row)."""
-    found = reader.first(IN_FORCE_RUN_UPTO_SQL, {"cutoff": cutoff})
-    run = None if found is None else found["id"]
-    if run is None:
+def registry_id_of(reader: Reader) -> str | None:
+    """The registry id (evalops/domain/registry_identity.py) from the first audit event."""
+    first = reader.first('SELECT payload, hash FROM "audit_event" ORDER BY seq LIMIT 1')
+    if first is None:
         return None
-    first: dict[str, dict[str, Any]] = {}
-    for row in reader.rows(
-        'SELECT p.id, p.policy_id, p.document, p.policy_digest FROM "policy" AS p '
-        "JOIN \"sync_in_force\" AS f ON f.sync_run_id = :run AND f.kind = 'authority' "
-        "AND f.definition_id = p.policy_id AND f.document_digest = p.document_digest "
-        "WHERE p.kind = 'authority' ORDER BY p.id",
-        {"run": run},
-    ):
-        first.setdefault(row["policy_id"], row)
-    # At most one authority is in force (validate and sync refuse a second one).
-    chosen = max(first.values(), key=lambda r: r["id"], default=None)
-    if chosen is None:
-        return None
-    authority, judge = _judged(json.loads(chosen["document"]))
-    return authority, chosen["policy_digest"], judge
-
-
-def _judged(document: Any) -> tuple[AuthorityFacts, SignatureJudge]:
-    """The view of a stored authority and its judge. A document the view does not vouch for
-    is not one `sync` registered: the spec model decides, and raises what it always raised."""
     try:
-        view = StoredAuthority.of(document)
-    except NotAView:
-        from evalops.domain.specs import AuthoritySpec
-
-        model = AuthoritySpec.model_validate(document)
-        return model, SignatureJudge(model)
-    return view, SignatureJudge(view)
+        payload = json.loads(first["payload"])
+    except (TypeError, ValueError):
+        payload = None  # the chain check names a damaged event
+    return registry_id(payload if isinstance(payload, dict) else None, first["hash"])
 
 
 #: At fewer signed acts than this, `verify` checks them in its own process: starting a
@@ -434,11 +411,15 @@ def _act_problem(row: ActRow, governing: _Governing | None) -> str | None:
     assert signature_judge is not None
     data = text.encode("utf-8")
     try:
-        act = read_act(data)
+        act = read_act(data, stored=True)
     except MalformedAct as exc:
         return str(exc)
     if act["authority_digest"] != authority_digest or digest != authority_digest:
         return f"signed under {act['authority_digest']}, but {digest} was in force at its event"
+    # An act stored before registries had ids names none; one that names a registry must
+    # name this one (an act of staging is not an act of production).
+    if "registry_id" in act and act["registry_id"] != governing.registry_id:
+        return f"an act of registry {act['registry_id']}, not of this one ({governing.registry_id})"
     if act["act"] != kind or act["act_id"] != act_id:
         return "the stored act is not the act this row names"
     payload = json.loads(event_payload)

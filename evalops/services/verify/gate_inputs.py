@@ -34,18 +34,25 @@ from evalops.domain.gate_documents import (
     WaiverFactDocument,
 )
 from evalops.domain.labels import strictest_labels
+from evalops.domain.separation import NO_SELF_WAIVER, IngestAct
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 from evalops.services.gate.input_parts import (
     GateRequest,
+    SelfWaiver,
     baseline_block,
     choose_execution,
     efficiency_counts,
     ignored_as,
+    is_refused_waiver_act,
     must_rederive,
+    refused_by_authority,
+    self_waivers_of,
     trajectory_counts,
+    without_self_waivers,
 )
 from evalops.services.gate.policy_choice import PolicyKind, choose_policy
+from evalops.services.reads.authority import authority_at
 from evalops.services.reads.definitions import StoredDefinitions, rederive
 from evalops.store.in_force_sql import IN_FORCE_RUN_UPTO_SQL
 from evalops.store.reader import Reader, has_table, timestamp
@@ -298,13 +305,52 @@ class GateReads:
             )
         return out
 
+    def self_waivers(self, build: str) -> dict[str, SelfWaiver]:
+        """The build's waivers the authority in force at the cutoff refuses by
+        `no_self_waiver` (`self_waivers` of evalops/services/gate/inputs.py)."""
+        found = authority_at(self.reader, self.cutoff)
+        rules = getattr(found[0], "separation_of_duties", ()) if found else ()
+        if NO_SELF_WAIVER not in rules:
+            return {}
+        ingests = [
+            IngestAct(
+                int(a["audit_seq"]),
+                frozenset(json.loads(a["scope"]).get("builds", [])),
+                frozenset(s["principal"] for s in json.loads(a["signers"])),
+            )
+            for a in self.rows(
+                "SELECT audit_seq, scope, signers FROM signed_act WHERE kind IN "
+                "('trials.ingest', 'trials.import') AND audit_seq <= :cutoff ORDER BY audit_seq"
+            )
+        ]
+        waivers = [
+            (
+                str(w["waiver_id"]),
+                int(w["audit_seq"]),
+                str(w["build"]),
+                frozenset(s["principal"] for s in json.loads(w["signers"])),
+            )
+            for w in self.rows(
+                "SELECT w.waiver_id, a.audit_seq, w.build, a.signers FROM waiver w "
+                "JOIN signed_act a ON a.audit_seq = w.audit_seq AND a.kind = 'waiver.grant' "
+                "WHERE w.build = :build AND w.audit_seq <= :cutoff ORDER BY w.id",
+                build=build,
+            )
+        ]
+        return self_waivers_of(rules, waivers, ingests)
+
     def refused_waivers(self, build: str, suite_id: str) -> list[RefusedWaiverRequest]:
         out: list[RefusedWaiverRequest] = []
         for row in self.rows(
-            "SELECT seq, at, payload FROM audit_event WHERE kind = 'waiver.refused' "
-            "AND seq <= :cutoff ORDER BY seq"
+            "SELECT seq, kind, at, payload FROM audit_event WHERE kind IN "
+            "('waiver.refused', 'authority.refused') AND seq <= :cutoff ORDER BY seq"
         ):
             payload = json.loads(row["payload"])
+            if row["kind"] == "authority.refused":
+                if is_refused_waiver_act(payload, build, suite_id):
+                    at = format_timestamp(timestamp(row["at"]))
+                    out.append(refused_by_authority(row["seq"], at, payload))
+                continue
             request = payload.get("request", {})
             if request.get("build") == build and request.get("suite_id") == suite_id:
                 out.append(
@@ -551,6 +597,12 @@ def rebuilt_inputs(reader: Reader, request: GateRequest, evaluator: int) -> AnyG
         }
         for m in members
     ]
+    waivers, refused = without_self_waivers(
+        reads.waiver_facts(request.build),
+        reads.refused_waivers(request.build, request.suite_id),
+        reads.self_waivers(request.build),
+        request.suite_id,
+    )
     inputs: GateInputs[Any] = {
         "evaluator": evaluator,
         "request": request.as_dict(),
@@ -567,8 +619,8 @@ def rebuilt_inputs(reader: Reader, request: GateRequest, evaluator: int) -> AnyG
         "policy_digest": policy_digest,
         "evaluated_at": request.at,
         "tasks": load(execution),
-        "waivers": reads.waiver_facts(request.build),
-        "refused_waivers": reads.refused_waivers(request.build, request.suite_id),
+        "waivers": waivers,
+        "refused_waivers": refused,
         "baseline": None,
     }
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from evalops.errors import DamagedDatabase, VerificationError
-from evalops.services.verify.act_checks import ActPool, signed_acts_check
+from evalops.services.verify.act_checks import ActPool, registry_id_of, signed_acts_check
 from evalops.services.verify.anchors import Anchor
 from evalops.services.verify.decision_checks import verify_decisions
 from evalops.services.verify.estimate_checks import verify_estimates
@@ -44,6 +44,7 @@ from evalops.services.verify.reads import (
     check_trials,
     rows_fully_covered_from,
 )
+from evalops.services.verify.separation_checks import separation_problem
 from evalops.services.verify.storage_checks import storage_problem
 from evalops.store.faults import RECOVERY
 from evalops.store.reader import Reader
@@ -64,6 +65,7 @@ class VerifyReport:
     anchors: list[dict[str, Any]] = field(default_factory=list)
     head: dict[str, Any] | None = None
     carried_forward: list[dict[str, Any]] = field(default_factory=list)
+    registry_id: str | None = None
 
     @property
     def covered_from(self) -> int:
@@ -72,6 +74,7 @@ class VerifyReport:
     def as_dict(self) -> dict[str, Any]:
         return {
             "ok": True,
+            "registry_id": self.registry_id,
             "events": self.events,
             "rows": self.rows,
             "definitions": self.definitions,
@@ -204,6 +207,12 @@ def _verify(
         if not acts.pooled:
             stage("signed acts")
             acts.finish()
+        stage("separation of duties")
+        problem = separation_problem(reader)
+        if problem is not None:
+            if acts.pooled:
+                acts.finish()  # a bad act comes first, as inline
+            raise VerificationError(problem)
         stage("gate decisions")
         try:
             decisions = verify_decisions(reader)
@@ -227,4 +236,5 @@ def _verify(
         anchors=checked_anchors,
         head=head,
         carried_forward=carried,
+        registry_id=registry_id_of(reader),
     )
