@@ -3,16 +3,19 @@
     python tools/mutation_report.py run [--max-children N] [MODULE ...]   # mutmut, then report
     python tools/mutation_report.py report             # tests/MUTATION.md from the last results
 
-MODULE is a name under evalops/domain/ (`reruns`, `audit_chain`...), or `module:function` for
-one function's mutants (`gate:summarize_task`), or a mutant's full name; without one, every rule
-module in `[tool.mutmut] only_mutate` runs (slow: hours on two cores). Results accumulate in
-`mutants/` (git-ignored), so modules can be run one at a time and the report covers all of
-them. Naming only survivors of a module measured in the committed report reruns just those:
-the module keeps its committed row, each survivor caught now counted as killed (an expensive
-module need not run whole again to check a new test). Every surviving mutant must be killed by
-a test or explained in
-tests/mutation_equivalents.toml (mutant name -> why no test can tell it from the original);
-the report lists the rest as unexplained and the command exits 1.
+MODULE is a module of `[tool.mutmut] only_mutate`: one of evalops/domain/ by its name (`reruns`,
+`audit_chain`...), any other by its dotted path under evalops (`services.gate.input_parts`,
+`importers.promptfoo`); or `module:function` for one function's mutants (`gate:summarize_task`),
+or a mutant's full name; without one, every module in `only_mutate` runs (slow: hours on two
+cores). A run that measures a module outside evalops/domain/ keeps, for that module's mutants,
+the tests that run the CLI on a workspace (tests/mutation_fast.py): seconds per mutant.
+Results accumulate in `mutants/` (git-ignored), so modules can be run one at a time and the
+report covers all of them. Naming only survivors of a module measured in the committed report
+reruns just those: the module keeps its committed row, each survivor caught now counted as
+killed (an expensive module need not run whole again to check a new test). Every surviving
+mutant must be killed by a test or explained in tests/mutation_equivalents.toml (mutant
+name -> why no test can tell it from the original); the report lists the rest as unexplained
+and the command exits 1.
 
 `--max-children N` (`make mutate JOBS=N`) caps mutmut's parallel test processes (default: one
 per CPU); on a machine shared with other work, 1 keeps mutation testing to one core.
@@ -36,7 +39,9 @@ MUTANTS = ROOT / "mutants"
 REPORT = ROOT / "tests" / "MUTATION.md"
 EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.toml"
 TARGET = 0.90
-PACKAGE = "evalops.domain."
+PACKAGE = "evalops."
+DOMAIN = "evalops/domain/"
+WORKSPACE_TESTS = "EVALOPS_MUTATE_WORKSPACE_TESTS"  # read by tests/mutation_fast.py
 RUNS = "## Runs"
 
 # What counts as caught, of mutmut's statuses (mutmut.stats.status_by_exit_code).
@@ -66,10 +71,35 @@ class ModuleResult:
         return (self.killed + self.timeout) / self.tested if self.tested else None
 
 
-def rule_modules() -> list[str]:
+def rule_paths() -> dict[str, str]:
+    """Each module of `[tool.mutmut] only_mutate` by its name -> its path: a module of
+    evalops/domain/ is named by its stem (`gate`), as the report always named them; any other
+    by its dotted path under evalops (`services.gate.input_parts`)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     paths: list[str] = config["tool"]["mutmut"]["only_mutate"]
-    return [Path(p).stem for p in paths]
+    out: dict[str, str] = {}
+    for path in paths:
+        dotted = path.removeprefix("evalops/").removesuffix(".py").replace("/", ".")
+        is_domain = path.startswith(DOMAIN) and "/" not in path.removeprefix(DOMAIN)
+        out[Path(path).stem if is_domain else dotted] = path
+    return out
+
+
+def rule_modules() -> list[str]:
+    return list(rule_paths())
+
+
+def mutant_prefix(module: str) -> str:
+    """What the names of a module's mutants start with (`evalops.domain.gate.`)."""
+    return rule_paths()[module].removesuffix(".py").replace("/", ".") + "."
+
+
+def module_of(mutant: str) -> str:
+    """The module a mutant's full name belongs to (the longest matching prefix)."""
+    found = [m for m in rule_modules() if mutant.startswith(mutant_prefix(m))]
+    if found:
+        return max(found, key=lambda m: len(mutant_prefix(m)))
+    return mutant.removeprefix(PACKAGE).split(".", 1)[0]
 
 
 def run(modules: list[str], children: int) -> int:
@@ -83,11 +113,15 @@ def run(modules: list[str], children: int) -> int:
     # A private pytest temp root: other pytest runs on the machine prune the shared one.
     env["PYTEST_DEBUG_TEMPROOT"] = tempfile.mkdtemp(prefix="evalops-mutmut-")
     env.pop("PYTHONPATH", None)  # mutmut puts mutants/ first itself
+    paths = rule_paths()
+    measured = {m.partition(":")[0] for m in modules} | {module_of(n) for n in named}
+    if any(not paths.get(m, DOMAIN).startswith(DOMAIN) for m in measured):
+        env[WORKSPACE_TESTS] = "1"
     mutmut = Path(sys.executable).parent / "mutmut"
     # One mutmut run for every pattern: each run first runs the whole clean selection.
     # `module:function` runs one function's mutants (a module split by function).
     patterns = [
-        f"{PACKAGE}{name}.x_{function}__mutmut_*" if function else f"{PACKAGE}{name}.*"
+        f"{mutant_prefix(name)}x_{function}__mutmut_*" if function else f"{mutant_prefix(name)}*"
         for name, _, function in (m.partition(":") for m in modules)
     ] + named
     print(f"mutmut: {' '.join(patterns)}", flush=True)
@@ -106,7 +140,7 @@ def _run_entry(modules: list[str], named: list[str], children: int) -> tuple[str
     report) and the modules it measured."""
     by_module: dict[str, int] = {}
     for name in named:
-        module = name.removeprefix(PACKAGE).split(".", 1)[0]
+        module = module_of(name)
         by_module[module] = by_module.get(module, 0) + 1
     what = " ".join(
         [*modules, *(f"{n} named mutants of {m}" for m, n in sorted(by_module.items()))]
@@ -132,8 +166,8 @@ def results() -> dict[str, ModuleResult]:
     from mutmut.stats import status_by_exit_code
 
     out: dict[str, ModuleResult] = {}
-    for module in rule_modules():
-        meta = MUTANTS / "evalops" / "domain" / f"{module}.py.meta"
+    for module, path in rule_paths().items():
+        meta = MUTANTS / f"{path}.meta"
         if not meta.exists():
             continue
         codes: dict[str, int | None] = json.loads(meta.read_text())["exit_code_by_key"]
@@ -183,7 +217,7 @@ def _with_committed(found: dict[str, ModuleResult]) -> dict[str, ModuleResult]:
         saved = MUTANTS / f"committed-{module}.json"
         if not r.tested or not r.not_checked or (module not in rows and not saved.exists()):
             continue
-        prefix = f"{PACKAGE}{module}."
+        prefix = mutant_prefix(module)
         base: dict[str, Any] = (
             json.loads(saved.read_text(encoding="utf-8"))
             if saved.exists()
@@ -218,7 +252,7 @@ def _with_committed(found: dict[str, ModuleResult]) -> dict[str, ModuleResult]:
     survivors: dict[str, set[str]] = {}
     for section in text.split("\n### `")[1:]:
         name = section.split("`", 1)[0]
-        survivors.setdefault(name.removeprefix(PACKAGE).split(".", 1)[0], set()).add(name)
+        survivors.setdefault(module_of(name), set()).add(name)
     for line in text.splitlines():
         cells = [c.strip() for c in line.split("|")]
         r = found.get(cells[1]) if len(cells) > 9 else None
@@ -276,7 +310,7 @@ def _earlier(found: dict[str, ModuleResult]) -> tuple[dict[str, str], dict[str, 
     diffs: dict[str, str] = {}
     for section in text.split("\n### `")[1:]:
         name = section.split("`", 1)[0]
-        module = name.removeprefix(PACKAGE).split(".", 1)[0]
+        module = module_of(name)
         if module in rows and "```diff\n" in section:
             diffs[name] = section.split("```diff\n", 1)[1].split("\n```", 1)[0]
     return rows, diffs
@@ -303,16 +337,19 @@ def report(run: tuple[str, list[str]] | None = None) -> int:
         "row then counts the mutants not run yet. Naming only survivors of a module measured",
         "here before reruns those: the row keeps that measurement, each caught survivor killed.",
         "",
-        "A mutant is one small change to a rule module of `evalops/domain/`; for each, mutmut runs",
-        "the tests of the fast selection (the pure tests of the files listed in `[tool.mutmut]`;",
-        "`tests/mutation_fast.py` leaves out CLI and workspace tests) that reach the changed",
+        "A mutant is one small change to a module of `[tool.mutmut] only_mutate` (a domain",
+        "module by its name, any other by its dotted path under `evalops`); for each, mutmut runs",
+        "the tests of the fast selection (the tests of the files listed in `[tool.mutmut]`;",
+        "`tests/mutation_fast.py` leaves out CLI and workspace tests, except for mutants of a",
+        "module outside `evalops/domain/`, whose tests need them) that reach the changed",
         "function, and the mutant is killed when one fails. Score: killed (timeouts included) over",
         "tested; the last column leaves out the survivors explained as equivalent in",
         "`tests/mutation_equivalents.toml`. Target: at least 90% per module, every survivor",
         "killed by a test or explained there. A module not run on the machine that wrote this",
         "file keeps the row and survivors of the run that measured it. The run log lists the",
         "runs that wrote this file: when, the command, and per module run the mutants caught",
-        "(killed or timed out) over those tested.",
+        "(killed or timed out) over those tested. A module with 0 mutants holds constants only",
+        "(mutmut mutates functions); the modules whose functions read them are measured.",
         "",
         "| module | mutants | tested | killed | timeout | survived | equivalent | score"
         " | score without equivalents |",
@@ -326,8 +363,11 @@ def report(run: tuple[str, list[str]] | None = None) -> int:
             unexplained += [
                 s
                 for s in earlier_diffs
-                if s.startswith(f"{PACKAGE}{module}.") and s not in equivalents
+                if s.startswith(mutant_prefix(module)) and s not in equivalents
             ]
+            continue
+        if r is not None and r.total == 0:  # constants only: mutmut mutates functions
+            lines.append(f"| {module} | 0 | 0 | 0 | 0 | 0 | 0 | - | - |")
             continue
         if r is None or r.tested == 0:
             lines.append(f"| {module} | not run yet | | | | | | | |")
