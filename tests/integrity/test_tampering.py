@@ -64,6 +64,8 @@ EXTRA_STEPS: list[tuple[tuple[str, ...], int]] = [
         ),
         0,
     ),
+    # A void (its row and the voided trial's), so tampering with either is tried too.
+    (("trials", "void", "review-me", "--reason", "ingested twice under another id"), 0),
     (
         (
             "waiver",
