@@ -117,13 +117,13 @@ def estimate(
     Example: evalops report estimate EST-2 --format html -o reports/estimate-EST-2.html
     """
     from evalops.report.estimate import render_estimate
-    from evalops.services.estimation.records import stored_result
+    from evalops.services.estimation.records import stored_result_and_head
 
     state = settings(ctx, json_flag)
     chosen = format_for(fmt, output, _default_format(output), strict=True)
     with state.connect() as engine:
-        doc = stored_result(engine, estimate_id)
-    path = write_output(output, render_estimate(doc, chosen))
+        doc, head = stored_result_and_head(engine, estimate_id)
+    path = write_output(output, render_estimate(doc, chosen, head))
     _written(ctx, f"{chosen} report of {estimate_id}", path, chosen, {"estimate_id": estimate_id})
 
 

@@ -19,9 +19,14 @@ def _pass_first(rates: Mapping[str, Any]) -> dict[str, Any]:
     return {k: rates[k] for k in sorted(rates, key=lambda k: (k != "pass", k))}
 
 
-def render_estimate(doc: Mapping[str, Any], fmt: str) -> str:
+def render_estimate(
+    doc: Mapping[str, Any], fmt: str, audit_head: Mapping[str, Any] | None = None
+) -> str:
+    """`audit_head`: the chain's head when rendered, the anchor HTML and Markdown carry (the
+    JSON is the stored document itself, byte for byte)."""
     context: dict[str, Any] = {
         "doc": doc,
+        "audit_head": dict(audit_head) if audit_head is not None else None,
         "rates": _pass_first(doc["rates"]),
         "difference": _pass_first(doc["difference"] or {}),
         "level": f"{float(doc['confidence']) * 100:g}%",

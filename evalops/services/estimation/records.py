@@ -22,7 +22,7 @@ from evalops.domain.timestamps import format_timestamp, parse_timestamp
 from evalops.errors import InputError
 from evalops.services.estimation.inputs import EstimateAsk, estimate_inputs
 from evalops.services.verify.estimate_checks import estimate_event_mismatch, replay_estimate
-from evalops.store.audit import append_event, next_seq
+from evalops.store.audit import append_event, chain_head, next_seq
 from evalops.store.engine import read_session, write_session
 from evalops.store.tables import Estimate
 
@@ -114,6 +114,17 @@ def stored_result(engine: Engine, estimate_id: str) -> dict[str, Any]:
     """The stored document alone (what reports render)."""
     with read_session(engine) as session:
         return dict(json.loads(_row(session, estimate_id).result))
+
+
+def stored_result_and_head(
+    engine: Engine, estimate_id: str
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The stored document and the audit chain's head when it is read: a rendered report
+    carries the head (`evalops verify --anchors` finds it), the document stays as stored."""
+    with read_session(engine) as session:
+        doc = dict(json.loads(_row(session, estimate_id).result))
+        event = chain_head(session)
+    return doc, ({"seq": event.seq, "hash": event.hash} if event is not None else None)
 
 
 def list_estimates(
