@@ -400,11 +400,15 @@ def gate_check(
         else:
             data = check(engine, actor=state.who(), **options)
             _write_artifacts(engine, data["gate_id"], junit, report)
-        changes, effects, off_line, voids = None, None, None, None
+        from evalops.services.reads.voids import decision_voids
+        from evalops.services.reports.audit import decision_cutoff
+        from evalops.store.reader import engine_reader
+
+        changes, effects, off_line = None, None, None
+        with engine_reader(engine) as reader:
+            voids = decision_voids(reader, data, decision_cutoff(inputs, None) if dry_run else None)
         if not state.json:
-            from evalops.services.reads.voids import decision_voids
             from evalops.services.reports.audit import decision_changes
-            from evalops.store.reader import engine_reader
 
             changes = decision_changes(
                 engine,
@@ -414,7 +418,8 @@ def gate_check(
             with engine_reader(engine) as reader:
                 effects = _open_effects(reader, data)
                 off_line = _off_line(reader, data)
-                voids = decision_voids(reader, data)
+    # A key of the command's output only, never of the stored decision (docs/json.md).
+    cast("dict[str, Any]", data)["voids"] = voids
     emit(ctx, data, lambda: _render_decision(data, changes, effects, off_line, voids))
     raise typer.Exit(EXIT_BY_DECISION[data["decision"]])
 
@@ -431,7 +436,8 @@ def _check_under_definitions(
     one transaction holding REV's definitions in force, then rolled back."""
     from evalops.services.gate.check import dry_run_check
     from evalops.services.gate.definitions_at import definitions_at
-    from evalops.services.reports.audit import decision_changes
+    from evalops.services.reads.voids import decision_voids
+    from evalops.services.reports.audit import decision_changes, decision_cutoff
     from evalops.store.reader import ConnectionReader
 
     with (
@@ -447,13 +453,15 @@ def _check_under_definitions(
         cast("dict[str, Any]", data)["definitions"] = where.as_dict()
         _write_artifacts(bound, data["gate_id"], junit, report, (data, inputs))
         changes, effects = None, None
+        voids = decision_voids(ConnectionReader(conn), data, decision_cutoff(inputs, None))
+        cast("dict[str, Any]", data)["voids"] = voids
         if not state.json:
             changes = decision_changes(bound, gate_id=data["gate_id"], unstored=(data, inputs))
             effects = _open_effects(ConnectionReader(conn), data)
 
     def human() -> None:
         say(f"dry run {where.describe()}")
-        _render_decision(data, changes, effects)
+        _render_decision(data, changes, effects, voids=voids)
 
     emit(ctx, data, human)
     raise typer.Exit(EXIT_BY_DECISION[data["decision"]])
@@ -480,14 +488,14 @@ def gate_show(
 
     state = settings(ctx, json_flag)
     effects: NextFacts | None = None
-    voids: list[dict[str, Any]] | None = None
+    voids: list[dict[str, Any]] = []
     if junit is None and report is None:
         from evalops.services.reads.listings import show_decision
 
         with state.read() as reader:
             data = show_decision(reader, gate_id)
             effects = None if state.json else _open_effects(reader, data)
-            voids = None if state.json else decision_voids(reader, data)
+            voids = decision_voids(reader, data)
     else:
         from evalops.services.gate.check import show
         from evalops.store.reader import engine_reader
@@ -495,10 +503,11 @@ def gate_show(
         with state.connect() as engine:
             data = show(engine, gate_id)
             _write_artifacts(engine, gate_id, junit, report)
-            if not state.json:
-                with engine_reader(engine) as reader:
-                    effects = _open_effects(reader, data)
-                    voids = decision_voids(reader, data)
+            with engine_reader(engine) as reader:
+                effects = None if state.json else _open_effects(reader, data)
+                voids = decision_voids(reader, data)
+    # A key of the command's output only, never of the stored decision (docs/json.md).
+    data["voids"] = voids
 
     def human() -> None:
         _render_decision(data, effects=effects, voids=voids)

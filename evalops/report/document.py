@@ -319,6 +319,26 @@ class AuthorityFacts(TypedDict):
     """Absent only from a document assembled without resolved facts (no database)."""
 
 
+class ReportVoid(TypedDict):
+    """A void that left trials of the decision out (docs/trials.md, "Voiding a mistaken
+    record"): one recorded at or before the decision's cutoff covering trials of its build
+    and member tasks. The same entry is `voids` of `gate check --json` (docs/json.md)."""
+
+    void_id: str
+    at: str
+    actor: str
+    signers: list[dict[str, str]]
+    """`{principal, fingerprint}` of each signer of the void; empty when unsigned."""
+    by: str
+    """Its signers, else the actor who recorded it."""
+    reason: str
+    trials_left_out: int
+    """How many of this decision's trials it left out."""
+    hard_count: int
+    """How many of the void's trials were hard failures (listed first, in the block colour)."""
+    line: str
+
+
 class HistoryEntry(TypedDict):
     gate_id: str
     decision: str
@@ -358,6 +378,8 @@ class ReportDocument(TypedDict):
     """The drill-down of each trial that did not pass (`services/reports/drilldown.py`); like
     `trials`, read back from disk for a decision of many trials."""
     waivers: ReportWaivers
+    voids: list[ReportVoid]
+    """The voids the decision's inputs left out, hard-failure voids first."""
     calibration: list[CalibrationFact]
     regression: RegressionVerdict | None
     changes: Changes

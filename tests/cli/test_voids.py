@@ -351,3 +351,83 @@ def test_the_site_lists_voids_hard_failures_first_in_the_block_colour(demo: Path
     assert (
         "voided: 2 trials (1 hard failure), VOID-2 by tester@example.com: flaky grader" in (rows[0])
     )
+
+
+SOFT = "trial-b124-support-refund-in-order-0"
+
+
+def _report(cli: Cli, demo: Path, gate_id: str, name: str) -> str:
+    path = demo / name
+    done = cli("gate", "show", gate_id, "--report", str(path), cwd=demo)
+    assert done.code == 0, _said(done)
+    return path.read_text(encoding="utf-8")
+
+
+def test_the_audit_report_and_json_list_the_voids_a_decision_left_out_hard_ones_first(
+    demo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    earlier = _gate(cli, demo, [], "build-124")
+    assert earlier["voids"] == []
+    replay_before = cli("gate", "replay", earlier["gate_id"], "--json", cwd=demo).json()
+    monkeypatch.setenv("EVALOPS_NOW", LATER)
+    soft = cli(
+        "trials", "void", SOFT, "--reason", "ingested under the wrong build", "--json", cwd=demo
+    )
+    assert soft.code == 0, _said(soft)
+    hard = cli(
+        "trials",
+        "void",
+        *HARD_CHAIN,
+        "--reason",
+        "flaky grader",
+        "--confirm-hard-failure",
+        "--json",
+        cwd=demo,
+    )
+    assert hard.code == 0, _said(hard)
+    recorded = [hard.json(), soft.json()]  # the hard-failure void first, though recorded last
+    assert recorded[0]["hard_count"] > 0 and recorded[1]["hard_count"] == 0
+    expected = [
+        (v["void_id"], v["reason"], v["actor"], len(v["trials"]), v["hard_count"]) for v in recorded
+    ]
+    assert [e[3] for e in expected] == [len(HARD_CHAIN), 1]
+
+    after = _gate(cli, demo, [], "build-124")
+    got = [
+        (v["void_id"], v["reason"], v["by"], v["trials_left_out"], v["hard_count"])
+        for v in after["voids"]
+    ]
+    assert got == expected
+    assert after["voids"][0]["actor"] == recorded[0]["actor"]
+    assert _task(after)["ignoredTrials"]["voided"] == sum(e[3] for e in expected)
+    shown = cli("gate", "show", after["gate_id"], "--json", cwd=demo).json()
+    assert shown["voids"] == after["voids"]
+
+    # The report in its three formats: the same list, hard first, in the block colour.
+    doc = json.loads(_report(cli, demo, after["gate_id"], "after.json"))
+    assert doc["voids"] == after["voids"]
+    html = _report(cli, demo, after["gate_id"], "after.html")
+    section = html.split('<h2 id="voids">', 1)[1].split("<h2", 1)[0]
+    rows = [r for r in section.split("<tr")[1:] if "data-label" in r]
+    assert len(rows) == 2
+    for row, (void_id, reason, by, n, _hard) in zip(rows, expected, strict=True):
+        assert void_id in row and reason in row and by in row
+        assert f'data-label="trials left out" class="n">{n}' in row
+    assert rows[0].startswith(' class="e-block"') and "e-block" not in rows[1]
+    md = _report(cli, demo, after["gate_id"], "after.md")
+    first, second = (md.index(f"`{e[0]}`") for e in expected)
+    assert first < second
+    assert f"| `{expected[0][0]}` | {len(HARD_CHAIN)} (**" in md and expected[1][1] in md
+
+    # A decision made before the voids lists none, however late it is shown or reported,
+    # and its replay is what it was; so does one made later as of a time before them.
+    assert cli("gate", "show", earlier["gate_id"], "--json", cwd=demo).json()["voids"] == []
+    old = json.loads(_report(cli, demo, earlier["gate_id"], "before.json"))
+    assert old["voids"] == []
+    assert 'id="voids"' not in _report(cli, demo, earlier["gate_id"], "before.html")
+    assert "VOID-" not in _report(cli, demo, earlier["gate_id"], "before.md")
+    replay = cli("gate", "replay", earlier["gate_id"], "--json", cwd=demo).json()
+    assert replay == replay_before and replay["identical"] is True
+    assert _gate(cli, demo, [], "build-124", "--at", BETWEEN)["voids"] == []
+    dry = _gate(cli, demo, [], "build-124", "--dry-run")
+    assert [v["void_id"] for v in dry["voids"]] == [e[0] for e in expected]

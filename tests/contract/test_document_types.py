@@ -369,6 +369,16 @@ def _listed_report(corpus: Corpus, copy: Path, now: Any) -> None:
         engine.dispose()
 
 
+def _voided(engine: Any, now: Any) -> None:
+    """A voided trial, as the next decision's report lists its void."""
+    from evalops.services.gate.check import check
+    from evalops.services.ingest.voids import VoidRequest, void_trials
+
+    void = VoidRequest(("trial-b124-support-refund-in-order-0",), None, "wrong build")
+    void_trials(engine, void, actor="t", now=now)
+    check(engine, build="build-124", suite_id=SUITE, at=None, actor="t", now=now)
+
+
 @pytest.fixture(scope="module")
 def corpus(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Corpus:
     import shutil
@@ -421,6 +431,7 @@ def corpus(demo_master: Path, tmp_path_factory: pytest.TempPathFactory) -> Corpu
         # A revoked waiver, as the next decision's report shows it.
         revoke(engine, "WVR-1", reason="the fix shipped", actor="t", now=now)
         check(engine, build=build, suite_id=SUITE, at=None, actor="t", now=now)
+        _voided(engine, now)
         for gate_id in _add_stored(corpus, db):
             doc = audit_document(engine, gate_id, now=now)
             corpus.check(doc, rd.ReportDocument, f"report {gate_id}")
@@ -477,6 +488,7 @@ def test_the_types_reach_every_nested_document(corpus: Corpus) -> None:
         rd.Changes,
         rd.Provenance,
         rd.HistoryEntry,
+        rd.ReportVoid,
     }
     assert nested <= set(corpus.seen), nested - set(corpus.seen)
 

@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from evalops.domain.voids import VOIDED, void_line
+from evalops.domain.voids import void_line, who
 from evalops.store.reader import Reader
 
 _VOIDS = (
@@ -98,21 +98,50 @@ def voids_for(
     return out
 
 
-def decision_voids(reader: Reader, decision: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The voids a decision left trials out for (its tasks counted `voided` trials): read
-    as of the decision's cutoff (a stored one's request; a dry run's audit head)."""
-    tasks = [
-        t["task_id"]
-        for t in decision.get("tasks") or []
-        if isinstance(t.get("ignoredTrials"), Mapping) and t["ignoredTrials"].get(VOIDED)
-    ]
+def void_entry(void: Mapping[str, Any]) -> dict[str, Any]:
+    """A void as a decision lists it (`voids` of `gate check --json` and of the audit
+    report, docs/json.md): who, why, and how many of the decision's trials it left out."""
+    return {
+        "void_id": void["void_id"],
+        "at": void["at"],
+        "actor": void["actor"],
+        "signers": list(void["signers"]),
+        "by": who(void),
+        "reason": void["reason"],
+        "trials_left_out": int(void["trials_here"]),
+        "hard_count": int(void["hard_count"]),
+        "line": void["line"],
+    }
+
+
+def decision_void_entries(
+    reader: Reader, execution_digest: str, task_ids: Iterable[str], cutoff: int
+) -> list[dict[str, Any]]:
+    """The voids recorded at or before `cutoff` that left out trials of this execution and
+    these member tasks, hard-failure voids first (what a reviewer must look at), then in
+    the order they were recorded."""
+    found = [void_entry(v) for v in voids_for(reader, [execution_digest], task_ids, cutoff)]
+    return sorted(found, key=lambda v: v["hard_count"] == 0)
+
+
+def decision_voids(
+    reader: Reader, decision: Mapping[str, Any], cutoff: int | None = None
+) -> list[dict[str, Any]]:
+    """The voids a decision left trials out for, hard-failure voids first, read as of the
+    decision's cutoff: `cutoff` when given (a dry run's request), else a stored decision's
+    (its request's, or its own event for one stored before requests were), else the audit
+    head the decision reports."""
+    tasks = [str(t["task_id"]) for t in decision.get("tasks") or []]
     if not tasks:
         return []
-    row = reader.first(
-        "SELECT inputs FROM gate_decision WHERE gate_id = :id", {"id": decision.get("gate_id")}
-    )
-    if row is not None:
-        cutoff = int(json.loads(row["inputs"])["request"]["cutoff"])
-    else:
-        cutoff = int((decision.get("audit_head") or {}).get("seq") or 0)
-    return voids_for(reader, [str(decision["execution_digest"])], tasks, cutoff)
+    if cutoff is None:
+        row = reader.first(
+            "SELECT inputs, audit_seq FROM gate_decision WHERE gate_id = :id",
+            {"id": decision.get("gate_id")},
+        )
+        if row is not None:
+            request = json.loads(row["inputs"]).get("request") or {}
+            cutoff = int(request["cutoff"]) if "cutoff" in request else int(row["audit_seq"])
+        else:
+            cutoff = int((decision.get("audit_head") or {}).get("seq") or 0)
+    return decision_void_entries(reader, str(decision["execution_digest"]), tasks, cutoff)

@@ -60,12 +60,14 @@ from evalops.report.document import (
     ReportSummary,
     ReportTask,
     ReportTrial,
+    ReportVoid,
     ReportWaiver,
     ReportWaivers,
     SyncView,
 )
 from evalops.report.rows import RowSpool, mapped
 from evalops.services.gate.policies import named_in
+from evalops.services.reads.voids import decision_void_entries
 from evalops.services.registry.definitions import (
     SHARED_KEY,
     Definitions,
@@ -242,6 +244,12 @@ def resolve(
         # Read as the report lists them (`assemble`), a chunk at a time.
         "trial_facts": _StoredTrials(session, defs, inputs, upto),
         "waivers": _waiver_facts(session, result.get("waivers") or {}),
+        "voids": decision_void_entries(
+            ConnectionReader(session.connection()),
+            str(inputs["execution_digest"]),
+            [str(t["task_id"]) for t in tasks],
+            upto if cutoff is None else cutoff,
+        ),
         "calibration": calibration_facts(
             session, defs, tasks, cutoff, pass_class_exempt=int(inputs.get("evaluator", 1)) < 3
         ),
@@ -1205,6 +1213,7 @@ def assemble(
         "trials": trials,
         "failing_trials": failing,
         "waivers": waivers,
+        "voids": cast("list[ReportVoid]", list(resolved.get("voids", []))),
         "calibration": list(resolved.get("calibration", [])),
         "regression": result.get("regression"),
         "changes": changes_since_baseline(
