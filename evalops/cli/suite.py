@@ -69,11 +69,12 @@ def show(
     ] = False,
     json_flag: JsonFlag = False,
 ) -> None:
-    """Show a suite's members: pinned revision and digests, when, by whom, via which promotion.
+    """Show a suite's members: pinned revision and digests, when, by whom, via which promotion,
+    and who signed it (principal and key fingerprint, or "unsigned").
 
     Example: evalops suite show regression/core --all
     """
-    from evalops.services.reads.listings import show_suite
+    from evalops.services.reads.listings import describe_signers, show_suite
 
     state = settings(ctx, json_flag)
     with state.read() as reader:
@@ -81,7 +82,7 @@ def show(
 
     def human() -> None:
         say(f"{data['suite']} ({data['kind']})  suite_digest {data['suite_digest']}")
-        table = new_table("task", "rev", "task_digest", "added", "by", "via", "removed")
+        table = new_table("task", "rev", "task_digest", "added", "by", "via", "signed", "removed")
         for m in data["members"]:
             removed = m["removed"]
             add_row(
@@ -92,12 +93,13 @@ def show(
                 m["added_at"],
                 m["added_by"],
                 (m["promotion"] or {}).get("subject", "-"),
-                _removal(removed) if removed else "",
+                describe_signers(m["signers"]),
+                (f"{_removal(removed)}; {describe_signers(removed['signers'])}" if removed else ""),
             )
         print_table(
             table,
             shorten=("task_digest",),
-            prose=("removed",),
+            prose=("signed", "removed"),
             drop=("via", "by", "added", "rev", "removed"),
         )
 

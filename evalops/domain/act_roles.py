@@ -46,3 +46,9 @@ ACT_ROLES: dict[str, Role] = {
 DEFAULT_THRESHOLDS: dict[str, int] = {"trials.void_hard": 2}
 #: The separations of duties an authority may declare.
 SeparationRule = Literal["no_self_waiver", "no_self_review"]
+
+
+def membership_act(action: str) -> str:
+    """The signed act behind a suite membership row: its retirement is a `retire`, a new
+    member or a new pin (`added`, `repinned`) a `suite.promote`."""
+    return "retire" if action == "retired" else "suite.promote"

@@ -49,3 +49,10 @@ def self_waiver_reason(waiver_id: str, both: list[str], ingest_seq: int) -> str:
         f"{NO_SELF_WAIVER}: {', '.join(both)} signed {waiver_id} and the ingest of its "
         f"build's trials (audit seq {ingest_seq})"
     )
+
+
+def self_reviews(reviews: Iterable[tuple[int, Iterable[str], Iterable[str]]]) -> frozenset[int]:
+    """The audit seqs of the reviews that `no_self_review` refuses: of (review seq, the
+    review's signer principals, the signer principals of the reviewed trial's ingest or
+    import), those where some principal signed both. Which act came first does not matter."""
+    return frozenset(seq for seq, mine, theirs in reviews if shared_signers(mine, theirs))

@@ -661,3 +661,49 @@ def test_verify_checks_each_acts_registry(
     done = w.run("verify")
     assert done.code == 6, done.stdout + done.stderr
     assert "an act of registry" in done.stderr and "not of this one" in done.stderr
+
+
+def _task_entry(decided: dict[str, Any]) -> dict[str, Any]:
+    (entry,) = [t for t in decided["tasks"] if t["task_id"] == TASK]
+    return entry
+
+
+def test_a_review_by_the_signer_of_the_trials_ingest_is_no_evidence_in_the_gate(
+    any_engine: World,
+) -> None:
+    """bob signed review-me's ingest and then its review while the rule was not declared;
+    once `no_self_review` is declared, the gate counts the review as no human evidence:
+    the task stands as it stood before any review (both loaders: verify agrees)."""
+    w = any_engine
+    w.authority(**NO_SEPARATION)
+    assert _ingest(w, "bob").code == 0
+    unreviewed = _task_entry(_gate(w))
+    done = w.run(
+        "review", "resolve", "review-me", "--grader", "reply-quality", "--state", "task_pass",
+        "--reason", "read it", "--sign-with", str(w.keys["bob"]),
+    )  # fmt: skip
+    assert done.code == 0, done.stdout + done.stderr
+    reviewed = _task_entry(_gate(w))
+    assert reviewed != unreviewed  # the review counts while the rule is not declared
+    w.authority()  # both rules declared, by alice's signed commit
+    assert _task_entry(_gate(w)) == unreviewed
+    assert w.run("verify").code == 0  # the plain-SQL loader rebuilds the same inputs
+
+
+def test_a_review_by_another_reviewer_still_counts_under_the_rule(any_engine: World) -> None:
+    """The rule leaves out only the ingest signer's review: carol's review of bob's
+    ingest counts, before and after the rule is declared."""
+    w = any_engine
+    w.authority(**NO_SEPARATION)
+    assert _ingest(w, "bob").code == 0
+    unreviewed = _task_entry(_gate(w))
+    done = w.run(
+        "review", "resolve", "review-me", "--grader", "reply-quality", "--state", "task_pass",
+        "--reason", "read it", "--sign-with", str(w.keys["carol"]),
+    )  # fmt: skip
+    assert done.code == 0, done.stdout + done.stderr
+    reviewed = _task_entry(_gate(w))
+    assert reviewed != unreviewed
+    w.authority()
+    assert _task_entry(_gate(w)) == reviewed
+    assert w.run("verify").code == 0

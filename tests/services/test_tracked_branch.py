@@ -653,6 +653,79 @@ def test_an_unsigned_promote_is_refused_and_a_risk_owners_is_accepted(any_repo: 
     assert repo.run("verify").code == 0
 
 
+def _fingerprint(private: Path) -> str:
+    """The key's fingerprint as `ssh-keygen -l` prints it, from the public key the
+    authority file names (not from evalops)."""
+    out = subprocess.run(
+        ["ssh-keygen", "-l", "-E", "sha256", "-f", f"{private}.pub"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return out.split()[1]
+
+
+def _text(html: str) -> str:
+    """The page's text: tags (and the <wbr> an identifier may carry) left out."""
+    import re
+
+    return " ".join(re.sub(r"<[^>]+>", "", html).split())
+
+
+def test_every_promotion_line_names_its_signers(repo: Repo) -> None:
+    """`suite show` (text and --json), the suite card and the site's suite page show who
+    signed each promotion: alice's principal and key fingerprint, or "unsigned" for the
+    members promoted before the authority."""
+    alice = _fingerprint(repo.keys["alice"])
+    assert alice.startswith("SHA256:")
+    done = repo.run("promote", PROMOTABLE, "--to", SUITE, "--sign-with", str(repo.keys["alice"]))
+    assert done.code == 0, done.stdout + done.stderr
+    members = {
+        m["task_id"]: m for m in repo.run("suite", "show", SUITE, "--json").json()["members"]
+    }
+    assert members[PROMOTABLE]["signers"] == [{"principal": "alice", "fingerprint": alice}]
+    assert members[TASK]["signers"] == []
+    text = repo.run("suite", "show", SUITE)
+    assert text.code == 0, text.stdout + text.stderr
+    flat = " ".join(text.stdout.split())
+    assert f"signed by alice ({alice})" in flat, text.stdout
+    assert "unsigned" in flat, text.stdout
+    card = repo.run("report", "suite", SUITE, "--format", "json").json()
+    by_task = {m["task_id"]: m for m in card["members"]}
+    assert by_task[PROMOTABLE]["signers"] == [{"principal": "alice", "fingerprint": alice}]
+    assert by_task[TASK]["signers"] == []
+    markdown = repo.run("report", "suite", SUITE, "--format", "md").stdout
+    line = next(x for x in markdown.splitlines() if x.startswith(f"| `{PROMOTABLE}`"))
+    assert f"signed by `alice` (`{alice}`)" in line, line
+    line = next(x for x in markdown.splitlines() if x.startswith(f"| `{TASK}`"))
+    assert "unsigned" in line, line
+    html = _text(repo.run("report", "suite", SUITE, "--format", "html").stdout)
+    assert f"signed by alice ({alice})" in html
+    done = repo.run("report", "site", "site", "--suite", SUITE)
+    assert done.code == 0, done.stdout + done.stderr
+    pages = [p.read_text("utf-8") for p in (repo.root / "site" / "suites").glob("*.html")]
+    (page,) = [p for p in pages if f"Suite {SUITE}" in _text(p)]
+    history = page[
+        page.index('id="membership"') : page.index("</table>", page.index('id="membership"'))
+    ]
+    rows = {
+        task: [_text(r) for r in history.split("<tr>") if task in r] for task in (PROMOTABLE, TASK)
+    }
+    assert len(rows[PROMOTABLE]) == 1 and f"signed by alice ({alice})" in rows[PROMOTABLE][0], rows
+    assert len(rows[TASK]) == 1 and rows[TASK][0].endswith("; unsigned–"), rows
+
+
+def test_without_an_authority_a_promotion_is_shown_unsigned(plain: Repo) -> None:
+    done = plain.run("promote", PROMOTABLE, "--to", SUITE)
+    assert done.code == 0, done.stdout + done.stderr
+    members = {
+        m["task_id"]: m for m in plain.run("suite", "show", SUITE, "--json").json()["members"]
+    }
+    assert members[PROMOTABLE]["signers"] == []
+    assert plain.sql("SELECT count(*) FROM signed_act WHERE kind = 'suite.promote'") == [(0,)]
+    card = plain.run("report", "suite", SUITE, "--format", "md").stdout
+    line = next(x for x in card.splitlines() if x.startswith(f"| `{PROMOTABLE}`"))
+    assert "unsigned" in line and "signed by" not in line, line
+
+
 def test_registry_track_is_a_policy_owners_signed_act(any_repo: Repo) -> None:
     repo = any_repo
     refused(repo.run("registry", "track", "--branch", "release"), "registry.track is unsigned")

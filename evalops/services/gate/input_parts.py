@@ -6,7 +6,7 @@ plain SQL) share them, so the two cannot spell an input differently."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -19,8 +19,10 @@ from evalops.domain.gate_documents import (
     WaiverFactDocument,
 )
 from evalops.domain.separation import (
+    NO_SELF_REVIEW,
     NO_SELF_WAIVER,
     IngestAct,
+    self_reviews,
     self_waiver,
     self_waiver_reason,
 )
@@ -320,6 +322,37 @@ def self_waivers_of(
         if hit is not None:
             out[waiver_id] = SelfWaiver(seq, self_waiver_reason(waiver_id, *hit))
     return out
+
+
+def self_review_sql(cutoff: int | None) -> str:
+    """Each signed review with the signers of the reviewed trial's ingest or import (both
+    loaders read it; `:cutoff` is bound when given): review_seq, review_signers,
+    ingest_signers."""
+    where = "" if cutoff is None else " WHERE r.audit_seq <= :cutoff"
+    return (
+        "SELECT r.audit_seq AS review_seq, rs.signers AS review_signers, "
+        "i.signers AS ingest_signers FROM review_result r "
+        "JOIN signed_act rs ON rs.audit_seq = r.audit_seq AND rs.kind = 'review.resolve' "
+        "JOIN trial t ON t.trial_id = r.trial_id "
+        "JOIN signed_act i ON i.audit_seq = t.audit_seq "
+        "AND i.kind IN ('trials.ingest', 'trials.import')" + where
+    )
+
+
+def self_reviews_of(rules: Collection[str], rows: Sequence[Mapping[str, Any]]) -> frozenset[int]:
+    """`no_self_review` over the rows of `self_review_sql`: the audit seqs of the reviews
+    the gate does not count as human evidence (a signer of the review signed the ingest
+    of the trial it reviewed, whichever came first)."""
+    if NO_SELF_REVIEW not in rules:
+        return frozenset()
+
+    def principals(signers: str) -> list[str]:
+        return [s["principal"] for s in json.loads(signers)]
+
+    return self_reviews(
+        (int(r["review_seq"]), principals(r["review_signers"]), principals(r["ingest_signers"]))
+        for r in rows
+    )
 
 
 def refused_by_authority(seq: int, at: str, payload: Mapping[str, Any]) -> RefusedWaiverRequest:

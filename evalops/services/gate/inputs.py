@@ -49,6 +49,8 @@ from evalops.services.gate.input_parts import (
     ignored_as,
     is_refused_waiver_act,
     refused_by_authority,
+    self_review_sql,
+    self_reviews_of,
     self_waivers_of,
     trajectory_counts,
     without_self_waivers,
@@ -420,6 +422,7 @@ def listed_task_trials(
     cutoff = GateRequest.from_dict(inputs["request"]).cutoff
     # Listed as evaluator 3 lists them: the pass class is never exempt from calibration.
     defs = Definitions(session, cutoff, pass_class_exempt=False)
+    defs.refused_reviews = self_reviews(session, cutoff)
     rederive_ = StaleClassifications(session, defs)
 
     def trials(task: Mapping[str, Any]) -> Iterator[TrialInput]:
@@ -541,6 +544,18 @@ def waiver_facts(session: Session, build: str, cutoff: int | None) -> list[Waive
 
 def _principals(signers: str) -> frozenset[str]:
     return frozenset(s["principal"] for s in json.loads(signers))
+
+
+def self_reviews(session: Session, cutoff: int | None) -> frozenset[int]:
+    """The audit seqs of the reviews the authority in force at `cutoff` refuses by
+    `no_self_review`: the gate counts them as no human evidence."""
+    from sqlalchemy import text
+
+    found = authority_in_force(session, cutoff)
+    if found is None:
+        return frozenset()
+    rows = session.connection().execute(text(self_review_sql(cutoff)), {"cutoff": cutoff})
+    return self_reviews_of(found[0].separation_of_duties, [dict(r) for r in rows.mappings()])
 
 
 def self_waivers(session: Session, build: str, cutoff: int | None) -> dict[str, SelfWaiver]:
@@ -756,6 +771,7 @@ def _inputs(
     members = queries.members(session, request.suite_id, cutoff=cutoff)
     # The calibration rule changed with evaluator 3 (the pass class is never exempt).
     defs = Definitions(session, cutoff, pass_class_exempt=evaluator < 3)
+    defs.refused_reviews = self_reviews(session, cutoff)
     heads = member_heads(defs, members)
     run = queries.latest_sync_run(session, cutoff)
     waivers, refused = without_self_waivers(

@@ -174,6 +174,9 @@ class StoredDefinitions:
         self._appended: (
             tuple[dict[str, list[dict[str, Any]]], dict[str, list[dict[str, Any]]]] | None
         ) = None
+        # Audit seqs of reviews that count as no human evidence (`no_self_review`: the
+        # gate loaders set them); `appended` leaves them out.
+        self.refused_reviews: frozenset[int] = frozenset()
 
     def task(self, task_id: str, task_digest: str) -> StoredTask | None:
         key = (task_id, task_digest)
@@ -225,11 +228,16 @@ class StoredDefinitions:
                 recon.setdefault(r["trial_id"], []).append(r)
             reviews: dict[str, list[dict[str, Any]]] = {}
             for v in self.reader.rows(
-                f"SELECT trial_id, grader_id, state FROM review_result{where} ORDER BY id", only
+                "SELECT trial_id, grader_id, state, audit_seq FROM review_result"
+                f"{where} ORDER BY id",
+                only,
             ):
                 reviews.setdefault(v["trial_id"], []).append(v)
             self._appended = (recon, reviews)
-        return self._appended[0].get(trial_id, []), self._appended[1].get(trial_id, [])
+        counted = self._appended[1].get(trial_id, [])
+        if self.refused_reviews:
+            counted = [v for v in counted if int(v["audit_seq"]) not in self.refused_reviews]
+        return self._appended[0].get(trial_id, []), counted
 
 
 def rederive(defs: StoredDefinitions, trial: Mapping[str, Any]) -> Classification | None:

@@ -298,7 +298,13 @@ def suite_members(
     return folded if include_removed else [m for m in folded if m[1] is None]
 
 
-def _membership_view(added: dict[str, Any], removed: dict[str, Any] | None) -> dict[str, Any]:
+def _membership_view(
+    reader: Reader, added: dict[str, Any], removed: dict[str, Any] | None
+) -> dict[str, Any]:
+    """One member's pin, who signed the promotion that set it and, when retired, the
+    retirement (each `{principal, fingerprint}`; [] when unsigned)."""
+    from evalops.domain.act_roles import membership_act
+
     promotion = added["promotion_id"]
     return {
         "task_id": added["task_id"],
@@ -313,6 +319,7 @@ def _membership_view(added: dict[str, Any], removed: dict[str, Any] | None) -> d
             if promotion is not None
             else None
         ),
+        "signers": _signers(reader, membership_act(added["action"]), added["audit_seq"]),
         "removed": (
             {
                 "at": stored_time(removed["at"]),
@@ -320,6 +327,7 @@ def _membership_view(added: dict[str, Any], removed: dict[str, Any] | None) -> d
                 **read_stored(removed["reason"]).as_dict(),
                 "approved_by": removed["approved_by"],
                 "replaced_by": removed["replaced_by"],
+                "signers": _signers(reader, "retire", removed["audit_seq"]),
             }
             if removed is not None
             else None
@@ -346,7 +354,7 @@ def show_suite(reader: Reader, suite_id: str, *, include_removed: bool = False) 
         "owner": declaration.get("owner"),
         "description": declaration.get("description"),
         "suite_digest": suite_digest(suite_id, row["kind"], [added for added, _ in current]),
-        "members": [_membership_view(added, removed) for added, removed in shown],
+        "members": [_membership_view(reader, added, removed) for added, removed in shown],
         "changes": int(changes),
     }
 

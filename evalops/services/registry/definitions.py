@@ -64,6 +64,9 @@ class Definitions:
     _validity: dict[str, dict[str, Validity]] = field(default_factory=dict)
     _executions: dict[str, bool] = field(default_factory=dict)
     _appended: tuple[dict[str, list[Reconciliation]], dict[str, list[ReviewResult]]] | None = None
+    refused_reviews: frozenset[int] = frozenset()
+    """Audit seqs of reviews that count as no human evidence (`no_self_review`: the gate
+    loaders set them); `appended` leaves them out."""
 
     def appended(self, trial_id: str) -> tuple[list[Reconciliation], list[ReviewResult]]:
         """A trial's reconciliations and human reviews, in order.
@@ -87,7 +90,10 @@ class Definitions:
             ):
                 reviews.setdefault(v.trial_id, []).append(v)
             self._appended = (recon, reviews)
-        return self._appended[0].get(trial_id, []), self._appended[1].get(trial_id, [])
+        counted = self._appended[1].get(trial_id, [])
+        if self.refused_reviews:
+            counted = [v for v in counted if v.audit_seq not in self.refused_reviews]
+        return self._appended[0].get(trial_id, []), counted
 
     def task_rows(self, task_digest: str) -> list[TaskRevision]:
         if self._all_tasks is not None:

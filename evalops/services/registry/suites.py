@@ -8,12 +8,14 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from evalops.domain.act_roles import membership_act
 from evalops.domain.classify import failing_verdict_class
 from evalops.domain.gate_rules import verdict_effect
 from evalops.domain.retirement_reason import read_stored
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
+from evalops.services.authority.acts import signers_of
 from evalops.services.registry.unknown_ids import not_registered
 from evalops.store import queries
 from evalops.store.engine import read_session
@@ -55,6 +57,7 @@ def _membership_view(session: Session, m: queries.Member) -> dict[str, Any]:
         "added_at": format_timestamp(added.at),
         "added_by": added.actor,
         "promotion": {"id": promotion.id, "subject": promotion.subject} if promotion else None,
+        "signers": signers_of(session, membership_act(added.action), added.audit_seq),
         "removed": None,
     }
     if m.removed is not None:
@@ -64,6 +67,7 @@ def _membership_view(session: Session, m: queries.Member) -> dict[str, Any]:
             **read_stored(m.removed.reason).as_dict(),
             "approved_by": m.removed.approved_by,
             "replaced_by": m.removed.replaced_by,
+            "signers": signers_of(session, "retire", m.removed.audit_seq),
         }
     return out
 

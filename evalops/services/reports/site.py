@@ -37,6 +37,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from evalops import __version__
+from evalops.domain.act_roles import membership_act
 from evalops.domain.changes import TaskSide, flip
 from evalops.domain.gate_documents import Anchor
 from evalops.domain.retirement_reason import read_stored
@@ -373,7 +374,7 @@ def _membership_history(session: Session, suite_id: str) -> list[dict[str, Any]]
             "replaced_by": r.replaced_by,
             "at": format_timestamp(r.at),
             "actor": r.actor,
-            "signers": signers_of(session, "retire", r.audit_seq) if r.action != "added" else [],
+            "signers": signers_of(session, membership_act(r.action), r.audit_seq),
         }
         for r in rows
     ]

@@ -47,6 +47,8 @@ from evalops.services.gate.input_parts import (
     is_refused_waiver_act,
     must_rederive,
     refused_by_authority,
+    self_review_sql,
+    self_reviews_of,
     self_waivers_of,
     trajectory_counts,
     without_self_waivers,
@@ -304,6 +306,13 @@ class GateReads:
                 }
             )
         return out
+
+    def self_reviews(self) -> frozenset[int]:
+        """The audit seqs of the reviews the authority in force at the cutoff refuses by
+        `no_self_review` (`self_reviews` of evalops/services/gate/inputs.py)."""
+        found = authority_at(self.reader, self.cutoff)
+        rules = getattr(found[0], "separation_of_duties", ()) if found else ()
+        return self_reviews_of(rules, self.rows(self_review_sql(self.cutoff)))
 
     def self_waivers(self, build: str) -> dict[str, SelfWaiver]:
         """The build's waivers the authority in force at the cutoff refuses by
@@ -581,6 +590,7 @@ def rebuilt_inputs(reader: Reader, request: GateRequest, evaluator: int) -> AnyG
     members = reads.members(request.suite_id)
     # The calibration rule changed with evaluator 3 (the pass class is never exempt).
     defs = StoredDefinitions(reader, request.cutoff, pass_class_exempt=evaluator < 3)
+    defs.refused_reviews = reads.self_reviews()
     loader = _Loader(reads, defs, members)
     load: Callable[[Mapping[str, Any]], Any] = (
         loader.compact if evaluator >= EVALUATOR_COMPACT else loader.listed
