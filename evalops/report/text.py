@@ -51,6 +51,10 @@ _MD_WWW = re.compile(r"(?i)(?<=www)\.")
 # table cell's first word), so its own start is escaped.
 _MD_LINE_START = re.compile(r"^([ \t]*)([#+\-=>])")
 _MD_ORDERED = re.compile(r"^([ \t]*\d{1,9})([.)])")
+# Spaces at the text's edges are markup too: leading ones shift a list item's content
+# column (un-nesting the sub-list under it) or start an indented code block, trailing
+# ones end a line with a hard break. As character references they stay plain spaces.
+_MD_EDGE_SPACES = re.compile(r"^ +| +$")
 
 
 def md(value: Any) -> str:
@@ -63,7 +67,8 @@ def md(value: Any) -> str:
     text = _MD_ALWAYS.sub(r"\\\1", visible(value))
     text = _MD_WWW.sub(r"\\.", _MD_SCHEME.sub(r"\\:", text))
     text = _MD_LINE_START.sub(r"\1\\\2", text)
-    return _MD_ORDERED.sub(r"\1\\\2", text)
+    text = _MD_ORDERED.sub(r"\1\\\2", text)
+    return _MD_EDGE_SPACES.sub(lambda m: "&#32;" * len(m.group()), text)
 
 
 _SAFE_URL = re.compile(r"^https?://[^\s\x00-\x1f\x7f-\x9f\"'<>\\^`{|}]+$", re.IGNORECASE)

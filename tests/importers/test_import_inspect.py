@@ -219,12 +219,21 @@ def test_records_carry_provenance_usage_effects_and_agents(
     for rec in records:
         _, sample, epoch_text, attempt = rec["attempt_id"].split("/")
         epoch = int(epoch_text)
-        assert rec["artifact_manifest"]["artifacts"][-1] == {
-            "kind": "source_log",
-            "digest": digests[(sample, epoch, int(attempt))],
-            "producer": f"inspect-ai {inspect_ai.__version__}",
-            "location": f"{eval_id}#{sample}/{epoch}",
-        }
+        # docs/importers.md: a provenance artifact identifying the execution, then one
+        # naming the file the trial was read from and where in it.
+        assert rec["artifact_manifest"]["artifacts"][-2:] == [
+            {
+                "kind": "source_log",
+                "digest": digests[(sample, epoch, int(attempt))],
+                "producer": f"inspect-ai {inspect_ai.__version__}",
+                "location": f"{eval_id}#{sample}/{epoch}",
+            },
+            {
+                "kind": "source_file",
+                "producer": f"inspect-ai {inspect_ai.__version__}",
+                "location": f"{logs['eval']}#{sample}/{epoch}",
+            },
+        ]
         if rec["runtime"]["status"] != "ok":
             continue  # a failed attempt: it never reached the model or a tool
         completed += 1

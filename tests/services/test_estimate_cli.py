@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import re
 import shutil
 import sqlite3
 import statistics
@@ -385,8 +386,11 @@ def test_report_estimate_renders_the_claim_and_draws_every_interval(ws: Path, cl
     assert html.stdout.count("<circle") == len(stored["rates"]) + len(stored["strata"])
     assert "s-ent-3" in html.stdout  # the member without trials is named
     md = cli("report", "estimate", "EST-1", "--format", "md", cwd=ws)
-    assert md.stdout.startswith(f"## evalops estimate `EST-1`: {stored['claims']}")
-    assert "| `pass` |" in md.stdout.splitlines()[6]  # pass first
+    # The first line anchors the audit head the report was rendered at, the heading follows.
+    anchor, _, md_body = md.stdout.partition("\n")
+    assert re.fullmatch(r"<!-- evalops-audit-head:\d+:sha256:[0-9a-f]{64} -->", anchor)
+    assert md_body.startswith(f"## evalops estimate `EST-1`: {stored['claims']}")
+    assert "| `pass` |" in md_body.splitlines()[6]  # pass first
     js = cli("report", "estimate", "EST-1", "--format", "json", cwd=ws)
     shown = json.loads(js.stdout)
     assert shown["rates"] == stored["rates"] and shown["difference"] == stored["difference"]
