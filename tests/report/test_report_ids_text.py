@@ -43,3 +43,14 @@ def test_markdown_still_escapes_what_would_be_markup() -> None:
                     "[a](b)", "<b>x</b>", "a | b", "~~s~~", "`c`", "&amp;"):  # fmt: skip
         html = render(md(hostile))
         assert html.startswith("<p>") and html.count("<") == 2, (hostile, html)
+
+
+def test_spaces_at_the_edges_of_free_text_change_no_markdown_structure() -> None:
+    parser = MarkdownIt("commonmark")
+    for text in (" x", "  x", "    x", "x  ", " - x ", "   # x"):
+        nested = parser.render(f"- {md(text)} tail\n  - sub\n")
+        assert nested.count("<ul>") == 2 and "<pre>" not in nested, (text, nested)
+        line = parser.render(f"{md(text)}\nnext\n")
+        assert "<br" not in line and "<pre>" not in line and "<h" not in line, (text, line)
+    # still spaces when read: character references, not escapes shown as text
+    assert parser.render(md(" x")).strip() == "<p> x</p>"
