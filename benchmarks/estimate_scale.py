@@ -52,7 +52,7 @@ def main() -> int:
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     ws = workspace(args.tasks, args.trials)
-    gate = measure([*GATE, "--evaluator", "4"], ws, args.runs)
+    gate = measure(GATE, ws, args.runs)
     estimate = measure(ESTIMATE, ws, args.runs)
     size = f"{args.tasks:,} tasks x {args.trials} trials"
     ok = figure(
