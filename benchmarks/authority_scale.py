@@ -91,10 +91,12 @@ def _workspace(root: Path, key_line: str | None) -> Path:
 
 def _signed_act(
     private: ed25519.Ed25519PrivateKey, request: dict[str, Any], waiver: dict[str, Any],
-    at: str, digest: str,
+    at: str, under: tuple[str, str],
 ) -> tuple[dict[str, Any], dict[str, Any]]:  # fmt: skip
     """(the signed_act row of a waiver grant, what its event says about it), as
-    `waiver grant --sign-with` stores them (evalops/services/authority/acts.py)."""
+    `waiver grant --sign-with` stores them (evalops/services/authority/acts.py); `under` is
+    (the digest of the authority in force, the registry id of the database)."""
+    digest, registry = under
     from evalops.domain.authority import NAMESPACE, act_bytes, compose
     from evalops.domain.canonical import canonical_text
     from evalops.domain.sshsig import parse_public_key, sign
@@ -102,7 +104,14 @@ def _signed_act(
     line = private.public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH).decode()
     act_id = str(uuid.UUID(int=waiver["number"]))
     data = act_bytes(
-        compose("waiver.grant", request, act_id=act_id, signed_at=at, authority_digest=digest)
+        compose(
+            "waiver.grant",
+            request,
+            act_id=act_id,
+            signed_at=at,
+            authority_digest=digest,
+            registry_id=registry,
+        )
     )
     signers = [{"principal": "risk", "fingerprint": parse_public_key(line).fingerprint}]
     act = {
@@ -125,6 +134,7 @@ def bulk_waivers(root: Path, count: int, private: ed25519.Ed25519PrivateKey | No
     from evalops.domain.canonical import canonical_text, sha256_digest
     from evalops.domain.vocabulary import format_timestamp
     from evalops.services.authority.acts import authority_in_force
+    from evalops.store import queries
     from evalops.store.audit import chain_head
     from evalops.store.engine import make_engine, write_session
     from evalops.store.rowdigest import RowsDigest
@@ -139,6 +149,9 @@ def bulk_waivers(root: Path, count: int, private: ed25519.Ed25519PrivateKey | No
             now, seq, prev = head.at, head.seq, head.hash
             at, expires = format_timestamp(now), now + timedelta(days=14)
             found = authority_in_force(session)
+            # The act names its registry as `authorize` does (the id of this database's chain).
+            registry = queries.registry_id(session)
+            assert registry is not None
             rows: dict[Any, list[dict[str, Any]]] = {Waiver: [], SignedAct: [], AuditEvent: []}
             for n in range(1, count + 1):
                 seq += 1
@@ -156,7 +169,9 @@ def bulk_waivers(root: Path, count: int, private: ed25519.Ed25519PrivateKey | No
                 digests = RowsDigest()
                 payload = {**request, "waiver_id": waiver["waiver_id"], "granted_at": at}
                 if private is not None and found is not None:
-                    act, payload["signed_act"] = _signed_act(private, request, waiver, at, found[1])
+                    act, payload["signed_act"] = _signed_act(
+                        private, request, waiver, at, (found[1], registry)
+                    )
                     digests.add(SignedAct.__table__, act)  # tables in name order
                     rows[SignedAct].append(act)
                 digests.add(Waiver.__table__, waiver)
@@ -210,6 +225,7 @@ def per_act(private: ed25519.Ed25519PrivateKey, key_path: Path, samples: int) ->
                 act_id=str(uuid.uuid4()),
                 signed_at="2026-11-30T12:00:00.000000Z",
                 authority_digest="sha256:" + "0" * 64,
+                registry_id=str(uuid.UUID(int=0)),
             )
         )
         for n in range(samples)

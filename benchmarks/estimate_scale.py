@@ -8,7 +8,7 @@ regression suite and of an estimation suite in three strata. Both commands read 
 trials through the same loader (`estimate` reuses the gate's): the estimate adds only its
 statistics, per task. Measured as dry runs (nothing stored), each in a fresh process:
 
-- CPU of `estimate --dry-run` over CPU of `gate check --evaluator 4 --dry-run`: <= 2;
+- CPU of `estimate --dry-run` over CPU of `gate check --dry-run`: <= 2;
 - peak memory of `estimate --dry-run` with `--grow` times the trials per task over its peak
   with `--trials`: <= 1.5 (the loader keeps a summary per task, not the trials).
 """
@@ -52,7 +52,7 @@ def main() -> int:
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     ws = workspace(args.tasks, args.trials)
-    gate = measure([*GATE, "--evaluator", "4"], ws, args.runs)
+    gate = measure(GATE, ws, args.runs)
     estimate = measure(ESTIMATE, ws, args.runs)
     size = f"{args.tasks:,} tasks x {args.trials} trials"
     ok = figure(

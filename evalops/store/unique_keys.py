@@ -3,7 +3,7 @@
 A re-ingest is a counted no-op and a changed record an error because a trial id is unique
 per content (`trial_id`, `record_digest`; ingest allows a second content only for an id
 whose rows are all voided); a trial row is voided once; numbers and ids of incidents,
-waivers, voids and decisions are never issued twice because theirs are; the chain cannot
+waivers, voids, estimates and decisions are never issued twice because theirs are; the chain cannot
 hold two events of one hash. Kept as plain data so that `verify` on SQLite checks them
 through `sqlite3` alone; a migration that adds or drops a unique key changes this list
 with it.
@@ -15,6 +15,8 @@ UNIQUE_KEYS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("audit_event", ("hash",)),
     ("calibration", ("calibration_id",)),
     ("execution_profile", ("execution_id", "document_digest")),
+    ("estimate", ("estimate_id",)),
+    ("estimate", ("number",)),
     ("gate_decision", ("gate_id",)),
     ("gate_decision", ("number",)),
     ("grader_config", ("grader_set_row_id", "grader_id")),

@@ -6,7 +6,9 @@ parsed by `sshsig.verify`, the key owners, fingerprints and role grants looked u
 each act. A few hundred acts (every act kind, scopes in and out of scoped grants, keys of
 every type and unknown ones, tampered messages, other namespaces, duplicate and missing
 signatures, thresholds) are judged in random order by one shared judge, by a fresh one
-each, and by the reference: the three judgements must be equal.
+each, and by the reference: the three judgements must be equal. The reference follows the
+contract as it changed since: a threshold undeclared by the authority is 1, except
+`trials.void_hard`, whose default is 2 (DESIGN section 6, docs/trials.md).
 """
 
 from __future__ import annotations
@@ -31,6 +33,11 @@ from evalops.domain.authority import (
     role_refusal,
 )
 from evalops.domain.specs import ACT_ROLES, AuthoritySpec
+
+#: Thresholds the contract sets when an authority declares none (DESIGN section 6: a void
+#: leaving out a hard failure needs "two distinct signers ... threshold `trials.void_hard`,
+#: default 2"); written out here, not read from evalops, so the reference stays independent.
+CONTRACT_DEFAULT_THRESHOLDS = {"trials.void_hard": 2}
 
 
 def _reference(
@@ -57,7 +64,7 @@ def _reference(
             signers.append(signer)
     if not signatures:
         return Judgement(refusal=f"{kind} is unsigned and an authority is in force")
-    needed = authority.thresholds.get(kind, 1)  # type: ignore[call-overload]
+    needed = authority.thresholds.get(kind, CONTRACT_DEFAULT_THRESHOLDS.get(kind, 1))  # type: ignore[call-overload]
     principals = sorted({s.principal for s in signers})
     if len(principals) < needed:
         return Judgement(

@@ -20,13 +20,15 @@ import pytest
 from tests.integrity.test_tampering import run
 
 # (name, SQL run on a copy of the demo's database, re-hash the chain after it, what the
-# error must name)
+# error must name). `{waiver}`, `{ingest}` and `{decision}` stand for the seq of the demo's
+# waiver.grant WVR-1, trials.ingest ingest:1 and gate.decision GATE-3 events, read from the
+# database: the demo's chain grows as the demo does, the events attacked stay the same.
 ATTACKS: list[tuple[str, str, bool, str]] = [
     (
         "blob-in-a-text-column",
         "UPDATE waiver SET reason = CAST(reason AS BLOB)",
         False,
-        "audit seq 36 (waiver.grant WVR-1): waiver row 1 changed",
+        "audit seq {waiver} (waiver.grant WVR-1): waiver row 1 changed",
     ),
     (
         "blob-in-a-grader-config",
@@ -38,25 +40,25 @@ ATTACKS: list[tuple[str, str, bool, str]] = [
         "integer-past-json-range",
         "UPDATE waiver SET number = 9223372036854775807",
         False,
-        "audit seq 36 (waiver.grant WVR-1): waiver row 1 changed",
+        "audit seq {waiver} (waiver.grant WVR-1): waiver row 1 changed",
     ),
     (
         "infinite-score",
         "UPDATE trial SET score = 9e999 WHERE id = 5",
         False,
-        "audit seq 19 (trials.ingest ingest:1): trial rows 1, 2, 3, 4, 5 changed",
+        "audit seq {ingest} (trials.ingest ingest:1): trial rows 1, 2, 3, 4, 5 changed",
     ),
     (
         "blob-payload",
-        "UPDATE audit_event SET payload = CAST(payload AS BLOB) WHERE seq = 36",
+        "UPDATE audit_event SET payload = CAST(payload AS BLOB) WHERE seq = {waiver}",
         False,
-        "audit seq 36: payload does not match payload_digest",
+        "audit seq {waiver}: payload does not match payload_digest",
     ),
     (
         "blob-actor",
-        "UPDATE audit_event SET actor = CAST(actor AS BLOB) WHERE seq = 36",
+        "UPDATE audit_event SET actor = CAST(actor AS BLOB) WHERE seq = {waiver}",
         False,
-        "audit seq 36: hash mismatch",
+        "audit seq {waiver}: hash mismatch",
     ),
     (
         "blob-trial-record",
@@ -78,15 +80,15 @@ ATTACKS: list[tuple[str, str, bool, str]] = [
     ),
     (
         "rehashed-payload-not-json",
-        "UPDATE audit_event SET payload = 'x' WHERE seq = 37",
+        "UPDATE audit_event SET payload = 'x' WHERE seq = {decision}",
         True,
-        "audit seq 37: payload is not an evalops event payload",
+        "audit seq {decision}: payload is not an evalops event payload",
     ),
     (
         "rehashed-payload-rows-not-a-block",
-        "UPDATE audit_event SET payload = '{\"rows\": 5}' WHERE seq = 36",
+        "UPDATE audit_event SET payload = '{\"rows\": 5}' WHERE seq = {waiver}",
         True,
-        "audit seq 36: payload is not an evalops event payload",
+        "audit seq {waiver}: payload is not an evalops event payload",
     ),
 ]
 
@@ -128,6 +130,29 @@ def _rehash_chain(conn: sqlite3.Connection) -> None:
         prev = hashed
 
 
+_EVENTS = {
+    "waiver": ("waiver.grant", "WVR-1"),
+    "ingest": ("trials.ingest", "ingest:1"),
+    "decision": ("gate.decision", "GATE-3"),
+}
+
+
+def _seqs(demo: Path) -> dict[str, int]:
+    """The seq of each event the attacks name, in the demo's own chain."""
+    conn = sqlite3.connect(demo / ".evalops" / "registry.db")
+    try:
+        seqs: dict[str, int] = {}
+        for key, (kind, subject) in _EVENTS.items():
+            rows = conn.execute(
+                "SELECT seq FROM audit_event WHERE kind = ? AND subject = ?", (kind, subject)
+            ).fetchall()
+            assert len(rows) == 1, (kind, subject, rows)
+            seqs[key] = int(rows[0][0])
+    finally:
+        conn.close()
+    return seqs
+
+
 def _attacked(demo: Path, target: Path, sql: str, rehash: bool) -> Path:
     shutil.copytree(demo, target)
     path = target / ".evalops" / "registry.db"
@@ -147,6 +172,8 @@ def test_stored_values_no_writer_stores_are_exit_6_the_same_on_both_paths(
     demo: Path, tmp_path: Path, attack: tuple[str, str, bool, str]
 ) -> None:
     name, sql, rehash, named = attack
+    for key, seq in _seqs(demo).items():
+        sql, named = sql.replace(f"{{{key}}}", str(seq)), named.replace(f"{{{key}}}", str(seq))
     path = _attacked(demo, tmp_path / name, sql, rehash)
     plain, plain_out = run("verify", cwd=tmp_path / name, db=f"sqlite:///{path}")
     orm, orm_out = run("verify", cwd=tmp_path / name, db=f"sqlite+pysqlite:///{path}")

@@ -116,7 +116,8 @@ def test_evaluator_4_decides_replays_and_verifies_on_both_engines(
               "--suite", ten, "--at", "2030-01-01T00:00:00Z", cwd=ws)  # fmt: skip
     assert out.code in (0, 3, 4), out.stderr
     four = json.loads(out.stdout)
-    engine = make_engine(url)
+    # The CLI ran in `ws`; this process reads the same database wherever it runs.
+    engine = make_engine(url if url != SQLITE else f"sqlite:///{ws / '.evalops' / 'registry.db'}")
     try:
         with read_session(engine) as session:
             row = session.exec(

@@ -339,6 +339,7 @@ def test_verify_prints_its_stages_outside_a_terminal(
         "trials",
         "rows",
         "signed acts",
+        "separation of duties",
         "gate decisions",
         "estimates",
         "syncs against git history",
