@@ -96,8 +96,21 @@ def make_engine(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engi
         event.listen(engine, "connect", _sqlite_connect)
         event.listen(engine, "begin", _sqlite_begin)
     else:
+        _quiet_driver_warnings()
         engine = create_engine(url, pool_pre_ping=True)
     return engine.execution_options(**{_LOCK_TIMEOUT: lock_timeout})
+
+
+def _quiet_driver_warnings() -> None:
+    """psycopg logs what it ignores while closing a connection the server ended ("error
+    ignored terminating <psycopg.Copy ...>"); with no handler configured, Python's last
+    resort prints it to stderr beside the one-line error the fault already is
+    (evalops/store/faults.py). A handler that drops it keeps stderr to that one line."""
+    import logging
+
+    driver = logging.getLogger("psycopg")
+    if not driver.handlers:
+        driver.addHandler(logging.NullHandler())
 
 
 class WriterBusy(Exception):

@@ -8,7 +8,7 @@ every type and unknown ones, tampered messages, other namespaces, duplicate and 
 signatures, thresholds) are judged in random order by one shared judge, by a fresh one
 each, and by the reference: the three judgements must be equal. The reference follows the
 contract as it changed since: a threshold undeclared by the authority is 1, except
-`trials.void_hard`, whose default is 2 (DESIGN section 6, docs/trials.md).
+`trials.void_hard`, whose default is 2 (docs/trials.md, "Voiding a mistaken record").
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from evalops.domain.authority import (
 )
 from evalops.domain.specs import ACT_ROLES, AuthoritySpec
 
-#: Thresholds the contract sets when an authority declares none (DESIGN section 6: a void
+#: Thresholds the contract sets when an authority declares none (docs/trials.md: a void
 #: leaving out a hard failure needs "two distinct signers ... threshold `trials.void_hard`,
 #: default 2"); written out here, not read from evalops, so the reference stays independent.
 CONTRACT_DEFAULT_THRESHOLDS = {"trials.void_hard": 2}
