@@ -450,6 +450,9 @@ def _demo_pages(out: Path) -> tuple[Path, list[tuple[Path, str, list[str]]], lis
     card = demo / "reports" / "suite-regression-core.html"
     suite = json.loads(_evalops(["report", "suite", "regression/core", "--format", "json"], demo))
     pages.append((card, "suite-card", [suite["suite"], *[m["task_id"] for m in suite["members"]]]))
+    # The demo writes its site before its authority part adds events; written again here,
+    # every page shows the head the reports above were rendered at.
+    _evalops(["report", "site", "site"], demo)
     pages += _site_pages(demo, doc)
     failures = []
     if not (demo / "site" / "index.html").is_file():
