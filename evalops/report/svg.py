@@ -283,4 +283,11 @@ def intervals(chart_id: str, title: str, rows: Sequence[Mapping[str, Any]]) -> M
             f'<circle cx="{x}" cy="{y + 10}" r="4" class="k-pass"/>'
             f'<text x="{label_w + span + 8}" y="{y + 14}" class="val">{esc(text)}</text>'
         )
-    return svg_frame(chart_id, title, width, height, body)
+    # Kept at its own width inside a scrolling box: scaled to a phone's width its labels
+    # and intervals would be drawn too small to read.
+    frame = svg_frame(chart_id, title, width, height, body)
+    return (
+        Markup('<div class="scroll">')
+        + Markup(str(frame).replace('class="chart"', 'class="chart wide"', 1))
+        + Markup("</div>")
+    )
