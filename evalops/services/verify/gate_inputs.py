@@ -312,6 +312,10 @@ class GateReads:
         `no_self_review` (`self_reviews` of evalops/services/gate/inputs.py)."""
         found = authority_at(self.reader, self.cutoff)
         rules = getattr(found[0], "separation_of_duties", ()) if found else ()
+        # Without the rule nothing is read: a registry of a schema before signed acts
+        # (`db upgrade`'s checks rebuild its decisions too) has no signed_act table.
+        if not rules or not has_table(self.reader, "signed_act"):
+            return frozenset()
         return self_reviews_of(rules, self.rows(self_review_sql(self.cutoff)))
 
     def self_waivers(self, build: str) -> dict[str, SelfWaiver]:
