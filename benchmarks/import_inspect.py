@@ -252,14 +252,10 @@ def _registry(samples: int) -> tuple[Path, str, Path]:
         },
     }
     map_path.write_text(json.dumps(spec, indent=1))
+    from benchmarks.workload import evalops_here
+
     for args in (("init",), ("sync", "registry")):
-        subprocess.run(
-            [sys.executable, "-m", "evalops", "--db", url, *args],
-            cwd=root,
-            env=_env(),
-            check=True,
-            capture_output=True,
-        )
+        evalops_here("--db", url, *args, cwd=root)  # setup: not measured
     return root, url, map_path
 
 

@@ -34,6 +34,35 @@ def evalops(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedPr
     )
 
 
+def evalops_here(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """`evalops(...)` run in this process: for building a registry, whose cost no figure
+    measures (each command in a new process spent 1.5 to 3 CPU-s starting up: most of a
+    small benchmark's setup). The measured commands keep their fresh process. The same
+    environment as `evalops`: no EVALOPS_* variable but the actor, and `cwd`."""
+    import contextlib
+    import io
+
+    from evalops.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("EVALOPS_")}
+    os.environ["EVALOPS_ACTOR"] = "bench@evalops.invalid"
+    try:
+        with (
+            contextlib.chdir(cwd),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
+            code = main(list(args))
+    finally:
+        os.environ.pop("EVALOPS_ACTOR", None)
+        os.environ.update(saved)
+    argv = ["evalops", *args]
+    if check and code != 0:
+        raise subprocess.CalledProcessError(code, argv, out.getvalue(), err.getvalue())
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
 def example_workspace(root: Path, db_url: str | None = None) -> Path:
     """A git repository holding the example registry, initialised, synced and calibrated."""
     import git

@@ -56,6 +56,40 @@ def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path
     return mine
 
 
+def _download_wheelhouse(path: Path) -> None:
+    import subprocess
+    import sys
+    import tomllib
+
+    pyproject = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    wanted = [*pyproject["project"]["dependencies"], *pyproject["build-system"]["requires"]]
+    # What hatchling asks for besides itself to build an editable install (`make demo`'s
+    # `pip install -e .`: its get_requires_for_build_editable).
+    wanted.append("editables~=0.3")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(path), *wanted],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+def wheelhouse_env(factory: pytest.TempPathFactory) -> dict[str, str]:
+    """pip's environment for installing evalops (`make demo`, `pip install .`) from the
+    wheels of its runtime dependencies and build backend, downloaded once per run.
+
+    pip resolves them from the configured index as a user's pip would, once: a resolution
+    against PyPI evaluates every file of every release of scipy, numpy and the rest (40,000
+    links, about 11 CPU-s, most of an install's cost), and each install test paid it again.
+    The installs then read only this directory (`PIP_NO_INDEX`). What they install is what
+    pyproject.toml asks for (read here, so a dependency added there is downloaded too).
+    """
+    path = built_once(factory, "wheelhouse", _download_wheelhouse)
+    return {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(path)}
+
+
 @dataclass
 class CliResult:
     code: int

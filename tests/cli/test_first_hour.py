@@ -21,7 +21,7 @@ from rich.console import Console
 from evalops.cli import progress as progress_module
 from evalops.domain.next_steps import next_steps
 from tests.conftest import Cli
-from tests.helpers import REPO_ROOT, commit_all
+from tests.helpers import REPO_ROOT, commit_all, wheelhouse_env
 from tests.import_support import copy_workspace, import_base
 
 TASK, EXECUTION = "support-refund-in-order", "candidate-b124"
@@ -234,9 +234,12 @@ def test_the_progress_bar_shows_words_and_records(monkeypatch: pytest.MonkeyPatc
     assert "3 records" in shown, shown
 
 
-def _make_demo(clone: Path, demo_dir: Path) -> subprocess.CompletedProcess[str]:
+def _make_demo(
+    clone: Path, demo_dir: Path, pip_env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
     # A reader's shell: no virtualenv active, no PYTHONPATH into some checkout.
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHON"))}
+    env.update(pip_env)
     done = subprocess.run(
         ["make", "demo", f"DEMO_DIR={demo_dir}"],
         cwd=clone,
@@ -251,14 +254,21 @@ def _make_demo(clone: Path, demo_dir: Path) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.slow
-def test_make_demo_on_a_fresh_clone(tmp_path: Path) -> None:
-    """The README's first command: runtime dependencies only, and it says what to do next."""
+def test_make_demo_on_a_fresh_clone(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The README's first command: runtime dependencies only, and it says what to do next.
+
+    The Makefile runs as a reader runs it (its own virtualenv, `pip install -e .` resolving
+    pyproject.toml's dependencies); pip reads them from the run's wheelhouse, not the index
+    (`wheelhouse_env`: resolving against PyPI cost more than the rest of the test)."""
     clone = tmp_path / "clone"
     subprocess.run(
         ["git", "clone", "--quiet", "--no-hardlinks", str(REPO_ROOT), str(clone)], check=True
     )
     demo_dir = tmp_path / "evalops-demo"
-    done = _make_demo(clone, demo_dir)
+    pip_env = wheelhouse_env(tmp_path_factory)
+    done = _make_demo(clone, demo_dir, pip_env)
     assert (demo_dir / "demo-summary.md").is_file()
     assert f". {clone}/.venv/bin/activate" in done.stdout
     assert f"cd {demo_dir}" in done.stdout
@@ -273,7 +283,7 @@ def test_make_demo_on_a_fresh_clone(tmp_path: Path) -> None:
     # The development toolchain is for `make test`, not for the demo.
     assert not names & {"pytest", "mypy", "ruff", "inspect-ai", "scikit-learn", "hypothesis"}
     # A second `make demo` replaces the directory the first one wrote.
-    _make_demo(clone, demo_dir)
+    _make_demo(clone, demo_dir, pip_env)
     assert (demo_dir / "demo-summary.md").is_file()
 
 
