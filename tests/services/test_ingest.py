@@ -1175,6 +1175,21 @@ def test_a_changed_record_among_stored_ones_is_not_skipped(
     assert sqlite_fingerprint(db_path(synced)) == before
 
 
+def test_a_trial_id_that_is_not_a_string_is_refused_beside_a_stored_one(
+    synced: Path, cli: Cli
+) -> None:
+    """A record whose trial_id is a list, naming a stored trial in a nested field (so the
+    batch's lookup finds a stored trial), is refused naming its trial_id: the no-op check
+    does not look a list up as an id."""
+    assert_ok(ingest(cli, synced, write(synced, "first.jsonl", jsonl(text(good(1))))), 1)
+    named = good(2, tool_calls=[{"tool": "crm:lookup-order", "args": {"trial_id": "t-1"}}])
+    line = text({**named, "trial_id": ["t-2"]})
+    refused = ingest(cli, synced, write(synced, "list.jsonl", jsonl(text(good(1)), line)))
+    assert refused.code == 2, refused.stdout + refused.stderr
+    error = refused.json()["error"]
+    assert (error["line"], error["field"]) == (2, "trial_id"), error
+
+
 def test_reingest_with_new_records_stores_only_the_new_ones(synced: Path, cli: Cli) -> None:
     first = write(synced, "first.jsonl", jsonl(text(good(1)), text(good(2))))
     assert_ok(ingest(cli, synced, first), ingested=2)
