@@ -216,11 +216,10 @@ class _Ingester:
         or None for a record stored already under its trial_id: its `record_digest` equals
         the stored row's. Those are counted as identical without being validated and
         classified again (they were when first stored), so ingesting a file again whose
-        records are all stored costs a hash, a parse and one lookup per batch, not a whole
-        ingest (docs/formats.md). Only a line naming a stored trial_id is looked at that
-        way: a line in canonical form (RFC 8785, as the stored digest was computed) is
-        recognized from its bytes alone, any other is parsed and canonicalized; a new
-        record is parsed once, strictly, as it always was."""
+        records are all stored costs a hash a line (and a parse for a spelling other than
+        canonical or json.dumps's) and one lookup per batch, not a whole ingest
+        (docs/formats.md, `take_line`). A new record is parsed once, strictly, as it
+        always was."""
         named = [() if isinstance(item, InputError) else _named_ids(item.data) for item in items]
         stored = self._stored_digests({trial_id for ids in named for trial_id in ids})
         for item, ids in zip(items, named, strict=True):
