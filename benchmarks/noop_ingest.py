@@ -2,6 +2,7 @@
 first ingest, on SQLite and on PostgreSQL (docs/formats.md, trial records: re-ingesting).
 
     python -m benchmarks.noop_ingest [--records 50000] [--runs 5] [--only sqlite,postgresql]
+        [--spellings 'as written,canonical lines']
 
 Each run starts from a fresh copy of the synced example registry without trials, ingests
 the same `--records` records (`trials ingest FILE`, measured), then ingests the same file
@@ -105,9 +106,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", default="sqlite,postgresql")
+    parser.add_argument(
+        "--spellings", default="as written,canonical lines", help="which files, comma-separated"
+    )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     written = records_file(args.records)
-    files = {"as written": written, "canonical lines": canonical_file(written)}
+    every = {"as written": written, "canonical lines": canonical_file(written)}
+    files = {name: every[name] for name in args.spellings.split(",")}
     ok = True
     engines = {"sqlite": ("SQLite", _sqlite), "postgresql": ("PostgreSQL", _postgres)}
     for key in args.only.split(","):

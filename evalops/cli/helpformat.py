@@ -29,7 +29,7 @@ def _held(text: str) -> str:
     return _INNER_HYPHEN.sub(_HELD, text)
 
 
-def _click() -> Any:
+def click_module() -> Any:
     """The click typer runs on: its vendored copy (typer 0.2x), else click itself."""
     try:
         import typer._click as vendored
@@ -88,7 +88,7 @@ def example_lines(command: str, width: int) -> Iterator[str]:
 
 def use_in_help() -> None:
     """Every click context of this process formats help with the formatter above."""
-    click = _click()
+    click = click_module()
     if not isinstance(getattr(click.Context, "formatter_class", None), type):
         return  # another click: its own formatting stands
     click.Context.formatter_class = _formatter_class(click.HelpFormatter)

@@ -1,6 +1,7 @@
 """The `evalops` command: global options, sub-commands, and errors -> exit codes."""
 
 import functools
+import importlib
 import os
 import sys
 from pathlib import Path
@@ -10,25 +11,8 @@ import typer
 from typer.core import TyperGroup
 
 from evalops import __version__
-from evalops.cli import (
-    calibration,
-    db,
-    estimate,
-    export,
-    fastparams,
-    gate,
-    incident,
-    new,
-    registry_cmds,
-    report,
-    review,
-    suite,
-    task,
-    trajectory,
-    trials,
-    verify,
-    waiver,
-)
+from evalops.cli import fastparams
+from evalops.cli.commands import BY_NAME, COMMANDS, Entry
 from evalops.cli.context import Settings, flush_stdout, print_json, settings, shown
 from evalops.cli.discover import (
     in_registry_repository,
@@ -37,7 +21,7 @@ from evalops.cli.discover import (
     project_root,
     registry_parent,
 )
-from evalops.cli.helpformat import use_in_help
+from evalops.cli.helpformat import click_module, use_in_help
 from evalops.errors import (
     EXIT_INTERNAL,
     BusyError,
@@ -121,17 +105,39 @@ def _fault(raised: Exception, obj: object) -> EvalopsError | None:
 
 
 class EvalopsGroup(TyperGroup):
-    """Maps every EvalopsError raised below it to its exit code, without a traceback."""
+    """The root command: maps every EvalopsError raised below it to its exit code, without a
+    traceback. Its sub-commands are named by a table (evalops/cli/commands.py) and each is
+    imported and built only when invoked: `evalops --help` builds none of them."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [entry.name for entry in COMMANDS]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = self.commands.get(cmd_name)
+        if command is None and cmd_name in BY_NAME:
+            command = self.commands[cmd_name] = _build(BY_NAME[cmd_name])
+        return command
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        """typer's, with its "Did you mean" drawn from every command's name (typer's own
+        reads only the commands built so far). `_click_resolve_command` is typer's copy of
+        click's lookup (tests/cli/test_typer_internals.py checks it is still there)."""
+        from difflib import get_close_matches
+
+        try:
+            return self._click_resolve_command(ctx, args)
+        except click_module().exceptions.UsageError as unknown:
+            matches = get_close_matches(args[0], self.list_commands(ctx)) if args else []
+            if self.suggest_commands and matches:
+                suggestions = ", ".join(f"{m!r}" for m in matches)
+                unknown.message = f"{unknown.message.rstrip('.')}. Did you mean {suggestions}?"
+            raise
 
     def format_commands(self, ctx: Any, formatter: Any) -> None:
-        """The commands in groups (`COMMAND_GROUPS`), each with its short help."""
-        listed: dict[str, Any] = {}
-        for name in self.list_commands(ctx):
-            command = self.get_command(ctx, name)
-            if command is not None and not command.hidden:
-                listed[name] = command
-        if not listed:
-            return
+        """The commands in groups (`COMMAND_GROUPS`), each with its short help, from the
+        table: shortened to the terminal's width as click shortens a command's help."""
+        shorten = click_module().utils.make_default_short_help
+        listed = {entry.name: entry.summary for entry in COMMANDS}
         limit = formatter.width - 6 - max(len(n) for n in listed)
         groups = [(title, [n for n in names if n in listed]) for title, names in COMMAND_GROUPS]
         named = {n for _, names in groups for n in names}
@@ -139,9 +145,7 @@ class EvalopsGroup(TyperGroup):
         for title, names in groups:
             if names:
                 with formatter.section(f"{title} commands"):
-                    formatter.write_dl(
-                        [(n, listed[n].get_short_help_str(limit=limit)) for n in names]
-                    )
+                    formatter.write_dl([(n, shorten(listed[n], limit)) for n in names])
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -278,40 +282,61 @@ def root(
     state.progress = progress
 
 
-db.register(app)
-registry_cmds.register(app)
-new.register(app)
-task.register(app)
-incident.register(app)
-suite.register(app)
-trials.register(app)
-trajectory.register(app)
-calibration.register(app)
-review.register(app)
-gate.register(app)
-estimate.register(app)
-waiver.register(app)
-report.register(app)
-export.register(app)
-
-
 def _run_cli(argv: list[str]) -> int:
     """`main` (defined below) for `evalops demo`, which runs this CLI in-process step by
-    step: given to the command rather than imported by it, as this module imports them all."""
+    step: given to the command rather than imported by it (it would import this module)."""
     return main(argv)
 
 
-verify.register(app, run_cli=_run_cli)
+def _build(entry: Entry) -> Any:
+    """The click command of one sub-command: its module's `register` on a Typer of its own,
+    then typer's conversion of that one command with the root's settings (what
+    `typer.main.get_command(app)` would have made of it among all the others)."""
+    module: Any = importlib.import_module(f"evalops.cli.{entry.module}")
+    own = typer.Typer()
+    if entry.module == "verify":
+        module.register(own, run_cli=_run_cli)
+    else:
+        module.register(own)
+    command: Any = None
+    for info in own.registered_commands:
+        named = info.name or typer.main.get_command_name(getattr(info.callback, "__name__", ""))
+        if entry.name == named:
+            command = typer.main.get_command_from_info(
+                info,
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                rich_markup_mode=app.rich_markup_mode,
+            )
+    for group in own.registered_groups:
+        if entry.name == group.name:
+            command = typer.main.get_group_from_info(
+                group,
+                pretty_exceptions_short=app.pretty_exceptions_short,
+                suggest_commands=app.suggest_commands,
+                rich_markup_mode=app.rich_markup_mode,
+            )
+    if command is None:
+        raise RuntimeError(f"evalops.cli.{entry.module} registers no command {entry.name!r}")
+    # Ordinary option values parse without pydantic: simple commands start fast.
+    fastparams.install_tree(command, HELP_NAMES)
+    return command
 
 
 @functools.cache
 def _command() -> Any:
-    """The click command tree of `app`, built once per process: `evalops demo` and the
-    tests run many commands in one process, and building the tree costs more than most
-    commands do."""
+    """The root click command of `app`, built once per process (`evalops demo` and the
+    tests run many commands in one process); its sub-commands are built as they are used."""
     command = typer.main.get_command(app)
-    # Ordinary option values parse without pydantic: `--help` and simple commands start fast.
     fastparams.install_tree(command, HELP_NAMES)
+    return command
+
+
+def command_tree() -> Any:
+    """The whole click command tree, every sub-command built: for what reads the CLI's
+    commands rather than running one (the docs' and help tests)."""
+    command = _command()
+    for name in command.list_commands(None):
+        command.get_command(None, name)
     return command
 
 

@@ -755,6 +755,35 @@ def _depth_ok(value: Any) -> bool:
     return True
 
 
+#: The fast path's parser, built once (`json.loads` with hooks builds a decoder per call).
+_RECORD_DECODER = json.JSONDecoder(
+    object_pairs_hook=_record_object,
+    parse_float=_record_float,
+    parse_int=_record_int,
+    parse_constant=_record_constant,
+)
+
+
+def regular_record_value(text: str) -> Any:
+    """A record line's value when `parse_record`'s fast path takes it as is (the same hooks,
+    the same suspects, the same depth limit: a value the C encoder gives the RFC 8785 form
+    of), else None: anything irregular, including invalid JSON, is left to `parse_record`,
+    which names it. For a check that only needs to know whether a line is one value (the
+    no-op ingest's: is this record stored already?), without a Document or a message."""
+    if text.startswith("\ufeff"):
+        return None  # json.loads refuses a BOM with a message of its own
+    if ("\\u" in text or not text.isascii()) and _RECORD_SUSPECT.search(text) is not None:
+        return None
+    try:
+        value = _RECORD_DECODER.decode(text)
+    except (_Irregular, RecursionError, json.JSONDecodeError):
+        return None
+    containers = text.count("{") + text.count("[")
+    if containers <= MAX_DEPTH or _depth_ok(value):
+        return value
+    return None
+
+
 def parse_record(text: str, path: str) -> ParsedRecord:
     """Parse one JSONL trial record as strictly as `parse_json(spec=False)`, fast.
 

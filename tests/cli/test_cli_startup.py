@@ -55,6 +55,45 @@ def test_help_loads_no_database_statistics_or_model_code(argv: list[str]) -> Non
     assert not any(loaded.values()), [m for m, yes in loaded.items() if yes]
 
 
+def _cli_modules_after(argv: list[str]) -> set[str]:
+    """The modules of the table's commands (evalops/cli/commands.py) that `evalops ARGV`
+    imports, in a fresh interpreter."""
+    from evalops.cli.commands import COMMANDS
+
+    modules = sorted({f"evalops.cli.{entry.module}" for entry in COMMANDS})
+    script = (
+        "import contextlib, io, json, sys\n"
+        "from evalops.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    assert main({argv!r}) == 0\n"
+        f"print('\\n' + json.dumps([m for m in {modules!r} if m in sys.modules]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize(
+    ("argv", "modules"),
+    [
+        (["--help"], set()),
+        (["--version"], set()),
+        (["gate", "check", "--help"], {"evalops.cli.gate"}),
+        (["trials", "ingest", "--help"], {"evalops.cli.trials"}),
+    ],
+)
+def test_a_command_imports_only_its_own_module(argv: list[str], modules: set[str]) -> None:
+    """The root lists its commands from a table: `--help` imports none of them, and a
+    command imports its own module and no other command's."""
+    assert _cli_modules_after(argv) == modules
+
+
 def test_validate_loads_no_database_code() -> None:
     loaded = _loaded_after(
         "from evalops.cli.main import main\n"

@@ -1176,12 +1176,10 @@ def _read_available(fd: int) -> bytes:
 def _help_pages() -> dict[tuple[str, ...], str]:
     """Every command's `--help` page, rendered as `--help` renders it (one command tree,
     not one CLI run per page)."""
-    import typer
+    from evalops.cli.helpformat import click_module
+    from evalops.cli.main import command_tree
 
-    from evalops.cli.helpformat import _click
-    from evalops.cli.main import app
-
-    context = _click().Context
+    context = click_module().Context
     pages: dict[tuple[str, ...], str] = {}
 
     def walk(command: Any, path: tuple[str, ...], parent: Any) -> None:
@@ -1191,19 +1189,19 @@ def _help_pages() -> dict[tuple[str, ...], str]:
             if not getattr(sub, "hidden", False):
                 walk(sub, (*path, name), ctx)
 
-    walk(typer.main.get_command(app), (), None)
+    walk(command_tree(), (), None)
     return pages
 
 
 def test_help_at_80_columns_never_breaks_a_word(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every help page at 80 columns holds the same words as at an unlimited width: no id
     is split at a hyphen (`build-` / `124`) or cut (`sqlite:///.eval` / `ops`)."""
-    from evalops.cli.helpformat import _click
+    from evalops.cli.helpformat import click_module
 
     monkeypatch.setenv("COLUMNS", str(NARROW))
     narrow = _help_pages()
     assert len(narrow) > 40, sorted(narrow)
-    monkeypatch.setattr(_click().formatting, "FORCED_WIDTH", 10_000)
+    monkeypatch.setattr(click_module().formatting, "FORCED_WIDTH", 10_000)
     wide = _help_pages()
     for path, page in narrow.items():
         assert all(len(line) <= NARROW for line in page.splitlines() if " " in line.strip()), path

@@ -19,7 +19,7 @@ import pytest
 import typer
 
 from evalops.cli import fastparams
-from evalops.cli.main import HELP_NAMES, app
+from evalops.cli.main import HELP_NAMES, app, command_tree
 
 REPO = Path(__file__).resolve().parents[2]
 WHAT_TO_CHECK = (
@@ -35,9 +35,8 @@ def _fail(detail: str) -> str:
 
 
 def _patched_tree() -> Any:
-    command = typer.main.get_command(app)
-    fastparams.install_tree(command, HELP_NAMES)
-    return command
+    # The CLI's own tree: every sub-command built as invoking it would (fastparams installed).
+    return command_tree()
 
 
 def _params(command: Any) -> list[Any]:
@@ -128,3 +127,22 @@ def test_the_help_option_is_patched_through_typers_context() -> None:
     helper = command.get_help_option(Context(command, help_option_names=HELP_NAMES))
     assert helper is not None, _fail("the root command has no help option")
     assert set(HELP_NAMES) <= set(helper.opts), _fail(f"help option names: {helper.opts}")
+
+
+def test_typer_still_has_what_the_lazy_root_group_calls() -> None:
+    """evalops/cli/main.py builds one sub-command at a time with typer's own conversion and
+    resolves a command name with typer's copy of click's lookup (`EvalopsGroup`)."""
+    from typer.core import TyperGroup
+
+    resolve = getattr(TyperGroup, "_click_resolve_command", None)
+    assert resolve is not None, "TyperGroup._click_resolve_command is gone: adapt EvalopsGroup"
+    assert list(inspect.signature(resolve).parameters) == ["self", "ctx", "args"]
+    command_kw = set(inspect.signature(typer.main.get_command_from_info).parameters)
+    assert {"command_info", "pretty_exceptions_short", "rich_markup_mode"} <= command_kw
+    group_kw = set(inspect.signature(typer.main.get_group_from_info).parameters)
+    assert {
+        "group_info",
+        "pretty_exceptions_short",
+        "suggest_commands",
+        "rich_markup_mode",
+    } <= group_kw

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import typer
 
-from evalops.cli.main import app
+from evalops.cli.main import command_tree
 from tests.conftest import Cli
 
 HEAVY = ("alembic", "jinja2", "git", "scipy")
@@ -50,7 +49,7 @@ def _commands(group: Any, prefix: tuple[str, ...] = ()) -> Iterator[tuple[str, A
 
 
 def test_every_command_has_help_with_an_example() -> None:
-    root = typer.main.get_command(app)
+    root = command_tree()
     missing = [
         name
         for name, command in _commands(root)

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import typer
 
 from evalops import errors
-from evalops.cli.main import app
+from evalops.cli.main import command_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -30,7 +29,7 @@ def _walk(command: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...]
         yield from _walk(sub, (*path, name))
 
 
-ROOT_COMMAND = typer.main.get_command(app)
+ROOT_COMMAND = command_tree()
 COMMANDS = [
     (path, cmd)
     for path, cmd in _walk(ROOT_COMMAND, ())

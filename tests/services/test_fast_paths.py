@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,8 +25,15 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from evalops.errors import InputError
+from evalops.registry.jsonl import Line
 from evalops.registry.load import parse_json, parse_record
-from evalops.services.ingest.records import _canonical_forms
+from evalops.services.ingest.records import (
+    _canonical_forms,
+    _integral_floats_as_integers,
+    _named_ids,
+    parse_line,
+    take_line,
+)
 from evalops.store.rowlines import PLAIN, TIMESTAMP, _line_of_any, cell, line_of
 from tests.conftest import Cli
 from tests.helpers import real_clock_demo
@@ -128,6 +136,186 @@ def test_stored_and_whole_forms_equal_the_reference(value: dict[str, Any]) -> No
         f"{any(k > 'tool_calls' for k in record)}, encoder_safe={parsed.encoder_safe}"
     )
     assert _canonical_forms(record, parsed.encoder_safe) == (expected_whole, expected_stored)
+
+
+def _with_float_ints(value: Any) -> Any:
+    """`value` with every integer a float (`json.dumps` writes 3 as `3.0`)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str | float):
+        return value
+    if isinstance(value, int):
+        return float(value)
+    if isinstance(value, list):
+        return [_with_float_ints(v) for v in value]
+    return {k: _with_float_ints(v) for k, v in value.items()}
+
+
+def _reference_identical(line: str, stored_digest: str) -> bool:
+    """Independently of the ingest's fast paths: the line is one valid record (the strict
+    parser) whose RFC 8785 form (`rfc8785`) hashes to the stored digest."""
+    import hashlib
+
+    try:
+        value = parse_json(line, "r.jsonl", spec=False).value
+        form = rfc8785.dumps(value)
+    except Exception:  # refused by the strict parser or by the reference
+        return False
+    return "sha256:" + hashlib.sha256(form).hexdigest() == stored_digest
+
+
+# Strings that look like the numbers around them: `1.0` inside a string is not a number.
+number_like = st.sampled_from([",1,", ":2]", "[3}", "-4,", "[0]", ",1.0,", "x.0]", ":-0.0}"])
+line_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-SAFE, SAFE) | json_text | number_like
+    | st.sampled_from([0.5, -0.0, 1.5e-3, 1e-5, 1e21, 2.0**60]),
+    lambda children: st.lists(children, max_size=3)
+    | st.dictionaries(json_text | number_like, children, max_size=3),
+    max_leaves=12,
+)  # fmt: skip
+_INTEGER_IN_TEXT = re.compile(r"(?<=[:,\[])(-?[0-9]+)(?=[,}\]])")
+
+
+def _dotted_strings(value: Any) -> Any:
+    """`value` with `.0` after each integer-looking part of its strings: another record."""
+    if isinstance(value, str):
+        return _INTEGER_IN_TEXT.sub(r"\1.0", value)
+    if isinstance(value, list):
+        return [_dotted_strings(v) for v in value]
+    if isinstance(value, dict):
+        return {_dotted_strings(k): _dotted_strings(v) for k, v in value.items()}
+    return value
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    stored_value=st.dictionaries(json_text | number_like, line_values, max_size=5),
+    other_value=st.dictionaries(json_text | number_like, line_values, max_size=5),
+    data=st.data(),
+)
+def test_a_line_is_taken_as_stored_exactly_when_its_canonical_form_is(
+    stored_value: dict[str, Any], other_value: dict[str, Any], data: st.DataObject
+) -> None:
+    """`take_line` (the no-op ingest's check) against the reference: a line counts as the
+    record stored under its trial_id exactly when it is a valid record whose RFC 8785 form
+    hashes to the stored record_digest, however it is spelled (key order, spacing, escapes,
+    `1.0` for 1); otherwise it gives what `parse_line` gives."""
+    import hashlib
+
+    stored_record = {**stored_value, "trial_id": "t-1"}
+    try:
+        stored_digest = "sha256:" + hashlib.sha256(rfc8785.dumps(stored_record)).hexdigest()
+    except Exception:
+        event("the reference refuses the stored record")
+        return
+    # The line: the stored record or another one under the same trial_id, respelled.
+    same = data.draw(st.booleans())
+    value = stored_record if same else {**other_value, "trial_id": "t-1"}
+    if data.draw(st.booleans()):
+        value = _with_float_ints(value)
+    if data.draw(st.booleans()):
+        value = {**_dotted_strings(value), "trial_id": "t-1"}
+    separators = data.draw(st.sampled_from([(",", ":"), (", ", ": "), (" , ", " :  ")]))
+    try:
+        line = json.dumps(
+            value,
+            sort_keys=data.draw(st.booleans()),
+            ensure_ascii=data.draw(st.booleans()),
+            separators=separators,
+        )
+    except (ValueError, UnicodeEncodeError):
+        return
+    if data.draw(st.booleans()):
+        line = "{" + '"trial_id":"t-0",' + line[1:]  # a duplicate key: invalid JSON
+    raw = line.encode("utf-8", "surrogatepass")
+    expected = _reference_identical(line, stored_digest)
+    event(f"same={same}, identical={expected}")
+    if _integral_floats_as_integers(raw) != raw:
+        event(f"integral floats respelled from the bytes, identical={expected}")
+    taken = take_line(Line("r.jsonl", 1, raw), _named_ids(raw), {"t-1": stored_digest})
+    assert (taken is None) == expected, line
+    if taken is not None:
+        try:
+            parsed: Any = parse_line(Line("r.jsonl", 1, raw))
+        except InputError as exc:
+            parsed = exc
+        if isinstance(parsed, InputError):
+            assert isinstance(taken, InputError)
+            assert (taken.line, taken.field, taken.message) == (
+                parsed.line,
+                parsed.field,
+                parsed.message,
+            )
+        else:
+            assert not isinstance(taken, InputError)
+            assert rfc8785.dumps(taken[0]) == rfc8785.dumps(parsed[0])
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    value=line_values,
+    dotted=st.booleans(),
+    floats=st.booleans(),
+    compact=st.booleans(),
+    ascii_only=st.booleans(),
+)
+def test_respelling_integral_floats_from_the_bytes_keeps_the_value(
+    value: Any, dotted: bool, floats: bool, compact: bool, ascii_only: bool
+) -> None:
+    """Dropping `.0` from a line's bytes never changes what the line means: the respelled
+    text parses to an equal value (Python's ==: 1.0 == 1, strings exactly), whatever the
+    strings hold (`,1.0,` in a string stays); a line written by json.dumps with sorted keys,
+    compact, becomes its RFC 8785 form when its only other spelling is integral floats."""
+    value = {"v": value}  # a record is an object
+    if dotted:
+        value = _dotted_strings(value)
+    written = _with_float_ints(value) if floats else value
+    separators = (",", ":") if compact else (", ", ": ")
+    line = json.dumps(written, sort_keys=True, ensure_ascii=ascii_only, separators=separators)
+    raw = line.encode("utf-8", "surrogatepass")
+    respelled = _integral_floats_as_integers(raw)
+    event(f"respelled={respelled != raw}")
+    assert json.loads(respelled) == json.loads(raw)
+    try:
+        canonical = rfc8785.dumps(value)
+    except Exception:
+        return
+    plain = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    if compact and canonical == plain.encode("utf-8") and "\\" not in line:
+        event("canonical but for integral floats")
+        assert respelled == canonical
+
+
+@pytest.mark.parametrize(
+    ("stored_record", "line", "identical"),
+    [
+        ({"x": 1, "s": "a"}, '{"s":"a","trial_id":"t-1","x":1.0}', True),
+        ({"x": [1, -2, 0]}, '{"trial_id":"t-1","x":[1.0,-2.0,0.0]}', True),
+        ({"x": {"y": 3}}, '{"trial_id":"t-1","x":{"y":3.00}}', True),
+        ({"x": 0}, '{"trial_id":"t-1","x":-0.0}', True),
+        ({"x": 1e20}, '{"trial_id":"t-1","x":100000000000000000000.0}', True),
+        ({"s": ",1,"}, '{"s":",1.0,","trial_id":"t-1"}', False),
+        ({"s": "[1]"}, '{"s":"[1.0]","trial_id":"t-1"}', False),
+        ({"s": 'a",1,'}, '{"s":"a\\",1.0,","trial_id":"t-1"}', False),
+        ({"x": 1}, '{"trial_id":"t-1","x":01.0}', False),
+        ({"x": 1.5}, '{"trial_id":"t-1","x":1.5.0}', False),
+        ({"x": 1}, '{"trial_id":"t-1","x":1.0,"x":1.0}', False),
+        ({"x": 1}, '{"trial_id":"t-1","x":1.0 }', True),
+    ],
+)
+def test_a_line_is_taken_as_stored_only_when_it_is_that_record(
+    stored_record: dict[str, Any], line: str, identical: bool
+) -> None:
+    """Lines that differ from the stored record only in how numbers are spelled are that
+    record; `1.0` inside a string, an invalid number, a duplicate key are not (RFC 8785:
+    one value, one form; docs/formats.md: a line that is not valid JSON is refused)."""
+    import hashlib
+
+    stored_digest = (
+        "sha256:" + hashlib.sha256(rfc8785.dumps({**stored_record, "trial_id": "t-1"})).hexdigest()
+    )
+    assert _reference_identical(line, stored_digest) is identical  # the expectation holds
+    raw = line.encode("utf-8")
+    taken = take_line(Line("r.jsonl", 1, raw), _named_ids(raw), {"t-1": stored_digest})
+    assert (taken is None) is identical
 
 
 @settings(max_examples=300, deadline=None)

@@ -1057,13 +1057,19 @@ def test_canonical_lines_stored_already_are_recognized_from_their_bytes(
     import evalops.services.ingest.records as records_module
 
     parsed = {"n": 0}
-    real_parse = records_module.parse_record
 
-    def parse(*args: Any, **kwargs: Any) -> Any:
-        parsed["n"] += 1
-        return real_parse(*args, **kwargs)
+    def counted(real: Any) -> Any:
+        def parse(*args: Any, **kwargs: Any) -> Any:
+            parsed["n"] += 1
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(records_module, "parse_record", parse)
+        return parse
+
+    # Both parsers a line can meet: the strict one, and the fast one of a stored trial_id.
+    monkeypatch.setattr(records_module, "parse_record", counted(records_module.parse_record))
+    monkeypatch.setattr(
+        records_module, "regular_record_value", counted(records_module.regular_record_value)
+    )
     canonical = [rfc8785.dumps(good(i)) for i in (1, 2, 3)]
     path = write(synced, "canonical.jsonl", jsonl(*canonical))
     assert_ok(ingest(cli, synced, path), ingested=3)
@@ -1085,6 +1091,103 @@ def test_canonical_lines_stored_already_are_recognized_from_their_bytes(
     refused = ingest(cli, synced, write(synced, "dup.jsonl", jsonl(duplicated)))
     assert refused.code == 2, refused.stdout
     assert "duplicate" in refused.json()["error"]["message"].lower()
+
+
+def with_amount(n: int, amount: str) -> str:
+    """Record t-<n> with one number, spelled `amount` as it is, in a tool call's arguments
+    (free-form JSON: part of the record_digest, never validated against a range)."""
+    line = json.dumps(good(n, tool_calls=[{"tool": "crm:lookup-order", "args": {"x": 0}}]))
+    return swap(line, '{"x": 0}', '{"x": ' + amount + "}")
+
+
+# (stored, spellings of the same number): each equal to the stored one in RFC 8785's form
+# (docs/digests.md: numbers as ECMAScript writes them, so an integral float is an integer).
+SAME_NUMBER = [
+    ("1", ["1.0", "1.00", "1E0", "0.1e1", "100e-2"]),
+    ("0.00001", ["1e-05", "1.0E-5", "0.000010"]),  # beyond the fast parser: the strict path
+    ("12.5", ["125e-1", "12.50"]),
+    ("1e+21", ["1000000000000000000000.0", "1E21"]),
+    ("0", ["-0", "-0.0", "0.0"]),
+]
+
+
+@pytest.mark.parametrize(("number", "spellings"), SAME_NUMBER)
+def test_a_number_spelled_otherwise_is_the_stored_record(
+    synced: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch, number: str, spellings: list[str]
+) -> None:
+    """Stored from canonical lines, the same records with their number spelled another way
+    (and the rest as json.dumps writes it) are each the stored record: counted identical,
+    not validated again, nothing stored."""
+    import evalops.services.ingest.records as records_module
+
+    canonical = [rfc8785.dumps(json.loads(with_amount(n, number))) for n in (1, 2)]
+    assert_ok(ingest(cli, synced, write(synced, "canonical.jsonl", jsonl(*canonical))), 2)
+    before, head = sqlite_fingerprint(db_path(synced)), chain_head(synced)
+    validated = {"n": 0}
+    real_validate = records_module.TrialRecord.model_validate
+
+    def validate(value: Any, *args: Any, **kwargs: Any) -> Any:
+        validated["n"] += 1
+        return real_validate(value, *args, **kwargs)
+
+    monkeypatch.setattr(records_module.TrialRecord, "model_validate", validate)
+    lines = [with_amount(n, spelled) for spelled in spellings for n in (1, 2)]
+    assert not {line.encode() for line in lines} & set(canonical)  # none is the stored bytes
+    respelled = write(synced, "respelled.jsonl", jsonl(*lines))
+    assert_ok(ingest(cli, synced, respelled), ingested=0, skipped=len(lines))
+    assert validated["n"] == 0
+    assert chain_head(synced) == head
+    assert sqlite_fingerprint(db_path(synced)) == before
+
+
+@pytest.mark.parametrize(
+    ("change", "old", "new"),
+    [
+        ("another number", '{"x": 1.0}', '{"x": 1.5}'),
+        ("the nearest other float", '{"x": 1.0}', '{"x": 1.0000000000000002}'),
+        ("a string for the number", '{"x": 1.0}', '{"x": "1.0"}'),
+        ("another key", '{"x": 1.0}', '{"x": 1.0, "y": 1.0}'),
+        ("another time", '"2026-11-29T10:03:12Z"', '"2026-11-29T10:03:13Z"'),
+        ("a duplicate key", '{"x": 1.0}', '{"x": 2.0, "x": 1.0}'),
+    ],
+)
+def test_a_changed_record_among_stored_ones_is_not_skipped(
+    synced: Path, cli: Cli, change: str, old: str, new: str
+) -> None:
+    """A file whose every other record is stored, as json.dumps wrote it (`1.0`), with one
+    record changed in its second batch: that record is not counted identical; the ingest is
+    refused on its line (another record under a stored trial_id, or invalid JSON) and
+    nothing is stored."""
+    n = BATCH_SIZE + 10
+    lines = [with_amount(i, "1.0") for i in range(1, n + 1)]
+    assert_ok(ingest(cli, synced, write(synced, "first.jsonl", jsonl(*lines))), ingested=n)
+    before = sqlite_fingerprint(db_path(synced))
+    changed = BATCH_SIZE + 4
+    lines[changed - 1] = swap(lines[changed - 1], old, new)
+    refused = ingest(cli, synced, write(synced, "changed.jsonl", jsonl(*lines)))
+    assert refused.code == 2, (change, refused.stdout)
+    error = refused.json()["error"]
+    assert error["line"] == changed, (change, error)
+    if change == "a duplicate key":
+        assert "duplicate" in error["message"].lower()
+    else:
+        assert error["field"] == "trial_id", (change, error)
+    assert sqlite_fingerprint(db_path(synced)) == before
+
+
+def test_a_trial_id_that_is_not_a_string_is_refused_beside_a_stored_one(
+    synced: Path, cli: Cli
+) -> None:
+    """A record whose trial_id is a list, naming a stored trial in a nested field (so the
+    batch's lookup finds a stored trial), is refused naming its trial_id: the no-op check
+    does not look a list up as an id."""
+    assert_ok(ingest(cli, synced, write(synced, "first.jsonl", jsonl(text(good(1))))), 1)
+    named = good(2, tool_calls=[{"tool": "crm:lookup-order", "args": {"trial_id": "t-1"}}])
+    line = text({**named, "trial_id": ["t-2"]})
+    refused = ingest(cli, synced, write(synced, "list.jsonl", jsonl(text(good(1)), line)))
+    assert refused.code == 2, refused.stdout + refused.stderr
+    error = refused.json()["error"]
+    assert (error["line"], error["field"]) == (2, "trial_id"), error
 
 
 def test_reingest_with_new_records_stores_only_the_new_ones(synced: Path, cli: Cli) -> None:

@@ -47,7 +47,7 @@ from evalops.registry.jsonl import (
     open_source,
     read_lines,
 )
-from evalops.registry.load import Document, parse_record
+from evalops.registry.load import Document, parse_record, regular_record_value
 from evalops.services.authority import acts
 from evalops.services.authority.acts import (
     UNSIGNED,
@@ -83,7 +83,14 @@ CHECKED_AFTER_REFUSAL = 10_000
 #: `trial-0001`... are the same for every task and build).
 TRIAL_PREFIX_HINT = "evalops trials template --trial-prefix P gives each batch its own"
 
-__all__ = ["MAX_LINE_BYTES", "IngestResult", "ingest_files", "ingest_records", "trials_digest"]
+__all__ = [
+    "MAX_LINE_BYTES",
+    "IngestResult",
+    "ingest_files",
+    "ingest_records",
+    "take_line",
+    "trials_digest",
+]
 
 
 @dataclass
@@ -206,38 +213,21 @@ class _Ingester:
 
     def take(self, items: list[Line | InputError]) -> Iterator[tuple[Line, _Parsed] | None]:
         """The lines of one batch, each parsed (an InputError, or the line and its value),
-        or None for a record stored already byte for byte under its trial_id: its
-        `record_digest` equals the stored row's. Those are counted as identical without
-        being validated and classified again (they were when first stored), so ingesting
-        a file again whose records are all stored costs a hash and one lookup per batch,
-        not a whole ingest (docs/formats.md). A line in canonical form (RFC 8785, as the
-        stored digest was computed) is recognized from its bytes alone: its sha256 is the
-        stored `record_digest`, so it is that record exactly, without being parsed; any
-        other line is parsed and its canonical form hashed, as the full check does."""
-        lines = [item for item in items if not isinstance(item, InputError)]
-        ids = {m.decode("utf-8", "replace") for line in lines for m in _TRIAL_ID.findall(line.data)}
-        stored = self._stored_digests(ids)
-        for item in items:
+        or None for a record stored already under its trial_id: its `record_digest` equals
+        the stored row's. Those are counted as identical without being validated and
+        classified again (they were when first stored), so ingesting a file again whose
+        records are all stored costs a hash a line (and a parse for a spelling other than
+        canonical or json.dumps's) and one lookup per batch, not a whole ingest
+        (docs/formats.md, `take_line`). A new record is parsed once, strictly, as it
+        always was."""
+        named = [() if isinstance(item, InputError) else _named_ids(item.data) for item in items]
+        stored = self._stored_digests({trial_id for ids in named for trial_id in ids})
+        for item, ids in zip(items, named, strict=True):
             if isinstance(item, InputError):
                 yield Line("", 0, b""), item
                 continue
-            if stored:
-                raw = sha256_digest(item.data)
-                named = (m.decode("utf-8", "replace") for m in _TRIAL_ID.findall(item.data))
-                if any(stored.get(trial_id) == raw for trial_id in named):
-                    yield None
-                    continue
-            try:
-                found = parse_line(item)
-            except InputError as exc:
-                yield item, exc
-                continue
-            value, encoder_safe = found
-            digest = stored.get(value.get("trial_id"))  # type: ignore[arg-type]
-            if digest is not None and digest == _record_digest(value, encoder_safe):
-                yield None
-                continue
-            yield item, found
+            found = take_line(item, ids, stored)
+            yield None if found is None else (item, found)
 
     def _stored_digests(self, ids: set[str]) -> dict[str, str]:
         """trial_id -> stored record_digest of those of `ids` that are stored (one query)."""
@@ -769,6 +759,92 @@ def parse_line(line: Line) -> tuple[dict[str, Any], bool]:
     if not isinstance(value, dict):
         raise InputError("a trial record must be a JSON object", line.file, line.number)
     return value, parsed.encoder_safe
+
+
+def take_line(line: Line, ids: tuple[str, ...], stored: dict[str, str]) -> _Parsed | None:
+    """None when `line` is the record stored under its trial_id (`stored`: trial_id ->
+    stored `record_digest`, for the trial_ids `ids` the batch's lines name and more), else
+    the line parsed as `parse_line` parses it (its value, or why it is refused).
+
+    A line naming a stored trial_id is hashed as it is (a canonical line is the stored
+    record byte for byte when its sha256 is the stored digest), its integral floats written
+    as RFC 8785 writes them (`1.0` as `1`, see `_integral_floats_as_integers`); else it is
+    parsed by the fast parser and its canonical form hashed; a line the fast parser leaves
+    (a duplicate key, an unusual number) is parsed strictly, as every other line is, and
+    compared after."""
+    candidates = [stored[trial_id] for trial_id in ids if trial_id in stored]
+    if candidates:
+        if sha256_digest(_integral_floats_as_integers(line.data)) in candidates:
+            return None
+        regular = _regular_value(line.data)
+        if regular is not None:
+            # Exactly what parse_line would give (vouched encoder-safe): not parsed again.
+            return None if _stored_form(regular, stored, encoder_safe=True) else (regular, True)
+    try:
+        found = parse_line(line)
+    except InputError as exc:
+        return exc
+    if stored and _stored_form(found[0], stored, encoder_safe=found[1]):
+        return None
+    return found
+
+
+# An integral float as json.dumps writes it (`X.0` after `:`, `,` or `[`, X a JSON integer),
+# which RFC 8785 writes `X`: a line canonical but for those is its stored record's bytes
+# once they are dropped. X is at most 21 digits (RFC 8785 writes 1e21 and beyond with an
+# exponent), so the integer is looked for in the 23 bytes before `.0`.
+_DOT_ZERO = re.compile(rb"\.0(?=[,}\]])")
+_INTEGER_BEFORE = re.compile(rb"[:,\[]-?(?:0|[1-9][0-9]*)\Z")
+
+
+def _integral_floats_as_integers(data: bytes) -> bytes:
+    """`data` with the `.0` of every integral float outside its strings dropped (`1.0` ->
+    `1`), when it holds no backslash, so that every `"` opens or closes a string; else (or
+    with none) `data` as it is. Only a spelling: the result is compared with a stored
+    canonical form, and when they are equal `data` is that form with `.0` after some of its
+    integers (outside strings), so it is valid JSON with the same value and no duplicate key
+    (RFC 8785: 1.0 and 1 are one number)."""
+    if b".0" not in data or b"\\" in data:
+        return data
+    pieces: list[bytes] = []
+    kept = counted = quotes = 0  # bytes kept up to `kept`; quotes counted up to `counted`
+    for found in _DOT_ZERO.finditer(data):
+        at = found.start()
+        quotes += data.count(b'"', counted, at)
+        counted = at
+        if quotes % 2 == 0 and _INTEGER_BEFORE.search(data, max(0, at - 23), at):
+            pieces.append(data[kept:at])
+            kept = at + 2
+    if not pieces:
+        return data
+    pieces.append(data[kept:])
+    return b"".join(pieces)
+
+
+def _named_ids(data: bytes) -> tuple[str, ...]:
+    """The trial_ids a line may name (candidates, see `_TRIAL_ID`)."""
+    return tuple(m.decode("utf-8", "replace") for m in _TRIAL_ID.findall(data))
+
+
+def _regular_value(data: bytes) -> dict[str, Any] | None:
+    """The record a line holds when the fast parser takes it as is (then it is exactly what
+    `parse_line` would return, vouched encoder-safe); None for anything else, which
+    `parse_line` parses strictly and names."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    value = regular_record_value(text)
+    return value if isinstance(value, dict) else None
+
+
+def _stored_form(value: dict[str, Any], stored: dict[str, str], *, encoder_safe: bool) -> bool:
+    """The record is the one stored under its trial_id: its canonical form hashes to that
+    row's `record_digest` (so a float spelled `1.0` is the stored `1`, and any other change
+    is not the stored record)."""
+    trial_id = value.get("trial_id")
+    digest = stored.get(trial_id) if isinstance(trial_id, str) else None
+    return digest is not None and digest == _record_digest(value, encoder_safe)
 
 
 def _record_digest(value: dict[str, Any], encoder_safe: bool) -> str | None:
