@@ -1,17 +1,23 @@
 """P9: a decision of any size in flat memory (the default and only evaluator of new
 decisions, 4: per-task summaries; docs/gate.md).
 
-    python -m benchmarks.grown_build [--small 10000] [--runs 5]
+    python -m benchmarks.grown_build [--small 10000] [--huge 1000000] [--runs 5] [--quick]
 
 The gated build itself grows tenfold: every record is one of the example's build-124
-records (its six tasks), `--small` of them, then ten times as many, each in a workspace of
-its own with one decision stored by `gate check`. Peak memory (RSS) of each
-read command at the big build must stay within 1.5x of the small one's:
+records (its six tasks and the ten sampled EU sessions of `estimation/eu-sessions`),
+`--small` of them, then ten times as many, each in a workspace of its own with one decision
+stored by `gate check`. Peak memory (RSS) of each read command at the big build must stay
+within 1.5x of the small one's:
 
 - `gate check --dry-run` (the loader streams the trials into task summaries);
 - `verify` (re-hashes every trial, replays the decision, rebuilds its summaries);
 - `report audit --gate GATE-1 --format html`;
-- `gate replay GATE-1` (exit 0: byte for byte).
+- `gate replay GATE-1` (exit 0: byte for byte);
+- `estimate --dry-run` of `estimation/eu-sessions` (the gate's loader, per-stratum sums).
+
+Then `gate check` of a build of `--huge` trials (the issue's 1,000,000) must peak under
+150 MB: the dry run, and the stored check that made the workspace's decision.
+`--quick` is a smaller run (2,000 -> 20,000, 100,000, 3 runs), not the issue's sizes.
 """
 
 from __future__ import annotations
@@ -20,24 +26,42 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from benchmarks.measure import medians, run
 from benchmarks.perf import WORK, _copy_db, _fmt, example_base, figure
 from benchmarks.workload import EXAMPLE, templates
 
-GATED_TEMPLATE = "candidate-b124.jsonl"
+GATED_TEMPLATES = ("candidate-b124.jsonl", "eu-sessions/candidate-b124.jsonl")
 CHECK = ["evalops", "gate", "check", "--build", "build-124", "--suite", "regression/core"]
+ESTIMATE = ["evalops", "estimate", "--suite", "estimation/eu-sessions", "--build", "build-124"]
+EU_SESSIONS = sorted(
+    p.stem for p in (EXAMPLE / "tasks" / "eu-sessions").glob("*.yaml")
+)  # the estimation suite's sampled sessions (as `evalops demo` promotes them)
+HUGE_LIMIT_MIB = 150
+CHUNK = 200_000
 
 
-def _gated_records(path: Path, count: int) -> None:
-    """`count` records of build-124 alone: its templates again, each copy in its own run."""
+def _base() -> list[dict[str, Any]]:
+    """Build-124's original records: the regression tasks' and the EU sessions'."""
     wanted = {
         json.loads(line)["trial_id"]
-        for line in (EXAMPLE / "trials" / GATED_TEMPLATE).read_text(encoding="utf-8").splitlines()
+        for name in GATED_TEMPLATES
+        for line in (EXAMPLE / "trials" / name).read_text(encoding="utf-8").splitlines()
     }
-    base = [t for t in templates() if t["trial_id"] in wanted]
+    eu = [
+        json.loads(line)
+        for line in (EXAMPLE / "trials" / GATED_TEMPLATES[1]).read_text("utf-8").splitlines()
+    ]
+    return [t for t in [*templates(), *eu] if t["trial_id"] in wanted]
+
+
+def _gated_records(path: Path, start: int, count: int) -> None:
+    """Records `start` to `start + count` of build-124 alone: its templates again, each
+    copy in its own run."""
+    base = _base()
     with path.open("w", encoding="utf-8") as out:
-        for i in range(count):
+        for i in range(start, start + count):
             record = dict(base[i % len(base)])
             record["trial_id"] = f"g-{i:08d}"
             record["run_id"] = f"g-run-{i // len(base)}"
@@ -52,19 +76,25 @@ def workspace(count: int) -> Path:
     if marker.exists():
         return ws
     _copy_db(example_base(), ws)
-    records = WORK / f"p9-records-{count}.jsonl"
-    _gated_records(records, count)
+    for start in range(0, count, CHUNK):
+        records = WORK / f"p9-records-{count}-{start}.jsonl"
+        _gated_records(records, start, min(CHUNK, count - start))
+        done = run(["evalops", "trials", "ingest", str(records)], cwd=ws)
+        assert done["code"] == 0, (records, done)
+        records.unlink()
     steps = [
-        ["evalops", "trials", "ingest", str(records)],
         *(
             ["evalops", "promote", task, "--to", "regression/core"]
             for task in ("article-publish-approved-revision", "support-refund-in-order")
         ),
-        CHECK,
+        *(["evalops", "promote", task, "--to", "estimation/eu-sessions"] for task in EU_SESSIONS),
     ]
     for argv in steps:
         done = run(argv, cwd=ws)
         assert done["code"] in (0, 3, 4), (argv, done)
+    stored = run(CHECK, cwd=ws)
+    assert stored["code"] in (0, 3, 4), stored
+    (ws / ".evalops" / "p9-stored-check.json").write_text(json.dumps(stored), encoding="utf-8")
     marker.write_text("", encoding="utf-8")
     return ws
 
@@ -76,6 +106,7 @@ def commands(ws: Path) -> dict[str, list[str]]:
         "verify": ["evalops", "verify"],
         "report audit": ["evalops", "report", "audit", "--gate", "GATE-1", "-o", report],
         "gate replay": ["evalops", "gate", "replay", "GATE-1"],
+        "estimate --dry-run": [*ESTIMATE, "--dry-run"],
     }
 
 
@@ -103,13 +134,44 @@ def p9(small: int, runs: int) -> bool:
     return ok
 
 
-def main() -> int:
+def huge(count: int, runs: int) -> bool:
+    """`gate check` of a build of `count` trials: its peak under `HUGE_LIMIT_MIB`."""
+    ws = workspace(count)
+    samples = [run([*CHECK, "--dry-run"], cwd=ws) for _ in range(runs)]
+    for s in samples:
+        assert s["code"] in (0, 3, 4), s
+    dry = medians(samples)
+    stored = json.loads((ws / ".evalops" / "p9-stored-check.json").read_text("utf-8"))
+    ok = figure(
+        f"P9 peak memory of gate check --dry-run of {count:,} gated trials, MiB",
+        dry["peak_kib"] / 1024,
+        HUGE_LIMIT_MIB,
+        _fmt(dry),
+    )
+    return ok & figure(
+        f"P9 peak memory of the stored gate check of {count:,} gated trials (one run), MiB",
+        stored["peak_kib"] / 1024,
+        HUGE_LIMIT_MIB,
+        _fmt(stored),
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--small", type=int, default=10_000)
-    parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
+    parser.add_argument("--small", type=int, default=None, help="default 10,000")
+    parser.add_argument("--huge", type=int, default=None, help="default 1,000,000")
+    parser.add_argument("--runs", type=int, default=None, help="default 5")
+    parser.add_argument("--quick", action="store_true", help="2,000 / 100,000, 3 runs")
+    parser.add_argument("--skip-huge", action="store_true")
+    args = parser.parse_args(argv)
+    small = args.small or (2_000 if args.quick else 10_000)
+    big = args.huge or (100_000 if args.quick else 1_000_000)
+    runs = args.runs or (3 if args.quick else 5)
     WORK.mkdir(parents=True, exist_ok=True)
-    return 0 if p9(args.small, args.runs) else 1
+    ok = p9(small, runs)
+    if not args.skip_huge:
+        ok &= huge(big, runs)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":
