@@ -251,22 +251,26 @@ class StaleClassifications:
             self.batches[batch_id] = json.loads(row).get("validity") if row else None
         return self.batches[batch_id]
 
+    def _current(self, grader_set_digest: str) -> str:
+        if grader_set_digest not in self.current:
+            validity = self.defs.validity(grader_set_digest)
+            self.current[grader_set_digest] = validity_digest(validity)
+        return self.current[grader_set_digest]
+
     def needed(self, trial_id: str, grader_set_digest: str, batch_id: int) -> bool:
         reconciliations, reviews = self.defs.appended(trial_id)
-
-        def current() -> str:
-            if grader_set_digest not in self.current:
-                validity = self.defs.validity(grader_set_digest)
-                self.current[grader_set_digest] = validity_digest(validity)
-            return self.current[grader_set_digest]
-
         if reconciliations or reviews:
-            return must_rederive(True, None, grader_set_digest, current)
+            return must_rederive(
+                True, None, grader_set_digest, lambda: self._current(grader_set_digest)
+            )
         key = (batch_id, grader_set_digest)
         found = self._plain.get(key)
         if found is None:
             found = self._plain[key] = must_rederive(
-                False, self._batch(batch_id), grader_set_digest, current
+                False,
+                self._batch(batch_id),
+                grader_set_digest,
+                lambda: self._current(grader_set_digest),
             )
         return found
 
