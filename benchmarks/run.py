@@ -1,7 +1,8 @@
 """Run every benchmark: `make bench`.
 
 The performance targets (benchmarks/perf.py, P1-P7) first, then P9 (benchmarks/grown_build.py:
-memory of a decision as the gated build grows), P10 (benchmarks/noop_ingest.py: a no-op
+memory of a decision and an estimate as the gated build grows, and `gate check` of a
+1,000,000-trial build under 150 MB), P10 (benchmarks/noop_ingest.py: a no-op
 re-ingest against the first ingest, on both engines), then the streaming, report and importer
 benchmarks (import_inspect; import_scale: start-up against the registry's size, memory
 against the log's), the read commands on the demo registry (read_commands, P8), signed acts
@@ -38,9 +39,7 @@ def main() -> int:
     failed = perf.main()
     print()
     sys.argv = sys.argv[:1]  # each benchmark parses its own (default) options
-    if quick:
-        sys.argv += ["--small", "2000", "--runs", "3"]
-    failed |= grown_build.main()
+    failed |= grown_build.main(["--quick"] if quick else [])
     print()
     sys.argv = sys.argv[:1]
     failed |= noop_ingest.main(["--records", "10000", "--runs", "3"] if quick else [])

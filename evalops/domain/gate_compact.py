@@ -24,8 +24,10 @@ evaluators to the same decisions.
 
 from __future__ import annotations
 
+import math
+import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, cast
@@ -79,11 +81,6 @@ CHAINED_KEYS = (
 )
 
 
-def _exact(value: Fraction) -> str:
-    """An exact sum as JSON text ("3/2"): a float would round, and the means must not."""
-    return str(value)
-
-
 class ExactSum:
     """The exact sum of floats, cheaply: numerators summed per power-of-two denominator (a
     float is an integer over a power of two), one `Fraction` at the end. Scores and counts
@@ -94,69 +91,142 @@ class ExactSum:
     def __init__(self) -> None:
         self._by_denominator: dict[int, int] = {}
 
-    def add(self, value: float) -> None:
+    def add(self, value: float, times: int = 1) -> None:
+        """Add `value`, `times` times (the same exact sum as adding it that often)."""
         numerator, denominator = float(value).as_integer_ratio()
         found = self._by_denominator
-        found[denominator] = found.get(denominator, 0) + numerator
+        found[denominator] = found.get(denominator, 0) + numerator * times
+
+    def _pair(self) -> tuple[int, int]:
+        found = self._by_denominator
+        if not found:
+            return 0, 1
+        # Every denominator is a power of two, so the largest is a multiple of the others:
+        # one integer sum over it is exact.
+        common = max(found)
+        return sum(n * (common // d) for d, n in found.items()), common
 
     def total(self) -> Fraction:
-        return sum((Fraction(n, d) for d, n in sorted(self._by_denominator.items())), Fraction(0))
+        return Fraction(*self._pair())
+
+    def text(self) -> str:
+        """The exact sum as JSON text, `str(self.total())` ("3/2": a float would round, and
+        the means must not), without making the `Fraction`: the pair reduced by their gcd
+        (the denominator is positive), written as `str(Fraction)` writes it."""
+        numerator, denominator = self._pair()
+        divisor = math.gcd(numerator, denominator)
+        numerator, denominator = numerator // divisor, denominator // divisor
+        return str(numerator) if denominator == 1 else f"{numerator}/{denominator}"
+
+
+Trajectory = Any
+"""A trial's trajectory counts as its input holds them, or what `resolve` turns into them."""
 
 
 class CompactTrials:
     """One task's trials, added one at a time in stored order, summarized.
 
     `chained_ids` are the trial ids named as a parent by any trial of the build (a
-    superset is harmless: a chained trial without reruns resolves to itself)."""
+    superset is harmless: a chained trial without reruns resolves to itself). A set is
+    kept as it is (the loader shares one among every task of the build), never changed.
+
+    Trials outside rerun chains are counted by (class, score, gating score) and by
+    efficiency counts, and summed when the document is made: the same exact sums, with a
+    dict update per trial instead of six."""
 
     def __init__(self, chained_ids: Iterable[str] = ()) -> None:
-        self._parents = set(chained_ids)
+        self._parents = (
+            chained_ids if isinstance(chained_ids, (set, frozenset)) else set(chained_ids)
+        )
         self._position = 0
         self._single_n = 0
-        self._classes: Counter[str] = Counter()
         self._first: dict[str, list[Any]] = {}
-        self._score = ExactSum()
-        self._gating = ExactSum()
-        self._efficiency_n = 0
-        self._efficiency = {key: ExactSum() for key in EFFICIENCY_KEYS}
+        self._scored: dict[tuple[str, float, float], int] = {}
+        self._efficiency: dict[tuple[float, ...], int] = {}
         self._fixture_misses = 0
-        self._last: CompactLast | None = None
+        self._last: tuple[int, Trajectory, Callable[[Any], TrajectoryCounts | None] | None] | None
+        self._last = None
         self._chained: list[ChainedTrial] = []
 
+    def is_chained(self, trial_id: str, parent_trial_id: str | None) -> bool:
+        """Does this trial belong to a rerun chain (kept in full, `add` only)?"""
+        return parent_trial_id is not None or trial_id in self._parents
+
     def add(self, trial: TrialInput) -> None:
+        if self.is_chained(trial["trial_id"], trial["parent_trial_id"]):
+            self._chained.append(_chained(trial, self._position))
+            self._position += 1
+            return
+        efficiency = trial.get("efficiency")
+        self.add_single(
+            trial["trial_id"],
+            trial["classification"],
+            float(trial["score"]),
+            float(trial["gating_score"]),
+            tuple(float(efficiency[key]) for key in EFFICIENCY_KEYS) if efficiency else None,
+            int(trial.get("fixture_misses", 0)),
+            trial.get("trajectory"),
+        )
+
+    def add_single(  # noqa: PLR0913 (a trial's parts, per trial: no record built for them)
+        self,
+        trial_id: str,
+        cls: str,
+        score: float,
+        gating_score: float,
+        efficiency: tuple[float, ...] | None,
+        fixture_misses: int,
+        trajectory: Trajectory,
+        resolve: Callable[[Any], TrajectoryCounts | None] | None = None,
+    ) -> None:
+        """A trial in no rerun chain (`is_chained` false), by its parts: `efficiency` in
+        `EFFICIENCY_KEYS` order (None when it has none); `trajectory` as its input holds
+        it, or anything `resolve` turns into that when the document is made (only the last
+        trial's is kept, so the loader parses one per task)."""
         position = self._position
         self._position += 1
-        if trial["parent_trial_id"] is not None or trial["trial_id"] in self._parents:
-            self._chained.append(_chained(trial, position))
-            return
-        cls = trial["classification"]
         self._single_n += 1
-        self._classes[cls] += 1
-        self._first.setdefault(cls, [position, trial["trial_id"]])
-        self._score.add(float(trial["score"]))
-        self._gating.add(counted_gating_score(cls, float(trial["gating_score"])))
-        efficiency = trial.get("efficiency")
-        if efficiency:
-            self._efficiency_n += 1
-            for key in EFFICIENCY_KEYS:
-                self._efficiency[key].add(float(efficiency[key]))
-        self._fixture_misses += int(trial.get("fixture_misses", 0))
-        self._last = {"position": position, "trajectory": trial.get("trajectory")}
+        if cls not in self._first:
+            self._first[cls] = [position, trial_id]
+        key = (cls, score, gating_score)
+        scored = self._scored
+        scored[key] = scored.get(key, 0) + 1
+        if efficiency is not None:
+            self._efficiency[efficiency] = self._efficiency.get(efficiency, 0) + 1
+        self._fixture_misses += fixture_misses
+        self._last = (position, trajectory, resolve)
 
     def document(self) -> CompactTrialsDocument:
         """`{trialCount, single, chained}`: the trials part of an evaluator-4 task input."""
+        classes: Counter[str] = Counter()
+        score, gating = ExactSum(), ExactSum()
+        for (cls, value, gating_value), times in self._scored.items():
+            classes[cls] += times
+            score.add(value, times)
+            gating.add(counted_gating_score(cls, gating_value), times)
+        sums = {key: ExactSum() for key in EFFICIENCY_KEYS}
+        for counts, times in self._efficiency.items():
+            for key, value in zip(EFFICIENCY_KEYS, counts, strict=True):
+                sums[key].add(value, times)
+        last: CompactLast | None = None
+        if self._last is not None:
+            position, trajectory, resolve = self._last
+            last = {
+                "position": position,
+                "trajectory": resolve(trajectory) if resolve is not None else trajectory,
+            }
         return {
             "trialCount": self._position,
             "single": {
                 "n": self._single_n,
-                "classes": dict(sorted(self._classes.items())),
+                "classes": dict(sorted(classes.items())),
                 "first": dict(sorted(self._first.items())),
-                "scoreSum": _exact(self._score.total()),
-                "gatingSum": _exact(self._gating.total()),
-                "efficiencyCount": self._efficiency_n,
-                "efficiencySums": {k: _exact(v.total()) for k, v in self._efficiency.items()},
+                "scoreSum": score.text(),
+                "gatingSum": gating.text(),
+                "efficiencyCount": sum(self._efficiency.values()),
+                "efficiencySums": {k: v.text() for k, v in sums.items()},
                 "fixtureMisses": self._fixture_misses,
-                "last": self._last,
+                "last": last,
             },
             "chained": self._chained,
         }
@@ -236,6 +306,35 @@ class CompactSummary:
         return self.block["meanScore"]  # type: ignore[no-any-return]
 
 
+Exact = tuple[int, int]
+"""An exact sum as (numerator, denominator), not reduced: only its correctly rounded
+quotient is ever used, and `int / int` is correctly rounded, as `float(Fraction)` is."""
+
+_EXACT_TEXT = re.compile(r"(-?[0-9]+)(?:/([0-9]+))?")
+
+
+def _parse_exact(text: str) -> Exact:
+    """An exact sum's text ("3/2", "-7", as `str(Fraction)` writes it) as a pair; any other
+    spelling `Fraction` reads is read by it (and refused as it refuses it)."""
+    found = _EXACT_TEXT.fullmatch(text)
+    if found is None:
+        value = Fraction(text)
+        return value.numerator, value.denominator
+    numerator, denominator = found.groups()
+    if denominator is None:
+        return int(numerator), 1
+    if int(denominator) == 0:
+        raise ZeroDivisionError(f"Fraction({text}, 0)")
+    return int(numerator), int(denominator)
+
+
+def _plus(total: Exact, value: float) -> Exact:
+    """`total + value`, exactly."""
+    a, b = total
+    c, d = float(value).as_integer_ratio()
+    return a * d + c * b, b * d
+
+
 @dataclass(frozen=True)
 class _Effective:
     """The trials that count: counts and exact sums, and the chains' stand-ins, each with
@@ -243,10 +342,10 @@ class _Effective:
 
     classes: Counter[str]
     n: int
-    score: Fraction
-    gating: Fraction
+    score: Exact
+    gating: Exact
     efficiency_n: int
-    efficiency: dict[str, Fraction]
+    efficiency: dict[str, Exact]
     fixture_misses: int
     chained: list[tuple[int, ChainedTrial]]
 
@@ -264,20 +363,20 @@ def _effective(task: CompactTaskInput, limits: Mapping[str, int]) -> tuple[_Effe
         (o["position"], by_id[i]) for o, i in zip(originals, outcome.effective, strict=True)
     ]
     classes = Counter({str(k): int(v) for k, v in single["classes"].items()})
-    score = Fraction(single["scoreSum"])
-    gating = Fraction(single["gatingSum"])
-    efficiency = {k: Fraction(v) for k, v in single["efficiencySums"].items()}
+    score = _parse_exact(single["scoreSum"])
+    gating = _parse_exact(single["gatingSum"])
+    efficiency = {k: _parse_exact(v) for k, v in single["efficiencySums"].items()}
     efficiency_n = int(single["efficiencyCount"])
     misses = int(single["fixtureMisses"])
     for _, t in standing:
         cls = t["classification"]
         classes[cls] += 1
-        score += Fraction(float(t["score"]))
-        gating += Fraction(counted_gating_score(cls, float(t["gating_score"])))
+        score = _plus(score, t["score"])
+        gating = _plus(gating, counted_gating_score(cls, float(t["gating_score"])))
         if t.get("efficiency"):
             efficiency_n += 1
             for key in EFFICIENCY_KEYS:
-                efficiency[key] += Fraction(float(t["efficiency"][key]))
+                efficiency[key] = _plus(efficiency[key], t["efficiency"][key])
         misses += int(t.get("fixture_misses", 0))
     found = _Effective(
         classes=classes,
@@ -307,9 +406,7 @@ def trial_counts(task: CompactTaskInput, policy: GatePolicy) -> TrialCounts:
     estimate of an estimation suite reads its trials exactly as the gate does."""
     limits = {str(k): v for k, v in policy.reruns.max_attempts_by_class.items()}
     eff, outcome = _effective(task, limits)
-    originals = Counter(task["single"]["classes"]) + Counter(
-        t["classification"] for t in task["chained"] if t["parent_trial_id"] is None
-    )
+    _, originals = _all_and_original_classes(task)
     return TrialCounts(
         effective={c: n for c, n in sorted(eff.classes.items()) if n},
         first={c: n for c, n in sorted(originals.items()) if n},
@@ -317,9 +414,10 @@ def trial_counts(task: CompactTaskInput, policy: GatePolicy) -> TrialCounts:
     )
 
 
-def _mean(total: Fraction, n: int) -> float | None:
-    # float(Fraction) is correctly rounded, as `math.fsum` is: the same mean evaluator 3 has.
-    return float(total) / n if n else None
+def _mean(total: Exact, n: int) -> float | None:
+    # The quotient is correctly rounded (`int / int`, as `float(Fraction)`), as `math.fsum`
+    # is: the same mean evaluator 3 has.
+    return total[0] / total[1] / n if n else None
 
 
 def _first(cls: str, single: CompactSingle, candidates: Sequence[tuple[int, ChainedTrial]]) -> str:
@@ -383,6 +481,23 @@ def _trajectory(task: CompactTaskInput, eff: _Effective) -> TrajectoryCounts | N
     return best[1] if best else None
 
 
+def _all_and_original_classes(
+    task: CompactTaskInput,
+) -> tuple[Mapping[str, int], Mapping[str, int]]:
+    """Every trial and every original by class (classes with a positive count, as a sum of
+    `Counter`s keeps them); without rerun chains both are the single trials' counts."""
+    single = task["single"]["classes"]
+    chained = task["chained"]
+    if not chained:
+        counted = {c: n for c, n in single.items() if n > 0}
+        return counted, counted
+    every = Counter(single) + Counter(t["classification"] for t in chained)
+    originals = Counter(single) + Counter(
+        t["classification"] for t in chained if t["parent_trial_id"] is None
+    )
+    return every, originals
+
+
 def summarize_compact(task: CompactTaskInput, policy: GatePolicy) -> CompactSummary:
     """`domain.gate.summarize_task` over an evaluator-4 task summary."""
     plan = task["plan"]
@@ -392,12 +507,7 @@ def summarize_compact(task: CompactTaskInput, policy: GatePolicy) -> CompactSumm
     passes = _passes(plan["passRule"], eff, passed, float(plan["passScore"]))
     state, why = _state(task, eff, passes, passed)
     k = int(plan.get("k") or plan["count"])
-    all_classes = Counter(task["single"]["classes"]) + Counter(
-        t["classification"] for t in task["chained"]
-    )
-    originals = Counter(task["single"]["classes"]) + Counter(
-        t["classification"] for t in task["chained"] if t["parent_trial_id"] is None
-    )
+    all_classes, originals = _all_and_original_classes(task)
     present_failing = {c for c in eff.classes if c in FAILING and eff.classes[c]}
     return CompactSummary(
         state=state,

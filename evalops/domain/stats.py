@@ -6,6 +6,7 @@ hosts agree to the last bit; only the final conversion to float rounds.
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 from collections.abc import Mapping, Sequence
@@ -85,14 +86,14 @@ def task_block(t: TaskTrials) -> dict[str, Any]:
 
 def counts_block(n: int, c: int, k: int, mean_score: float | None) -> dict[str, Any]:
     """`task_block` from the counts alone (the compact evaluator keeps no per-trial list)."""
-    defined = n >= k
-    return {
-        "n": n,
-        "passedCount": c,
-        "meanScore": mean_score,
-        "passAtK": float(pass_at_k(n, c, k)) if defined else None,
-        "passHatK": float(pass_hat_k(n, c, k)) if defined else None,
-    }
+    at_k, hat_k = _pass_floats(n, c, k) if n >= k else (None, None)
+    return {"n": n, "passedCount": c, "meanScore": mean_score, "passAtK": at_k, "passHatK": hat_k}
+
+
+@functools.lru_cache(maxsize=4096)
+def _pass_floats(n: int, c: int, k: int) -> tuple[float, float]:
+    """pass@k and pass^k as floats, once per (n, c, k): a suite's tasks share a few."""
+    return float(pass_at_k(n, c, k)), float(pass_hat_k(n, c, k))
 
 
 def trial_stats(tasks: Sequence[TaskTrials]) -> TrialStats:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import and_, true
 from sqlmodel import Session, SQLModel, col, select
@@ -150,6 +151,58 @@ def strictest_labels(
     return labels.strictest_labels(rows, pinned_revision_id, spec_of)
 
 
+class MembershipRow(Protocol):
+    """A `suite_membership` row as `members` reads it: its columns, read-only (a plain row
+    of a Core read, not an ORM object: a suite of 10,000 members is read for every gate)."""
+
+    @property
+    def id(self) -> int | None: ...
+    @property
+    def suite_id(self) -> str: ...
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def action(self) -> str: ...
+    @property
+    def task_digest(self) -> str: ...
+    @property
+    def grader_set_digest(self) -> str: ...
+    @property
+    def task_revision_id(self) -> int | None: ...
+    @property
+    def promotion_id(self) -> int | None: ...
+    @property
+    def reason(self) -> str | None: ...
+    @property
+    def approved_by(self) -> str | None: ...
+    @property
+    def replaced_by(self) -> str | None: ...
+    @property
+    def at(self) -> datetime: ...
+    @property
+    def actor(self) -> str: ...
+    @property
+    def audit_seq(self) -> int: ...
+
+
+_MEMBERSHIP_COLUMNS = (
+    SuiteMembership.id,
+    SuiteMembership.suite_id,
+    SuiteMembership.task_id,
+    SuiteMembership.action,
+    SuiteMembership.task_digest,
+    SuiteMembership.grader_set_digest,
+    SuiteMembership.task_revision_id,
+    SuiteMembership.promotion_id,
+    SuiteMembership.reason,
+    SuiteMembership.approved_by,
+    SuiteMembership.replaced_by,
+    SuiteMembership.at,
+    SuiteMembership.actor,
+    SuiteMembership.audit_seq,
+)
+
+
 @dataclass(frozen=True)
 class Member:
     """A suite member's current pin, and how it got there."""
@@ -158,20 +211,22 @@ class Member:
     task_id: str
     task_digest: str
     grader_set_digest: str
-    added: SuiteMembership
+    added: MembershipRow
     """The row that set the current pin (added or repinned)."""
-    removed: SuiteMembership | None = None
+    removed: MembershipRow | None = None
 
 
 def members(
     session: Session, suite_id: str, *, include_removed: bool = False, cutoff: int | None = None
 ) -> list[Member]:
     """Fold the append-only membership rows into each task's current state."""
-    rows = session.exec(
-        select(SuiteMembership)
+    # Columns, not entities (no ORM object per row), through the session so that it
+    # flushes what a caller added first.
+    rows: Any = session.exec(
+        select(*_MEMBERSHIP_COLUMNS)  # type: ignore[call-overload]
         .where(SuiteMembership.suite_id == suite_id, upto(SuiteMembership.audit_seq, cutoff))
         .order_by(col(SuiteMembership.id))
-    ).all()
+    )
     state: dict[str, Member] = {}
     for row in rows:
         if row.action == "retired":

@@ -12,12 +12,13 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlmodel import Session, col, func, select
 
-from evalops.domain import audit_kinds
+from evalops.domain import audit_kinds, labels
 from evalops.domain.canonical import plain_number
+from evalops.domain.facts import StoredTaskHead
 from evalops.domain.gate import EVALUATOR
 from evalops.domain.gate_compact import EVALUATOR_COMPACT, CompactTrials
 from evalops.domain.gate_documents import (
@@ -33,6 +34,7 @@ from evalops.domain.gate_documents import (
     TrialInput,
     WaiverFactDocument,
 )
+from evalops.domain.gate_rules import EFFICIENCY_KEYS
 from evalops.domain.separation import NO_SELF_WAIVER, IngestAct
 from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import format_timestamp
@@ -308,21 +310,13 @@ def _older_counts(session: Session, execution: ExecutionProfileRow, cutoff: int)
     return {task_id: int(n) for task_id, n in rows}
 
 
-def _labels_by_task(
-    defs: Definitions, members: list[queries.Member]
-) -> dict[str, tuple[str, list[str]]]:
-    """Each member's ratcheted risk labels, from one read of the task revisions."""
-    wanted = {m.task_id for m in members}
-    revisions: dict[str, list[TaskRevision]] = {}
-    for row in defs.preload_tasks():
-        if row.task_id in wanted:
-            revisions.setdefault(row.task_id, []).append(row)
-    return {
-        m.task_id: queries.strictest_labels(
-            revisions.get(m.task_id, []), m.added.task_revision_id, defs.head_of
-        )
-        for m in members
-    }
+class _Revision(NamedTuple):
+    """A registered task revision as the ratchet and the plan read it."""
+
+    id: int
+    revision: int
+    task_digest: str
+    document: str
 
 
 def member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str, TaskHead]:
@@ -330,18 +324,50 @@ def member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str, 
     trials), from its registered document; the candidate and the baseline share them.
     Read through views of the stored documents (`StoredTaskHead`), not the validated specs:
     each was validated at `sync`, and a 10,000-task suite spent most of this step in
-    validation. What was read is let go after."""
-    labels = _labels_by_task(defs, members)
+    validation. The revisions are read as plain rows, four columns of each, and a document
+    is parsed only when the ratchet or the plan reads it. What was read is let go after."""
+    wanted = {m.task_id for m in members}
+    revisions: dict[str, list[_Revision]] = {}
+    rows: Any = defs.session.connection().execute(
+        select(  # type: ignore[call-overload]
+            TaskRevision.id,
+            TaskRevision.task_id,
+            TaskRevision.revision,
+            TaskRevision.task_digest,
+            TaskRevision.document,
+        )
+        .where(upto(TaskRevision.audit_seq, defs.cutoff))
+        .order_by(col(TaskRevision.id))
+    )
+    for row in rows:
+        if row.task_id in wanted:
+            revisions.setdefault(row.task_id, []).append(
+                _Revision(row.id, row.revision, row.task_digest, row.document)
+            )
+    parsed: dict[int, StoredTaskHead] = {}
+
+    def head_of(revision: _Revision) -> StoredTaskHead:
+        if revision.id not in parsed:
+            parsed[revision.id] = StoredTaskHead.of(json.loads(revision.document))
+        return parsed[revision.id]
+
+    ratcheted = {
+        m.task_id: labels.strictest_labels(
+            revisions.get(m.task_id, []), m.added.task_revision_id, head_of
+        )
+        for m in members
+    }
     out: dict[str, TaskHead] = {}
     for m in members:
-        pinned = defs.task_head(m.task_id, m.task_digest)
-        if pinned is None:
+        # The newest registered revision of the pinned digest, as `Definitions.task_head`.
+        pins = [r for r in revisions.get(m.task_id, []) if r.task_digest == m.task_digest]
+        if not pins:
             raise InputError(
                 f"suite member {m.task_id} pins task_digest {m.task_digest}, which is not "
                 "registered: the database was changed outside evalops (run `evalops verify`)"
             )
-        risk, protects = labels[m.task_id]
-        plan = pinned.contract.trials
+        risk, protects = ratcheted[m.task_id]
+        plan = head_of(pins[-1]).contract.trials
         out[m.task_id] = {
             "task_id": m.task_id,
             "risk": risk,
@@ -480,6 +506,7 @@ def compact_task_inputs(
         m.task_id: ({"older_execution_digest": older[m.task_id]} if older.get(m.task_id) else {})
         for m in members
     }
+    efficiencies = _Efficiencies()
     rows: Any = session.connection().execute(
         select(*_TRIAL_COLUMNS, voided(cutoff).label("voided"))  # type: ignore[call-overload]
         .where(
@@ -489,16 +516,38 @@ def compact_task_inputs(
         .order_by(col(Trial.id))
     )
     for row in rows:
-        m = members_by_id.get(row.task_id)
+        (_, trial_id, parent, cls, score, gating, trajectory, efficiency, task_id) = row[:9]
+        m = members_by_id.get(task_id)
         if m is None:
             continue
-        key = ignored_as(
-            row.task_digest, row.grader_set_digest, m.task_digest, m.grader_set_digest, row.voided
-        )
-        if key is None:
-            summaries[m.task_id].add(_trial_input(session, defs, rederive_, row))
+        key = ignored_as(row[9], row[10], m.task_digest, m.grader_set_digest, row[12])
+        if key is not None:
+            ignored[task_id][key] = ignored[task_id].get(key, 0) + 1
             continue
-        ignored[m.task_id][key] = ignored[m.task_id].get(key, 0) + 1
+        summary = summaries[task_id]
+        counts, misses, complete = efficiencies.of(efficiency)
+        if (
+            misses is None
+            or not complete
+            or summary.is_chained(trial_id, parent)
+            or rederive_.needed(trial_id, row[10], row[11])
+        ):
+            # Reruns are kept whole, and a trial whose class is re-derived or whose misses
+            # ingest did not count is read from its record: the full input.
+            summary.add(_trial_input(session, defs, rederive_, row))
+            continue
+        # Anything else is what `_trial_input` would make of it, by its parts: the
+        # trajectory is parsed only for the task's last trial.
+        summary.add_single(
+            trial_id,
+            cls,
+            float(score),
+            float(gating),
+            counts,
+            misses,
+            trajectory,
+            trajectory_counts,
+        )
     return [
         {
             **heads[m.task_id],
@@ -507,6 +556,31 @@ def compact_task_inputs(
         }
         for m in members
     ]
+
+
+class _Efficiencies:
+    """Stored efficiency texts, parsed once each (a build's trials share a few): the counts
+    in `EFFICIENCY_KEYS` order (None when there are none), the fixture misses, and whether
+    the counts name every key (else the trial takes the full input's path, and fails or
+    not as it would there)."""
+
+    def __init__(self) -> None:
+        self._parsed: dict[str, tuple[tuple[float, ...] | None, int | None, bool]] = {}
+
+    def of(self, text: str) -> tuple[tuple[float, ...] | None, int | None, bool]:
+        found = self._parsed.get(text)
+        if found is None:
+            counts, misses = efficiency_counts(text)
+            found = (None, misses, True) if not counts else (None, misses, False)
+            if counts:
+                try:
+                    values = tuple(float(counts[k]) for k in EFFICIENCY_KEYS)
+                except (KeyError, TypeError, ValueError):
+                    pass
+                else:
+                    found = (values, misses, True)
+            self._parsed[text] = found
+        return found
 
 
 # ----------------------------------------------------------------------------- waivers

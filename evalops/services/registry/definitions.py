@@ -238,6 +238,8 @@ class StaleClassifications:
         self.defs = defs
         self.batches: dict[int, dict[str, str] | None] = {}
         self.current: dict[str, str] = {}
+        # A trial with nothing appended is judged by its batch and grader set alone.
+        self._plain: dict[tuple[int, str], bool] = {}
 
     def _batch(self, batch_id: int) -> dict[str, str] | None:
         if batch_id not in self.batches:
@@ -249,18 +251,28 @@ class StaleClassifications:
             self.batches[batch_id] = json.loads(row).get("validity") if row else None
         return self.batches[batch_id]
 
+    def _current(self, grader_set_digest: str) -> str:
+        if grader_set_digest not in self.current:
+            validity = self.defs.validity(grader_set_digest)
+            self.current[grader_set_digest] = validity_digest(validity)
+        return self.current[grader_set_digest]
+
     def needed(self, trial_id: str, grader_set_digest: str, batch_id: int) -> bool:
         reconciliations, reviews = self.defs.appended(trial_id)
-
-        def current() -> str:
-            if grader_set_digest not in self.current:
-                validity = self.defs.validity(grader_set_digest)
-                self.current[grader_set_digest] = validity_digest(validity)
-            return self.current[grader_set_digest]
-
-        appended = bool(reconciliations or reviews)
-        recorded = None if appended else self._batch(batch_id)
-        return must_rederive(appended, recorded, grader_set_digest, current)
+        if reconciliations or reviews:
+            return must_rederive(
+                True, None, grader_set_digest, lambda: self._current(grader_set_digest)
+            )
+        key = (batch_id, grader_set_digest)
+        found = self._plain.get(key)
+        if found is None:
+            found = self._plain[key] = must_rederive(
+                False,
+                self._batch(batch_id),
+                grader_set_digest,
+                lambda: self._current(grader_set_digest),
+            )
+        return found
 
 
 def settled_effects(rows: Sequence[Reconciliation]) -> dict[int, str]:
