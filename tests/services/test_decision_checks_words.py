@@ -351,3 +351,42 @@ def test_a_decision_stored_as_other_than_text_is_refused(db: Path, reader: Sqlit
     with pytest.raises(VerificationError) as caught:
         list(stored_decisions(reader))
     assert caught.value.message == "gate decision GATE-2: stored as other than text"
+
+
+def test_inputs_stripped_of_their_evaluator_are_a_named_difference(reader: SqliteReader) -> None:
+    """An edited document is reported, never a crash: without `evaluator` the inputs are
+    rebuilt under the first evaluator's rules, and the place that differs is named."""
+    row = stored(reader, "GATE-3")
+    inputs = json.loads(row.inputs)
+    del inputs["evaluator"]
+    assert rebuilt_inputs_problem(reader, row._replace(inputs=canonical(inputs))) == (
+        "stored inputs no longer match the registry rows they were loaded from (evaluator)"
+    )
+
+
+def test_a_decision_with_an_added_null_is_still_not_the_replayed_one(
+    db: Path, reader: SqliteReader
+) -> None:
+    """A key added with a null value, digest made to match: no place differs (an absent key
+    reads as null), but the bytes are not the replay's, and verify says so."""
+    ((text,),) = [(r.result,) for r in stored_decisions(reader) if r.gate_id == "GATE-1"]
+    result = canonical({**json.loads(text), "added": None})
+    edit(
+        db,
+        "UPDATE gate_decision SET result = ?, result_digest = ? WHERE gate_id = 'GATE-1'",
+        (result, digest(result)),
+    )
+    outcome = replay_row(stored(reader, "GATE-1"))
+    assert (outcome["identical"], outcome["problems"]) == (False, [])
+    with pytest.raises(VerificationError) as caught:
+        verify_decisions(reader)
+    assert caught.value.message == "gate decision GATE-1: differs"
+
+
+def test_inputs_with_an_added_null_are_not_the_rebuilt_ones(reader: SqliteReader) -> None:
+    """No place differs (an absent key reads as null), but the documents do: said so."""
+    row = stored(reader, "GATE-3")
+    inputs = {**json.loads(row.inputs), "added": None}
+    assert rebuilt_inputs_problem(reader, row._replace(inputs=canonical(inputs))) == (
+        "stored inputs no longer match the registry rows they were loaded from (differs)"
+    )

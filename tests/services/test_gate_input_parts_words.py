@@ -307,6 +307,16 @@ def test_an_execution_not_of_the_build_says_whose_it_is(
             "--candidate",
             f"no execution profile in force has system_build 'nightly'; {BUILDS_IN_FORCE}",
         ),
+        # A profile's id given for the build: the message names the option to fix.
+        (
+            "agent-a",
+            None,
+            "--build",
+            "--build",
+            "no execution profile in force has system_build 'agent-a'; 'agent-a' is an "
+            "execution profile id, whose build is build-1: pass --build build-1 "
+            f"({BUILDS_IN_FORCE})",
+        ),
         # --execution naming nothing in force, for a build with no profile either: the
         # build is what is missing (its message names the option that gave it).
         (

@@ -756,3 +756,121 @@ def test_evaluator_4_keeps_each_rerun_chain_whole(db: Path) -> None:
     ]
     assert got["single"]["n"] == got["trialCount"] - 2
     assert got["ignoredTrials"] == {"other_task_revision": 1}
+
+
+# ------------------------------------- separation of duties (docs/authority.md), under an authority
+
+_ED25519 = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl a"
+_ED25519_B = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB7cHmI3sW9mZ5T0Nq9fLqS6p0oBq4n1pYh1y6d2H9Qx b"
+
+
+def _authority(db: Path, rules: list[str]) -> None:
+    """An authority in force from the demo's sync on, declaring `rules`."""
+    document = {
+        "spec_schema_version": "authority/v1",
+        "id": "authority",
+        "principals": [{"id": "alice", "keys": [_ED25519]}, {"id": "bob", "keys": [_ED25519_B]}],
+        "roles": {"risk_owner": [{"principal": "alice"}], "reviewer": [{"principal": "bob"}]},
+        "separation_of_duties": rules,
+    }
+    sql(
+        db,
+        "INSERT INTO policy (document_digest, document, file_path, sync_run_id, audit_seq, kind, "
+        "policy_id, policy_digest) VALUES ('sha256:auth', ?, 'registry/policies/authority.yaml', "
+        "1, 17, 'authority', 'authority', 'sha256:auth')",
+        (json.dumps(document),),
+    )
+    sql(
+        db,
+        "INSERT INTO sync_in_force (sync_run_id, kind, definition_id, document_digest, "
+        "audit_seq) VALUES (1, 'authority', 'authority', 'sha256:auth', 18)",
+    )
+
+
+def _act(
+    db: Path, seq: int, kind: str, signers: list[str], builds: list[str] | None = None
+) -> None:
+    scope = {"builds": builds} if builds is not None else {}
+    sql(
+        db,
+        "INSERT INTO signed_act (act_id, kind, subject, act, signatures, signers, scope, "
+        "authority_digest, audit_seq) VALUES (?, ?, 'x', '{}', '[]', ?, ?, 'sha256:auth', ?)",
+        (f"act-{seq}-{kind}", kind, json.dumps([{"principal": p} for p in signers]),
+         json.dumps(scope), seq),
+    )  # fmt: skip
+
+
+SELF_WAIVER = {
+    "seq": 36,
+    "task_id": POLICY,
+    "states": ["task_fail"],
+    "rules": ["no_self_waiver"],
+    "at": "2026-11-30T12:00:00.000000Z",
+    "waiver_id": "WVR-1",
+    "refusal": "no_self_waiver: alice signed WVR-1 and the ingest of its build's trials "
+    "(audit seq 34)",
+}
+
+
+@pytest.mark.parametrize("kind", ["trials.ingest", "trials.import"])
+def test_a_waiver_signed_by_a_signer_of_its_builds_ingest_is_refused(db: Path, kind: str) -> None:
+    """`no_self_waiver`: WVR-1 (build-125) signed by alice, who signed the ingest of
+    build-125's trials: listed as refused, never applied."""
+    _authority(db, ["no_self_waiver"])
+    _act(db, 34, kind, ["carol", "alice"], ["build-125"])
+    _act(db, 36, "waiver.grant", ["alice"])
+    inputs = rebuild(db)
+    assert (inputs["waivers"], inputs["refused_waivers"]) == ([], [SELF_WAIVER])
+
+
+@pytest.mark.parametrize(
+    ("rules", "ingest_builds", "ingest_seq", "waiver_signer"),
+    [
+        (["no_self_review"], ["build-125"], 34, "alice"),  # the rule not declared
+        (["no_self_waiver"], ["build-124"], 34, "alice"),  # an ingest of another build
+        (["no_self_waiver"], ["build-125"], 34, "bob"),  # signed by someone else
+        (["no_self_waiver"], ["build-125"], 37, "alice"),  # an ingest after the cutoff
+    ],
+)
+def test_a_waiver_that_is_no_self_waiver_is_applied(
+    db: Path, rules: list[str], ingest_builds: list[str], ingest_seq: int, waiver_signer: str
+) -> None:
+    _authority(db, rules)
+    _act(db, ingest_seq, "trials.ingest", ["alice"], ingest_builds)
+    _act(db, 36, "waiver.grant", [waiver_signer])
+    inputs = rebuild(db)
+    assert [w["waiver_id"] for w in inputs["waivers"]] == ["WVR-1"]
+    assert inputs["refused_waivers"] == []
+
+
+def test_a_self_waiver_of_another_act_kind_is_not_read(db: Path) -> None:
+    """Only ingests and imports bring a build's trials."""
+    _authority(db, ["no_self_waiver"])
+    _act(db, 34, "calibration.record", ["alice"], ["build-125"])
+    _act(db, 36, "waiver.grant", ["alice"])
+    assert [w["waiver_id"] for w in rebuild(db)["waivers"]] == ["WVR-1"]
+
+
+@pytest.mark.parametrize(
+    ("rules", "reviewer", "ingest_signer", "classification"),
+    [
+        # bob signed the ingest of trial 68 and its review: no human evidence, the stored
+        # class stands as if unreviewed
+        (["no_self_review"], "bob", "bob", "task_fail"),
+        # another reviewer, or the rule not declared: the review counts, the class is
+        # re-derived
+        (["no_self_review"], "bob", "alice", "task_pass"),
+        (["no_self_waiver"], "bob", "bob", "task_pass"),
+        ([], "bob", "bob", "task_pass"),
+    ],
+)
+def test_a_self_review_is_no_human_evidence(
+    db: Path, rules: list[str], reviewer: str, ingest_signer: str, classification: str
+) -> None:
+    _authority(db, rules)
+    sql(db, "UPDATE trial SET classification = 'task_fail' WHERE id = 68")
+    _act(db, 34, "trials.ingest", [ingest_signer], ["build-125"])
+    _review(db, 68, 36)
+    _act(db, 36, "review.resolve", [reviewer])
+    first = task(rebuild(db), IN_ORDER)["trials"][0]
+    assert first["classification"] == classification
