@@ -289,8 +289,10 @@ def translated(items: list[Item]) -> list[Translated]:
 
 
 def error_of(tmp_path: Path, rows: list[Any], text: str = MAP_TEXT, **kw: Any) -> InputError:
+    """The refusal of `rows`: it names the results file (exit 2 naming the source file)."""
     with pytest.raises(InputError) as caught:
         read(write_results(tmp_path, rows), resolved(tmp_path, text), **kw)
+    assert caught.value.file == "results.json"
     return caught.value
 
 
@@ -866,3 +868,74 @@ def test_a_jsonl_line_that_is_not_json_is_refused_at_its_line(tmp_path: Path) ->
     path.write_text(json.dumps(base_row()).replace('"cost": 0', '"cost": NaN'), encoding="utf-8")
     with pytest.raises(InputError):
         read(path, resolved(tmp_path), started_at="2026-11-30T21:52:49Z")
+
+
+# ------------------------------------------------------------- strict JSON, odd shapes
+
+
+def jsonl_error(tmp_path: Path, text: str) -> InputError:
+    path = tmp_path / "rows.jsonl"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        read(path, resolved(tmp_path), started_at=STAMP)
+    return caught.value
+
+
+def test_a_jsonl_row_with_nan_or_a_key_twice_is_refused(tmp_path: Path) -> None:
+    """DESIGN 10.1: duplicate JSON keys anywhere in a source file are exit 2; NaN is not
+    JSON."""
+    row = json.dumps(base_row())
+    nan = jsonl_error(tmp_path, row.replace('"cost": 0', '"cost": NaN') + "\n")
+    assert (nan.file, nan.line, nan.message) == (
+        "rows.jsonl",
+        1,
+        "not valid JSON: NaN is not valid JSON",
+    )
+    twice = jsonl_error(tmp_path, row.replace('"cost": 0', '"cost": 0, "cost": 1') + "\n")
+    assert (twice.file, twice.line) == ("rows.jsonl", 1)
+    assert twice.message.startswith("not valid JSON: ")
+    assert "cost" in twice.message
+
+
+def test_a_jsonl_file_problem_names_the_file_and_line(tmp_path: Path) -> None:
+    error = jsonl_error(tmp_path, json.dumps(base_row()) + "\n\n")
+    assert (error.file, error.line) == ("rows.jsonl", 2)
+    assert error.message.startswith("empty line")
+
+
+def test_a_jsonl_row_that_is_no_object_is_refused_by_its_index(tmp_path: Path) -> None:
+    error = jsonl_error(tmp_path, json.dumps(base_row()) + "\n[1]\n")
+    assert (error.field, error.message) == ("row 1", "a result row must be a JSON object")
+
+
+def test_tool_call_arguments_naming_a_key_twice_are_refused(tmp_path: Path) -> None:
+    calls = [{"name": "refund", "arguments": '{"amountMinor": 1, "amountMinor": 2}'}]
+    row = base_row(response={"output": "ok", "metadata": {"toolCalls": calls}})
+    error = error_of(tmp_path, [row])
+    assert (error.field, error.message) == (
+        f"{LABEL}/0: response.metadata.toolCalls[0].arguments",
+        "arguments are not JSON",
+    )
+
+
+@pytest.mark.parametrize("response", ["plain text", None, ["x"]])
+def test_a_response_that_is_no_object_has_no_tool_calls_or_usage(
+    tmp_path: Path, response: Any
+) -> None:
+    row = base_row(response=response)
+    del row["tokenUsage"]
+    (item,) = translated(read(write_results(tmp_path, [row]), resolved(tmp_path)))
+    assert item.record["tool_calls"] == []
+    assert item.record["usage"] == {"model_calls": 0, "input_tokens": 0, "output_tokens": 0}
+
+
+@pytest.mark.parametrize("grading", [None, "failed", {"reason": ""}, {"reason": 3}])
+def test_a_failed_row_without_a_reason_says_so_plainly(tmp_path: Path, grading: Any) -> None:
+    error = error_of(tmp_path, [base_row(success=False, failureReason=1, gradingResult=grading)])
+    assert error.message.startswith("promptfoo failed this row but no mapped blocking assertion")
+
+
+def test_errors_in_a_rows_tool_calls_name_the_file(tmp_path: Path) -> None:
+    for calls in ({"name": "refund"}, [{"arguments": {}}]):
+        row = base_row(response={"output": "ok", "metadata": {"toolCalls": calls}})
+        assert error_of(tmp_path, [row]).file == "results.json"
