@@ -874,3 +874,19 @@ def test_a_self_review_is_no_human_evidence(
     _act(db, 36, "review.resolve", [reviewer])
     first = task(rebuild(db), IN_ORDER)["trials"][0]
     assert first["classification"] == classification
+
+
+def test_a_policy_named_by_id_is_the_one_in_force_not_the_newest_registered(db: Path) -> None:
+    """`--policy ID` names the registered gate policy in force (the sync's); a newer row of
+    the same id registered but not in force is not it."""
+    stored = stored_inputs(db, "GATE-3")
+    copy_row(db, "policy", 2, document_digest="sha256:newer-doc", policy_digest="sha256:newer",
+             audit_seq=20)  # fmt: skip
+    assert rebuild(db, policy="release-gate")["policy_digest"] == stored["policy_digest"]
+    assert rebuild(db, policy="sha256:newer")["policy_digest"] == "sha256:newer"
+
+
+def test_a_registered_policy_not_in_force_is_found_by_its_id(db: Path) -> None:
+    copy_row(db, "policy", 2, document_digest="sha256:old-doc", policy_digest="sha256:old",
+             policy_id="old-gate", audit_seq=17)  # fmt: skip
+    assert rebuild(db, policy="old-gate")["policy_digest"] == "sha256:old"
