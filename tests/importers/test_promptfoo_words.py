@@ -939,3 +939,32 @@ def test_errors_in_a_rows_tool_calls_name_the_file(tmp_path: Path) -> None:
     for calls in ({"name": "refund"}, [{"arguments": {}}]):
         row = base_row(response={"output": "ok", "metadata": {"toolCalls": calls}})
         assert error_of(tmp_path, [row]).file == "results.json"
+
+
+def test_an_assertion_with_an_empty_metric_and_type_is_no_assertion() -> None:
+    from evalops.importers.promptfoo import _assertion_keys
+
+    assert _assertion_keys([{"assertion": {"type": "", "metric": ""}}]) == ["(no assertion)"]
+
+
+def test_a_skipped_assertion_does_not_hide_the_ones_after_it(tmp_path: Path) -> None:
+    row = base_row(gradingResult=components(("tone", True), ("refund_check", True)))
+    items = read(write_results(tmp_path, [row]), resolved(tmp_path), unmapped="skip")
+    assert items[0] == Skipped("results.json", f"{LABEL}/0", "unmapped_scorer", "tone")
+    (item,) = translated(items)
+    assert [r["grader_id"] for r in item.record["grader_results"]] == ["refund-outcome"]
+
+
+def test_a_repeat_index_of_zero_is_the_first_repeat(tmp_path: Path) -> None:
+    row = base_row()
+    row["response"] = {**row["response"], "metadata": {"repeatIndex": 0}}
+    (item,) = translated(read(write_results(tmp_path, [row, *[]]), resolved(tmp_path)))
+    assert item.record["trial_index"] == 0
+
+
+@pytest.mark.parametrize("response", ["plain text", None])
+def test_an_error_row_without_error_text_is_a_runtime_error(tmp_path: Path, response: Any) -> None:
+    row = base_row(success=False, failureReason=2, gradingResult=None, response=response)
+    row.pop("error", None)
+    (item,) = translated(read(write_results(tmp_path, [row]), resolved(tmp_path)))
+    assert item.record["runtime"] == {"status": "runtime_error", "message": "error"}

@@ -890,3 +890,44 @@ def test_a_registered_policy_not_in_force_is_found_by_its_id(db: Path) -> None:
     copy_row(db, "policy", 2, document_digest="sha256:old-doc", policy_digest="sha256:old",
              policy_id="old-gate", audit_seq=17)  # fmt: skip
     assert rebuild(db, policy="old-gate")["policy_digest"] == "sha256:old"
+
+
+def _second_gate_policy(db: Path) -> None:
+    """Another gate policy in force, registered after release-gate."""
+    copy_row(db, "policy", 2, document_digest="sha256:strict-doc", policy_digest="sha256:strict",
+             policy_id="strict-gate", audit_seq=17)  # fmt: skip
+    sql(
+        db,
+        "INSERT INTO sync_in_force (sync_run_id, kind, definition_id, document_digest, "
+        "audit_seq) VALUES (1, 'gate_policy', 'strict-gate', 'sha256:strict-doc', 18)",
+    )
+
+
+def _suite_names(db: Path, policy: str | None) -> None:
+    ((doc,),) = sql(db, "SELECT document FROM suite WHERE suite_id = 'regression/core'")
+    document = json.loads(doc)
+    document.pop("gate_policy", None)
+    if policy is not None:
+        document["gate_policy"] = policy
+    sql(
+        db,
+        "UPDATE suite SET document = ? WHERE suite_id = 'regression/core'",
+        (json.dumps(document),),
+    )
+
+
+def test_the_gate_policy_a_suite_names_governs_it(db: Path) -> None:
+    """The demo's suite names release-gate: it governs, whatever else is in force."""
+    stored = stored_inputs(db, "GATE-3")
+    _second_gate_policy(db)
+    assert rebuild(db)["policy_digest"] == stored["policy_digest"]
+
+
+def test_a_suite_naming_no_gate_policy_is_governed_by_the_one_in_force(db: Path) -> None:
+    """Decisions made before suites named their policies: the policy in force (the newest
+    registered when several are)."""
+    stored = stored_inputs(db, "GATE-3")
+    _suite_names(db, None)
+    assert rebuild(db)["policy_digest"] == stored["policy_digest"]
+    _second_gate_policy(db)
+    assert rebuild(db)["policy_digest"] == "sha256:strict"
