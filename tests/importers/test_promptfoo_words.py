@@ -266,7 +266,7 @@ def test_a_file_of_another_kind_is_refused(tmp_path: Path, name: str, message: s
 
 def base_row(**changes: Any) -> dict[str, Any]:
     """A passing row of the fixture's first test on support-b124, changed."""
-    row = copy.deepcopy(fixture()["results"]["results"][0])
+    row: dict[str, Any] = copy.deepcopy(fixture()["results"]["results"][0])
     row.update(changes)
     return row
 
@@ -936,7 +936,8 @@ def test_a_failed_row_without_a_reason_says_so_plainly(tmp_path: Path, grading: 
 
 
 def test_errors_in_a_rows_tool_calls_name_the_file(tmp_path: Path) -> None:
-    for calls in ({"name": "refund"}, [{"arguments": {}}]):
+    shapes: list[Any] = [{"name": "refund"}, [{"arguments": {}}]]
+    for calls in shapes:
         row = base_row(response={"output": "ok", "metadata": {"toolCalls": calls}})
         assert error_of(tmp_path, [row]).file == "results.json"
 
