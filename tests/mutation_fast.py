@@ -1,9 +1,18 @@
 """pytest plugin for `make mutate` (`-p tests.mutation_fast` in `[tool.mutmut]`).
 
-Keeps mutation testing to the fast tests of the domain rules: a test that runs the CLI or
-builds a registry workspace is deselected. mutmut runs the tests that reach a mutated
-function once per mutant, in a fresh process each time, so one workspace fixture would cost
-seconds per mutant; the pure tests reach every rule directly.
+Keeps mutation testing to fast tests: a test that runs the CLI or builds a registry
+workspace is deselected. mutmut runs the tests that reach a mutated function once per
+mutant, in a fresh process each time, so one workspace fixture would cost seconds per
+mutant; the pure tests reach every rule directly.
+
+A mutant of a module outside evalops/domain/ (the gate-input loaders, verify's decision
+checks, the importers) runs only the tests of that module's own fast files (`FAST_TESTS`):
+pure calls with hand-built inputs, or the demo registry of tests/fixtures read through plain
+SQL. Other files in the selection reach those modules too, but through tests written for
+another purpose (some of them slow), so they neither add to nor take from the module's
+score. The files written for these modules (`RESERVED`) run for their mutants only: a domain
+mutant runs the tests it ran before they were added. The stats and clean runs (which map
+tests to functions) keep every fast test.
 """
 
 from __future__ import annotations
@@ -12,12 +21,41 @@ import os
 
 import pytest
 
-WORKSPACE_TESTS = "EVALOPS_MUTATE_WORKSPACE_TESTS"
-"""Set by tools/mutation_report.py when a run measures a module outside evalops/domain/ (the
-gate-input loaders, the importers): their tests run the CLI on a workspace, so those tests are
-kept for that run's mutants of such modules (and for mutmut's own stats and clean runs, which
-map tests to functions), never for a domain mutant."""
-DOMAIN = "evalops.domain."
+MUTANT = "MUTANT_UNDER_TEST"
+"""Set by mutmut in each mutant's test process: the mutant's full name (`evalops.domain.gate.
+x_evaluate__mutmut_3`); `stats`, `list_all_tests` or empty in its other runs."""
+
+FAST_TESTS: dict[str, frozenset[str]] = {
+    "evalops.services.gate.input_parts.": frozenset(
+        {
+            "tests/services/test_gate_input_parts.py",
+            "tests/services/test_gate_input_parts_words.py",
+        }
+    ),
+    "evalops.services.verify.decision_checks.": frozenset(
+        {"tests/services/test_decision_checks_words.py"}
+    ),
+    "evalops.services.verify.gate_inputs.": frozenset(
+        {"tests/services/test_verify_gate_inputs_words.py"}
+    ),
+    "evalops.importers.promptfoo.": frozenset({"tests/importers/test_promptfoo_words.py"}),
+    "evalops.importers.inspect.": frozenset(
+        {"tests/importers/test_inspect_words.py", "tests/importers/test_import_inspect_zip.py"}
+    ),
+}
+"""Mutant name prefix -> the test files (paths from the repository root, as listed in
+`[tool.mutmut] pytest_add_cli_args_test_selection`) whose tests are run for its mutants."""
+
+RESERVED = frozenset(
+    {
+        "tests/services/test_gate_input_parts_words.py",
+        "tests/services/test_decision_checks_words.py",
+        "tests/services/test_verify_gate_inputs_words.py",
+        "tests/importers/test_promptfoo_words.py",
+        "tests/importers/test_inspect_words.py",
+    }
+)
+"""Files of `FAST_TESTS` run for no other mutant (they reach domain functions too)."""
 
 WORKSPACE_FIXTURES = frozenset(
     {
@@ -37,20 +75,23 @@ WORKSPACE_FIXTURES = frozenset(
 )
 
 
-def _keeps_workspace_tests() -> bool:
-    if os.environ.get(WORKSPACE_TESTS) != "1":
-        return False
-    return not os.environ.get("MUTANT_UNDER_TEST", "").startswith(DOMAIN)
+def runs(mutant: str, path: str) -> bool:
+    """Does a test of the file `path` run for `mutant` (a mutant's full name, or what mutmut
+    sets in its stats and clean runs)?"""
+    for prefix, files in FAST_TESTS.items():
+        if mutant.startswith(prefix):
+            return path in files
+    return path not in RESERVED or not mutant.startswith("evalops.")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if _keeps_workspace_tests():
-        return
+    mutant = os.environ.get(MUTANT, "")
     keep: list[pytest.Item] = []
-    slow: list[pytest.Item] = []
+    left_out: list[pytest.Item] = []
     for item in items:
-        names = set(getattr(item, "fixturenames", ()))
-        (slow if names & WORKSPACE_FIXTURES else keep).append(item)
-    if slow:
-        config.hook.pytest_deselected(items=slow)
+        slow = set(getattr(item, "fixturenames", ())) & WORKSPACE_FIXTURES
+        path = item.nodeid.split("::", 1)[0]
+        (left_out if slow or not runs(mutant, path) else keep).append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
         items[:] = keep

@@ -7,10 +7,10 @@ MODULE is a module of `[tool.mutmut] only_mutate`: one of evalops/domain/ by its
 `audit_chain`...), any other by its dotted path under evalops (`services.gate.input_parts`,
 `importers.promptfoo`); or `module:function` for one function's mutants (`gate:summarize_task`),
 or a mutant's full name; without one, every module in `only_mutate` runs (slow: hours on two
-cores). A run that measures a module outside evalops/domain/ keeps, for that module's mutants,
-the tests that run the CLI on a workspace (tests/mutation_fast.py): seconds per mutant.
-Results accumulate in `mutants/` (git-ignored), so modules can be run one at a time and the
-report covers all of them. Naming only survivors of a module measured in the committed report
+cores). A mutant of a module outside evalops/domain/ runs only the tests of that module's fast
+files (tests/mutation_fast.py `FAST_TESTS`), never a CLI or workspace test. Results accumulate
+in `mutants/` (git-ignored), so modules can be run one at a time and the report covers all of
+them. Naming only survivors of a module measured in the committed report
 reruns just those: the module keeps its committed row, each survivor caught now counted as
 killed (an expensive module need not run whole again to check a new test). Every surviving
 mutant must be killed by a test or explained in tests/mutation_equivalents.toml (mutant
@@ -41,7 +41,6 @@ EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.toml"
 TARGET = 0.90
 PACKAGE = "evalops."
 DOMAIN = "evalops/domain/"
-WORKSPACE_TESTS = "EVALOPS_MUTATE_WORKSPACE_TESTS"  # read by tests/mutation_fast.py
 RUNS = "## Runs"
 
 # What counts as caught, of mutmut's statuses (mutmut.stats.status_by_exit_code).
@@ -113,10 +112,6 @@ def run(modules: list[str], children: int) -> int:
     # A private pytest temp root: other pytest runs on the machine prune the shared one.
     env["PYTEST_DEBUG_TEMPROOT"] = tempfile.mkdtemp(prefix="evalops-mutmut-")
     env.pop("PYTHONPATH", None)  # mutmut puts mutants/ first itself
-    paths = rule_paths()
-    measured = {m.partition(":")[0] for m in modules} | {module_of(n) for n in named}
-    if any(not paths.get(m, DOMAIN).startswith(DOMAIN) for m in measured):
-        env[WORKSPACE_TESTS] = "1"
     mutmut = Path(sys.executable).parent / "mutmut"
     # One mutmut run for every pattern: each run first runs the whole clean selection.
     # `module:function` runs one function's mutants (a module split by function).
@@ -340,16 +335,16 @@ def report(run: tuple[str, list[str]] | None = None) -> int:
         "A mutant is one small change to a module of `[tool.mutmut] only_mutate` (a domain",
         "module by its name, any other by its dotted path under `evalops`); for each, mutmut runs",
         "the tests of the fast selection (the tests of the files listed in `[tool.mutmut]`;",
-        "`tests/mutation_fast.py` leaves out CLI and workspace tests, except for mutants of a",
-        "module outside `evalops/domain/`, whose tests need them) that reach the changed",
-        "function, and the mutant is killed when one fails. Score: killed (timeouts included) over",
-        "tested; the last column leaves out the survivors explained as equivalent in",
-        "`tests/mutation_equivalents.toml`. Target: at least 90% per module, every survivor",
-        "killed by a test or explained there. A module not run on the machine that wrote this",
-        "file keeps the row and survivors of the run that measured it. The run log lists the",
-        "runs that wrote this file: when, the command, and per module run the mutants caught",
-        "(killed or timed out) over those tested. A module with 0 mutants holds constants only",
-        "(mutmut mutates functions); the modules whose functions read them are measured.",
+        "`tests/mutation_fast.py` leaves out CLI and workspace tests, and runs a mutant of a",
+        "module outside `evalops/domain/` with that module's own fast files only) that reach",
+        "the changed function, and the mutant is killed when one fails. Score: killed (timeouts",
+        "included) over tested; the last column leaves out the survivors explained as",
+        "equivalent in `tests/mutation_equivalents.toml`. Target: at least 90% per module, every",
+        "survivor killed by a test or explained there. A module not run on the machine that",
+        "wrote this file keeps the row and survivors of the run that measured it. The run log",
+        "lists the runs that wrote this file: when, the command, and per module run the mutants",
+        "caught (killed or timed out) over those tested. A module with 0 mutants holds constants",
+        "only (mutmut mutates functions); the modules whose functions read them are measured.",
         "",
         "| module | mutants | tested | killed | timeout | survived | equivalent | score"
         " | score without equivalents |",
