@@ -12,6 +12,7 @@ import pytest
 from tests import readme_commands as rc
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 def test_readme_commands_print_what_the_readme_shows(tmp_path: Path) -> None:
     blocks = rc.parse_all()
     outcomes = rc.run_all(blocks, tmp_path)

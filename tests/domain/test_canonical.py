@@ -102,6 +102,7 @@ values = st.recursive(
 )
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 @settings(max_examples=1500, deadline=None)
 @given(value=values)
 def test_fast_path_is_byte_identical_to_rfc8785(value: Any) -> None:
@@ -128,6 +129,7 @@ documents = st.recursive(
 ).filter(lambda v: isinstance(v, dict | list))
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 @settings(max_examples=1500, deadline=None)
 @given(value=documents)
 def test_scanned_document_path_is_byte_identical_to_rfc8785(value: Any) -> None:

@@ -15,6 +15,7 @@ import copy
 from collections import Counter
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -142,6 +143,7 @@ def _differs(inputs: dict[str, Any]) -> tuple[bytes, bytes]:
     return expected, canonical_json(evaluate_compact(compact))
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(corpus())
 def test_evaluator_4_decides_as_evaluator_3_on_a_generated_corpus(inputs: dict[str, Any]) -> None:

@@ -198,6 +198,7 @@ def test_the_yaml_examples_of_the_docs_read_alike() -> None:
         assert_bound_holds(text)
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 def test_json_files_of_the_repository_give_the_same_line_maps() -> None:
     for path in _repository_files((".json",)):
         if path.stat().st_size > 64 * 1024:

@@ -266,6 +266,7 @@ def test_markdown_report_is_a_pr_comment(demo: Path, cli: Cli) -> None:
     assert {d.tag for d in tree.iter()} >= {"details", "summary", "table"}
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 def test_markdown_of_a_huge_decision_is_cut_to_the_comment_limit() -> None:
     from benchmarks.report_scale import synthetic_document
     from evalops.report.audit import COMMENT_LIMIT as LIMIT
@@ -283,6 +284,7 @@ def test_markdown_of_a_huge_decision_is_cut_to_the_comment_limit() -> None:
     strict_fragment(markdown_html(md))
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 def test_html_of_a_huge_decision_stays_small_and_valid() -> None:
     from benchmarks.report_scale import synthetic_document
     from evalops.report.audit import html

@@ -176,6 +176,7 @@ def gate_registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 def test_the_gate_registry_holds_decisions_of_each_kind(gate_registry: Path) -> None:
     with closing(sqlite3.connect(gate_registry / DB)) as conn:
         requests = [json.loads(i) for (i,) in conn.execute("SELECT inputs FROM gate_decision")]
@@ -189,6 +190,7 @@ def test_the_gate_registry_holds_decisions_of_each_kind(gate_registry: Path) -> 
     assert any(r["waivers"] for r in requests) and any(r["refused_waivers"] for r in requests)
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 def test_both_loaders_rebuild_every_stored_decision_of_the_gate_registry(
     gate_registry: Path,
 ) -> None:
