@@ -189,6 +189,19 @@ def _run_child(
     raise SystemExit(main(args))
 
 
+def released_by(go: Path) -> Callable[[], None]:
+    """A child's first step (`start`'s `before`): wait until `go` exists, at most a minute
+    (a hang guard). Children forked first and released together start their commands within
+    milliseconds of each other, and none shares a connection the parent opened after."""
+
+    def wait() -> None:
+        deadline = time.monotonic() + 60
+        while not go.exists() and time.monotonic() < deadline:
+            time.sleep(0.002)
+
+    return wait
+
+
 @contextmanager
 def writer_lock_probe(url: str) -> Iterator[Callable[[], bool]]:
     """A probe: is the registry's writer lock held by some process right now? SQLite: a
