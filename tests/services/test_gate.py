@@ -28,12 +28,9 @@ from __future__ import annotations
 
 import copy
 import json
-import os
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
@@ -45,6 +42,7 @@ import yaml
 
 from evalops.domain.canonical import canonical_text, digest
 from evalops.domain.gate import evaluate
+from tests import forked
 from tests.conftest import Cli
 from tests.helpers import (
     EXAMPLE_REGISTRY,
@@ -1091,25 +1089,27 @@ CONCURRENT_CHECKS = (
 
 
 def _concurrent_gate_checks(cli: Cli, root: Path, url: str) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
-    env["EVALOPS_ACTOR"] = "load@example.com"
-    cmd = [sys.executable, "-m", "evalops", "--db", url]
+    # Processes of their own, forked from this one (tests/forked.py) and released together
+    # so that their transactions overlap.
+    env = forked.child_env(url, "load@example.com")
+    sqlite_db = root / DB if url.startswith("sqlite:///") else None
+    go = root / "go"
     procs = [
-        subprocess.Popen(
-            [*cmd, "gate", "check", "--build", build, "--suite", suite, "--json"],
-            env=env,
-            cwd=root,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        forked.start(
+            ["--db", url, "gate", "check", "--build", build, "--suite", suite, "--json"],
+            root,
+            env,
+            sqlite_db,
+            forked.released_by(go),
         )
         for build, suite, _ in CONCURRENT_CHECKS
     ]
+    go.touch()
     decisions = []
     for proc, (build, suite, code) in zip(procs, CONCURRENT_CHECKS, strict=True):
-        out, err = proc.communicate(timeout=300)
-        assert proc.returncode == code, (build, suite, out, err)
-        decisions.append(json.loads(out))
+        result = proc.wait(300)
+        assert result.code == code, (build, suite, result.stdout, result.stderr)
+        decisions.append(json.loads(result.stdout))
     gate_ids = [d["gate_id"] for d in decisions]
     assert len(set(gate_ids)) == len(CONCURRENT_CHECKS)
 

@@ -21,11 +21,8 @@ from __future__ import annotations
 import copy
 import itertools
 import json
-import os
 import shutil
 import sqlite3
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,6 +30,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests import forked
 from tests.conftest import Cli
 from tests.helpers import (
     CAPABILITY_REQUIREMENTS,
@@ -1038,6 +1036,11 @@ def test_accepted_replacement_by_a_covering_task(retire_ws: Path, cli: Cli) -> N
 # ------------------------------------------------------------------ concurrency (PostgreSQL)
 
 
+#: Enough that the race is real: with the writer lock removed, 2 forked promotions released
+#: together left two memberships in only 1 run of 5.
+PROMOTERS = 6
+
+
 @pytest.mark.load
 @pytest.mark.postgres
 def test_concurrent_promotions_on_postgresql_leave_one_membership(
@@ -1046,25 +1049,26 @@ def test_concurrent_promotions_on_postgresql_leave_one_membership(
     import psycopg
 
     ws = _build_pg_workspace(tmp_path, cli, pg_url)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
-    env["EVALOPS_ACTOR"] = "load@example.com"
-    cmd = [sys.executable, "-m", "evalops", "--db", pg_url, "--json"]
+    # Processes of their own, forked from this one (tests/forked.py) and released together
+    # so that their transactions overlap.
+    env = forked.child_env(pg_url, "load@example.com")
+    go = ws / "go"
     procs = [
-        subprocess.Popen(
-            [*cmd, "promote", "mini-task", "--to", REGRESSION],
-            env=env,
-            cwd=ws,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        forked.start(
+            ["--db", pg_url, "--json", "promote", "mini-task", "--to", REGRESSION],
+            ws,
+            env,
+            None,
+            forked.released_by(go),
         )
-        for _ in range(2)
+        for _ in range(PROMOTERS)
     ]
+    go.touch()
     outcomes = []
     for proc in procs:
-        out, err = proc.communicate(timeout=300)
-        assert proc.returncode in (0, 5), out + err
-        outcomes.append(json.loads(out))
+        result = proc.wait(300)
+        assert result.code in (0, 5), result.stdout + result.stderr
+        outcomes.append(result.json())
     assert any(o["accepted"] is True for o in outcomes), outcomes
 
     members = cli("--db", pg_url, "suite", "show", REGRESSION, "--all", "--json", cwd=ws)
@@ -1078,7 +1082,7 @@ def test_concurrent_promotions_on_postgresql_leave_one_membership(
         ).fetchone()
     assert [seq for seq, _, _ in rows] == list(range(1, len(rows) + 1))
     promotion_events = [kind for _, kind, _ in rows if kind.startswith("promotion.")]
-    assert len(promotion_events) == 2, promotion_events
+    assert len(promotion_events) == PROMOTERS, promotion_events
     assert promotion_events.count("promotion.accepted") == 1
     assert set(promotion_events) - {"promotion.accepted"} <= {
         "promotion.refused",

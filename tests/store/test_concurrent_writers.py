@@ -1,19 +1,24 @@
-"""Serialized writers: concurrent syncs into one database never fork the audit chain."""
+"""Serialized writers: concurrent syncs into one database never fork the audit chain.
+
+The syncs are processes of their own, forked from the test process (tests/forked.py) and
+released together, so that their transactions overlap; `init` and `verify` run in the test
+process.
+"""
 
 from __future__ import annotations
 
 import copy
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests import forked
+from tests.conftest import Cli
 from tests.helpers import MINI_EXECUTION, MINI_GRADERS, MINI_TASK, write_yaml
 
-WRITERS = 4
+#: Enough that the race is real: with the writer lock removed, 8 forked syncs released
+#: together failed 6 runs of 6 on each engine, 4 of them only 4 of 6, 2 only 1 of 6.
+WRITERS = 8
 
 
 def _registry(root: Path, n: int) -> Path:
@@ -33,36 +38,28 @@ def _registry(root: Path, n: int) -> Path:
     return root
 
 
-def _run_concurrently(url: str, tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
-    env["EVALOPS_DATABASE_URL"] = url
-    env["EVALOPS_ACTOR"] = "load@example.com"
-    cmd = [sys.executable, "-m", "evalops"]
-    assert subprocess.run([*cmd, "init"], env=env, cwd=tmp_path, check=False).returncode == 0
+def _run_concurrently(cli: Cli, url: str, tmp_path: Path) -> None:
+    assert cli("--db", url, "init", cwd=tmp_path).code == 0
+    env = forked.child_env(url, "load@example.com")
+    sqlite_db = Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else None
+    go = tmp_path / "go"
     procs = [
-        subprocess.Popen(
-            [*cmd, "sync", "--allow-dirty", str(_registry(tmp_path / f"reg-{n}", n))],
-            env=env,
-            cwd=tmp_path,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        forked.start(
+            ["sync", "--allow-dirty", str(_registry(tmp_path / f"reg-{n}", n))],
+            tmp_path,
+            env,
+            sqlite_db,
+            forked.released_by(go),
         )
         for n in range(WRITERS)
     ]
+    go.touch()
     for proc in procs:
-        out, err = proc.communicate(timeout=300)
-        assert proc.returncode == 0, out + err
-    verified = subprocess.run(
-        [*cmd, "--json", "verify"],
-        env=env,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert verified.returncode == 0, verified.stderr
-    report = json.loads(verified.stdout)
+        result = proc.wait(300)
+        assert result.code == 0, result.stdout + result.stderr
+    verified = cli("--db", url, "--json", "verify", cwd=tmp_path)
+    assert verified.code == 0, verified.stderr
+    report = verified.json()
     # Each sync appends one event per definition plus one for the in-force set it records
     # (docs/verify.md: every change appends one event); one chain, no fork, no loss.
     assert {k: report[k] for k in ("ok", "events", "definitions", "trials", "decisions")} == {
@@ -76,11 +73,13 @@ def _run_concurrently(url: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.load
-def test_concurrent_syncs_on_sqlite_keep_one_chain(tmp_path: Path) -> None:
-    _run_concurrently(f"sqlite:///{tmp_path / 'registry.db'}", tmp_path)
+def test_concurrent_syncs_on_sqlite_keep_one_chain(tmp_path: Path, cli: Cli) -> None:
+    _run_concurrently(cli, f"sqlite:///{tmp_path / 'registry.db'}", tmp_path)
 
 
 @pytest.mark.load
 @pytest.mark.postgres
-def test_concurrent_syncs_on_postgresql_keep_one_chain(tmp_path: Path, pg_url: str) -> None:
-    _run_concurrently(pg_url, tmp_path)
+def test_concurrent_syncs_on_postgresql_keep_one_chain(
+    tmp_path: Path, pg_url: str, cli: Cli
+) -> None:
+    _run_concurrently(cli, pg_url, tmp_path)

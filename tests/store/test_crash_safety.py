@@ -1,23 +1,25 @@
 """kill -9 at random points leaves the registry whole (docs/troubleshooting.md).
 
 `trials ingest`, `sync` and `gate check` are killed with SIGKILL at points drawn at random
-(seeded) over the time an unkilled run of the same command takes, on SQLite and PostgreSQL.
-After each kill: `verify` passes, the killed work is either wholly there or wholly absent
-(never a part of a batch, a sync or a decision), and running the command again succeeds,
-as a counted no-op when the killed run had committed (ingest: every record
-`skipped_identical`; sync: no new definition).
+(seeded) inside their write, on SQLite and PostgreSQL. After each kill: `verify` passes,
+the killed work is either wholly there or wholly absent (never a part of a batch, a sync or
+a decision), and running the command again succeeds, as a counted no-op when the killed run
+had committed (ingest: every record `skipped_identical`; sync: no new definition).
+
+Each command runs in a process of its own, forked from the test process (tests/forked.py:
+a real process, without the interpreter start-up none of this is about). A kill point is
+a CPU time of that process counted from the moment its writer lock is seen held: the points
+are drawn over the CPU an unkilled run of the same command spends from that moment to its
+end (and a little past it), so they land in the write whatever the machine's load, never
+in start-up. `verify`, the re-runs and the counting need no process boundary: they run in
+the test process.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +27,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
+from tests import forked
 from tests.conftest import Cli
 from tests.helpers import MINI_TASK, commit_all, copy_rows, write_yaml
 from tests.trial_factory import mini_case, record, write_jsonl
@@ -37,43 +40,9 @@ def _engine_url(url: str) -> str:
     return url.replace("postgresql://", "postgresql+psycopg://")
 
 
-def _env(url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
-    env["EVALOPS_DATABASE_URL"] = url
-    env["EVALOPS_ACTOR"] = "crash@example.com"
-    return env
-
-
-def _start(cwd: Path, url: str, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "evalops", *args],
-        cwd=cwd,
-        env=_env(url),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def _run(cwd: Path, url: str, *args: str) -> tuple[int, str, str, float]:
-    started = time.monotonic()
-    proc = _start(cwd, url, *args)
-    out, err = proc.communicate(timeout=600)
-    return proc.returncode, out, err, time.monotonic() - started
-
-
-def _killed(cwd: Path, url: str, after: float, *args: str) -> bool:
-    """Run, SIGKILL after `after` seconds; True when the kill landed before it finished."""
-    proc = _start(cwd, url, *args)
-    try:
-        proc.wait(timeout=after)
-        proc.communicate(timeout=60)
-        return False
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)
-        proc.communicate(timeout=60)
-        assert proc.returncode == -signal.SIGKILL
-        return True
+def _start(cwd: Path, url: str, *args: str) -> forked.Forked:
+    sqlite_db = cwd / DB if url.startswith("sqlite:///") else None
+    return forked.start(list(args), cwd, forked.child_env(url, "crash@example.com"), sqlite_db)
 
 
 def _count(url: str, sql: str) -> int:
@@ -85,10 +54,10 @@ def _count(url: str, sql: str) -> int:
         engine.dispose()
 
 
-def _verified(cwd: Path, url: str) -> dict[str, object]:
-    code, out, err, _ = _run(cwd, url, "--json", "verify")
-    assert code == 0, out + err
-    return dict(json.loads(out))
+def _verified(cli: Cli, cwd: Path, url: str) -> dict[str, object]:
+    result = cli("--db", url, "--json", "verify", cwd=cwd)
+    assert result.code == 0, result.stdout + result.stderr
+    return dict(result.json())
 
 
 @dataclass
@@ -101,34 +70,48 @@ class Scenario:
     rerun_noop: Callable[[str], bool] | None  # re-run after a committed kill (None: a new act)
 
 
-def _points(rng: random.Random, duration: float) -> list[float]:
-    # Past interpreter start-up, up to the end of an unkilled run.
-    return sorted(rng.uniform(0.35 * duration, 1.05 * duration) for _ in range(KILLS))
+def _points(rng: random.Random, window: float) -> list[float]:
+    # From the moment the write is seen begun to a little past the end of an unkilled run:
+    # most land inside the write, some after its commit (the work must then be whole).
+    return sorted(rng.uniform(0.0, 1.05 * window) for _ in range(KILLS))
 
 
-def _exercise(cwd: Path, url: str, scenario: Scenario, seed: int) -> None:
+def _exercise(cli: Cli, cwd: Path, url: str, scenario: Scenario, seed: int) -> None:
     rng = random.Random(seed)
-    base = scenario.total(url)
-    code, out, err, duration = _run(cwd, url, *scenario.args(0))
-    assert code in (0, 3, 4), out + err
-    assert scenario.total(url) - base == scenario.whole
-    landed = 0
-    for n, after in enumerate(_points(rng, duration), start=1):
+    with forked.writer_lock_probe(url) as held:
         base = scenario.total(url)
-        landed += _killed(cwd, url, after, *scenario.args(n))
-        _verified(cwd, url)
-        done = scenario.total(url) - base
-        assert done in (0, scenario.whole), f"kill point {n} ({after:.2f}s): {done} stored"
-        code, out, err, _ = _run(cwd, url, "--json", *scenario.args(n))
-        assert code in (0, 3, 4), out + err
-        if scenario.rerun_noop is None:
-            assert scenario.total(url) - base == done + scenario.whole  # a new act, whole
-        else:
-            assert scenario.total(url) - base == scenario.whole
-            if done:
-                assert scenario.rerun_noop(out), out  # counted, nothing written twice
-        _verified(cwd, url)
+        child = _start(cwd, url, *scenario.args(0))
+        locked = forked.cpu_when_locked(child, held)
+        result = child.wait()
+        assert result.code in (0, 3, 4), result.stdout + result.stderr
+        assert locked is not None, "the unkilled run ended before its write was seen"
+        assert scenario.total(url) - base == scenario.whole
+        window = child.cpu_total - locked  # CPU seconds from the write seen begun to the end
+        landed = inside = 0
+        for n, after in enumerate(_points(rng, window), start=1):
+            base = scenario.total(url)
+            child = _start(cwd, url, *scenario.args(n))
+            locked = forked.cpu_when_locked(child, held)
+            assert locked is not None, f"kill point {n}: the run ended before its write was seen"
+            killed, result = forked.kill_after_cpu(child, locked + after)
+            assert killed or result.code in (0, 3, 4), result.stdout + result.stderr
+            _verified(cli, cwd, url)
+            done = scenario.total(url) - base
+            where = f"kill point {n} ({after:.3f} of {window:.3f} CPU s)"
+            assert done in (0, scenario.whole), f"{where}: {done} stored"
+            landed += killed
+            inside += killed and done == 0  # killed inside the write, before its commit
+            rerun = cli("--db", url, "--json", *scenario.args(n), cwd=cwd)
+            assert rerun.code in (0, 3, 4), rerun.stdout + rerun.stderr
+            if scenario.rerun_noop is None:
+                assert scenario.total(url) - base == done + scenario.whole  # a new act, whole
+            else:
+                assert scenario.total(url) - base == scenario.whole
+                if done:
+                    assert scenario.rerun_noop(rerun.stdout), rerun.stdout  # nothing twice
+            _verified(cli, cwd, url)
     assert landed, "no kill landed before its command finished"
+    assert inside, "no kill landed inside a write"
 
 
 ENGINES = ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
@@ -152,7 +135,7 @@ def test_a_killed_ingest_is_whole_or_absent(
 ) -> None:
     url = _database(request, engine, synced, cli)
     case = mini_case(synced)
-    size = 4000
+    size = 1500  # three chunks of the ingest's inserts (BATCH_SIZE 500)
 
     def args(n: int) -> list[str]:
         path = synced / f"batch-{n}.jsonl"
@@ -173,7 +156,7 @@ def test_a_killed_ingest_is_whole_or_absent(
         report = json.loads(out)
         return bool(report["skipped_identical"] == size and report["ingested"] == 0)
 
-    _exercise(synced, url, Scenario(args, total, size, noop), seed=41)
+    _exercise(cli, synced, url, Scenario(args, total, size, noop), seed=41)
 
 
 @pytest.mark.slow
@@ -201,14 +184,21 @@ def test_a_killed_sync_is_whole_or_absent(
         report = json.loads(out)
         return bool(report["registered"] == [] and report["sync_run"] is None)
 
-    _exercise(synced, url, Scenario(args, total, tasks_per_sync, noop), seed=42)
+    _exercise(cli, synced, url, Scenario(args, total, tasks_per_sync, noop), seed=42)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_killed_gate_check_is_whole_or_absent(
-    request: pytest.FixtureRequest, demo: Path, cli: Cli, engine: str
+    request: pytest.FixtureRequest,
+    demo: Path,
+    cli: Cli,
+    engine: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The real clock, as in the killed runs: a re-run at the demo's pinned instant would
+    # record a decision earlier than theirs.
+    monkeypatch.delenv("EVALOPS_NOW")
     url = _database(request, engine, demo, cli)
 
     def args(n: int) -> list[str]:
@@ -220,4 +210,4 @@ def test_a_killed_gate_check_is_whole_or_absent(
         assert events == decisions  # never a decision without its event, nor one the other way
         return decisions
 
-    _exercise(demo, url, Scenario(args, total, 1, None), seed=43)
+    _exercise(cli, demo, url, Scenario(args, total, 1, None), seed=43)

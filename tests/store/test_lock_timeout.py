@@ -1,34 +1,40 @@
 """Writers behind a long ingest (docs/verify.md, "Destructive and failing
 operations"), on SQLite and PostgreSQL.
 
-An ingest of 25,000 records holds the write lock (several seconds, far beyond the 2-second
-lock timeout below; each test asserts it is still running when the writers start); 4
-other writers start while it does:
+An ingest holds the write lock for as long as the test wants: once it is seen holding it
+(inside its write), it is stopped with SIGSTOP, starved the way an overloaded machine or a
+debugger starves a writer, and continued with SIGCONT. 4 other writers start while it is
+stopped, and are each seen about to wait for the lock (their `BEGIN IMMEDIATE` / advisory
+lock statement, recorded by an event listener of their own) before anything goes on:
 - with the default lock timeout each waits, then succeeds (recorded after the ingest);
-- with `--lock-timeout 2` each either got the lock in time or exits 1 with "registry is
-  busy: another writer holds it" and a JSON error, no traceback, nothing partial;
+- with `--lock-timeout 2` each, the ingest stopped until the writers end, exits 1 with
+  "registry is busy: another writer holds it" and a JSON error, no traceback, nothing
+  partial (a writer that got the lock in time would have to succeed);
 - and with the lock held by someone else for longer than the timeout, every writer is busy.
+
+The ingest and the writers are processes of their own, forked from the test process
+(tests/forked.py); `verify` runs in the test process.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sqlite3
-import subprocess
-import sys
+import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
 
+from tests import forked
 from tests.conftest import Cli
 from tests.trial_factory import mini_case, record
 
-RECORDS = 25_000
+#: A few insert chunks: the ingest is stopped inside its write, however short that is.
+RECORDS = 2000
 WRITERS = 4
 BUSY = "registry is busy: another writer holds it"
 
@@ -58,60 +64,35 @@ def _big_file(workspace: Path) -> Path:
     return path
 
 
-def _env(url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
-    env["EVALOPS_DATABASE_URL"] = url
-    env["EVALOPS_ACTOR"] = "writer@example.com"
-    return env
+def _start(url: str, cwd: Path, *args: str, marks: Path | None = None) -> forked.Forked:
+    """`evalops ARGS` forked; with `marks`, the child appends its pid to that file just
+    before each statement that takes the writer lock (it then waits for it, if held)."""
+    sqlite_db = Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else None
+    before = None if marks is None else _marking_lock_waits(marks)
+    return forked.start(list(args), cwd, forked.child_env(url, "writer@example.com"),
+                        sqlite_db, before)  # fmt: skip
 
 
-def _start(url: str, cwd: Path, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "evalops", *args],
-        cwd=cwd,
-        env=_env(url),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _marking_lock_waits(marks: Path) -> Callable[[], None]:
+    def install() -> None:
+        from sqlalchemy import event
+        from sqlalchemy.engine import Engine
+
+        def before_cursor_execute(*args: object) -> None:
+            statement = str(args[2])
+            if statement.startswith("BEGIN IMMEDIATE") or "pg_advisory_xact_lock" in statement:
+                with marks.open("a", encoding="utf-8") as out:
+                    out.write(f"{os.getpid()}\n")
+
+        event.listen(Engine, "before_cursor_execute", before_cursor_execute)
+
+    return install
 
 
-def _lock_held(url: str) -> bool:
-    """Is the writer lock held by someone (BEGIN IMMEDIATE fails / an advisory lock)?"""
-    if url.startswith("sqlite:///"):
-        con = sqlite3.connect(url.removeprefix("sqlite:///"), timeout=0, isolation_level=None)
-        try:
-            con.execute("BEGIN IMMEDIATE")
-            con.execute("ROLLBACK")
-            return False
-        except sqlite3.OperationalError as exc:
-            assert "locked" in str(exc)
-            return True
-        finally:
-            con.close()
-    engine = create_engine(_engine_url(url))
-    try:
-        with engine.connect() as conn:
-            # This database's locks only: other tests (other xdist workers) run in their own
-            # databases on the same server at the same time.
-            held = conn.execute(
-                text(
-                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
-                    " AND database = (SELECT oid FROM pg_database"
-                    " WHERE datname = current_database())"
-                )
-            ).scalar_one()
-            return bool(held)
-    finally:
-        engine.dispose()
-
-
-def _wait_for_lock(url: str, ingest: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 120
-    while not _lock_held(url):
-        assert ingest.poll() is None, "the ingest ended before it was seen holding the lock"
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+def _waiting(marks: Path) -> set[int]:
+    if not marks.exists():
+        return set()
+    return {int(line) for line in marks.read_text(encoding="utf-8").split()}
 
 
 def _kinds_and_subjects(url: str) -> list[tuple[str, str]]:
@@ -138,19 +119,38 @@ def _writer_args(n: int, *extra: str) -> list[str]:
             "--observed-at", "2026-11-02T09:14:00Z", "--trace-uri", f"trace://w/{n}"]  # fmt: skip
 
 
-def _run_behind_an_ingest(cwd: Path, url: str, *extra: str) -> list[tuple[int, str, str]]:
+def _run_behind_an_ingest(
+    cwd: Path, url: str, *extra: str, until_writers_end: bool = False
+) -> list[tuple[int, str, str]]:
+    """Writers started behind an ingest stopped inside its write; the ingest continues once
+    every writer is about to wait for the lock (`until_writers_end`: once they ended)."""
     big = _big_file(cwd)
-    ingest = _start(url, cwd, "trials", "ingest", str(big))
-    _wait_for_lock(url, ingest)
-    writers = [_start(url, cwd, *_writer_args(n, *extra)) for n in range(WRITERS)]
-    assert ingest.poll() is None, "the ingest must still be running when the writers start"
-    out, err = ingest.communicate(timeout=900)
-    assert ingest.returncode == 0, out + err
-    results = []
-    for proc in writers:
-        stdout, stderr = proc.communicate(timeout=900)
-        results.append((proc.returncode, stdout, stderr))
-    return results
+    marks = cwd / "lock-waits.txt"
+    with forked.writer_lock_probe(url) as held:
+        ingest = _start(url, cwd, "trials", "ingest", str(big))
+        seen = forked.cpu_when_locked(ingest, held)
+        os.kill(ingest.pid, signal.SIGSTOP)
+        try:
+            assert seen is not None, "the ingest ended before it was seen holding the lock"
+            assert ingest.progress()[0] and held(), "the stopped ingest must hold the lock"
+            writers = [_start(url, cwd, *_writer_args(n, *extra), marks=marks)
+                       for n in range(WRITERS)]  # fmt: skip
+            deadline = time.monotonic() + 300  # a hang guard only
+            pids = {w.pid for w in writers}
+            while (waiting := _waiting(marks)) != pids:
+                ended = [w.pid for w in writers if not w.progress()[0]]
+                assert set(ended) <= waiting, "a writer ended before it reached the lock"
+                assert time.monotonic() < deadline, "the writers never reached the lock"
+                time.sleep(0.01)
+            while until_writers_end and any(w.progress()[0] for w in writers):
+                assert time.monotonic() < deadline, "the writers never gave up"
+                time.sleep(0.05)
+            assert ingest.progress()[0] and held(), "the ingest must still hold the lock"
+        finally:
+            os.kill(ingest.pid, signal.SIGCONT)
+    ingested = ingest.wait(900)
+    assert ingested.code == 0, ingested.stdout + ingested.stderr
+    return [(r.code, r.stdout, r.stderr) for r in (w.wait(900) for w in writers)]
 
 
 @pytest.mark.load
@@ -176,7 +176,9 @@ def test_writers_with_a_short_lock_timeout_are_busy_or_succeed_never_partial(
     registry: tuple[Path, str], cli: Cli
 ) -> None:
     cwd, url = registry
-    results = _run_behind_an_ingest(cwd, url, "--json", "--lock-timeout", "2")
+    results = _run_behind_an_ingest(
+        cwd, url, "--json", "--lock-timeout", "2", until_writers_end=True
+    )
     for code, stdout, stderr in results:
         assert code in (0, 1), stdout + stderr
         assert "Traceback" not in stderr and "internal error" not in stdout + stderr
@@ -209,16 +211,22 @@ def test_every_writer_is_busy_while_the_lock_is_held_beyond_the_timeout(
 ) -> None:
     cwd, url = registry
     before = _kinds_and_subjects(url)
+    # The writers are forked before this process opens the database (a SQLite connection
+    # must not cross a fork), and start their command once it holds the lock.
+    go = cwd / "go"
+    sqlite_db = Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else None
+    env = forked.child_env(url, "writer@example.com")
+    writers = [forked.start(_writer_args(n, "--json", "--lock-timeout", "2"), cwd, env,
+                            sqlite_db, forked.released_by(go)) for n in range(WRITERS)]  # fmt: skip
     with _holding_the_lock(url):
         started = time.monotonic()
-        writers = [_start(url, cwd, *_writer_args(n, "--json", "--lock-timeout", "2"))
-                   for n in range(WRITERS)]  # fmt: skip
-        results = [(p, *p.communicate(timeout=120)) for p in writers]
+        go.touch()
+        results = [w.wait(120) for w in writers]
         waited = time.monotonic() - started
-    for proc, stdout, stderr in results:
-        assert proc.returncode == 1, stdout + stderr
-        assert json.loads(stdout)["error"]["message"] == BUSY
-        assert "Traceback" not in stderr
+    for result in results:
+        assert result.code == 1, result.stdout + result.stderr
+        assert json.loads(result.stdout)["error"]["message"] == BUSY
+        assert "Traceback" not in result.stderr
     assert waited >= 2  # each waited out its lock timeout
     assert _kinds_and_subjects(url) == before
     assert cli("--db", url, "verify", cwd=cwd).code == 0

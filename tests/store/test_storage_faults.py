@@ -1,6 +1,8 @@
 """Storage faults, injected for real, are named by their cause (docs/troubleshooting.md).
 
-Each fault runs the real `evalops` in a subprocess against a real file or server: a file-size
+Each fault runs the real `evalops` in a process of its own (forked from the test process,
+tests/forked.py: what it prints is what a user's process prints, Python's last-resort
+logging included) against a real file or server: a file-size
 limit (`ulimit -f`, SIGXFSZ ignored so the write fails instead of killing the process), a
 filesystem too small for the ingest, a PostgreSQL backend terminated mid-ingest, index and
 table pages of a SQLite file overwritten, a database stamped with a revision newer than this
@@ -8,7 +10,8 @@ evalops, an exclusive lock held by another process, and a read-only directory. E
 the exit code docs/cli.md gives, a message naming the database, the cause, what to do and
 that nothing was stored (never "a bug in evalops", never SQL, parameters or a link into
 SQLAlchemy's docs), and that `verify` says of the faulted database exactly what it says of
-an untouched copy.
+an untouched copy (`verify` itself, and the commands that show the fault went away, run
+in the test process: they need no process boundary).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -31,8 +34,9 @@ import pytest
 
 from evalops.errors import BUSY_MESSAGE
 from evalops.store.schema import HEAD_REVISION
+from tests import forked
 from tests.conftest import Cli
-from tests.helpers import sqlite_fingerprint
+from tests.helpers import CliResult, sqlite_fingerprint
 from tests.trial_factory import mini_case, record, write_jsonl
 
 FORBIDDEN = (
@@ -48,16 +52,11 @@ FORBIDDEN = (
 )
 
 
-def _env(url: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
-    env["EVALOPS_DATABASE_URL"] = url
-    env["EVALOPS_ACTOR"] = "faults@example.com"
-    return env
+def _sqlite_db(url: str) -> Path | None:
+    return Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else None
 
 
-def evalops(
-    cwd: Path, url: str, *args: str, limit: int | None = None, timeout: float = 600
-) -> subprocess.CompletedProcess[str]:
+def evalops(cwd: Path, url: str, *args: str, limit: int | None = None) -> CliResult:
     """`evalops ARGS` in a process of its own; `limit`: its file-size limit in bytes."""
 
     def file_size_limit() -> None:
@@ -66,27 +65,20 @@ def evalops(
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    return subprocess.run(
-        [sys.executable, "-m", "evalops", *args],
-        cwd=cwd,
-        env=_env(url),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        preexec_fn=file_size_limit if limit is not None else None,
-        check=False,
-    )
+    env = forked.child_env(url, "faults@example.com")
+    before = file_size_limit if limit is not None else None
+    return forked.start(list(args), cwd, env, _sqlite_db(url), before).wait()
 
 
 def assert_named(
-    result: subprocess.CompletedProcess[str],
+    result: CliResult,
     code: int,
     *phrases: str,
     outcome: str | None = "nothing was stored",
 ) -> None:
     """Exit `code`; stderr holds every phrase, and says what became of the database."""
     both = result.stdout + result.stderr
-    assert result.returncode == code, both
+    assert result.code == code, both
     for phrase in (*phrases, *([outcome] if outcome else [])):
         assert phrase in result.stderr, (phrase, both)
     for word in FORBIDDEN:
@@ -94,10 +86,16 @@ def assert_named(
     assert len(result.stderr.strip().splitlines()) == 1, both  # one line
 
 
-def verified(cwd: Path, url: str) -> dict[str, object]:
-    result = evalops(cwd, url, "--json", "verify")
-    assert result.returncode == 0, result.stdout + result.stderr
-    return dict(json.loads(result.stdout))
+@pytest.fixture
+def verified(cli: Cli) -> Callable[[Path, str], dict[str, object]]:
+    """`evalops --json verify` of a database (in the test process); it must pass."""
+
+    def run(cwd: Path, url: str) -> dict[str, object]:
+        result = cli("--db", url, "--json", "verify", cwd=cwd)
+        assert result.code == 0, result.stdout + result.stderr
+        return dict(result.json())
+
+    return run
 
 
 def checkpoint(db: Path) -> None:
@@ -153,7 +151,11 @@ def _trial_count(db: Path) -> int:
 @pytest.mark.slow
 @pytest.mark.parametrize("command", ["ingest", "incident", "gate"])
 def test_a_file_size_limit_is_a_full_disk_not_a_bug(
-    request: pytest.FixtureRequest, tmp_path: Path, command: str
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    command: str,
+    cli: Cli,
+    verified: Callable[[Path, str], dict[str, object]],
 ) -> None:
     # The gate needs suites and trials: the demo's registry; the others the mini one.
     workspace: Path = request.getfixturevalue("demo" if command == "gate" else "ingested")
@@ -175,8 +177,8 @@ def test_a_file_size_limit_is_a_full_disk_not_a_bug(
     assert sqlite_fingerprint(db) == held
     assert verified(workspace, url) == before
     # The same command without the limit succeeds (the fault was the disk's).
-    again = evalops(workspace, url, *args)
-    assert again.returncode in (0, 3, 4), again.stdout + again.stderr
+    again = cli("--db", url, *args, cwd=workspace)
+    assert again.code in (0, 3, 4), again.stdout + again.stderr
     assert verified(workspace, url) != before
 
 
@@ -218,7 +220,7 @@ def small_filesystem(where: Path, size: str) -> Iterator[Path]:
 
 @pytest.mark.slow
 def test_a_filesystem_too_small_for_the_ingest_is_a_full_disk(
-    ingested: Path, tmp_path: Path
+    ingested: Path, tmp_path: Path, verified: Callable[[Path, str], dict[str, object]]
 ) -> None:
     source = ingested / ".evalops" / "registry.db"
     checkpoint(source)
@@ -253,10 +255,14 @@ def _advisory_lock_holder(url: str) -> int | None:
         return None if row is None else int(row[0])
 
 
+#: Enough for the ingest to be terminated well inside its write (a CPU time, see below).
+BACKEND_RECORDS = 3000
+
+
 @pytest.mark.slow
 @pytest.mark.postgres
 def test_a_backend_terminated_mid_ingest_is_a_lost_connection(
-    pg_url: str, workspace: Path, cli: Cli
+    pg_url: str, workspace: Path, cli: Cli, verified: Callable[[Path, str], dict[str, object]]
 ) -> None:
     import psycopg
 
@@ -265,35 +271,32 @@ def test_a_backend_terminated_mid_ingest_is_a_lost_connection(
     assert cli("--db", url, "init", cwd=workspace).code == 0
     assert cli("--db", url, "sync", cwd=workspace).code == 0
     before = verified(workspace, url)
-    big = _big(workspace, 12_000)
-    ingest = subprocess.Popen(
-        [sys.executable, "-m", "evalops", "trials", "ingest", str(big)],
-        cwd=workspace,
-        env=_env(url),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    big = _big(workspace, BACKEND_RECORDS)
+    env = forked.child_env(url, "faults@example.com")
+    ingest = forked.start(["trials", "ingest", str(big)], workspace, env, None)
     deadline = time.monotonic() + 120
     holder = None
     while holder is None:
-        assert ingest.poll() is None, "the ingest ended before it took the writer lock"
+        assert ingest.progress()[0], "the ingest ended before it took the writer lock"
         assert time.monotonic() < deadline
         holder = _advisory_lock_holder(url)
         time.sleep(0.02)
-    time.sleep(random.Random(41).uniform(0.2, 0.8))  # somewhere in the middle of its work
-    assert ingest.poll() is None, "the ingest must still be writing when it is terminated"
+    # Somewhere in the middle of its work: a CPU time of the ingest's own (an unkilled one
+    # spends about 0.7 s in its write), whatever the machine's load.
+    at = ingest.progress()[1] + random.Random(41).uniform(0.1, 0.3)
+    while (progress := ingest.progress())[1] < at:
+        assert progress[0], "the ingest must still be writing when it is terminated"
+        time.sleep(0.002)
     with psycopg.connect(_pg(pg_url), autocommit=True) as admin:
         assert admin.execute("SELECT pg_terminate_backend(%s)", (holder,)).fetchone() == (True,)
-    out, err = ingest.communicate(timeout=300)
-    result = subprocess.CompletedProcess(ingest.args, ingest.returncode, out, err)
+    result = ingest.wait(300)
     masked = url.replace(":s3cret@", ":***@")
     assert_named(result, 2, f"lost the connection to database {masked}", "run the command again")
-    assert "s3cret" not in out + err
+    assert "s3cret" not in result.stdout + result.stderr
     assert verified(workspace, url) == before
-    rerun = evalops(workspace, url, "--json", "trials", "ingest", str(big))
-    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
-    assert json.loads(rerun.stdout)["ingested"] == 12_000
+    rerun = cli("--db", url, "--json", "trials", "ingest", str(big), cwd=workspace)
+    assert rerun.code == 0, rerun.stdout + rerun.stderr
+    assert rerun.json()["ingested"] == BACKEND_RECORDS
 
 
 # --- A damaged SQLite file -------------------------------------------------------------
@@ -368,7 +371,7 @@ def _integrity_message(db: Path) -> str:
     ["the trial_id unique index", "ix_trial_eval_case", "a trial table page"],
 )
 def test_an_overwritten_page_is_a_damaged_database(
-    ingested: Path, tmp_path: Path, what: str
+    ingested: Path, tmp_path: Path, what: str, verified: Callable[[Path, str], dict[str, object]]
 ) -> None:
     db = ingested / ".evalops" / "registry.db"
     url = f"sqlite:///{db}"
@@ -447,14 +450,18 @@ def _pg_dump(url: str) -> list[object]:
     "engine", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
 )
 def test_a_newer_schema_is_named_and_left_unchanged(
-    request: pytest.FixtureRequest, ingested: Path, tmp_path: Path, engine: str
+    request: pytest.FixtureRequest,
+    ingested: Path,
+    tmp_path: Path,
+    engine: str,
+    verified: Callable[[Path, str], dict[str, object]],
 ) -> None:
     if engine == "sqlite":
         url = f"sqlite:///{ingested / '.evalops' / 'registry.db'}"
     else:
         url = _pg(request.getfixturevalue("pg_url"))
         for args in (["init"], ["sync"]):
-            assert evalops(ingested, url, *args).returncode == 0
+            assert evalops(ingested, url, *args).code == 0
     copy_url = _untouched_copy(ingested, tmp_path)
     before = verified(ingested, copy_url)
     _stamp(url, NEWER)
@@ -487,7 +494,7 @@ def test_a_newer_schema_is_named_and_left_unchanged(
     error = json.loads(as_json.stdout)["error"]
     assert error["code"] == 2 and named in error["message"]
     current = evalops(ingested, url, "--json", "db", "current")
-    assert current.returncode == 0, current.stderr
+    assert current.code == 0, current.stderr
     assert json.loads(current.stdout)["revision"] == NEWER
     assert verified(ingested, copy_url) == before
 
@@ -522,7 +529,9 @@ def held_exclusively(db: Path) -> Iterator[None]:
 
 
 @pytest.mark.slow
-def test_a_file_held_exclusively_is_a_busy_registry(ingested: Path, tmp_path: Path) -> None:
+def test_a_file_held_exclusively_is_a_busy_registry(
+    ingested: Path, tmp_path: Path, verified: Callable[[Path, str], dict[str, object]]
+) -> None:
     db = ingested / ".evalops" / "registry.db"
     url = f"sqlite:///{db}"
     copy_url = _untouched_copy(ingested, tmp_path)
@@ -541,7 +550,7 @@ def test_a_file_held_exclusively_is_a_busy_registry(ingested: Path, tmp_path: Pa
             assert time.monotonic() - started < 60  # it waited for --lock-timeout, not longer
         as_json = evalops(ingested, url, "--json", "--lock-timeout", "1", "gate", "list")
         error = json.loads(as_json.stdout)["error"]
-        assert as_json.returncode == 1 and error["code"] == 1
+        assert as_json.code == 1 and error["code"] == 1
         assert error["message"].startswith(BUSY_MESSAGE)
     assert sqlite_fingerprint(db) == held
     assert verified(ingested, url) == before
@@ -578,7 +587,9 @@ def read_only_directory(source: Path, where: Path) -> Iterator[Path]:
 
 
 @pytest.mark.slow
-def test_a_read_only_directory_is_named(ingested: Path, tmp_path: Path) -> None:
+def test_a_read_only_directory_is_named(
+    ingested: Path, tmp_path: Path, verified: Callable[[Path, str], dict[str, object]]
+) -> None:
     source = ingested / ".evalops"
     checkpoint(source / "registry.db")
     copy_url = _untouched_copy(ingested, tmp_path)
