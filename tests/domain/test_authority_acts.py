@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from evalops.domain import sshsig
+from evalops.domain.act_roles import membership_act
 from evalops.domain.authority import (
     MalformedAct,
     Scope,
@@ -140,6 +141,24 @@ def test_nesting_counts_open_brackets_not_closed_ones_nor_siblings() -> None:
     assert nesting_exceeds(_nested(3), limit=3) is False
     assert nesting_exceeds(_nested(4), limit=3) is True
     assert nesting_exceeds(_nested(2), limit=1) is True
+
+
+def test_a_closing_bracket_ends_one_level() -> None:
+    # Three levels, one closed, two opened: four levels at most.
+    assert nesting_exceeds("[[[]" + "[[", limit=3) is True
+    assert nesting_exceeds("[[[]" + "[", limit=3) is False
+    assert nesting_exceeds("[]" * 3, limit=1) is False
+    assert nesting_exceeds("{}[]" * 3, limit=1) is False
+
+
+def test_only_brackets_and_braces_nest() -> None:
+    # The scan runs before the JSON is parsed: any other character is no level.
+    for char in "X:,1a ":
+        assert nesting_exceeds(char * 100 + "[[", limit=1) is True, char
+        assert nesting_exceeds(char * 100, limit=0) is False, char
+    with pytest.raises(MalformedAct) as raised:
+        read_act(b"X" * 100)
+    assert str(raised.value).startswith("not a JSON act: ")
 
 
 def test_brackets_inside_strings_do_not_nest() -> None:
@@ -677,3 +696,31 @@ def test_a_rule_change_needs_a_commit_signed_by_an_unscoped_policy_owner(
             f"commit 0123456789ab is signed by {who!r}, who is not a policy_owner",
             None,
         )
+
+
+def test_without_any_policy_owner_no_commit_changes_the_rules(keys: dict[str, Any]) -> None:
+    authority = AuthoritySpec.model_validate(
+        {
+            "spec_schema_version": "authority/v1",
+            "id": "authority",
+            "principals": [{"id": "alice", "keys": [_line(keys["alice"])]}],
+            "roles": {"risk_owner": [{"principal": "alice"}]},
+        }
+    )
+    payload = b"tree 1\n\nm\n"
+    signed = sshsig.sign(keys["alice"], payload, "git")
+    assert judge_commit(authority, "f" * 40, payload, signed) == (
+        "commit ffffffffffff is signed by 'alice', who is not a policy_owner",
+        None,
+    )
+
+
+# ------------------------------------------------------------------------------ memberships
+
+
+def test_a_membership_row_is_signed_as_a_retirement_or_a_promotion() -> None:
+    """docs/authority.md: `retire` is its own act; a new member or a new pin is
+    `suite.promote`."""
+    assert membership_act("retired") == "retire"
+    for action in ("added", "repinned"):
+        assert membership_act(action) == "suite.promote"

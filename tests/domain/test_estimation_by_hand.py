@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import math
 import statistics
+from fractions import Fraction
 from typing import Any
 
 import pytest
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint  # type: ignore[import-untyped]
 
+from evalops.domain import estimation
 from evalops.domain.estimation import (
     RATE_KEYS,
     Components,
@@ -424,6 +426,57 @@ def test_a_between_variance_below_rounding_is_none() -> None:
     assert c is not None and c.between == pytest.approx(0.5)
 
 
+def _exact_components(counts: list[tuple[int, int]]) -> tuple[Fraction, Fraction, Fraction]:
+    """(within, variance of the shares, between) in exact arithmetic, by the docstring's
+    formulas: within = sum m p (1 - p) / sum (m - 1), between = s^2 - within * mean(1/m)."""
+    shares = [Fraction(h, m) for h, m in counts]
+    zero = Fraction(0)
+    within = sum((m * p * (1 - p) for (_, m), p in zip(counts, shares, strict=True)), zero)
+    within /= sum(m - 1 for _, m in counts)
+    mean = sum(shares, zero) / len(shares)
+    variance = sum(((p - mean) ** 2 for p in shares), zero) / (len(shares) - 1)
+    inv_m = sum((Fraction(1, m) for _, m in counts), zero) / len(counts)
+    return within, variance, variance - within * inv_m
+
+
+@pytest.mark.parametrize(
+    "counts",
+    [
+        # Two large tasks whose shares differ by about what their trials' noise explains: a
+        # true between-task variance near the floor of 1e-9 of the larger component.
+        [(4031, 8191), (4095, 8191)],
+        [(8009, 16199), (8099, 16199)],
+        [(15749, 31751), (15875, 31751)],
+        [(0, 10), (10, 10)],
+        [(3, 10), (5, 10), (9, 10)],
+    ],
+)
+def test_a_between_variance_is_kept_above_the_noise_floor_and_none_at_or_below(
+    counts: list[tuple[int, int]],
+) -> None:
+    """VARIANCE_NOISE: a between-task variance of at most 1e-9 of the larger of the within
+    variance and the shares' variance is rounding, not variation."""
+    within, variance, between = _exact_components(counts)
+    found = components("h", counts)
+    assert found is not None
+    assert found.within == pytest.approx(float(within), rel=1e-12)
+    if between <= Fraction(1, 10**9) * max(within, variance):
+        assert found.between == 0.0
+    else:
+        assert found.between == pytest.approx(float(between), rel=1e-6)
+
+
+def test_a_between_variance_exactly_at_the_floor_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Shares 0 and 1 of 2 trials each: within 0, shares' variance 1/2, between 1/2. With the
+    # floor raised to the whole of the larger component, 1/2 is exactly at it: rounding.
+    monkeypatch.setattr(estimation, "VARIANCE_NOISE", 1.0)
+    found = components("h", [(0, 2), (2, 2)])
+    assert found is not None and found.between == 0.0
+    monkeypatch.setattr(estimation, "VARIANCE_NOISE", 0.999)
+    found = components("h", [(0, 2), (2, 2)])
+    assert found is not None and found.between == 0.5
+
+
 def test_unseen_variation_is_laplaces_rate() -> None:
     assert unseen_variation(0, 8, 4) == pytest.approx((1 / 10) * (9 / 10) / 4)
     assert unseen_variation(6, 6, 2) == pytest.approx((7 / 8) * (1 / 8) / 2)
@@ -465,6 +518,8 @@ def test_tasks_needed_by_hand() -> None:
         (1000.01, 1001),
         (0.0, 0),
         (-2.5, -2),
+        # Below 1 the rounding forgiven is that of 1: 1.5e-9 above 1 is more than rounding.
+        (1 + 1.5e-9, 2),
     ],
 )
 def test_ceil_count_forgives_rounding_only(x: float, expected: float) -> None:
