@@ -378,6 +378,52 @@ def test_an_act_on_several_suites_needs_one_of_them_per_signer_and_a_signer_for_
     assert [s.principal for s in judged.signers] == ["bob", "alice"]
 
 
+def test_a_signer_scoped_by_tasks_covers_every_suite_of_its_task(keys: dict[str, Any]) -> None:
+    authority = _authority(keys)
+    # carol holds risk_owner for tasks support-*, in any suite.
+    on_her_task = Scope(task="support-1", suites=("a/x", "b/y"))
+    assert suites_uncovered(authority, "trials.void", on_her_task, ["carol"]) == []
+    other_task = Scope(task="billing-1", suites=("a/x", "b/y"))
+    assert suites_uncovered(authority, "trials.void", other_task, ["carol"]) == ["a/x", "b/y"]
+    # A role nobody holds covers no suite.
+    assert suites_uncovered(authority, "calibration.record", on_her_task, ["carol"]) == [
+        "a/x",
+        "b/y",
+    ]
+
+
+def test_every_suite_without_a_signer_is_named(keys: dict[str, Any]) -> None:
+    authority = _authority(keys)
+    data = b'{"act":"trials.void"}\n'
+    scope = Scope(task="t", suites=("regression/a", "smoke/b", "x/y"))
+    judged = check_signatures(
+        authority, "trials.void", data, [sshsig.sign(keys["bob"], data, "evalops")], scope
+    )
+    assert judged.refusal == (
+        "no signer holds risk_owner for suite 'smoke/b', 'x/y': a trials.void needs one of "
+        "each suite it touches"
+    )
+
+
+def test_the_key_owners_given_are_the_ones_read(keys: dict[str, Any]) -> None:
+    """`owners` is `key_owners(authority)` when the caller already has it: the judge reads
+    those, not the authority's keys again."""
+    authority = _authority(keys)
+    data = b'{"act":"waiver.grant"}\n'
+    signature = sshsig.sign(keys["alice"], data, "evalops")
+    fingerprint = sshsig.parse_public_key(_line(keys["alice"])).fingerprint
+    unknown = (
+        f"signature 1: key {fingerprint} is not a key of any principal of the authority in force"
+    )
+    assert check_signatures(authority, "waiver.grant", data, [signature], Scope(), {}).refusal == (
+        unknown
+    )
+    assert SignatureJudge(authority, {}).check(
+        "waiver.grant", data, [signature], Scope()
+    ).refusal == (unknown)
+    assert check_signatures(authority, "waiver.grant", data, [signature], Scope()).ok
+
+
 # ------------------------------------------------------------------------------ signatures
 
 

@@ -475,6 +475,19 @@ def test_a_security_key_signature_of_the_other_type_says_so() -> None:
     )
 
 
+def test_a_truncated_security_key_ecdsa_signature_is_malformed() -> None:
+    private = ec.generate_private_key(ec.SECP256R1())
+    point = private.public_key().public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)
+    sk = b"sk-ecdsa-sha2-nistp256@openssh.com"
+    blob = _sk_ecdsa_blob(b"nistp256", point)
+    tail = bytes([1]) + (9).to_bytes(4, "big")
+    # One mpint of the two (r, s): truncated.
+    armored = _sshsig(blob, _s(sk) + _s(_mp(5)) + tail)
+    with pytest.raises(sshsig.MalformedSignature) as raised:
+        sshsig.verify(armored, MESSAGE, "evalops")
+    assert str(raised.value) == "truncated"
+
+
 # ------------------------------------------------------------------------------ Verifier
 
 
@@ -544,6 +557,32 @@ def test_a_commit_without_an_ssh_signature_has_none() -> None:
     assert sshsig.split_signed_commit(pgp) == (b"tree 1\nauthor A\n\nm\n", None)
     # No message at all: the payload is the header as it is.
     assert sshsig.split_signed_commit(b"tree 1\nauthor A") == (b"tree 1\nauthor A", None)
+
+
+def test_only_the_signature_header_and_its_continuation_lines_are_left_out() -> None:
+    """A merge of a signed tag carries a `mergetag` header whose value continues on lines
+    that start with a space: they are signed, and stay in the payload; the message may hold
+    anything, a `gpgsig` line and blank lines included."""
+    signature = [b"-----BEGIN SSH SIGNATURE-----", b"U1NIU0lH", b"-----END SSH SIGNATURE-----"]
+    mergetag = b"mergetag object 1\n type commit\n tag v1\n"
+    message = b"subject\n\ngpgsig -----BEGIN SSH SIGNATURE-----\n x\n\nlast\n"
+    raw = (
+        b"tree 1\nparent 2\n"
+        + mergetag
+        + b"gpgsig "
+        + b"\n ".join(signature)
+        + b"\nauthor A\n\n"
+        + message
+    )
+    payload, armored = sshsig.split_signed_commit(raw)
+    assert payload == b"tree 1\nparent 2\n" + mergetag + b"author A\n\n" + message
+    assert armored == b"\n".join(signature) + b"\n"
+
+
+def test_a_signature_header_value_is_what_follows_its_first_space() -> None:
+    raw = b"tree 1\ngpgsig  -----BEGIN SSH SIGNATURE-----\n -----END SSH SIGNATURE-----\n\nm\n"
+    # The value starts with a space: not an SSH signature's armor.
+    assert sshsig.split_signed_commit(raw) == (b"tree 1\n\nm\n", None)
 
 
 def test_a_commit_git_signed_verifies(tmp_path: Path) -> None:
