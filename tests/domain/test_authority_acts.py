@@ -392,6 +392,17 @@ def test_a_signer_scoped_by_tasks_covers_every_suite_of_its_task(keys: dict[str,
     ]
 
 
+def test_a_task_scoped_grant_covers_an_act_on_several_suites_of_its_task(
+    keys: dict[str, Any],
+) -> None:
+    authority = _authority(keys)
+    on_her_task = Scope(task="support-1", suites=("a/x", "b/y"))
+    assert role_refusal(authority, "carol", "trials.void", on_her_task) is None
+    assert role_refusal(authority, "carol", "trials.void", Scope(suites=("a/x",))) == (
+        "principal 'carol' holds risk_owner but not for any of suites 'a/x'"
+    )
+
+
 def test_every_suite_without_a_signer_is_named(keys: dict[str, Any]) -> None:
     authority = _authority(keys)
     data = b'{"act":"trials.void"}\n'

@@ -523,6 +523,33 @@ def test_a_verifier_skips_keys_it_cannot_look_up_and_still_judges_their_signatur
         verifier.check(b"nothing", MESSAGE)
 
 
+def test_a_verifier_looks_up_every_ed25519_key_whatever_comes_before_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each known Ed25519 key's signatures take the table lookup (never the general parse),
+    after keys of other types and broken blobs alike."""
+    private, blob = _ed25519()
+    ec_point = (
+        ec.generate_private_key(ec.SECP256R1())
+        .public_key()
+        .public_bytes(Encoding.X962, PublicFormat.UncompressedPoint)
+    )
+    ec_blob = _s(b"ecdsa-sha2-nistp256") + _s(b"nistp256") + _s(ec_point)
+    broken = _s(b"ssh-ed25519") + _s(b"short")
+    for before in ([ec_blob], [broken], [b"\xff"], [ec_blob, broken]):
+        verifier = sshsig.Verifier([*before, blob], "evalops")
+
+        def general(*_: Any) -> sshsig.SignatureCheck:
+            raise AssertionError("the general parse ran")
+
+        with monkeypatch.context() as patched:
+            patched.setattr(sshsig, "verify", general)
+            assert verifier.check(_ed25519_signature(private, blob), MESSAGE) == (
+                None,
+                sshsig.PublicKey("ssh-ed25519", blob),
+            )
+
+
 def test_a_verifier_over_a_blob_no_longer_than_a_signature_takes_the_general_parse() -> None:
     _private, blob = _ed25519()
     verifier = sshsig.Verifier([blob], "evalops")
