@@ -246,3 +246,79 @@ def test_a_judge_over_the_view_judges_as_one_over_the_model(
         assert got == expected
         outcomes.add("malformed" if isinstance(expected, tuple) else expected.ok)
     assert outcomes == {True, False, "malformed"}
+
+
+def _edited(lines: list[str], edit: Callable[[Doc], Any]) -> Any:
+    document = copy.deepcopy(_documents(lines)["full"])
+    return edit(document)
+
+
+def _refusals(lines: list[str]) -> list[tuple[Mutation, str]]:
+    roles = "['calibrator', 'ingester', 'policy_owner', 'reviewer', 'risk_owner']"
+    return [
+        (lambda doc: [doc], "authority: not an object"),
+        (_set(("note",), "x"), "authority: unknown field 'note'"),
+        (_drop(("id",)), "authority: id is missing"),
+        (
+            _set(("spec_schema_version",), "authority/v2"),
+            "spec_schema_version: 'authority/v2' is not one of ['authority/v1']",
+        ),
+        (_set(("roles",), []), "roles: not an object"),
+        (_set(("roles", "owner"), []), f"role: 'owner' is not one of {roles}"),
+        (_set(("roles", "reviewer"), {}), "grants: not a list of at least 0"),
+        (_set(("roles", "reviewer", 0), "carol"), "grant: not an object"),
+        (_set(("roles", "reviewer", 0, "extra"), 1), "grant: unknown field 'extra'"),
+        (_drop(("roles", "reviewer", 0, "principal")), "grant: principal is missing"),
+        (_set(("roles", "reviewer", 0, "principal"), "Carol"), "principal: not an id"),
+        (_set(("roles", "risk_owner", 0, "suites"), [""]), "suites: not a non-empty string"),
+        (_set(("roles", "risk_owner", 0, "suites"), "x"), "suites: not a list of at least 0"),
+        (_set(("roles", "risk_owner", 1, "tasks"), [1]), "tasks: not a non-empty string"),
+        (_set(("thresholds",), [1]), "thresholds: not an object"),
+        (_set(("thresholds", "waiver.grant"), 0), "threshold: not a positive integer"),
+        (_set(("thresholds", "waiver.grant"), True), "threshold: not a positive integer"),
+        (
+            _set(("separation_of_duties",), "no_self_waiver"),
+            "separation_of_duties: not a list of at least 0",
+        ),
+        (
+            _set(("separation_of_duties",), ["other"]),
+            "separation_of_duties: 'other' is not one of ['no_self_review', 'no_self_waiver']",
+        ),
+        (_set(("id",), "Alice"), "id: not an id"),
+        (_set(("principals",), []), "principals: not a list of at least 1"),
+        (_set(("principals", 0), "alice"), "principal: not an object"),
+        (_set(("principals", 0, "note"), "x"), "principal: unknown field 'note'"),
+        (_drop(("principals", 0, "keys")), "principal: keys is missing"),
+        (_drop(("principals", 0, "id")), "principal: id is missing"),
+        (_set(("principals", 0, "id"), "Alice"), "id: not an id"),
+        (_set(("principals", 0, "email"), ""), "email: not a non-empty string"),
+        (_set(("principals", 0, "keys"), []), "keys: not a list of at least 1"),
+        (_set(("principals", 0, "keys"), [""]), "keys: not a non-empty string"),
+        (_set(("max_act_age_days",), 0), "max_act_age_days: not a positive integer"),
+        (_set(("principals", 2, "id"), "alice"), "principal 'alice' is listed twice"),
+        (
+            _set(("principals", 1, "keys"), [lines[0]]),
+            "a key of 'bob.b' is also a key of another",
+        ),
+        (_set(("roles", "reviewer", 0, "principal"), "nobody"), "unknown principal 'nobody'"),
+        (
+            _set(("thresholds", "waiver.grant"), 4),
+            "waiver.grant needs 4 distinct signers but at most 3 principal(s) hold risk_owner "
+            "for one scope (its acts name suite and task)",
+        ),
+    ]
+
+
+def test_the_view_names_what_it_does_not_vouch_for(lines: list[str]) -> None:
+    """The model decides about such a document (and raises its own error); the view's
+    reason says where it stopped, for whoever reads a traceback."""
+    for edit, reason in _refusals(lines):
+        with pytest.raises(NotAView) as raised:
+            StoredAuthority.of(_edited(lines, edit))
+        assert str(raised.value) == reason
+    act = _set(("thresholds", "waiver.sign"), 1)
+    with pytest.raises(NotAView) as raised:
+        StoredAuthority.of(_edited(lines, act))
+    assert str(raised.value).startswith(
+        "act: 'waiver.sign' is not one of ['calibration.invalidate'"
+    )
