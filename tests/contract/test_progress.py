@@ -8,11 +8,14 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.progress import Heartbeat
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 def test_a_run_with_a_long_test_names_it_while_it_runs(tmp_path: Path) -> None:
     """Under xdist (as `make test` runs): the controller hears the workers' test starts."""
     (tmp_path / "test_long.py").write_text(

@@ -206,12 +206,14 @@ def _flow(value: Any, rng: random.Random) -> str:
     return _yaml_scalar(value, rng)
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 @settings(max_examples=300, deadline=None)
 @given(value=st.dictionaries(st.text(max_size=8), json_values, max_size=6), seed=st.integers())
 def test_key_order_never_changes_a_digest(value: dict[str, Any], seed: int) -> None:
     assert digest(_shuffled(value, random.Random(seed))) == digest(value)
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 @settings(max_examples=300, deadline=None)
 @given(value=st.dictionaries(spec_keys, json_values, max_size=6), seed=st.integers())
 def test_yaml_and_json_spellings_give_the_same_digest(value: dict[str, Any], seed: int) -> None:

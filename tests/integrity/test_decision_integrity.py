@@ -636,6 +636,7 @@ def _classified(spec: dict[str, Any], i: int) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 @settings(max_examples=300, deadline=None)
 @given(hostile_trials(), st.sampled_from(["critical", "noncritical_regression"]))
 def test_a_hard_constraint_failure_anywhere_in_the_eval_case_blocks(

@@ -358,6 +358,7 @@ def _mutate(text: str, mutations: list[tuple[float, str, bool]]) -> str:
     return text
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_values, _dump_options, _mutations)
 def test_generated_texts_read_alike(
@@ -369,6 +370,7 @@ def test_generated_texts_read_alike(
     assert_bound_holds(text)
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 @settings(max_examples=300, deadline=None)
 @given(_values, st.sampled_from([None, 0, 2]), st.booleans())
 def test_json_texts_give_the_same_line_maps(value: Any, indent: int | None, ascii: bool) -> None:

@@ -68,6 +68,7 @@ def _dumps(value: Any) -> str | None:
         return None
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 @settings(max_examples=500, deadline=None)
 @given(records)
 def test_parse_record_agrees_with_the_strict_parser(value: dict[str, Any]) -> None:
@@ -110,6 +111,7 @@ records_with_tool_calls = st.builds(
 )
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 @settings(max_examples=400, deadline=None)
 @given(records_with_tool_calls | records)
 def test_stored_and_whole_forms_equal_the_reference(value: dict[str, Any]) -> None:
@@ -185,6 +187,7 @@ def _dotted_strings(value: Any) -> Any:
     return value
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 @settings(max_examples=500, deadline=None)
 @given(
     stored_value=st.dictionaries(json_text | number_like, line_values, max_size=5),

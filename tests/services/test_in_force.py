@@ -103,6 +103,7 @@ def in_force_base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 @settings(
     max_examples=12,
     deadline=None,
