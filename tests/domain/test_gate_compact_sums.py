@@ -53,6 +53,7 @@ def single_trials(draw: st.DrawFn) -> list[dict[str, Any]]:
     return out
 
 
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
 @settings(max_examples=200, deadline=None)
 @given(single_trials())
 def test_a_summary_s_sums_are_the_fractions_of_its_trials(trials: list[dict[str, Any]]) -> None:
