@@ -137,6 +137,17 @@ def test_what_is_not_a_public_key_is_named(line: str, message: str) -> None:
     assert str(raised.value) == message
 
 
+@pytest.mark.parametrize("stray", ["*", "!", "."])
+def test_a_character_outside_base64_is_refused_not_skipped(stray: str) -> None:
+    # OpenSSH's decoder (b64_pton) fails on a character outside the alphabet; a lenient
+    # decoder would drop it and read the rest, here a valid key, as that key.
+    _, blob = _ed25519()
+    encoded = base64.b64encode(blob).decode()
+    with pytest.raises(sshsig.MalformedKey) as raised:
+        sshsig.parse_public_key(f"ssh-ed25519 {encoded[:8]}{stray}{encoded[8:]}")
+    assert str(raised.value) == "the key is not valid base64"
+
+
 def test_a_key_blob_of_another_type_than_its_label_is_refused() -> None:
     _, blob = _ed25519()
     with pytest.raises(sshsig.MalformedKey) as raised:
@@ -296,6 +307,22 @@ def test_what_is_not_armored_is_named(armored: bytes, message: str) -> None:
     with pytest.raises(sshsig.MalformedSignature) as raised:
         sshsig.dearmor(armored)
     assert str(raised.value) == expected
+
+
+@pytest.mark.parametrize("stray", [b"*", b"!", b"."])
+def test_a_character_outside_base64_in_the_armor_is_refused_not_skipped(stray: bytes) -> None:
+    # As OpenSSH's decoder: the body without the stray character would decode to a blob.
+    body = base64.b64encode(b"SSHSIG" + bytes(range(30)))
+    armored = (
+        b"-----BEGIN SSH SIGNATURE-----\n"
+        + body[:12]
+        + stray
+        + body[12:]
+        + b"\n-----END SSH SIGNATURE-----\n"
+    )
+    with pytest.raises(sshsig.MalformedSignature) as raised:
+        sshsig.dearmor(armored)
+    assert str(raised.value) == "the armored body is not valid base64"
 
 
 def test_an_armored_file_of_64_kib_is_read_and_a_byte_more_is_not() -> None:
