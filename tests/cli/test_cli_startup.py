@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,6 +29,12 @@ def _loaded_after(code: str) -> dict[str, bool]:
         f"{code}\n"
         f"print('\\n' + __import__('json').dumps({{m: m in sys.modules for m in {HEAVY!r}}}))\n"
     )
+    loaded: dict[str, bool] = _printed_last(script)
+    return loaded
+
+
+def _printed_last(script: str) -> Any:
+    """Run `script` in a fresh interpreter in the checkout; the JSON of its last line."""
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=REPO,
@@ -36,8 +43,7 @@ def _loaded_after(code: str) -> dict[str, bool]:
         check=True,
         timeout=60,
     )
-    loaded: dict[str, bool] = json.loads(done.stdout.strip().splitlines()[-1])
-    return loaded
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def test_importing_the_cli_loads_no_database_statistics_or_model_code() -> None:
@@ -68,15 +74,7 @@ def _cli_modules_after(argv: list[str]) -> set[str]:
         f"    assert main({argv!r}) == 0\n"
         f"print('\\n' + json.dumps([m for m in {modules!r} if m in sys.modules]))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+    return set(_printed_last(script))
 
 
 @pytest.mark.parametrize(
