@@ -86,12 +86,12 @@ def _where_looked(error: EvalopsError, obj: object) -> EvalopsError:
 # `evalops --help` lists commands in groups, in the order of the workflow (docs/cli.md);
 # a command no group names is listed last, under "Other".
 COMMAND_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Registry", ("init", "new", "validate", "digest", "sync", "task", "schema", "db")),
+    ("Registry", ("init", "new", "validate", "digest", "sync", "registry", "task", "schema", "db")),
     ("Lifecycle", ("incident", "suite", "promote", "retire")),
-    ("Trials", ("trials", "trajectory", "calibration", "review")),
-    ("Gate", ("gate", "compare", "waiver")),
+    ("Trials", ("trials", "void", "trajectory", "calibration", "review")),
+    ("Gate", ("gate", "compare", "waiver", "estimate")),
     ("Reports", ("report", "export", "demo")),
-    ("Authority and integrity", ("authority", "keys", "verify", "verify-attestation")),
+    ("Authority and integrity", ("verify", "verify-attestation")),
 )
 
 

@@ -121,3 +121,16 @@ def test_a_mistyped_command_is_offered_the_commands_not_yet_built() -> None:
     )
     assert done.returncode == 2
     assert "No such command 'gaet'. Did you mean 'gate'" in done.stderr
+
+
+def test_every_name_the_help_groups_list_is_a_command() -> None:
+    """A group naming something that is not a command would hide a typo: a renamed command
+    would silently fall to "Other" while the group kept its old name."""
+    from evalops.cli.main import COMMAND_GROUPS
+
+    registered = _registered()
+    named = [name for _, names in COMMAND_GROUPS for name in names]
+    assert [name for name in named if name not in registered] == []
+    assert len(named) == len(set(named)), "a command in two groups"
+    visible = {name for name, (_, hidden) in registered.items() if not hidden}
+    assert sorted(visible - set(named)) == [], "a command left to the ungrouped Other list"
