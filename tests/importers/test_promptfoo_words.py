@@ -227,7 +227,8 @@ def test_the_jsonl_output_names_the_same_trials_from_the_start_given(tmp_path: P
     jsonl = FIXTURES / "results.jsonl"
     with pytest.raises(InputError) as caught:
         read(jsonl, resolved(tmp_path))
-    assert (caught.value.field, caught.value.message) == (
+    assert (caught.value.file, caught.value.field, caught.value.message) == (
+        "results.jsonl",
         "--started-at",
         "promptfoo JSONL rows carry no timestamp: give the run's start with --started-at (or "
         "import the .json output)",
@@ -243,7 +244,7 @@ def test_the_jsonl_output_names_the_same_trials_from_the_start_given(tmp_path: P
         assert (record["run_id"], record["started_at"]) == (run_id, "2026-11-30T21:52:49.758000Z")
     with pytest.raises(InputError) as caught:
         read(jsonl, resolved(tmp_path), started_at="yesterday")
-    assert caught.value.field == "--started-at"
+    assert (caught.value.file, caught.value.field) == ("results.jsonl", "--started-at")
     assert caught.value.message.startswith("not an RFC 3339 timestamp: ")
 
 
@@ -607,7 +608,7 @@ def test_vars_that_cannot_be_keyed_are_refused(tmp_path: Path) -> None:
     path.write_text(text.replace('"NAN"', "NaN", 1), encoding="utf-8")
     with pytest.raises(InputError) as caught:
         read(path, resolved(tmp_path))
-    assert caught.value.field == "row 0: vars"
+    assert (caught.value.file, caught.value.field) == ("results.json", "row 0: vars")
     assert caught.value.message.startswith("the test's vars cannot be keyed: ")
 
 
@@ -802,6 +803,13 @@ def test_token_usage_counts_cache_reads_and_writes_as_input(
          "results", "not promptfoo results: no results.results list"),
         ({"evalId": "e", "results": {"version": 3, "timestamp": STAMP, "results": {}}},
          "results", "not promptfoo results: no results.results list"),
+        # `results` itself no object: nothing in it is read
+        ({"evalId": "e", "results": "ab"}, "results",
+         "not promptfoo results: no results.results list"),
+        ({"evalId": "e", "results": 3}, "results",
+         "not promptfoo results: no results.results list"),
+        ({"evalId": "e", "results": [["version", 3], ["timestamp", STAMP], ["results", []]]},
+         "results", "not promptfoo results: no results.results list"),
         ({"eval": {"task": "x"}}, None,
          "this is an Inspect AI log, not promptfoo results (`evalops trials import inspect`)"),
     ],
@@ -844,19 +852,24 @@ def test_a_truncated_file_names_the_last_complete_row(tmp_path: Path) -> None:
     path.write_text(cut, encoding="utf-8")
     with pytest.raises(InputError) as caught:
         read(path, resolved(tmp_path))
+    assert caught.value.file == "cut.json"
     assert caught.value.message.startswith(
         f"cannot read the results after row 0 ({LABEL}/0), the last complete one: "
     )
-    path.write_text(text[:20], encoding="utf-8")
+    path.write_text(text[:20], encoding="utf-8")  # inside the header
     with pytest.raises(InputError) as caught:
         read(path, resolved(tmp_path))
+    assert caught.value.file == "cut.json"
     assert caught.value.message.startswith("cannot read the results: ")
 
 
 def test_a_missing_file_cannot_be_read(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         read(tmp_path / "gone.json", resolved(tmp_path))
-    assert caught.value.message == "cannot read the results: No such file or directory"
+    assert (caught.value.file, caught.value.message) == (
+        "gone.json",
+        "cannot read the results: No such file or directory",
+    )
 
 
 def test_a_jsonl_line_that_is_not_json_is_refused_at_its_line(tmp_path: Path) -> None:
@@ -969,3 +982,141 @@ def test_an_error_row_without_error_text_is_a_runtime_error(tmp_path: Path, resp
     row.pop("error", None)
     (item,) = translated(read(write_results(tmp_path, [row]), resolved(tmp_path)))
     assert item.record["runtime"] == {"status": "runtime_error", "message": "error"}
+
+
+# ------------------------------------------------- what names the file, the run, the row
+
+
+def test_the_summary_names_the_file_the_producer_and_the_run(tmp_path: Path) -> None:
+    """A dry run shows each source file with its producer and run id: `evalId` for `.json`,
+    `promptfoo-` and 16 hex digits of the file's sha256 for `.jsonl` (docs/importers.md)."""
+    from evalops.importers.promptfoo import read_promptfoo
+
+    json_path = write_results(tmp_path, [base_row()])
+    summary, _ = read_promptfoo(json_path, "run.json", resolved(tmp_path), unmapped="error")
+    assert (summary.file, summary.producer, summary.run_id) == (
+        "run.json",
+        "promptfoo",
+        "eval-test",
+    )
+    jsonl = FIXTURES / "results.jsonl"
+    summary, _ = read_promptfoo(
+        jsonl, "rows.jsonl", resolved(tmp_path), unmapped="error", started_at=STAMP
+    )
+    digest = hashlib.sha256(jsonl.read_bytes()).hexdigest()[:16]
+    assert (summary.file, summary.producer, summary.run_id) == (
+        "rows.jsonl",
+        "promptfoo",
+        f"promptfoo-{digest}",
+    )
+
+
+def test_an_unmapped_provider_in_a_jsonl_file_is_refused_unless_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    row = base_row(provider={"id": "openai:gpt", "label": "nightly"})
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        read(path, resolved(tmp_path), started_at=STAMP)
+    assert (caught.value.file, caught.value.field) == (
+        "rows.jsonl",
+        "refund in order/nightly: provider",
+    )
+    assert read(path, resolved(tmp_path), started_at=STAMP, unmapped="skip") == [
+        Skipped("rows.jsonl", "refund in order/nightly", "unmapped_provider", "nightly")
+    ]
+
+
+def test_a_file_gone_before_its_rows_are_read_is_named(tmp_path: Path) -> None:
+    """The rows are read lazily, after the header: a file that can no longer be opened then
+    is refused naming it."""
+    from evalops.importers.promptfoo import read_promptfoo
+
+    path = write_results(tmp_path, [base_row()])
+    _, items = read_promptfoo(path, "results.json", resolved(tmp_path), unmapped="error")
+    path.unlink()
+    with pytest.raises(InputError) as caught:
+        list(items)
+    assert (caught.value.file, caught.value.message) == (
+        "results.json",
+        "cannot read the results: No such file or directory",
+    )
+
+
+def test_an_inspect_log_member_after_the_rows_is_refused_naming_the_file(tmp_path: Path) -> None:
+    """The header is complete before the rows, so the header read stops there; the `eval`
+    member of an Inspect log after them is refused when the rows are read."""
+    doc = {
+        "evalId": "eval-test",
+        "results": {"version": 3, "timestamp": STAMP, "results": [base_row()]},
+        "eval": {"task": "x"},
+    }
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        read(path, resolved(tmp_path))
+    assert (caught.value.file, caught.value.message) == (
+        "results.json",
+        "this is an Inspect AI log, not promptfoo results (`evalops trials import inspect`)",
+    )
+
+
+def test_a_file_cut_inside_its_first_row_names_no_row(tmp_path: Path) -> None:
+    """A truncated `.json` names the last complete row (DESIGN 10.1); cut inside the first
+    row, after a complete header, there is none to name."""
+    text = write_results(tmp_path, [base_row(id="a")]).read_text(encoding="utf-8")
+    path = tmp_path / "cut.json"
+    path.write_text(text[: text.index('"id": "a"') + 4], encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        read(path, resolved(tmp_path))
+    assert caught.value.file == "cut.json"
+    assert caught.value.message.startswith("cannot read the results: ")
+
+
+@pytest.mark.parametrize("changes", [{"failureReason": 0}, {}])
+def test_a_row_without_a_failure_reason_is_no_error_row(
+    tmp_path: Path, changes: dict[str, Any]
+) -> None:
+    """Only `failureReason` 2 makes an error row (DESIGN 10.1); without the field (promptfoo's
+    ResultFailureReason.NONE is 0) the row's assertions are imported."""
+    row = base_row(gradingResult=components(("refund_check", True)))
+    row.pop("failureReason", None)
+    row.update(changes)
+    (item,) = translated(read(write_results(tmp_path, [row]), resolved(tmp_path)))
+    assert item.record["runtime"] == {"status": "ok"}
+    assert [r["grader_id"] for r in item.record["grader_results"]] == ["refund-outcome"]
+
+
+@pytest.mark.parametrize("prompt", ["absent", None, True, "2", 1.0])
+def test_a_prompt_index_that_is_no_integer_is_the_first_prompt(tmp_path: Path, prompt: Any) -> None:
+    """promptIdx is an index into the run's prompts; a row that gives none (or no integer)
+    is of the first, prompt 0: with a row of prompt 0 it is the same test and prompt (no
+    refusal, the next ordinal), and its source file location says `prompt=0`."""
+    first = base_row(id="a", promptIdx=0)
+    second = base_row(id="b", promptIdx=prompt)
+    if prompt == "absent":
+        del second["promptIdx"]
+    items = translated(read(write_results(tmp_path, [first, second]), resolved(tmp_path)))
+    assert [i.record["trial_index"] for i in items] == [0, 1]
+    location = items[1].record["artifact_manifest"]["artifacts"][1]["location"]
+    assert location == f"results.json#test={first['testIdx']}&prompt=0&provider=support-b124"
+
+
+@pytest.mark.parametrize("row_id", ["", 42])
+def test_a_row_whose_id_is_no_text_is_named_as_one_without_an_id(
+    tmp_path: Path, row_id: Any
+) -> None:
+    """The trial id is the row's id only when that is a non-empty string; otherwise the
+    run, test, provider, prompt and ordinal name it."""
+    row = base_row(id=row_id)
+    (item,) = translated(read(write_results(tmp_path, [row]), resolved(tmp_path)))
+    identity = f"refund in order#{digest16(row['testCase']['vars'])}"
+    assert item.record["trial_id"] == sha16("eval-test", identity, "support-b124", 0, 0)
+    assert item.record["attempt_id"] == f"{LABEL}/0"
+
+
+def test_the_largest_repeat_index_is_accepted(tmp_path: Path) -> None:
+    """`must be a whole number from 0 to 2147483647`: both ends are allowed."""
+    row = base_row()
+    row["response"] = {**row["response"], "metadata": {"repeatIndex": 2**31 - 1}}
+    (item,) = translated(read(write_results(tmp_path, [row]), resolved(tmp_path)))
+    assert item.record["trial_index"] == 2**31 - 1

@@ -654,6 +654,8 @@ def _review(db: Path, trial_row: int, seq: int) -> None:
         (lambda db: _review(db, 68, 37), "task_fail"),
         # appended to another trial
         (lambda db: _reconcile(db, 69, 36), "task_fail"),
+        # the trial's ingest batch is not found: no state recorded for it
+        (lambda db: sql(db, "UPDATE trial SET ingest_batch_id = 999 WHERE id = 68"), "task_pass"),
     ],
 )
 def test_a_stored_class_stands_only_while_nothing_it_depends_on_changed(
@@ -830,10 +832,15 @@ def test_a_waiver_signed_by_a_signer_of_its_builds_ingest_is_refused(db: Path, k
         (["no_self_waiver"], ["build-124"], 34, "alice"),  # an ingest of another build
         (["no_self_waiver"], ["build-125"], 34, "bob"),  # signed by someone else
         (["no_self_waiver"], ["build-125"], 37, "alice"),  # an ingest after the cutoff
+        (["no_self_waiver"], None, 34, "alice"),  # an ingest that names no build
     ],
 )
 def test_a_waiver_that_is_no_self_waiver_is_applied(
-    db: Path, rules: list[str], ingest_builds: list[str], ingest_seq: int, waiver_signer: str
+    db: Path,
+    rules: list[str],
+    ingest_builds: list[str] | None,
+    ingest_seq: int,
+    waiver_signer: str,
 ) -> None:
     _authority(db, rules)
     _act(db, ingest_seq, "trials.ingest", ["alice"], ingest_builds)
@@ -931,3 +938,104 @@ def test_a_suite_naming_no_gate_policy_is_governed_by_the_one_in_force(db: Path)
     assert rebuild(db)["policy_digest"] == stored["policy_digest"]
     _second_gate_policy(db)
     assert rebuild(db)["policy_digest"] == "sha256:strict"
+
+
+# ----------------------------------------------------------------- more of the same rules
+
+
+def test_an_earlier_revision_does_not_ratchet_once_a_later_one_is_pinned(db: Path) -> None:
+    """DESIGN 9: the strictest labels among the pinned revision and the later registered
+    ones; a revision before the pin no longer counts (re-pinning a milder revision lowers
+    the risk)."""
+
+    def milder(document: dict[str, Any]) -> None:
+        document["meta"]["risk"] = "quality_signal"
+        document["meta"]["protects"] = []
+
+    _revision(db, POLICY, 2, 20, milder)
+    ((digest,),) = sql(db, "SELECT task_digest FROM task_revision WHERE id = 102")
+    sql(
+        db,
+        "INSERT INTO suite_membership (suite_id, task_id, action, task_digest, "
+        "grader_set_digest, task_revision_id, at, actor, audit_seq) SELECT suite_id, task_id, "
+        "'added', ?, grader_set_digest, 102, at, actor, 36 FROM suite_membership "
+        "WHERE task_id = ?",
+        (digest, POLICY),
+    )
+    got = task(rebuild(db), POLICY)
+    assert (got["task_digest"], got["risk"], got["protects"]) == (digest, "quality_signal", [])
+
+
+def test_trials_of_several_older_digests_of_the_profile_are_counted_together(db: Path) -> None:
+    _older_profile(db, 11)
+    sql(
+        db,
+        "INSERT INTO execution_profile (document_digest, document, file_path, sync_run_id, "
+        "audit_seq, id, execution_id, system_build, execution_digest) SELECT 'sha256:old-doc-2', "
+        "document, file_path, sync_run_id, 11, 98, execution_id, system_build, 'sha256:older-2' "
+        "FROM execution_profile WHERE id = 3",
+    )
+    sql(db, "UPDATE trial SET execution_digest = 'sha256:older' WHERE id = 68")
+    sql(db, "UPDATE trial SET execution_digest = 'sha256:older-2' WHERE id IN (69, 70)")
+    got = task(rebuild(db), IN_ORDER)
+    assert (len(got["trials"]), got["ignoredTrials"]) == (2, {"older_execution_digest": 3})
+
+
+def test_a_build_without_a_profile_names_the_build_option(db: Path) -> None:
+    with pytest.raises(InputError) as caught:
+        rebuild(db, build="build-999")
+    assert caught.value.field == "--build"
+
+
+def test_refusals_without_a_request_or_rules_are_read_as_such(db: Path) -> None:
+    """A refusal naming no request is of no build and suite; one naming no rules is listed
+    with none (nothing is dropped, DESIGN 9)."""
+    mine = {"build": "build-125", "suite_id": "regression/core", "task_id": IN_ORDER,
+            "states": ["task_fail"]}  # fmt: skip
+    add_event(db, 38, "waiver.refused", {"refusals": [{"rule": "critical_task"}]})
+    add_event(db, 39, "waiver.refused", {"request": mine})
+    assert rebuild(db, cutoff=39)["refused_waivers"] == [
+        {
+            "seq": 39,
+            "task_id": IN_ORDER,
+            "states": ["task_fail"],
+            "rules": [],
+            "at": "2026-11-30T13:00:00.000000Z",
+        }
+    ]
+
+
+def test_a_registry_without_signed_acts_has_no_self_reviews(db: Path) -> None:
+    """A registry of a schema before signed acts has no signed_act table: under an
+    authority declaring `no_self_review`, no review is a self-review and each counts."""
+    _authority(db, ["no_self_review"])
+    sql(db, "UPDATE trial SET classification = 'task_fail' WHERE id = 68")
+    _review(db, 68, 36)
+    sql(db, "DROP TABLE signed_act")
+    assert task(rebuild(db), IN_ORDER)["trials"][0]["classification"] == "task_pass"
+
+
+def test_a_trial_with_no_fixture_misses_recorded_missed_none(db: Path) -> None:
+    sql(
+        db,
+        "UPDATE trial SET efficiency = json_remove(efficiency, '$.fixtureMisses'), "
+        "record = json_remove(record, '$.fixture_misses') WHERE id = 74",
+    )
+    assert [t["fixture_misses"] for t in task(rebuild(db), POLICY)["trials"]] == [0, 0, 1]
+
+
+@pytest.mark.parametrize(("evaluator", "classes"), [(2, {"task_pass"}), (3, {"grader_invalid"})])
+def test_the_pass_class_is_exempt_only_under_the_rule_of_evaluator_2(
+    db: Path, evaluator: int, classes: set[str]
+) -> None:
+    """DESIGN 8: the pass class is never exempt from calibration requirements: CAL-2 with
+    too little human agreement on task_pass is failing, and a blocking model grader without
+    a valid calibration makes the trial grader_invalid. A decision of evaluator 2 is rebuilt
+    under the rule of its day, which exempted the pass class like any other: the model may
+    then only not block task_pass, and the calibration stays valid."""
+    ((record,),) = sql(db, "SELECT record FROM calibration WHERE id = 2")
+    document = json.loads(record)
+    document["human_agreement"]["per_class"]["task_pass"] = 0.1
+    sql(db, "UPDATE calibration SET record = ? WHERE id = 2", (json.dumps(document),))
+    inputs = rebuild(db, evaluator=evaluator)
+    assert {t["classification"] for t in task(inputs, IN_ORDER)["trials"]} == classes
