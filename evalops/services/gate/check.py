@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
@@ -136,6 +136,42 @@ def check(
     """Evaluate, store and audit one gate decision; returns the decision. New decisions are
     made by the current evaluator only (`gate.EVALUATOR`: per-task summaries; docs/gate.md,
     "Replay")."""
+    return check_decided(
+        engine,
+        build=build,
+        suite_id=suite_id,
+        at=at,
+        actor=actor,
+        now=now,
+        execution_id=execution_id,
+        baseline=baseline,
+        policy=policy,
+    ).output
+
+
+class Decided(NamedTuple):
+    """A decision just stored, as `check` returns it, with the inputs it was evaluated from
+    (still in memory: the terminal's lines need not parse the stored text again) and its
+    number."""
+
+    output: StoredOutput
+    inputs: AnyGateInputs
+    number: int
+
+
+def check_decided(
+    engine: Engine,
+    *,
+    build: str,
+    suite_id: str,
+    at: datetime | None,
+    actor: str,
+    now: datetime,
+    execution_id: str | None = None,
+    baseline: str | None = None,
+    policy: str | None = None,
+) -> Decided:
+    """`check`, keeping the inputs the decision was evaluated from."""
     with write_session(engine) as session:
         ref, document, policy_digest = _policy_choice(session, policy, dry_run=False)
         request = request_for(
@@ -193,12 +229,13 @@ def check(
             rows=[row],
         )
         anchor: Anchor = {"seq": event.seq, "hash": event.hash}
-        return {
+        output: StoredOutput = {
             **result,
             "policy": named_in(inputs),
             "audit_head": anchor,
             "decision_event": anchor,
         }
+        return Decided(output, inputs, number)
 
 
 def _decision(session: Session, gate_id: str) -> GateDecision:

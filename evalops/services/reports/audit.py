@@ -1043,15 +1043,18 @@ def decision_changes(
     *,
     gate_id: str | None = None,
     unstored: tuple[DecisionDocument, AnyGateInputs] | None = None,
+    before: int | None = None,
 ) -> Changes:
-    """The changes since the baseline of a stored decision (`gate_id`) or of a dry run's
-    (result, inputs), as the audit report shows them: for the terminal."""
+    """The changes since the baseline of a stored decision (`gate_id`, its stored text read
+    again) or of a decision in memory (`unstored`: its (result, inputs), a dry run's, or
+    those of a decision just stored, whose number is `before`), as the audit report shows
+    them: for the terminal."""
     result: DecisionDocument
     inputs: Mapping[str, Any]
     with read_session(engine) as session:
         if unstored is not None:
             result, inputs = unstored
-            previous = previous_decision(session, inputs, before=None, build=inputs["build"])
+            previous = previous_decision(session, inputs, before=before, build=inputs["build"])
         else:
             row = _decision_row(session, str(gate_id))
             result = cast("DecisionDocument", json.loads(row.result))
