@@ -408,7 +408,8 @@ def gate_check(
 
         changes, effects, off_line = None, None, None
         with engine_reader(engine) as reader:
-            voids = decision_voids(reader, data, decision_cutoff(inputs, None) if dry_run else None)
+            # The cutoff the inputs in memory record: a stored decision's text is not read.
+            voids = decision_voids(reader, data, decision_cutoff(inputs, None))
         if not state.json:
             from evalops.services.reports.audit import decision_changes
 

@@ -15,7 +15,7 @@ from sqlmodel import select
 from evalops.cli.gate import change_lines
 from evalops.domain.canonical import canonical_json_document
 from evalops.services.gate.check import check_decided
-from evalops.services.reports.audit import decision_changes
+from evalops.services.reports.audit import decision_changes, decision_cutoff
 from evalops.store.engine import make_engine, read_session
 from evalops.store.tables import GateDecision
 
@@ -66,6 +66,8 @@ def test_changes_in_memory_are_the_stored_decisions_changes(
         assert canonical_json_document(decided.inputs).decode("utf-8") == row.inputs
         assert json.loads(row.result)["decision"] == decided.output["decision"]
         assert decided.number == row.number
+        # The voids are read as of the cutoff the inputs record, as for the stored row.
+        assert decision_cutoff(decided.inputs, None) == json.loads(row.inputs)["request"]["cutoff"]
 
         in_memory = decision_changes(
             engine, unstored=(decided.output, decided.inputs), before=decided.number
