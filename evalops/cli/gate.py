@@ -403,7 +403,7 @@ def gate_check(
             data, inputs, number = check_decided(engine, actor=state.who(), **options)
             _write_artifacts(engine, data["gate_id"], junit, report)
         from evalops.services.reads.voids import decision_voids
-        from evalops.services.reports.audit import decision_cutoff
+        from evalops.services.reports.changes import decision_cutoff
         from evalops.store.reader import engine_reader
 
         changes, effects, off_line = None, None, None
@@ -411,7 +411,7 @@ def gate_check(
             # The cutoff the inputs in memory record: a stored decision's text is not read.
             voids = decision_voids(reader, data, decision_cutoff(inputs, None))
         if not state.json:
-            from evalops.services.reports.audit import decision_changes
+            from evalops.services.reports.changes import decision_changes
 
             # From the decision in memory: a stored one's text is not parsed again.
             changes = decision_changes(engine, unstored=(data, inputs), before=number)
@@ -437,7 +437,7 @@ def _check_under_definitions(
     from evalops.services.gate.check import dry_run_check
     from evalops.services.gate.definitions_at import definitions_at
     from evalops.services.reads.voids import decision_voids
-    from evalops.services.reports.audit import decision_changes, decision_cutoff
+    from evalops.services.reports.changes import decision_changes, decision_cutoff
     from evalops.store.reader import ConnectionReader
 
     with (

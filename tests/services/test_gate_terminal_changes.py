@@ -15,7 +15,7 @@ from sqlmodel import select
 from evalops.cli.gate import change_lines
 from evalops.domain.canonical import canonical_json_document
 from evalops.services.gate.check import check_decided
-from evalops.services.reports.audit import decision_changes, decision_cutoff
+from evalops.services.reports.changes import decision_changes, decision_cutoff
 from evalops.store.engine import make_engine, read_session
 from evalops.store.tables import GateDecision
 

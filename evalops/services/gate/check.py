@@ -345,7 +345,7 @@ def compare(
     result = evaluate_stored(inputs)
     regression = result["regression"]
     assert regression is not None
-    from evalops.services.reports.audit import changes_since_baseline
+    from evalops.services.reports.changes import changes_since_baseline
 
     changes = changes_since_baseline(result, inputs, None)
     return {
