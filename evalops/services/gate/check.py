@@ -20,6 +20,7 @@ from sqlmodel import Session, func, select
 from evalops.domain import audit_kinds
 from evalops.domain.canonical import (
     canonical_json_document,
+    plain_floats,
     sha256_digest,
 )
 from evalops.domain.gate import EVALUATOR, evaluate_stored
@@ -191,7 +192,9 @@ def check_decided(
         inputs["gate_id"] = f"GATE-{number}"
         result = evaluate_stored(inputs)
         inputs_bytes = canonical_json_document(inputs)
-        result_bytes = canonical_json_document(result)
+        # The result's rates and means are floats (1.0 in `--json`); written as ints they
+        # are the same canonical bytes, made on the encoder's first path.
+        result_bytes = canonical_json_document(plain_floats(result))
         row = GateDecision(
             number=number,
             gate_id=inputs["gate_id"],
