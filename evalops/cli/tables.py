@@ -84,7 +84,7 @@ def plain_lines(table: Table) -> list[str] | None:
     heavy-head box, a header row, each column as wide as its widest cell, one space of
     padding each side), for a table rich would lay out that way: no title, no footer, the
     default box and padding, every header and cell one line of printable ASCII (one
-    character, one column). None for any other table: rich lays it out."""
+    character, one column) or empty. None for any other table: rich lays it out."""
     from rich import box
 
     if (
@@ -112,7 +112,7 @@ def plain_lines(table: Table) -> list[str] | None:
             or column.max_width is not None
             or column.min_width is not None
             or column.ratio is not None
-            or not all(text and _PRINTABLE_ASCII.issuperset(text) for text in texts)
+            or not all(_PRINTABLE_ASCII.issuperset(text) for text in texts)
         ):
             return None
         columns.append(texts)
