@@ -371,7 +371,7 @@ def gate_check(
 
     Example: evalops gate check --build build-124 --suite regression/core --baseline build-123
     """
-    from evalops.services.gate.check import check, dry_run_check
+    from evalops.services.gate.check import check_decided, dry_run_check
 
     state = settings(ctx, json_flag)
     options: dict[str, Any] = {
@@ -384,6 +384,8 @@ def gate_check(
         "policy": policy,
     }
     data: DecisionDocument
+    inputs: AnyGateInputs
+    number: int | None = None
     if definitions is not None:
         if not dry_run:
             raise InputError(
@@ -398,23 +400,21 @@ def gate_check(
             data, inputs = dry_run_check(engine, **options)
             _write_artifacts(engine, data["gate_id"], junit, report, (data, inputs))
         else:
-            data = check(engine, actor=state.who(), **options)
+            data, inputs, number = check_decided(engine, actor=state.who(), **options)
             _write_artifacts(engine, data["gate_id"], junit, report)
         from evalops.services.reads.voids import decision_voids
-        from evalops.services.reports.audit import decision_cutoff
+        from evalops.services.reports.changes import decision_cutoff
         from evalops.store.reader import engine_reader
 
         changes, effects, off_line = None, None, None
         with engine_reader(engine) as reader:
-            voids = decision_voids(reader, data, decision_cutoff(inputs, None) if dry_run else None)
+            # The cutoff the inputs in memory record: a stored decision's text is not read.
+            voids = decision_voids(reader, data, decision_cutoff(inputs, None))
         if not state.json:
-            from evalops.services.reports.audit import decision_changes
+            from evalops.services.reports.changes import decision_changes
 
-            changes = decision_changes(
-                engine,
-                gate_id=data["gate_id"],
-                unstored=(data, inputs) if dry_run else None,
-            )
+            # From the decision in memory: a stored one's text is not parsed again.
+            changes = decision_changes(engine, unstored=(data, inputs), before=number)
             with engine_reader(engine) as reader:
                 effects = _open_effects(reader, data)
                 off_line = _off_line(reader, data)
@@ -437,7 +437,7 @@ def _check_under_definitions(
     from evalops.services.gate.check import dry_run_check
     from evalops.services.gate.definitions_at import definitions_at
     from evalops.services.reads.voids import decision_voids
-    from evalops.services.reports.audit import decision_changes, decision_cutoff
+    from evalops.services.reports.changes import decision_changes, decision_cutoff
     from evalops.store.reader import ConnectionReader
 
     with (

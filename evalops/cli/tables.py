@@ -40,7 +40,14 @@ def print_table(
     cells may wrap between words. Every other column is an identifier and never wraps."""
     out = console()
     if out.width >= UNLIMITED_WIDTH:
-        out.print(table)
+        lines = (
+            plain_lines(table) if len(table.rows) > PLAIN_ROWS and not out.color_system else None
+        )
+        if lines is None:
+            out.print(table)
+        else:
+            for line in lines:
+                say(line)
         return
     every_column = [(c, list(c._cells)) for c in table.columns]
     changes = fit(table, out.width, drop=drop, shorten=shorten, prose=prose)
@@ -62,6 +69,65 @@ def print_table(
         # The note itself fits too: wrapped between words, never inside a column name.
         for line in textwrap.wrap(note, out.width, break_long_words=False, break_on_hyphens=False):
             say(line, err=True)
+
+
+PLAIN_ROWS = 24
+"""Rows (about a screen) beyond which a table printed without colour and without a width
+limit (a pipe, a file, a CI log) is written line by line by `plain_lines` instead of laid
+out by rich: the same characters, without rich's layout cost per cell."""
+
+_PRINTABLE_ASCII = frozenset(chr(c) for c in range(0x20, 0x7F))
+
+
+def plain_lines(table: Table) -> list[str] | None:
+    """The lines rich prints for `table` at an unlimited width without colour (its default
+    heavy-head box, a header row, each column as wide as its widest cell, one space of
+    padding each side), for a table rich would lay out that way: no title, no footer, the
+    default box and padding, every header and cell one line of printable ASCII (one
+    character, one column) or empty. None for any other table: rich lays it out."""
+    from rich import box
+
+    if (
+        table.title is not None
+        or table.caption is not None
+        or table.box is not box.HEAVY_HEAD
+        or not table.show_header
+        or table.show_footer
+        or not table.show_edge
+        or table.show_lines
+        or table.padding != (0, 1, 0, 1)
+        or not table.pad_edge
+        or table.expand
+        or table.width is not None
+        or table.row_styles
+        or any(row.style or row.end_section for row in table.rows)
+    ):
+        return None
+    columns = []
+    for column in table.columns:
+        texts = [str(column.header), *(str(c) for c in column._cells)]
+        if (
+            column.justify != "left"
+            or column.width is not None
+            or column.max_width is not None
+            or column.min_width is not None
+            or column.ratio is not None
+            or not all(_PRINTABLE_ASCII.issuperset(text) for text in texts)
+        ):
+            return None
+        columns.append(texts)
+    widths = [max(len(t) for t in texts) for texts in columns]
+    rows = [
+        [texts[i].ljust(w) for texts, w in zip(columns, widths, strict=True)]
+        for i in range(len(table.rows) + 1)
+    ]
+    return [
+        "┏" + "┳".join("━" * (w + 2) for w in widths) + "┓",
+        "┃ " + " ┃ ".join(rows[0]) + " ┃",
+        "┡" + "╇".join("━" * (w + 2) for w in widths) + "┩",
+        *("│ " + " │ ".join(row) + " │" for row in rows[1:]),
+        "└" + "┴".join("─" * (w + 2) for w in widths) + "┘",
+    ]
 
 
 def fit(

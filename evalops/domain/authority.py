@@ -18,12 +18,12 @@ from datetime import datetime, timedelta
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from evalops.domain import sshsig
 from evalops.domain.act_roles import ACT_ROLES, DEFAULT_THRESHOLDS, ActKind, Role
 from evalops.domain.canonical import canonical_json
 from evalops.domain.timestamps import parse_timestamp
 
 if TYPE_CHECKING:
+    from evalops.domain import sshsig
     from evalops.domain.specs import AuthoritySpec
 
 NAMESPACE = "evalops"
@@ -233,6 +233,8 @@ def _grant_covers(grant: GrantFacts, scope: Scope) -> bool:
 
 def key_owners(authority: AuthorityFacts) -> dict[bytes, str]:
     """Key identity (`sshsig.identity`: one key whatever its encoding) -> principal id."""
+    from evalops.domain import sshsig
+
     return {
         sshsig.identity(sshsig.parse_public_key(line)): p.id
         for p in authority.principals
@@ -244,6 +246,8 @@ def owner_of(owners: Mapping[bytes, str], key: sshsig.PublicKey) -> str | None:
     """The principal whose key `key` is, in whichever encoding a signature carries it."""
     found = owners.get(key.blob)
     if found is None:
+        from evalops.domain import sshsig
+
         try:
             found = owners.get(sshsig.identity(key))
         except sshsig.MalformedKey:
@@ -306,6 +310,8 @@ class SignatureJudge:
 
     def __init__(self, authority: AuthorityFacts, owners: Mapping[bytes, str] | None = None):
         self.authority = authority
+        from evalops.domain import sshsig
+
         self.owners = key_owners(authority) if owners is None else owners
         self._verifier = sshsig.Verifier(self.owners, NAMESPACE)
         self._signers: dict[bytes, Signer] = {}
@@ -455,6 +461,8 @@ def judge_commit(
             "sync)",
             None,
         )
+    from evalops.domain import sshsig
+
     try:
         check = sshsig.verify(signature, payload, "git")
     except sshsig.MalformedSignature as exc:

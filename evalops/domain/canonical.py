@@ -194,6 +194,21 @@ def plain_number(value: float | None) -> float | None:
     return value
 
 
+def plain_floats(value: Any) -> Any:
+    """`value` with every integral float of safe magnitude an int (`plain_number` all
+    through, a copy; everything else as it is): canonical JSON writes both alike, and a
+    document built from stored floats then takes `canonical_json_document`'s first path
+    instead of being decoded and encoded again. Its bytes are the same either way."""
+    kind = type(value)
+    if kind is float:
+        return int(value) if value.is_integer() and abs(value) <= MAX_SAFE_INTEGER else value
+    if kind is dict:
+        return {key: plain_floats(item) for key, item in value.items()}
+    if kind is list:
+        return [plain_floats(item) for item in value]
+    return value
+
+
 def sha256_digest(data: bytes) -> str:
     return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
 

@@ -20,7 +20,6 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any, NamedTuple, cast, get_args
 
-from evalops.domain import sshsig
 from evalops.domain.act_roles import ACT_ROLES, ActKind, Role, SeparationRule
 from evalops.domain.limits import ID_PATTERN, MAX_FREE_TEXT_CHARS
 from evalops.domain.thresholds import threshold_problem
@@ -178,6 +177,9 @@ class StoredAuthority(NamedTuple):
     def _check_consistent(self) -> None:
         """`AuthoritySpec`'s own checks: each principal and each key once, grants to
         principals it lists, thresholds its role holders can meet."""
+        # Imported here: cryptography is needed only when an authority is read.
+        from evalops.domain import sshsig
+
         ids: set[str] = set()
         owner_of: dict[bytes, str] = {}
         for principal in self.principals:

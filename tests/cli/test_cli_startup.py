@@ -176,3 +176,20 @@ def test_bad_global_option_values_get_typers_errors(cli: Cli, value: str, messag
     assert done.code == 2
     assert "Invalid value for '--lock-timeout'" in done.stderr
     assert message in done.stderr
+
+
+def test_a_stored_gate_check_without_signed_acts_loads_no_cryptography(demo: Path) -> None:
+    """cryptography is loaded where a signature is read or checked, never by a plain gate
+    check of a registry that holds no authority; YAML only for a `--policy FILE`."""
+    loaded = _printed_last(
+        "import contextlib, io, json, os, sys\n"
+        f"os.chdir({str(demo)!r})\n"
+        "os.environ['EVALOPS_ACTOR'] = 'tester@example.com'\n"
+        "from evalops.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = main(['gate', 'check', '--build', 'build-124', '--suite', 'regression/core'])\n"
+        "print('\\n' + json.dumps({'code': code, 'stored': 'evalops.store.tables' in sys.modules,"
+        " 'cryptography': 'cryptography' in sys.modules, 'yaml': 'yaml' in sys.modules}))\n"
+    )
+    assert loaded["code"] == 4 and loaded["stored"], loaded
+    assert not loaded["cryptography"] and not loaded["yaml"], loaded

@@ -18,6 +18,7 @@ from evalops.domain.canonical import (
     canonical_json_reference,
     canonical_text,
     digest,
+    plain_floats,
     plain_number,
 )
 
@@ -354,3 +355,52 @@ def test_a_document_without_float_forms_to_fix_is_not_read_back(
 
     monkeypatch.setattr(canonical, "_FLOAT_DECODER", Refuse())
     assert canonical_json_document(value) == canonical_json_reference(value)
+
+
+@settings(max_examples=600, deadline=None)
+@given(value=documents)
+def test_plain_floats_keeps_the_canonical_bytes(value: Any) -> None:
+    """Integral floats made ints, nothing else changed: the same RFC 8785 bytes."""
+    plain = plain_floats(value)
+    assert canonical_json_document(plain) == canonical_json_reference(value)
+    assert json.loads(json.dumps(plain)) == value  # the same values (1 == 1.0)
+
+
+def _leaves(value: Any) -> list[Any]:
+    if isinstance(value, dict):
+        return [leaf for item in value.values() for leaf in _leaves(item)]
+    if isinstance(value, list):
+        return [leaf for item in value for leaf in _leaves(item)]
+    return [value]
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=documents)
+def test_plain_floats_leaves_no_safe_integral_float_and_changes_no_input(value: Any) -> None:
+    before = json.dumps(value)
+    plain = plain_floats(value)
+    assert json.dumps(value) == before  # a copy: the caller's document is not changed
+    assert not [
+        leaf
+        for leaf in _leaves(plain)
+        if type(leaf) is float and leaf.is_integer() and abs(leaf) <= 2**53 - 1
+    ]
+
+
+def test_a_gate_result_of_rates_made_plain_is_not_read_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A decision's rows hold rates and means as floats (`passAtK` 1.0): made plain, its
+    document takes the encoder's first path."""
+    from evalops.domain import canonical
+
+    row = {"passAtK": 1.0, "passHatK": 0.4, "efficiency": {"inputTokens": 1200.0}, "n": 5}
+    document = {"tasks": [row, dict(row, passHatK=1.0)], "trialStats": {"scoreStderr": 0.0}}
+    expected = canonical_json_reference(document)
+
+    class Refuse:
+        def decode(self, _: str) -> Any:
+            raise AssertionError("read the document back")
+
+    monkeypatch.setattr(canonical, "_FLOAT_DECODER", Refuse())
+    assert canonical_json_document(plain_floats(document)) == expected

@@ -118,7 +118,7 @@ def test_html_and_markdown_show_the_changes_and_the_alpha_sentence(demo: Path, c
 
 
 def test_no_baseline_and_no_earlier_decision_says_so() -> None:
-    from evalops.services.reports.audit import changes_since_baseline
+    from evalops.services.reports.changes import changes_since_baseline
 
     inputs = {"baseline": None, "tasks": [], "policy": {}}
     changes = changes_since_baseline({"regression": None}, inputs, None)

@@ -22,7 +22,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from evalops.domain import audit_kinds, sshsig
+from evalops.domain import audit_kinds
 from evalops.domain.authority import (
     MAX_ACT_BYTES,
     MAX_SIGNATURE_BYTES,
@@ -180,6 +180,9 @@ def _read_act_file(path: Path) -> tuple[bytes, dict[str, Any]]:
 
 def _read_signature(path: Path) -> bytes:
     data = read_bounded(path, MAX_SIGNATURE_BYTES, "signature", "--signature", "64 KiB")
+    # Imported here: cryptography is needed only where a signature is read.
+    from evalops.domain import sshsig
+
     try:
         key = sshsig.parse_signature(data).public_key
         sshsig.identity(key)  # a key that cannot be loaded: a malformed file, not a refusal

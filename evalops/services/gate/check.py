@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, func, select
@@ -20,6 +20,7 @@ from sqlmodel import Session, func, select
 from evalops.domain import audit_kinds
 from evalops.domain.canonical import (
     canonical_json_document,
+    plain_floats,
     sha256_digest,
 )
 from evalops.domain.gate import EVALUATOR, evaluate_stored
@@ -136,6 +137,42 @@ def check(
     """Evaluate, store and audit one gate decision; returns the decision. New decisions are
     made by the current evaluator only (`gate.EVALUATOR`: per-task summaries; docs/gate.md,
     "Replay")."""
+    return check_decided(
+        engine,
+        build=build,
+        suite_id=suite_id,
+        at=at,
+        actor=actor,
+        now=now,
+        execution_id=execution_id,
+        baseline=baseline,
+        policy=policy,
+    ).output
+
+
+class Decided(NamedTuple):
+    """A decision just stored, as `check` returns it, with the inputs it was evaluated from
+    (still in memory: the terminal's lines need not parse the stored text again) and its
+    number."""
+
+    output: StoredOutput
+    inputs: AnyGateInputs
+    number: int
+
+
+def check_decided(
+    engine: Engine,
+    *,
+    build: str,
+    suite_id: str,
+    at: datetime | None,
+    actor: str,
+    now: datetime,
+    execution_id: str | None = None,
+    baseline: str | None = None,
+    policy: str | None = None,
+) -> Decided:
+    """`check`, keeping the inputs the decision was evaluated from."""
     with write_session(engine) as session:
         ref, document, policy_digest = _policy_choice(session, policy, dry_run=False)
         request = request_for(
@@ -155,7 +192,9 @@ def check(
         inputs["gate_id"] = f"GATE-{number}"
         result = evaluate_stored(inputs)
         inputs_bytes = canonical_json_document(inputs)
-        result_bytes = canonical_json_document(result)
+        # The result's rates and means are floats (1.0 in `--json`); written as ints they
+        # are the same canonical bytes, made on the encoder's first path.
+        result_bytes = canonical_json_document(plain_floats(result))
         row = GateDecision(
             number=number,
             gate_id=inputs["gate_id"],
@@ -193,12 +232,13 @@ def check(
             rows=[row],
         )
         anchor: Anchor = {"seq": event.seq, "hash": event.hash}
-        return {
+        output: StoredOutput = {
             **result,
             "policy": named_in(inputs),
             "audit_head": anchor,
             "decision_event": anchor,
         }
+        return Decided(output, inputs, number)
 
 
 def _decision(session: Session, gate_id: str) -> GateDecision:
@@ -308,7 +348,7 @@ def compare(
     result = evaluate_stored(inputs)
     regression = result["regression"]
     assert regression is not None
-    from evalops.services.reports.audit import changes_since_baseline
+    from evalops.services.reports.changes import changes_since_baseline
 
     changes = changes_since_baseline(result, inputs, None)
     return {

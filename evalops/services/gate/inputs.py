@@ -39,7 +39,6 @@ from evalops.domain.separation import NO_SELF_WAIVER, IngestAct
 from evalops.domain.specs import GatePolicy
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
-from evalops.registry.definitions import load_definition
 from evalops.services.authority.acts import INGEST_ACTS, authority_in_force
 from evalops.services.gate.input_parts import (
     DEFAULT_SEED,
@@ -142,6 +141,9 @@ def applied_gate_policy(
 
 def policy_from_file(session: Session, path: Path) -> tuple[dict[str, Any], str, bool]:
     """A policy file: its document, digest, and whether that digest is registered."""
+    # Imported here: only `--policy FILE` reads a file (YAML included).
+    from evalops.registry.definitions import load_definition
+
     definition = load_definition(path)
     if definition.kind != "gate_policy":
         raise InputError(f"{path} is a {definition.kind}, not a gate policy", field="--policy")

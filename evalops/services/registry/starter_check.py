@@ -29,11 +29,9 @@ def _starter_digest(kind: str, definition_id: str, grader_set: str) -> str:
 
 def _is_starter(definition: Definition) -> bool:
     if definition.kind == "task":
-        grader_set = str(definition.value.get("grader_set", ""))
-        # The task digest leaves out id and grader set: one digest stands for every starter.
-        return definition.digest == _starter_digest("task", "first-task", "first-task-graders") or (
-            definition.digest == _starter_digest("task", definition.id, grader_set)
-        )
+        # The task digest leaves out id and grader set: one digest stands for every starter
+        # task, so one starter is read, not one per task file.
+        return definition.digest == _starter_digest("task", "first-task", "first-task-graders")
     if definition.kind == "execution_profile":
         return definition.digest == _starter_digest("execution_profile", definition.id, "")
     return False

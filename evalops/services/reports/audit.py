@@ -27,11 +27,7 @@ from evalops.domain import digests
 from evalops.domain.calibration_validity import measured_against_required
 from evalops.domain.canonical import digest, plain_number
 from evalops.domain.changes import (
-    TaskSide,
-    alpha_note,
-    flip_counts,
     sides_from_inputs,
-    task_changes,
 )
 from evalops.domain.classify import Classification, shown_score
 from evalops.domain.gate_compact import EVALUATOR_COMPACT
@@ -42,12 +38,10 @@ from evalops.domain.gate_documents import (
     DecisionTask,
 )
 from evalops.domain.vocabulary import format_timestamp
-from evalops.errors import InputError
 from evalops.report.document import (
     AuthorityAct,
     AuthorityFacts,
     CalibrationFact,
-    Changes,
     Coverage,
     EffectCounts,
     EvalCaseDigests,
@@ -74,7 +68,13 @@ from evalops.services.registry.definitions import (
     rederive,
     session_definitions,
 )
-from evalops.services.registry.unknown_ids import unknown_decision
+from evalops.services.reports.changes import (
+    changes_since_baseline,
+    decision_cutoff,
+    decision_row,
+    previous_decision,
+    shared_sides,
+)
 from evalops.services.reports.drilldown import (
     add_rerun,
     calibration_states,
@@ -109,12 +109,10 @@ EFFECT_ORDER = {"block": 0, "hold": 1, "waived": 2, "pass": 3}
 EFFICIENCY_KEYS = ("toolCallCount", "modelCallCount", "inputTokens", "outputTokens")
 HISTORY_LIMIT = 50
 HISTORY_KEY = "evalops.history_effects"
-SIDES_KEY = "evalops.decision_sides"
 SIDES_KEPT = 4
 """Summarized decisions a shared read keeps (the registry site renders decisions in order,
 and each page compares with the one before it): a few, so memory does not grow."""
 _CHUNK = 500
-PAIRED_KEYS = ("verdict", "method", "alpha", "pairedTaskCount", "pValue", "discordant", "signs")
 
 
 def anchor(event: AuditEvent | None) -> Anchor | None:
@@ -133,17 +131,10 @@ def head_token(head: Mapping[str, Any] | None) -> str | None:
     return f"{head['seq']}:{head['hash']}" if head else None
 
 
-def _decision_row(session: Session, gate_id: str) -> GateDecision:
-    row = session.exec(select(GateDecision).where(GateDecision.gate_id == gate_id)).first()
-    if row is None:
-        raise InputError(unknown_decision(session, gate_id), field="--gate")
-    return row
-
-
 def audit_document(engine: Engine, gate_id: str, *, now: datetime) -> ReportDocument:
     """The report document of one stored decision (read-only)."""
     with read_session(engine) as session:
-        row = _decision_row(session, gate_id)
+        row = decision_row(session, gate_id)
         return stored_document(session, row, now=now)
 
 
@@ -163,7 +154,7 @@ def stored_document(session: Session, row: GateDecision, *, now: datetime) -> Re
     resolved["previous_decision"] = previous_decision(
         session, inputs, before=row.number, build=row.build
     )
-    sides = _shared_sides(session)
+    sides = shared_sides(session)
     if sides is not None and int(inputs.get("evaluator", 1)) < EVALUATOR_COMPACT:
         # Summarized once: this page's changes, and the next page's "since" side (its
         # stored inputs are these very inputs, so the summary is the same).
@@ -759,13 +750,6 @@ def _waiver_facts(session: Session, accounting: Mapping[str, Any]) -> dict[str, 
     return {"rows": out, "refused": refused}
 
 
-def decision_cutoff(inputs: Mapping[str, Any], decision_seq: int | None) -> int | None:
-    """The audit seq whose rows the decision read (its `--at` cutoff); a decision stored
-    before requests were recorded read everything up to its own event."""
-    request = inputs.get("request") or {}
-    return int(request["cutoff"]) if "cutoff" in request else decision_seq
-
-
 def calibration_facts(
     session: Session,
     defs: Definitions,
@@ -1004,62 +988,6 @@ def _remembered(memo: dict[Any, Any] | None, key: Any, compute: Callable[[], Any
     return memo[key]
 
 
-def _shared_sides(session: Session) -> dict[str, dict[str, TaskSide]] | None:
-    """Decisions summarized earlier in a shared read (by gate id), or None when the read
-    shares nothing."""
-    if SHARED_KEY not in session.info:
-        return None
-    found: dict[str, dict[str, TaskSide]] = session.info.setdefault(SIDES_KEY, {})
-    return found
-
-
-def previous_decision(
-    session: Session, inputs: Mapping[str, Any], *, before: int | None, build: str
-) -> dict[str, Any] | None:
-    """When the decision compared no baseline build: the suite's latest stored decision
-    before it (`before` is its number; None for a dry run) on another build, with its stored
-    inputs, so the report can still say what changed since then (or, in a shared read that
-    summarized it already, its summarized `sides` instead of its inputs)."""
-    if (inputs.get("baseline") or {}).get("build"):
-        return None
-    stmt = select(GateDecision.id, GateDecision.gate_id, GateDecision.build).where(
-        GateDecision.suite_id == inputs["suite"]["id"], GateDecision.build != build
-    )
-    if before is not None:
-        stmt = stmt.where(GateDecision.number < before)
-    found = session.exec(stmt.order_by(col(GateDecision.number).desc()).limit(1)).first()
-    if found is None:
-        return None
-    row_id, gate_id, other = found
-    known = (_shared_sides(session) or {}).get(gate_id)
-    if known is not None:
-        return {"gate_id": gate_id, "build": other, "sides": known}
-    text = session.exec(select(GateDecision.inputs).where(GateDecision.id == row_id)).one()
-    return {"gate_id": gate_id, "build": other, "inputs": json.loads(text)}
-
-
-def decision_changes(
-    engine: Engine,
-    *,
-    gate_id: str | None = None,
-    unstored: tuple[DecisionDocument, AnyGateInputs] | None = None,
-) -> Changes:
-    """The changes since the baseline of a stored decision (`gate_id`) or of a dry run's
-    (result, inputs), as the audit report shows them: for the terminal."""
-    result: DecisionDocument
-    inputs: Mapping[str, Any]
-    with read_session(engine) as session:
-        if unstored is not None:
-            result, inputs = unstored
-            previous = previous_decision(session, inputs, before=None, build=inputs["build"])
-        else:
-            row = _decision_row(session, str(gate_id))
-            result = cast("DecisionDocument", json.loads(row.result))
-            inputs = json.loads(row.inputs)
-            previous = previous_decision(session, inputs, before=row.number, build=row.build)
-    return changes_since_baseline(result, inputs, previous)
-
-
 # --- assembly (pure) ---------------------------------------------------------------------
 
 
@@ -1103,49 +1031,6 @@ def _efficiency_mean(tasks: Sequence[ReportTask], key: str) -> float | None:
             if value is not None:
                 values.append(float(value))
     return _mean(values)
-
-
-def changes_since_baseline(
-    result: DecisionDocument,
-    inputs: Mapping[str, Any],
-    previous: Mapping[str, Any] | None,
-    current: Mapping[str, TaskSide] | None = None,
-) -> Changes:
-    """Per-task flips against the decision's baseline build, or else against the suite's
-    previous decision on another build (`source` says which), with the paired verdict's
-    discordant counts and, when its method cannot reach alpha with this many pairs, why."""
-    baseline = inputs.get("baseline") or {}
-    paired: Mapping[str, Any] | None = None
-    if baseline.get("build"):
-        source, build, gate_id = "baseline", baseline["build"], None
-        base = sides_from_inputs(inputs, baseline.get("tasks", []))
-        paired = result.get("regression")
-    elif previous is not None:
-        source, build, gate_id = "previous_decision", previous["build"], previous["gate_id"]
-        base = (
-            dict(previous["sides"])
-            if "sides" in previous
-            else sides_from_inputs(previous["inputs"], previous["inputs"].get("tasks", []))
-        )
-    else:
-        source, build, gate_id, base = None, None, None, {}
-    if current is None and build:
-        current = sides_from_inputs(inputs, inputs.get("tasks", []))
-    rows = task_changes(base, dict(current or {})) if build else []
-    note = None
-    if paired and paired.get("method") is not None:
-        note = alpha_note(
-            str(paired["method"]), float(paired["alpha"]), int(paired.get("pairedTaskCount", 0))
-        )
-    return {
-        "baseline_build": build,
-        "source": source,
-        "baseline_gate_id": gate_id,
-        "tasks": rows,
-        "counts": flip_counts(rows),
-        "paired": ({key: paired[key] for key in PAIRED_KEYS if key in paired} if paired else None),
-        "alpha_note": note,
-    }
 
 
 def assemble(

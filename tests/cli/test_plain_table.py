@@ -1,0 +1,111 @@
+"""A long table printed to a pipe is written line by line (`tables.plain_lines`) instead of
+laid out by rich: its output is rich's, byte for byte (docs/cli.md, "Tables": piped output
+has no width limit and is never changed). Rich itself is the reference: the same table is
+printed once through `print_table` and once by a rich console of its own."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import string
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from evalops.cli import tables
+from evalops.cli.context import add_row, new_table
+
+
+def _rich(table: Table) -> str:
+    """What rich prints for `table` without a width limit or colour (a pipe)."""
+    out = io.StringIO()
+    Console(
+        file=out, width=1_000_000, color_system=None, highlight=False, soft_wrap=True, markup=False
+    ).print(table)
+    return out.getvalue()
+
+
+def _printed(table: Table) -> str:
+    """What `print_table` writes to a pipe."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        tables.print_table(table)
+    return out.getvalue()
+
+
+def _table(headers: list[str], rows: list[list[object]]) -> Table:
+    table = new_table(*headers)
+    for row in rows:
+        add_row(table, *row)
+    return table
+
+
+ASCII_CELL = st.text(alphabet=string.printable[:95], min_size=1, max_size=14)
+ODD_CELL = st.sampled_from(["", "é", "任务-1", "a\tb", "x\ny", "\u200bz", "  lead", "trail  ", "-"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    headers=st.lists(ASCII_CELL, min_size=1, max_size=9),
+    cells=st.lists(st.lists(ASCII_CELL, min_size=9, max_size=9), min_size=1, max_size=60),
+    odd=st.one_of(st.none(), st.tuples(st.integers(0, 59), st.integers(0, 8), ODD_CELL)),
+)
+def test_a_piped_table_is_rich_s_byte_for_byte(
+    headers: list[str], cells: list[list[str]], odd: tuple[int, int, str] | None
+) -> None:
+    """Tables of up to 60 rows of printable ASCII, at most one other cell among them."""
+    rows: list[list[object]] = [list(row[: len(headers)]) for row in cells]
+    if odd is not None:
+        at_row, at_column, cell = odd
+        rows[at_row % len(rows)][at_column % len(headers)] = cell
+    expected = _rich(_table(headers, rows))
+    assert _printed(_table(headers, rows)) == expected
+    lines = tables.plain_lines(_table(headers, rows))
+    if lines is not None:
+        assert "\n".join(lines) + "\n" == expected
+
+
+def test_a_long_plain_table_takes_the_line_path_and_a_short_one_does_not() -> None:
+    """The plain path is taken exactly beyond a screen of rows (else the test above would
+    compare rich with itself)."""
+    row: list[object] = ["task-00003", "critical", "task_fail", "block", 5, 4, "1.00"]
+    headers = ["task", "risk", "state", "effect", "n", "passed", "pass@k"]
+    short = _table(headers, [row] * tables.PLAIN_ROWS)
+    long = _table(headers, [row] * (tables.PLAIN_ROWS + 1))
+    assert len(short.rows) == tables.PLAIN_ROWS
+    lines = tables.plain_lines(long)
+    assert lines is not None
+    assert "\n".join(lines) + "\n" == _rich(_table(headers, [row] * (tables.PLAIN_ROWS + 1)))
+    assert lines[0].startswith("┏━") and lines[-1].endswith("─┘")
+    assert len(lines) == tables.PLAIN_ROWS + 1 + 4
+
+
+@pytest.mark.parametrize("cell", ["é", "任务", "a\tb"])
+def test_cells_rich_lays_out_otherwise_are_left_to_rich(cell: str) -> None:
+    table = new_table("a", "b")
+    for _ in range(tables.PLAIN_ROWS + 1):
+        table.add_row("x", cell)
+    assert tables.plain_lines(table) is None
+
+
+@pytest.mark.parametrize("cell", ["", Text("block", style="bold red")])
+def test_an_empty_or_painted_cell_takes_the_line_path(cell: str | Text) -> None:
+    """An empty cell is blanks (`rerun of` of `trials list`); a painted cell is its plain
+    word where there is no colour: the same characters as rich's."""
+    table = new_table("a", "b")
+    for _ in range(tables.PLAIN_ROWS + 1):
+        table.add_row("x", cell)
+    lines = tables.plain_lines(table)
+    assert lines is not None
+    assert "\n".join(lines) + "\n" == _rich(table)
+
+
+def test_a_titled_table_is_left_to_rich() -> None:
+    table = new_table("a", title="t")
+    for _ in range(tables.PLAIN_ROWS + 1):
+        table.add_row("x")
+    assert tables.plain_lines(table) is None

@@ -1,0 +1,39 @@
+"""`validate` names unedited starter tasks by comparing each task's digest with one starter's:
+sound because a starter task's digest is the same whatever id and grader set it was
+written with (the digest covers spec_schema_version, contract and fixtures only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from evalops.registry.definitions import load_definition
+from evalops.services.registry.scaffold import task_yaml
+from evalops.services.registry.starter_check import registry_warnings
+
+
+@pytest.mark.parametrize(
+    ("task_id", "grader_set"),
+    [("refund-once", "refund-graders"), ("a", "b"), ("x" * 60, "first-task-graders")],
+)
+def test_a_starter_task_is_named_whatever_its_id_and_grader_set(
+    tmp_path: Path, task_id: str, grader_set: str
+) -> None:
+    first = load_definition(_write(tmp_path, "first-task", "first-task-graders"))
+    other = load_definition(_write(tmp_path, task_id, grader_set))
+    assert other.digest == first.digest
+    assert registry_warnings([other]) and task_id in registry_warnings([other])[0]
+
+
+def test_an_edited_starter_task_is_not_named(tmp_path: Path) -> None:
+    path = _write(tmp_path, "refund-once", "refund-graders")
+    path.write_text(path.read_text().replace("task_done: true", "refunded: true"))
+    assert registry_warnings([load_definition(path)]) == []
+
+
+def _write(tmp_path: Path, task_id: str, grader_set: str) -> Path:
+    path = tmp_path / "tasks" / f"{task_id}.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(task_yaml(task_id, grader_set), encoding="utf-8")
+    return path
