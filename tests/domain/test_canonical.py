@@ -404,3 +404,13 @@ def test_a_gate_result_of_rates_made_plain_is_not_read_back(
 
     monkeypatch.setattr(canonical, "_FLOAT_DECODER", Refuse())
     assert canonical_json_document(plain_floats(document)) == expected
+
+
+def test_plain_floats_takes_the_largest_safe_integer_and_nothing_above() -> None:
+    """A safe integer is one of magnitude at most 2**53 - 1 (ECMAScript's
+    Number.MAX_SAFE_INTEGER, the bound RFC 8785 inherits); 2**53 is the first unsafe one."""
+    largest = 9_007_199_254_740_991.0
+    assert plain_floats([largest, -largest]) == [9_007_199_254_740_991, -9_007_199_254_740_991]
+    assert [type(v) for v in plain_floats([largest, -largest])] == [int, int]
+    unsafe = plain_floats([9_007_199_254_740_992.0, -9_007_199_254_740_992.0])
+    assert [type(v) for v in unsafe] == [float, float]
