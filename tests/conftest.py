@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from evalops.cli.main import main
-from tests.helpers import CliResult, built_once, commit_all, write_mini_registry
+from tests.helpers import (
+    CliResult,
+    built_once,
+    commit_all,
+    pack_repositories,
+    write_mini_registry,
+)
 
 Cli = Callable[..., CliResult]
 
@@ -189,6 +195,7 @@ def workspace_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("workspace-master")
     write_mini_registry(root / "registry")
     commit_all(root)
+    pack_repositories(root)
     return root
 
 
