@@ -48,6 +48,7 @@ def _replay_all(databases: set[Path]) -> list[str]:
 
     from evalops.services.verify.decision_checks import rebuilt_inputs_problem, replay_row
     from evalops.store.engine import make_engine, read_session
+    from evalops.store.queries import frozen_read
     from evalops.store.reader import open_sqlite
     from evalops.store.tables import AuditEvent, GateDecision
 
@@ -59,6 +60,9 @@ def _replay_all(databases: set[Path]) -> list[str]:
         plain = open_sqlite(f"sqlite:///{db}", lock_timeout=5)
         try:
             with read_session(engine) as session:
+                # Nothing writes this database now: each decision's inputs look the
+                # definitions in force up once per cutoff.
+                frozen_read(session)
                 head = session.exec(
                     select(AuditEvent.hash).order_by(col(AuditEvent.seq).desc()).limit(1)
                 ).first()
