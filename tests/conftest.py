@@ -287,6 +287,61 @@ def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
+# Template databases built once per test process (`pg_holding`): content digest -> name.
+_PG_TEMPLATES: dict[str, str] = {}
+
+
+def pg_holding(url: str, root: Path) -> None:
+    """Make the fresh PostgreSQL database at `url` (from `pg_url`) hold the rows of the
+    SQLite registry of `root` (`.evalops/registry.db`), at head: what
+    `evalops --db URL init` in `root` followed by `copy_rows` gives.
+
+    Those two run once per test process for each content of the SQLite file, into a
+    template database; each test's database is then created from it by the server
+    (`CREATE DATABASE ... TEMPLATE`), which costs the tests' processes nothing. Before,
+    every PostgreSQL test built its schema and inserted the demo's rows through SQLAlchemy
+    (about a second of CPU)."""
+    import hashlib
+    import uuid
+
+    import psycopg
+
+    from tests.helpers import copy_rows, run_quiet
+
+    db = root / ".evalops" / "registry.db"
+    content = hashlib.sha256()
+    for part in (db, Path(f"{db}-wal")):
+        content.update(part.read_bytes() if part.exists() else b"<absent>")
+    admin = PG_ADMIN_URL.replace("+psycopg", "")
+    base, _, name = url.rpartition("/")
+    template = _PG_TEMPLATES.get(content.hexdigest())
+    if template is None:
+        template = f"evalops_template_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{template}"')
+        code, output = run_quiet(
+            "--db", f"{base}/{template}", "init", cwd=root, actor="tester@example.com"
+        )
+        assert code == 0, output
+        copy_rows(f"sqlite:///{db}", f"{base}/{template}")
+        _PG_TEMPLATES[content.hexdigest()] = template
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_pg_templates() -> Iterator[None]:
+    yield
+    if _PG_TEMPLATES:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN_URL.replace("+psycopg", ""), autocommit=True) as conn:
+            for template in _PG_TEMPLATES.values():
+                conn.execute(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')
+        _PG_TEMPLATES.clear()
+
+
 PINNED_NOW = "2026-11-30T12:00:00Z"
 """The clock of the shared demo database (EVALOPS_NOW, test-only): reports are reproducible."""
 

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Cli
-from tests.helpers import copy_rows
+from tests.conftest import Cli, pg_holding
 from tests.sshkeys import make_key, public_key
 
 DB = Path(".evalops/registry.db")
@@ -152,8 +151,7 @@ def any_repo(request: pytest.FixtureRequest, demo: Path, keys: dict[str, Path], 
     if request.param == "sqlite":
         return _repo(demo, keys, cli, [], True)
     url: str = request.getfixturevalue("pg_url")
-    assert cli("--db", url, "init", cwd=demo).code == 0
-    copy_rows(f"sqlite:///{demo / DB}", url)
+    pg_holding(url, demo)
     return _repo(demo, keys, cli, ["--db", url], True)
 
 
@@ -591,8 +589,7 @@ def test_verify_finds_each_attack_written_without_the_check(
 def test_verify_finds_an_unchecked_rule_change_on_postgresql(
     demo: Path, keys: dict[str, Path], cli: Cli, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert cli("--db", pg_url, "init", cwd=demo).code == 0
-    copy_rows(f"sqlite:///{demo / DB}", pg_url)
+    pg_holding(pg_url, demo)
     repo = _repo(demo, keys, cli, ["--db", pg_url], True)
     where, words = _attack_evil_merge(repo)
     with monkeypatch.context() as patched:
