@@ -11,7 +11,13 @@ from typing import Any
 import pytest
 
 from evalops.cli.main import main
-from tests.helpers import CliResult, built_once, commit_all, write_mini_registry
+from tests.helpers import (
+    CliResult,
+    built_once,
+    commit_all,
+    pack_repositories,
+    write_mini_registry,
+)
 
 Cli = Callable[..., CliResult]
 
@@ -42,6 +48,7 @@ def _replay_all(databases: set[Path]) -> list[str]:
 
     from evalops.services.verify.decision_checks import rebuilt_inputs_problem, replay_row
     from evalops.store.engine import make_engine, read_session
+    from evalops.store.queries import frozen_read
     from evalops.store.reader import open_sqlite
     from evalops.store.tables import AuditEvent, GateDecision
 
@@ -53,6 +60,9 @@ def _replay_all(databases: set[Path]) -> list[str]:
         plain = open_sqlite(f"sqlite:///{db}", lock_timeout=5)
         try:
             with read_session(engine) as session:
+                # Nothing writes this database now: each decision's inputs look the
+                # definitions in force up once per cutoff.
+                frozen_read(session)
                 head = session.exec(
                     select(AuditEvent.hash).order_by(col(AuditEvent.seq).desc()).limit(1)
                 ).first()
@@ -189,6 +199,7 @@ def workspace_master(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("workspace-master")
     write_mini_registry(root / "registry")
     commit_all(root)
+    pack_repositories(root)
     return root
 
 
@@ -274,6 +285,61 @@ def pg_url(request: pytest.FixtureRequest) -> Iterator[str]:
     finally:
         with psycopg.connect(admin, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# Template databases built once per test process (`pg_holding`): content digest -> name.
+_PG_TEMPLATES: dict[str, str] = {}
+
+
+def pg_holding(url: str, root: Path) -> None:
+    """Make the fresh PostgreSQL database at `url` (from `pg_url`) hold the rows of the
+    SQLite registry of `root` (`.evalops/registry.db`), at head: what
+    `evalops --db URL init` in `root` followed by `copy_rows` gives.
+
+    Those two run once per test process for each content of the SQLite file, into a
+    template database; each test's database is then created from it by the server
+    (`CREATE DATABASE ... TEMPLATE`), which costs the tests' processes nothing. Before,
+    every PostgreSQL test built its schema and inserted the demo's rows through SQLAlchemy
+    (about a second of CPU)."""
+    import hashlib
+    import uuid
+
+    import psycopg
+
+    from tests.helpers import copy_rows, run_quiet
+
+    db = root / ".evalops" / "registry.db"
+    content = hashlib.sha256()
+    for part in (db, Path(f"{db}-wal")):
+        content.update(part.read_bytes() if part.exists() else b"<absent>")
+    admin = PG_ADMIN_URL.replace("+psycopg", "")
+    base, _, name = url.rpartition("/")
+    template = _PG_TEMPLATES.get(content.hexdigest())
+    if template is None:
+        template = f"evalops_template_{uuid.uuid4().hex[:12]}"
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{template}"')
+        code, output = run_quiet(
+            "--db", f"{base}/{template}", "init", cwd=root, actor="tester@example.com"
+        )
+        assert code == 0, output
+        copy_rows(f"sqlite:///{db}", f"{base}/{template}")
+        _PG_TEMPLATES[content.hexdigest()] = template
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template}"')
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _drop_pg_templates() -> Iterator[None]:
+    yield
+    if _PG_TEMPLATES:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN_URL.replace("+psycopg", ""), autocommit=True) as conn:
+            for template in _PG_TEMPLATES.values():
+                conn.execute(f'DROP DATABASE IF EXISTS "{template}" WITH (FORCE)')
+        _PG_TEMPLATES.clear()
 
 
 PINNED_NOW = "2026-11-30T12:00:00Z"

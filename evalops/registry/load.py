@@ -128,10 +128,13 @@ def _check_number(value: int | float, where: JsonPath, path: str, line: int) -> 
 
 # Control characters other than tab and newline (docs/formats.md); DEL and C1 too.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# A lone surrogate (U+D800 to U+DFFF): a regular expression, not a loop over characters in
+# Python, as every string of every spec file is checked.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _check_string(value: str, where: JsonPath, path: str, line: int) -> None:
-    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in value):
+    if _SURROGATE.search(value) is not None:
         raise InputError(
             "string holds a lone surrogate (not valid Unicode)", path, line, format_path(where)
         )

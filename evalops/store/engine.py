@@ -7,7 +7,9 @@ start with `BEGIN IMMEDIATE`, PostgreSQL ones take a transaction-scoped advisory
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+import threading
+import weakref
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -88,6 +90,67 @@ def _sqlite_begin(conn: Connection) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE" if options.get(_WRITE, False) else "BEGIN")
 
 
+class SharedCompiledCache(MutableMapping[Any, Any]):
+    """SQLAlchemy's cache of compiled statements, shared by every engine of the process
+    whose dialect is configured alike (same dialect class, server version and settings).
+
+    SQLAlchemy keeps compiled SQL per engine, keyed by the dialect object: a process that
+    opens several engines one after another (the in-process runs of the demo and of the
+    tests, each command opening its own) compiled every statement again for each. Here the
+    dialect in the key is replaced by what its compiled SQL depends on: the dialect's
+    class and its plain settings, read once it has connected (before any statement is
+    compiled, SQLAlchemy initializes the dialect from the server: its version, its
+    defaults). Dialects that differ in any of them share nothing.
+    """
+
+    def __init__(self, capacity: int) -> None:
+        from sqlalchemy.util import LRUCache
+
+        self._entries: LRUCache[Any, Any] = LRUCache(capacity)
+        self._tokens: weakref.WeakKeyDictionary[Any, tuple[Any, ...]] = weakref.WeakKeyDictionary()
+        self._lock = threading.Lock()
+
+    def _token(self, dialect: Any) -> tuple[Any, ...]:
+        token = self._tokens.get(dialect)
+        if token is None:
+            plain = (str, int, float, bool, type(None), tuple)
+            settings = sorted(
+                (name, repr(value))
+                for name, value in vars(dialect).items()
+                if isinstance(value, plain)
+            )
+            token = (type(dialect), tuple(settings))
+            with self._lock:
+                self._tokens[dialect] = token
+        return token
+
+    def _key(self, key: Any) -> Any:
+        # SQLAlchemy's key: (dialect, statement cache key, column keys, schema map, many).
+        return (self._token(key[0]), *key[1:])
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        return self._entries.get(self._key(key), default)
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._entries[self._key(key)]
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._entries[self._key(key)] = value
+
+    def __delitem__(self, key: Any) -> None:
+        del self._entries[self._key(key)]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+# Every distinct statement evalops runs fits (a few hundred per dialect).
+COMPILED_SQL = SharedCompiledCache(4000)
+
+
 def make_engine(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engine:
     """An engine whose writers wait at most `lock_timeout` seconds for the writer lock."""
     url = normalize_url(url)
@@ -98,7 +161,7 @@ def make_engine(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engi
     else:
         _quiet_driver_warnings()
         engine = create_engine(url, pool_pre_ping=True)
-    return engine.execution_options(**{_LOCK_TIMEOUT: lock_timeout})
+    return engine.execution_options(**{_LOCK_TIMEOUT: lock_timeout, "compiled_cache": COMPILED_SQL})
 
 
 def _quiet_driver_warnings() -> None:

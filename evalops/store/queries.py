@@ -448,16 +448,41 @@ DEFINITION_TABLES: dict[str, tuple[type[SQLModel], str]] = {
 }
 
 
+FROZEN_READ = "evalops.frozen_read"
+"""`session.info` key of a read session whose rows cannot change under it (`frozen_read`)."""
+
+
+def frozen_read(session: Session) -> None:
+    """Mark a read-only session over rows nothing writes while it lasts (a report of every
+    stored decision in one snapshot, the replay of every decision of a database): the
+    definitions in force as of each cutoff are then looked up once, not once per use (a
+    decision's inputs read them four to six times). Never for a session that writes."""
+    session.info[FROZEN_READ] = {}
+
+
+def _frozen_memo(session: Session) -> dict[Any, Any] | None:
+    memo = session.info.get(FROZEN_READ)
+    return memo if isinstance(memo, dict) else None
+
+
 def latest_sync_run(session: Session, cutoff: int | None = None) -> SyncRun | None:
     """The sync whose commit's definitions are in force (as of `cutoff`): the latest one
     that recorded what is in force (not one off the tracked line, which records nothing)."""
+    memo = _frozen_memo(session)
+    key = ("latest_sync_run", cutoff)
+    if memo is not None and key in memo:
+        found: SyncRun | None = memo[key]
+        return found
     recorded = select(SyncInForce.id).where(SyncInForce.sync_run_id == SyncRun.id).exists()
-    return session.exec(
+    run = session.exec(
         select(SyncRun)
         .where(upto(SyncRun.audit_seq, cutoff), recorded)
         .order_by(col(SyncRun.id).desc())
         .limit(1)
     ).first()
+    if memo is not None:
+        memo[key] = run
+    return run
 
 
 def clean_synced_commits(session: Session, cutoff: int | None = None) -> list[str]:
@@ -535,6 +560,10 @@ def in_force_rows(session: Session, kind: str, cutoff: int | None = None) -> dic
     Two queries whatever the registry's size (the sync, then its definitions joined to
     their rows): a gate check and every replay read each kind in force, and a query per
     definition made that the largest cost of building gate inputs."""
+    memo = _frozen_memo(session)
+    key = ("in_force_rows", kind, cutoff)
+    if memo is not None and key in memo:
+        return dict(memo[key])
     run = latest_sync_run(session, cutoff)
     if run is None:
         return {}
@@ -554,7 +583,10 @@ def in_force_rows(session: Session, kind: str, cutoff: int | None = None) -> dic
     out: dict[str, Any] = {}
     for row in session.exec(stmt.order_by(col(table.id))):  # type: ignore[attr-defined]
         out.setdefault(getattr(row, id_column), row)
-    return dict(sorted(out.items()))
+    rows = dict(sorted(out.items()))
+    if memo is not None:
+        memo[key] = dict(rows)
+    return rows
 
 
 def registry_id(session: Session) -> str | None:

@@ -20,7 +20,7 @@ import git
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.conftest import Cli
+from tests.conftest import Cli, pg_holding
 from tests.helpers import sqlite_fingerprint
 
 SECRET = "pw9Zq7xK"
@@ -228,10 +228,8 @@ def test_downgrade_of_the_populated_demo_is_refused_on_sqlite(demo: Path, cli: C
 def test_downgrade_of_a_populated_registry_is_refused_on_postgresql(
     demo: Path, cli: Cli, pg_url: str
 ) -> None:
-    from tests.helpers import copy_rows
 
-    assert cli("--db", pg_url, "init", cwd=demo).code == 0
-    copy_rows(f"sqlite:///{demo / DB}", pg_url)
+    pg_holding(pg_url, demo)
     assert cli("--db", pg_url, "verify", cwd=demo).code == 0
     before = _pg_state(pg_url)
     refused = cli("--db", pg_url, "db", "downgrade", "base", cwd=demo)

@@ -17,8 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Cli
-from tests.helpers import copy_rows
+from tests.conftest import Cli, pg_holding
 from tests.services.test_authority import World, _world, keyring  # noqa: F401  (fixture)
 
 SUITE = "regression/core"
@@ -38,8 +37,7 @@ def db(request: pytest.FixtureRequest, demo: Path, cli: Cli) -> Iterator[list[st
         yield []
         return
     url: str = request.getfixturevalue("pg_url")
-    assert cli("--db", url, "init", cwd=demo).code == 0
-    copy_rows(f"sqlite:///{demo / DB}", url)
+    pg_holding(url, demo)
     yield ["--db", url]
 
 
@@ -258,8 +256,7 @@ def governed(request: pytest.FixtureRequest, demo: Path, cli: Cli) -> World:
     if request.param == "sqlite":
         return _world(demo, keys, cli, [])
     url: str = request.getfixturevalue("pg_url")
-    assert cli("--db", url, "init", cwd=demo).code == 0
-    copy_rows(f"sqlite:///{demo / DB}", url)
+    pg_holding(url, demo)
     return _world(demo, keys, cli, ["--db", url])
 
 

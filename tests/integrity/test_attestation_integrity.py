@@ -24,7 +24,7 @@ import pytest
 import rfc8785
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from tests.conftest import Cli
+from tests.conftest import Cli, pg_holding
 from tests.export.test_exports import keypair
 
 DB = Path(".evalops") / "registry.db"
@@ -117,11 +117,9 @@ def engine_db(request: pytest.FixtureRequest, demo: Path, cli: Cli) -> list[str]
     """`--db` arguments for the demo registry on each engine (PostgreSQL: a copy)."""
     if request.param == "sqlite":
         return []
-    from tests.helpers import copy_rows
 
     url: str = request.getfixturevalue("pg_url")
-    assert cli("--db", url, "init", cwd=demo).code == 0
-    copy_rows(f"sqlite:///{demo / DB}", url)
+    pg_holding(url, demo)
     return ["--db", url]
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import Cli
+from tests.conftest import Cli, pg_holding
 from tests.helpers import commit_all, copy_rows, real_clock_demo, write_yaml
 
 SUITE = "regression/core"
@@ -41,8 +41,7 @@ def db(request: pytest.FixtureRequest, demo: Path, cli: Cli) -> list[str]:
     if request.param == "sqlite":
         return []
     pg_url: str = request.getfixturevalue("pg_url")
-    assert cli("--db", pg_url, "init", cwd=demo).code == 0
-    copy_rows(f"sqlite:///{demo / DB}", pg_url)
+    pg_holding(pg_url, demo)
     return ["--db", pg_url]
 
 

@@ -27,8 +27,7 @@ from evalops.services.authority import acts as authority
 from evalops.services.verify.act_checks import ActPool, signed_acts_check
 from evalops.store.engine import make_engine, snapshot_session
 from evalops.store.reader import ConnectionReader, Reader, open_sqlite
-from tests.conftest import Cli
-from tests.helpers import copy_rows
+from tests.conftest import Cli, pg_holding
 from tests.services.test_authority import DB, World, _world
 from tests.services.test_verify_act_pool import (
     INLINE,
@@ -67,8 +66,7 @@ def world(request: pytest.FixtureRequest, demo: Path, keyring: dict[str, Path], 
     if request.param == "sqlite":
         return _world(demo, keyring, cli, [])
     url: str = request.getfixturevalue("pg_url")
-    assert cli("--db", url, "init", cwd=demo).code == 0
-    copy_rows(f"sqlite:///{demo / DB}", url)
+    pg_holding(url, demo)
     return _world(demo, keyring, cli, ["--db", url])
 
 

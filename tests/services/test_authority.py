@@ -19,8 +19,8 @@ import pytest
 
 from evalops.domain.authority import META_FIELDS
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
-from tests.conftest import PINNED_NOW, Cli
-from tests.helpers import commit_all, copy_rows
+from tests.conftest import PINNED_NOW, Cli, pg_holding
+from tests.helpers import commit_all
 from tests.sshkeys import make_key, public_key, sign_file
 
 DB = Path(".evalops/registry.db")
@@ -150,8 +150,7 @@ def any_engine(
     if request.param == "sqlite":
         return _world(demo, keyring, cli, [])
     url: str = request.getfixturevalue("pg_url")
-    assert cli("--db", url, "init", cwd=demo).code == 0
-    copy_rows(f"sqlite:///{demo / DB}", url)
+    pg_holding(url, demo)
     return _world(demo, keyring, cli, ["--db", url])
 
 

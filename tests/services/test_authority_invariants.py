@@ -16,10 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Cli
-from tests.helpers import copy_rows
+from tests.conftest import Cli, pg_holding
 from tests.services.test_authority import (
-    DB,
     SUITE,
     TASK,
     World,
@@ -75,8 +73,7 @@ def any_engine(
     if request.param == "sqlite":
         return _world(demo, keyring, cli, [])
     url: str = request.getfixturevalue("pg_url")
-    assert cli("--db", url, "init", cwd=demo).code == 0
-    copy_rows(f"sqlite:///{demo / DB}", url)
+    pg_holding(url, demo)
     return _world(demo, keyring, cli, ["--db", url])
 
 

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from tests import forked
-from tests.conftest import Cli
+from tests.conftest import Cli, evalops_test_env
 from tests.helpers import (
     CAPABILITY_REQUIREMENTS,
     ESTIMATION_REQUIREMENTS,
@@ -910,10 +910,43 @@ def _ingest_task(cli: Cli, ws: Path, task_id: str) -> None:
     assert result.code == 0, result.stdout + result.stderr
 
 
+def _quiet_cli(*args: str, cwd: Path | None = None) -> CliResult:
+    """The `cli` fixture's runs (its environment, no replay) for a module-scoped fixture."""
+    import contextlib
+    import io
+    import os
+
+    from evalops.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    before = Path.cwd()
+    with evalops_test_env():
+        if cwd is not None:
+            os.chdir(cwd)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main([str(a) for a in args])
+        finally:
+            os.chdir(before)
+    return CliResult(code, out.getvalue(), err.getvalue())
+
+
+@pytest.fixture(scope="module")
+def retire_master(base_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`retire_ws`, built once per module (three promotions, each verified)."""
+    root = tmp_path_factory.mktemp("retire") / "ws"
+    shutil.copytree(base_dir, root, symlinks=True)
+    return _build_retire(_quiet_cli, root)
+
+
 @pytest.fixture
-def retire_ws(ws: Path, cli: Cli) -> Path:
+def retire_ws(retire_master: Path, tmp_path: Path) -> Path:
     """mini-task, wide-task (covers everything it does) and narrow-task (misses do_it_twice)
-    are all members of regression/mini."""
+    are all members of regression/mini (a private copy of `retire_master`)."""
+    return Path(shutil.copytree(retire_master, tmp_path / "ws", symlinks=True))
+
+
+def _build_retire(cli: Cli, ws: Path) -> Path:
     _add_task(ws, "wide-task", "do_the_thing_wider", forbidden=["do_it_twice"])
     _add_task(ws, "narrow-task", "do_the_thing_narrower", forbidden=[])
     commit_all(ws, "replacement candidates")

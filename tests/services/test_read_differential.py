@@ -40,11 +40,10 @@ import pytest
 from evalops.domain.vocabulary import CANONICAL_PRECEDENCE
 from evalops.errors import EvalopsError
 from evalops.store.reader import Reader
-from tests.conftest import Cli
+from tests.conftest import Cli, pg_holding
 from tests.helpers import (
     EXAMPLE_REGISTRY,
     commit_all,
-    copy_rows,
     run_quiet,
     sqlalchemy_reader,
     sqlite3_reader,
@@ -581,8 +580,7 @@ def test_the_reading_is_the_same_on_postgresql(
 ) -> None:
     root = registry_of(scenario)
     url: str = request.getfixturevalue("pg_url")
-    assert cli("--db", url, "init", cwd=root).code == 0
-    copy_rows(f"sqlite:///{root / DB}", url)
+    pg_holding(url, root)
     cases = filters(root / DB)
     with sqlalchemy_reader(url) as reader:
         core = reader_readings(reader, cases)

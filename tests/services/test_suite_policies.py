@@ -22,12 +22,11 @@ import pytest
 import rfc8785
 import yaml
 
-from tests.conftest import Cli
-from tests.helpers import EXAMPLE_REGISTRY, CliResult, commit_all, copy_rows, write_yaml
+from tests.conftest import Cli, pg_holding
+from tests.helpers import EXAMPLE_REGISTRY, CliResult, commit_all, write_yaml
 from tests.services.test_gate import (
     CALIBRATION_DISPUTED,
     CRIT,
-    DB,
     MODEL,
     NONCRIT,
     base_workspace,
@@ -77,8 +76,7 @@ def on_engine(param: str, root: Path, cli: Cli, request: pytest.FixtureRequest) 
     if param == "sqlite":
         return Reg(root, ())
     url: str = request.getfixturevalue("pg_url")
-    assert cli("--db", url, "init", cwd=root).code == 0
-    copy_rows(f"sqlite:///{root / DB}", url)
+    pg_holding(url, root)
     return Reg(root, ("--db", url))
 
 

@@ -9,6 +9,7 @@ Each attack is refused (or, off the tracked line, changes nothing in force) with
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -17,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Cli
-from tests.helpers import copy_rows
+from tests.conftest import PINNED_NOW, Cli, evalops_test_env, pg_holding, run_quietly
+from tests.helpers import pack_repositories
 from tests.sshkeys import make_key, public_key
 
 DB = Path(".evalops/registry.db")
@@ -103,6 +104,12 @@ class Repo:
 
     def authority(self) -> None:
         """Declare the authority (alice: policy owner and risk owner of regression/*)."""
+        self.write_authority()
+        done = self.run("sync", "registry")
+        assert done.code == 0, done.stdout + done.stderr
+
+    def write_authority(self) -> None:
+        """The authority file, committed unsigned (its bootstrap), not yet synced."""
         doc = {
             "spec_schema_version": "authority/v1",
             "id": "authority",
@@ -119,8 +126,6 @@ class Repo:
         }
         (self.root / AUTHORITY).write_text(json.dumps(doc, indent=2), "utf-8")
         self.commit(None, "the authority (bootstrap)")
-        done = self.run("sync", "registry")
-        assert done.code == 0, done.stdout + done.stderr
 
 
 @pytest.fixture(scope="module")
@@ -136,9 +141,34 @@ def _repo(demo: Path, keys: dict[str, Path], cli: Cli, db: list[str], authority:
     return repo
 
 
+@pytest.fixture(scope="module")
+def governed_master(
+    demo_master: Path, keys: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """The demo with the authority declared and synced (`Repo.authority`), on SQLite, once
+    per module: most tests here start from it, and each copies it."""
+    root = tmp_path_factory.mktemp("governed") / "demo"
+    shutil.copytree(demo_master, root, symlinks=True)
+    Repo(root, [], keys, cli=None).write_authority()  # type: ignore[arg-type]  (git only)
+    with evalops_test_env():
+        os.environ["EVALOPS_NOW"] = PINNED_NOW  # as the `demo` fixture runs it
+        run_quietly(["sync", "registry"], root)
+    pack_repositories(root)
+    return root
+
+
 @pytest.fixture
-def repo(demo: Path, keys: dict[str, Path], cli: Cli) -> Repo:
-    return _repo(demo, keys, cli, [], True)
+def governed(governed_master: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private copy of `governed_master`, clock pinned (as `demo`)."""
+    copy = tmp_path / "demo"
+    shutil.copytree(governed_master, copy, symlinks=True)
+    monkeypatch.setenv("EVALOPS_NOW", PINNED_NOW)
+    return copy
+
+
+@pytest.fixture
+def repo(governed: Path, keys: dict[str, Path], cli: Cli) -> Repo:
+    return Repo(governed, [], keys, cli)
 
 
 @pytest.fixture
@@ -148,12 +178,12 @@ def plain(demo: Path, keys: dict[str, Path], cli: Cli) -> Repo:
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-def any_repo(request: pytest.FixtureRequest, demo: Path, keys: dict[str, Path], cli: Cli) -> Repo:
+def any_repo(request: pytest.FixtureRequest, keys: dict[str, Path], cli: Cli) -> Repo:
     if request.param == "sqlite":
-        return _repo(demo, keys, cli, [], True)
+        return Repo(request.getfixturevalue("governed"), [], keys, cli)
+    demo: Path = request.getfixturevalue("demo")
     url: str = request.getfixturevalue("pg_url")
-    assert cli("--db", url, "init", cwd=demo).code == 0
-    copy_rows(f"sqlite:///{demo / DB}", url)
+    pg_holding(url, demo)
     return _repo(demo, keys, cli, ["--db", url], True)
 
 
@@ -591,8 +621,7 @@ def test_verify_finds_each_attack_written_without_the_check(
 def test_verify_finds_an_unchecked_rule_change_on_postgresql(
     demo: Path, keys: dict[str, Path], cli: Cli, pg_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert cli("--db", pg_url, "init", cwd=demo).code == 0
-    copy_rows(f"sqlite:///{demo / DB}", pg_url)
+    pg_holding(pg_url, demo)
     repo = _repo(demo, keys, cli, ["--db", pg_url], True)
     where, words = _attack_evil_merge(repo)
     with monkeypatch.context() as patched:

@@ -220,6 +220,7 @@ def session_definitions(session: Session) -> Definitions:
 def share_definitions(session: Session) -> Definitions:
     """Make every report built in this read session share one Definitions (and one cache
     of task revisions), so that N decisions over the same tasks look each one up once."""
+    queries.frozen_read(session)
     defs = Definitions(session)
     defs.preload_tasks()
     session.info[SHARED_KEY] = defs
