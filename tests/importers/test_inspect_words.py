@@ -77,9 +77,12 @@ def read(path: Path, resolution: Resolved, **kw: Any) -> tuple[Any, list[Item]]:
     return summary, list(items)
 
 
-@pytest.fixture(scope="module")
-def imported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, list[Item]]:
-    return read(LOGS / "refund.eval", resolved(tmp_path_factory.mktemp("map")))
+@pytest.fixture
+def imported(tmp_path: Path) -> tuple[Any, list[Item]]:
+    # Read for each test, not once per module: mutmut maps a function to the tests during
+    # whose run it was called, and a module-scoped fixture runs during the first test only,
+    # so every other test here would never run for a mutant of the functions it checks.
+    return read(LOGS / "refund.eval", resolved(tmp_path))
 
 
 def raw_samples(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
