@@ -348,3 +348,297 @@ def test_sample_times_are_rfc3339_with_an_offset_or_none(
     text: str | None, expected: str | None
 ) -> None:
     assert _timestamp(text) == expected
+
+
+# ------------------------------------------------------------------- hand-built .json logs
+
+HEADER = raw_header(LOGS / "refund.eval")
+"""The refund log's header (a valid one, the refund task, the mock model) for hand-built
+logs, whose samples each test writes for the one rule it checks."""
+AT = "2026-12-01T10:00:00+00:00"
+AT_END = "2026-12-01T10:00:05+00:00"
+
+
+def sample(sample_id: Any = "A-1", epoch: Any = 1, **fields: Any) -> dict[str, Any]:
+    """A completed sample every scorer passed, no events: `fields` replace or add parts."""
+    out: dict[str, Any] = {
+        "id": sample_id,
+        "epoch": epoch,
+        "uuid": f"uuid-{sample_id}-{epoch}",
+        "scores": {s: {"value": "C"} for s in SCORERS},
+        "events": [],
+        "model_usage": {},
+        "store": {},
+        "attachments": {},
+        "started_at": AT,
+        "completed_at": AT_END,
+        "error": None,
+        "error_retries": [],
+    }
+    out.update(fields)
+    return out
+
+
+def json_log(tmp_path: Path, samples: list[Any], reductions: Any = None, **header: Any) -> Path:
+    """An Inspect `.json` log: the header's keys, then `samples`, then `reductions`."""
+    doc: dict[str, Any] = {**HEADER, **header, "samples": samples}
+    if reductions is not None:
+        doc["reductions"] = reductions
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def read_json(
+    tmp_path: Path, samples: list[Any], *, text: str = MAP_TEXT, **kw: Any
+) -> tuple[Any, list[Item]]:
+    reductions = kw.pop("reductions", None)
+    header = kw.pop("header", {})
+    return read(json_log(tmp_path, samples, reductions, **header), resolved(tmp_path, text), **kw)
+
+
+def only_trial(items: list[Item]) -> dict[str, Any]:
+    trials = [i for i in items if isinstance(i, Translated)]
+    assert len(trials) == 1, items
+    return trials[0].record
+
+
+def insp(*ids: Any) -> str:
+    """docs/importers.md: `insp-` + 16 hex digits of sha256 of the RFC 8785 JSON of the ids."""
+    return "insp-" + hashlib.sha256(rfc8785.dumps(list(ids))).hexdigest()[:16]
+
+
+def digest_of(value: Any) -> str:
+    """docs/importers.md: sha256 of the JSON with sorted keys and no whitespace."""
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
+
+
+def refused(tmp_path: Path, samples: list[Any], **kw: Any) -> tuple[str, str | None]:
+    with pytest.raises(InputError) as caught:
+        read_json(tmp_path, samples, **kw)
+    return caught.value.message, caught.value.field
+
+
+def test_a_hand_built_sample_is_one_trial_as_the_contract_words_it(tmp_path: Path) -> None:
+    raw = sample()
+    summary, items = read_json(tmp_path, [raw])
+    record = only_trial(items)
+    eval_id, run_id = HEADER["eval"]["eval_id"], HEADER["eval"]["run_id"]
+    # The id earlier evalops gave it is kept as an alias.
+    legacy = insp(eval_id, "A-1", 1, 1)
+    assert items == [
+        Translated("log.json", "A-1/1", "support-refund-in-order", record, "A-1", (legacy,))
+    ]
+    producer = f"inspect-ai {HEADER['eval']['packages']['inspect_ai']}"
+    lean = {k: v for k, v in raw.items() if k not in ("events", "events_data")}
+    assert record["trial_id"] == insp("uuid-A-1-1", 1)
+    assert record["run_id"] == run_id
+    assert record["attempt_id"] == f"{eval_id}/A-1/1/1"
+    assert record["trial_index"] == 0
+    assert (record["started_at"], record["completed_at"]) == (
+        "2026-12-01T10:00:00.000000Z",
+        "2026-12-01T10:00:05.000000Z",
+    )
+    assert record["target_agent_id"] == "support"
+    assert record["grader_results"] == [expected_state(s, "C") for s in SCORERS]
+    assert record["runtime"] == {"status": "ok"}
+    assert record["tool_calls"] == []
+    assert record["usage"] == {"model_calls": 0, "input_tokens": 0, "output_tokens": 0}
+    assert record["artifact_manifest"] == {
+        "artifacts": [
+            {"kind": "source_log", "digest": digest_of(lean), "producer": producer,
+             "location": f"{eval_id}#A-1/1"},
+            {"kind": "source_file", "producer": producer, "location": "log.json#A-1/1"},
+        ]
+    }  # fmt: skip
+    assert record["secondary_labels"] == []
+    assert "rerun" not in record
+    assert (summary.producer, summary.run_id) == (producer, run_id)
+
+
+def test_a_json_log_reads_as_the_eval_log_it_was_converted_from(tmp_path: Path) -> None:
+    """One execution has one trial whichever format carries it: the refund log written as
+    a `.json` log (its header's keys, its samples, its reductions) gives the same records,
+    the same summary, and only the file it was read from differs."""
+    with zipfile.ZipFile(LOGS / "refund.eval") as archive:
+        members = [n for n in archive.namelist() if n.startswith("samples/")]
+        samples = [json.loads(archive.read(n)) for n in members]
+        reductions = json.loads(archive.read("reductions.json"))
+    path = tmp_path / "refund.json"
+    path.write_text(
+        json.dumps({**HEADER, "samples": samples, "reductions": reductions}), encoding="utf-8"
+    )
+    from_eval, eval_items = read(LOGS / "refund.eval", resolved(tmp_path))
+    from_json, json_items = read(path, resolved(tmp_path))
+    assert len(json_items) == len(eval_items) > 0
+    for a, b in zip(eval_items, json_items, strict=True):
+        assert isinstance(a, Translated) and isinstance(b, Translated)
+        assert b.file == "refund.json"
+        assert (b.label, b.task_id, b.sample, b.aliases) == (
+            a.label,
+            a.task_id,
+            a.sample,
+            a.aliases,
+        )
+        artifacts = b.record["artifact_manifest"]["artifacts"]
+        assert artifacts[-1]["location"] == artifacts[-1]["location"].replace(
+            "refund.json#", "refund.json#"
+        )
+        assert artifacts[-1]["location"].startswith("refund.json#")
+        artifacts[-1]["location"] = artifacts[-1]["location"].replace(
+            "refund.json#", "refund.eval#"
+        )
+        assert b.record == a.record
+    assert from_json.reductions == from_eval.reductions != {}
+    assert (from_json.agents, from_json.run_id) == (from_eval.agents, from_eval.run_id)
+
+
+def test_the_source_s_own_reductions_are_kept_by_task_and_scorer(tmp_path: Path) -> None:
+    """The reductions Inspect wrote, per evalops task, scorer and reducer (NaN: no value),
+    for the dry run's comparison; samples the map does not name are left out."""
+    reductions = [
+        {"scorer": "refund_check", "reducer": "mean",
+         "samples": [{"sample_id": "A-1", "value": 0.6}, {"sample_id": "Z-9", "value": 1.0},
+                     {"sample_id": "A-2", "value": math.nan}, "junk"]},
+        {"scorer": "refund_check", "reducer": "pass_at_3", "samples": [{"sample_id": "A-1", "value": 1.0}]},
+        {"scorer": "ticket_check", "samples": [{"sample_id": "A-1", "value": {"x": 0.5}}]},
+        {"reducer": "mean", "samples": [{"sample_id": "A-1", "value": 0.1}]},  # no scorer
+        "junk",
+    ]  # fmt: skip
+    summary, _ = read_json(tmp_path, [sample()], reductions=reductions)
+    assert summary.reductions == {
+        "support-refund-in-order": {
+            "refund_check": {"mean": 0.6, "pass_at_3": 1.0},
+            "ticket_check": {"mean": {"x": 0.5}},  # no reducer named: Inspect's default, mean
+        },
+        "support-refund-policy-explanation": {"refund_check": {"mean": None}},
+    }
+
+
+def test_a_truncated_json_log_names_the_last_complete_sample(tmp_path: Path) -> None:
+    text = json_log(tmp_path, [sample("A-1"), sample("A-2")]).read_text(encoding="utf-8")
+    cut = text.index('"id": "A-2"')
+    (tmp_path / "log.json").write_text(text[:cut], encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        list(
+            read_inspect(tmp_path / "log.json", "log.json", resolved(tmp_path), unmapped="error")[1]
+        )
+    assert caught.value.message.startswith(
+        "cannot read the JSON log after sample A-1/1, the last complete one: "
+    )
+    assert caught.value.field == "A-1/1"
+    # Cut inside the header: nothing was read.
+    (tmp_path / "log.json").write_text(text[:20], encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        read(tmp_path / "log.json", resolved(tmp_path))
+    assert caught.value.message.startswith("cannot read the JSON log: ")
+    assert caught.value.field is None
+
+
+def test_a_json_log_s_sample_that_is_no_object_is_refused(tmp_path: Path) -> None:
+    assert refused(tmp_path, [[1]]) == ("a sample is not a JSON object", "samples")
+
+
+def test_promptfoo_output_and_an_invalid_header_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"evalId": "e", "results": {"results": []}}), encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        read(path, resolved(tmp_path))
+    assert caught.value.message == (
+        "this is promptfoo output, not an Inspect AI log (`evalops trials import promptfoo`)"
+    )
+    bad = {**HEADER, "eval": {**HEADER["eval"], "model": 7}}
+    path.write_text(json.dumps({**bad, "samples": []}), encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        read(path, resolved(tmp_path))
+    assert caught.value.message.startswith("not a valid Inspect log header: ")
+    assert caught.value.field == "eval.model"
+
+
+def test_an_eval_log_whose_header_is_no_object_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "bad.eval"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("header.json", "[1]")
+    with pytest.raises(InputError) as caught:
+        read(path, resolved(tmp_path))
+    assert (caught.value.message, caught.value.file) == (
+        "the log header is not a JSON object",
+        "bad.eval",
+    )
+
+
+@pytest.mark.parametrize(
+    ("fields", "message", "field"),
+    [
+        ({"id": None}, "a sample has no id", "None/1: id"),
+        ({"id": True}, "a sample has no id", "True/1: id"),
+        ({"epoch": None}, "a sample has no epoch (a whole number from 1)", "A-1/None: epoch"),
+        ({"epoch": 0}, "a sample has no epoch (a whole number from 1)", "A-1/0: epoch"),
+        ({"epoch": True}, "a sample has no epoch (a whole number from 1)", "A-1/True: epoch"),
+        ({"epoch": "1"}, "a sample has no epoch (a whole number from 1)", "A-1/1: epoch"),
+    ],
+)
+def test_a_sample_without_an_id_or_an_epoch_is_refused(
+    tmp_path: Path, fields: dict[str, Any], message: str, field: str
+) -> None:
+    assert refused(tmp_path, [sample(**fields)]) == (message, field)
+
+
+def test_invalidated_and_unmapped_samples_are_skipped_or_refused(tmp_path: Path) -> None:
+    _, items = read_json(
+        tmp_path,
+        [sample(invalidation={"author": "x"}), sample("Z-9"), sample("A-2")],
+        unmapped="skip",
+    )
+    assert items[:2] == [
+        Skipped("log.json", "A-1/1", "invalidated", "A-1"),
+        Skipped("log.json", "Z-9/1", "unmapped_sample", "Z-9"),
+    ]
+    assert (
+        isinstance(items[2], Translated) and items[2].task_id == "support-refund-policy-explanation"
+    )
+    assert refused(tmp_path, [sample("Z-9")]) == (
+        "sample Z-9 of task refund_agent is not in the map (map it, or pass --skip-unmapped)",
+        "Z-9/1: id",
+    )
+    other = MAP_TEXT.replace("  refund_agent:", "  other_agent:")
+    _, items = read_json(tmp_path, [sample()], text=other, unmapped="skip")
+    assert items == [Skipped("log.json", "A-1/1", "unmapped_task", "refund_agent")]
+
+
+def test_one_task_receives_one_sample_of_a_log_in_every_epoch(tmp_path: Path) -> None:
+    """Map keys are text: the sample ids 1 and "1" are one key but two samples, and a task
+    receives at most one sample per log (each of its epochs)."""
+    text = MAP_TEXT.replace("A-1: support-refund-in-order", '"1": support-refund-in-order')
+    _, items = read_json(tmp_path, [sample(1, 1), sample(1, 2)], text=text)
+    assert [i.label for i in items] == ["1/1", "1/2"]
+    assert refused(tmp_path, [sample(1, 1), sample("1", 2)], text=text) == (
+        "samples 1 and '1' both map to task support-refund-in-order (one task receives at "
+        "most one sample per log)",
+        "1/2: id",
+    )
+
+
+def test_a_log_without_a_run_id_is_its_eval_and_without_a_version_its_producer_plain(
+    tmp_path: Path,
+) -> None:
+    eval_id = HEADER["eval"]["eval_id"]
+    header = {"eval": {**HEADER["eval"], "run_id": "", "packages": {}}}
+    summary, items = read_json(tmp_path, [sample()], header=header)
+    record = only_trial(items)
+    assert (summary.run_id, record["run_id"]) == (eval_id, eval_id)
+    assert summary.producer == "inspect-ai"
+    assert record["artifact_manifest"]["artifacts"][0]["producer"] == "inspect-ai"
+    # A sample without a uuid: [eval_id, sample id, epoch, attempt], as before uuids.
+    _, items = read_json(tmp_path, [sample(uuid=None)])
+    assert only_trial(items)["trial_id"] == insp(eval_id, "A-1", 1, 1)
+
+
+def test_a_map_without_a_task_version_takes_any(tmp_path: Path) -> None:
+    text = MAP_TEXT.replace("task_version: 2 ", "")
+    assert text != MAP_TEXT
+    _, items = read_json(
+        tmp_path, [sample()], text=text, header={"eval": {**HEADER["eval"], "task_version": 9}}
+    )
+    assert only_trial(items)["runtime"] == {"status": "ok"}
