@@ -501,7 +501,8 @@ def test_the_source_s_own_reductions_are_kept_by_task_and_scorer(tmp_path: Path)
         {"scorer": "refund_check", "reducer": "mean",
          "samples": [{"sample_id": "A-1", "value": 0.6}, {"sample_id": "Z-9", "value": 1.0},
                      {"sample_id": "A-2", "value": math.nan}, "junk"]},
-        {"scorer": "refund_check", "reducer": "pass_at_3", "samples": [{"sample_id": "A-1", "value": 1.0}]},
+        {"scorer": "refund_check", "reducer": "pass_at_3",
+         "samples": [{"sample_id": "A-1", "value": 1.0}]},
         {"scorer": "ticket_check", "samples": [{"sample_id": "A-1", "value": {"x": 0.5}}]},
         {"reducer": "mean", "samples": [{"sample_id": "A-1", "value": 0.1}]},  # no scorer
         "junk",
