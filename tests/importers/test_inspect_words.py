@@ -643,3 +643,319 @@ def test_a_map_without_a_task_version_takes_any(tmp_path: Path) -> None:
         tmp_path, [sample()], text=text, header={"eval": {**HEADER["eval"], "task_version": 9}}
     )
     assert only_trial(items)["runtime"] == {"status": "ok"}
+
+
+def test_tool_calls_and_usage_from_the_events(tmp_path: Path) -> None:
+    """Tool calls from the ToolEvents, renamed through `tools`, each with the agent of the
+    nearest enclosing agent span (outside any, the target agent), arguments with Inspect's
+    attachments put back; usage from the model events outside the scorers, input tokens
+    with cache reads and writes (docs/importers.md, "How records are built")."""
+    events: list[Any] = [
+        {"event": "span_begin", "id": "s1", "parent_id": None, "type": "agent",
+         "name": "researcher"},
+        {"event": "tool", "function": "kb_search", "span_id": "s1",
+         "arguments": {"q": "attachment://a1", "more": ["attachment://a1", 3],
+                       "gone": "attachment://zz", "n": {"deep": "attachment://a1"}}},
+        {"event": "span_begin", "id": "s2", "parent_id": "s1", "type": "solver", "name": "x"},
+        {"event": "tool", "function": "not_in_the_map", "arguments": {}, "span_id": "s2"},
+        {"event": "tool", "function": "refund", "arguments": {"orderId": "A-1"},
+         "span_id": "nowhere"},
+        {"event": "model", "span_id": "s2",
+         "output": {"usage": {"input_tokens": 10, "input_tokens_cache_read": 3,
+                              "input_tokens_cache_write": 2, "output_tokens": 4}}},
+        {"event": "span_begin", "id": "sc", "parent_id": None, "type": "scorers",
+         "name": "scorers"},
+        {"event": "span_begin", "id": "sc2", "parent_id": "sc", "type": "scorer",
+         "name": "reply_judge"},
+        {"event": "span_begin", "id": "sc3", "parent_id": "sc2", "type": "agent",
+         "name": "judge"},
+        {"event": "model", "span_id": "sc3",
+         "output": {"usage": {"input_tokens": 1000, "output_tokens": 1000}}},
+        {"event": "model", "span_id": None, "output": {"usage": {"input_tokens": 5,
+                                                                  "output_tokens": 1}}},
+        {"event": "model", "output": "no usage"},
+        "not an event",
+        {"event": "span_begin", "id": "s3", "parent_id": None, "type": "agent", "name": ""},
+        {"event": "tool", "function": "reply", "arguments": {}, "span_id": "s3"},
+        {"event": "span_begin", "id": "s4", "parent_id": "s1", "type": "agent",
+         "name": "writer"},
+        {"event": "tool", "function": "reply", "arguments": {"to": "c"}, "span_id": "s4"},
+    ]  # fmt: skip
+    summary, items = read_json(
+        tmp_path, [sample(events=events, attachments={"a1": "the long text"})]
+    )
+    record = only_trial(items)
+    assert record["tool_calls"] == [
+        {"tool": "kb:search", "agent_id": "researcher",
+         "args": {"q": "the long text", "more": ["the long text", 3], "gone": "attachment://zz",
+                  "n": {"deep": "the long text"}}},
+        {"tool": "not_in_the_map", "args": {}, "agent_id": "researcher"},
+        {"tool": "billing:refund", "args": {"orderId": "A-1"}, "agent_id": "support"},
+        {"tool": "helpdesk:reply", "args": {}, "agent_id": "support"},
+        {"tool": "helpdesk:reply", "args": {"to": "c"}, "agent_id": "writer"},
+    ]  # fmt: skip
+    assert record["usage"] == {"model_calls": 3, "input_tokens": 20, "output_tokens": 5}
+    assert summary.agents == {"support-refund-in-order": {"researcher", "support", "writer"}}
+    # Without a target agent, a call outside any agent span has none, listed as "-".
+    text = MAP_TEXT.replace("target_agent_id: support", "")
+    summary, items = read_json(tmp_path, [sample(events=events[:5])], text=text)
+    record = only_trial(items)
+    assert "target_agent_id" not in record
+    assert record["tool_calls"][2] == {"tool": "billing:refund", "args": {"orderId": "A-1"}}
+    assert summary.agents == {"support-refund-in-order": {"researcher", "-"}}
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        {"event": "tool", "arguments": {}},
+        {"event": "tool", "function": "reply", "arguments": "x"},
+        {"event": "tool", "function": 3, "arguments": {}},
+    ],
+)
+def test_a_tool_event_without_a_function_or_arguments_is_refused(
+    tmp_path: Path, event: dict[str, Any]
+) -> None:
+    assert refused(tmp_path, [sample(events=[event])]) == (
+        "a tool event has no function name or arguments",
+        "A-1/1: events",
+    )
+
+
+def retry(message: str, events: list[Any]) -> dict[str, Any]:
+    return {"message": message, "traceback": "tb", "traceback_ansi": "tb", "events": events}
+
+
+def test_each_error_retry_is_a_failed_attempt_and_its_own_trial(tmp_path: Path) -> None:
+    """docs/importers.md: each of `error_retries` is a trial, a rerun (`error_retry`) of the
+    attempt before it; a failed attempt is named by the uuid of its first event (else the
+    sample's uuid and its attempt), timed by its events (else the sample's start, labelled
+    `timestamps_synthesized`), its runtime from its error, its provenance digest of its
+    error without the events."""
+    first = retry(
+        "RuntimeError('rate limit exceeded (429)')\nsecond line",
+        [
+            {"uuid": "ev-1", "event": "span_begin", "id": "s1", "parent_id": None,
+             "type": "agent", "name": "researcher", "timestamp": "2026-12-01T09:00:00+00:00"},
+            {"uuid": "ev-2", "event": "tool", "function": "kb_search", "arguments": {"q": "x"},
+             "span_id": "s1", "timestamp": "2026-12-01T09:00:02+01:00"},
+            {"uuid": "ev-3", "event": "model", "span_id": "s1", "timestamp": "bad",
+             "output": {"usage": {"input_tokens": 7, "output_tokens": 2}}},
+            {"uuid": "ev-4", "event": "model", "span_id": "s1",
+             "timestamp": "2026-12-01T09:00:03+00:00"},
+        ],
+    )  # fmt: skip
+    second = retry("RuntimeError('segfault')", [{"event": "model", "uuid": ""}])
+    raw = sample(error_retries=[first, second])
+    _, items = read_json(tmp_path, [raw])
+    eval_id = HEADER["eval"]["eval_id"]
+    producer = f"inspect-ai {HEADER['eval']['packages']['inspect_ai']}"
+    assert [i.label for i in items] == ["A-1/1#1", "A-1/1#2", "A-1/1"]  # type: ignore[union-attr]
+    one, two, final = (i.record for i in items)  # type: ignore[union-attr]
+    ids = [insp("ev-1"), insp("uuid-A-1-1", 2), insp("uuid-A-1-1", 3)]
+    assert [one["trial_id"], two["trial_id"], final["trial_id"]] == ids
+    assert [i.aliases for i in items] == [  # type: ignore[union-attr]
+        (insp(eval_id, "A-1", 1, a),) for a in (1, 2, 3)
+    ]
+    assert [r["attempt_id"] for r in (one, two, final)] == [
+        f"{eval_id}/A-1/1/{a}" for a in (1, 2, 3)
+    ]
+    assert "rerun" not in one
+    assert two["rerun"] == {"parent_trial_id": ids[0], "reason": "error_retry", "ordinal": 1}
+    assert final["rerun"] == {"parent_trial_id": ids[1], "reason": "error_retry", "ordinal": 2}
+    # The first attempt's events run from 09:00:00 to 09:00:03 (the last stamp read).
+    assert (one["started_at"], one["completed_at"]) == (
+        "2026-12-01T09:00:00.000000Z",
+        "2026-12-01T09:00:03.000000Z",
+    )
+    assert one["runtime"] == {
+        "status": "infrastructure_error",
+        "message": "RuntimeError('rate limit exceeded (429)')",
+    }
+    assert one["grader_results"] == []
+    assert one["tool_calls"] == [
+        {"tool": "kb:search", "args": {"q": "x"}, "agent_id": "researcher"}
+    ]
+    assert one["usage"] == {"model_calls": 2, "input_tokens": 7, "output_tokens": 2}
+    assert one["secondary_labels"] == []
+    lean = {k: v for k, v in first.items() if k != "events"}
+    assert one["artifact_manifest"]["artifacts"] == [
+        {"kind": "source_log", "digest": digest_of(lean), "producer": producer,
+         "location": f"{eval_id}#A-1/1"},
+        {"kind": "source_file", "producer": producer, "location": "log.json#A-1/1"},
+    ]  # fmt: skip
+    # The second has no time of its own: the sample's start, said so.
+    assert (two["started_at"], two["completed_at"]) == ("2026-12-01T10:00:00.000000Z",) * 2
+    assert two["secondary_labels"] == ["timestamps_synthesized"]
+    assert two["runtime"] == {"status": "runtime_error", "message": "RuntimeError('segfault')"}
+    assert two["usage"] == {"model_calls": 1, "input_tokens": 0, "output_tokens": 0}
+    # The final attempt completed: named by the sample's uuid, after the retries.
+    assert final["runtime"] == {"status": "ok"}
+    assert final["secondary_labels"] == ["after_error_retries"]
+    assert final["grader_results"] == [expected_state(s, "C") for s in SCORERS]
+
+
+def test_a_sample_that_failed_is_named_and_timed_by_its_own_events(tmp_path: Path) -> None:
+    error = {"message": "worker lost", "traceback": "tb", "traceback_ansi": "tb"}
+    events = [
+        {"uuid": "ev-9", "event": "model", "timestamp": "2026-12-01T11:00:00+00:00"},
+        {"uuid": "ev-10", "event": "model", "timestamp": "2026-12-01T11:00:09+00:00"},
+    ]
+    raw = sample(error=error, events=events, started_at=None)
+    record = only_trial(read_json(tmp_path, [raw])[1])
+    assert record["trial_id"] == insp("ev-9")
+    assert (record["started_at"], record["completed_at"]) == (
+        "2026-12-01T11:00:00.000000Z",
+        "2026-12-01T11:00:09.000000Z",
+    )
+    assert record["secondary_labels"] == []  # its events give the time: nothing synthesized
+    assert record["runtime"] == {"status": "runtime_error", "message": "worker lost"}
+    assert record["artifact_manifest"]["artifacts"][0]["digest"] == digest_of(error)
+    # Without events: the sample's uuid and attempt, and the sample's own times.
+    record = only_trial(read_json(tmp_path, [sample(error=error)])[1])
+    assert record["trial_id"] == insp("uuid-A-1-1", 1)
+    assert (record["started_at"], record["completed_at"]) == (
+        "2026-12-01T10:00:00.000000Z",
+        "2026-12-01T10:00:05.000000Z",
+    )
+    # Events with one time: it is the start and the end.
+    one = [{"uuid": "ev-9", "event": "model", "timestamp": "2026-12-01T11:00:00+00:00"},
+           {"uuid": "ev-10", "event": "model", "timestamp": "never"}]  # fmt: skip
+    record = only_trial(read_json(tmp_path, [sample(error=error, events=one)])[1])
+    assert (record["started_at"], record["completed_at"]) == ("2026-12-01T11:00:00.000000Z",) * 2
+
+
+def test_sample_times_missing_or_reversed_are_synthesized_and_said_so(tmp_path: Path) -> None:
+    created = "2026-12-06T09:03:46.000000Z"  # the header's eval.created
+    cases = [
+        (
+            {"started_at": None, "completed_at": "2026-12-07T00:00:00+00:00"},
+            (created, "2026-12-07T00:00:00.000000Z"),
+        ),
+        ({"started_at": None}, (created, created)),  # its end is before the eval's creation
+        ({"started_at": None, "completed_at": None}, (created, created)),
+        ({"completed_at": "2026-12-01T09:59:59+00:00"}, ("2026-12-01T10:00:00.000000Z",) * 2),
+        ({"completed_at": "garbled"}, ("2026-12-01T10:00:00.000000Z",) * 2),
+    ]
+    for fields, times in cases:
+        record = only_trial(read_json(tmp_path, [sample(**fields)])[1])
+        assert (record["started_at"], record["completed_at"]) == times, fields
+        assert record["secondary_labels"] == ["timestamps_synthesized"], fields
+
+
+def test_scores_through_the_map(tmp_path: Path) -> None:
+    """An unmapped scorer is an error, or skipped and counted; a value the map does not
+    list, or NaN, is grader_invalid for a blocking grader and labelled; an edited score is
+    labelled `edited_score`."""
+    edit = {"value": "C", "provenance": {"timestamp": AT, "author": "ann", "reason": "x"}}
+    scores = {
+        "refund_check": {"value": "X"},
+        "ticket_check": {"value": math.nan},
+        "reply_judge": {"value": "C", "history": [{"value": "I"}, edit]},
+        "effect_guard": {"value": "C", "history": [{"value": "C"}]},
+    }
+    record = only_trial(read_json(tmp_path, [sample(scores=scores)])[1])
+    assert record["grader_results"] == [
+        expected_state("refund_check", "X"),
+        expected_state("ticket_check", None),
+        expected_state("reply_judge", "C"),
+        expected_state("effect_guard", "C"),
+    ]
+    assert record["secondary_labels"] == [
+        "unmapped_value:refund_check",
+        "unscored:ticket_check",
+        "edited_score",
+    ]
+    extra = {**sample()["scores"], "style": {"value": "C"}}
+    assert refused(tmp_path, [sample(scores=extra)]) == (
+        "scorer 'style' is not in the map for task refund_agent (map it, or pass --skip-unmapped)",
+        "A-1/1: scores.style",
+    )
+    _, items = read_json(tmp_path, [sample(scores=extra)], unmapped="skip")
+    assert items[0] == Skipped("log.json", "A-1/1", "unmapped_scorer", "style")
+    assert isinstance(items[1], Translated) and len(items) == 2
+
+
+def test_a_non_blocking_grader_s_unmapped_value_only_adds_a_label(tmp_path: Path) -> None:
+    resolution = resolved(tmp_path)
+    tasks = {
+        t: ResolvedTask(t, f"sha256:task-{t}", f"sha256:graders-{t}", BLOCKING[:3], 3)
+        for t in SAMPLE_TASKS.values()
+    }
+    resolution = Resolved(resolution.map, tasks, resolution.executions)
+    scores = {**sample()["scores"], "effect_guard": {"value": "X"}}
+    path = json_log(tmp_path, [sample(scores=scores)])
+    record = only_trial(read(path, resolution)[1])
+    assert [r["grader_id"] for r in record["grader_results"]] == [
+        "refund-outcome", "ticket-outcome", "reply-quality"
+    ]  # fmt: skip
+    assert record["secondary_labels"] == ["diagnostic:refund-effect-guard:unmapped"]
+
+
+def test_a_stopped_sample_gets_its_limit_s_status_and_an_unmapped_limit_is_refused(
+    tmp_path: Path,
+) -> None:
+    limit = {"type": "time", "limit": 60}
+    record = only_trial(read_json(tmp_path, [sample(limit=limit)])[1])
+    assert record["runtime"] == {"status": "timeout", "message": "time limit reached"}
+    text = MAP_TEXT.replace("    time: timeout\n", "")
+    assert text != MAP_TEXT
+    assert refused(tmp_path, [sample(limit=limit)], text=text) == (
+        "sample A-1 was stopped by the time limit, which the map's runtime.limits does not "
+        "list (every stop is mapped: add time: <status>)",
+        "A-1/1: limit.type",
+    )
+    # An error wins over a limit: the sample ended by its error.
+    error = {"message": "Connection reset", "traceback": "", "traceback_ansi": ""}
+    record = only_trial(read_json(tmp_path, [sample(limit=limit, error=error)])[1])
+    assert record["runtime"] == {"status": "infrastructure_error", "message": "Connection reset"}
+
+
+def test_without_model_events_usage_is_the_sample_s_totals_and_says_so(tmp_path: Path) -> None:
+    usage = {
+        "mockllm/model": {"input_tokens": 100, "output_tokens": 20, "total_tokens": 120,
+                          "input_tokens_cache_read": 30, "input_tokens_cache_write": 5},
+        "judge/model": {"input_tokens": 7, "output_tokens": 3, "total_tokens": 10},
+    }  # fmt: skip
+    record = only_trial(read_json(tmp_path, [sample(model_usage=usage)])[1])
+    assert record["usage"] == {"model_calls": 0, "input_tokens": 142, "output_tokens": 23}
+    assert record["secondary_labels"] == ["usage_includes_scorers"]
+    # With model events, they are the usage, the totals unread.
+    events = [{"event": "model", "output": {"usage": {"input_tokens": 1, "output_tokens": 1}}}]
+    record = only_trial(read_json(tmp_path, [sample(model_usage=usage, events=events)])[1])
+    assert record["usage"] == {"model_calls": 1, "input_tokens": 1, "output_tokens": 1}
+    assert record["secondary_labels"] == []
+
+
+def test_the_store_s_effects_misses_and_artifacts(tmp_path: Path) -> None:
+    artifact = {"kind": "screenshot", "digest": "sha256:" + "0" * 64}
+    store = {
+        "evalops:external_effects": [{"effect": "refund"}],
+        "evalops:fixture_misses": 2,
+        "evalops:artifacts": [artifact],
+        "other": 1,
+    }
+    record = only_trial(read_json(tmp_path, [sample(store=store)])[1])
+    assert record["external_effects"] == [{"effect": "refund"}]
+    assert record["fixture_misses"] == 2
+    assert record["artifact_manifest"]["artifacts"][0] == artifact
+    assert len(record["artifact_manifest"]["artifacts"]) == 3
+    record = only_trial(read_json(tmp_path, [sample()])[1])
+    assert "external_effects" not in record and "fixture_misses" not in record
+    bad = {"evalops:artifacts": {"kind": "x"}}
+    assert refused(tmp_path, [sample(store=bad)]) == (
+        "must be a list of artifacts",
+        "A-1/1: store.evalops:artifacts",
+    )
+
+
+def test_a_sample_is_validated_by_the_parts_an_import_reads(tmp_path: Path) -> None:
+    message, field = refused(tmp_path, [sample(model_usage={"m": "x"})])
+    assert message.startswith("not a valid Inspect sample: ")
+    assert field == "A-1/1: model_usage.m"
+    message, field = refused(tmp_path, [sample(error_retries=[{"message": 3, "events": []}])])
+    assert message.startswith("not a valid Inspect sample: ")
+    assert field == "A-1/1: error_retries.0.message"
+    # What an import never reads is not validated: messages, output, events.
+    raw = sample(messages="junk", output=3, events=[1, "x"], events_data=7)
+    assert only_trial(read_json(tmp_path, [raw])[1])["runtime"] == {"status": "ok"}
