@@ -33,7 +33,7 @@ from evalops.importers.common import (
     Skipped,
     Translated,
 )
-from evalops.importers.inspect import _finite, _timestamp, _tokens, read_inspect
+from evalops.importers.inspect import _finite, _timestamp, _tokens, inspect_api, read_inspect
 from evalops.registry.import_maps import load_import_map
 from tests.helpers import EXAMPLE_REGISTRY, REPO_ROOT
 from tests.importer_tasks.refund_task import AGENT_MODEL_CALLS, EPOCHS, PLAN, RETRIES, USAGE
@@ -745,8 +745,9 @@ def test_each_error_retry_is_a_failed_attempt_and_its_own_trial(tmp_path: Path) 
              "timestamp": "2026-12-01T09:00:03+00:00"},
         ],
     )  # fmt: skip
+    first["events_data"] = {"pooled": 1}  # a .eval's pooled transcript: not the execution
     second = retry("RuntimeError('segfault')", [{"event": "model", "uuid": ""}])
-    raw = sample(error_retries=[first, second])
+    raw = sample(error_retries=[first, second], events_data={"x": 1})
     _, items = read_json(tmp_path, [raw])
     eval_id = HEADER["eval"]["eval_id"]
     producer = f"inspect-ai {HEADER['eval']['packages']['inspect_ai']}"
@@ -778,7 +779,7 @@ def test_each_error_retry_is_a_failed_attempt_and_its_own_trial(tmp_path: Path) 
     ]
     assert one["usage"] == {"model_calls": 2, "input_tokens": 7, "output_tokens": 2}
     assert one["secondary_labels"] == []
-    lean = {k: v for k, v in first.items() if k != "events"}
+    lean = {k: v for k, v in first.items() if k not in ("events", "events_data")}
     assert one["artifact_manifest"]["artifacts"] == [
         {"kind": "source_log", "digest": digest_of(lean), "producer": producer,
          "location": f"{eval_id}#A-1/1"},
@@ -793,6 +794,19 @@ def test_each_error_retry_is_a_failed_attempt_and_its_own_trial(tmp_path: Path) 
     assert final["runtime"] == {"status": "ok"}
     assert final["secondary_labels"] == ["after_error_retries"]
     assert final["grader_results"] == [expected_state(s, "C") for s in SCORERS]
+    # The final attempt's digest: the sample without its transcript's storage, its retries
+    # without theirs.
+    executed = {k: v for k, v in raw.items() if k not in ("events", "events_data")}
+    executed["error_retries"] = [
+        {k: v for k, v in r.items() if k not in ("events", "events_data")}
+        for r in raw["error_retries"]
+    ]
+    assert final["artifact_manifest"]["artifacts"][0]["digest"] == digest_of(executed)
+    # A retry whose events are not a list has none: named by the sample's uuid.
+    odd = retry("RuntimeError('x')", [])
+    odd["events"] = "junk"
+    _, items = read_json(tmp_path, [sample(error_retries=[odd])])
+    assert items[0].record["trial_id"] == insp("uuid-A-1-1", 1)  # type: ignore[union-attr]
 
 
 def test_a_sample_that_failed_is_named_and_timed_by_its_own_events(tmp_path: Path) -> None:
@@ -959,3 +973,98 @@ def test_a_sample_is_validated_by_the_parts_an_import_reads(tmp_path: Path) -> N
     # What an import never reads is not validated: messages, output, events.
     raw = sample(messages="junk", output=3, events=[1, "x"], events_data=7)
     assert only_trial(read_json(tmp_path, [raw])[1])["runtime"] == {"status": "ok"}
+
+
+def eval_log(tmp_path: Path, members: dict[str, Any], drop: tuple[str, ...] = ()) -> Path:
+    """The refund log with members replaced (bytes, or JSON values) or dropped."""
+    path = tmp_path / "changed.eval"
+    with zipfile.ZipFile(LOGS / "refund.eval") as source, zipfile.ZipFile(path, "w") as out:
+        for name in source.namelist():
+            if name in drop or name in members:
+                continue
+            out.writestr(name, source.read(name))
+        for name, value in members.items():
+            out.writestr(name, value if isinstance(value, bytes) else json.dumps(value))
+    return path
+
+
+def eval_refused(tmp_path: Path, path: Path, **kw: Any) -> tuple[str, str | None, str]:
+    with pytest.raises(InputError) as caught:
+        read(path, resolved(tmp_path), **kw)
+    return caught.value.message, caught.value.field, caught.value.file
+
+
+def test_a_damaged_eval_log_is_refused_naming_the_member(tmp_path: Path) -> None:
+    path = tmp_path / "not.eval"
+    path.write_bytes(b"not a zip archive")
+    message, field, file = eval_refused(tmp_path, path)
+    assert message.startswith("cannot open the .eval log (a zip archive): ")
+    assert (field, file) == (None, "not.eval")
+    name = "samples/A-1_epoch_1.json"
+    path = eval_log(tmp_path, {name: b'{"id": "A-1", '})
+    message, field, file = eval_refused(tmp_path, path)
+    assert message.startswith(f"{name} in the .eval log is not valid JSON: ")
+    assert (field, file) == (name, "changed.eval")
+    path = eval_log(tmp_path, {name: [1, 2]})
+    assert eval_refused(tmp_path, path) == (f"{name} is not a JSON object", name, "changed.eval")
+    path = eval_log(tmp_path, {"header.json": b'{"a": 1, "a": 2}'})
+    message, field, _ = eval_refused(tmp_path, path)
+    assert message.startswith("header.json in the .eval log is not valid JSON: ")
+    assert field == "header.json"
+
+
+def test_an_eval_log_member_that_cannot_be_read_is_refused(tmp_path: Path) -> None:
+    name = "samples/A-1_epoch_1.json"
+    path = eval_log(tmp_path, {})
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(name)
+    data = bytearray(path.read_bytes())
+    name_len = int.from_bytes(data[info.header_offset + 26 : info.header_offset + 28], "little")
+    extra_len = int.from_bytes(data[info.header_offset + 28 : info.header_offset + 30], "little")
+    data[info.header_offset + 30 + name_len + extra_len + 3] ^= 0x5A
+    path.write_bytes(bytes(data))
+    message, field, _ = eval_refused(tmp_path, path)
+    assert message.startswith(f"cannot read {name} from the .eval log: ")
+    assert field == name
+
+
+def test_an_eval_log_s_reductions_and_sample_members(tmp_path: Path) -> None:
+    """Only `samples/*.json` members are samples; reductions that are not a list are none."""
+    path = eval_log(tmp_path, {"reductions.json": {"not": "a list"}, "samples/notes.txt": b"x"})
+    summary, items = read(path, resolved(tmp_path))
+    assert summary.reductions == {}
+    _, expected = read(LOGS / "refund.eval", resolved(tmp_path))
+    assert len(items) == len(expected)
+    summary, _ = read(eval_log(tmp_path, {}, drop=("reductions.json",)), resolved(tmp_path))
+    assert summary.reductions == {}
+
+
+def test_an_eval_log_still_being_written_reads_its_header_from_the_journal(
+    tmp_path: Path,
+) -> None:
+    """Without header.json (a log Inspect is still writing) the header is Inspect's journal:
+    an eval that has only started, refused as incomplete unless allowed."""
+    path = eval_log(tmp_path, {}, drop=("header.json",))
+    message, field, _ = eval_refused(tmp_path, path)
+    assert message.startswith("the eval's status is 'started', not 'success'")
+    assert field == "status"
+    summary, items = read(path, resolved(tmp_path), allow_incomplete=True)
+    assert summary.run_id == HEADER["eval"]["run_id"]
+    assert items and all(isinstance(i, Translated) for i in items)
+
+
+def test_without_inspect_ai_a_log_is_refused_with_the_way_to_install_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    with pytest.raises(InputError) as caught:
+        inspect_api()
+    assert caught.value.field == "inspect"
+    assert caught.value.message == (
+        "reading Inspect AI logs needs inspect-ai, the optional extra: pip install "
+        "'.[inspect]' in the evalops checkout, or pip install 'inspect-ai>=0.3.285,<0.4'"
+    )
+    with pytest.raises(InputError):
+        read(LOGS / "refund.eval", resolved(tmp_path))
