@@ -1068,3 +1068,20 @@ def test_without_inspect_ai_a_log_is_refused_with_the_way_to_install_it(
     )
     with pytest.raises(InputError):
         read(LOGS / "refund.eval", resolved(tmp_path))
+
+
+def test_a_sample_of_the_legacy_shape_goes_through_inspect_s_migrations(tmp_path: Path) -> None:
+    """A sample written by an old Inspect (`score`, one unnamed scorer, no `input` read) is
+    validated by Inspect's whole sample model, whose migrations turn `score` into `scores`
+    under a scorer name Inspect makes up: not in the map, so skipped (or an error)."""
+    raw = sample(target="")
+    del raw["scores"]
+    raw["score"] = {"value": "C"}
+    _, items = read_json(tmp_path, [raw], unmapped="skip")
+    assert len(items) == 2
+    assert isinstance(items[0], Skipped) and items[0].reason == "unmapped_scorer"
+    assert only_trial(items)["grader_results"] == []
+    message, field = refused(tmp_path, [raw])
+    assert message.startswith("scorer '") and message.endswith(
+        "' is not in the map for task refund_agent (map it, or pass --skip-unmapped)"
+    )
