@@ -1081,7 +1081,7 @@ def test_a_sample_of_the_legacy_shape_goes_through_inspect_s_migrations(tmp_path
     assert len(items) == 2
     assert isinstance(items[0], Skipped) and items[0].reason == "unmapped_scorer"
     assert only_trial(items)["grader_results"] == []
-    message, field = refused(tmp_path, [raw])
+    message, _ = refused(tmp_path, [raw])
     assert message.startswith("scorer '") and message.endswith(
         "' is not in the map for task refund_agent (map it, or pass --skip-unmapped)"
     )
