@@ -247,6 +247,7 @@ def test_tool_calls_usage_and_provenance(imported: Any) -> None:
 def test_a_log_of_another_model_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         read(LOGS / "refund.eval", resolved(tmp_path, model="openai/gpt"))
+    assert caught.value.file == "refund.eval"
     assert (caught.value.field, caught.value.message) == (
         "eval.model",
         "the log evaluated model 'mockllm/model'; execution profile candidate-b124 is "
@@ -261,6 +262,7 @@ def test_a_log_of_another_task_version_is_refused(tmp_path: Path) -> None:
     resolution = resolved(tmp_path, text)
     with pytest.raises(InputError) as caught:
         read(LOGS / "refund.eval", resolution)
+    assert caught.value.file == "refund.eval"
     assert (caught.value.field, caught.value.message) == (
         "eval.task_version",
         f"the log's task_version is 2; the map ({resolution.map.path}) requires 3",
@@ -271,6 +273,7 @@ def test_a_log_of_an_unmapped_task_is_refused_unless_skipped(tmp_path: Path) -> 
     text = MAP_TEXT.replace("  refund_agent:", "  other_agent:")
     with pytest.raises(InputError) as caught:
         read(LOGS / "refund.eval", resolved(tmp_path, text))
+    assert caught.value.file == "refund.eval"
     assert (caught.value.field, caught.value.message) == (
         "eval.task",
         "Inspect task 'refund_agent' is not in the map (tasks: other_agent); map it, or pass "
@@ -286,6 +289,7 @@ def test_an_incomplete_eval_is_refused_unless_allowed(tmp_path: Path) -> None:
     once = resolved(tmp_path, MAP_TEXT.replace("  refund_agent:", "  refund_agent_once:"))
     with pytest.raises(InputError) as caught:
         read(LOGS / "cancelled.eval", once)
+    assert caught.value.file == "cancelled.eval"
     assert (caught.value.field, caught.value.message) == (
         "status",
         "the eval's status is 'cancelled', not 'success': an incomplete run is refused (pass "
@@ -417,6 +421,7 @@ def digest_of(value: Any) -> str:
 def refused(tmp_path: Path, samples: list[Any], **kw: Any) -> tuple[str, str | None]:
     with pytest.raises(InputError) as caught:
         read_json(tmp_path, samples, **kw)
+    assert caught.value.file == "log.json"  # every error names the file
     return caught.value.message, caught.value.field
 
 
@@ -498,9 +503,10 @@ def test_the_source_s_own_reductions_are_kept_by_task_and_scorer(tmp_path: Path)
     """The reductions Inspect wrote, per evalops task, scorer and reducer (NaN: no value),
     for the dry run's comparison; samples the map does not name are left out."""
     reductions = [
+        "junk",
         {"scorer": "refund_check", "reducer": "mean",
-         "samples": [{"sample_id": "A-1", "value": 0.6}, {"sample_id": "Z-9", "value": 1.0},
-                     {"sample_id": "A-2", "value": math.nan}, "junk"]},
+         "samples": ["junk", {"sample_id": "A-1", "value": 0.6}, {"sample_id": "Z-9", "value": 1.0},
+                     {"sample_id": "A-2", "value": math.nan}]},
         {"scorer": "refund_check", "reducer": "pass_at_3",
          "samples": [{"sample_id": "A-1", "value": 1.0}]},
         {"scorer": "ticket_check", "samples": [{"sample_id": "A-1", "value": {"x": 0.5}}]},
@@ -529,6 +535,12 @@ def test_a_truncated_json_log_names_the_last_complete_sample(tmp_path: Path) -> 
         "cannot read the JSON log after sample A-1/1, the last complete one: "
     )
     assert caught.value.field == "A-1/1"
+    # Cut inside the first sample: none complete, none named.
+    (tmp_path / "log.json").write_text(text[: text.index('"id": "A-1"')], encoding="utf-8")
+    with pytest.raises(InputError) as caught:
+        list(read(tmp_path / "log.json", resolved(tmp_path))[1])
+    assert caught.value.message.startswith("cannot read the JSON log: ")
+    assert caught.value.field is None
     # Cut inside the header: nothing was read.
     (tmp_path / "log.json").write_text(text[:20], encoding="utf-8")
     with pytest.raises(InputError) as caught:
@@ -634,6 +646,16 @@ def test_a_log_without_a_run_id_is_its_eval_and_without_a_version_its_producer_p
     # A sample without a uuid: [eval_id, sample id, epoch, attempt], as before uuids.
     _, items = read_json(tmp_path, [sample(uuid=None)])
     assert only_trial(items)["trial_id"] == insp(eval_id, "A-1", 1, 1)
+    assert items[0].aliases == ()  # type: ignore[union-attr]  # that id is its own
+    # So with a retry, each attempt by its number; a uuid that is no text is none.
+    for uuid in (None, "", 7):
+        raw = sample(uuid=uuid, error_retries=[retry("RuntimeError('x')", [])])
+        _, items = read_json(tmp_path, [raw])
+        assert [i.record["trial_id"] for i in items] == [  # type: ignore[union-attr]
+            insp(eval_id, "A-1", 1, 1),
+            insp(eval_id, "A-1", 1, 2),
+        ], uuid
+        assert [i.aliases for i in items] == [(), ()]  # type: ignore[union-attr]
 
 
 def test_a_map_without_a_task_version_takes_any(tmp_path: Path) -> None:
@@ -737,7 +759,8 @@ def test_each_error_retry_is_a_failed_attempt_and_its_own_trial(tmp_path: Path) 
         [
             {"uuid": "ev-1", "event": "span_begin", "id": "s1", "parent_id": None,
              "type": "agent", "name": "researcher", "timestamp": "2026-12-01T09:00:00+00:00"},
-            {"uuid": "ev-2", "event": "tool", "function": "kb_search", "arguments": {"q": "x"},
+            {"uuid": "ev-2", "event": "tool", "function": "kb_search",
+             "arguments": {"q": "attachment://a1"},
              "span_id": "s1", "timestamp": "2026-12-01T09:00:02+01:00"},
             {"uuid": "ev-3", "event": "model", "span_id": "s1", "timestamp": "bad",
              "output": {"usage": {"input_tokens": 7, "output_tokens": 2}}},
@@ -747,11 +770,12 @@ def test_each_error_retry_is_a_failed_attempt_and_its_own_trial(tmp_path: Path) 
     )  # fmt: skip
     first["events_data"] = {"pooled": 1}  # a .eval's pooled transcript: not the execution
     second = retry("RuntimeError('segfault')", [{"event": "model", "uuid": ""}])
-    raw = sample(error_retries=[first, second], events_data={"x": 1})
+    raw = sample(error_retries=[first, second], events_data={"x": 1}, attachments={"a1": "x"})
     _, items = read_json(tmp_path, [raw])
     eval_id = HEADER["eval"]["eval_id"]
     producer = f"inspect-ai {HEADER['eval']['packages']['inspect_ai']}"
     assert [i.label for i in items] == ["A-1/1#1", "A-1/1#2", "A-1/1"]  # type: ignore[union-attr]
+    assert [i.sample for i in items] == ["A-1"] * 3  # type: ignore[union-attr]
     one, two, final = (i.record for i in items)  # type: ignore[union-attr]
     ids = [insp("ev-1"), insp("uuid-A-1-1", 2), insp("uuid-A-1-1", 3)]
     assert [one["trial_id"], two["trial_id"], final["trial_id"]] == ids
@@ -803,10 +827,24 @@ def test_each_error_retry_is_a_failed_attempt_and_its_own_trial(tmp_path: Path) 
     ]
     assert final["artifact_manifest"]["artifacts"][0]["digest"] == digest_of(executed)
     # A retry whose events are not a list has none: named by the sample's uuid.
-    odd = retry("RuntimeError('x')", [])
-    odd["events"] = "junk"
-    _, items = read_json(tmp_path, [sample(error_retries=[odd])])
-    assert items[0].record["trial_id"] == insp("uuid-A-1-1", 1)  # type: ignore[union-attr]
+    for junk in ("junk", {"uuid": "ev-1"}):
+        odd = retry("RuntimeError('x')", [])
+        odd["events"] = junk
+        _, items = read_json(tmp_path, [sample(error_retries=[odd])])
+        assert items[0].record["trial_id"] == insp("uuid-A-1-1", 1)  # type: ignore[union-attr]
+    # A retry's tool event is checked as the final attempt's are.
+    bad = retry("RuntimeError('x')", [{"event": "tool", "arguments": {}}])
+    assert refused(tmp_path, [sample(error_retries=[bad])]) == (
+        "a tool event has no function name or arguments",
+        "A-1/1: events",
+    )
+    # The labels of the last attempt after retries: `after_error_retries` first.
+    scores = {**sample()["scores"], "refund_check": {"value": "X"}}
+    _, items = read_json(tmp_path, [sample(scores=scores, error_retries=[second])])
+    assert items[-1].record["secondary_labels"] == [  # type: ignore[union-attr]
+        "after_error_retries",
+        "unmapped_value:refund_check",
+    ]
 
 
 def test_a_sample_that_failed_is_named_and_timed_by_its_own_events(tmp_path: Path) -> None:
@@ -851,6 +889,9 @@ def test_sample_times_missing_or_reversed_are_synthesized_and_said_so(tmp_path: 
         ({"completed_at": "2026-12-01T09:59:59+00:00"}, ("2026-12-01T10:00:00.000000Z",) * 2),
         ({"completed_at": "garbled"}, ("2026-12-01T10:00:00.000000Z",) * 2),
     ]
+    record = only_trial(read_json(tmp_path, [sample(completed_at=AT)])[1])
+    assert (record["started_at"], record["completed_at"]) == ("2026-12-01T10:00:00.000000Z",) * 2
+    assert record["secondary_labels"] == []  # an instant, as recorded: nothing synthesized
     for fields, times in cases:
         record = only_trial(read_json(tmp_path, [sample(**fields)])[1])
         assert (record["started_at"], record["completed_at"]) == times, fields
@@ -880,7 +921,7 @@ def test_scores_through_the_map(tmp_path: Path) -> None:
         "unscored:ticket_check",
         "edited_score",
     ]
-    extra = {**sample()["scores"], "style": {"value": "C"}}
+    extra = {"style": {"value": "C"}, **sample()["scores"]}  # the unmapped one first
     assert refused(tmp_path, [sample(scores=extra)]) == (
         "scorer 'style' is not in the map for task refund_agent (map it, or pass --skip-unmapped)",
         "A-1/1: scores.style",
@@ -888,6 +929,13 @@ def test_scores_through_the_map(tmp_path: Path) -> None:
     _, items = read_json(tmp_path, [sample(scores=extra)], unmapped="skip")
     assert items[0] == Skipped("log.json", "A-1/1", "unmapped_scorer", "style")
     assert isinstance(items[1], Translated) and len(items) == 2
+    assert items[1].record["grader_results"] == [expected_state(s, "C") for s in SCORERS]
+    # A history of edits without provenance (Inspect's own) is no edit; a number in [0, 1]
+    # is also the result's score (docs/importers.md).
+    scores = {**sample()["scores"], "refund_check": {"value": 0.5, "history": [{"value": 1}]}}
+    record = only_trial(read_json(tmp_path, [sample(scores=scores)])[1])
+    assert record["grader_results"][0] == {**expected_state("refund_check", 0.5), "score": 0.5}
+    assert record["secondary_labels"] == ["unmapped_value:refund_check"]
 
 
 def test_a_non_blocking_grader_s_unmapped_value_only_adds_a_label(tmp_path: Path) -> None:
@@ -1030,7 +1078,7 @@ def test_an_eval_log_member_that_cannot_be_read_is_refused(tmp_path: Path) -> No
 
 def test_an_eval_log_s_reductions_and_sample_members(tmp_path: Path) -> None:
     """Only `samples/*.json` members are samples; reductions that are not a list are none."""
-    path = eval_log(tmp_path, {"reductions.json": {"not": "a list"}, "samples/notes.txt": b"x"})
+    path = eval_log(tmp_path, {"reductions.json": 5, "samples/notes.txt": b"x"})
     summary, items = read(path, resolved(tmp_path))
     assert summary.reductions == {}
     _, expected = read(LOGS / "refund.eval", resolved(tmp_path))
@@ -1074,7 +1122,7 @@ def test_a_sample_of_the_legacy_shape_goes_through_inspect_s_migrations(tmp_path
     """A sample written by an old Inspect (`score`, one unnamed scorer, no `input` read) is
     validated by Inspect's whole sample model, whose migrations turn `score` into `scores`
     under a scorer name Inspect makes up: not in the map, so skipped (or an error)."""
-    raw = sample(target="")
+    raw = sample(target="", messages="junk", events=[1, "x"], error_retries=[])
     del raw["scores"]
     raw["score"] = {"value": "C"}
     _, items = read_json(tmp_path, [raw], unmapped="skip")
@@ -1085,3 +1133,49 @@ def test_a_sample_of_the_legacy_shape_goes_through_inspect_s_migrations(tmp_path
     assert message.startswith("scorer '") and message.endswith(
         "' is not in the map for task refund_agent (map it, or pass --skip-unmapped)"
     )
+
+
+def test_what_a_json_log_holds_besides_its_samples(tmp_path: Path) -> None:
+    # No samples at all: nothing to import.
+    path = tmp_path / "empty.json"
+    path.write_text(json.dumps(HEADER), encoding="utf-8")
+    summary, items = read(path, resolved(tmp_path))
+    assert items == [] and summary.file == "empty.json"
+    # Reductions before the samples are not part of the header (whatever their shape).
+    doc = {**HEADER, "reductions": "not Inspect's shape", "samples": [sample()]}
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert only_trial(read(path, resolved(tmp_path))[1])["runtime"] == {"status": "ok"}
+    # A log that cannot be opened.
+    (tmp_path / "dir.json").mkdir()
+    with pytest.raises(InputError) as caught:
+        read(tmp_path / "dir.json", resolved(tmp_path))
+    assert caught.value.message == "cannot read the log: Is a directory"
+
+
+def test_a_retry_that_is_no_object_is_an_invalid_sample(tmp_path: Path) -> None:
+    message, field = refused(tmp_path, [sample(error_retries=[5])])
+    assert message.startswith("not a valid Inspect sample: ")
+    assert field == "A-1/1: error_retries.0"
+
+
+def test_a_sample_cancelled_in_an_eval_that_succeeded_is_imported(tmp_path: Path) -> None:
+    """Only an incomplete eval's samples the harness cancelled are skipped: in an eval that
+    succeeded, a sample that ended in a CancelledError is a trial like any failed one."""
+    error = {"message": "CancelledError(None)", "traceback": "", "traceback_ansi": ""}
+    record = only_trial(read_json(tmp_path, [sample(error=error)])[1])
+    assert record["runtime"] == {"status": "runtime_error", "message": "CancelledError(None)"}
+
+
+def test_an_unmapped_task_names_every_task_of_the_map(tmp_path: Path) -> None:
+    two = MAP_TEXT.replace("  refund_agent:", "  other_agent:").replace(
+        "tools:", "  third_agent:\n    samples: {}\n    scorers: {}\ntools:", 1
+    )
+    none = MAP_TEXT.split("tasks:")[0] + "tasks: {}\ntools:" + MAP_TEXT.split("tools:")[1]
+    for text, tasks in ((two, "other_agent, third_agent"), (none, "none")):
+        with pytest.raises(InputError) as caught:
+            read(LOGS / "refund.eval", resolved(tmp_path, text))
+        assert (caught.value.message, caught.value.field) == (
+            f"Inspect task 'refund_agent' is not in the map (tasks: {tasks}); map it, or pass "
+            "--skip-unmapped",
+            "eval.task",
+        )
