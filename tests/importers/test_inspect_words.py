@@ -1179,3 +1179,18 @@ def test_an_unmapped_task_names_every_task_of_the_map(tmp_path: Path) -> None:
             "--skip-unmapped",
             "eval.task",
         )
+
+
+def test_a_sample_with_a_transcript_is_validated_by_inspect_s_whole_sample_model(
+    tmp_path: Path,
+) -> None:
+    """A sample of the old shape with a `transcript` goes through Inspect's `EvalSample`
+    (its migrations): so it needs what that model needs, a `target`, which the parts of a
+    current sample an import reads do not."""
+    raw = sample(transcript={"events": []}, target="")
+    assert only_trial(read_json(tmp_path, [raw])[1])["runtime"] == {"status": "ok"}
+    del raw["target"]
+    message, field = refused(tmp_path, [raw])
+    assert message == "not a valid Inspect sample: Field required"
+    assert field == "A-1/1: target"
+    assert only_trial(read_json(tmp_path, [sample()])[1])["runtime"] == {"status": "ok"}
