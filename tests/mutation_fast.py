@@ -16,7 +16,10 @@ the goldens) take seconds. Other files in the selection reach those modules too,
 tests written for another purpose (some of them slow), so they neither add to nor take from
 the module's score. The files written for these modules (`RESERVED`) run for their mutants
 only: a domain mutant runs the tests it ran before they were added. The stats and clean runs
-(which map tests to functions) keep every fast test.
+(which map tests to functions) keep every fast test. mutmut maps a function to the tests
+during whose run it was called: a module- or session-scoped fixture that calls the module
+runs during the first test only, so the others would never run for its mutants (the fast
+files build what they read in each test).
 """
 
 from __future__ import annotations

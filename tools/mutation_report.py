@@ -10,12 +10,12 @@ or a mutant's full name; without one, every module in `only_mutate` runs (slow: 
 cores). A mutant of a module outside evalops/domain/, or of `gate_compact` or `gate_rules`, runs
 only the tests of that module's fast files (tests/mutation_fast.py `FAST_TESTS`), never a CLI
 or workspace test. Results accumulate in `mutants/` (git-ignored), so modules can be run one
-at a time and the report covers all of them. Naming only survivors of a module measured in the committed report
-reruns just those: the module keeps its committed row, each survivor caught now counted as
-killed (an expensive module need not run whole again to check a new test). Every surviving
-mutant must be killed by a test or explained in tests/mutation_equivalents.toml (mutant
-name -> why no test can tell it from the original); the report lists the rest as unexplained
-and the command exits 1.
+at a time and the report covers all of them. Naming only survivors of a module measured in the
+committed report reruns just those: the module keeps its committed row, each survivor caught
+now counted as killed (an expensive module need not run whole again to check a new test).
+Every surviving mutant must be killed by a test or explained in tests/mutation_equivalents.toml
+(mutant name -> why no test can tell it from the original); the report lists the rest as
+unexplained and the command exits 1.
 
 `--max-children N` (`make mutate JOBS=N`) caps mutmut's parallel test processes (default: one
 per CPU); on a machine shared with other work, 1 keeps mutation testing to one core.
