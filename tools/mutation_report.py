@@ -7,15 +7,15 @@ MODULE is a module of `[tool.mutmut] only_mutate`: one of evalops/domain/ by its
 `audit_chain`...), any other by its dotted path under evalops (`services.gate.input_parts`,
 `importers.promptfoo`); or `module:function` for one function's mutants (`gate:summarize_task`),
 or a mutant's full name; without one, every module in `only_mutate` runs (slow: hours on two
-cores). A mutant of a module outside evalops/domain/ runs only the tests of that module's fast
-files (tests/mutation_fast.py `FAST_TESTS`), never a CLI or workspace test. Results accumulate
-in `mutants/` (git-ignored), so modules can be run one at a time and the report covers all of
-them. Naming only survivors of a module measured in the committed report
-reruns just those: the module keeps its committed row, each survivor caught now counted as
-killed (an expensive module need not run whole again to check a new test). Every surviving
-mutant must be killed by a test or explained in tests/mutation_equivalents.toml (mutant
-name -> why no test can tell it from the original); the report lists the rest as unexplained
-and the command exits 1.
+cores). A mutant of a module outside evalops/domain/, or of `gate_compact` or `gate_rules`, runs
+only the tests of that module's fast files (tests/mutation_fast.py `FAST_TESTS`), never a CLI
+or workspace test. Results accumulate in `mutants/` (git-ignored), so modules can be run one
+at a time and the report covers all of them. Naming only survivors of a module measured in the
+committed report reruns just those: the module keeps its committed row, each survivor caught
+now counted as killed (an expensive module need not run whole again to check a new test).
+Every surviving mutant must be killed by a test or explained in tests/mutation_equivalents.toml
+(mutant name -> why no test can tell it from the original); the report lists the rest as
+unexplained and the command exits 1.
 
 `--max-children N` (`make mutate JOBS=N`) caps mutmut's parallel test processes (default: one
 per CPU); on a machine shared with other work, 1 keeps mutation testing to one core.
@@ -337,11 +337,13 @@ def report(run: tuple[str, list[str]] | None = None) -> int:
         "module by its name, any other by its dotted path under `evalops`); for each, mutmut runs",
         "the tests of the fast selection (the tests of the files listed in `[tool.mutmut]`;",
         "`tests/mutation_fast.py` leaves out CLI and workspace tests, and runs a mutant of a",
-        "module outside `evalops/domain/` with that module's own fast files only) that reach",
-        "the changed function, and the mutant is killed when one fails. Score: killed (timeouts",
-        "included) over tested; the last column leaves out the survivors explained as",
-        "equivalent in `tests/mutation_equivalents.toml`. Target: at least 90% per module, every",
-        "survivor killed by a test or explained there. A module not run on the machine that",
+        "module outside `evalops/domain/`, or of `gate_compact` or `gate_rules`, with that",
+        "module's own fast files only: for those two, the gate's pure tests, never verify's or",
+        "the integrity tests over stored decisions) that reach the changed function, and the",
+        "mutant is killed when one fails. Score: killed (timeouts included) over tested; the",
+        "last column leaves out the survivors explained as equivalent in",
+        "`tests/mutation_equivalents.toml`. Target: at least 90% per module, every survivor",
+        "killed by a test or explained there. A module not run on the machine that",
         "wrote this file keeps the row and survivors of the run that measured it. The run log",
         "lists the runs that wrote this file: when, the command, and per module run the mutants",
         "caught (killed or timed out) over those tested. A module with 0 mutants holds constants",

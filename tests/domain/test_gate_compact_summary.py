@@ -10,14 +10,20 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
+import pytest
+
 from evalops.domain.gate_compact import (
     EVALUATOR_COMPACT,
     CompactTrials,
     ExactSum,
+    TrialCounts,
     compact_inputs,
     compact_task,
     same_decision_as_evaluator_3,
+    trial_counts,
 )
+from evalops.domain.specs import GatePolicy
+from tests.domain.test_gate_evaluate import POLICY
 
 
 def _trial(  # noqa: PLR0913 (every field of a trial input can be varied)
@@ -197,3 +203,42 @@ def test_an_evaluator_3_decision_counts_its_first_results_by_class() -> None:
         ],
     }
     assert "firstResults" in decision["tasks"][0]  # the decision itself is left alone
+
+
+def test_trial_counts_are_the_effective_trials_and_the_originals_by_class() -> None:
+    """What an estimate reads of a task: the trials that count once reruns are resolved
+    under the policy's limits, and each original by its own first result. In `_trials()`,
+    `d` reruns the infrastructure_invalid `c`; the example policy lets an
+    infrastructure_invalid trial have 2 attempts, so `d` stands in for `c`."""
+    task: dict[str, Any] = {
+        "task_id": "t",
+        "risk": "quality_signal",
+        "protects": [],
+        "task_digest": "sha256:t",
+        "grader_set_digest": "sha256:g",
+        "plan": {"count": 5, "k": 5, "passRule": "all", "passScore": 1.0},
+        "trials": _trials(),
+    }
+    summary = compact_task(task)  # type: ignore[arg-type]
+    assert trial_counts(summary, GatePolicy.model_validate(POLICY)) == TrialCounts(
+        effective={"runtime_error": 1, "task_fail": 1, "task_pass": 3},  # a, d, f pass
+        first={"infrastructure_invalid": 1, "runtime_error": 1, "task_fail": 1, "task_pass": 2},
+        rerun_count=1,
+    )
+    # A policy that lets no rerun stand in: `c` counts as it is; `d` is still a stored rerun.
+    no_reruns = {**POLICY, "reruns": {**POLICY["reruns"], "max_attempts_by_class": {}}}
+    assert trial_counts(summary, GatePolicy.model_validate(no_reruns)) == TrialCounts(
+        effective={"infrastructure_invalid": 1, "runtime_error": 1, "task_fail": 1, "task_pass": 2},
+        first={"infrastructure_invalid": 1, "runtime_error": 1, "task_fail": 1, "task_pass": 2},
+        rerun_count=1,
+    )
+
+
+def test_efficiency_counts_of_another_length_are_refused_not_cut_short() -> None:
+    """`add_single` takes a trial's counts in `EFFICIENCY_KEYS` order: a tuple of another
+    length is a caller's mistake, refused when the summary is made, never paired with the
+    keys as far as it goes (a missing count would read as 0 in a mean)."""
+    summary = CompactTrials()
+    summary.add_single("a", "task_pass", 1.0, 1.0, (1.0, 2.0, 3.0), 0, None)
+    with pytest.raises(ValueError, match="zip"):
+        summary.document()

@@ -145,3 +145,9 @@ def test_what_fraction_refuses_is_refused(text: str) -> None:
         Fraction(text)
     with pytest.raises(expected.type):
         _parse_exact(text)
+
+
+def test_a_zero_denominator_is_refused_naming_the_stored_text() -> None:
+    # A stored sum is refused with the text it was stored as, so the document can be found.
+    with pytest.raises(ZeroDivisionError, match="3/0"):
+        _parse_exact("3/0")

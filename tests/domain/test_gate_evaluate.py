@@ -385,6 +385,9 @@ def test_fewer_trials_than_count_cannot_be_waived() -> None:
         ("mean", ["task_pass", "task_pass", "task_fail"], [1.0, 1.0, 0.0], 0.6, "task_pass"),
         ("mean", ["task_pass", "task_pass", "task_fail"], [1.0, 1.0, 0.0], 0.7, "task_fail"),
         ("mean", ["task_pass"] * 3, [0.5, 0.5, 0.5], 0.8, "task_fail"),
+        # A mean that reaches passScore exactly passes (docs/formats.md: "reaches"):
+        # (0.5 + 1.0 + 0.75) / 3 is 0.75 exactly in floats.
+        ("mean", ["task_fail", "task_pass", "task_pass"], [0.5, 1.0, 0.75], 0.75, "task_pass"),
     ],
 )
 def test_pass_rule(
@@ -1041,6 +1044,37 @@ def test_a_crashed_or_hard_failed_trial_counts_zero_in_the_gating_score() -> Non
     trials = [trial("task_fail", "t1.0", score=0.25), trial("task_pass", "t1.1", score=1.0)]
     r = row(evaluate(make_inputs([task("t1", "quality_signal", trials=trials, count=2)])), "t1")
     assert r["gatingScore"] == pytest.approx(0.625)
+
+
+def test_a_rerun_that_stands_in_counts_zero_in_the_gating_score_when_it_crashed() -> None:
+    """The gating score of a rerun that stands in is read by its own class, as any trial's:
+    a crashed rerun counts 0 whatever its graders scored (docs/gate.md)."""
+    trials = [
+        trial("infrastructure_invalid", "t1.0"),
+        trial("runtime_error", "t1.0r", parent="t1.0", score=0.6),
+        trial("task_pass", "t1.1", score=1.0),
+    ]
+    t = task("t1", "quality_signal", trials=trials, count=2, pass_rule="mean", pass_score=0.7)
+    r = row(evaluate(make_inputs([t])), "t1")
+    assert r["gatingScore"] == pytest.approx((0.0 + 1.0) / 2)
+    assert r["meanScore"] == pytest.approx((0.6 + 1.0) / 2)
+    # 0.5 < 0.7: the task fails by its crash, where the graders' 0.6 would have passed it.
+    assert r["state"] == "runtime_error"
+
+
+def test_invalid_runs_are_counted_in_and_outside_rerun_chains() -> None:
+    """`invalidCount` counts every trial classed as an invalid run, whether or not it is
+    part of a rerun chain: here one outside any chain and one that was rerun."""
+    trials = [
+        trial("grader_invalid", "t1.0"),
+        trial("infrastructure_invalid", "t1.1"),
+        trial("task_pass", "t1.1r", parent="t1.1"),
+        trial("task_pass", "t1.2"),
+    ]
+    r = row(evaluate(make_inputs([task("t1", "quality_signal", trials=trials, count=3)])), "t1")
+    assert r["invalidCount"] == 2
+    assert r["rerunCount"] == 1
+    assert r["state"] == "grader_invalid"
 
 
 def test_summarize_task_reduces_the_effective_trials_for_suite_statistics() -> None:

@@ -234,6 +234,18 @@ def test_pass_rule_mean_can_pass_with_no_passed_trial() -> None:
     assert passes_rule("mean", [0.8, 0.8], [False, False], 0.8)
 
 
+def test_a_task_without_trials_has_no_mean_score_and_no_pass_at_k() -> None:
+    # The mean of no scores is undefined: null, never a 0 that would read as a failing
+    # score; pass@k and pass^k are null below k trials (docs/gate.md).
+    assert task_block(trials("empty", 1, [], [])) == {
+        "n": 0,
+        "passedCount": 0,
+        "meanScore": None,
+        "passAtK": None,
+        "passHatK": None,
+    }
+
+
 @pytest.mark.parametrize("rule", ["all", "any", "mean"])
 def test_pass_rule_without_trials_never_passes(rule: str) -> None:
     assert not passes_rule(rule, [], [], 0.0)

@@ -88,3 +88,64 @@ def test_a_truncated_archive_is_an_error(tmp_path: Path) -> None:
             stream.truncate(member_offset(path, info.filename) + 10)
         with pytest.raises((zipfile.BadZipFile, OSError, EOFError)):
             _read_member(zf, info.filename)
+
+
+def test_a_local_header_cut_short_is_an_error(tmp_path: Path) -> None:
+    path = archive(tmp_path / "log.eval", zipfile.ZIP_STORED)
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo("samples/A-1_epoch_1.json")
+        with path.open("r+b") as stream:
+            stream.truncate(info.header_offset + 12)  # inside the member's local header
+        with pytest.raises((zipfile.BadZipFile, OSError, EOFError)):
+            zf.read(info.filename)
+        with pytest.raises((zipfile.BadZipFile, OSError, EOFError)):
+            _read_member(zf, info.filename)
+
+
+def test_a_local_utf8_name_that_does_not_decode_is_refused_as_zipfile_refuses_it(
+    tmp_path: Path,
+) -> None:
+    name = "samples/\u00e9t\u00e9_epoch_1.json"
+    path = archive(tmp_path / "log.eval", zipfile.ZIP_STORED)
+    with zipfile.ZipFile(path) as zf:
+        info = zf.getinfo(name)
+    assert info.flag_bits & 0x800  # the name is written as UTF-8
+    data = bytearray(path.read_bytes())
+    data[info.header_offset + 30 + len("samples/")] = 0xFF  # no longer UTF-8
+    path.write_bytes(bytes(data))
+    with zipfile.ZipFile(path) as zf:
+        with pytest.raises(UnicodeDecodeError) as expected:
+            zf.read(name)
+        with pytest.raises(UnicodeDecodeError) as found:
+            _read_member(zf, name)
+    assert str(found.value) == str(expected.value)
+
+
+def test_a_member_marked_encrypted_is_refused_as_zipfile_refuses_it(tmp_path: Path) -> None:
+    name = "samples/A-1_epoch_1.json"
+    path = archive(tmp_path / "log.eval", zipfile.ZIP_STORED)
+    with zipfile.ZipFile(path) as zf:
+        offset = zf.getinfo(name).header_offset
+    data = bytearray(path.read_bytes())
+    data[offset + 6] |= 0x1  # the local header's flags
+    entry = data.index(b"PK\x01\x02")
+    while data[entry + 46 : entry + 46 + len(name)] != name.encode():
+        entry = data.index(b"PK\x01\x02", entry + 4)
+    data[entry + 8] |= 0x1  # the central directory's flags
+    path.write_bytes(bytes(data))
+    with zipfile.ZipFile(path) as zf:
+        with pytest.raises(RuntimeError, match="encrypted") as expected:
+            zf.read(name)
+        with pytest.raises(RuntimeError) as found:
+            _read_member(zf, name)
+    assert str(found.value) == str(expected.value)
+
+
+def test_a_damaged_member_s_error_says_its_check_failed(tmp_path: Path) -> None:
+    path = archive(tmp_path / "log.eval", zipfile.ZIP_STORED)
+    start = member_offset(path, "samples/A-1_epoch_1.json")
+    data = bytearray(path.read_bytes())
+    data[start + 5] ^= 0x5A
+    path.write_bytes(bytes(data))
+    with zipfile.ZipFile(path) as zf, pytest.raises(zipfile.BadZipFile, match="Bad CRC-32"):
+        _read_member(zf, "samples/A-1_epoch_1.json")
