@@ -311,11 +311,11 @@ def _write_artifacts(
         doc = unstored_document(engine, result=unstored[0], inputs=unstored[1], now=now())
     else:
         doc = audit_document(engine, gate_id, now=now())
-    if junit is not None and write_output(str(junit), junit_xml(doc)):
+    if junit is not None and write_output(str(junit), junit_xml(doc), "--junit"):
         say(f"wrote JUnit XML to {junit}", err=True)
     if report is not None:
         kind = format_for(None, str(report), "md")
-        if write_output(str(report), audit_chunks(doc, kind)):
+        if write_output(str(report), audit_chunks(doc, kind), "--report"):
             say(f"wrote the audit report ({kind}) to {report}", err=True)
 
 
@@ -395,13 +395,21 @@ def gate_check(
             )
         _check_under_definitions(ctx, state, definitions, options, junit, report)
         return
+    _refuse_unwritable(junit, report)
+    unwritten: InputError | None = None
     with state.connect() as engine:
         if dry_run:
             data, inputs = dry_run_check(engine, **options)
             _write_artifacts(engine, data["gate_id"], junit, report, (data, inputs))
         else:
             data, inputs, number = check_decided(engine, actor=state.who(), **options)
-            _write_artifacts(engine, data["gate_id"], junit, report)
+            try:
+                _write_artifacts(engine, data["gate_id"], junit, report)
+            except InputError as failed:
+                # Checked writable above, the file failed all the same (a disk filled up):
+                # the decision is stored, so it is printed with its exit code, and how to
+                # write the file again is said.
+                unwritten = failed
         from evalops.services.reads.voids import decision_voids
         from evalops.services.reports.changes import decision_cutoff
         from evalops.store.reader import engine_reader
@@ -421,7 +429,26 @@ def gate_check(
     # A key of the command's output only, never of the stored decision (docs/json.md).
     cast("dict[str, Any]", data)["voids"] = voids
     emit(ctx, data, lambda: _render_decision(data, changes, effects, off_line, voids))
+    if unwritten is not None:
+        gate_id = data["gate_id"]
+        say(
+            f"error: {unwritten}; {gate_id} is stored: `evalops gate show {gate_id} "
+            "--junit FILE --report FILE` writes them",
+            err=True,
+        )
     raise typer.Exit(EXIT_BY_DECISION[data["decision"]])
+
+
+def _refuse_unwritable(junit: Path | None, report: Path | None) -> None:
+    """Before anything is decided or stored: a `--junit` or `--report` path that cannot be
+    written is exit 2 with nothing stored, not a stored decision whose verdict is hidden
+    behind a write error."""
+    from evalops.cli.output import refuse_unwritable
+
+    if junit is not None:
+        refuse_unwritable(str(junit), "--junit")
+    if report is not None:
+        refuse_unwritable(str(report), "--report")
 
 
 def _check_under_definitions(

@@ -48,9 +48,36 @@ def format_for(fmt: str | None, output: str, default: str = "html", *, strict: b
     return FORMAT_BY_SUFFIX.get(suffix, default)
 
 
-def write_output(output: str, text: str | Iterable[str]) -> str | None:
+def refuse_unwritable(output: str, field: str = "--output") -> None:
+    """Exit 2 now if `output` could not be written later: for a command that records
+    something before it writes its file (`gate check --report`), so that a path it cannot
+    write refuses the command with nothing stored. Tried, not inferred from permission bits
+    (which an administrator's process ignores): a temporary file is made and removed in the
+    nearest directory that exists, where the parents `write_output` creates would go."""
+    if output == "-":
+        return
+    path = Path(output)
+    if path.is_dir():
+        raise InputError("is a directory; give a file name", str(path), field=field)
+    existing = path.parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InputError(f"cannot write: {existing} is not a directory", str(path), field=field)
+    import tempfile
+
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=existing)
+    except OSError as exc:
+        raise InputError(f"cannot write: {exc.strerror}", str(path), field=field) from None
+    os.close(fd)
+    Path(tmp).unlink(missing_ok=True)
+
+
+def write_output(output: str, text: str | Iterable[str], field: str = "--output") -> str | None:
     """Write `text` to `output` (parents created, replaced atomically); `-` is stdout.
-    `text` may come in pieces (a large JSON report, written as it is encoded).
+    `text` may come in pieces (a large JSON report, written as it is encoded). `field` is
+    the option a refusal names.
 
     Returns the path written, or None for stdout.
     """
@@ -65,7 +92,7 @@ def write_output(output: str, text: str | Iterable[str]) -> str | None:
         return None
     path = Path(output)
     if path.is_dir():
-        raise InputError("is a directory; give a file name", str(path), field="--output")
+        raise InputError("is a directory; give a file name", str(path), field=field)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         import tempfile
@@ -81,5 +108,5 @@ def write_output(output: str, text: str | Iterable[str]) -> str | None:
             Path(tmp).unlink(missing_ok=True)
             raise
     except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", str(path), field="--output") from None
+        raise InputError(f"cannot write: {exc.strerror}", str(path), field=field) from None
     return str(path)
