@@ -365,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
             usage_code: int = exc.exit_code  # type: ignore[attr-defined]
             if as_json:
                 message = shown(exc.format_message())  # type: ignore[attr-defined]
-                print_json({"error": _error_json(usage_code, message)})
+                field = _usage_field(exc)
+                print_json({"error": _error_json(usage_code, message, field=field)})
             exc.show()  # type: ignore[attr-defined]
             return usage_code
         if os.environ.get("EVALOPS_DEBUG"):
@@ -379,6 +380,23 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_INTERNAL
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+def _usage_field(exc: Exception) -> str | None:
+    """The option or argument a usage error is about (`--suite` for a missing `--suite`, as
+    every other error names its field, `--bogus` for an unknown one); None when click names
+    none."""
+    unknown = getattr(exc, "option_name", None)  # click's NoSuchOption, BadOptionUsage
+    if isinstance(unknown, str) and unknown:
+        return unknown
+    param = getattr(exc, "param", None)
+    if param is None:
+        return None
+    if getattr(param, "param_type_name", "") == "argument":
+        # As the message names it: its metavar (`ID`), else its name in capitals.
+        return str(getattr(param, "metavar", None) or str(param.name).upper())
+    names: list[str] = list(getattr(param, "opts", None) or [])
+    return next((name for name in names if name.startswith("--")), names[0] if names else None)
 
 
 def _said(exc: BaseException) -> str:

@@ -151,6 +151,29 @@ def test_every_failure_gives_a_json_error(
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        pytest.param(["gate", "check", "--build", "build-1"], "--suite", id="missing-option"),
+        pytest.param(["task", "list", "--bogus"], "--bogus", id="unknown-option"),
+        pytest.param(["task", "show"], "ID", id="missing-argument"),
+        pytest.param(["--lock-timeout", "-1", "task", "list"], "--lock-timeout",
+                     id="bad-global-option"),
+        pytest.param(["incident", "open", "--title", "t", "--severity", "bogus",
+                      "--observed-at", "2026-01-01T00:00:00Z", "--trace-uri", "trace://x"],
+                     "--severity", id="bad-choice"),
+    ],
+)  # fmt: skip
+def test_a_usage_error_names_its_option_as_the_field(
+    synced: Path, cli: Cli, args: list[str], field: str
+) -> None:
+    """Every error's JSON names the field it is about (docs/cli.md); click's own usage
+    errors (a missing or unknown option, a bad value) too, by the option as typed."""
+    result = cli("--json", *args, cwd=synced)
+    assert result.code == 2, result.stdout + result.stderr
+    assert _one_json_error(result.stdout, 2)["field"] == field
+
+
 def test_a_verification_failure_gives_a_json_error(synced: Path, cli: Cli) -> None:
     con = sqlite3.connect(synced / DB)
     con.execute("UPDATE audit_event SET actor = 'mallory' WHERE seq = 1")
