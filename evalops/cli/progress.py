@@ -42,7 +42,7 @@ def progress_mode(ctx: typer.Context, option: str | None) -> ProgressMode:
     """The command's `--progress`, else the global one; `auto` resolved against stderr."""
     chosen = option if option is not None else settings(ctx).progress
     if chosen not in MODES:
-        raise InputError(f"--progress must be one of {', '.join(MODES)}", field="--progress")
+        raise InputError(f"must be one of {', '.join(MODES)}", field="--progress")
     if chosen == "auto":
         return "bar" if sys.stderr.isatty() else "plain"
     return chosen

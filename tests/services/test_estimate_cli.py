@@ -431,3 +431,19 @@ def test_the_site_page_of_an_estimation_suite_charts_its_estimates(ws: Path, cli
         assert f"{p['rate']:.3f} ({p['low']:.3f}-{p['high']:.3f})" in page
         assert doc["estimate_id"] in page
     assert second["claims"] in page
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--half-width", "0"), ("--detect", "1.5"), ("--power", "1"), ("--task-cost", "-2")],
+)
+def test_a_planning_option_out_of_range_names_itself_once(
+    ws: Path, cli: Cli, option: str, value: str
+) -> None:
+    """`error: --half-width: must be ...`: the option is the error's field, so the message
+    does not repeat it (it read `--half-width: --half-width must be ...`)."""
+    args = ["estimate", "plan", "--suite", SUITE, "--half-width", "0.05", option, value]
+    result = cli(*args, cwd=ws)
+    assert result.code == 2, result.stdout + result.stderr
+    assert result.stderr.count(option) == 1, result.stderr
+    assert f"{option}: must be" in result.stderr

@@ -76,13 +76,13 @@ def latest_build(session: Session, suite_id: str) -> str | None:
 
 def _check(half_width: float | None, detect: float | None, power: float, task_cost: float) -> None:
     if half_width is not None and not 0 < half_width < 1:
-        raise InputError("--half-width must be between 0 and 1 (a rate's ±)", field="--half-width")
+        raise InputError("must be between 0 and 1 (a rate's ±)", field="--half-width")
     if detect is not None and not 0 < detect <= 1:
-        raise InputError("--detect must be a difference of rates in (0, 1]", field="--detect")
+        raise InputError("must be a difference of rates in (0, 1]", field="--detect")
     if not 0 < power < 1:
-        raise InputError("--power must be between 0 and 1", field="--power")
+        raise InputError("must be between 0 and 1", field="--power")
     if not (math.isfinite(task_cost) and task_cost > 0):
-        raise InputError("--task-cost must be a positive number of trials", field="--task-cost")
+        raise InputError("must be a positive number of trials", field="--task-cost")
 
 
 def _by_stratum(
