@@ -8,7 +8,7 @@ event; nothing is updated in place.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy.engine import Engine
@@ -92,6 +92,11 @@ def _load(session: Session, incident_id: str) -> IncidentView:
     return view(session, row)
 
 
+OBSERVED_AHEAD = timedelta(minutes=5)
+"""How far past this machine's clock an observation may be: the clocks of the system that
+failed and of this one differ by seconds, not by days (a typo in the year is refused)."""
+
+
 def open_incident(
     engine: Engine,
     *,
@@ -111,6 +116,12 @@ def open_incident(
         observed = parse_timestamp(observed_at)
     except ValueError as exc:
         raise InputError(str(exc), field="--observed-at") from None
+    if observed > now + OBSERVED_AHEAD:
+        raise InputError(
+            f"{format_timestamp(observed)} is in the future (now is {format_timestamp(now)}): "
+            "give the time the failure was observed",
+            field="--observed-at",
+        )
     if not has_visible_text(title):
         raise InputError("title is empty", field="--title")
     if not trace_uri.strip():
