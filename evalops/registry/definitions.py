@@ -108,7 +108,16 @@ def _one_error(doc: Document, error: Any) -> InputError:
     elif error["type"] == "string_pattern_mismatch":
         pattern = str(error.get("ctx", {}).get("pattern"))
         message = f"{error['input']!r} " + _PATTERN_HELP.get(pattern, message)
+    elif str(error["type"]).endswith(("_type", "_parsing")) and "input" in error:
+        message = f"{message}, got {_shortened(error['input'])}"
     return InputError(message, doc.path, doc.line_of(loc), format_path(loc))
+
+
+def _shortened(value: Any, limit: int = 40) -> str:
+    """A wrong value as an error shows it: its repr (which escapes what cannot be seen),
+    cut to `limit` characters, since a hostile file's value may be megabytes long."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[: limit - 1]}…"
 
 
 def pydantic_errors(doc: Document, exc: ValidationError) -> list[InputError]:

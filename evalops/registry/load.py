@@ -553,6 +553,11 @@ def _walk(value: Any, where: JsonPath = ()) -> Iterator[tuple[JsonPath, Any]]:
             yield from _walk(v, (*where, i))
 
 
+def invalid_json(exc: json.JSONDecodeError, path: str) -> InputError:
+    """Invalid JSON at its line and column (counted from 1, as editors count)."""
+    return InputError(f"invalid JSON at column {exc.colno}: {exc.msg}", path, exc.lineno)
+
+
 def parse_json(text: str, path: str, *, spec: bool = True) -> Document:
     """Parse one JSON document strictly: duplicate keys, NaN/Infinity, surrogates and
     nesting beyond the limit refused; control characters too in spec files (`spec`), only
@@ -573,7 +578,7 @@ def parse_json(text: str, path: str, *, spec: bool = True) -> Document:
         # over-long integers become markers, refused with their path too.
         value = json.loads(text, object_pairs_hook=pairs, parse_int=_parse_int)
     except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
+        raise invalid_json(exc, path) from None
     except RecursionError:
         raise InputError(f"JSON is nested deeper than {MAX_DEPTH} levels", path, 1) from None
     doc = Document(path, value, lines_from=text)
@@ -809,7 +814,7 @@ def parse_record(text: str, path: str) -> ParsedRecord:
         except (_Irregular, RecursionError):
             pass
         except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", path, exc.lineno) from None
+            raise invalid_json(exc, path) from None
         else:
             containers = text.count("{") + text.count("[")
             if containers <= MAX_DEPTH or _depth_ok(value):
