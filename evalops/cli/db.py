@@ -213,7 +213,7 @@ def init(
 @db_app.command()
 def upgrade(
     ctx: typer.Context,
-    revision: Annotated[str, typer.Argument(help="Target revision.")] = "head",
+    revision: Annotated[str, typer.Argument(metavar="REVISION", help="Target revision.")] = "head",
     json_flag: JsonFlag = False,
 ) -> None:
     """Migrate the database up to REVISION (default head).
@@ -233,7 +233,9 @@ def upgrade(
 @db_app.command()
 def downgrade(
     ctx: typer.Context,
-    revision: Annotated[str, typer.Argument(help="Target revision, `-1` or `base`.")],
+    revision: Annotated[
+        str, typer.Argument(metavar="REVISION", help="Target revision, `-1` or `base`.")
+    ],
     force_destroy_data: Annotated[
         bool,
         typer.Option(

@@ -28,7 +28,7 @@ schema_app = typer.Typer(
 
 DirArg = Annotated[
     Path | None,
-    typer.Argument(help="Registry directory (default: --registry, ./registry)."),
+    typer.Argument(metavar="DIR", help="Registry directory (default: --registry, ./registry)."),
 ]
 
 
@@ -105,7 +105,9 @@ def _expand(paths: list[Path]) -> list[Path]:
 
 def digest(
     ctx: typer.Context,
-    files: Annotated[list[Path], typer.Argument(help="Spec files (or directories of them).")],
+    files: Annotated[
+        list[Path], typer.Argument(metavar="FILE", help="Spec files (or directories of them).")
+    ],
     json_flag: JsonFlag = False,
 ) -> None:
     """Print each spec's digests (recipes in docs/digests.md); no database needed.
@@ -280,7 +282,9 @@ def track(
 @schema_app.command("export")
 def schema_export(
     ctx: typer.Context,
-    directory: Annotated[Path, typer.Argument(help="Where to write the *.schema.json files.")],
+    directory: Annotated[
+        Path, typer.Argument(metavar="DIR", help="Where to write the *.schema.json files.")
+    ],
     json_flag: JsonFlag = False,
 ) -> None:
     """Write JSON Schemas for every spec format, TrialRecord and the import map, and for

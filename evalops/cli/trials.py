@@ -83,6 +83,7 @@ def ingest(
     files: Annotated[
         list[Path],
         typer.Argument(
+            metavar="FILE",
             help="evalops.trial/v1 JSONL files; `-` (or /dev/stdin) reads standard input; "
             "gzip (.jsonl.gz) and zstd (.jsonl.zst) files are decompressed as they are read."
         ),
@@ -363,7 +364,7 @@ def void(
     ctx: typer.Context,
     trial_ids: Annotated[
         list[str] | None,
-        typer.Argument(metavar="TRIAL...", help="The trials ingested by mistake."),
+        typer.Argument(metavar="TRIAL", help="The trials ingested by mistake."),
     ] = None,
     batch: Annotated[
         int | None,
@@ -583,7 +584,7 @@ def _print_import(data: dict[str, Any]) -> None:
 def import_inspect(
     ctx: typer.Context,
     logs: Annotated[
-        list[Path], typer.Argument(metavar="LOG...", help="Inspect .eval or .json logs.")
+        list[Path], typer.Argument(metavar="LOG", help="Inspect .eval or .json logs.")
     ],
     map_file: MapOption,
     output: OutputOption = None,
@@ -637,7 +638,7 @@ def import_promptfoo(
     ctx: typer.Context,
     results: Annotated[
         list[Path],
-        typer.Argument(metavar="RESULTS...", help="promptfoo -o results.json or .jsonl files."),
+        typer.Argument(metavar="RESULTS", help="promptfoo -o results.json or .jsonl files."),
     ],
     map_file: MapOption,
     output: OutputOption = None,

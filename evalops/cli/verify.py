@@ -32,7 +32,7 @@ def verify(  # noqa: PLR0913 (options of one command)
     more_anchors: Annotated[
         list[Path] | None,
         typer.Argument(
-            metavar="[FILE]...",
+            metavar="FILE",
             help="More anchor files, after --anchors (what a shell glob expands to).",
             show_default=False,
         ),

@@ -134,3 +134,33 @@ def test_every_name_the_help_groups_list_is_a_command() -> None:
     assert len(named) == len(set(named)), "a command in two groups"
     visible = {name for name, (_, hidden) in registered.items() if not hidden}
     assert sorted(visible - set(named)) == [], "a command left to the ungrouped Other list"
+
+
+def _leaves(command: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    subcommands = getattr(command, "commands", None)
+    if not subcommands:
+        return [(path, command)]
+    return [leaf for name, sub in subcommands.items() for leaf in _leaves(sub, (*path, name))]
+
+
+def test_every_argument_has_a_name_a_user_reads() -> None:
+    """Usage lines name arguments in capitals (`FILE`, `TRIAL`), as every option's metavar
+    is: a bare parameter name (`{files}`) is the code's, and `TRIAL...` as a metavar
+    doubles the ellipsis the usage line adds (`[TRIAL...]...`)."""
+    import click
+
+    root = command_tree()
+    problems = []
+    for path, command in _leaves(root):
+        with click.Context(command, info_name=" ".join(("evalops", *path))) as ctx:
+            usage = command.get_usage(ctx)
+        for param in command.params:
+            if getattr(param, "param_type_name", "") != "argument":
+                continue
+            metavar = getattr(param, "metavar", None)
+            if not metavar or metavar != metavar.upper() or "." in metavar:
+                problems.append(f"{' '.join(path)}: argument {param.name}: metavar {metavar!r}")
+        if "...]..." in usage or "...}..." in usage:
+            problems.append(f"{' '.join(path)}: {usage}")
+    assert len(_leaves(root)) > 40, "the walk must see the real command tree"
+    assert problems == []
