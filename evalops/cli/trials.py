@@ -85,7 +85,7 @@ def ingest(
         typer.Argument(
             metavar="FILE",
             help="evalops.trial/v1 JSONL files; `-` (or /dev/stdin) reads standard input; "
-            "gzip (.jsonl.gz) and zstd (.jsonl.zst) files are decompressed as they are read."
+            "gzip (.jsonl.gz) and zstd (.jsonl.zst) files are decompressed as they are read.",
         ),
     ],
     max_bad_records: Annotated[
@@ -583,9 +583,7 @@ def _print_import(data: dict[str, Any]) -> None:
 @import_app.command("inspect")
 def import_inspect(
     ctx: typer.Context,
-    logs: Annotated[
-        list[Path], typer.Argument(metavar="LOG", help="Inspect .eval or .json logs.")
-    ],
+    logs: Annotated[list[Path], typer.Argument(metavar="LOG", help="Inspect .eval or .json logs.")],
     map_file: MapOption,
     output: OutputOption = None,
     dry_run: DryRunOption = False,
