@@ -113,7 +113,7 @@ def change_lines(changes: Mapping[str, Any], *, against: bool = True) -> list[st
     lines = []
     if against:
         where = (
-            f"the suite's previous decision {changes['baseline_gate_id']}"
+            f"{changes['baseline_gate_id']}, the suite's previous decision on another build"
             if changes.get("source") == "previous_decision"
             else "the baseline"
         )

@@ -27,6 +27,10 @@ from tests.integrity.test_report_xss import (
 
 BLOCK_KEYS = ("n", "passedCount", "passHatK")
 
+# docs/cli.md: a decision without a baseline is compared with "the suite's previous decision
+# on another build"; the terminal says which decision that is.
+SINCE_GATE_1 = "changes since build-124 (GATE-1, the suite's previous decision on another build):"
+
 
 def report(cli: Cli, demo: Path, gate_id: str, fmt: str) -> str:
     out = cli("report", "audit", "--gate", gate_id, "--format", fmt, cwd=demo)
@@ -198,7 +202,7 @@ def test_gate_check_prints_the_flips_after_the_decision(demo: Path, cli: Cli) ->
     out = cli("gate", "check", "--build", "build-125", "--suite", "regression/core", cwd=demo)
     assert out.code in (0, 3), out.stderr
     text = out.stdout
-    assert "changes since build-124 (the suite's previous decision GATE-1):" in text
+    assert SINCE_GATE_1 in text
     previous = {
         t["task_id"]: t for t in decision(cli, demo, "GATE-1")["decision_document"]["tasks"]
     }
@@ -231,7 +235,7 @@ def test_gate_check_prints_the_flips_after_the_decision(demo: Path, cli: Cli) ->
         cwd=demo,
     ).stdout  # fmt: skip
     assert flip_lines(dry) == flip_lines(text)
-    assert "changes since build-124 (the suite's previous decision GATE-1):" in dry
+    assert SINCE_GATE_1 in dry
 
 
 def test_changes_read_the_stored_inputs_not_todays_trial_rows(demo: Path, cli: Cli) -> None:
