@@ -322,8 +322,8 @@ def test_bad_void_requests_are_usage_errors_and_store_nothing(demo: Path, cli: C
     for args, words in (
         ((TRIALS[0], "--batch", "1", "--reason", "x"), "not both"),
         (("--reason", "x"), "TRIAL... or --batch"),
-        ((TRIALS[0],), "a void needs a reason"),
-        ((TRIALS[0], "--reason", "\u200b"), "a void needs a reason"),
+        ((TRIALS[0],), "a void needs a reason: give --reason TEXT"),
+        ((TRIALS[0], "--reason", "\u200b"), "a void needs a reason with a visible character"),
         ((TRIALS[0], "--reason", "x" * 4097), "at most 4,096"),
         (("no-such-trial", "--reason", "x"), "unknown trial 'no-such-trial'"),
         (("--batch", "999", "--reason", "x"), "no ingest batch 999"),

@@ -177,6 +177,8 @@ def _body(chosen: list[Trial], hard: list[Trial], reason: str, batch: int | None
 
 
 def _check_reason(reason: str) -> None:
+    if not reason:
+        raise InputError("a void needs a reason: give --reason TEXT", field="--reason")
     if not has_visible_text(reason):
         raise InputError("a void needs a reason with a visible character", field="--reason")
     if len(reason) > MAX_FREE_TEXT_CHARS:
