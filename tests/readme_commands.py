@@ -271,6 +271,9 @@ class Session:
         plain = _plain_evalops(command)
         if plain is not None:
             return self._in_process(plain)
+        redirected = redirected_evalops(command)
+        if redirected is not None:
+            return self._in_process(*redirected)
         done = subprocess.run(
             ["bash", "-c", command],
             cwd=self.cwd,
@@ -288,10 +291,12 @@ class Session:
             lines.pop()
         return done.returncode, lines
 
-    def _in_process(self, args: list[str]) -> tuple[int, list[str]]:
+    def _in_process(self, args: list[str], stdout_to: str | None = None) -> tuple[int, list[str]]:
         """`evalops ARGS` run in this process, in the session's directory and environment,
         stdout and stderr together: what the shell would print, for a tenth of the CPU (a
-        new Python process imports evalops and its dependencies again, every command)."""
+        new Python process imports evalops and its dependencies again, every command).
+        With `stdout_to` (`evalops ARGS > FILE`), stdout goes to that file instead, as the
+        shell sends it: the file is made empty first, stderr is what is printed."""
         import contextlib
         import io
         import time
@@ -299,14 +304,19 @@ class Session:
         from evalops.cli.main import main
 
         out = io.StringIO()
+        to_file = io.StringIO() if stdout_to is not None else out
         saved_env, saved_cwd = dict(os.environ), Path.cwd()
         os.environ.clear()
         os.environ.update(self.env)
         time.tzset()
         os.chdir(self.cwd)
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            if stdout_to is not None:
+                Path(stdout_to).write_text("", encoding="utf-8")
+            with contextlib.redirect_stdout(to_file), contextlib.redirect_stderr(out):
                 code = main(args)
+            if stdout_to is not None:
+                Path(stdout_to).write_text(to_file.getvalue(), encoding="utf-8")
         finally:
             os.chdir(saved_cwd)
             os.environ.clear()
@@ -337,6 +347,19 @@ def _plain_evalops(command: str) -> list[str] | None:
         return None
     words = shlex.split(command)
     return words[1:] if words and words[0] == "evalops" else None
+
+
+_TO_FILE = re.compile(r"(?P<command>[^>]+?)\s+>\s*(?P<file>[\w./-]+)")
+
+
+def redirected_evalops(command: str) -> tuple[list[str], str] | None:
+    """`evalops ARGS > FILE` with plain ARGS and a plain file name, a trailing comment
+    aside: the arguments and the file; else None."""
+    found = _TO_FILE.fullmatch(_COMMENT.sub("", command).strip())
+    if found is None:
+        return None
+    args = _plain_evalops(found["command"])
+    return None if args is None else (args, found["file"])
 
 
 def run_all(blocks: list[Block], scratch: Path) -> list[Outcome]:

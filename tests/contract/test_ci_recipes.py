@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.conftest import PINNED_NOW, Cli
 from tests.helpers import REPO_ROOT
 
 CI_DOC = REPO_ROOT / "docs" / "ci.md"
@@ -153,24 +154,55 @@ def _tracking_main(demo: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.parametrize("recipe", sorted(RUNNERS))
-@pytest.mark.parametrize(("build", "verdict"), [("build-125", 0), ("build-124", 4)])
-def test_a_recipe_gates_and_publishes(demo: Path, recipe: str, build: str, verdict: int) -> None:
-    _workspace(demo, build)
-    _tracking_main(demo)
-    shutil.rmtree(demo / "site", ignore_errors=True)  # the demo wrote one: the recipe must
-    blocks = _yaml_blocks()[recipe]
-    run = RUNNERS[recipe]
-    assert run(blocks, demo, build, "sync") == 0
-    in_force = _gate_policy_in_force(demo)
+@pytest.fixture(scope="module", params=sorted(RUNNERS))
+def pull_request(
+    request: pytest.FixtureRequest, demo_master: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[str, Path, str]:
+    """Per recipe, built once and copied by each test: the demo registry tracked on main and
+    synced by the recipe's main job, then a pull request's branch changing the gate policy
+    checked out. With the recipe and the gate policy in force after main's sync.
 
-    # A pull request: its branch changes the gate policy.
+    Main's first sync does not depend on the build, and each recipe command is a new
+    process (about 0.7 CPU-s): the builds' tests and the merge test start from here."""
+    recipe = str(request.param)
+    demo = tmp_path_factory.mktemp("ci-recipe") / "demo"
+    shutil.copytree(demo_master, demo, symlinks=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EVALOPS_NOW", PINNED_NOW)
+        _tracking_main(demo)
+        shutil.rmtree(demo / "site", ignore_errors=True)  # the demo wrote one: the recipe must
+        assert RUNNERS[recipe](_yaml_blocks()[recipe], demo, "build-125", "sync") == 0
+    in_force = _gate_policy_in_force(demo)
     _git(demo, "checkout", "-q", "-b", "feature-x")
     policy = demo / "registry" / "policies" / "gate-policy.yaml"
     policy.write_text(policy.read_text().replace("max_duration_days: 30", "max_duration_days: 31"))
     _git(demo, "commit", "-q", "-am", "a longer waiver limit")
+    return recipe, demo, in_force
+
+
+def _copy(pull_request: tuple[str, Path, str], tmp_path: Path) -> Path:
+    demo = tmp_path / "demo"
+    shutil.copytree(pull_request[1], demo, symlinks=True)
+    return demo
+
+
+@pytest.mark.parametrize(("build", "verdict"), [("build-125", 0), ("build-124", 4)])
+def test_a_recipe_gates_and_publishes(
+    pull_request: tuple[str, Path, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    build: str,
+    verdict: int,
+) -> None:
+    """A pull request's job: decided under the branch's definitions, report, JUnit and site
+    written, nothing put in force."""
+    recipe, _, in_force = pull_request
+    demo = _copy(pull_request, tmp_path)
+    monkeypatch.setenv("EVALOPS_NOW", PINNED_NOW)
+    _workspace(demo, build)
+    policy = demo / "registry" / "policies" / "gate-policy.yaml"
     head = _git(demo, "rev-parse", "HEAD")
-    code = run(blocks, demo, build, "gate")
+    code = RUNNERS[recipe](_yaml_blocks()[recipe], demo, build, "gate")
     assert code == verdict, f"{recipe} ended {code} for {build}"
     report = (demo / "report.md").read_text(encoding="utf-8")
     assert build in report
@@ -184,14 +216,31 @@ def test_a_recipe_gates_and_publishes(demo: Path, recipe: str, build: str, verdi
     # The branch's sync registered its policy and put nothing in force.
     assert _gate_policy_in_force(demo) == in_force
 
-    # Merged: main's job puts the branch's policy in force.
+
+def test_a_recipe_puts_main_in_force_and_refuses_a_rewrite(
+    pull_request: tuple[str, Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
+) -> None:
+    """After the merge main's job puts the branch's policy in force (registered before by
+    the branch's sync, as its job does); a rewritten main is refused, nothing changes."""
+    recipe, _, in_force = pull_request
+    demo = _copy(pull_request, tmp_path)
+    monkeypatch.setenv("EVALOPS_NOW", PINNED_NOW)
+    blocks = _yaml_blocks()[recipe]
+    # The branch's job registers its policy first (its line `evalops sync registry`, run by
+    # the tests above as a process; here in-process, as set-up).
+    monkeypatch.setenv("EVALOPS_ACTOR", "ci@example.com")
+    monkeypatch.setenv("EVALOPS_DATABASE_URL", f"sqlite:///{demo / '.evalops' / 'registry.db'}")
+    done = cli("sync", "registry", cwd=demo)
+    assert done.code == 0, done.stderr
+    assert _gate_policy_in_force(demo) == in_force
+    policy = demo / "registry" / "policies" / "gate-policy.yaml"
+
     _git(demo, "checkout", "-q", "main")
     _git(demo, "merge", "-q", "--no-ff", "-m", "merge feature-x", "feature-x")
-    assert run(blocks, demo, build, "sync") == 0
+    assert RUNNERS[recipe](blocks, demo, "build-125", "sync") == 0
     merged = _document_digest(policy)
     assert _gate_policy_in_force(demo) == merged != in_force
 
-    # main rewritten under the registry: its job is refused, nothing changes.
     _git(demo, "reset", "-q", "--hard", "HEAD~1")
-    assert run(blocks, demo, build, "sync") == 5
+    assert RUNNERS[recipe](blocks, demo, "build-125", "sync") == 5
     assert _gate_policy_in_force(demo) == merged

@@ -148,3 +148,24 @@ def test_an_excerpt_is_checked_against_the_output_before_it(tmp_path: Path) -> N
         "excerpt",
     ]
     assert [o.ok for o in rc.run_all(blocks, tmp_path)] == [True, True, False, True, True, False]
+
+
+def test_a_command_redirected_to_a_file_runs_in_process_as_the_shell_would(
+    tmp_path: Path,
+) -> None:
+    """`evalops ARGS > FILE`: stdout in the file, stderr printed, the exit code kept; any
+    other redirection or shell word goes to bash."""
+    assert rc.redirected_evalops("evalops a --b 'c d' > out.jsonl  # note") == (
+        ["a", "--b", "c d"],
+        "out.jsonl",
+    )
+    for command in ("evalops a 2> f", "evalops a >> f", "evalops a > f | cat", "git a > f"):
+        assert rc.redirected_evalops(command) is None, command
+    session = rc.Session(tmp_path)
+    (tmp_path / "help.txt").write_text("stale", encoding="utf-8")
+    code, printed = session.run("evalops --help > help.txt")
+    assert (code, printed) == (0, [])
+    assert (tmp_path / "help.txt").read_text(encoding="utf-8").startswith("Usage: evalops")
+    code, printed = session.run("evalops no-such-command > none.txt")
+    assert code == 2 and any("no-such-command" in line for line in printed)
+    assert (tmp_path / "none.txt").read_text(encoding="utf-8") == ""
