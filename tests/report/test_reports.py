@@ -266,14 +266,24 @@ def test_markdown_report_is_a_pr_comment(demo: Path, cli: Cli) -> None:
     assert {d.tag for d in tree.iter()} >= {"details", "summary", "table"}
 
 
-@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
-def test_markdown_of_a_huge_decision_is_cut_to_the_comment_limit() -> None:
+@pytest.fixture(scope="module")
+def huge_document() -> dict[str, Any]:
+    """The report document of a synthetic decision of 10,000 tasks (1.7 CPU s to build),
+    once per module: the tests below only render it (a render reads, and gives the same
+    text every time)."""
     from benchmarks.report_scale import synthetic_document
+
+    return synthetic_document(10_000)
+
+
+@pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
+def test_markdown_of_a_huge_decision_is_cut_to_the_comment_limit(
+    huge_document: dict[str, Any],
+) -> None:
     from evalops.report.audit import COMMENT_LIMIT as LIMIT
     from evalops.report.audit import markdown
 
-    doc = synthetic_document(10_000)
-    md = markdown(doc)
+    md = markdown(huge_document)
     assert len(md) <= LIMIT == COMMENT_LIMIT
     assert "Truncated to fit a pull-request comment" in md
     assert md.startswith("<!-- evalops-audit-head:")
@@ -285,11 +295,10 @@ def test_markdown_of_a_huge_decision_is_cut_to_the_comment_limit() -> None:
 
 
 @pytest.mark.slow  # several CPU seconds: `make test` runs it, `make test-fast` not
-def test_html_of_a_huge_decision_stays_small_and_valid() -> None:
-    from benchmarks.report_scale import synthetic_document
+def test_html_of_a_huge_decision_stays_small_and_valid(huge_document: dict[str, Any]) -> None:
     from evalops.report.audit import html
 
-    doc = synthetic_document(10_000)
+    doc = huge_document
     text = html(doc)
     assert len(text.encode("utf-8")) < 5 * 1024 * 1024
     tree = strict_html(text)

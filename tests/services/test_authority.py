@@ -8,6 +8,7 @@ reason and stores no waiver; tampering with stored acts is `verify` exit 6.
 from __future__ import annotations
 
 import json
+import shutil
 import sqlite3
 import subprocess
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import pytest
 from evalops.domain.authority import META_FIELDS
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
 from tests.conftest import PINNED_NOW, Cli, pg_holding
-from tests.helpers import commit_all
+from tests.helpers import commit_all, pack_repositories
 from tests.sshkeys import make_key, public_key, sign_file
 
 DB = Path(".evalops/registry.db")
@@ -132,10 +133,29 @@ def signed_commit(root: Path, key: Path | None, message: str) -> str:
     ).stdout.strip()
 
 
+# The SQLite world (the demo with the authority committed and synced: a git commit and a
+# sync) built once per keyring in a test process, beside the keys; each test gets a private
+# copy, since tests write to it. A PostgreSQL world is built per test (its database is).
+_WORLD_MASTERS: dict[tuple[tuple[str, str], ...], Path] = {}
+
+
 def _world(demo: Path, keyring: dict[str, Path], cli: Cli, db: list[str]) -> World:
-    world = World(demo, db, keyring, cli)
-    world.authority()
-    return world
+    if db:
+        world = World(demo, db, keyring, cli)
+        world.authority()
+        return world
+    key = tuple(sorted((name, str(path)) for name, path in keyring.items()))
+    master = _WORLD_MASTERS.get(key)
+    if master is None:
+        # Built by this test's own `cli`, clock and actor, from its untouched demo copy.
+        master = next(iter(keyring.values())).parent / "world-master"
+        shutil.copytree(demo, master, symlinks=True)
+        World(master, [], keyring, cli).authority()
+        pack_repositories(master)  # the commit's loose objects: fewer files to copy
+        _WORLD_MASTERS[key] = master
+    shutil.rmtree(demo)
+    shutil.copytree(master, demo, symlinks=True)
+    return World(demo, db, keyring, cli, synced=True)
 
 
 @pytest.fixture

@@ -443,10 +443,13 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return base_workspace(tmp_path_factory)
 
 
-@pytest.fixture(scope="module")
-def shared(base: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One copy of the base for the tests that only read (gate checks add decisions only)."""
-    return copy_workspace(base, tmp_path_factory.mktemp("gate-shared") / "ws")
+@pytest.fixture
+def shared(base: Path, tmp_path: Path) -> Path:
+    """A private copy of the base for the tests that only read and check. It was one copy
+    for the module, but every test's end replays every decision of a database whose head
+    moved (tests/conftest.py `_replay_all`): each test replayed all the earlier tests'
+    decisions again, a cost growing with their number (a copy is a few ms, a replay ~10)."""
+    return copy_workspace(base, tmp_path / "shared")
 
 
 @pytest.fixture
