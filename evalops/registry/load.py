@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-import pickle
 import re
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
@@ -698,40 +696,11 @@ def _check_spec_size(size: int, name: str) -> None:
         raise InputError(f"file is {size} bytes; a spec file is at most 1 MiB", name, 1)
 
 
-# Documents parsed in this process, keyed on (name, the file's bytes): each entry holds the
-# value pickled (a hit unpickles a private copy, so a caller may change what it gets) and
-# the line map. Parsing the same file again (every `sync` of an unchanged registry, and the
-# many workspaces of one test process) costs far more than that copy. Only documents that
-# parsed are kept: an error is raised again by parsing, with its own message and line.
-_PARSED: OrderedDict[tuple[str, bytes], tuple[bytes, dict[JsonPath, int] | None, str | None]] = (
-    OrderedDict()
-)
-_PARSED_MAX_BYTES = 64 * 1024 * 1024
-_parsed_bytes = 0
-
-
 def document_from_bytes(data: bytes, name: str) -> Document:
     """Parse a spec file's content read from elsewhere (a commit's blob), under the same
     limits as a file read from disk."""
-    global _parsed_bytes  # noqa: PLW0603 - the size of the per-process cache above
     _check_spec_size(len(data), name)
-    key = (name, data)
-    kept = _PARSED.get(key)
-    if kept is not None:
-        _PARSED.move_to_end(key)
-        value, lines, lines_from = kept
-        return Document(
-            name, pickle.loads(value), None if lines is None else dict(lines), lines_from
-        )
-    doc = parse_text(decode_text(data, name), name)
-    value = pickle.dumps(doc.value, pickle.HIGHEST_PROTOCOL)
-    lines = None if doc._lines is None else dict(doc._lines)
-    _PARSED[key] = (value, lines, doc.lines_from)
-    _parsed_bytes += len(data) + len(value)
-    while _parsed_bytes > _PARSED_MAX_BYTES and _PARSED:
-        (_, old), (old_value, _, _) = _PARSED.popitem(last=False)
-        _parsed_bytes -= len(old) + len(old_value)
-    return doc
+    return parse_text(decode_text(data, name), name)
 
 
 # --- trial records: a fast path that falls back to parse_json for exact errors -----------
