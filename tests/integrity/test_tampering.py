@@ -266,6 +266,7 @@ class PostgresCopies(Copies):
     def __init__(self, template: str) -> None:
         self.template = template
         self.work: str | None = None
+        self.engine: Engine | None = None  # on `work`, for the mutations and their undoing
 
     @contextlib.contextmanager
     def copy(self) -> Iterator[str]:
@@ -284,19 +285,21 @@ class PostgresCopies(Copies):
         if self.work is None:
             self._work = self.copy()
             self.work = self._work.__enter__()
-        undo = apply(self.work, mutation)
+            # One engine for all of them: a new one per change cost more than the change.
+            self.engine = _open(self.work)
+        assert self.engine is not None
+        undo = apply(self.work, mutation, self.engine)
         try:
             yield self.work
         finally:
-            engine = _open(self.work)
-            try:
-                with engine.begin() as conn:
-                    _constraints_off(conn)
-                    undo(conn)
-            finally:
-                engine.dispose()
+            with self.engine.begin() as conn:
+                _constraints_off(conn)
+                undo(conn)
 
     def close(self) -> None:
+        if self.engine is not None:
+            self.engine.dispose()
+            self.engine = None
         if self.work is not None:
             self._work.__exit__(None, None, None)
             self.work = None
@@ -396,11 +399,13 @@ def _unique_columns(table: Table) -> set[str]:
 Undo = Callable[[Connection], None]
 
 
-def apply(url: str, mutation: Mutation) -> Undo:
-    """Make the change as an attacker would (constraints off); returns how to undo it."""
+def apply(url: str, mutation: Mutation, engine: Engine | None = None) -> Undo:
+    """Make the change as an attacker would (constraints off); returns how to undo it.
+    `engine`: one already open on `url`, kept open (else one is opened and disposed of)."""
     table = SQLModel.metadata.tables[mutation.table]
     key = table.c[_key(table)]
-    engine = _open(url)
+    own = engine is None
+    engine = _open(url) if engine is None else engine
     try:
         with engine.begin() as conn:
             _constraints_off(conn)
@@ -461,7 +466,8 @@ def apply(url: str, mutation: Mutation) -> Undo:
                 return lambda c: swap(c, row[column], other)
             raise AssertionError(mutation.action)
     finally:
-        engine.dispose()
+        if own:
+            engine.dispose()
 
 
 def _constraints_off(conn: Connection) -> None:

@@ -85,6 +85,10 @@ def outcome(text: str, path: str = "spec.yaml") -> tuple[Any, ...]:
 
 def assert_same(text: str, path: str = "spec.yaml") -> tuple[Any, ...]:
     fast = outcome(text, path)
+    if load._compose_fast(text) is None:
+        # libyaml declined the text, so `parse_yaml` just read it with the reference path:
+        # a second reading would compare that path with itself (seconds on large JSON).
+        return fast
     with reference_only():
         reference = outcome(text, path)
     assert fast == reference, text[:500]
@@ -93,6 +97,8 @@ def assert_same(text: str, path: str = "spec.yaml") -> tuple[Any, ...]:
 
 def assert_same_lines(text: str) -> None:
     fast = load._node_lines(text)
+    if load._compose_fast(text) is None:
+        return  # read by the reference path already, as in `assert_same`
     with reference_only():
         reference = load._node_lines(text)
     assert fast == reference, text[:500]
