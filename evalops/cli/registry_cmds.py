@@ -269,6 +269,9 @@ def track(
             engine, path=path, branch=branch, signing=signing, actor=state.who(), now=now()
         )
 
+    if branch is not None:
+        _note_unknown_branch(state.registry, branch)
+
     def human() -> None:
         before = result.previous.describe() if result.previous else "nothing tracked"
         say(f"tracked: {result.line.describe()} (was: {before})")
@@ -277,6 +280,21 @@ def track(
         say("next: evalops sync registry (on the tracked branch)")
 
     emit(ctx, result.as_dict(), human)
+
+
+def _note_unknown_branch(registry: Path, branch: str) -> None:
+    """A branch this repository does not have is tracked all the same (CI may track a
+    branch its clone did not fetch), but a typo would leave every sync "in force
+    unchanged" with no word why: say so on stderr."""
+    from evalops.registry.history import branch_known
+
+    here = registry if registry.is_dir() else Path.cwd()
+    if branch_known(here, branch) is False:
+        say(
+            f"note: this repository has no branch {branch}, local or "
+            "remote-tracking: nothing changes what is in force until a sync on it",
+            err=True,
+        )
 
 
 @schema_app.command("export")

@@ -39,6 +39,22 @@ def _out(top: Path, *args: str, stdin: bytes | None = None) -> bytes:
     return done.stdout
 
 
+def branch_known(top: Path, branch: str) -> bool | None:
+    """Whether the repository holding `top` has `branch`, as a local branch or a
+    remote-tracking one (`origin/B`); None when `top` is in no git repository (or git is
+    missing), where nothing can be said."""
+    try:
+        done = _run(
+            top, "for-each-ref", "--format=%(refname)",
+            f"refs/heads/{branch}", f"refs/remotes/*/{branch}",
+        )  # fmt: skip
+    except InputError:
+        return None
+    if done.returncode != 0:
+        return None
+    return bool(done.stdout.strip())
+
+
 def known_commits(top: Path, shas: list[str]) -> list[str]:
     """The commits of `shas` this repository holds (a shallow clone or another repository
     may hold none of them)."""

@@ -803,6 +803,22 @@ def test_without_an_authority_registry_track_is_recorded_unsigned(plain: Repo) -
     assert plain.run("registry", "track").code == 2
 
 
+def test_tracking_a_branch_the_repository_lacks_says_so(plain: Repo) -> None:
+    """A typo in `--branch` is recorded (CI may track a branch its clone did not fetch),
+    but said: otherwise every sync would be "in force unchanged" with no word why."""
+    note = "has no branch"
+    typo = plain.run("registry", "track", "--branch", "mian")
+    assert typo.code == 0, typo.stdout + typo.stderr
+    assert "no branch mian, local or remote-tracking" in typo.stderr
+    current = plain.git("rev-parse", "--abbrev-ref", "HEAD")
+    known = plain.run("registry", "track", "--branch", current)
+    assert known.code == 0 and note not in known.stderr, known.stderr
+    # A remote-tracking branch counts: a CI clone often has only `origin/main`.
+    plain.git("update-ref", "refs/remotes/origin/release", "HEAD")
+    remote = plain.run("registry", "track", "--branch", "release")
+    assert remote.code == 0 and note not in remote.stderr, remote.stderr
+
+
 # ------------------------------------------------------------------ --definitions, the hint
 
 
