@@ -156,6 +156,7 @@ class _Log:
             archive.close()
             raise
         samples = [n for n in names if n.startswith("samples/") and n.endswith(".json")]
+        self.opened = archive
         return header, self._eval_samples(archive, samples)
 
     def _member(self, archive: zipfile.ZipFile, name: str) -> Any:
@@ -205,7 +206,16 @@ class _Log:
         except BaseException:
             stream.close()
             raise
+        self.opened = stream
         return header, self._json_samples(stream, members, samples)
+
+    def close(self) -> None:
+        """Close what `read` opened, for a caller that refuses the log before reading a
+        sample: a generator never started never enters its `with`, so closing it does not
+        close the file."""
+        opened: Any = getattr(self, "opened", None)
+        if opened is not None:
+            opened.close()
 
     def _json_samples(
         self, stream: Any, members: Iterator[tuple[str, Any]], samples: Iterator[Any]
@@ -949,7 +959,7 @@ def read_inspect(
     try:
         _check_header(header, name, resolved, unmapped, allow_incomplete)
     except InputError:
-        samples.close()
+        log.close()
         raise
     version = header.eval.packages.get("inspect_ai")
     producer = f"inspect-ai {version}" if version else "inspect-ai"

@@ -17,6 +17,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
+import shutil
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -281,6 +283,35 @@ def test_a_log_of_an_unmapped_task_is_refused_unless_skipped(tmp_path: Path) -> 
     )
     _, items = read(LOGS / "refund.eval", resolved(tmp_path, text), unmapped="skip")
     assert items and all(isinstance(i, Skipped) for i in items)
+
+
+def _open_on(path: Path) -> int:
+    """How many of this process's file descriptors are open on `path` (Linux's /proc)."""
+    fds = Path("/proc/self/fd")
+    target = str(path.resolve())
+    count = 0
+    for fd in fds.iterdir():
+        try:
+            count += os.readlink(fd) == target
+        except OSError:
+            continue  # the descriptor listing the directory itself, closed meanwhile
+    return count
+
+
+@pytest.mark.parametrize("kind", [".eval", ".json"])
+def test_a_log_refused_by_its_header_is_closed(tmp_path: Path, kind: str) -> None:
+    """A header the map refuses is refused before any sample is read, and the log's file is
+    closed then, not left to the garbage collector (an import of many logs would hold one
+    descriptor per refused log)."""
+    if kind == ".eval":
+        path = tmp_path / "refund.eval"
+        shutil.copyfile(LOGS / "refund.eval", path)
+    else:
+        path = json_log(tmp_path, [sample()])
+    wrong_model = resolved(tmp_path, model="openai/gpt")
+    with pytest.raises(InputError):
+        read_inspect(path, path.name, wrong_model, unmapped="error")
+    assert _open_on(path) == 0
 
 
 def test_an_incomplete_eval_is_refused_unless_allowed(tmp_path: Path) -> None:
