@@ -24,7 +24,7 @@ from collections.abc import Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from evalops.domain.import_map import TaskMap
 from evalops.domain.vocabulary import format_timestamp, parse_timestamp
@@ -99,6 +99,9 @@ def inspect_api() -> Any:
 
 class _Log:
     """One Inspect log: its header, then its samples (raw JSON) one at a time."""
+
+    opened: zipfile.ZipFile | BinaryIO | None = None
+    """The archive or file `read` opened, which its samples' generator closes when done."""
 
     def __init__(self, path: Path, name: str) -> None:
         self.path = path
@@ -213,9 +216,8 @@ class _Log:
         """Close what `read` opened, for a caller that refuses the log before reading a
         sample: a generator never started never enters its `with`, so closing it does not
         close the file."""
-        opened: Any = getattr(self, "opened", None)
-        if opened is not None:
-            opened.close()
+        if self.opened is not None:
+            self.opened.close()
 
     def _json_samples(
         self, stream: Any, members: Iterator[tuple[str, Any]], samples: Iterator[Any]
