@@ -87,6 +87,10 @@ def test_the_runner_parses_skips_elides_and_normalizes(tmp_path: Path) -> None:
         (["a", "b"], ["a", "c"], False),
         (["x sha256:abcd1234abcd…"], ["x sha256:" + "0" * 64], True),
         (["at git 0123456789ab"], ["at git ba9876543210"], True),
+        # A commit id of digits only (about one in 280) or of letters only is a commit id.
+        (["at git 67c0e971418c"], ["at git 232121209746"], True),
+        (["at git 67c0e971418c"], ["at git abcdefabcdef"], True),
+        (["seen 1234567 times"], ["seen 7654321 times"], False),
         (["a   "], ["a"], True),
     ],
 )
