@@ -48,7 +48,13 @@ def modules(root: Path, package: str) -> dict[str, Module]:
 
 
 def _parsed(module: Module) -> ast.Module:
-    return _parse(module.path.read_text(encoding="utf-8"), str(module.path))
+    return parsed_file(module.path)
+
+
+def parsed_file(path: Path) -> ast.Module:
+    """The syntax tree of a source file, parsed once per process and text (the contract
+    tests walk every module of evalops, several times each)."""
+    return _parse(path.read_text(encoding="utf-8"), str(path))
 
 
 @functools.cache

@@ -18,6 +18,7 @@ import pytest
 
 from evalops.domain import audit_kinds
 from evalops.domain.audit_kinds import ALL_KINDS, FROZEN_KINDS, follows_pattern
+from tests.contract.import_map import parsed_file
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "evalops"
@@ -26,7 +27,7 @@ FIXTURES = ROOT / "tests" / "fixtures"
 
 def _modules() -> Iterator[tuple[Path, ast.Module]]:
     for path in sorted(SOURCE.rglob("*.py")):
-        yield path, ast.parse(path.read_text(encoding="utf-8"))
+        yield path, parsed_file(path)
 
 
 def _names_the_module(node: ast.AST) -> bool:
