@@ -51,11 +51,11 @@ def memory_tmp_root(root: Path = SHM, needed: int = NEEDED_FREE) -> Path | None:
 
 def _alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # a PermissionError means it runs as another user: alive
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
+        pass
     return True
 
 
@@ -73,14 +73,19 @@ def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput") or os.environ.get("TMPDIR") or config.option.basetemp:
         return
     root = memory_tmp_root()
-    if root is None:
-        return
+    if root is not None:
+        _placed.append(place_in(root))
+
+
+def place_in(root: Path) -> Path:
+    """This process's directory under `root`, made `TMPDIR` for it and what it starts,
+    after removing what runs that ended left there."""
     remove_left_behind(root)
     mine = root / f"{PREFIX}{os.getpid()}"
     mine.mkdir(exist_ok=True)
     os.environ["TMPDIR"] = str(mine)
     tempfile.tempdir = None  # gettempdir() reads TMPDIR again
-    _placed.append(mine)
+    return mine
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
