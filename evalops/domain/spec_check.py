@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, get_args
 
 from evalops.domain import spec_rules
@@ -51,22 +50,35 @@ Check = Callable[[Any], bool]
 REQUIRED: Any = object()
 
 
-@dataclass(frozen=True)
+# Plain classes rather than dataclasses: creating a dataclass costs more at import than the
+# whole check of a registry.
 class Field:
-    check: Check
-    default: Any = None
-    """The model's default (what a rule reads when the file omits the field), or REQUIRED."""
+    """One field of a model: how its value is checked, and its default."""
+
+    __slots__ = ("check", "default")
+
+    def __init__(self, check: Check, default: Any = None) -> None:
+        self.check = check
+        #: The model's default (what a rule reads when the file omits the field), or REQUIRED.
+        self.default = default
 
 
-@dataclass(frozen=True)
 class Model:
     """One pydantic model of evalops/domain/specs.py, by name: its fields and its rule."""
 
-    name: str
-    fields: dict[str, Field]
-    rule: Callable[[dict[str, Any]], None] | None = None
-    """Called with every field (defaults filled in) once each is valid; raises
-    `SpecValueError` as the model validator does."""
+    __slots__ = ("fields", "name", "rule")
+
+    def __init__(
+        self,
+        name: str,
+        fields: dict[str, Field],
+        rule: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.fields = fields
+        #: Called with every field (defaults filled in) once each is valid; raises
+        #: `SpecValueError` as the model validator does.
+        self.rule = rule
 
     def __call__(self, value: Any) -> bool:
         if type(value) is not dict:

@@ -134,6 +134,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _check_string(value: str, where: JsonPath, path: str, line: int) -> None:
+    if value.isascii() and value.isprintable():
+        return  # printable ASCII: no surrogate, no control character (the common case, in C)
     if _SURROGATE.search(value) is not None:
         raise InputError(
             "string holds a lone surrogate (not valid Unicode)", path, line, format_path(where)
@@ -149,7 +151,14 @@ def _check_string(value: str, where: JsonPath, path: str, line: int) -> None:
         )
 
 
+# The first characters a null, bool, int or float of the core schema (or an infinity or NaN)
+# can start with: any other plain scalar is a string, decided without a regular expression.
+_NOT_ONLY_TEXT = frozenset("~nNtTfF+-.0123456789")
+
+
 def _resolve_plain(text: str, where: JsonPath, path: str, line: int) -> Any:
+    if text and text[0] not in _NOT_ONLY_TEXT:
+        return text
     if _NULL.match(text):
         return None
     if _BOOL_TRUE.match(text):

@@ -8,7 +8,6 @@ from functools import partial
 from pathlib import Path
 
 from evalops.errors import InputError, InputErrors
-from evalops.registry.committed import committed_sources
 from evalops.registry.definitions import Definition, definition_from_document
 from evalops.registry.load import SPEC_SUFFIXES, load_document
 from evalops.registry.spec_sources import SPEC_DIRS, SpecSource, display_path, outside_error
@@ -194,6 +193,9 @@ def load_snapshot(root: Path) -> Snapshot:
 def load_committed_snapshot(root: Path, commit: str) -> Snapshot:
     """Read every spec file below `root` as `commit` holds it (git objects, never the work
     tree): what `sync` records is what that commit contains."""
+    # Imported here: reading git objects is `sync`'s business, not `validate`'s (start-up).
+    from evalops.registry.committed import committed_sources
+
     require_registry_dir(root)
     return _snapshot(root, committed_sources(root, work_tree(root), commit))
 
