@@ -23,8 +23,6 @@ import re
 from collections.abc import Mapping
 from typing import Any, overload
 
-import rfc8785
-
 DIGEST_PREFIX = "sha256:"
 GENESIS_HASH = DIGEST_PREFIX + "0" * 64
 MAX_SAFE_INTEGER = 2**53 - 1
@@ -78,7 +76,12 @@ def _fast_form(value: Any) -> Any:
 
 
 def canonical_json_reference(value: Any) -> bytes:
-    """RFC 8785 canonical bytes via the `rfc8785` package (the reference)."""
+    """RFC 8785 canonical bytes via the `rfc8785` package (the reference).
+
+    Imported when first needed: most values take the encoder's path below, and a command
+    that only hashes a few files (`validate`) then starts without it."""
+    import rfc8785
+
     return rfc8785.dumps(value)
 
 
@@ -87,12 +90,12 @@ def canonical_json(value: Any) -> bytes:
     try:
         fast = _fast_form(value)
     except _NotFast:
-        return rfc8785.dumps(value)
+        return canonical_json_reference(value)
     try:
         return _ENCODER.encode(fast).encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate: let the reference raise its own, well-defined error.
-        return rfc8785.dumps(value)
+        return canonical_json_reference(value)
 
 
 # The C encoder's bytes differ from JCS's only in these forms (module docstring). They are

@@ -450,6 +450,8 @@ def parse_yaml(text: str, path: str) -> Document:
     root = _compose_fast(text)
     if root is not None:
         try:
+            if "*" not in text:  # no alias: every node is met once
+                return _document_without_aliases(root, path)
             return _document(root, path)
         except Exception:
             pass  # the reference path below names the error
@@ -483,6 +485,54 @@ def _parse_yaml_reference(text: str, path: str) -> Document:
     if node is None:
         raise InputError("the file holds no document", path, 1)
     return _document(node, path)
+
+
+def _document_without_aliases(root: yaml.Node, path: str) -> Document:
+    """What `_document` gives for a tree without aliases (no node met twice), in one plain
+    recursion (a start-up optimization: `validate` reads every file through it); anything
+    it does not take as is, it raises on, and the reference path then names the problem."""
+    lines: dict[JsonPath, int] = {}
+    value = _tree(root, (), lines, path)
+    return Document(path, value, lines)
+
+
+def _tree(node: yaml.Node, where: JsonPath, lines: dict[JsonPath, int], path: str) -> Any:
+    """`_Converter.convert` without the alias bookkeeping, the same values and lines."""
+    line = node.start_mark.line + 1
+    if len(where) > MAX_DEPTH:
+        raise _FastUnsure
+    lines.setdefault(where, line)
+    if isinstance(node, yaml.ScalarNode):
+        return _scalar(node, where, path, line)
+    if node.tag not in _ALLOWED_TAGS:
+        raise _FastUnsure
+    if isinstance(node, yaml.SequenceNode):
+        return [_tree(item, (*where, i), lines, path) for i, item in enumerate(node.value)]
+    out: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise _FastUnsure  # a collection as a key: never a string
+        key = _scalar(key_node, where, path, key_node.start_mark.line + 1)
+        if not isinstance(key, str) or key in out:
+            raise _FastUnsure
+        lines[(*where, key)] = key_node.start_mark.line + 1
+        out[key] = _tree(value_node, (*where, key), lines, path)
+    return out
+
+
+def _scalar(node: yaml.ScalarNode, where: JsonPath, path: str, line: int) -> Any:
+    """One scalar's value, checked as `_Converter._convert` checks it."""
+    if node.tag == _PLAIN:
+        value = _resolve_plain(node.value, where, path, line)
+    elif node.tag in _ALLOWED_TAGS:
+        value = _resolve_tagged(node, where, path, line)
+    else:
+        raise _FastUnsure
+    if isinstance(value, str):
+        _check_string(value, where, path, line)
+    elif isinstance(value, int | float):
+        _check_number(value, where, path, line)
+    return value
 
 
 def _document(root: yaml.Node, path: str) -> Document:

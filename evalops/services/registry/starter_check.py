@@ -32,6 +32,10 @@ def _is_starter(definition: Definition) -> bool:
         # task, so one starter is read, not one per task file.
         return definition.digest == _starter_digest("task", "first-task", "first-task-graders")
     if definition.kind == "execution_profile":
+        # A starter profile names its own id as its build (`execution_yaml`): any other is
+        # not one, and needs no starter read to say so.
+        if definition.value["system_build"] != definition.id:
+            return False
         return definition.digest == _starter_digest("execution_profile", definition.id, "")
     return False
 
