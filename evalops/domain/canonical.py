@@ -16,12 +16,23 @@ Hypothesis-generated values.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
+
+if TYPE_CHECKING:
+    from hashlib import sha256
+else:
+    try:
+        # hashlib is heavy to load (it loads OpenSSL: more CPU than `validate` spends
+        # reading a registry), so CPython's own SHA-256 first, as the standard library's
+        # random.py does for SHA-512; the same digest either way
+        # (tests/domain/test_canonical.py).
+        from _sha256 import sha256
+    except ImportError:  # not CPython 3.11 (3.12 calls it _sha2)
+        from hashlib import sha256
 
 DIGEST_PREFIX = "sha256:"
 GENESIS_HASH = DIGEST_PREFIX + "0" * 64
@@ -213,7 +224,7 @@ def plain_floats(value: Any) -> Any:
 
 
 def sha256_digest(data: bytes) -> str:
-    return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
+    return DIGEST_PREFIX + sha256(data).hexdigest()
 
 
 def digest(value: Any) -> str:

@@ -37,6 +37,7 @@ SPEC_SUFFIXES = YAML_SUFFIXES + JSON_SUFFIXES
 _CORE = "tag:yaml.org,2002:"
 _PLAIN = "tag:evalops:plain"  # an untagged plain scalar, resolved by the core schema below
 _ALLOWED_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null", "map", "seq")}
+_CORE_STR, _CORE_SEQ, _CORE_MAP = _CORE + "str", _CORE + "seq", _CORE + "map"
 
 # YAML 1.2.2 core schema, section 10.3.2.
 _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
@@ -365,10 +366,15 @@ if yaml.__with_libyaml__:  # else the reference path reads everything
             _CoreResolver.__init__(self)
 
         def resolve(self, kind: type, value: Any, implicit: Any) -> str:
-            if kind is yaml.ScalarNode and implicit == (False, False):
-                # Only an empty node tagged `!`: libyaml makes it a string, PyYAML null.
-                raise _FastUnsure
-            return _CoreResolver.resolve(self, kind, value, implicit)
+            # `_CoreResolver.resolve`, inlined: libyaml calls it for every node.
+            if kind is yaml.ScalarNode:
+                if implicit[0]:
+                    return _PLAIN
+                if not implicit[1]:
+                    # Only an empty node tagged `!`: libyaml makes it a string, PyYAML null.
+                    raise _FastUnsure
+                return _CORE_STR
+            return _CORE_SEQ if kind is yaml.SequenceNode else _CORE_MAP
 
     _LibyamlComposer = _Libyaml
 
@@ -502,15 +508,18 @@ def _tree(node: yaml.Node, where: JsonPath, lines: dict[JsonPath, int], path: st
     if len(where) > MAX_DEPTH:
         raise _FastUnsure
     lines.setdefault(where, line)
-    if isinstance(node, yaml.ScalarNode):
+    kind = node.__class__  # libyaml makes exactly these three classes of node
+    if kind is _ScalarNode:
         return _scalar(node, where, path, line)
     if node.tag not in _ALLOWED_TAGS:
         raise _FastUnsure
-    if isinstance(node, yaml.SequenceNode):
+    if kind is _SequenceNode:
         return [_tree(item, (*where, i), lines, path) for i, item in enumerate(node.value)]
+    if kind is not _MappingNode:
+        raise _FastUnsure
     out: dict[str, Any] = {}
     for key_node, value_node in node.value:
-        if not isinstance(key_node, yaml.ScalarNode):
+        if key_node.__class__ is not _ScalarNode:
             raise _FastUnsure  # a collection as a key: never a string
         key = _scalar(key_node, where, path, key_node.start_mark.line + 1)
         if not isinstance(key, str) or key in out:
@@ -528,11 +537,14 @@ def _scalar(node: yaml.ScalarNode, where: JsonPath, path: str, line: int) -> Any
         value = _resolve_tagged(node, where, path, line)
     else:
         raise _FastUnsure
-    if isinstance(value, str):
+    if value.__class__ is str:
         _check_string(value, where, path, line)
     elif isinstance(value, int | float):
         _check_number(value, where, path, line)
     return value
+
+
+_ScalarNode, _SequenceNode, _MappingNode = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
 
 
 def _document(root: yaml.Node, path: str) -> Document:
