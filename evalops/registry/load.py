@@ -18,10 +18,9 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from evalops.domain.canonical import MAX_SAFE_INTEGER
 from evalops.errors import InputError
+from evalops.registry.yaml_start import yaml
 
 JsonPath = tuple[str | int, ...]
 
@@ -194,7 +193,7 @@ _TAG_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
-def _resolve_tagged(node: yaml.ScalarNode, where: JsonPath, path: str, line: int) -> Any:
+def _resolve_tagged(node: yaml.Node, where: JsonPath, path: str, line: int) -> Any:
     tag, text = node.tag, node.value
     if tag == _CORE + "str":
         return text
@@ -529,7 +528,7 @@ def _tree(node: yaml.Node, where: JsonPath, lines: dict[JsonPath, int], path: st
     return out
 
 
-def _scalar(node: yaml.ScalarNode, where: JsonPath, path: str, line: int) -> Any:
+def _scalar(node: yaml.Node, where: JsonPath, path: str, line: int) -> Any:
     """One scalar's value, checked as `_Converter._convert` checks it."""
     if node.tag == _PLAIN:
         value = _resolve_plain(node.value, where, path, line)

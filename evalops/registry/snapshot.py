@@ -134,8 +134,7 @@ def _cross_check(defs: list[Definition], broken: frozenset[str] = frozenset()) -
             if grader is None or grader["layer"] != "outcome":
                 errors.append(
                     InputError(
-                        f"score_from {score_from!r} is not an outcome grader of "
-                        f"{grader_set!r}",
+                        f"score_from {score_from!r} is not an outcome grader of {grader_set!r}",
                         d.file,
                         d.lines.get(("contract", "score_from"), 1),
                         "contract.score_from",
