@@ -16,14 +16,23 @@ Hypothesis-generated values.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
 from collections.abc import Mapping
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
-import rfc8785
+if TYPE_CHECKING:
+    from hashlib import sha256
+else:
+    try:
+        # hashlib is heavy to load (it loads OpenSSL: more CPU than `validate` spends
+        # reading a registry), so CPython's own SHA-256 first, as the standard library's
+        # random.py does for SHA-512; the same digest either way
+        # (tests/domain/test_canonical.py).
+        from _sha256 import sha256
+    except ImportError:  # not CPython 3.11 (3.12 calls it _sha2)
+        from hashlib import sha256
 
 DIGEST_PREFIX = "sha256:"
 GENESIS_HASH = DIGEST_PREFIX + "0" * 64
@@ -78,7 +87,12 @@ def _fast_form(value: Any) -> Any:
 
 
 def canonical_json_reference(value: Any) -> bytes:
-    """RFC 8785 canonical bytes via the `rfc8785` package (the reference)."""
+    """RFC 8785 canonical bytes via the `rfc8785` package (the reference).
+
+    Imported when first needed: most values take the encoder's path below, and a command
+    that only hashes a few files (`validate`) then starts without it."""
+    import rfc8785
+
     return rfc8785.dumps(value)
 
 
@@ -87,12 +101,12 @@ def canonical_json(value: Any) -> bytes:
     try:
         fast = _fast_form(value)
     except _NotFast:
-        return rfc8785.dumps(value)
+        return canonical_json_reference(value)
     try:
         return _ENCODER.encode(fast).encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate: let the reference raise its own, well-defined error.
-        return rfc8785.dumps(value)
+        return canonical_json_reference(value)
 
 
 # The C encoder's bytes differ from JCS's only in these forms (module docstring). They are
@@ -210,7 +224,7 @@ def plain_floats(value: Any) -> Any:
 
 
 def sha256_digest(data: bytes) -> str:
-    return DIGEST_PREFIX + hashlib.sha256(data).hexdigest()
+    return DIGEST_PREFIX + sha256(data).hexdigest()
 
 
 def digest(value: Any) -> str:

@@ -10,12 +10,27 @@ from __future__ import annotations
 import ast
 import inspect
 import itertools
-import math
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from evalops.domain import spec_check, spec_rules
 from evalops.domain.act_roles import ACT_ROLES, ActKind, Role, SeparationRule  # noqa: F401  (ACT_ROLES: re-exported)
+from evalops.domain.spec_words import (
+    Baseline,
+    EvidenceRuleName,
+    ExpectedKind,
+    HardConstraintRuleName,
+    NetworkPolicy,
+    OnMiss,
+    RecalibrationTrigger,
+    RegressionRuleName,
+    RerunClass,
+    RerunReport,
+    SeedPolicy,
+    WaiverField,
+    WaiverLayer,
+)
 from evalops.domain.vocabulary import (
     CANONICAL_PRECEDENCE,
     MAX_TOOL_CALLS,
@@ -125,11 +140,7 @@ class TaskMeta(Strict):
 
     @model_validator(mode="after")
     def _protects_needs_critical(self) -> TaskMeta:
-        if self.protects and self.risk != "critical":
-            raise SpecValueError(
-                f"a task that protects {self.protects} must have risk: critical, not {self.risk}",
-                "protects",
-            )
+        spec_rules.check_task_meta(self.risk, self.protects)
         return self
 
 
@@ -140,7 +151,7 @@ class Environment(Strict):
     """The frozen wall clock, RFC 3339 with offset."""
     timezone: NonEmptyStr | None = None
     """IANA time zone the agent sees."""
-    network_policy: Literal["deny", "allowlist", "live"]
+    network_policy: NetworkPolicy
     """`deny`: no network; `allowlist`: only `allowlist` hosts; `live`: the real network."""
     allowlist: list[NonEmptyStr] = []
     """Hosts reachable under `network_policy: allowlist`."""
@@ -149,10 +160,7 @@ class Environment(Strict):
 
     @model_validator(mode="after")
     def _allowlist_matches_policy(self) -> Environment:
-        if self.allowlist and self.network_policy != "allowlist":
-            raise SpecValueError(
-                "allowlist is only meaningful with network_policy: allowlist", "allowlist"
-            )
+        spec_rules.check_environment(self.network_policy, self.allowlist)
         return self
 
 
@@ -201,7 +209,7 @@ class TrajectoryExpectation(Strict):
 class Expected(Strict):
     """What a correct run produces."""
 
-    kind: Literal["golden", "rubric", "trajectory"]
+    kind: ExpectedKind
     """`golden` / `rubric` grade the output; `trajectory` grades the path alone."""
     match: dict[str, Any] | None = None
     """Output match for `golden` (e.g. `{strategy: contains, value: ...}`)."""
@@ -212,14 +220,7 @@ class Expected(Strict):
 
     @model_validator(mode="after")
     def _kind_fits(self) -> Expected:
-        if self.kind == "trajectory":
-            if self.trajectory is None:
-                raise SpecValueError("kind: trajectory needs a trajectory block", "trajectory")
-            if self.match is not None or self.rubric is not None:
-                raise SpecValueError(
-                    "kind: trajectory must not carry match or rubric",
-                    "match" if self.match is not None else "rubric",
-                )
+        spec_rules.check_expected(self.kind, self.match, self.rubric, self.trajectory)
         return self
 
 
@@ -237,8 +238,7 @@ class TrialPlan(Strict):
 
     @model_validator(mode="after")
     def _k_within_count(self) -> TrialPlan:
-        if self.k is not None and self.k > self.count:
-            raise SpecValueError(f"k ({self.k}) must be at most count ({self.count})", "k")
+        spec_rules.check_trial_plan(self.count, self.k)
         return self
 
 
@@ -287,7 +287,7 @@ class ToolResponse(Strict):
 class Fixtures(Strict):
     """Versioned fixtures: part of `task_digest`."""
 
-    onMiss: Literal["fail", "live"] | None = None
+    onMiss: OnMiss | None = None
     """`fail` (also when absent): a miss is a tool error; `live`: a miss may reach the tool."""
     toolResponses: list[ToolResponse] = []
     """Responses served in place of live tools, each consumed once."""
@@ -335,7 +335,7 @@ class ModelRef(Strict):
     """Provider API version."""
     sampling: dict[str, Any] = {}
     """Sampling parameters (temperature, top_p, ...)."""
-    seed_policy: Literal["fixed", "recorded", "unsupported"] | None = None
+    seed_policy: SeedPolicy | None = None
     """How seeds are handled."""
 
 
@@ -431,11 +431,6 @@ class CalibrationRequirements(Strict):
     """Cohen's kappa (2 annotators) or Fleiss' kappa (3+), per class."""
 
 
-RecalibrationTrigger = Literal[
-    "grader_prompt_changed", "grader_model_changed", "rubric_changed", "label_distribution_shift"
-]
-
-
 class Grader(Strict):
     """One versioned grader of a grader set."""
 
@@ -466,50 +461,7 @@ class Grader(Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Grader:
-        if len(set(self.produces)) != len(self.produces):
-            raise SpecValueError("produces lists a state twice", "produces")
-        if self.type == "model" and self.model is None:
-            raise SpecValueError(
-                "a model grader needs a model block (provider, name, prompt_hash)", "model"
-            )
-        if self.type != "model" and (self.model or self.calibration_requirements):
-            raise SpecValueError(
-                "model and calibration_requirements are for type: model only",
-                "model" if self.model else "calibration_requirements",
-            )
-        allowed = states_allowed(self.layer, self.type)
-        for index, state in enumerate(self.produces):
-            if state not in allowed:
-                raise SpecValueError(
-                    f"a {self.layer} {self.type} grader may not produce {state} (it may "
-                    f"produce {', '.join(sorted(allowed))}; see docs/formats.md, grader sets)",
-                    "produces",
-                    index,
-                )
-        if self.rule_state == "blocking_constraint" and not self.blocking:
-            raise SpecValueError(
-                "rule_state: blocking_constraint makes the grader act as a blocking hard "
-                "constraint: set blocking: true (or use guardrail_candidate)",
-                "blocking",
-            )
-        if self.type == "model" and self.blocking and self.calibration_requirements is None:
-            raise SpecValueError(
-                "a blocking model grader needs calibration_requirements",
-                "calibration_requirements",
-            )
-        # A trajectory_diagnosis grader may say task_pass (docs/formats.md example); the
-        # classification never lets that result make a trial pass.
-        if self.layer == "trajectory_diagnosis":
-            if self.blocking and self.rule_state != "blocking_constraint":
-                raise SpecValueError(
-                    "a trajectory_diagnosis grader blocks only with "
-                    "rule_state: blocking_constraint",
-                    "blocking",
-                )
-        elif self.rule_state is not None:
-            raise SpecValueError(
-                "rule_state is for trajectory_diagnosis graders only", "rule_state"
-            )
+        spec_rules.check_grader(dict(self))
         return self
 
     @property
@@ -517,23 +469,10 @@ class Grader(Strict):
         return self.layer == "hard_constraint" or self.rule_state == "blocking_constraint"
 
 
-# What each layer may say (docs/formats.md, "A grader's layer bounds its verdicts").
-# Nobody produces agent_error, runtime_error or infrastructure_invalid: those come from
-# `runtime.status` alone.
-LAYER_STATES: dict[str, frozenset[str]] = {
-    "outcome": frozenset({"task_pass", "task_fail"}),
-    "hard_constraint": frozenset({"pass", "hard_constraint_fail"}),
-    "trajectory_diagnosis": frozenset({"task_pass", "task_fail", "pass"}),
-}
-EVERY_LAYER_STATES = frozenset(
-    {"missing_required_evidence", "ambiguous_external_effect", "grader_invalid"}
-)
-
-
-def states_allowed(layer: str, grader_type: str) -> frozenset[str]:
-    """The states a grader of this layer and type may list in `produces`."""
-    extra = {"abstain"} if grader_type in ("model", "human") else set()
-    return LAYER_STATES[layer] | EVERY_LAYER_STATES | extra
+# What each layer may say: evalops/domain/spec_rules.py (no pydantic), named here as well.
+LAYER_STATES = spec_rules.LAYER_STATES
+EVERY_LAYER_STATES = spec_rules.EVERY_LAYER_STATES
+states_allowed = spec_rules.states_allowed
 
 
 class GraderSet(Strict):
@@ -552,13 +491,7 @@ class GraderSet(Strict):
 
     @model_validator(mode="after")
     def _unique_ids(self) -> GraderSet:
-        seen: set[str] = set()
-        for index, grader in enumerate(self.graders):
-            if grader.id in seen:
-                raise SpecValueError(
-                    f"grader id {grader.id!r} appears twice", "graders", index, "id"
-                )
-            seen.add(grader.id)
+        spec_rules.check_grader_ids([grader.id for grader in self.graders])
         return self
 
     def grader(self, grader_id: str) -> Grader | None:
@@ -581,8 +514,7 @@ class SamplingFrame(Strict):
     """Optional: stratum -> sessions in the frame (enables the finite-population correction)."""
 
 
-WEIGHT_SUM_TOLERANCE = 1e-9
-"""How far from 1 stratum weights may sum (decimal shares such as 0.1 + 0.2 do not add exactly)."""
+WEIGHT_SUM_TOLERANCE = spec_rules.WEIGHT_SUM_TOLERANCE
 
 
 class Weights(Strict):
@@ -595,20 +527,7 @@ class Weights(Strict):
 
     @model_validator(mode="after")
     def _shares(self) -> Weights:
-        for stratum, share in self.values.items():
-            if not (isinstance(share, float | int) and math.isfinite(share) and share > 0):
-                raise SpecValueError(
-                    f"weight of stratum {stratum!r} must be a positive number, not {share!r}",
-                    "values",
-                    stratum,
-                )
-        total = math.fsum(self.values.values())
-        if abs(total - 1) > WEIGHT_SUM_TOLERANCE:
-            raise SpecValueError(
-                f"weights must sum to 1, not {total:g}: each is a stratum's share of the "
-                "population",
-                "values",
-            )
+        spec_rules.check_weights(self.values)
         return self
 
 
@@ -640,27 +559,12 @@ class SuiteDeclaration(Strict):
 
     @model_validator(mode="after")
     def _estimation_fields(self) -> SuiteDeclaration:
-        extra = [
-            name
-            for name in ("sampling_frame", "population", "weights", "update_policy")
-            if getattr(self, name) is not None
-        ]
-        if extra and self.kind != "estimation":
-            verb = "applies" if len(extra) == 1 else "apply"
-            raise SpecValueError(
-                f"{', '.join(extra)} only {verb} to kind: estimation, not {self.kind}", extra[0]
-            )
-        sizes = self.sampling_frame.sizes if self.sampling_frame else None
-        if sizes is not None:
-            strata = set(self.weights.values) if self.weights else set()
-            if set(sizes) != strata:
-                raise SpecValueError(
-                    "sampling_frame.sizes must name exactly the strata of weights.values "
-                    f"({', '.join(sorted(strata)) or 'none declared'}), not "
-                    f"{', '.join(sorted(sizes))}",
-                    "sampling_frame",
-                    "sizes",
-                )
+        spec_rules.check_suite(
+            self.kind,
+            [name for name in spec_rules.ESTIMATION_FIELDS if getattr(self, name) is not None],
+            self.sampling_frame.sizes if self.sampling_frame else None,
+            self.weights.values if self.weights else None,
+        )
         return self
 
 
@@ -732,23 +636,23 @@ class Rule(Strict):
 class EvidenceRule(Strict):
     """Unknown or missing evidence."""
 
-    rule: Literal["block_until_resolved"]
+    rule: EvidenceRuleName
     """Always `block_until_resolved` (a hold)."""
 
 
 class HardConstraintRule(Strict):
     """Hard constraints."""
 
-    rule: Literal["any_confirmed_failure_blocks"]
+    rule: HardConstraintRuleName
     """Always `any_confirmed_failure_blocks`."""
 
 
 class RegressionRule(Strict):
     """The paired regression verdict against a baseline."""
 
-    rule: Literal["no_unapproved_regression_against_baseline"]
+    rule: RegressionRuleName
     """Rule name."""
-    baseline: Literal["optional", "required"] = "optional"
+    baseline: Baseline = "optional"
     """Whether a gate needs a baseline."""
     method: RegressionMethod = "mcnemar"
     """Paired test."""
@@ -756,15 +660,12 @@ class RegressionRule(Strict):
     """Significance level."""
 
 
-RerunClass = Literal["infrastructure_invalid", "grader_invalid", "missing_required_evidence"]
-
-
 class RerunRule(Strict):
     """Reruns never overwrite; only these classes may be stood in for."""
 
     preserve_all_trials: Literal[True] = True
     """Always true: every trial is kept."""
-    report: list[Literal["first_result", "invalid_rate", "rerun_count", "rerun_results"]] = []
+    report: list[RerunReport] = []
     """What reports show about reruns."""
     max_attempts_by_class: dict[RerunClass, PositiveInt] = {}
     """Class -> how many attempts, the first included, a chain that passed through a trial
@@ -776,25 +677,19 @@ class RerunRule(Strict):
 class WaiverRule(Strict):
     """What a waiver may cover."""
 
-    allowed_layers: list[Literal["quality_signal", "noncritical_regression"]] = []
+    allowed_layers: list[WaiverLayer] = []
     """Risk tiers a waiver may cover."""
     forbidden_states: list[TrialClass] = list(MIN_FORBIDDEN_WAIVER_STATES)
     """States no waiver may cover; at least the five evidence and hard-failure states
     (omitted: exactly those five)."""
-    require: list[Literal["owner", "reason", "build_scope", "expires_at"]] = []
+    require: list[WaiverField] = []
     """Fields a waiver must carry."""
     max_duration_days: PositiveInt
     """Longest validity."""
 
     @model_validator(mode="after")
     def _minimum_forbidden(self) -> WaiverRule:
-        missing = [s for s in MIN_FORBIDDEN_WAIVER_STATES if s not in self.forbidden_states]
-        if missing:
-            raise SpecValueError(
-                f"forbidden_states must contain {', '.join(missing)} (a policy may forbid "
-                "more states, never fewer)",
-                "forbidden_states",
-            )
+        spec_rules.check_waiver_rule(self.forbidden_states)
         return self
 
 
@@ -822,12 +717,7 @@ class GatePolicy(Strict):
 
     @model_validator(mode="after")
     def _canonical_precedence(self) -> GatePolicy:
-        if tuple(self.decision_precedence) != CANONICAL_PRECEDENCE:
-            raise SpecValueError(
-                "decision_precedence must be exactly the canonical order: "
-                + " > ".join(CANONICAL_PRECEDENCE),
-                "decision_precedence",
-            )
+        spec_rules.check_precedence(self.decision_precedence)
         return self
 
 
@@ -932,13 +822,6 @@ SPEC_MODELS: dict[str, type[Strict]] = {
     "authority/v1": AuthoritySpec,
 }
 
-# The `kind` names used in `digest --json` and in the database.
-SPEC_KINDS: dict[str, str] = {
-    "eval-task/v1": "task",
-    "execution-profile/v1": "execution_profile",
-    "grader-set/v1": "grader_set",
-    "suite/v1": "suite",
-    "suite-policy/v1": "suite_policy",
-    "gate-policy/v1": "gate_policy",
-    "authority/v1": "authority",
-}
+# The `kind` names used in `digest --json` and in the database: evalops/domain/spec_check.py
+# (no pydantic there), named here as well.
+SPEC_KINDS = spec_check.SPEC_KINDS

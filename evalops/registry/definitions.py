@@ -1,26 +1,31 @@
-"""Files -> validated definitions with their digests (docs/formats.md and docs/digests.md)."""
+"""Files -> validated definitions with their digests (docs/formats.md and docs/digests.md).
+
+A file is validated by the plain checker of evalops/domain/spec_check.py first, and by the
+pydantic models of evalops/domain/specs.py (the reference, which names every problem) only
+when that checker does not accept it: a registry of valid files is read without importing
+pydantic (`evalops validate`'s start-up, benchmarks/RESULTS.md). A definition's model is
+built when something asks for it (`Definition.spec`).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from pydantic import ValidationError
-
-from evalops.domain import digests
+from evalops.domain import digests, spec_check
 from evalops.domain.digests import spec_digest
-from evalops.domain.specs import (
-    SPEC_KINDS,
-    SPEC_MODELS,
-    EvalTaskSpec,
-    ExecutionProfile,
-    GraderSet,
-    Strict,
-)
-from evalops.domain.vocabulary import DIGEST_PATTERN, ID_PATTERN, SpecValueError
+from evalops.domain.limits import DIGEST_PATTERN, ID_PATTERN
+from evalops.domain.spec_check import SPEC_KINDS
+from evalops.domain.spec_rules import SpecValueError
 from evalops.errors import InputError, InputErrors
 from evalops.registry.load import Document, format_path, load_document
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from evalops.domain.specs import Strict
 
 _DIGEST_FIELD = {
     "task": "task_digest",
@@ -39,9 +44,21 @@ class Definition:
 
     file: str
     kind: str
-    spec: Strict
     value: dict[str, Any]
     lines: dict[tuple[str | int, ...], int] = field(repr=False, compare=False)
+    model: Strict | None = field(default=None, repr=False, compare=False)
+    """The pydantic model, when the file was validated with pydantic (else built by `spec`)."""
+
+    @property
+    def spec(self) -> Strict:
+        """The file as its pydantic model (validated, so this cannot fail)."""
+        if self.model is None:
+            from evalops.domain.specs import SPEC_MODELS
+
+            model = SPEC_MODELS[self.value["spec_schema_version"]].model_validate(self.value)
+            object.__setattr__(self, "model", model)  # a cache: the value is unchanged
+            return model
+        return self.model
 
     @property
     def id(self) -> str:
@@ -51,7 +68,7 @@ class Definition:
     def digest_field(self) -> str:
         return _DIGEST_FIELD[self.kind]
 
-    @property
+    @cached_property
     def digest(self) -> str:
         """The kind's identity digest (section 4); a suite's declaration is hashed whole."""
         return spec_digest(self.kind, self.value)
@@ -62,10 +79,11 @@ class Definition:
 
     @property
     def revision(self) -> int | None:
-        if isinstance(self.spec, EvalTaskSpec):
-            return self.spec.revision
-        if isinstance(self.spec, GraderSet):
-            return self.spec.version
+        """A task's `revision`, a grader set's `version` (valid: a positive int)."""
+        if self.kind == "task":
+            return cast(int, self.value["revision"])
+        if self.kind == "grader_set":
+            return cast(int, self.value["version"])
         return None
 
     def digest_row(self) -> dict[str, Any]:
@@ -74,12 +92,12 @@ class Definition:
         if self.revision is not None:
             row["revision" if self.kind == "task" else "version"] = self.revision
         row[self.digest_field] = self.digest
-        if isinstance(self.spec, GraderSet):
+        if self.kind == "grader_set":
             row["grader_config_digests"] = {
                 g["id"]: digests.grader_config_digest(g) for g in self.value["graders"]
             }
-        if isinstance(self.spec, ExecutionProfile):
-            row["system_build"] = self.spec.system_build
+        if self.kind == "execution_profile":
+            row["system_build"] = self.value["system_build"]
         return row
 
 
@@ -153,21 +171,29 @@ def definition_from_document(doc: Document) -> Definition:
         raise InputError(
             "required field 'spec_schema_version' is missing", doc.path, 1, "spec_schema_version"
         )
-    model = SPEC_MODELS.get(version) if isinstance(version, str) else None
-    if model is None:
-        known = ", ".join(SPEC_MODELS)
+    kind = SPEC_KINDS.get(version) if isinstance(version, str) else None
+    if kind is None:
+        known = ", ".join(SPEC_KINDS)
         raise InputError(
             f"unknown spec_schema_version {version!r} (known: {known})",
             doc.path,
             doc.line_of(("spec_schema_version",)),
             "spec_schema_version",
         )
+    if spec_check.is_valid(value):
+        return Definition(doc.path, kind, value, doc.lines)
+    # Not accepted by the plain checker (invalid, or a kind it does not cover): pydantic
+    # decides, and names every problem.
+    from pydantic import ValidationError
+
+    from evalops.domain.specs import SPEC_MODELS
+
     try:
-        spec = model.model_validate(value)
+        spec = SPEC_MODELS[version].model_validate(value)
     except ValidationError as exc:
         # Every problem of the file at once: one run of `validate` shows them all.
         raise InputErrors.of(pydantic_errors(doc, exc)) from None
-    return Definition(doc.path, SPEC_KINDS[version], spec, value, doc.lines)
+    return Definition(doc.path, kind, value, doc.lines, spec)
 
 
 def load_definition(path: Path, display: str | None = None) -> Definition:

@@ -18,10 +18,9 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from evalops.domain.canonical import MAX_SAFE_INTEGER
 from evalops.errors import InputError
+from evalops.registry.yaml_start import yaml
 
 JsonPath = tuple[str | int, ...]
 
@@ -37,6 +36,7 @@ SPEC_SUFFIXES = YAML_SUFFIXES + JSON_SUFFIXES
 _CORE = "tag:yaml.org,2002:"
 _PLAIN = "tag:evalops:plain"  # an untagged plain scalar, resolved by the core schema below
 _ALLOWED_TAGS = {_CORE + t for t in ("str", "int", "float", "bool", "null", "map", "seq")}
+_CORE_STR, _CORE_SEQ, _CORE_MAP = _CORE + "str", _CORE + "seq", _CORE + "map"
 
 # YAML 1.2.2 core schema, section 10.3.2.
 _NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
@@ -134,6 +134,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _check_string(value: str, where: JsonPath, path: str, line: int) -> None:
+    if value.isascii() and value.isprintable():
+        return  # printable ASCII: no surrogate, no control character (the common case, in C)
     if _SURROGATE.search(value) is not None:
         raise InputError(
             "string holds a lone surrogate (not valid Unicode)", path, line, format_path(where)
@@ -149,7 +151,14 @@ def _check_string(value: str, where: JsonPath, path: str, line: int) -> None:
         )
 
 
+# The first characters a null, bool, int or float of the core schema (or an infinity or NaN)
+# can start with: any other plain scalar is a string, decided without a regular expression.
+_NOT_ONLY_TEXT = frozenset("~nNtTfF+-.0123456789")
+
+
 def _resolve_plain(text: str, where: JsonPath, path: str, line: int) -> Any:
+    if text and text[0] not in _NOT_ONLY_TEXT:
+        return text
     if _NULL.match(text):
         return None
     if _BOOL_TRUE.match(text):
@@ -184,7 +193,7 @@ _TAG_TYPES: dict[str, type | tuple[type, ...]] = {
 }
 
 
-def _resolve_tagged(node: yaml.ScalarNode, where: JsonPath, path: str, line: int) -> Any:
+def _resolve_tagged(node: yaml.Node, where: JsonPath, path: str, line: int) -> Any:
     tag, text = node.tag, node.value
     if tag == _CORE + "str":
         return text
@@ -356,10 +365,15 @@ if yaml.__with_libyaml__:  # else the reference path reads everything
             _CoreResolver.__init__(self)
 
         def resolve(self, kind: type, value: Any, implicit: Any) -> str:
-            if kind is yaml.ScalarNode and implicit == (False, False):
-                # Only an empty node tagged `!`: libyaml makes it a string, PyYAML null.
-                raise _FastUnsure
-            return _CoreResolver.resolve(self, kind, value, implicit)
+            # `_CoreResolver.resolve`, inlined: libyaml calls it for every node.
+            if kind is yaml.ScalarNode:
+                if implicit[0]:
+                    return _PLAIN
+                if not implicit[1]:
+                    # Only an empty node tagged `!`: libyaml makes it a string, PyYAML null.
+                    raise _FastUnsure
+                return _CORE_STR
+            return _CORE_SEQ if kind is yaml.SequenceNode else _CORE_MAP
 
     _LibyamlComposer = _Libyaml
 
@@ -441,6 +455,8 @@ def parse_yaml(text: str, path: str) -> Document:
     root = _compose_fast(text)
     if root is not None:
         try:
+            if "*" not in text:  # no alias: every node is met once
+                return _document_without_aliases(root, path)
             return _document(root, path)
         except Exception:
             pass  # the reference path below names the error
@@ -474,6 +490,60 @@ def _parse_yaml_reference(text: str, path: str) -> Document:
     if node is None:
         raise InputError("the file holds no document", path, 1)
     return _document(node, path)
+
+
+def _document_without_aliases(root: yaml.Node, path: str) -> Document:
+    """What `_document` gives for a tree without aliases (no node met twice), in one plain
+    recursion (a start-up optimization: `validate` reads every file through it); anything
+    it does not take as is, it raises on, and the reference path then names the problem."""
+    lines: dict[JsonPath, int] = {}
+    value = _tree(root, (), lines, path)
+    return Document(path, value, lines)
+
+
+def _tree(node: yaml.Node, where: JsonPath, lines: dict[JsonPath, int], path: str) -> Any:
+    """`_Converter.convert` without the alias bookkeeping, the same values and lines."""
+    line = node.start_mark.line + 1
+    if len(where) > MAX_DEPTH:
+        raise _FastUnsure
+    lines.setdefault(where, line)
+    kind = node.__class__  # libyaml makes exactly these three classes of node
+    if kind is _ScalarNode:
+        return _scalar(node, where, path, line)
+    if node.tag not in _ALLOWED_TAGS:
+        raise _FastUnsure
+    if kind is _SequenceNode:
+        return [_tree(item, (*where, i), lines, path) for i, item in enumerate(node.value)]
+    if kind is not _MappingNode:
+        raise _FastUnsure
+    out: dict[str, Any] = {}
+    for key_node, value_node in node.value:
+        if key_node.__class__ is not _ScalarNode:
+            raise _FastUnsure  # a collection as a key: never a string
+        key = _scalar(key_node, where, path, key_node.start_mark.line + 1)
+        if not isinstance(key, str) or key in out:
+            raise _FastUnsure
+        lines[(*where, key)] = key_node.start_mark.line + 1
+        out[key] = _tree(value_node, (*where, key), lines, path)
+    return out
+
+
+def _scalar(node: yaml.Node, where: JsonPath, path: str, line: int) -> Any:
+    """One scalar's value, checked as `_Converter._convert` checks it."""
+    if node.tag == _PLAIN:
+        value = _resolve_plain(node.value, where, path, line)
+    elif node.tag in _ALLOWED_TAGS:
+        value = _resolve_tagged(node, where, path, line)
+    else:
+        raise _FastUnsure
+    if value.__class__ is str:
+        _check_string(value, where, path, line)
+    elif isinstance(value, int | float):
+        _check_number(value, where, path, line)
+    return value
+
+
+_ScalarNode, _SequenceNode, _MappingNode = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
 
 
 def _document(root: yaml.Node, path: str) -> Document:

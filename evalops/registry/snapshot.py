@@ -7,9 +7,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from evalops.domain.specs import EvalTaskSpec, GraderSet
 from evalops.errors import InputError, InputErrors
-from evalops.registry.committed import committed_sources
 from evalops.registry.definitions import Definition, definition_from_document
 from evalops.registry.load import SPEC_SUFFIXES, load_document
 from evalops.registry.spec_sources import SPEC_DIRS, SpecSource, display_path, outside_error
@@ -109,31 +107,34 @@ def _cross_check(defs: list[Definition], broken: frozenset[str] = frozenset()) -
                 "spec_schema_version",
             )
         )
-    grader_sets = {d.id: d.spec for d in defs if isinstance(d.spec, GraderSet)}
+    # Read from the files' values (valid: the fields are there, of their types), so that
+    # `validate` needs no pydantic model (evalops/registry/definitions.py).
+    grader_sets = {d.id: d.value for d in defs if d.kind == "grader_set"}
     for d in defs:
-        if not isinstance(d.spec, EvalTaskSpec):
+        if d.kind != "task":
             continue
-        graders = grader_sets.get(d.spec.grader_set)
-        if graders is None and d.spec.grader_set in broken:
+        grader_set = d.value["grader_set"]
+        graders = grader_sets.get(grader_set)
+        if graders is None and grader_set in broken:
             continue
         if graders is None:
             errors.append(
                 InputError(
-                    f"grader set {d.spec.grader_set!r} is not in the registry",
+                    f"grader set {grader_set!r} is not in the registry",
                     d.file,
                     d.lines.get(("grader_set",), 1),
                     "grader_set",
                 )
             )
             continue
-        score_from = d.spec.contract.score_from
+        score_from = d.value["contract"].get("score_from")
         if score_from is not None:
-            grader = graders.grader(score_from)
-            if grader is None or grader.layer != "outcome":
+            # Grader ids are unique in a valid set: the first is the one (GraderSet.grader).
+            grader = next((g for g in graders["graders"] if g["id"] == score_from), None)
+            if grader is None or grader["layer"] != "outcome":
                 errors.append(
                     InputError(
-                        f"score_from {score_from!r} is not an outcome grader of "
-                        f"{d.spec.grader_set!r}",
+                        f"score_from {score_from!r} is not an outcome grader of {grader_set!r}",
                         d.file,
                         d.lines.get(("contract", "score_from"), 1),
                         "contract.score_from",
@@ -191,6 +192,9 @@ def load_snapshot(root: Path) -> Snapshot:
 def load_committed_snapshot(root: Path, commit: str) -> Snapshot:
     """Read every spec file below `root` as `commit` holds it (git objects, never the work
     tree): what `sync` records is what that commit contains."""
+    # Imported here: reading git objects is `sync`'s business, not `validate`'s (start-up).
+    from evalops.registry.committed import committed_sources
+
     require_registry_dir(root)
     return _snapshot(root, committed_sources(root, work_tree(root), commit))
 

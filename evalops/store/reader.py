@@ -15,7 +15,6 @@ evalops/cli/context.py), which raises the usual error with the usual message and
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -25,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from evalops.store.schema import HEAD_REVISION
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from sqlalchemy.engine import Connection, Engine
 
 #: A SQLite URL the fast path opens itself: a plain file path, no query, no driver name.
@@ -67,6 +68,8 @@ class SqliteReader(Reader):
     backend = "sqlite"
 
     def __init__(self, connection: sqlite3.Connection) -> None:
+        import sqlite3
+
         self._conn = connection
         self._conn.row_factory = sqlite3.Row
 
@@ -182,6 +185,9 @@ def open_sqlite(url: str, *, lock_timeout: float) -> SqliteReader | None:
     path = _sqlite_file(url)
     if path is None or not path.is_file():
         return None
+    # Imported once a file is there: `validate` without a database never needs it (start-up).
+    import sqlite3
+
     conn = sqlite3.connect(path, timeout=lock_timeout, isolation_level=None)
     try:
         conn.execute(f"PRAGMA busy_timeout={int(lock_timeout * 1000)}")

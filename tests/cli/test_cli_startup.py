@@ -8,6 +8,7 @@ avoids pydantic gives the same values and the same errors as typer's.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -99,6 +100,59 @@ def test_validate_loads_no_database_code() -> None:
         "    assert main(['validate', 'registry']) == 0"
     )
     assert not loaded["sqlalchemy"] and not loaded["sqlmodel"] and not loaded["alembic"]
+
+
+SPEC_MODULES = ("pydantic", "pydantic_core", "evalops.domain.specs", "evalops.domain.vocabulary")
+
+
+@pytest.mark.parametrize(
+    ("argv", "modules"),
+    [
+        (["validate", "registry"], SPEC_MODULES),
+        # typer coerces a list of paths through pydantic (evalops/cli/fastparams.py takes
+        # single values only): here only the spec models must stay unloaded.
+        (["digest", "registry"], SPEC_MODULES[2:]),
+    ],
+)
+def test_valid_spec_files_are_read_without_pydantic(
+    argv: list[str], modules: tuple[str, ...]
+) -> None:
+    """Valid files are accepted by the plain checker (evalops/domain/spec_check.py):
+    neither pydantic nor the spec models are imported (a model is built only when asked
+    for, pydantic only names the problems of a file the checker does not accept)."""
+    loaded = _printed_last(
+        "import contextlib, io, json, sys\n"
+        "from evalops.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    code = main({argv!r})\n"
+        f"found = {{m: m in sys.modules for m in {modules!r}}}\n"
+        "print('\\n' + json.dumps({'code': code, **found}))\n"
+    )
+    assert loaded == {"code": 0, **dict.fromkeys(modules, False)}
+
+
+def test_an_invalid_spec_file_is_named_by_pydantic(tmp_path: Path) -> None:
+    """The other side: a file the plain checker refuses is validated by pydantic, whose
+    errors `validate` prints (here a revision of 0, at its line and field)."""
+    registry = tmp_path / "registry"
+    shutil.copytree(REPO / "registry", registry)
+    task = registry / "tasks" / "support-reply-tone.yaml"
+    text = task.read_text(encoding="utf-8")
+    assert text.count("\nrevision: 1\n") == 1
+    task.write_text(text.replace("\nrevision: 1\n", "\nrevision: 0\n"), encoding="utf-8")
+    line = text[: text.index("\nrevision: 1\n")].count("\n") + 2
+    loaded = _printed_last(
+        "import contextlib, io, json, os, sys\n"
+        f"os.chdir({str(tmp_path)!r})\n"
+        "from evalops.cli.main import main\n"
+        "err = io.StringIO()\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):\n"
+        "    code = main(['validate', 'registry'])\n"
+        "print('\\n' + json.dumps({'code': code, 'err': err.getvalue(), "
+        "'pydantic': 'pydantic' in sys.modules}))\n"
+    )
+    assert loaded["code"] == 2 and loaded["pydantic"], loaded
+    assert f"registry/tasks/support-reply-tone.yaml:{line}: revision: " in loaded["err"], loaded
 
 
 @pytest.mark.parametrize(("argv", "alembic"), [(["init"], False), (["db", "upgrade"], True)])

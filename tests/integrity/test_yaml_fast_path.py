@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from evalops.errors import InputError
-from evalops.registry import load
+from evalops.registry import load, yaml_start
 from evalops.services.registry.scaffold import (
     AUTHORITY_EXAMPLE,
     authority_yaml,
@@ -464,7 +464,7 @@ def test_the_nesting_bound_holds_up_to_the_limit() -> None:
 
 _STACK_PROBE = """
 import sys, threading
-from evalops.registry import load
+from evalops.registry import load, yaml_start
 results = []
 def run():
     for text in TEXTS:
@@ -537,7 +537,7 @@ import json, sys
 sys.modules["yaml._yaml"] = None  # as if PyYAML were built without libyaml
 import yaml
 assert not yaml.__with_libyaml__
-from evalops.registry import load
+from evalops.registry import load, yaml_start
 assert load._LibyamlComposer is None
 from tests.integrity.test_yaml_fast_path import outcome
 texts = json.load(open(sys.argv[1], encoding="utf-8"))
@@ -574,3 +574,29 @@ def test_floats_and_integers_keep_their_types_on_the_fast_path() -> None:
         "int", "float", "bool", "int", "int", "float", "float", "NoneType", "str",
     ]  # fmt: skip
     assert value["d"] == 15 and value["e"] == 31 and math.copysign(1, value["g"]) == -1
+
+
+def test_the_quick_non_printable_pattern_matches_pyyamls_exactly() -> None:
+    """evalops/registry/yaml_start.py gives PyYAML's reader an equivalent of its
+    NON_PRINTABLE pattern that compiles faster: every code point, one by one."""
+    every = "".join(map(chr, range(0x110000)))
+    theirs = re.compile(yaml_start.PYYAML_NON_PRINTABLE)
+    ours = re.compile(yaml_start.NON_PRINTABLE)
+    assert [m.start() for m in ours.finditer(every)] == [m.start() for m in theirs.finditer(every)]
+
+
+def test_pyyaml_reads_with_the_quick_pattern_and_re_compile_is_restored() -> None:
+    """In a fresh interpreter the loader's import of PyYAML takes the quick pattern (this
+    fails when a PyYAML release changes its own: then update or drop yaml_start), and
+    `re.compile` is the standard library's again afterwards."""
+    script = (
+        "import re, json\n"
+        "compile_ = re.compile\n"
+        "import evalops.registry.load\n"
+        "import yaml.reader\n"
+        "print(json.dumps([yaml.reader.Reader.NON_PRINTABLE.pattern, re.compile is compile_]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    )
+    assert json.loads(done.stdout) == [yaml_start.NON_PRINTABLE, True]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evalops.registry.definitions import load_definition
-from evalops.services.registry.scaffold import task_yaml
+from evalops.services.registry.scaffold import execution_yaml, task_yaml
 from evalops.services.registry.starter_check import registry_warnings
 
 
@@ -37,3 +37,18 @@ def _write(tmp_path: Path, task_id: str, grader_set: str) -> Path:
     path.parent.mkdir(exist_ok=True)
     path.write_text(task_yaml(task_id, grader_set), encoding="utf-8")
     return path
+
+
+@pytest.mark.parametrize("profile_id", ["first-build", "b", "v1.2", "x" * 60])
+def test_a_starter_profile_builds_its_own_id_and_is_named(tmp_path: Path, profile_id: str) -> None:
+    """Why a profile whose system_build is not its id is not read against a starter: every
+    starter profile's build is its id."""
+    path = tmp_path / "executions" / f"{profile_id}.yaml"
+    path.parent.mkdir()
+    path.write_text(execution_yaml(profile_id), encoding="utf-8")
+    starter = load_definition(path)
+    assert starter.value["system_build"] == profile_id
+    assert registry_warnings([starter]) and str(path) in registry_warnings([starter])[0]
+    edited = path.read_text().replace(f"system_build: {profile_id}", "system_build: other")
+    path.write_text(edited, encoding="utf-8")
+    assert registry_warnings([load_definition(path)]) == []

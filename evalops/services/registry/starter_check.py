@@ -8,23 +8,22 @@ system_build make `gate check --build` ask which one was meant.
 
 from __future__ import annotations
 
-import tempfile
 from collections import defaultdict
 from collections.abc import Iterable
 from functools import cache
-from pathlib import Path
 
-from evalops.registry.definitions import Definition, load_definition
+from evalops.registry.definitions import Definition, definition_from_document
+from evalops.registry.load import document_from_bytes
 from evalops.services.registry.scaffold import execution_yaml, task_yaml
 
 
 @cache
 def _starter_digest(kind: str, definition_id: str, grader_set: str) -> str:
     text = task_yaml(definition_id, grader_set) if kind == "task" else execution_yaml(definition_id)
-    with tempfile.TemporaryDirectory() as scratch:
-        path = Path(scratch) / "starter.yaml"
-        path.write_text(text, encoding="utf-8")
-        return load_definition(path).digest
+    # Read as a file of that content would be (no file written: `validate` starts faster).
+    return definition_from_document(
+        document_from_bytes(text.encode("utf-8"), "starter.yaml")
+    ).digest
 
 
 def _is_starter(definition: Definition) -> bool:
@@ -33,6 +32,10 @@ def _is_starter(definition: Definition) -> bool:
         # task, so one starter is read, not one per task file.
         return definition.digest == _starter_digest("task", "first-task", "first-task-graders")
     if definition.kind == "execution_profile":
+        # A starter profile names its own id as its build (`execution_yaml`): any other is
+        # not one, and needs no starter read to say so.
+        if definition.value["system_build"] != definition.id:
+            return False
         return definition.digest == _starter_digest("execution_profile", definition.id, "")
     return False
 
