@@ -24,6 +24,7 @@ evaluators to the same decisions.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -198,16 +199,9 @@ class CompactTrials:
 
     def document(self) -> CompactTrialsDocument:
         """`{trialCount, single, chained}`: the trials part of an evaluator-4 task input."""
-        classes: Counter[str] = Counter()
-        score, gating = ExactSum(), ExactSum()
-        for (cls, value, gating_value), times in self._scored.items():
-            classes[cls] += times
-            score.add(value, times)
-            gating.add(counted_gating_score(cls, gating_value), times)
-        sums = {key: ExactSum() for key in EFFICIENCY_KEYS}
-        for counts, times in self._efficiency.items():
-            for key, value in zip(EFFICIENCY_KEYS, counts, strict=True):
-                sums[key].add(value, times)
+        classes, score_sum, gating_sum, efficiency_count, efficiency_sums = _single_sums(
+            self._scored, self._efficiency
+        )
         last: CompactLast | None = None
         if self._last is not None:
             position, trajectory, resolve = self._last
@@ -219,17 +213,59 @@ class CompactTrials:
             "trialCount": self._position,
             "single": {
                 "n": self._single_n,
-                "classes": dict(sorted(classes.items())),
+                # Copies: the cached sums are shared by every task that has them.
+                "classes": dict(classes),
                 "first": dict(sorted(self._first.items())),
-                "scoreSum": score.text(),
-                "gatingSum": gating.text(),
-                "efficiencyCount": sum(self._efficiency.values()),
-                "efficiencySums": {k: v.text() for k, v in sums.items()},
+                "scoreSum": score_sum,
+                "gatingSum": gating_sum,
+                "efficiencyCount": efficiency_count,
+                "efficiencySums": dict(efficiency_sums),
                 "fixtureMisses": self._fixture_misses,
                 "last": last,
             },
             "chained": self._chained,
         }
+
+
+_Sums = tuple[dict[str, int], str, str, int, dict[str, str]]
+_SUMS: dict[tuple[tuple[Any, ...], tuple[Any, ...]], _Sums] = {}
+_SUMS_KEPT = 4096
+
+
+def _single_sums(
+    scored: Mapping[tuple[str, float, float], int], efficiency: Mapping[tuple[float, ...], int]
+) -> _Sums:
+    """A task's single trials summed: (classes, scoreSum, gatingSum, efficiencyCount,
+    efficiencySums), from its counts by (class, score, gating score) and by efficiency
+    counts. The sums are exact, so they do not depend on the order trials came in; a
+    suite's tasks mostly share a few such counts (five passes scoring 1.0), so each is
+    summed once, and kept (a few thousand at most) for the next task that has it. Keyed
+    by the counts as they are (equal floats sum alike: -0.0 and 0.0 are both 0/1)."""
+    key = (tuple(scored.items()), tuple(efficiency.items()))
+    found = _SUMS.get(key)
+    if found is not None:
+        return found
+    classes: Counter[str] = Counter()
+    score, gating = ExactSum(), ExactSum()
+    for (cls, value, gating_value), times in scored.items():
+        classes[cls] += times
+        score.add(value, times)
+        gating.add(counted_gating_score(cls, gating_value), times)
+    sums = {name: ExactSum() for name in EFFICIENCY_KEYS}
+    for counts, times in efficiency.items():
+        for name, value in zip(EFFICIENCY_KEYS, counts, strict=True):
+            sums[name].add(value, times)
+    found = (
+        dict(sorted(classes.items())),
+        score.text(),
+        gating.text(),
+        sum(efficiency.values()),
+        {name: total.text() for name, total in sums.items()},
+    )
+    if len(_SUMS) >= _SUMS_KEPT:
+        _SUMS.clear()
+    _SUMS[key] = found
+    return found
 
 
 def _chained(trial: TrialInput, position: int) -> ChainedTrial:
@@ -313,9 +349,11 @@ quotient is ever used, and `int / int` is correctly rounded, as `float(Fraction)
 _EXACT_TEXT = re.compile(r"(-?[0-9]+)(?:/([0-9]+))?")
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse_exact(text: str) -> Exact:
     """An exact sum's text ("3/2", "-7", as `str(Fraction)` writes it) as a pair; any other
-    spelling `Fraction` reads is read by it (and refused as it refuses it)."""
+    spelling `Fraction` reads is read by it (and refused as it refuses it). Cached: a
+    suite's tasks share a few sums (six per task), and a pair is never changed."""
     found = _EXACT_TEXT.fullmatch(text)
     if found is None:
         value = Fraction(text)
@@ -357,12 +395,18 @@ def _effective(task: CompactTaskInput, limits: Mapping[str, int]) -> tuple[_Effe
         [TrialNode(t["trial_id"], t["parent_trial_id"], t["classification"]) for t in chained],
         limits,
     )
-    by_id = {t["trial_id"]: t for t in chained}
-    originals = [t for t in chained if t["parent_trial_id"] is None]
-    standing = [
-        (o["position"], by_id[i]) for o, i in zip(originals, outcome.effective, strict=True)
-    ]
-    classes = Counter({str(k): int(v) for k, v in single["classes"].items()})
+    standing: list[tuple[int, ChainedTrial]] = []
+    if chained:
+        by_id = {t["trial_id"]: t for t in chained}
+        originals = [t for t in chained if t["parent_trial_id"] is None]
+        standing = [
+            (o["position"], by_id[i]) for o, i in zip(originals, outcome.effective, strict=True)
+        ]
+    # Filled key by key, as `Counter(mapping)` would (zero counts kept), without its
+    # abstract `Mapping` check, once per task.
+    classes: Counter[str] = Counter()
+    for key, value in single["classes"].items():
+        classes[str(key)] = int(value)
     score = _parse_exact(single["scoreSum"])
     gating = _parse_exact(single["gatingSum"])
     efficiency = {k: _parse_exact(v) for k, v in single["efficiencySums"].items()}
