@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -91,6 +92,25 @@ class Settings:
 JsonFlag = Annotated[
     bool, typer.Option("--json", help="Machine-readable output: one JSON document on stdout.")
 ]
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off for one command's work, and on again after (if it was).
+
+    For a command that builds one large document of plain dicts and lists in memory (a
+    gate decision over 10,000 tasks: hundreds of thousands of them, alive until it is
+    stored and printed): the collector walked them, with every module the command imported,
+    about 80 times and found nothing to free (none of them is in a reference cycle), for a
+    fifth of the command's CPU. Everything is still freed when its last reference goes; only
+    the few reference cycles made meanwhile wait until the collector is on again."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
 
 
 def settings(ctx: typer.Context, json_flag: bool = False) -> Settings:
