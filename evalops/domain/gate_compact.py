@@ -31,7 +31,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from evalops.domain.classify import counted_gating_score
 from evalops.domain.gate_documents import (
@@ -61,7 +61,7 @@ from evalops.domain.gate_rules import (
     with_baseline,
 )
 from evalops.domain.regression import TaskOutcome, paired_verdict
-from evalops.domain.reruns import TrialNode, resolve_reruns
+from evalops.domain.reruns import NO_RERUNS, TrialNode, resolve_reruns
 from evalops.domain.specs import GatePolicy
 from evalops.domain.stats import blocks_stats, counts_block
 from evalops.domain.vocabulary import EVIDENCE_BLOCKED, parse_timestamp
@@ -318,8 +318,10 @@ def compact_inputs(inputs: ListedInputs) -> CompactInputs:
 # ------------------------------------------------------------------------------ evaluation
 
 
-@dataclass(frozen=True)
-class CompactSummary:
+class CompactSummary(NamedTuple):
+    """One task's summary as the decision reads it (a named tuple: made once per task, and
+    a frozen dataclass of sixteen fields cost more to make than the rest of the step)."""
+
     state: str
     n: int
     passed_count: int
@@ -373,8 +375,7 @@ def _plus(total: Exact, value: float) -> Exact:
     return a * d + c * b, b * d
 
 
-@dataclass(frozen=True)
-class _Effective:
+class _Effective(NamedTuple):
     """The trials that count: counts and exact sums, and the chains' stand-ins, each with
     the position of the original it stands for."""
 
@@ -391,9 +392,13 @@ class _Effective:
 def _effective(task: CompactTaskInput, limits: Mapping[str, int]) -> tuple[_Effective, Any]:
     single = task["single"]
     chained = task["chained"]
-    outcome = resolve_reruns(
-        [TrialNode(t["trial_id"], t["parent_trial_id"], t["classification"]) for t in chained],
-        limits,
+    outcome = (
+        resolve_reruns(
+            [TrialNode(t["trial_id"], t["parent_trial_id"], t["classification"]) for t in chained],
+            limits,
+        )
+        if chained
+        else NO_RERUNS
     )
     standing: list[tuple[int, ChainedTrial]] = []
     if chained:
@@ -448,14 +453,18 @@ class TrialCounts:
 def trial_counts(task: CompactTaskInput, policy: GatePolicy) -> TrialCounts:
     """The effective and first-result class counts `summarize_compact` decides on: the
     estimate of an estimation suite reads its trials exactly as the gate does."""
-    limits = {str(k): v for k, v in policy.reruns.max_attempts_by_class.items()}
-    eff, outcome = _effective(task, limits)
+    eff, outcome = _effective(task, rerun_limits_of(policy))
     _, originals = _all_and_original_classes(task)
     return TrialCounts(
         effective={c: n for c, n in sorted(eff.classes.items()) if n},
         first={c: n for c, n in sorted(originals.items()) if n},
         rerun_count=outcome.rerun_count,
     )
+
+
+def rerun_limits_of(policy: GatePolicy) -> dict[str, int]:
+    """The policy's `reruns.max_attempts_by_class`, as `resolve_reruns` reads it."""
+    return {str(k): v for k, v in policy.reruns.max_attempts_by_class.items()}
 
 
 def _mean(total: Exact, n: int) -> float | None:
@@ -542,10 +551,14 @@ def _all_and_original_classes(
     return every, originals
 
 
-def summarize_compact(task: CompactTaskInput, policy: GatePolicy) -> CompactSummary:
-    """`domain.gate.summarize_task` over an evaluator-4 task summary."""
+def summarize_compact(
+    task: CompactTaskInput, policy: GatePolicy, limits: Mapping[str, int] | None = None
+) -> CompactSummary:
+    """`domain.gate.summarize_task` over an evaluator-4 task summary (`limits`: the policy's
+    rerun limits, `rerun_limits_of(policy)`, when the caller has them for every task)."""
     plan = task["plan"]
-    limits = {str(k): v for k, v in policy.reruns.max_attempts_by_class.items()}
+    if limits is None:
+        limits = rerun_limits_of(policy)
     eff, outcome = _effective(task, limits)
     passed = eff.classes.get("task_pass", 0)
     passes = _passes(plan["passRule"], eff, passed, float(plan["passScore"]))
@@ -622,8 +635,9 @@ def evaluate(inputs: CompactInputs) -> DecisionDocument:
     holds: list[str] = []
     tasks_out: list[DecisionTask] = []
     summaries: dict[str, CompactSummary] = {}
+    limits = rerun_limits_of(policy)
     for task in sorted(inputs["tasks"], key=lambda t: t["task_id"]):
-        s = summarize_compact(task, policy)
+        s = summarize_compact(task, policy, limits)
         summaries[task["task_id"]] = s
         effect = task_effect(s.state, task["risk"])
         waiver_id = None
@@ -682,6 +696,7 @@ def _regression(
     """Evaluator 3's baseline step over task summaries; `reasons` are the decision's
     (blocks, holds, notes), which it adds to."""
     blocks, holds, notes = reasons
+    limits = rerun_limits_of(policy)
     baseline = inputs.get("baseline")
     if baseline is None:
         return None
@@ -704,7 +719,7 @@ def _regression(
             "reason": why,
         }
     base_summaries = {
-        t["task_id"]: summarize_compact(t, policy)
+        t["task_id"]: summarize_compact(t, policy, limits)
         for t in baseline["tasks"]
         if int(t["trialCount"])
     }

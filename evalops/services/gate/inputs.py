@@ -348,8 +348,10 @@ def member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str, 
     is parsed only when the ratchet or the plan reads it. What was read is let go after."""
     wanted = {m.task_id for m in members}
     revisions: dict[str, list[_Revision]] = {}
-    rows: Any = defs.session.connection().execute(
-        select(  # type: ignore[call-overload]
+    # Text and integers, straight from the driver (`statement_rows`).
+    rows = statement_rows(
+        defs.session,
+        select(
             TaskRevision.id,
             TaskRevision.task_id,
             TaskRevision.revision,
@@ -357,12 +359,13 @@ def member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str, 
             TaskRevision.document,
         )
         .where(upto(TaskRevision.audit_seq, defs.cutoff))
-        .order_by(col(TaskRevision.id))
+        .order_by(col(TaskRevision.id)),
+        "gate_task_revisions",
     )
-    for row in rows:
-        if row.task_id in wanted:
-            revisions.setdefault(row.task_id, []).append(
-                _Revision(row.id, row.revision, row.task_digest, row.document)
+    for revision_id, task_id, revision, task_digest, document in rows:
+        if task_id in wanted:
+            revisions.setdefault(task_id, []).append(
+                _Revision(revision_id, revision, task_digest, document)
             )
     parsed: dict[int, StoredTaskHead] = {}
 
