@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from evalops.cli.context import collector_paused
-from evalops.services.gate import check
+from evalops.domain.gate import evaluate_stored
 from tests.conftest import Cli
 
 SUITE = "regression/core"
@@ -59,13 +59,12 @@ def test_a_stored_gate_check_decides_with_the_collector_off_and_turns_it_on_agai
     demo: Path, cli: Cli, collector_on: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[bool] = []
-    evaluate = check.evaluate_stored
 
     def watched(inputs: Any) -> Any:
         seen.append(gc.isenabled())
-        return evaluate(inputs)
+        return evaluate_stored(inputs)
 
-    monkeypatch.setattr(check, "evaluate_stored", watched)
+    monkeypatch.setattr("evalops.services.gate.check.evaluate_stored", watched)
     done = cli("gate", "check", "--build", "build-124", "--suite", SUITE, "--json", cwd=demo)
     # The demo's build-124 holds a hard failure: blocked (exit 4), as without the pause.
     assert done.code == 4, done.stdout + done.stderr

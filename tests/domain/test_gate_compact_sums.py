@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from evalops.domain.classify import ZERO_GATING_CLASSES
 from evalops.domain.gate_compact import CompactTrials, ExactSum, _mean, _parse_exact
+from evalops.domain.gate_documents import TrialInput
 from evalops.domain.gate_rules import EFFICIENCY_KEYS
 
 # Few distinct values, so that many trials share one (the counted path), and awkward ones.
@@ -169,7 +170,7 @@ def _trial(i: int, cls: str, score: float, counts: dict[str, Any]) -> dict[str, 
 def _single(trials: list[dict[str, Any]]) -> Any:
     summary = CompactTrials()
     for t in trials:
-        summary.add(t)
+        summary.add(cast("TrialInput", t))
     return summary.document()["single"]
 
 

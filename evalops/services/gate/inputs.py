@@ -351,7 +351,7 @@ def member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str, 
     # Text and integers, straight from the driver (`statement_rows`).
     rows = statement_rows(
         defs.session,
-        select(
+        select(  # type: ignore[call-overload]
             TaskRevision.id,
             TaskRevision.task_id,
             TaskRevision.revision,
