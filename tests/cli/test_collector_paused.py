@@ -1,7 +1,7 @@
 """`gate check` runs with Python's cycle collector off, and leaves it as it found it.
 
-The collector walked a 10,000-task decision's dicts and lists about 80 times and freed
-nothing (benchmarks/RESULTS.md); `collector_paused` turns it off for the command's work. What
+The collector ran 619 times while a 10,000-task decision was made and freed nothing
+(benchmarks/RESULTS.md); `collector_paused` turns it off for the command's work. What
 these tests hold: the decision is made with the collector off, its exit code is the
 decision's, and afterwards the collector is on again (or still off, when it was off), also
 when the command fails.
