@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -91,6 +92,36 @@ class Settings:
 JsonFlag = Annotated[
     bool, typer.Option("--json", help="Machine-readable output: one JSON document on stdout.")
 ]
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off for one command's work, and on again after (if it was).
+
+    For a command that builds one large document of plain dicts and lists in memory (a
+    gate decision over 10,000 tasks: hundreds of thousands of them, alive until it is
+    stored and printed): the collector ran 619 times while one was made, 55 of them over
+    the older generations (every module the command imported), and freed nothing, for a
+    sixth of the command's CPU. Everything is still freed when its last reference goes; only
+    the few reference cycles made meanwhile wait until the collector is on again.
+
+    What the work made and still holds when it ends (the modules it imported: hundreds of
+    thousands of objects) would all be young then, and the collector's first young
+    collection would walk them once more, for nothing (2% of the command). So they are moved
+    to the oldest generation without a walk (`freeze` then `unfreeze`, two list splices),
+    unless something had frozen objects before (a test process freezes its own heap):
+    `unfreeze` would thaw those too, so they are left as they are and the walk happens."""
+    was_on = gc.isenabled()
+    frozen_before = gc.get_freeze_count()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if not frozen_before:
+            gc.freeze()
+            gc.unfreeze()
+        if was_on:
+            gc.enable()
 
 
 def settings(ctx: typer.Context, json_flag: bool = False) -> Settings:

@@ -9,7 +9,9 @@ import typer
 from evalops.cli.colour import painted_cell, say_painted
 from evalops.cli.context import (
     JsonFlag,
+    Settings,
     add_row,
+    collector_paused,
     echo_lines,
     emit,
     new_table,
@@ -371,18 +373,47 @@ def gate_check(
 
     Example: evalops gate check --build build-124 --suite regression/core --baseline build-123
     """
+    state = settings(ctx, json_flag)
+    code = 0
+    with collector_paused():
+        try:
+            _gate_check(
+                ctx,
+                state,
+                {
+                    "build": build,
+                    "suite_id": suite,
+                    "at": _at_or_none(at),
+                    "now": now(),
+                    "execution_id": execution,
+                    "baseline": baseline,
+                    "policy": policy,
+                },
+                dry_run=dry_run,
+                junit=junit,
+                report=report,
+                definitions=definitions,
+            )
+        except typer.Exit as done:
+            # Left here, so that the decision and its inputs are let go while the collector
+            # is still off (else it would walk them once on again, for nothing).
+            code = done.exit_code
+    raise typer.Exit(code)
+
+
+def _gate_check(
+    ctx: typer.Context,
+    state: Settings,
+    options: dict[str, Any],
+    *,
+    dry_run: bool,
+    junit: Path | None,
+    report: Path | None,
+    definitions: str | None,
+) -> None:
+    """`gate check` with its options read (`options`: those of the services' `check`)."""
     from evalops.services.gate.check import check_decided, dry_run_check
 
-    state = settings(ctx, json_flag)
-    options: dict[str, Any] = {
-        "build": build,
-        "suite_id": suite,
-        "at": _at_or_none(at),
-        "now": now(),
-        "execution_id": execution,
-        "baseline": baseline,
-        "policy": policy,
-    }
     data: DecisionDocument
     inputs: AnyGateInputs
     number: int | None = None

@@ -24,13 +24,14 @@ evaluators to the same decisions.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from evalops.domain.classify import counted_gating_score
 from evalops.domain.gate_documents import (
@@ -60,7 +61,7 @@ from evalops.domain.gate_rules import (
     with_baseline,
 )
 from evalops.domain.regression import TaskOutcome, paired_verdict
-from evalops.domain.reruns import TrialNode, resolve_reruns
+from evalops.domain.reruns import NO_RERUNS, TrialNode, resolve_reruns
 from evalops.domain.specs import GatePolicy
 from evalops.domain.stats import blocks_stats, counts_block
 from evalops.domain.vocabulary import EVIDENCE_BLOCKED, parse_timestamp
@@ -198,16 +199,9 @@ class CompactTrials:
 
     def document(self) -> CompactTrialsDocument:
         """`{trialCount, single, chained}`: the trials part of an evaluator-4 task input."""
-        classes: Counter[str] = Counter()
-        score, gating = ExactSum(), ExactSum()
-        for (cls, value, gating_value), times in self._scored.items():
-            classes[cls] += times
-            score.add(value, times)
-            gating.add(counted_gating_score(cls, gating_value), times)
-        sums = {key: ExactSum() for key in EFFICIENCY_KEYS}
-        for counts, times in self._efficiency.items():
-            for key, value in zip(EFFICIENCY_KEYS, counts, strict=True):
-                sums[key].add(value, times)
+        classes, score_sum, gating_sum, efficiency_count, efficiency_sums = _single_sums(
+            self._scored, self._efficiency
+        )
         last: CompactLast | None = None
         if self._last is not None:
             position, trajectory, resolve = self._last
@@ -219,17 +213,59 @@ class CompactTrials:
             "trialCount": self._position,
             "single": {
                 "n": self._single_n,
-                "classes": dict(sorted(classes.items())),
+                # Copies: the cached sums are shared by every task that has them.
+                "classes": dict(classes),
                 "first": dict(sorted(self._first.items())),
-                "scoreSum": score.text(),
-                "gatingSum": gating.text(),
-                "efficiencyCount": sum(self._efficiency.values()),
-                "efficiencySums": {k: v.text() for k, v in sums.items()},
+                "scoreSum": score_sum,
+                "gatingSum": gating_sum,
+                "efficiencyCount": efficiency_count,
+                "efficiencySums": dict(efficiency_sums),
                 "fixtureMisses": self._fixture_misses,
                 "last": last,
             },
             "chained": self._chained,
         }
+
+
+_Sums = tuple[dict[str, int], str, str, int, dict[str, str]]
+_SUMS: dict[tuple[tuple[Any, ...], tuple[Any, ...]], _Sums] = {}
+_SUMS_KEPT = 4096
+
+
+def _single_sums(
+    scored: Mapping[tuple[str, float, float], int], efficiency: Mapping[tuple[float, ...], int]
+) -> _Sums:
+    """A task's single trials summed: (classes, scoreSum, gatingSum, efficiencyCount,
+    efficiencySums), from its counts by (class, score, gating score) and by efficiency
+    counts. The sums are exact, so they do not depend on the order trials came in; a
+    suite's tasks mostly share a few such counts (five passes scoring 1.0), so each is
+    summed once, and kept (a few thousand at most) for the next task that has it. Keyed
+    by the counts as they are (equal floats sum alike: -0.0 and 0.0 are both 0/1)."""
+    key = (tuple(scored.items()), tuple(efficiency.items()))
+    found = _SUMS.get(key)
+    if found is not None:
+        return found
+    classes: Counter[str] = Counter()
+    score, gating = ExactSum(), ExactSum()
+    for (cls, value, gating_value), times in scored.items():
+        classes[cls] += times
+        score.add(value, times)
+        gating.add(counted_gating_score(cls, gating_value), times)
+    sums = {name: ExactSum() for name in EFFICIENCY_KEYS}
+    for counts, times in efficiency.items():
+        for name, value in zip(EFFICIENCY_KEYS, counts, strict=True):
+            sums[name].add(value, times)
+    found = (
+        dict(sorted(classes.items())),
+        score.text(),
+        gating.text(),
+        sum(efficiency.values()),
+        {name: total.text() for name, total in sums.items()},
+    )
+    if len(_SUMS) >= _SUMS_KEPT:
+        _SUMS.clear()
+    _SUMS[key] = found
+    return found
 
 
 def _chained(trial: TrialInput, position: int) -> ChainedTrial:
@@ -282,8 +318,10 @@ def compact_inputs(inputs: ListedInputs) -> CompactInputs:
 # ------------------------------------------------------------------------------ evaluation
 
 
-@dataclass(frozen=True)
-class CompactSummary:
+class CompactSummary(NamedTuple):
+    """One task's summary as the decision reads it (a named tuple: made once per task, and
+    a frozen dataclass of sixteen fields cost more to make than the rest of the step)."""
+
     state: str
     n: int
     passed_count: int
@@ -313,9 +351,11 @@ quotient is ever used, and `int / int` is correctly rounded, as `float(Fraction)
 _EXACT_TEXT = re.compile(r"(-?[0-9]+)(?:/([0-9]+))?")
 
 
+@functools.lru_cache(maxsize=4096)
 def _parse_exact(text: str) -> Exact:
     """An exact sum's text ("3/2", "-7", as `str(Fraction)` writes it) as a pair; any other
-    spelling `Fraction` reads is read by it (and refused as it refuses it)."""
+    spelling `Fraction` reads is read by it (and refused as it refuses it). Cached: a
+    suite's tasks share a few sums (six per task), and a pair is never changed."""
     found = _EXACT_TEXT.fullmatch(text)
     if found is None:
         value = Fraction(text)
@@ -335,8 +375,7 @@ def _plus(total: Exact, value: float) -> Exact:
     return a * d + c * b, b * d
 
 
-@dataclass(frozen=True)
-class _Effective:
+class _Effective(NamedTuple):
     """The trials that count: counts and exact sums, and the chains' stand-ins, each with
     the position of the original it stands for."""
 
@@ -353,16 +392,26 @@ class _Effective:
 def _effective(task: CompactTaskInput, limits: Mapping[str, int]) -> tuple[_Effective, Any]:
     single = task["single"]
     chained = task["chained"]
-    outcome = resolve_reruns(
-        [TrialNode(t["trial_id"], t["parent_trial_id"], t["classification"]) for t in chained],
-        limits,
+    outcome = (
+        resolve_reruns(
+            [TrialNode(t["trial_id"], t["parent_trial_id"], t["classification"]) for t in chained],
+            limits,
+        )
+        if chained
+        else NO_RERUNS
     )
-    by_id = {t["trial_id"]: t for t in chained}
-    originals = [t for t in chained if t["parent_trial_id"] is None]
-    standing = [
-        (o["position"], by_id[i]) for o, i in zip(originals, outcome.effective, strict=True)
-    ]
-    classes = Counter({str(k): int(v) for k, v in single["classes"].items()})
+    standing: list[tuple[int, ChainedTrial]] = []
+    if chained:
+        by_id = {t["trial_id"]: t for t in chained}
+        originals = [t for t in chained if t["parent_trial_id"] is None]
+        standing = [
+            (o["position"], by_id[i]) for o, i in zip(originals, outcome.effective, strict=True)
+        ]
+    # Filled key by key, as `Counter(mapping)` would (zero counts kept), without its
+    # abstract `Mapping` check, once per task.
+    classes: Counter[str] = Counter()
+    for key, value in single["classes"].items():
+        classes[str(key)] = int(value)
     score = _parse_exact(single["scoreSum"])
     gating = _parse_exact(single["gatingSum"])
     efficiency = {k: _parse_exact(v) for k, v in single["efficiencySums"].items()}
@@ -404,14 +453,18 @@ class TrialCounts:
 def trial_counts(task: CompactTaskInput, policy: GatePolicy) -> TrialCounts:
     """The effective and first-result class counts `summarize_compact` decides on: the
     estimate of an estimation suite reads its trials exactly as the gate does."""
-    limits = {str(k): v for k, v in policy.reruns.max_attempts_by_class.items()}
-    eff, outcome = _effective(task, limits)
+    eff, outcome = _effective(task, rerun_limits_of(policy))
     _, originals = _all_and_original_classes(task)
     return TrialCounts(
         effective={c: n for c, n in sorted(eff.classes.items()) if n},
         first={c: n for c, n in sorted(originals.items()) if n},
         rerun_count=outcome.rerun_count,
     )
+
+
+def rerun_limits_of(policy: GatePolicy) -> dict[str, int]:
+    """The policy's `reruns.max_attempts_by_class`, as `resolve_reruns` reads it."""
+    return {str(k): v for k, v in policy.reruns.max_attempts_by_class.items()}
 
 
 def _mean(total: Exact, n: int) -> float | None:
@@ -498,10 +551,14 @@ def _all_and_original_classes(
     return every, originals
 
 
-def summarize_compact(task: CompactTaskInput, policy: GatePolicy) -> CompactSummary:
-    """`domain.gate.summarize_task` over an evaluator-4 task summary."""
+def summarize_compact(
+    task: CompactTaskInput, policy: GatePolicy, limits: Mapping[str, int] | None = None
+) -> CompactSummary:
+    """`domain.gate.summarize_task` over an evaluator-4 task summary (`limits`: the policy's
+    rerun limits, `rerun_limits_of(policy)`, when the caller has them for every task)."""
     plan = task["plan"]
-    limits = {str(k): v for k, v in policy.reruns.max_attempts_by_class.items()}
+    if limits is None:
+        limits = rerun_limits_of(policy)
     eff, outcome = _effective(task, limits)
     passed = eff.classes.get("task_pass", 0)
     passes = _passes(plan["passRule"], eff, passed, float(plan["passScore"]))
@@ -578,8 +635,9 @@ def evaluate(inputs: CompactInputs) -> DecisionDocument:
     holds: list[str] = []
     tasks_out: list[DecisionTask] = []
     summaries: dict[str, CompactSummary] = {}
+    limits = rerun_limits_of(policy)
     for task in sorted(inputs["tasks"], key=lambda t: t["task_id"]):
-        s = summarize_compact(task, policy)
+        s = summarize_compact(task, policy, limits)
         summaries[task["task_id"]] = s
         effect = task_effect(s.state, task["risk"])
         waiver_id = None
@@ -638,6 +696,7 @@ def _regression(
     """Evaluator 3's baseline step over task summaries; `reasons` are the decision's
     (blocks, holds, notes), which it adds to."""
     blocks, holds, notes = reasons
+    limits = rerun_limits_of(policy)
     baseline = inputs.get("baseline")
     if baseline is None:
         return None
@@ -660,7 +719,7 @@ def _regression(
             "reason": why,
         }
     base_summaries = {
-        t["task_id"]: summarize_compact(t, policy)
+        t["task_id"]: summarize_compact(t, policy, limits)
         for t in baseline["tasks"]
         if int(t["trialCount"])
     }

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
 RERUN_NOT_PERMITTED = "rerun_not_permitted"
 INVALID_RUN_CLASSES = ("infrastructure_invalid", "grader_invalid")
@@ -39,6 +40,11 @@ class RerunOutcome:
     rerun_count: int
     invalid_count: int
     """Originals whose first result was an invalid run (infrastructure or grader)."""
+
+
+NO_RERUNS = RerunOutcome((), frozenset(), MappingProxyType({}), 0, 0)
+"""`resolve_reruns` of no trials, whatever the limits: a task whose trials are in no rerun
+chain (most of a suite's) needs nothing resolved."""
 
 
 def attempt_allowed(

@@ -260,10 +260,13 @@ def snapshot_session(engine: Engine) -> Iterator[Session]:
 RAW_BATCH = 2000
 
 
-def raw_rows(session: Session, sql: str, cursor_name: str) -> Iterator[tuple[Any, ...]]:
+def raw_rows(
+    session: Session, sql: str, cursor_name: str, params: Any = None
+) -> Iterator[tuple[Any, ...]]:
     """Stream the plain tuples of `sql` straight from the driver, in the session's
     transaction (its snapshot): on PostgreSQL a server-side cursor named `cursor_name`, so
-    memory stays flat; no ORM type processing runs per row."""
+    memory stays flat; no ORM type processing runs per row. `params` are in the driver's
+    own style (`statement_rows` makes both)."""
     connection = session.connection()
     raw = connection.connection.driver_connection
     assert raw is not None
@@ -273,7 +276,10 @@ def raw_rows(session: Session, sql: str, cursor_name: str) -> Iterator[tuple[Any
     else:
         cursor = raw.cursor()
     try:
-        cursor.execute(sql)
+        if params is None:
+            cursor.execute(sql)
+        else:
+            cursor.execute(sql, params)
         while True:
             batch = cursor.fetchmany(RAW_BATCH)
             if not batch:
@@ -281,3 +287,19 @@ def raw_rows(session: Session, sql: str, cursor_name: str) -> Iterator[tuple[Any
             yield from batch
     finally:
         cursor.close()
+
+
+def statement_rows(session: Session, statement: Any, cursor_name: str) -> Iterator[tuple[Any, ...]]:
+    """`raw_rows` of a Core select (one query, written once, for both engines): compiled for
+    the session's dialect, its parameters handed to the driver as they are. Only for
+    statements whose parameters and columns need no type processing (text, integers,
+    floats; no timestamps): the driver's values are the rows' values, and a read of tens
+    of thousands of rows skips SQLAlchemy's per-row work."""
+    compiled = statement.compile(dialect=session.connection().dialect)
+    values = compiled.construct_params()
+    params = (
+        tuple(values[name] for name in compiled.positiontup or ())
+        if compiled.positional
+        else values
+    )
+    return raw_rows(session, compiled.string, cursor_name, params)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 from fractions import Fraction
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from evalops.domain.classify import ZERO_GATING_CLASSES
 from evalops.domain.gate_compact import CompactTrials, ExactSum, _mean, _parse_exact
+from evalops.domain.gate_documents import TrialInput
 from evalops.domain.gate_rules import EFFICIENCY_KEYS
 
 # Few distinct values, so that many trials share one (the counted path), and awkward ones.
@@ -151,3 +152,52 @@ def test_a_zero_denominator_is_refused_naming_the_stored_text() -> None:
     # A stored sum is refused with the text it was stored as, so the document can be found.
     with pytest.raises(ZeroDivisionError, match="3/0"):
         _parse_exact("3/0")
+
+
+def _trial(i: int, cls: str, score: float, counts: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "trial_id": f"t.{i}",
+        "parent_trial_id": None,
+        "classification": cls,
+        "score": score,
+        "gating_score": score,
+        "trajectory": None,
+        "efficiency": counts,
+        "fixture_misses": 0,
+    }
+
+
+def _single(trials: list[dict[str, Any]]) -> Any:
+    summary = CompactTrials()
+    for t in trials:
+        summary.add(cast("TrialInput", t))
+    return summary.document()["single"]
+
+
+def test_tasks_with_the_same_counts_share_sums_never_their_dicts() -> None:
+    # Sums are summed once per shape of counts and reused by the next task with that shape
+    # (whatever order its trials came in): each task still gets dicts of its own.
+    counts = dict.fromkeys(EFFICIENCY_KEYS, 3)
+    trials = [_trial(0, "task_pass", 0.1, counts), _trial(1, "task_fail", 0.7, {})]
+    first = _single(trials)
+    second = _single(list(reversed(trials)))
+    expected_score = str(Fraction(0.1) + Fraction(0.7))
+    for single in (first, second):
+        assert single["scoreSum"] == expected_score
+        assert single["classes"] == {"task_fail": 1, "task_pass": 1}
+        assert single["efficiencyCount"] == 1
+        assert single["efficiencySums"] == dict.fromkeys(EFFICIENCY_KEYS, "3")
+    first["classes"]["task_pass"] = 99
+    first["efficiencySums"][EFFICIENCY_KEYS[0]] = "99"
+    third = _single(trials)
+    assert third["classes"] == {"task_fail": 1, "task_pass": 1}
+    assert third["efficiencySums"] == dict.fromkeys(EFFICIENCY_KEYS, "3")
+
+
+def test_a_negative_zero_sums_as_zero_after_a_zero_and_before() -> None:
+    # -0.0 == 0.0, so the two share one cached entry: both are the fraction 0.
+    for order in ((0.0, -0.0), (-0.0, 0.0)):
+        for score in order:
+            single = _single([_trial(0, "task_fail", score, {})])
+            assert single["scoreSum"] == str(Fraction(score)) == "0"
+            assert single["gatingSum"] == "0"

@@ -15,7 +15,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, attempt_allowed, resolve_reruns
+from evalops.domain.reruns import (
+    NO_RERUNS,
+    RERUN_NOT_PERMITTED,
+    TrialNode,
+    attempt_allowed,
+    resolve_reruns,
+)
 from evalops.domain.stats import TaskTrials, task_block
 from evalops.domain.vocabulary import CANONICAL_PRECEDENCE
 
@@ -378,3 +384,17 @@ def test_the_invalid_count_is_of_originals_whose_first_result_was_an_invalid_run
     out = resolve_reruns(trials, LIMITS)
     assert out.invalid_count == 2  # a and b; a rerun's class and other blocked classes aside
     assert out.rerun_count == 2
+
+
+@pytest.mark.parametrize(
+    "limits", [{}, {"infrastructure_invalid": 2}, {"grader_invalid": 1, "task_fail": 3}]
+)
+def test_no_trials_resolve_to_the_shared_empty_outcome(limits: dict[str, int]) -> None:
+    # The compact evaluator uses NO_RERUNS for a task with no rerun chain instead of
+    # resolving: nothing stands in, nothing is excluded, no rerun, no invalid original.
+    for outcome in (resolve_reruns([], limits), NO_RERUNS):
+        assert outcome.effective == ()
+        assert outcome.not_permitted == frozenset()
+        assert dict(outcome.first_results) == {}
+        assert (outcome.rerun_count, outcome.invalid_count) == (0, 0)
+    assert resolve_reruns([], limits) == NO_RERUNS

@@ -65,6 +65,7 @@ from evalops.services.gate.policies import (
 from evalops.services.placeholders import refuse_placeholder
 from evalops.services.registry.definitions import Definitions, StaleClassifications, rederive
 from evalops.store import queries
+from evalops.store.engine import statement_rows
 from evalops.store.queries import upto, voided
 from evalops.store.tables import (
     AuditEvent,
@@ -254,6 +255,23 @@ _TRIAL_COLUMNS = (
 )
 
 
+class _TrialRow(NamedTuple):
+    """A row of `_TRIAL_COLUMNS` as the driver gives it, read by name."""
+
+    id: int
+    trial_id: str
+    parent_trial_id: str | None
+    classification: str
+    score: float
+    gating_score: float
+    trajectory: str | None
+    efficiency: str
+    task_id: str
+    task_digest: str
+    grader_set_digest: str
+    ingest_batch_id: int
+
+
 def _trial_input(
     session: Session, defs: Definitions, rederive_: StaleClassifications, row: Any
 ) -> TrialInput:
@@ -330,7 +348,9 @@ def member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str, 
     is parsed only when the ratchet or the plan reads it. What was read is let go after."""
     wanted = {m.task_id for m in members}
     revisions: dict[str, list[_Revision]] = {}
-    rows: Any = defs.session.connection().execute(
+    # Text and integers, straight from the driver (`statement_rows`).
+    rows = statement_rows(
+        defs.session,
         select(  # type: ignore[call-overload]
             TaskRevision.id,
             TaskRevision.task_id,
@@ -339,12 +359,13 @@ def member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str, 
             TaskRevision.document,
         )
         .where(upto(TaskRevision.audit_seq, defs.cutoff))
-        .order_by(col(TaskRevision.id))
+        .order_by(col(TaskRevision.id)),
+        "gate_task_revisions",
     )
-    for row in rows:
-        if row.task_id in wanted:
-            revisions.setdefault(row.task_id, []).append(
-                _Revision(row.id, row.revision, row.task_digest, row.document)
+    for revision_id, task_id, revision, task_digest, document in rows:
+        if task_id in wanted:
+            revisions.setdefault(task_id, []).append(
+                _Revision(revision_id, revision, task_digest, document)
             )
     parsed: dict[int, StoredTaskHead] = {}
 
@@ -509,14 +530,19 @@ def compact_task_inputs(
         for m in members
     }
     efficiencies = _Efficiencies()
-    rows: Any = session.connection().execute(
+    # Straight from the driver (`statement_rows`): the 13 columns are text, integers and
+    # floats, as SQLAlchemy would give them, without its work per row.
+    rows = statement_rows(
+        session,
         select(*_TRIAL_COLUMNS, voided(cutoff).label("voided"))  # type: ignore[call-overload]
         .where(
             Trial.execution_digest == execution.execution_digest,
             upto(Trial.audit_seq, cutoff),
         )
-        .order_by(col(Trial.id))
+        .order_by(col(Trial.id)),
+        "gate_trials",
     )
+    needed = rederive_.needed
     for row in rows:
         (_, trial_id, parent, cls, score, gating, trajectory, efficiency, task_id) = row[:9]
         m = members_by_id.get(task_id)
@@ -532,11 +558,11 @@ def compact_task_inputs(
             misses is None
             or not complete
             or summary.is_chained(trial_id, parent)
-            or rederive_.needed(trial_id, row[10], row[11])
+            or needed(trial_id, row[10], row[11])
         ):
             # Reruns are kept whole, and a trial whose class is re-derived or whose misses
             # ingest did not count is read from its record: the full input.
-            summary.add(_trial_input(session, defs, rederive_, row))
+            summary.add(_trial_input(session, defs, rederive_, _TrialRow._make(row[:12])))
             continue
         # Anything else is what `_trial_input` would make of it, by its parts: the
         # trajectory is parsed only for the task's last trial.

@@ -74,6 +74,22 @@ class Definitions:
         Both tables hold rows only for the exceptional trials, so they are read whole, once
         per session, instead of twice per trial re-derived.
         """
+        recon_by_trial, reviews_by_trial = self._appended_rows()
+        counted = reviews_by_trial.get(trial_id, [])
+        if self.refused_reviews:
+            counted = [v for v in counted if v.audit_seq not in self.refused_reviews]
+        return recon_by_trial.get(trial_id, []), counted
+
+    def has_appended(self, trial_id: str) -> bool:
+        """Has the trial any reconciliation or review row (counted or not)? Most have none,
+        and `appended` need not be asked for them (tens of thousands per gate check)."""
+        recon, reviews = self._appended_rows()
+        return trial_id in recon or trial_id in reviews
+
+    def _appended_rows(
+        self,
+    ) -> tuple[dict[str, list[Reconciliation]], dict[str, list[ReviewResult]]]:
+        """Both tables by trial id, read whole once per session."""
         if self._appended is None:
             recon: dict[str, list[Reconciliation]] = {}
             for r in self.session.exec(
@@ -90,10 +106,7 @@ class Definitions:
             ):
                 reviews.setdefault(v.trial_id, []).append(v)
             self._appended = (recon, reviews)
-        counted = self._appended[1].get(trial_id, [])
-        if self.refused_reviews:
-            counted = [v for v in counted if v.audit_seq not in self.refused_reviews]
-        return self._appended[0].get(trial_id, []), counted
+        return self._appended
 
     def task_rows(self, task_digest: str) -> list[TaskRevision]:
         if self._all_tasks is not None:
@@ -259,11 +272,12 @@ class StaleClassifications:
         return self.current[grader_set_digest]
 
     def needed(self, trial_id: str, grader_set_digest: str, batch_id: int) -> bool:
-        reconciliations, reviews = self.defs.appended(trial_id)
-        if reconciliations or reviews:
-            return must_rederive(
-                True, None, grader_set_digest, lambda: self._current(grader_set_digest)
-            )
+        if self.defs.has_appended(trial_id):
+            reconciliations, reviews = self.defs.appended(trial_id)
+            if reconciliations or reviews:
+                return must_rederive(
+                    True, None, grader_set_digest, lambda: self._current(grader_set_digest)
+                )
         key = (batch_id, grader_set_digest)
         found = self._plain.get(key)
         if found is None:

@@ -1,0 +1,85 @@
+"""P4 side by side: another checkout's stored `gate check`, this tree's, and the floor.
+
+    python -m benchmarks.p4_side --against DIR [--rounds 7]
+
+DIR is another commit's tree (`git archive COMMIT | tar -x -C DIR`, with its `evalops`
+and `benchmarks` packages). Each round measures, one after the other, DIR's stored
+`gate check --build build-1 --suite regression/bench` and this tree's, each in a fresh
+process on a fresh copy of `build/bench/suite-10000` (as `perf.py` measures P4), then the
+floor (`floor_gate_read.py`); after a warm-up round, the medians of `--rounds` rounds and
+the per-round ratio of this tree to DIR. The 1-minute load average is read before every
+round: the machine is shared, so only figures of the same rounds compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from benchmarks.measure import run
+from benchmarks.perf import WORK, _copy_db, big_suite
+
+ARGV = ["evalops", "gate", "check", "--build", "build-1", "--suite", "regression/bench"]
+
+
+def _gate(suite: Path, code: Path | None) -> dict[str, Any]:
+    copy = _copy_db(suite, WORK / "p4-side-run")
+    env = {"PYTHONPATH": str(code)} if code is not None else None
+    done = run(ARGV, cwd=copy, env=env)
+    assert done["code"] in (0, 3, 4), done
+    return done
+
+
+def _load() -> float:
+    return float(Path("/proc/loadavg").read_text(encoding="ascii").split()[0])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--against", type=Path, required=True)
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    against = args.against.resolve()
+    suite = big_suite(10_000)
+    rows: list[dict[str, Any]] = []
+    for number in range(args.rounds + 1):
+        load = _load()
+        other, ours = _gate(suite, against), _gate(suite, None)
+        floor = run(
+            ["script", "benchmarks.floor_gate_read", ".evalops/registry.db", "build-1"], cwd=suite
+        )
+        if number == 0:  # the warm-up round: caches, byte-compiled modules
+            continue
+        rows.append({"load": load, "other": other, "ours": ours, "floor": floor})
+        print(
+            f"round {number}: load {load:.2f}  other {other['cpu']:.3f}s  ours "
+            f"{ours['cpu']:.3f}s  floor {floor['cpu']:.3f}s  ours/other "
+            f"{ours['cpu'] / other['cpu']:.2f}",
+            flush=True,
+        )
+
+    def med(key: str, field: str = "cpu") -> float:
+        return median(float(r[key][field]) for r in rows)
+
+    floor_cpu = med("floor")
+    print(
+        f"against {against}; {len(rows)} rounds, load {min(r['load'] for r in rows):.1f}-"
+        f"{max(r['load'] for r in rows):.1f}, pid {os.getpid()}"
+    )
+    for key, name in (("other", "other"), ("ours", "this tree")):
+        lo = min(float(r[key]["cpu"]) for r in rows)
+        hi = max(float(r[key]["cpu"]) for r in rows)
+        print(
+            f"{name}: CPU {med(key):.3f}s ({lo:.3f}-{hi:.3f}), {med(key) / floor_cpu:.2f}x the "
+            f"floor; wall {med(key, 'wall'):.3f}s; peak {med(key, 'peak_kib') / 1024:.0f} MiB"
+        )
+    print(f"floor: CPU {floor_cpu:.3f}s, wall {med('floor', 'wall'):.3f}s")
+    per_round = median(float(r["ours"]["cpu"]) / float(r["other"]["cpu"]) for r in rows)
+    print(f"this tree / other, per round (median): {per_round:.2f}")
+
+
+if __name__ == "__main__":
+    main()
