@@ -255,8 +255,11 @@ def _console_class() -> type[Console]:
 
 
 def console(stderr: bool = False) -> Console:
-    # markup=False: a stored "[red]" must print as itself, never as a style.
-    out = _console_class()(stderr=stderr, highlight=False, soft_wrap=True, markup=False)
+    # markup=False, emoji=False: a stored "[red]" must print as itself, never as a style,
+    # and a stored ":x:" as itself, never as an emoji (which would change widths and text).
+    out = _console_class()(
+        stderr=stderr, highlight=False, soft_wrap=True, markup=False, emoji=False
+    )
     stream = sys.stderr if stderr else sys.stdout
     # The stream itself decides (FORCE_COLOR makes rich call a pipe a terminal of 80 columns).
     if not out.is_terminal or not stream.isatty():

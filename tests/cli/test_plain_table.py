@@ -10,7 +10,7 @@ import io
 import string
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 from rich.table import Table
@@ -21,10 +21,17 @@ from evalops.cli.context import add_row, new_table
 
 
 def _rich(table: Table) -> str:
-    """What rich prints for `table` without a width limit or colour (a pipe)."""
+    """What rich prints for `table` without a width limit or colour (a pipe), with
+    evalops's settings: no markup, no emoji codes."""
     out = io.StringIO()
     Console(
-        file=out, width=1_000_000, color_system=None, highlight=False, soft_wrap=True, markup=False
+        file=out,
+        width=1_000_000,
+        color_system=None,
+        highlight=False,
+        soft_wrap=True,
+        markup=False,
+        emoji=False,
     ).print(table)
     return out.getvalue()
 
@@ -49,6 +56,10 @@ ODD_CELL = st.sampled_from(["", "é", "任务-1", "a\tb", "x\ny", "\u200bz", "  
 
 
 @settings(max_examples=80, deadline=None)
+# Cells rich would read as emoji codes (":x:" is one) if evalops's console let it: it once
+# did, and the line path printed them as written while rich drew a wider emoji.
+@example(headers=["0"] * 8, cells=[["0"] * 7 + [":V:", "0"]], odd=None)
+@example(headers=[":x:", "b"], cells=[[":smile:", "a:v:b"] + ["0"] * 7] * 30, odd=None)
 @given(
     headers=st.lists(ASCII_CELL, min_size=1, max_size=9),
     cells=st.lists(st.lists(ASCII_CELL, min_size=9, max_size=9), min_size=1, max_size=60),
@@ -109,3 +120,21 @@ def test_a_titled_table_is_left_to_rich() -> None:
     for _ in range(tables.PLAIN_ROWS + 1):
         table.add_row("x")
     assert tables.plain_lines(table) is None
+
+
+@pytest.mark.parametrize("rows", [1, tables.PLAIN_ROWS + 1])
+def test_emoji_codes_print_as_written(rows: int) -> None:
+    """A stored ":smile:" or ":x:" is text, shown as written (as a stored "[red]" is), in a
+    short table (rich) and a long one (the line path), and in a line printed alone."""
+    table = new_table("id", "reason")
+    for _ in range(rows):
+        add_row(table, "task:x:1", "fixed :smile: and :x:")
+    printed = _printed(table)
+    assert "task:x:1" in printed and "fixed :smile: and :x:" in printed
+    assert "\N{CROSS MARK}" not in printed and "\N{SMILING FACE WITH SMILING EYES}" not in printed
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        from evalops.cli.context import console
+
+        console().print("a reason: :thumbs_up: [red]done[/red]")
+    assert out.getvalue() == "a reason: :thumbs_up: [red]done[/red]\n"
