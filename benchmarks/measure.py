@@ -53,8 +53,10 @@ def child(result: str, argv: list[str]) -> None:
     code = 0
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         if argv[0] == "evalops":
+            from evalops.cli.context import mark_own_process
             from evalops.cli.main import main
 
+            mark_own_process()  # this process runs one command, as `evalops` does
             code = main(argv[1:])
         else:  # a floor script: `script MODULE ARGS...`
             sys.argv = [argv[1], *argv[2:]]

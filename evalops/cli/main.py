@@ -13,7 +13,14 @@ from typer.core import TyperGroup
 from evalops import __version__
 from evalops.cli import fastparams
 from evalops.cli.commands import BY_NAME, COMMANDS, Entry
-from evalops.cli.context import Settings, flush_stdout, print_json, settings, shown
+from evalops.cli.context import (
+    Settings,
+    flush_stdout,
+    mark_own_process,
+    print_json,
+    settings,
+    shown,
+)
 from evalops.cli.discover import (
     in_registry_repository,
     no_database_here,
@@ -446,4 +453,6 @@ def _is_usage_error(exc: BaseException) -> bool:
 
 
 def run() -> None:
+    """The `evalops` entry point: this process runs one command and ends."""
+    mark_own_process()
     sys.exit(main())

@@ -74,12 +74,13 @@ def _in_a_fresh_interpreter(lines: list[str]) -> None:
 
 
 def test_what_the_work_holds_ends_in_the_oldest_generation_unwalked() -> None:
-    # What the paused work made and still holds is in the oldest generation afterwards,
-    # nothing stays frozen, and no young collection is due at once.
+    # In a command's own process, what the paused work made and still holds is in the
+    # oldest generation afterwards, nothing stays frozen, and no young collection is due.
     _in_a_fresh_interpreter(
         [
             "import gc",
-            "from evalops.cli.context import collector_paused",
+            "from evalops.cli.context import collector_paused, mark_own_process",
+            "mark_own_process()",
             "assert gc.get_freeze_count() == 0",
             "with collector_paused():",
             "    kept = [[i] for i in range(50_000)]",
@@ -92,9 +93,9 @@ def test_what_the_work_holds_ends_in_the_oldest_generation_unwalked() -> None:
     )
 
 
-def test_objects_frozen_before_stay_frozen() -> None:
-    # A process that froze its heap (a test process does: tests/gc_tuning.py) keeps it
-    # frozen: the paused work does not thaw it.
+def test_a_program_calling_main_keeps_its_frozen_objects_frozen() -> None:
+    # A program that calls `main` and froze its heap (a test process does:
+    # tests/gc_tuning.py) keeps it frozen: the paused work does not thaw it.
     _in_a_fresh_interpreter(
         [
             "import gc",
@@ -135,3 +136,35 @@ def test_a_failing_gate_check_turns_the_collector_on_again(
     done = cli("gate", "check", "--build", "no-such-build", "--suite", SUITE, cwd=demo)
     assert done.code == 2, done.stdout + done.stderr
     assert gc.isenabled()
+
+
+def test_outside_a_command_s_own_process_frozen_objects_are_neither_counted_nor_moved(
+    collector_on: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counting the frozen objects walks all of them (50 ms for a test process's heap, at
+    every `gate check` of the suite); moving them would thaw what the caller froze."""
+
+    def refused(*_: object) -> None:
+        raise AssertionError("the frozen generation was touched")
+
+    for name in ("freeze", "unfreeze", "get_freeze_count"):
+        monkeypatch.setattr(gc, name, refused)
+    with collector_paused():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+
+
+def test_the_evalops_entry_point_marks_its_process_as_the_command_s() -> None:
+    _in_a_fresh_interpreter(
+        [
+            "from evalops.cli import context, main",
+            "assert not context.is_own_process()",
+            "main.main = lambda argv=None: 0",
+            "try:",
+            "    main.run()",
+            "except SystemExit as done:",
+            "    assert done.code == 0",
+            "assert context.is_own_process()",
+            "print('ok')",
+        ]
+    )
