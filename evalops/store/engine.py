@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 import weakref
 from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
@@ -77,9 +78,35 @@ def _sqlite_connect(dbapi_conn: Any, _record: Any) -> None:
     # Let SQLAlchemy's begin event issue BEGIN so that writers can ask for IMMEDIATE.
     dbapi_conn.isolation_level = None
     cursor = dbapi_conn.cursor()
-    cursor.execute("PRAGMA journal_mode=WAL")
+    _write_ahead_log(cursor)
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.close()
+
+
+def _write_ahead_log(cursor: Any) -> None:
+    """`PRAGMA journal_mode=WAL`, retried while the database is locked, until the lock
+    timeout (the connection's busy timeout) has passed.
+
+    Connections switching a new database file to WAL at the same moment each hold a shared
+    lock and ask for an exclusive one: SQLite answers one of them "database is locked" at
+    once, without calling the busy handler (waiting would be a deadlock), and lets the
+    other through. Three connections opening one new registry together failed that way
+    about 1 time in 30 (tests/store/test_fresh_schema.py); the one refused now retries
+    once the other has switched the file."""
+    import sqlite3
+
+    (timeout_ms,) = cursor.execute("PRAGMA busy_timeout").fetchone()
+    deadline = time.monotonic() + timeout_ms / 1000
+    pause = 0.001
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _sqlite_begin(conn: Connection) -> None:

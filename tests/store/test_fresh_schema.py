@@ -421,6 +421,53 @@ def test_of_two_concurrent_creations_one_creates_and_the_other_finds_it_done(
     assert snapshot(engine) == created(backend)[1]
 
 
+def test_a_connection_to_a_new_file_waits_for_a_writer_before_switching_it_to_wal(
+    tmp_path: Path,
+) -> None:
+    """A new (rollback-journal) file whose write lock another connection holds: switching
+    it to WAL needs an exclusive lock, and SQLite refuses at once, without waiting for the
+    busy timeout (it would be a deadlock where both sides hold a shared lock). evalops's
+    connection waits for the lock instead, as a writer does: two or three processes
+    opening one new registry together failed this way (about 1 time in 30)."""
+    import sqlite3
+    import threading
+
+    path = tmp_path / "new.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("CREATE TABLE other_writer (x TEXT)")
+    released = threading.Timer(0.3, holder.execute, ("COMMIT",))
+    released.start()
+    engine = make_engine(f"sqlite:///{path}", lock_timeout=60)
+    try:
+        with engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+    finally:
+        released.join()
+        holder.close()
+        engine.dispose()
+
+
+def test_a_connection_gives_up_switching_to_wal_after_the_lock_timeout(tmp_path: Path) -> None:
+    """The wait is bounded by the lock timeout, then SQLite's "database is locked"."""
+    import sqlite3
+
+    from sqlalchemy.exc import OperationalError
+
+    path = tmp_path / "new.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    holder.execute("CREATE TABLE other_writer (x TEXT)")
+    engine = make_engine(f"sqlite:///{path}", lock_timeout=0.2)
+    try:
+        with pytest.raises(OperationalError, match="database is locked"), engine.connect():
+            pass
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+        engine.dispose()
+
+
 def _copy() -> MetaData:
     copy = MetaData(naming_convention=SQLModel.metadata.naming_convention)
     for table in SQLModel.metadata.sorted_tables:
