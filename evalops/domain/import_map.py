@@ -17,8 +17,10 @@ from typing import Literal
 from pydantic import PrivateAttr, model_validator
 
 from evalops.domain.canonical import canonical_text
+from evalops.domain.spec_rules import SpecValueError
+from evalops.domain.spec_words import GraderState
 from evalops.domain.specs import Strict
-from evalops.domain.vocabulary import GraderState, Id, NonEmptyStr, PositiveInt, SpecValueError
+from evalops.domain.vocabulary import Id, NonEmptyStr, PositiveInt
 
 # A runtime status other than `ok`: what a source error or limit becomes.
 FailStatus = Literal["agent_error", "runtime_error", "infrastructure_error", "timeout"]

@@ -2,8 +2,8 @@
 
 Kept apart from the vocabulary's spec types (which need pydantic), like
 evalops/domain/classes.py, so that the plain checker of evalops/domain/spec_check.py reads
-the very lists the pydantic models of evalops/domain/specs.py are built from; both
-evalops/domain/vocabulary.py and specs.py name them as well.
+the very lists the pydantic models of evalops/domain/specs.py are built from (both import
+them from here).
 """
 
 from __future__ import annotations

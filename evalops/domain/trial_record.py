@@ -6,19 +6,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints, model_validator
 
+from evalops.domain.spec_rules import SpecValueError
+from evalops.domain.spec_words import GraderState
 from evalops.domain.specs import Strict
 from evalops.domain.vocabulary import (
     MAX_TOOL_CALLS,
     Digest,
     EffectStatus,
-    GraderState,
     Id,
     Identifier,
     NonEmptyStr,
     NonNegativeInt,
     PositiveInt,
     RuntimeStatus,
-    SpecValueError,
     Timestamp,
     TrialClass,
     UnitFloat,

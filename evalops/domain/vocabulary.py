@@ -8,43 +8,21 @@ from pydantic import AfterValidator, Field, StringConstraints
 
 from evalops.domain import classes as _classes
 from evalops.domain import limits as _limits
-from evalops.domain import spec_rules as _spec_rules
-from evalops.domain import spec_words as _words
 from evalops.domain import timestamps as _timestamps
 from evalops.domain.limits import MAX_FREE_TEXT_CHARS, MAX_IDENTIFIER_CHARS
+from evalops.domain.spec_words import GraderState
 
 # The trial classes live in evalops/domain/classes.py (no pydantic there); named here as well.
 TrialClass = _classes.TrialClass
 CANONICAL_PRECEDENCE = _classes.CANONICAL_PRECEDENCE
 EVIDENCE_BLOCKED = _classes.EVIDENCE_BLOCKED
 
-# The word lists live in evalops/domain/spec_words.py (no pydantic there); named here as well.
-GraderState = _words.GraderState
+# The word lists (GraderState, Risk, ...) live in evalops/domain/spec_words.py and the rules
+# between fields in spec_rules.py (no pydantic in either, for `validate`'s plain checker).
 GRADER_STATES: tuple[GraderState, ...] = get_args(GraderState)
 
-# The rules between fields live in evalops/domain/spec_rules.py (no pydantic there); named
-# here as well.
-MIN_FORBIDDEN_WAIVER_STATES = _spec_rules.MIN_FORBIDDEN_WAIVER_STATES
-
-Risk = _words.Risk
-Protects = _words.Protects
-SuiteKind = _words.SuiteKind
-GraderLayer = _words.GraderLayer
-GraderType = _words.GraderType
-RuleState = _words.RuleState
-ArgsMatch = _words.ArgsMatch
-TrajectoryMode = _words.TrajectoryMode
-PassRule = _words.PassRule
 RuntimeStatus = Literal["ok", "agent_error", "runtime_error", "infrastructure_error", "timeout"]
 EffectStatus = Literal["committed", "not_committed", "requested", "unknown"]
-RegressionMethod = _words.RegressionMethod
-EntryRequirement = _words.EntryRequirement
-ReplacementRequirement = _words.ReplacementRequirement
-RemovalRequirement = _words.RemovalRequirement
-
-
-SpecValueError = _spec_rules.SpecValueError
-
 
 # The id pattern lives in evalops/domain/limits.py (no pydantic there); named here as well.
 ID_PATTERN = _limits.ID_PATTERN
