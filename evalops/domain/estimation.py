@@ -81,11 +81,15 @@ def z_quantile(confidence: float) -> float:
 
 
 def t_quantile(confidence: float, df: int) -> float:
-    """The two-sided Student t quantile (scipy, imported only when a comparison needs it)."""
-    check_confidence(confidence)
-    from scipy import stats
+    """The two-sided Student t quantile, imported only when a comparison needs it.
 
-    return float(stats.t.ppf(1 - (1 - confidence) / 2, df))
+    `scipy.special.stdtrit` is what `scipy.stats.t.ppf` computes inside (the same float),
+    without importing `scipy.stats`: half a second of CPU less for `estimate` and `verify`
+    of a registry that stores comparisons."""
+    check_confidence(confidence)
+    from scipy import special
+
+    return float(special.stdtrit(df, 1 - (1 - confidence) / 2))
 
 
 def check_confidence(confidence: float) -> None:

@@ -197,12 +197,14 @@ def test_every_read_golden_file_is_checked() -> None:
 
 
 #: What `verify` does not import on a SQLite registry (it replays decisions, so it needs the
-#: evaluator's pydantic models; scipy only past 15 paired trials, which the demo has not).
+#: evaluator's pydantic models; scipy only past 15 paired trials, which the demo has not,
+#: and scipy.special for a stored estimate's t interval; never scipy.stats).
 OFF_THE_VERIFY_PATH = (
     "sqlalchemy",
     "sqlmodel",
     "alembic",
     "scipy",
+    "scipy.stats",
     "jinja2",
     "git",
     "evalops.store.tables",
@@ -212,8 +214,9 @@ OFF_THE_VERIFY_PATH = (
 
 def test_verify_on_sqlite_loads_no_database_or_table_code(demo: Path) -> None:
     """`verify` reads a SQLite registry with sqlite3 alone. scipy is loaded only to
-    recompute a stored estimate's paired comparison (its t interval: scipy.stats, the
-    library the contract names), and the demo stores one; nothing else of the list."""
+    recompute a stored estimate's paired comparison (its t interval: `scipy.special`, what
+    `scipy.stats.t.ppf` computes inside, without the second of importing `scipy.stats`),
+    and the demo stores one; nothing else of the list."""
     import sqlite3
     from contextlib import closing
 

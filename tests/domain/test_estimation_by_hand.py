@@ -13,6 +13,7 @@ the two-stage optimum m = sqrt(cost * within / between).
 from __future__ import annotations
 
 import math
+import random
 import statistics
 from fractions import Fraction
 from typing import Any
@@ -96,11 +97,23 @@ def test_a_task_share_is_of_its_effective_or_first_trials() -> None:
 @pytest.mark.parametrize("confidence", [0.5, 0.8, 0.9, 0.95, 0.99, 0.999])
 def test_quantiles_are_scipys(confidence: float) -> None:
     assert z_quantile(confidence) == pytest.approx(stats.norm.ppf(1 - (1 - confidence) / 2))
-    for df in (1, 2, 7, 30):
-        expected = stats.t.ppf(1 - (1 - confidence) / 2, df)
-        assert t_quantile(confidence, df) == pytest.approx(expected, rel=1e-12)
+    for df in (1, 2, 7, 30, 1_000_000):
+        # The same float as scipy.stats (stored estimates are replayed byte for byte).
+        assert t_quantile(confidence, df) == float(stats.t.ppf(1 - (1 - confidence) / 2, df))
     assert z_quantile(0.95) == pytest.approx(1.959963984540054, rel=1e-12)
     assert t_quantile(0.95, 10) == pytest.approx(2.228, abs=5e-4)  # a t table's 2.228
+
+
+def test_t_quantiles_are_scipy_stats_floats_for_random_levels_and_degrees() -> None:
+    """scipy.stats is the reference: the same float for 2,000 random (confidence, df)."""
+    draw = random.Random(20261206)
+    for _ in range(2000):
+        confidence = draw.choice([draw.random(), 0.9, 0.95, 0.99])
+        if not 0 < confidence < 1:
+            continue
+        df = draw.choice([1, 2, 3, draw.randint(1, 60), draw.randint(1, 10**6)])
+        expected = float(stats.t.ppf(1 - (1 - confidence) / 2, df))
+        assert t_quantile(confidence, df) == expected, (confidence, df)
 
 
 @pytest.mark.parametrize("confidence", [0, 1, 0.0, 1.0, -0.5, 1.5, "0.9", None])
