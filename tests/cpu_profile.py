@@ -6,8 +6,11 @@ teardown together), the user + system CPU seconds of the test process and of the
 processes it waited for (`evalops` subprocesses, `git`, `lint-imports`), the slowest
 `EVALOPS_CPU_PROFILE_TOP` (default 30) at the end, and appends each test's figures as a
 JSON line to `EVALOPS_CPU_PROFILE_FILE` (when set) as soon as it ends, so an interrupted
-run keeps what it measured. Under xdist each worker measures its
-own tests; the figures are the same as in a serial run, whatever the load.
+run keeps what it measured. Each line also holds the test's wall seconds, its worker and
+when it ended: a test whose wall time is far above its CPU time waited (a lock, a sleep,
+the PostgreSQL server), and the end times show how the two workers' queues ran out.
+Under xdist each worker measures its own tests; the CPU figures are the same as in a
+serial run, whatever the load.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import time
 from collections.abc import Generator
 from typing import Any
 
@@ -32,7 +36,9 @@ def _cpu() -> tuple[float, float]:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
     own, children = _cpu()
+    started = time.monotonic()
     yield
+    wall = time.monotonic() - started
     own_after, children_after = _cpu()
     _TIMES[item.nodeid] = [own_after - own, children_after - children]
     path = os.environ.get("EVALOPS_CPU_PROFILE_FILE")
@@ -42,6 +48,9 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
                 "test": item.nodeid,
                 "own": own_after - own,
                 "children": children_after - children,
+                "wall": wall,
+                "worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
+                "end": time.time(),
             }
             out.write(json.dumps(line) + "\n")
 
