@@ -127,8 +127,16 @@ def _run_behind_an_ingest(
     big = _big_file(cwd)
     marks = cwd / "lock-waits.txt"
     with forked.writer_lock_probe(url) as held:
-        ingest = _start(url, cwd, "trials", "ingest", str(big))
-        seen = forked.cpu_when_locked(ingest, held)
+        # Inside its write: the ingest has asked for the lock (its mark) and the lock is
+        # held. A lock seen alone may be another's: on SQLite, a connection opening the
+        # registry (recovering the WAL index) or closing it (checkpointing) holds it for a
+        # moment, and under load a probe caught one, so the ingest was stopped before its
+        # write and the writers ran first.
+        ingest_marks = cwd / "ingest-lock-waits.txt"
+        ingest = _start(url, cwd, "trials", "ingest", str(big), marks=ingest_marks)
+        seen = forked.cpu_when_locked(
+            ingest, lambda: ingest.pid in _waiting(ingest_marks) and held()
+        )
         os.kill(ingest.pid, signal.SIGSTOP)
         try:
             assert seen is not None, "the ingest ended before it was seen holding the lock"
