@@ -81,7 +81,7 @@ def z_quantile(confidence: float) -> float:
 
 
 def t_quantile(confidence: float, df: int) -> float:
-    """The two-sided Student t quantile, imported only when a comparison needs it.
+    """The two-sided Student t quantile (scipy, imported only when a comparison needs it).
 
     `scipy.special.stdtrit` is what `scipy.stats.t.ppf` computes inside (the same float),
     without importing `scipy.stats`: half a second of CPU less for `estimate` and `verify`

@@ -130,8 +130,8 @@ def _run_behind_an_ingest(
         # Inside its write: the ingest has asked for the lock (its mark) and the lock is
         # held. A lock seen alone may be another's: on SQLite, a connection opening the
         # registry (recovering the WAL index) or closing it (checkpointing) holds it for a
-        # moment, and under load a probe caught one, so the ingest was stopped before its
-        # write and the writers ran first.
+        # moment. Stopped then, before its write, the ingest held nothing ("the stopped
+        # ingest must hold the lock" failed once under load).
         ingest_marks = cwd / "ingest-lock-waits.txt"
         ingest = _start(url, cwd, "trials", "ingest", str(big), marks=ingest_marks)
         seen = forked.cpu_when_locked(
