@@ -26,14 +26,27 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_REGISTRY = REPO_ROOT / "registry"
 
 
+# (base temporary directory, name) -> what `built_once` returned in this process: a process
+# that runs several pytest sessions (mutmut does) never reuses an earlier session's directory.
+_BUILT_HERE: dict[tuple[Path, str], Path] = {}
+
+
 def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
     """A fixture directory built once per test run, even across xdist workers.
 
     `build(path)` creates `path` (it does not exist yet). Under pytest-xdist the first
     worker to arrive builds it under a lock; every worker then takes its own copy (so that
-    a SQLite reader in one worker never races a copy in another). Tests must copy the
+    a SQLite reader in one worker never races a copy in another), once: later calls in the
+    same process return that copy, and without xdist the one build. Tests must copy the
     returned directory before changing anything in it.
     """
+    key = (factory.getbasetemp(), name)
+    if key not in _BUILT_HERE:
+        _BUILT_HERE[key] = _built_once(factory, name, build)
+    return _BUILT_HERE[key]
+
+
+def _built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
     mine = factory.mktemp(name) / name
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         build(mine)

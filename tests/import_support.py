@@ -45,8 +45,6 @@ SAMPLE_TASKS = {
     "A-3": "support-reply-tone",
 }
 
-_CACHE: dict[str, Path] = {}
-
 
 def _generate_logs(out: Path) -> None:
     out.mkdir()
@@ -66,9 +64,7 @@ def _generate_logs(out: Path) -> None:
 
 def inspect_logs(factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Run the refund task (tests/importer_tasks) with mockllm, once per session."""
-    if "logs" not in _CACHE:
-        _CACHE["logs"] = built_once(factory, "inspect-logs", _generate_logs)
-    out = _CACHE["logs"]
+    out = built_once(factory, "inspect-logs", _generate_logs)
     return {
         "eval": out / "refund.eval",
         "json": out / "refund.json",
@@ -112,9 +108,7 @@ def promptfoo_map_text() -> str:
 
 
 def import_base(factory: pytest.TempPathFactory) -> Path:
-    if "base" not in _CACHE:
-        _CACHE["base"] = built_once(factory, "ws", _build_import_base)
-    return _CACHE["base"]
+    return built_once(factory, "ws", _build_import_base)
 
 
 def _build_import_base(ws: Path) -> None:

@@ -37,14 +37,11 @@ CRITICAL = "support-refund-in-order"
 NONCRITICAL = "support-refund-policy-explanation"
 GUARD = "refund-effect-guard"
 DOUBLE_COMMIT = "trial-b124-support-refund-in-order-2"
-_DEMO: dict[str, Path] = {}
 
 
 def _demo_base(factory: pytest.TempPathFactory) -> Path:
     """The finished demo (real clock), built once per run (copy it before changing it)."""
-    if "base" not in _DEMO:
-        _DEMO["base"] = real_clock_demo(factory)
-    return _DEMO["base"]
+    return real_clock_demo(factory)
 
 
 @pytest.fixture

@@ -363,16 +363,9 @@ def _build_seed(root: Path) -> Path:
     return root
 
 
-_BUILT: dict[tuple[str, str], Path] = {}
-
-
 def _once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
-    """`build` run once per test run, across modules and xdist workers (`built_once`), keyed
-    by the session's temporary directory as tests/services/test_gate.py's base is."""
-    key = (str(factory.getbasetemp()), name)
-    if key not in _BUILT:
-        _BUILT[key] = built_once(factory, name, build)
-    return _BUILT[key]
+    """`build` run once per test run, across modules and xdist workers (`built_once`)."""
+    return built_once(factory, name, build)
 
 
 def judged_seed(factory: pytest.TempPathFactory) -> Path:

@@ -360,18 +360,10 @@ def populate(root: Path, db: str = SQLITE) -> None:
     must("trials", "ingest", str(scenarios), cwd=root, db=db)
 
 
-_BASE: dict[str, Path] = {}
-
-
 def base_workspace(factory: pytest.TempPathFactory) -> Path:
-    """The prepared registry (built once per session; copy it before changing it)."""
-    # Keyed by the session's temporary directory: a process that runs several pytest
-    # sessions (mutmut does) never reuses a directory an earlier session left behind.
-    key = str(factory.getbasetemp())
-    if key not in _BASE:
-        # ... and once per run across xdist workers (the first builds it, each copies it).
-        _BASE[key] = built_once(factory, "gate-base", _build_base)
-    return _BASE[key]
+    """The prepared registry (built once per run across xdist workers, `built_once`; copy
+    it before changing it)."""
+    return built_once(factory, "gate-base", _build_base)
 
 
 def _build_base(root: Path) -> None:
