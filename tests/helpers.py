@@ -31,7 +31,7 @@ EXAMPLE_REGISTRY = REPO_ROOT / "registry"
 _BUILT_HERE: dict[tuple[Path, str], Path] = {}
 
 
-def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]) -> Path:
     """A fixture directory built once per test run, even across xdist workers.
 
     `build(path)` creates `path` (it does not exist yet). Under pytest-xdist the first
@@ -46,7 +46,9 @@ def built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path
     return _BUILT_HERE[key]
 
 
-def _built_once(factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+def _built_once(
+    factory: pytest.TempPathFactory, name: str, build: Callable[[Path], object]
+) -> Path:
     mine = factory.mktemp(name) / name
     if os.environ.get("PYTEST_XDIST_WORKER") is None:
         build(mine)
