@@ -226,7 +226,8 @@ SIDEWAYS = """((width) => {
 # only after a hyphen or dash elsewhere (what a browser does by itself). Each piece between
 # those allowed break points is measured with Range.getClientRects: two line boxes at
 # different heights mean the browser broke the word inside ("revoca|tion", "task_|fail").
-# Chart text drawn smaller than 9 CSS px is unreadable, and is reported too.
+# Chart text drawn smaller than 9 CSS px is unreadable, and is reported too, as is chart
+# text that runs past the left or right edge of its chart (an SVG shows none of it there).
 BROKEN_WORDS = """(() => {
   document.querySelectorAll('details').forEach(d => d.open = true);
   const out = [];
@@ -283,6 +284,12 @@ BROKEN_WORDS = """(() => {
     const what = (t.textContent || '').trim().slice(0, 40);
     if (r.width > 0 && size < 9) out.push('chart text "' + what + '" drawn ' +
       size.toFixed(1) + 'px tall');
+    const box = t.closest('svg').getBoundingClientRect();
+    if (r.width > 0 && getComputedStyle(t.closest('svg')).overflow !== 'visible' &&
+        (r.left < box.left - 1 || r.right > box.right + 1)) {
+      out.push('chart text "' + what + '" cut off by its chart, by ' +
+        Math.round(Math.max(box.left - r.left, r.right - box.right)) + 'px');
+    }
   });
   document.querySelectorAll('details').forEach(d => d.open = false);
   return Array.from(new Set(out));
@@ -435,7 +442,8 @@ def _site_pages(demo: Path, doc: dict[str, Any]) -> list[tuple[Path, str, list[s
 
 
 def _demo_pages(out: Path) -> tuple[Path, list[tuple[Path, str, list[str]]], list[str]]:
-    """The demo's audit report of every decision, its suite card and every site page."""
+    """The demo's audit report of every decision, the report of every estimate, its suite
+    card and every site page."""
     demo = out / "demo"
     _evalops(["demo", "--dir", str(demo)], cwd=out)
     pages: list[tuple[Path, str, list[str]]] = []
@@ -447,6 +455,12 @@ def _demo_pages(out: Path) -> tuple[Path, list[tuple[Path, str, list[str]]], lis
         doc = json.loads(_evalops(["report", "audit", "--gate", gate, "--format", "json"], demo))
         shown = [doc["decision"].upper(), doc["gate_id"], *[t["task_id"] for t in doc["tasks"]]]
         pages.append((report, f"audit-{gate}", shown))
+    for row in json.loads(_evalops(["estimate", "list", "--json"], cwd=demo))["estimates"]:
+        estimate = row["estimate_id"]
+        report = demo / "reports" / f"estimate-{estimate}.html"
+        _evalops(["report", "estimate", estimate, "--format", "html", "-o", str(report)], demo)
+        stored = json.loads(_evalops(["report", "estimate", estimate, "--format", "json"], demo))
+        pages.append((report, f"estimate-{estimate}", [estimate, stored["claims"]]))
     card = demo / "reports" / "suite-regression-core.html"
     suite = json.loads(_evalops(["report", "suite", "regression/core", "--format", "json"], demo))
     pages.append((card, "suite-card", [suite["suite"], *[m["task_id"] for m in suite["members"]]]))
@@ -531,8 +545,8 @@ def check(out: Path, binary: str, tasks: int, only: list[Path] | None = None) ->
             f"FAILED: {len(failures)} problems on {checked} pages"
             if failures
             else f"ok: {checked} pages at 1,400 and 390 px, what each is about shown, no "
-            "sideways scroll, no word broken inside, chart text readable, every relative link "
-            "resolves, no script, no console error or CSP violation"
+            "sideways scroll, no word broken inside, chart text readable and whole, every "
+            "relative link resolves, no script, no console error or CSP violation"
         )
     )
     return 1 if failures else 0
@@ -575,6 +589,11 @@ TINY_CHART_PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
 <style>svg{max-width:100%;height:auto}</style></head><body>
 <svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 1200 100" width="1200" height="100">
 <text x="10" y="50" font-size="12">pass^k by build</text></svg></body></html>"""
+CUT_CHART_PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>cut</title>
+</head><body><svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 300 40" width="300"
+height="40"><text x="100" y="20" font-size="12" text-anchor="end">ambiguous_external_effect
+</text></svg></body></html>"""
 ZOOMED_PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>zoomed</title>
 </head><body><table><tr><td>one</td><td>two</td><td style="min-width:600px">three</td></tr>
@@ -593,7 +612,8 @@ long-<wbr>name-<wbr>that-<wbr>wraps</span></p>
 def self_test(out: Path, binary: str) -> int:
     """The checker must see what is wrong with pages that break each rule: CSP violations,
     a page wider than a phone (also when the phone zooms out to hide it), broken relative
-    links, words broken inside, unreadable chart text; and a page that breaks none passes."""
+    links, words broken inside, unreadable or cut-off chart text; and a page that breaks
+    none passes."""
     out = out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     expectations: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -609,6 +629,7 @@ def self_test(out: Path, binary: str) -> int:
             ("at 390px: word broken inside", "in <th>", 'k_fail" in <td>', 'ocation"'),
         ),
         "self-test-chart": (TINY_CHART_PAGE, ('chart text "pass^k by build" drawn',)),
+        "self-test-cut": (CUT_CHART_PAGE, ('"ambiguous_external_effect" cut off by its chart',)),
         "self-test-good": (GOOD_PAGE, ()),
     }
     ok = True

@@ -196,9 +196,11 @@ def panel(
         f'<line x1="{x0}" y1="{base}" x2="{x1}" y2="{base}" class="axis"/>',
     ]
     mid_y = (top + base) / 2
+    # Turned up the y axis, the title's baseline at x=12 keeps its glyphs' ascent (11 px at
+    # 12 px) inside the chart, whose left edge clips what passes it.
     body.append(
-        f'<text x="9" y="{mid_y:g}" class="note" text-anchor="middle" '
-        f'transform="rotate(-90 9 {mid_y:g})">{esc(title)}</text>'
+        f'<text x="12" y="{mid_y:g}" class="note" text-anchor="middle" '
+        f'transform="rotate(-90 12 {mid_y:g})">{esc(title)}</text>'
     )
     for tick, label in ((0.0, "0"), (0.5, "0.5"), (1.0, "1")):
         y = base - PANEL_PLOT_H * tick
@@ -251,38 +253,37 @@ def small_multiples(
 
 def intervals(chart_id: str, title: str, rows: Sequence[Mapping[str, Any]]) -> Markup:
     """One line per rate on a 0-1 axis: its interval as a bar and the estimate as a point,
-    the numbers as text (a row without an interval shows the point alone, and says so)."""
+    the numbers as text (a row without an interval shows the point alone, and says so).
+    Each row's label is written on a line of its own above its bar, from the left edge: a
+    rate or stratum name (`ambiguous_external_effect`) is wider than any column beside the
+    bars could be at a phone's width, and the chart would cut it off."""
     # Drawn at about a phone's width (365 px), so that on a 390 px screen it is not scaled
     # down and its labels and numbers stay readable; wider screens show it as drawn.
-    width, label_w, row_h, right = 365, 110, 22, 125
-    span = width - label_w - right
+    width, left, row_h, right = 365, 6, 34, 125
+    span = width - left - right
     height = max(row_h * len(rows) + 26, 48)
     body: list[str] = [
-        f'<line x1="{label_w}" y1="{height - 18}" x2="{label_w + span}" y2="{height - 18}" '
+        f'<line x1="{left}" y1="{height - 18}" x2="{left + span}" y2="{height - 18}" '
         'class="axis"/>',
-        f'<text x="{label_w}" y="{height - 4}" class="lbl" text-anchor="middle">0</text>',
-        f'<text x="{label_w + span / 2}" y="{height - 4}" class="lbl" '
-        'text-anchor="middle">0.5</text>',
-        f'<text x="{label_w + span}" y="{height - 4}" class="lbl" text-anchor="middle">1</text>',
+        f'<text x="{left}" y="{height - 4}" class="lbl" text-anchor="middle">0</text>',
+        f'<text x="{left + span / 2}" y="{height - 4}" class="lbl" text-anchor="middle">0.5</text>',
+        f'<text x="{left + span}" y="{height - 4}" class="lbl" text-anchor="middle">1</text>',
     ]
     for i, r in enumerate(rows):
         y = 4 + i * row_h
-        x = round(label_w + span * float(r["rate"]), 1)
-        body.append(
-            f'<text x="{label_w - 6}" y="{y + 14}" class="lbl" text-anchor="end">'
-            f"{esc(clip(r['label']))}</text>"
-        )
+        x = round(left + span * float(r["rate"]), 1)
+        body.append(f'<text x="0" y="{y + 11}" class="lbl">{esc(clip(r["label"]))}</text>')
         if r.get("low") is not None and r.get("high") is not None:
-            x0 = round(label_w + span * float(r["low"]), 1)
-            x1 = round(label_w + span * float(r["high"]), 1)
+            x0 = round(left + span * float(r["low"]), 1)
+            x1 = round(left + span * float(r["high"]), 1)
             body.append(
-                f'<rect x="{x0}" y="{y + 7}" width="{max(x1 - x0, 1)}" height="6" class="k-none"/>'
+                f'<rect x="{x0}" y="{y + 19}" width="{max(x1 - x0, 1)}" height="6" class="k-none"/>'
             )
             text = f"{float(r['rate']):.3f} ({float(r['low']):.3f}-{float(r['high']):.3f})"
         else:
             text = f"{float(r['rate']):.3f} (no interval)"
         body.append(
-            f'<circle cx="{x}" cy="{y + 10}" r="4" class="k-pass"/>'
-            f'<text x="{label_w + span + 8}" y="{y + 14}" class="val">{esc(text)}</text>'
+            f'<circle cx="{x}" cy="{y + 22}" r="4" class="k-pass"/>'
+            f'<text x="{left + span + 8}" y="{y + 26}" class="val">{esc(text)}</text>'
         )
     return svg_frame(chart_id, title, width, height, body)

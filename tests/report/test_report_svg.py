@@ -1,5 +1,6 @@
 """The suite card's small multiples: one panel per task, each with its whole name, a
-labelled pass^k axis and every bar numbered (the build key names each number) and valued."""
+labelled pass^k axis and every bar numbered (the build key names each number) and valued;
+an estimate's intervals, every label drawn whole."""
 
 from __future__ import annotations
 
@@ -7,11 +8,14 @@ import xml.etree.ElementTree as ET
 
 import html5lib
 
-from evalops.report.svg import class_breakdown, history, pass_hat_k, small_multiples
+from evalops.report.svg import class_breakdown, history, intervals, pass_hat_k, small_multiples
 
 LONG = "article-publish-approved-revision-needs-legal-sign-off"
 SVG = "{http://www.w3.org/2000/svg}"
 BUILDS = [{"build": "build-124", "gate_id": "GATE-1"}, {"build": "build-125", "gate_id": "GATE-3"}]
+# A monospace font advances at most 0.62 em a character (DejaVu Sans Mono 0.602, Liberation
+# Mono 0.600); chart labels are 12 px monospace (templates/report.css, `svg .lbl`).
+MONO_ADVANCE_PX = 12 * 0.62
 
 
 def _chart() -> ET.Element:
@@ -114,3 +118,30 @@ def test_history_is_a_wrapping_list_oldest_first_naming_gate_and_build() -> None
         "PASSGATE-2acme-bot-41",
     ]
     assert items[1].get("class") == "k-pass cur"
+
+
+def test_every_interval_label_is_drawn_whole_inside_its_chart() -> None:
+    """An estimate's rates are named by trial classes as long as
+    `missing_required_evidence`, strata and estimates by any id: an SVG shows nothing of a
+    label past its edge, so each must fit the chart whole (44 characters at most)."""
+    labels = [
+        "pass",
+        "ambiguous_external_effect",
+        "missing_required_evidence",
+        "EST-12 build-2026-12-06-rc1",
+        "x" * 60,
+    ]
+    rows = [{"label": label, "rate": 0.5, "low": 0.1, "high": 0.9} for label in labels]
+    svg = _html(str(intervals("iv", "Rates", rows))).find(f"{SVG}svg")
+    assert svg is not None
+    width = float(svg.get("width", 0))
+    drawn = [t for t in svg.iter(f"{SVG}text") if t.get("class") == "lbl"]
+    names = [t.text for t in drawn if t.text not in ("0", "0.5", "1")]
+    assert names == [*labels[:-1], "x" * 43 + "…"]
+    for text in drawn:
+        extent = len(text.text or "") * MONO_ADVANCE_PX
+        shift = {"start": 0.0, "middle": extent / 2, "end": extent}[
+            text.get("text-anchor", "start")
+        ]
+        left = float(text.get("x", 0)) - shift
+        assert left >= 0 and left + extent <= width, (text.text, left, extent, width)

@@ -398,6 +398,30 @@ def test_report_estimate_renders_the_claim_and_draws_every_interval(ws: Path, cl
     assert missing.code == 2 and "unknown estimate 'EST-9'" in missing.stderr
 
 
+def test_on_a_phone_each_estimate_table_row_is_a_card_naming_every_value(
+    ws: Path, cli: Cli
+) -> None:
+    """templates/report.css shows a table inside `.scroll` one row a card on screens under
+    40rem, each cell after its `data-label`: every table of the report is laid out so, and
+    every cell is labelled with its column's header (a table of eight columns is wider than
+    a phone)."""
+    import html5lib
+
+    estimate(cli, ws, "--build", "build-2", "--baseline", "build-1")
+    html = cli("report", "estimate", "EST-1", "--format", "html", cwd=ws)
+    page = html5lib.parse(html.stdout, namespaceHTMLElements=False)
+    tables = page.findall(".//table")
+    assert len(tables) == 3  # rates, strata, the difference against the baseline
+    parent = {child: node for node in page.iter() for child in node}
+    assert [(parent[t].tag, parent[t].get("class")) for t in tables] == [("div", "scroll")] * 3
+    for table in tables:
+        headers = ["".join(th.itertext()) for th in table.findall("./thead/tr/th")]
+        rows = table.findall("./tbody/tr")
+        assert rows
+        for row in rows:
+            assert [td.get("data-label") for td in row.findall("td")] == headers
+
+
 def test_the_eval_summary_carries_an_estimation_block(ws: Path, cli: Cli) -> None:
     import jsonschema  # type: ignore[import-untyped]
 
