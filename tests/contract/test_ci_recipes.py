@@ -2,7 +2,9 @@
 
 Steps are run as the forge would run them (`bash -eo pipefail`, GitHub's `$GITHUB_OUTPUT`
 and `${{ steps.ID.outputs.KEY }}`, GitLab's one shell for all of `script`), except those
-that install evalops (it is installed here) or call the forge's API (`gh`, `curl`).
+that install evalops (it is installed here) or call the forge's API (`gh`, `curl`); the
+`evalops` the steps find on their PATH runs each command in a fork of one process that
+imported evalops once (tests/cli_server.py), not in a new interpreter.
 In a real git repository: `main`'s job syncs; a pull request's branch (a changed gate
 policy) is evaluated by its job under its own definitions, a passing build ending with 0 and
 a blocked one with the gate's 4, both leaving the report and the JUnit file to publish,
@@ -19,12 +21,14 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 import yaml
 
+from tests import cli_server
 from tests.conftest import PINNED_NOW, Cli
 from tests.helpers import REPO_ROOT
 
@@ -46,12 +50,20 @@ def _yaml_blocks() -> dict[str, Any]:
     return found
 
 
-def _environment(demo: Path, build: str) -> dict[str, str]:
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The directory of the `evalops` the recipes run (tests/cli_server.py)."""
+    server = cli_server.start(tmp_path_factory.mktemp("cli-server"))
+    yield server.bin_dir
+    server.stop()
+
+
+def _environment(demo: Path, build: str, served: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
     env["EVALOPS_NOW"] = os.environ["EVALOPS_NOW"]
     env["EVALOPS_DATABASE_URL"] = f"sqlite:///{demo / '.evalops' / 'registry.db'}"
     env["EVALOPS_ACTOR"] = "ci@example.com"
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"
+    env["PATH"] = os.pathsep.join([str(served), str(Path(sys.executable).parent), env["PATH"]])
     env["BUILD"], env["SUITE"] = build, SUITE
     env["CI_DEFAULT_BRANCH"] = "main"
     return env
@@ -75,8 +87,10 @@ def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedPr
     )
 
 
-def _run_github(workflow: dict[str, Any], demo: Path, build: str, job_name: str) -> int:
-    env = _environment(demo, build)
+def _run_github(
+    workflow: dict[str, Any], demo: Path, build: str, job_name: str, served: Path
+) -> int:
+    env = _environment(demo, build, served)
     outputs: dict[str, dict[str, str]] = {}
     assert "EVALOPS_DATABASE_URL" in workflow["env"]
     job = workflow["jobs"][job_name]
@@ -105,14 +119,16 @@ def _run_github(workflow: dict[str, Any], demo: Path, build: str, job_name: str)
     return 0
 
 
-def _run_gitlab(pipeline: dict[str, Any], demo: Path, build: str, job_name: str) -> int:
+def _run_gitlab(
+    pipeline: dict[str, Any], demo: Path, build: str, job_name: str, served: Path
+) -> int:
     job = pipeline[f"evalops-{job_name}"]
     lines = [line for line in job["script"] if not FORGE_ONLY.match(line)]
     if job_name == "gate":
         assert job["artifacts"]["reports"]["junit"] == "junit.xml"
         assert job["artifacts"]["when"] == "always"
         assert len(lines) >= 4
-    return _bash("\n".join(lines), demo, _environment(demo, build)).returncode
+    return _bash("\n".join(lines), demo, _environment(demo, build, served)).returncode
 
 
 RUNNERS = {".github/workflows/evalops-gate.yml": _run_github, ".gitlab-ci.yml": _run_gitlab}
@@ -146,18 +162,29 @@ def _document_digest(path: Path) -> str:
     return "sha256:" + hashlib.sha256(rfc8785.dumps(value)).hexdigest()
 
 
-def _tracking_main(demo: Path) -> None:
+def _tracking_main(demo: Path, served: Path) -> None:
     """The demo registry, its branch named main and tracked (an existing registry adopting
     the recipe: `registry track`)."""
     _git(demo, "branch", "-M", "main")
-    done = _bash("evalops registry track --branch main", demo, _environment(demo, "build-125"))
+    env = _environment(demo, "build-125", served)
+    done = _bash("evalops registry track --branch main", demo, env)
     assert done.returncode == 0, done.stderr
+
+
+class PullRequest(NamedTuple):
+    recipe: str
+    demo: Path  # copy it before changing it
+    in_force: str  # the gate policy in force after main's sync
+    served: Path  # the directory of the `evalops` the recipe runs
 
 
 @pytest.fixture(scope="module", params=sorted(RUNNERS))
 def pull_request(
-    request: pytest.FixtureRequest, demo_master: Path, tmp_path_factory: pytest.TempPathFactory
-) -> tuple[str, Path, str]:
+    request: pytest.FixtureRequest,
+    demo_master: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+    served: Path,
+) -> PullRequest:
     """Per recipe, built once and copied by each test: the demo registry tracked on main and
     synced by the recipe's main job, then a pull request's branch changing the gate policy
     checked out. With the recipe and the gate policy in force after main's sync.
@@ -169,26 +196,26 @@ def pull_request(
     shutil.copytree(demo_master, demo, symlinks=True)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("EVALOPS_NOW", PINNED_NOW)
-        _tracking_main(demo)
+        _tracking_main(demo, served)
         shutil.rmtree(demo / "site", ignore_errors=True)  # the demo wrote one: the recipe must
-        assert RUNNERS[recipe](_yaml_blocks()[recipe], demo, "build-125", "sync") == 0
+        assert RUNNERS[recipe](_yaml_blocks()[recipe], demo, "build-125", "sync", served) == 0
     in_force = _gate_policy_in_force(demo)
     _git(demo, "checkout", "-q", "-b", "feature-x")
     policy = demo / "registry" / "policies" / "gate-policy.yaml"
     policy.write_text(policy.read_text().replace("max_duration_days: 30", "max_duration_days: 31"))
     _git(demo, "commit", "-q", "-am", "a longer waiver limit")
-    return recipe, demo, in_force
+    return PullRequest(recipe, demo, in_force, served)
 
 
-def _copy(pull_request: tuple[str, Path, str], tmp_path: Path) -> Path:
+def _copy(pull_request: PullRequest, tmp_path: Path) -> Path:
     demo = tmp_path / "demo"
-    shutil.copytree(pull_request[1], demo, symlinks=True)
+    shutil.copytree(pull_request.demo, demo, symlinks=True)
     return demo
 
 
 @pytest.mark.parametrize(("build", "verdict"), [("build-125", 0), ("build-124", 4)])
 def test_a_recipe_gates_and_publishes(
-    pull_request: tuple[str, Path, str],
+    pull_request: PullRequest,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     build: str,
@@ -196,13 +223,13 @@ def test_a_recipe_gates_and_publishes(
 ) -> None:
     """A pull request's job: decided under the branch's definitions, report, JUnit and site
     written, nothing put in force."""
-    recipe, _, in_force = pull_request
+    recipe, _, in_force, served = pull_request
     demo = _copy(pull_request, tmp_path)
     monkeypatch.setenv("EVALOPS_NOW", PINNED_NOW)
     _workspace(demo, build)
     policy = demo / "registry" / "policies" / "gate-policy.yaml"
     head = _git(demo, "rev-parse", "HEAD")
-    code = RUNNERS[recipe](_yaml_blocks()[recipe], demo, build, "gate")
+    code = RUNNERS[recipe](_yaml_blocks()[recipe], demo, build, "gate", served)
     assert code == verdict, f"{recipe} ended {code} for {build}"
     report = (demo / "report.md").read_text(encoding="utf-8")
     assert build in report
@@ -218,11 +245,14 @@ def test_a_recipe_gates_and_publishes(
 
 
 def test_a_recipe_puts_main_in_force_and_refuses_a_rewrite(
-    pull_request: tuple[str, Path, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Cli
+    pull_request: PullRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    cli: Cli,
 ) -> None:
     """After the merge main's job puts the branch's policy in force (registered before by
     the branch's sync, as its job does); a rewritten main is refused, nothing changes."""
-    recipe, _, in_force = pull_request
+    recipe, _, in_force, served = pull_request
     demo = _copy(pull_request, tmp_path)
     monkeypatch.setenv("EVALOPS_NOW", PINNED_NOW)
     blocks = _yaml_blocks()[recipe]
@@ -237,10 +267,10 @@ def test_a_recipe_puts_main_in_force_and_refuses_a_rewrite(
 
     _git(demo, "checkout", "-q", "main")
     _git(demo, "merge", "-q", "--no-ff", "-m", "merge feature-x", "feature-x")
-    assert RUNNERS[recipe](blocks, demo, "build-125", "sync") == 0
+    assert RUNNERS[recipe](blocks, demo, "build-125", "sync", served) == 0
     merged = _document_digest(policy)
     assert _gate_policy_in_force(demo) == merged != in_force
 
     _git(demo, "reset", "-q", "--hard", "HEAD~1")
-    assert RUNNERS[recipe](blocks, demo, "build-125", "sync") == 5
+    assert RUNNERS[recipe](blocks, demo, "build-125", "sync", served) == 5
     assert _gate_policy_in_force(demo) == merged

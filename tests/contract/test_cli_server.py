@@ -1,0 +1,109 @@
+"""tests/cli_server.py's `evalops` ends as the installed console script ends: the same
+exit code, standard output and standard error, for the same arguments, input, directory
+and environment; and a command killed by a signal ends the script by that signal."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import cli_server
+from tests.conftest import PINNED_NOW
+
+INSTALLED = Path(sys.executable).parent / "evalops"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cli_server.CliServer]:
+    served = cli_server.start(tmp_path_factory.mktemp("cli-server"))
+    yield served
+    served.stop()
+
+
+def _env(demo: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
+    env["EVALOPS_NOW"] = PINNED_NOW
+    env["EVALOPS_DATABASE_URL"] = f"sqlite:///{demo / '.evalops' / 'registry.db'}"
+    return {**env, **extra}
+
+
+def _run(program: Path, args: list[str], demo: Path, stdin: str) -> tuple[int, str, str]:
+    done = subprocess.run(
+        [str(program), *args], cwd=demo / "registry", env=_env(demo, EVALOPS_ACTOR="a@b.example"),
+        input=stdin, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    return done.returncode, done.stdout, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin"),
+    [
+        (["--help"], ""),
+        (["gate", "list", "--json"], ""),
+        (["gate", "show", "GATE-1"], ""),
+        (["gate", "list", "--no-such-option"], ""),  # a usage error: exit 2
+        (["gate", "show", "GATE-99"], ""),  # an unknown id: exit 2
+        (["trials", "ingest", "-", "--json"], '{"not": "a trial"}\n'),  # read from stdin
+        (["verify"], ""),
+    ],
+)
+def test_the_served_evalops_ends_as_the_installed_one(
+    server: cli_server.CliServer,
+    demo_master: Path,
+    tmp_path: Path,
+    args: list[str],
+    stdin: str,
+) -> None:
+    """Each on its own copy of the demo (a refused ingest is recorded), in a subdirectory
+    of it (the registry is found from the working directory)."""
+    outcomes = []
+    for n, program in enumerate((server.bin_dir / "evalops", INSTALLED)):
+        demo = tmp_path / str(n) / "demo"
+        shutil.copytree(demo_master, demo, symlinks=True)
+        outcomes.append(_run(program, args, demo, stdin))
+    served, installed = outcomes
+    assert served == installed
+
+
+def _children_of(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_command_killed_by_a_signal_ends_the_script_by_it(
+    server: cli_server.CliServer, demo_master: Path, tmp_path: Path
+) -> None:
+    """`trials ingest -` waits for its input; the command process (the server's grandchild)
+    is killed, and the script the shell started ends by the same signal."""
+    demo = Path(shutil.copytree(demo_master, tmp_path / "demo", symlinks=True))
+    script = subprocess.Popen(
+        [str(server.bin_dir / "evalops"), "trials", "ingest", "-"],
+        cwd=demo, env=_env(demo, EVALOPS_ACTOR="a@b.example"), stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    commands: list[int] = []
+    while not commands and time.monotonic() < deadline:
+        commands = [c for w in _children_of(server.process.pid) for c in _children_of(w)]
+        time.sleep(0.05)
+    assert len(commands) == 1, "the command process was not found"
+    os.kill(commands[0], signal.SIGKILL)
+    assert script.wait(timeout=60) == -signal.SIGKILL
+    assert script.stdin is not None
+    script.stdin.close()
