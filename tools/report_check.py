@@ -464,8 +464,7 @@ def _demo_pages(out: Path) -> tuple[Path, list[tuple[Path, str, list[str]]], lis
     card = demo / "reports" / "suite-regression-core.html"
     suite = json.loads(_evalops(["report", "suite", "regression/core", "--format", "json"], demo))
     pages.append((card, "suite-card", [suite["suite"], *[m["task_id"] for m in suite["members"]]]))
-    # The demo writes its site before its authority part adds events; written again here,
-    # every page shows the head the reports above were rendered at.
+    # Written again here, after the reports above: every page shows the head they show.
     _evalops(["report", "site", "site"], demo)
     pages += _site_pages(demo, doc)
     failures = []

@@ -212,8 +212,9 @@ def steps(now: datetime) -> list[Step]:
         ),
         Step("Replay the decision from its stored inputs", ("gate", "replay", "GATE-3")),
         Step("Re-hash the audit chain, every definition and every decision", ("verify",)),
-        *report_steps(),
         *estimation_steps(),
+        # Last, so that the reports and the site show the whole registry (its estimates too).
+        *report_steps(),
     ]
 
 
@@ -635,7 +636,7 @@ def run_demo(
     summary = _render_summary(directory, results)
     typer.echo(f"demo complete: {len(results)} steps; summary in {summary}")
     typer.echo("reports (open the HTML files in a browser; the Markdown fits a PR comment):")
-    for report in REPORTS:
+    for report in (*REPORTS, ESTIMATE_REPORT):
         typer.echo(f"  {directory / report}")
     typer.echo("the registry site (open its index in a browser; any static host serves it):")
     typer.echo(f"  {directory / SITE_DIR / 'index.html'}")

@@ -41,16 +41,28 @@ def test_demo_runs_to_the_end(tmp_path: Path, cli: Cli) -> None:
     report = (demo / "gate-report.md").read_text(encoding="utf-8").splitlines()
     assert report[0].startswith("<!-- evalops-audit-head:")
     assert report[1].startswith("## evalops gate: **PASS**")
-    # The demo ends with the paths of the reports of its final decision, then the site's index.
+    # The demo ends with the paths of the reports of its final decision and of its
+    # comparison estimate, then the site's index.
     lines = result.stdout.strip().splitlines()
-    tail = lines[-5:-2]
-    names = ["audit-GATE-3.html", "audit-GATE-3.md", "suite-regression-core.html"]
+    tail = lines[-6:-2]
+    names = [
+        "audit-GATE-3.html", "audit-GATE-3.md", "suite-regression-core.html",
+        "estimate-EST-2.html",
+    ]  # fmt: skip
     assert [Path(line.strip()).name for line in tail] == names
     for line in tail:
         assert Path(line.strip()).is_file()
         assert Path(line.strip()).parent == (demo / "reports").resolve()
     index = Path(lines[-1].strip())
     assert index == (demo / "site" / "index.html").resolve() and index.is_file()
+    # Written last, the reports and the site show the registry as the demo leaves it.
+    with sqlite3.connect(demo / ".evalops" / "registry.db") as con:
+        ((seq, digest),) = con.execute(
+            "SELECT seq, hash FROM audit_event ORDER BY seq DESC LIMIT 1"
+        )
+    for page in (index, *(Path(line.strip()) for line in tail if line.strip().endswith("html"))):
+        text = page.read_text(encoding="utf-8")
+        assert f'name="evalops-audit-head" content="{seq}:{digest}"' in text, page
 
 
 def test_demo_refuses_a_non_empty_directory(tmp_path: Path, cli: Cli) -> None:
