@@ -6,6 +6,7 @@ from typing import Annotated
 import typer
 
 from evalops.cli.context import JsonFlag, emit, say, settings
+from evalops.domain.humanize import plural
 from evalops.errors import InputError, RefusedError, VerificationError
 
 db_app = typer.Typer(
@@ -274,7 +275,8 @@ def downgrade(
                 raise unreachable(state.db_url, exc) from None
             raise
         if lost and not force_destroy_data:
-            summary = ", ".join(f"{n} {what}" for what, n in lost.items())
+            # `lost` is keyed by plural nouns (`audit events`), as its JSON shows them.
+            summary = ", ".join(plural(n, what.removesuffix("s"), what) for what, n in lost.items())
             say(f"would be lost: {summary}", err=True)
             raise RefusedError(
                 f"db downgrade would destroy {summary}; the audit chain cannot be recovered. "

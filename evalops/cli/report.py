@@ -9,6 +9,7 @@ import typer
 from evalops.cli.context import JsonFlag, emit, note, now, settings
 from evalops.cli.output import OutputOption, format_for, write_output
 from evalops.cli.progress import ProgressOption, progress, progress_mode
+from evalops.domain.humanize import plural
 
 report_app = typer.Typer(
     help="Audit reports of stored gate decisions, suite cards (HTML, Markdown, JSON), and "
@@ -161,8 +162,8 @@ def site(
         ctx,
         data,
         lambda: note(
-            f"wrote the site to {directory}: {data['written']} page(s) written, "
-            f"{data['unchanged']} unchanged; open {result.index}"
+            f"wrote the site to {directory}: {plural(data['written'], 'page')} written, "
+            f"{data['unchanged']:,} unchanged; open {result.index}"
         ),
     )
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -86,6 +87,37 @@ def test_plural_agrees_with_the_count() -> None:
     assert plural(1, "paired task") == "1 paired task"
     assert plural(0, "paired task") == "0 paired tasks"
     assert plural(3, "paired task") == "3 paired tasks"
+
+
+def _noun(count: int, singular: str) -> str:
+    """The reference: English's regular plural, written out here."""
+    return f"{count} {singular}" if count == 1 else f"{count} {singular}s"
+
+
+def test_counts_in_a_refused_downgrade_and_a_written_site_agree_with_their_nouns(
+    demo: Path, cli: Cli
+) -> None:
+    """The demo holds 1 waiver and 1 incident; each count is read from the database."""
+    with sqlite3.connect(demo / ".evalops" / "registry.db") as con:
+        counts = {
+            noun: con.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            for table, noun in (
+                ("audit_event", "audit event"), ("trial", "trial"),
+                ("gate_decision", "gate decision"), ("waiver", "waiver"),
+                ("calibration", "calibration"), ("incident", "incident"),
+            )
+        }  # fmt: skip
+    assert counts["waiver"] == 1 and counts["incident"] == 1
+    refused = cli("db", "downgrade", "base", cwd=demo)
+    assert refused.code == 5
+    expected = ", ".join(_noun(n, noun) for noun, n in counts.items())
+    assert f"would be lost: {expected}\n" in refused.stderr
+    first = cli("report", "site", "another-site", cwd=demo)
+    pages = len(list((demo / "another-site").rglob("*.html")))
+    assert f": {_noun(pages, 'page')} written, 0 unchanged;" in first.stdout + first.stderr
+    (demo / "another-site" / "index.html").unlink()
+    again = cli("report", "site", "another-site", cwd=demo)
+    assert f": 1 page written, {pages - 1} unchanged;" in again.stdout + again.stderr
 
 
 def test_calibration_is_rounded_for_people_and_exact_in_json(demo: Path, cli: Cli) -> None:
