@@ -189,7 +189,9 @@ app = typer.Typer(
         "Eval-asset lifecycle manager for AI-agent evaluations.\n\n"
         "Reference: docs/ in the project (docs/cli.md: every command, option and exit "
         "code).\n\n"
-        "Example: evalops init --registry registry && evalops validate && evalops sync"
+        "Example: git init -q && evalops init --registry registry && evalops validate "
+        "registry && git add registry .gitignore && git commit -qm 'starter registry' && "
+        "evalops sync registry"
     ),
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,

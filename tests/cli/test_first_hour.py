@@ -1250,6 +1250,28 @@ def test_a_help_example_is_a_pasteable_command(cli: Cli, monkeypatch: pytest.Mon
     )
 
 
+def test_the_root_help_example_starts_a_registry_in_an_empty_directory(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`evalops --help` ends with one example: pasted into an empty directory, each of its
+    commands succeeds (git run as a process, evalops in-process) and the registry is synced."""
+    monkeypatch.setenv("COLUMNS", "200")
+    page = cli("--help").stdout
+    example = page.split("Example:", 1)[1].split("\n\n", 1)[0].replace("\\\n", " ")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "n", "GIT_AUTHOR_EMAIL": "n@example.com",
+           "GIT_COMMITTER_NAME": "n", "GIT_COMMITTER_EMAIL": "n@example.com"}  # fmt: skip
+    commands = [shlex.split(part) for part in example.split("&&")]
+    assert [c[0] for c in commands] == ["git", "evalops", "evalops", "git", "git", "evalops"]
+    for command in commands:
+        if command[0] == "git":
+            done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, check=False)
+            assert done.returncode == 0, (command, done.stderr)
+        else:
+            result = cli(*command[1:], cwd=tmp_path)
+            assert result.code == 0, (command, result.stdout + result.stderr)
+    assert "first-task" in cli("task", "list", cwd=tmp_path).stdout
+
+
 def test_trials_show_puts_the_trajectory_in_words(demo: Path, cli: Cli) -> None:
     trial = "trial-b124-support-refund-in-order-2"
     block = cli("trials", "show", trial, "--json", cwd=demo).json()["trajectory"]
