@@ -28,6 +28,7 @@ def test_sync_records_digests_file_and_git_commit(workspace: Path, cli: Cli) -> 
     assert synced.code == 0, synced.stderr
     assert synced.json()["git"]["git_commit"] == sha
     assert synced.json()["git"]["git_dirty"] is False
+    assert synced.json()["in_force_changed"] is True  # the first sync put the commit in force
     shown = cli("task", "show", "mini-task", "--json", cwd=workspace).json()
     assert shown["git_commit"] == sha
     assert shown["git_dirty"] is False
@@ -43,6 +44,8 @@ def test_resync_of_unchanged_files_changes_nothing(synced: Path, cli: Cli) -> No
     again = cli("sync", "--json", cwd=synced)
     assert again.code == 0
     assert again.json()["registered"] == []
+    assert again.json()["sync_run"] is None
+    assert again.json()["in_force_changed"] is False  # what is in force did not change
     assert sqlite_fingerprint(synced / DB) == before
 
 

@@ -103,7 +103,9 @@ class SyncResult:
         return {
             "registered": self.registered,
             "unchanged": self.unchanged,
-            "in_force_changed": self.off_line is None,
+            # A sync on the tracked line that found everything registered and in force
+            # already writes no sync run: nothing in force changed.
+            "in_force_changed": self.off_line is None and self.sync_run is not None,
             "summary": self.off_line,
             "back_in_force": self.back_in_force,
             "now_in_force": self.now_in_force,
