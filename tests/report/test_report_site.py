@@ -234,6 +234,51 @@ def test_waiver_and_calibration_pages_say_who_signed(site: Path) -> None:
     assert "unsigned" in calibration and "kappa_vs_majority" in calibration
 
 
+def _cells(table: object) -> list[list[str]]:
+    return [
+        ["".join(cell.itertext()).strip() for cell in row if cell.tag in ("td", "th")]
+        for row in table.iter("tr")  # type: ignore[attr-defined]
+    ]
+
+
+def test_a_calibration_page_lays_out_each_class_and_the_confusion(
+    site: Path, demo_master: Path, cli: Cli
+) -> None:
+    """docs/site.md: per-class precision and recall with their bounds, kappa, holdout size
+    and the confusion matrix, each as stored (`calibration show --json`), 4 significant
+    digits."""
+    stored = cli("calibration", "show", "CAL-2", "--json", cwd=demo_master).json()
+    holdout = stored["holdout"]
+    page = html5lib.parse(page_text(site / "calibrations" / "CAL-2.html"),
+                          namespaceHTMLElements=False)  # fmt: skip
+    terms = [
+        (dt.text, dd.text)
+        for dl in page.iter("dl")
+        for dt, dd in zip(dl[::2], dl[1::2], strict=True)
+    ]
+    assert ("holdout split", str(stored["counts"]["holdout"])) in terms
+    assert ("kappa against the majority label", f"{holdout['kappa_vs_majority']:.4g}") in terms
+    heading = {h.get("id"): h for h in page.iter("h3")}
+    assert set(heading) >= {"per-class", "confusion", "agreement"}
+    tables = page.findall(".//table")
+    per_class = next(t for t in tables if _cells(t)[0][:2] == ["class", "precision"])
+    expected = [
+        [name, f"{m['precision']:.4g}",
+         f"[{m['precision_ci'][0]:.4g}, {m['precision_ci'][1]:.4g}]",
+         f"{m['recall']:.4g}", f"[{m['recall_ci'][0]:.4g}, {m['recall_ci'][1]:.4g}]",
+         str(m["support"])]
+        for name, m in holdout["per_class"].items()
+    ]  # fmt: skip
+    assert _cells(per_class)[1:] == expected
+    confusion = next(t for t in tables if _cells(t)[0][0] == "label \\ verdict")
+    verdicts = _cells(confusion)[0][1:]
+    assert set(verdicts) == {v for row in holdout["confusion"].values() for v in row}
+    assert _cells(confusion)[1:] == [
+        [label, *(str(row.get(v, 0)) for v in verdicts)]
+        for label, row in holdout["confusion"].items()
+    ]
+
+
 @pytest.fixture(scope="module")
 def golden_site(demo_master: Path) -> dict[str, str]:
     from tests.golden_reports import render_site

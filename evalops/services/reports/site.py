@@ -600,7 +600,9 @@ def _calibration_views(session: Session) -> list[dict[str, Any]]:
     out = []
     for row in session.exec(select(Calibration).order_by(col(Calibration.id))).all():
         view = calibration_view(row, validity_of(session, row))
-        view["metrics"] = flatten_metrics(json.loads(row.record))
+        record = json.loads(row.record)
+        view["measures"] = calibration_measures(record)
+        view["metrics"] = flatten_metrics(record)
         view["signers"] = signers_of(session, "calibration.record", row.audit_seq)
         view["invalidations"] = [
             {"reason": i.reason, "at": format_timestamp(i.at), "actor": i.actor}
@@ -624,6 +626,58 @@ def _shown(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(_shown(v) for v in value) + "]"
     return str(value)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def calibration_measures(record: Any) -> dict[str, Any]:
+    """What a reader looks for in a calibration record, laid out (docs/site.md): the split
+    sizes, kappa and abstentions on the holdout, precision and recall of each class with
+    their intervals, the confusion of human majority labels (rows) and the grader's
+    verdicts (columns), and how far the annotators agreed. A measure the record does not
+    hold is None (older records hold fewer); the flat table lists all it holds."""
+    record = _mapping(record)
+    counts, holdout = _mapping(record.get("counts")), _mapping(record.get("holdout"))
+    agreement = _mapping(record.get("human_agreement"))
+    confusion = _mapping(holdout.get("confusion"))
+    verdicts = sorted({v for row in confusion.values() for v in _mapping(row)})
+    return {
+        "sizes": [
+            ["calibration split", _shown(counts.get("calibration"))],
+            ["holdout split", _shown(counts.get("holdout"))],
+            ["holdout items with no majority label", _shown(holdout.get("no_majority"))],
+            ["kappa against the majority label", _shown(holdout.get("kappa_vs_majority"))],
+            ["abstention rate on the holdout", _shown(holdout.get("abstain_rate"))],
+        ],
+        "per_class": [
+            {
+                "class": name,
+                "precision": _shown(m.get("precision")),
+                "precision_ci": _shown(m.get("precision_ci")),
+                "recall": _shown(m.get("recall")),
+                "recall_ci": _shown(m.get("recall_ci")),
+                "support": _shown(m.get("support")),
+            }
+            for name, m in ((k, _mapping(v)) for k, v in _mapping(holdout.get("per_class")).items())
+        ],
+        "confusion": {
+            "verdicts": verdicts,
+            "rows": [
+                [label, *(_shown(_mapping(row).get(v, 0)) for v in verdicts)]
+                for label, row in confusion.items()
+            ],
+        },
+        "agreement": [
+            [f"{name} ({agreement.get('method') or 'agreement'})", _shown(value)]
+            for name, value in [
+                ("overall", agreement.get("overall")),
+                *_mapping(agreement.get("per_class")).items(),
+            ]
+            if value is not None
+        ],
+    }
 
 
 def flatten_metrics(record: Any, prefix: str = "") -> list[list[str]]:
