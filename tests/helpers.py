@@ -73,6 +73,20 @@ def _built_once(
     return mine
 
 
+def children_of(pid: int) -> set[int]:
+    """The child processes of `pid`, zombies included (/proc: every pid's parent)."""
+    found = set()
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rpartition(")")[2].split()[1]) == pid:
+                found.add(int(entry.name))
+    return found
+
+
 def pack_repositories(root: Path) -> None:
     """Every git repository below `root` with its objects in one pack and no sample hooks,
     for a fixture directory that tests copy: a copy then creates a few dozen files instead

@@ -17,6 +17,7 @@ import pytest
 
 from tests import cli_server
 from tests.conftest import PINNED_NOW
+from tests.helpers import children_of
 
 INSTALLED = Path(sys.executable).parent / "evalops"
 
@@ -73,19 +74,6 @@ def test_the_served_evalops_ends_as_the_installed_one(
     assert served == installed
 
 
-def _children_of(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rpartition(")")[2].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
 def test_a_command_killed_by_a_signal_ends_the_script_by_it(
     server: cli_server.CliServer, demo_master: Path, tmp_path: Path
 ) -> None:
@@ -100,7 +88,7 @@ def test_a_command_killed_by_a_signal_ends_the_script_by_it(
     deadline = time.monotonic() + 60
     commands: list[int] = []
     while not commands and time.monotonic() < deadline:
-        commands = [c for w in _children_of(server.process.pid) for c in _children_of(w)]
+        commands = [c for w in children_of(server.process.pid) for c in children_of(w)]
         time.sleep(0.05)
     assert len(commands) == 1, "the command process was not found"
     os.kill(commands[0], signal.SIGKILL)

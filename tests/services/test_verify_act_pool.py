@@ -37,6 +37,7 @@ from evalops.services.verify.act_checks import ActPool, signed_acts_check
 from evalops.store.engine import make_engine, snapshot_session
 from evalops.store.reader import ConnectionReader
 from tests.conftest import Cli, pg_holding
+from tests.helpers import children_of
 from tests.services.test_authority import DB, World, _world
 from tests.sshkeys import make_key, public_key
 
@@ -105,23 +106,9 @@ def checked(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Callable[[], lis
     return read
 
 
-def _children_of(pid: int) -> set[int]:
-    """The child processes of `pid`, zombies included (/proc: every pid's parent)."""
-    found = set()
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rpartition(")")[2].split()[1]) == pid:
-                found.add(int(entry.name))
-    return found
-
-
 def _children() -> set[int]:
     """This process's child processes, zombies included."""
-    return _children_of(os.getpid())
+    return children_of(os.getpid())
 
 
 def _outcome(url: str, pool: ActPool, **options: Any) -> tuple[str, Any]:
@@ -671,7 +658,7 @@ def test_workers_end_with_a_verify_killed_outright(sqlite_world: World) -> None:
         while len(workers) < 2:
             assert process.poll() is None and time.monotonic() < deadline, "no pool started"
             time.sleep(0.05)
-            workers = _children_of(process.pid)
+            workers = children_of(process.pid)
         time.sleep(0.5)  # each is inside its first, slow chunk
         process.kill()
         process.wait()
