@@ -29,16 +29,16 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[cli_server.CliS
     served.stop()
 
 
-def _env(demo: Path, **extra: str) -> dict[str, str]:
+def _env(**extra: str) -> dict[str, str]:
+    """No database URL: the command finds the registry's from its working directory."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("EVALOPS_")}
     env["EVALOPS_NOW"] = PINNED_NOW
-    env["EVALOPS_DATABASE_URL"] = f"sqlite:///{demo / '.evalops' / 'registry.db'}"
     return {**env, **extra}
 
 
 def _run(program: Path, args: list[str], demo: Path, stdin: str) -> tuple[int, str, str]:
     done = subprocess.run(
-        [str(program), *args], cwd=demo / "registry", env=_env(demo, EVALOPS_ACTOR="a@b.example"),
+        [str(program), *args], cwd=demo / "registry", env=_env(EVALOPS_ACTOR="a@b.example"),
         input=stdin, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     return done.returncode, done.stdout, done.stderr
@@ -63,11 +63,12 @@ def test_the_served_evalops_ends_as_the_installed_one(
     args: list[str],
     stdin: str,
 ) -> None:
-    """Each on its own copy of the demo (a refused ingest is recorded), in a subdirectory
-    of it (the registry is found from the working directory)."""
+    """Each on a fresh copy of the demo (a refused ingest is recorded), run in its
+    `registry/` subdirectory: the database is found from the working directory."""
     outcomes = []
-    for n, program in enumerate((server.bin_dir / "evalops", INSTALLED)):
-        demo = tmp_path / str(n) / "demo"
+    demo = tmp_path / "demo"  # the same path for both: outputs may name it
+    for program in (server.bin_dir / "evalops", INSTALLED):
+        shutil.rmtree(demo, ignore_errors=True)
         shutil.copytree(demo_master, demo, symlinks=True)
         outcomes.append(_run(program, args, demo, stdin))
     served, installed = outcomes
@@ -82,7 +83,7 @@ def test_a_command_killed_by_a_signal_ends_the_script_by_it(
     demo = Path(shutil.copytree(demo_master, tmp_path / "demo", symlinks=True))
     script = subprocess.Popen(
         [str(server.bin_dir / "evalops"), "trials", "ingest", "-"],
-        cwd=demo, env=_env(demo, EVALOPS_ACTOR="a@b.example"), stdin=subprocess.PIPE,
+        cwd=demo, env=_env(EVALOPS_ACTOR="a@b.example"), stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     deadline = time.monotonic() + 60
@@ -90,8 +91,57 @@ def test_a_command_killed_by_a_signal_ends_the_script_by_it(
     while not commands and time.monotonic() < deadline:
         commands = [c for w in children_of(server.process.pid) for c in children_of(w)]
         time.sleep(0.05)
-    assert len(commands) == 1, "the command process was not found"
-    os.kill(commands[0], signal.SIGKILL)
-    assert script.wait(timeout=60) == -signal.SIGKILL
-    assert script.stdin is not None
-    script.stdin.close()
+    try:
+        assert len(commands) == 1, "the command process was not found"
+        os.kill(commands[0], signal.SIGKILL)
+        assert script.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        script.kill()
+        assert script.stdin is not None
+        script.stdin.close()
+
+
+def test_a_file_the_command_writes_has_the_callers_umask(
+    server: cli_server.CliServer, demo_master: Path, tmp_path: Path
+) -> None:
+    modes = []
+    demo = tmp_path / "demo"
+    for program in (server.bin_dir / "evalops", INSTALLED):
+        shutil.rmtree(demo, ignore_errors=True)
+        shutil.copytree(demo_master, demo, symlinks=True)
+        done = subprocess.run(
+            [str(program), "report", "audit", "--gate", "GATE-1", "-o", "out.md"],
+            cwd=demo, env=_env(), umask=0o077, capture_output=True, check=False, timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        modes.append((demo / "out.md").stat().st_mode & 0o777)
+    assert modes == [0o600, 0o600]
+
+
+def test_a_killed_script_takes_its_command_with_it(
+    server: cli_server.CliServer, demo_master: Path, tmp_path: Path
+) -> None:
+    """The shell's `timeout` or a Ctrl-C ends the script: its command must not run on."""
+    demo = Path(shutil.copytree(demo_master, tmp_path / "demo", symlinks=True))
+    script = subprocess.Popen(
+        [str(server.bin_dir / "evalops"), "trials", "ingest", "-"],
+        cwd=demo, env=_env(EVALOPS_ACTOR="a@b.example"), stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        commands: list[int] = []
+        while not commands and time.monotonic() < deadline:
+            commands = [c for w in children_of(server.process.pid) for c in children_of(w)]
+            time.sleep(0.05)
+        assert len(commands) == 1, "the command process was not found"
+        script.kill()
+        script.wait(timeout=60)
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{commands[0]}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not Path(f"/proc/{commands[0]}").exists(), "the command outlived its script"
+    finally:
+        script.kill()
+        assert script.stdin is not None
+        script.stdin.close()
