@@ -260,7 +260,7 @@ def downgrade(
         stored_revision,
         unreachable,
     )
-    from evalops.services.destroy import at_risk
+    from evalops.services.destroy import SINGULAR, at_risk
     from evalops.store import migrate
 
     state = settings(ctx, json_flag)
@@ -275,8 +275,7 @@ def downgrade(
                 raise unreachable(state.db_url, exc) from None
             raise
         if lost and not force_destroy_data:
-            # `lost` is keyed by plural nouns (`audit events`), as its JSON shows them.
-            summary = ", ".join(plural(n, what.removesuffix("s"), what) for what, n in lost.items())
+            summary = ", ".join(plural(n, SINGULAR[what], what) for what, n in lost.items())
             say(f"would be lost: {summary}", err=True)
             raise RefusedError(
                 f"db downgrade would destroy {summary}; the audit chain cannot be recovered. "

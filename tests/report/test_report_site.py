@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -234,10 +235,10 @@ def test_waiver_and_calibration_pages_say_who_signed(site: Path) -> None:
     assert "unsigned" in calibration and "kappa_vs_majority" in calibration
 
 
-def _cells(table: object) -> list[list[str]]:
+def _cells(table: ET.Element) -> list[list[str]]:
     return [
         ["".join(cell.itertext()).strip() for cell in row if cell.tag in ("td", "th")]
-        for row in table.iter("tr")  # type: ignore[attr-defined]
+        for row in table.iter("tr")
     ]
 
 
@@ -277,6 +278,31 @@ def test_a_calibration_page_lays_out_each_class_and_the_confusion(
         [label, *(str(row.get(v, 0)) for v in verdicts)]
         for label, row in holdout["confusion"].items()
     ]
+
+
+def test_calibration_measures_of_a_partial_record_read_as_dashes() -> None:
+    """A record without a holdout, a class without intervals, one annotator (kappa
+    undefined): every measure still has its line, reading `–`; nothing raises."""
+    from evalops.services.reports.site import calibration_measures
+
+    assert calibration_measures({}) == calibration_measures(None)
+    empty = calibration_measures({})
+    assert [value for _, value in empty["sizes"]] == ["–"] * 5
+    assert empty["per_class"] == [] and empty["confusion"] == {"verdicts": [], "rows": []}
+    assert empty["agreement"] == []
+    partial = calibration_measures(
+        {
+            "counts": {"holdout": 3},
+            "holdout": {"per_class": {"task_fail": {"precision": 0.5}}, "confusion": None},
+            "human_agreement": {"method": "cohen", "overall": None, "per_class": {"x": None}},
+        }
+    )
+    assert partial["sizes"][1] == ["holdout split", "3"]
+    assert partial["per_class"] == [
+        {"class": "task_fail", "precision": "0.5", "precision_ci": "–", "recall": "–",
+         "recall_ci": "–", "support": "–"}
+    ]  # fmt: skip
+    assert partial["agreement"] == [["overall (cohen)", "–"], ["x (cohen)", "–"]]
 
 
 @pytest.fixture(scope="module")

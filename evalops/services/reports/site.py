@@ -637,7 +637,8 @@ def calibration_measures(record: Any) -> dict[str, Any]:
     sizes, kappa and abstentions on the holdout, precision and recall of each class with
     their intervals, the confusion of human majority labels (rows) and the grader's
     verdicts (columns), and how far the annotators agreed. A measure the record does not
-    hold is None (older records hold fewer); the flat table lists all it holds."""
+    hold, or holds as undefined (one annotator's kappa), reads `–` (older records hold
+    fewer); the flat table lists all it holds."""
     record = _mapping(record)
     counts, holdout = _mapping(record.get("counts")), _mapping(record.get("holdout"))
     agreement = _mapping(record.get("human_agreement"))
@@ -675,8 +676,9 @@ def calibration_measures(record: Any) -> dict[str, Any]:
                 ("overall", agreement.get("overall")),
                 *_mapping(agreement.get("per_class")).items(),
             ]
-            if value is not None
-        ],
+        ]
+        if agreement
+        else [],
     }
 
 
