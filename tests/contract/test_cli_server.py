@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -75,30 +76,39 @@ def test_the_served_evalops_ends_as_the_installed_one(
     assert served == installed
 
 
-def test_a_command_killed_by_a_signal_ends_the_script_by_it(
-    server: cli_server.CliServer, demo_master: Path, tmp_path: Path
-) -> None:
-    """`trials ingest -` waits for its input; the command process (the server's grandchild)
-    is killed, and the script the shell started ends by the same signal."""
-    demo = Path(shutil.copytree(demo_master, tmp_path / "demo", symlinks=True))
+@contextmanager
+def _waiting_ingest(
+    server: cli_server.CliServer, demo: Path
+) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """The served `trials ingest -`, waiting for its input: (its script, the command's pid,
+    the server's grandchild). The script is killed and its input closed afterwards."""
     script = subprocess.Popen(
         [str(server.bin_dir / "evalops"), "trials", "ingest", "-"],
         cwd=demo, env=_env(EVALOPS_ACTOR="a@b.example"), stdin=subprocess.PIPE,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    commands: list[int] = []
-    while not commands and time.monotonic() < deadline:
-        commands = [c for w in children_of(server.process.pid) for c in children_of(w)]
-        time.sleep(0.05)
     try:
+        deadline = time.monotonic() + 60
+        commands: list[int] = []
+        while not commands and time.monotonic() < deadline:
+            commands = [c for w in children_of(server.process.pid) for c in children_of(w)]
+            time.sleep(0.05)
         assert len(commands) == 1, "the command process was not found"
-        os.kill(commands[0], signal.SIGKILL)
-        assert script.wait(timeout=60) == -signal.SIGKILL
+        yield script, commands[0]
     finally:
         script.kill()
         assert script.stdin is not None
         script.stdin.close()
+
+
+def test_a_command_killed_by_a_signal_ends_the_script_by_it(
+    server: cli_server.CliServer, demo_master: Path, tmp_path: Path
+) -> None:
+    """The command process is killed: the script the shell started ends by that signal."""
+    demo = Path(shutil.copytree(demo_master, tmp_path / "demo", symlinks=True))
+    with _waiting_ingest(server, demo) as (script, command):
+        os.kill(command, signal.SIGKILL)
+        assert script.wait(timeout=60) == -signal.SIGKILL
 
 
 def test_a_file_the_command_writes_has_the_callers_umask(
@@ -123,25 +133,10 @@ def test_a_killed_script_takes_its_command_with_it(
 ) -> None:
     """The shell's `timeout` or a Ctrl-C ends the script: its command must not run on."""
     demo = Path(shutil.copytree(demo_master, tmp_path / "demo", symlinks=True))
-    script = subprocess.Popen(
-        [str(server.bin_dir / "evalops"), "trials", "ingest", "-"],
-        cwd=demo, env=_env(EVALOPS_ACTOR="a@b.example"), stdin=subprocess.PIPE,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        commands: list[int] = []
-        while not commands and time.monotonic() < deadline:
-            commands = [c for w in children_of(server.process.pid) for c in children_of(w)]
-            time.sleep(0.05)
-        assert len(commands) == 1, "the command process was not found"
+    with _waiting_ingest(server, demo) as (script, command):
         script.kill()
         script.wait(timeout=60)
         deadline = time.monotonic() + 30
-        while Path(f"/proc/{commands[0]}").exists() and time.monotonic() < deadline:
+        while Path(f"/proc/{command}").exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not Path(f"/proc/{commands[0]}").exists(), "the command outlived its script"
-    finally:
-        script.kill()
-        assert script.stdin is not None
-        script.stdin.close()
+        assert not Path(f"/proc/{command}").exists(), "the command outlived its script"
