@@ -6,7 +6,8 @@ DIR is another commit's tree (`git archive COMMIT | tar -x -C DIR`, with its `ev
 and `benchmarks` packages). Each round measures, one after the other, DIR's stored
 `gate check --build build-1 --suite regression/bench` and this tree's, each in a fresh
 process on a fresh copy of `build/bench/suite-10000` (as `perf.py` measures P4), then the
-floor (`floor_gate_read.py`); after a warm-up round, the medians of `--rounds` rounds and
+floor (`floor_gate_read.py`) and this tree's imports alone (`check_imports.py`: what the
+check spends before it reads a row); after a warm-up round, the medians of `--rounds` rounds and
 the per-round ratio of this tree to DIR. The 1-minute load average is read before every
 round: the machine is shared, so only figures of the same rounds compare.
 """
@@ -51,13 +52,16 @@ def main() -> None:
         floor = run(
             ["script", "benchmarks.floor_gate_read", ".evalops/registry.db", "build-1"], cwd=suite
         )
+        imports = run(["script", "benchmarks.check_imports"], cwd=suite)
         if number == 0:  # the warm-up round: caches, byte-compiled modules
             continue
-        rows.append({"load": load, "other": other, "ours": ours, "floor": floor})
+        rows.append(
+            {"load": load, "other": other, "ours": ours, "floor": floor, "imports": imports}
+        )
         print(
             f"round {number}: load {load:.2f}  other {other['cpu']:.3f}s  ours "
-            f"{ours['cpu']:.3f}s  floor {floor['cpu']:.3f}s  ours/other "
-            f"{ours['cpu'] / other['cpu']:.2f}",
+            f"{ours['cpu']:.3f}s  floor {floor['cpu']:.3f}s  imports {imports['cpu']:.3f}s  "
+            f"ours/other {ours['cpu'] / other['cpu']:.2f}",
             flush=True,
         )
 
@@ -77,6 +81,10 @@ def main() -> None:
             f"floor; wall {med(key, 'wall'):.3f}s; peak {med(key, 'peak_kib') / 1024:.0f} MiB"
         )
     print(f"floor: CPU {floor_cpu:.3f}s, wall {med('floor', 'wall'):.3f}s")
+    print(
+        f"the check's imports alone (benchmarks.check_imports, this tree): CPU "
+        f"{med('imports'):.3f}s, {med('imports') / floor_cpu:.2f}x the floor"
+    )
     per_round = median(float(r["ours"]["cpu"]) / float(r["other"]["cpu"]) for r in rows)
     print(f"this tree / other, per round (median): {per_round:.2f}")
 
