@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlmodel import Session, create_engine
 
 from evalops.errors import BUSY_MESSAGE
+from evalops.store.reader import driver_stream
 
 # The advisory lock that serializes every writer of one PostgreSQL registry.
 WRITER_LOCK_KEY = 0x6576616C6F7073  # "evalops"
@@ -283,10 +284,6 @@ def snapshot_session(engine: Engine) -> Iterator[Session]:
         yield session
 
 
-#: Rows a driver-level stream fetches at a time.
-RAW_BATCH = 2000
-
-
 def raw_rows(
     session: Session, sql: str, cursor_name: str, params: Any = None
 ) -> Iterator[tuple[Any, ...]]:
@@ -297,23 +294,7 @@ def raw_rows(
     connection = session.connection()
     raw = connection.connection.driver_connection
     assert raw is not None
-    if connection.dialect.name == "postgresql":
-        cursor = raw.cursor(name=cursor_name)
-        cursor.itersize = RAW_BATCH
-    else:
-        cursor = raw.cursor()
-    try:
-        if params is None:
-            cursor.execute(sql)
-        else:
-            cursor.execute(sql, params)
-        while True:
-            batch = cursor.fetchmany(RAW_BATCH)
-            if not batch:
-                break
-            yield from batch
-    finally:
-        cursor.close()
+    return driver_stream(raw, connection.dialect.name, sql, params, cursor_name)
 
 
 def statement_rows(session: Session, statement: Any, cursor_name: str) -> Iterator[tuple[Any, ...]]:
