@@ -122,15 +122,20 @@ def test_a_limited_listing_counts_up_to_its_cap_and_says_more_than(
 
 @pytest.fixture
 def statements() -> Iterator[list[str]]:
-    """Every SQL statement any engine runs while the test does."""
+    """Every SQL statement `sqlite3` runs on a connection any engine opens while the test
+    does: traced by the driver itself, so a statement is seen whether SQLAlchemy ran it or a
+    reader ran it on the driver beneath SQLAlchemy's connection (evalops/store/reader.py)."""
     seen: list[str] = []
 
-    def record_sql(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+    def record_sql(statement: str) -> None:
         seen.append(" ".join(statement.split()).lower())
 
-    event.listen(Engine, "before_cursor_execute", record_sql)
+    def trace(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(record_sql)
+
+    event.listen(Engine, "connect", trace)
     yield seen
-    event.remove(Engine, "before_cursor_execute", record_sql)
+    event.remove(Engine, "connect", trace)
 
 
 def test_trials_list_limit_and_count_run_in_sql(
