@@ -37,7 +37,12 @@ def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
     """Migrate to `revision`; with `create_if_empty`, an empty database is instead created
     at head from the models in one step (the same schema, docs/verify.md "The database"),
     without loading Alembic."""
-    from evalops.services.database import engine_for, stored_revision, unreachable
+    from evalops.services.database import (
+        engine_for,
+        is_driver_error,
+        stored_revision,
+        unreachable,
+    )
     from evalops.store import fresh
     from evalops.store.engine import ensure_parent, sqlite_path
     from evalops.store.schema import HEAD_REVISION
@@ -61,7 +66,7 @@ def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
         raise
     except Exception as exc:
         _bad_revision(exc, revision)
-        if type(exc).__module__.startswith(("sqlalchemy", "psycopg")):
+        if is_driver_error(exc):  # SQLAlchemy's, or a driver's raised through a reader
             raise unreachable(url, exc) from None
         raise
     finally:
