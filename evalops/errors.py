@@ -207,6 +207,13 @@ class RejectedRecords(InputErrors):
         ]
 
 
+def is_driver_error(exc: BaseException) -> bool:
+    """An error raised by SQLAlchemy or a database driver (not by evalops itself): what a
+    database said, through SQLAlchemy or straight from the driver (the readers run their
+    SQL on the driver's connection)."""
+    return type(exc).__module__.startswith(("sqlalchemy", "psycopg", "sqlite3"))
+
+
 def rejected_entry(error: InputError) -> dict[str, object]:
     """One rejected record as `trials ingest --json` lists it."""
     return {"file": error.file, "line": error.line, "field": error.field, "error": error.message}

@@ -37,12 +37,8 @@ def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
     """Migrate to `revision`; with `create_if_empty`, an empty database is instead created
     at head from the models in one step (the same schema, docs/verify.md "The database"),
     without loading Alembic."""
-    from evalops.services.database import (
-        engine_for,
-        is_driver_error,
-        stored_revision,
-        unreachable,
-    )
+    from evalops.errors import is_driver_error
+    from evalops.services.database import engine_for, stored_revision, unreachable
     from evalops.store import fresh
     from evalops.store.engine import ensure_parent, sqlite_path
     from evalops.store.schema import HEAD_REVISION
@@ -258,9 +254,9 @@ def downgrade(
 
     Example: evalops db downgrade base --force-destroy-data
     """
+    from evalops.errors import is_driver_error
     from evalops.services.database import (
         engine_for,
-        is_driver_error,
         require_database_file,
         stored_revision,
         unreachable,

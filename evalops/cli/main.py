@@ -36,6 +36,7 @@ from evalops.errors import (
     InputError,
     NoDatabase,
     RejectedRecords,
+    is_driver_error,
 )
 from evalops.store.defaults import DEFAULT_DB_PATH, DEFAULT_URL
 
@@ -413,7 +414,7 @@ def _said(exc: BaseException) -> str:
     (SQLAlchemy appends the statement, every bind parameter and a link to its own docs,
     which can run to kilobytes and hold stored values)."""
     text = str(exc)
-    if type(exc).__module__.startswith(("sqlalchemy", "psycopg", "sqlite3")):
+    if is_driver_error(exc):
         lines = text.strip().splitlines()
         text = lines[0][:300] if lines else ""
     return text

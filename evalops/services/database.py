@@ -87,11 +87,6 @@ def unreachable(url: str, exc: BaseException) -> EvalopsError:
     return _unreachable(url, exc)
 
 
-def is_driver_error(exc: BaseException) -> bool:
-    """An error raised by SQLAlchemy or the database driver (not by evalops itself)."""
-    return type(exc).__module__.startswith(("sqlalchemy", "psycopg", "sqlite3"))
-
-
 def _unreachable(url: str, exc: BaseException) -> EvalopsError:
     """A storage fault named by its cause (a locked, damaged or read-only SQLite file),
     else "cannot open database" with the driver's reason (exit 2)."""
