@@ -4,8 +4,9 @@
 the table models would cost them ten times what the reading does. On a SQLite registry they
 read through the standard library's `sqlite3`, with the same schema-revision check as every
 other command (`alembic_version`, read directly); on PostgreSQL, or any database URL beyond
-the plain `sqlite:///PATH`, through a SQLAlchemy connection (Core `text()`, no ORM). Queries
-are written once, in SQL both engines read, with `:name` parameters.
+the plain `sqlite:///PATH`, through a SQLAlchemy connection (`ConnectionReader`: the SQL
+compiled by SQLAlchemy, run on the driver beneath; no ORM). Queries are written once, in SQL
+both engines read, with `:name` parameters.
 
 Anything the fast path cannot vouch for (a missing file, a schema not at head, a file that is
 not a database) is left to the usual way of opening the database (`Settings.read` in
