@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine, make_url
 from sqlmodel import Session, create_engine
 
 from evalops.errors import BUSY_MESSAGE
-from evalops.store.reader import driver_stream
+from evalops.store.reader import driver_form, driver_stream
 
 # The advisory lock that serializes every writer of one PostgreSQL registry.
 WRITER_LOCK_KEY = 0x6576616C6F7073  # "evalops"
@@ -304,10 +304,5 @@ def statement_rows(session: Session, statement: Any, cursor_name: str) -> Iterat
     floats; no timestamps): the driver's values are the rows' values, and a read of tens
     of thousands of rows skips SQLAlchemy's per-row work."""
     compiled = statement.compile(dialect=session.connection().dialect)
-    values = compiled.construct_params()
-    params = (
-        tuple(values[name] for name in compiled.positiontup or ())
-        if compiled.positional
-        else values
-    )
-    return raw_rows(session, compiled.string, cursor_name, params)
+    sql, params = driver_form(compiled, compiled.construct_params())
+    return raw_rows(session, sql, cursor_name, params)

@@ -131,11 +131,7 @@ class ConnectionReader(Reader):
         return driver
 
     def _driver_form(self, sql: str, params: Params | None) -> tuple[str, Any]:
-        compiled = _compiled(self._conn.dialect, sql)
-        values = dict(params or {})
-        if compiled.positional:
-            return compiled.string, tuple(values[name] for name in compiled.positiontup or ())
-        return compiled.string, values
+        return driver_form(_compiled(self._conn.dialect, sql), dict(params or {}))
 
     def _stream(
         self, sql: str, params: Params | None, names: list[str]
@@ -187,6 +183,15 @@ def driver_stream(  # noqa: PLR0913 (a query, where it runs, and what to call it
                 break
     finally:
         cursor.close()
+
+
+def driver_form(compiled: Any, values: Mapping[str, Any]) -> tuple[str, Any]:
+    """A statement SQLAlchemy compiled, and its parameter `values` by name, in the driver's
+    own style: a tuple in the statement's order for a positional one (`sqlite3`'s `?`), the
+    mapping for a named one (psycopg's `%(name)s`)."""
+    if compiled.positional:
+        return compiled.string, tuple(values[name] for name in compiled.positiontup or ())
+    return compiled.string, values
 
 
 _COMPILED: dict[tuple[str, str, str], Any] = {}
