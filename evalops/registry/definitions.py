@@ -45,9 +45,16 @@ class Definition:
     file: str
     kind: str
     value: dict[str, Any]
-    lines: dict[tuple[str | int, ...], int] = field(repr=False, compare=False)
+    document: Document = field(repr=False, compare=False)
+    """The file as parsed: where `lines` come from."""
     model: Strict | None = field(default=None, repr=False, compare=False)
     """The pydantic model, when the file was validated with pydantic (else built by `spec`)."""
+
+    @property
+    def lines(self) -> dict[tuple[str | int, ...], int]:
+        """The line of each node of the file, mapped when a message first needs one: a
+        JSON file's map costs a second parse (`sync` of 10,000 unchanged files needs none)."""
+        return self.document.lines
 
     @property
     def spec(self) -> Strict:
@@ -73,7 +80,7 @@ class Definition:
         """The kind's identity digest (section 4); a suite's declaration is hashed whole."""
         return spec_digest(self.kind, self.value)
 
-    @property
+    @cached_property
     def document_digest(self) -> str:
         return digests.document_digest(self.value)
 
@@ -181,7 +188,7 @@ def definition_from_document(doc: Document) -> Definition:
             "spec_schema_version",
         )
     if spec_check.is_valid(value):
-        return Definition(doc.path, kind, value, doc.lines)
+        return Definition(doc.path, kind, value, doc)
     # Not accepted by the plain checker (invalid, or a kind it does not cover): pydantic
     # decides, and names every problem.
     from pydantic import ValidationError
@@ -193,7 +200,7 @@ def definition_from_document(doc: Document) -> Definition:
     except ValidationError as exc:
         # Every problem of the file at once: one run of `validate` shows them all.
         raise InputErrors.of(pydantic_errors(doc, exc)) from None
-    return Definition(doc.path, kind, value, doc.lines, spec)
+    return Definition(doc.path, kind, value, doc, spec)
 
 
 def load_definition(path: Path, display: str | None = None) -> Definition:

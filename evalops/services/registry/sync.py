@@ -19,6 +19,7 @@ from sqlmodel import Session, SQLModel, col, select
 
 from evalops.domain import audit_kinds, digests
 from evalops.domain.canonical import canonical_text
+from evalops.domain.facts import StoredTaskHead
 from evalops.domain.specs import (
     AuthoritySpec,
     EvalTaskSpec,
@@ -167,56 +168,78 @@ def _subject(d: Definition) -> str:
     return f"{d.kind}:{d.id}{rev}"
 
 
-def _existing(session: Session, d: Definition) -> list[Any]:
-    """Rows registered under `d`'s natural key (id and revision/version where it has one)."""
-    stmt: Any
-    if isinstance(d.spec, EvalTaskSpec):
-        stmt = select(TaskRevision).where(
-            TaskRevision.task_id == d.id, TaskRevision.revision == d.spec.revision
-        )
-    elif isinstance(d.spec, GraderSet):
-        stmt = select(GraderSetRow).where(
-            GraderSetRow.grader_set_id == d.id, GraderSetRow.version == d.spec.version
-        )
-    elif isinstance(d.spec, ExecutionProfile):
-        stmt = select(ExecutionProfileRow).where(ExecutionProfileRow.execution_id == d.id)
-    elif isinstance(d.spec, SuiteDeclaration):
-        stmt = select(SuiteRow).where(SuiteRow.suite_id == d.id)
-    else:
-        stmt = select(PolicyRow).where(PolicyRow.kind == d.kind, PolicyRow.policy_id == d.id)
-    return list(session.exec(stmt).all())
+class _RegisteredRows:
+    """The rows registered under each definition's natural key (id, and revision or version
+    where it has one), read one table at a time the first time a definition of its kind
+    asks: a registry of 10,000 tasks synced unchanged made 10,000 queries, one per file.
+    Each key's rows are in the order they were registered."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._by_table: dict[str, dict[Any, list[Any]]] = {}
+
+    def of(self, d: Definition) -> list[Any]:
+        table, key = _natural_key(d)
+        if table not in self._by_table:
+            self._by_table[table] = self._read(table)
+        return list(self._by_table[table].get(key, ()))
+
+    def _read(self, table: str) -> dict[Any, list[Any]]:
+        model, key_of = _NATURAL_KEYS[table]
+        grouped: dict[Any, list[Any]] = {}
+        for row in self._session.exec(select(model).order_by(col(model.id))):
+            grouped.setdefault(key_of(row), []).append(row)
+        return grouped
+
+
+def _natural_key(d: Definition) -> tuple[str, Any]:
+    """The table `d` is registered in and its natural key there (read from the file's
+    value: a definition's pydantic model is built only for what is registered)."""
+    if d.kind in ("task", "grader_set"):
+        return d.kind, (d.id, d.revision)
+    if d.kind in ("execution_profile", "suite"):
+        return d.kind, d.id
+    return "policy", (d.kind, d.id)
+
+
+_NATURAL_KEYS: dict[str, tuple[Any, Any]] = {
+    "task": (TaskRevision, lambda r: (r.task_id, r.revision)),
+    "grader_set": (GraderSetRow, lambda r: (r.grader_set_id, r.version)),
+    "execution_profile": (ExecutionProfileRow, lambda r: r.execution_id),
+    "suite": (SuiteRow, lambda r: r.suite_id),
+    "policy": (PolicyRow, lambda r: (r.kind, r.policy_id)),
+}
 
 
 def _conflict(d: Definition, rows: list[Any]) -> InputError | None:
     """A revision/version registered with another identity digest, or a suite changing kind."""
-    line = d.lines.get(("revision",), d.lines.get(("version",), 1))
-    if isinstance(d.spec, EvalTaskSpec):
+    if d.kind == "task":
         for row in rows:
             if row.task_digest != d.digest:
                 return InputError(
-                    f"task {d.id} revision {d.spec.revision} is registered with task_digest "
+                    f"task {d.id} revision {d.revision} is registered with task_digest "
                     f"{row.task_digest}, this file has {d.digest}: bump revision",
                     d.file,
-                    line,
+                    d.lines.get(("revision",), 1),
                     "revision",
                 )
         labels = _label_change(d, rows)
         if labels is not None:
             return labels
-    if isinstance(d.spec, GraderSet):
+    if d.kind == "grader_set":
         for row in rows:
             if row.grader_set_digest != d.digest:
                 return InputError(
-                    f"grader set {d.id} version {d.spec.version} is registered with "
+                    f"grader set {d.id} version {d.revision} is registered with "
                     f"grader_set_digest {row.grader_set_digest}, this file has {d.digest}: "
                     "bump version",
                     d.file,
-                    line,
+                    d.lines.get(("version",), 1),
                     "version",
                 )
-    if isinstance(d.spec, SuiteDeclaration) and rows:
+    if d.kind == "suite" and rows:
         latest = max(rows, key=lambda r: r.id)
-        if latest.kind != d.spec.kind:
+        if latest.kind != d.value["kind"]:
             return InputError(
                 f"suite {d.id} is registered as kind {latest.kind}; a suite never changes "
                 "kind (declare a new suite)",
@@ -229,18 +252,20 @@ def _conflict(d: Definition, rows: list[Any]) -> InputError | None:
 
 def _label_change(d: Definition, rows: list[Any]) -> InputError | None:
     """Risk labels ratchet (docs/gate.md): `meta.risk` and `meta.protects` of a
-    registered (id, revision) never change in place; a new revision carries new labels."""
-    assert isinstance(d.spec, EvalTaskSpec)
-    meta = d.spec.meta
+    registered (id, revision) never change in place; a new revision carries new labels.
+    Both sides are read from the documents as the gate reads them (`StoredTaskHead`): the
+    file was validated as it was read, each stored one when it was registered, and
+    validating 10,000 of them again cost seconds of every sync."""
+    meta = StoredTaskHead.of(d.value).meta
     for row in rows:
-        old = EvalTaskSpec.model_validate(json.loads(row.document)).meta
+        old = StoredTaskHead.of(json.loads(row.document)).meta
         for name, before, after in (
             ("risk", old.risk, meta.risk),
             ("protects", sorted(old.protects), sorted(meta.protects)),
         ):
             if before != after:
                 return InputError(
-                    f"task {d.id} revision {d.spec.revision} is registered with meta.{name} "
+                    f"task {d.id} revision {d.revision} is registered with meta.{name} "
                     f"{before}, this file says {after}: risk labels never change in place, "
                     "bump revision (a lower risk takes effect only when that revision is "
                     "promoted)",
@@ -348,8 +373,9 @@ def _sorted_out(
     noting those whose identity digest is registered already (only labels changed)."""
     new: list[Definition] = []
     conflicts: list[InputError] = []
+    registered = _RegisteredRows(session)
     for d in ordered:
-        rows = _existing(session, d)
+        rows = registered.of(d)
         problem = _conflict(d, rows)
         if problem is not None:
             conflicts.append(problem)

@@ -1,0 +1,222 @@
+"""`evalops sync` refuses a definition changed in place under a registered natural key
+(docs/digests.md and docs/gate.md: an (id, revision) or (id, version) keeps one identity
+digest, risk labels never change in place, a suite never changes kind), naming the row
+registered under that very key, and reads what is registered one table at a time: a
+registry of many files synced unchanged costs as many statements as one of a few.
+
+Expected digests are read from the database with `sqlite3`, expected lines from the files'
+text, and the number of statements is traced by the driver itself."""
+
+from __future__ import annotations
+
+import copy
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from tests.conftest import Cli
+from tests.helpers import MINI_TASK, commit_all, write_yaml
+
+DB = Path(".evalops/registry.db")
+TASKS = Path("registry/tasks")
+
+
+def _task(task_id: str, revision: int = 1, goal: str | None = None) -> dict[str, Any]:
+    spec = copy.deepcopy(MINI_TASK)
+    spec["id"], spec["revision"] = task_id, revision
+    spec["contract"]["goal"] = goal or f"goal_of_{task_id.replace('-', '_')}"
+    return spec
+
+
+def _write_task(ws: Path, spec: dict[str, Any]) -> None:
+    write_yaml(ws / TASKS / f"{spec['id']}.yaml", spec)
+
+
+def _registered(ws: Path, sql: str, *params: object) -> list[tuple[Any, ...]]:
+    con = sqlite3.connect(ws / DB)
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()
+
+
+def _task_digest(ws: Path, task_id: str, revision: int) -> str:
+    rows = _registered(
+        ws,
+        "SELECT DISTINCT task_digest FROM task_revision WHERE task_id = ? AND revision = ?",
+        task_id,
+        revision,
+    )
+    assert len(rows) == 1, rows
+    return str(rows[0][0])
+
+
+def _line_of(path: Path, key: str) -> int:
+    """The 1-based line of the top-level `key:` in a YAML file, read from its text."""
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.startswith(f"{key}:"):
+            return number
+    raise AssertionError(f"{key} not in {path}")
+
+
+def _counts(ws: Path) -> tuple[int, ...]:
+    tables = ("task_revision", "grader_set", "suite", "audit_event", "sync_run")
+    return tuple(_registered(ws, f"SELECT count(*) FROM {t}")[0][0] for t in tables)
+
+
+def _refusals(cli: Cli, ws: Path) -> list[dict[str, Any]]:
+    before = _counts(ws)
+    refused = cli("sync", "--json", cwd=ws)
+    assert refused.code == 2, refused.stdout + refused.stderr
+    assert _counts(ws) == before, "a refused sync registers nothing"
+    error = refused.json()["error"]
+    return list(error.get("errors") or [error])
+
+
+@pytest.fixture
+def three(workspace: Path, cli: Cli) -> Path:
+    """mini-task, task-b (revisions 1 and 2 registered) and task-c, synced."""
+    for task_id in ("task-b", "task-c"):
+        _write_task(workspace, _task(task_id))
+    commit_all(workspace)
+    assert cli("init", cwd=workspace).code == 0
+    assert cli("sync", cwd=workspace).code == 0
+    _write_task(workspace, _task("task-b", 2, goal="goal_of_task_b_two"))
+    commit_all(workspace, "task-b revision 2")
+    assert cli("sync", cwd=workspace).code == 0
+    return workspace
+
+
+def test_each_conflict_names_the_row_registered_under_its_own_key(three: Path, cli: Cli) -> None:
+    """task-b's revision 2 and task-c's revision 1 edited in place: each refusal names the
+    digest registered for that (id, revision), not another revision's or task's."""
+    b2, c1 = _task_digest(three, "task-b", 2), _task_digest(three, "task-c", 1)
+    assert len({b2, c1, _task_digest(three, "task-b", 1)}) == 3
+    _write_task(three, _task("task-b", 2, goal="edited_in_place"))
+    _write_task(three, _task("task-c", 1, goal="edited_in_place_too"))
+    commit_all(three, "edits in place")
+    found = {e["file"]: e for e in _refusals(cli, three)}
+    assert sorted(found) == ["registry/tasks/task-b.yaml", "registry/tasks/task-c.yaml"]
+    for task_id, revision, digest in (("task-b", 2, b2), ("task-c", 1, c1)):
+        error = found[f"registry/tasks/{task_id}.yaml"]
+        assert error["message"].startswith(
+            f"task {task_id} revision {revision} is registered with task_digest {digest}, "
+            "this file has sha256:"
+        ), error
+        assert error["message"].endswith(": bump revision")
+        assert error["field"] == "revision"
+        assert error["line"] == _line_of(three / TASKS / f"{task_id}.yaml", "revision")
+
+
+def test_labels_changed_in_place_are_refused_and_a_new_revision_carries_them(
+    three: Path, cli: Cli
+) -> None:
+    lowered = _task("task-b", 2, goal="goal_of_task_b_two")
+    lowered["meta"]["risk"] = "noncritical_regression"
+    lowered["meta"]["protects"] = []
+    _write_task(three, lowered)
+    commit_all(three, "labels in place")
+    (error,) = _refusals(cli, three)
+    assert error["field"] == "meta.risk"
+    assert error["file"] == "registry/tasks/task-b.yaml"
+    assert error["message"].startswith(
+        "task task-b revision 2 is registered with meta.risk critical, this file says "
+        "noncritical_regression: risk labels never change in place"
+    ), error
+    text = (three / TASKS / "task-b.yaml").read_text(encoding="utf-8").splitlines()
+    assert text[error["line"] - 1].strip() == "risk: noncritical_regression"
+    # Only the protected effect dropped (the risk kept): the other label is named.
+    kept = _task("task-b", 2, goal="goal_of_task_b_two")
+    kept["meta"]["protects"] = []
+    kept["meta"]["risk"] = "critical"
+    _write_task(three, kept)
+    commit_all(three, "protects in place")
+    (error,) = _refusals(cli, three)
+    assert error["field"] == "meta.protects"
+    assert "meta.protects ['external_effect'], this file says []" in error["message"], error
+    # A new revision may carry new labels.
+    lowered["revision"] = 3
+    _write_task(three, lowered)
+    commit_all(three, "labels in a new revision")
+    assert cli("sync", cwd=three).code == 0
+    assert _registered(
+        three, "SELECT risk FROM task_revision WHERE task_id = 'task-b' AND revision = 3"
+    ) == [("noncritical_regression",)]
+
+
+def test_a_grader_set_version_and_a_suite_kind_changed_in_place_are_refused(
+    three: Path, cli: Cli
+) -> None:
+    suite = three / "registry" / "suites" / "core.yaml"
+    declared = {"spec_schema_version": "suite/v1", "id": "regression/core", "kind": "regression"}
+    write_yaml(suite, declared)
+    commit_all(three, "a suite")
+    assert cli("sync", cwd=three).code == 0
+    graders_path = three / "registry" / "graders" / "mini-graders.yaml"
+    (registered,) = _registered(
+        three, "SELECT DISTINCT grader_set_digest FROM grader_set WHERE grader_set_id = ?",
+        "mini-graders",
+    )  # fmt: skip
+    graders = yaml.safe_load(graders_path.read_text(encoding="utf-8"))
+    graders["graders"][0]["covers"] = ["something_else"]
+    write_yaml(graders_path, graders)
+    write_yaml(suite, {**declared, "kind": "capability"})
+    commit_all(three, "edits in place")
+    found = {e["file"]: e for e in _refusals(cli, three)}
+    graders_error = found["registry/graders/mini-graders.yaml"]
+    assert graders_error["message"].startswith(
+        f"grader set mini-graders version 1 is registered with grader_set_digest {registered[0]}"
+    ), graders_error
+    assert graders_error["field"] == "version"
+    assert graders_error["line"] == _line_of(graders_path, "version")
+    suite_error = found["registry/suites/core.yaml"]
+    assert suite_error["message"].startswith(
+        "suite regression/core is registered as kind regression; a suite never changes kind"
+    ), suite_error
+    assert (suite_error["field"], suite_error["line"]) == ("kind", _line_of(suite, "kind"))
+
+
+@pytest.fixture
+def statements() -> Iterator[list[str]]:
+    """Every statement `sqlite3` runs on a connection an engine opens meanwhile."""
+    seen: list[str] = []
+
+    def trace(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.set_trace_callback(seen.append)
+
+    event.listen(Engine, "connect", trace)
+    yield seen
+    event.remove(Engine, "connect", trace)
+
+
+def _unchanged_sync_statements(ws: Path, cli: Cli, seen: list[str], tasks: int) -> int:
+    for number in range(tasks):
+        _write_task(ws, _task(f"task-{number:03d}"))
+    commit_all(ws)
+    assert cli("init", cwd=ws).code == 0
+    assert cli("sync", cwd=ws).code == 0
+    commit_all(ws, "nothing changed")  # an empty commit: the same files
+    seen.clear()
+    unchanged = cli("sync", "--json", cwd=ws)
+    assert unchanged.code == 0, unchanged.stderr
+    assert unchanged.json()["unchanged"] == tasks + 3
+    return len(seen)
+
+
+def test_an_unchanged_sync_costs_the_same_statements_for_3_or_30_tasks(
+    workspace: Path, tmp_path: Path, cli: Cli, statements: list[str]
+) -> None:
+    """One query per table registered, not one per file (30,000 files: 30,000 queries)."""
+    import shutil
+
+    other = tmp_path / "other"
+    shutil.copytree(workspace, other, symlinks=True)
+    few = _unchanged_sync_statements(workspace, cli, statements, 3)
+    many = _unchanged_sync_statements(other, cli, statements, 30)
+    assert few == many, (few, many)
