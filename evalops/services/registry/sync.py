@@ -172,7 +172,7 @@ class _RegisteredRows:
     """The rows registered under each definition's natural key (id, and revision or version
     where it has one), read one table at a time the first time a definition of its kind
     asks: a registry of 10,000 tasks synced unchanged made 10,000 queries, one per file.
-    Each key's rows are in the order they were registered."""
+    Each key's rows are in the order they were registered, as rows of the table's columns."""
 
     def __init__(self, session: Session) -> None:
         self._session = session
@@ -187,7 +187,9 @@ class _RegisteredRows:
     def _read(self, table: str) -> dict[Any, list[Any]]:
         model, key_of = _NATURAL_KEYS[table]
         grouped: dict[Any, list[Any]] = {}
-        for row in self._session.exec(select(model).order_by(col(model.id))):
+        # Rows of columns (named like the model's attributes), not ORM objects: only read.
+        columns = select(*model.__table__.columns).order_by(col(model.id))
+        for row in self._session.execute(columns):
             grouped.setdefault(key_of(row), []).append(row)
         return grouped
 
@@ -256,8 +258,12 @@ def _label_change(d: Definition, rows: list[Any]) -> InputError | None:
     Both sides are read from the documents as the gate reads them (`StoredTaskHead`): the
     file was validated as it was read, each stored one when it was registered, and
     validating 10,000 of them again cost seconds of every sync."""
+    # A row holding this very document holds its labels.
+    changed = [row for row in rows if row.document_digest != d.document_digest]
+    if not changed:
+        return None
     meta = StoredTaskHead.of(d.value).meta
-    for row in rows:
+    for row in changed:
         old = StoredTaskHead.of(json.loads(row.document)).meta
         for name, before, after in (
             ("risk", old.risk, meta.risk),
