@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.measure import medians, run
-from benchmarks.perf import WORK, _copy_db, _fmt, example_base, figure
+from benchmarks.perf import WORK, _fmt, copy_db, example_base, figure
 from benchmarks.workload import EXAMPLE, templates
 
 GATED_TEMPLATES = ("candidate-b124.jsonl", "eu-sessions/candidate-b124.jsonl")
@@ -84,7 +84,7 @@ def workspace(count: int, ingest: int | None = None) -> Path:
     ingest = count if ingest is None else ingest
     have = _trial_count(ws) if (ws / ".evalops" / "registry.db").exists() else None
     if have is None:
-        _copy_db(example_base(), ws)
+        copy_db(example_base(), ws)
         have = 0
     for start in range(have - have % CHUNK, ingest, CHUNK):
         records = WORK / f"p9-records-{count}-{start}.jsonl"

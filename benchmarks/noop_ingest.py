@@ -26,10 +26,10 @@ from typing import Any
 from benchmarks.measure import medians, run
 from benchmarks.perf import (
     WORK,
-    _copy_db,
     _fmt,
     _pg,
     _pg_url,
+    copy_db,
     example_base,
     figure,
     records_file,
@@ -59,7 +59,7 @@ def _pair(first: dict[str, Any], again: dict[str, Any]) -> None:
 def _sqlite(data: str, runs: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     firsts, agains = [], []
     for i in range(runs):
-        ws = _copy_db(example_base(), WORK / "p10-run")
+        ws = copy_db(example_base(), WORK / "p10-run")
         firsts.append(run(["evalops", "trials", "ingest", data], cwd=ws))
         agains.append(run(["evalops", "trials", "ingest", "--json", data], cwd=ws))
         _pair(firsts[-1], agains[-1])

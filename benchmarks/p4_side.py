@@ -14,41 +14,30 @@ round: the machine is shared, so only figures of the same rounds compare.
 
 from __future__ import annotations
 
-import argparse
 import os
+from functools import partial
 from pathlib import Path
 from statistics import median
 from typing import Any
 
 from benchmarks.measure import run
-from benchmarks.perf import WORK, _copy_db, big_suite
+from benchmarks.perf import big_suite
+from benchmarks.side import paired_rounds, run_in_tree, side_arguments
 
 ARGV = ["evalops", "gate", "check", "--build", "build-1", "--suite", "regression/bench"]
 
 
 def _gate(suite: Path, code: Path | None) -> dict[str, Any]:
-    copy = _copy_db(suite, WORK / "p4-side-run")
-    env = {"PYTHONPATH": str(code)} if code is not None else None
-    done = run(ARGV, cwd=copy, env=env)
+    done = run_in_tree(ARGV, suite, code, "p4-side-run")
     assert done["code"] in (0, 3, 4), done
     return done
 
 
-def _load() -> float:
-    return float(Path("/proc/loadavg").read_text(encoding="ascii").split()[0])
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--against", type=Path, required=True)
-    parser.add_argument("--rounds", type=int, default=7)
-    args = parser.parse_args()
-    against = args.against.resolve()
     suite = big_suite(10_000)
     rows: list[dict[str, Any]] = []
-    for number in range(args.rounds + 1):
-        load = _load()
-        other, ours = _gate(suite, against), _gate(suite, None)
+    against, rounds = side_arguments(7)
+    for number, load, other, ours in paired_rounds(partial(_gate, suite), against, rounds):
         floor = run(
             ["script", "benchmarks.floor_gate_read", ".evalops/registry.db", "build-1"], cwd=suite
         )

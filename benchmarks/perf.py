@@ -62,7 +62,7 @@ def _fmt(m: dict[str, float]) -> str:
     return f"cpu {m['cpu']:.2f}s wall {m['wall']:.2f}s peak {m['peak_kib'] / 1024:.0f} MiB"
 
 
-def _copy_db(source: Path, dest: Path) -> Path:
+def copy_db(source: Path, dest: Path) -> Path:
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(source, dest, ignore=shutil.ignore_patterns("reports", "*.jsonl"))
@@ -98,7 +98,7 @@ def populated(count: int) -> Path:
     ws = WORK / f"example-{count}"
     if (ws / ".evalops" / "registry.db").exists():
         return ws
-    _copy_db(example_base(), ws)
+    copy_db(example_base(), ws)
     for path in _chunks(count):
         done = run(["evalops", "trials", "ingest", str(path)], cwd=ws)
         assert done["code"] == 0, done
@@ -168,7 +168,7 @@ def with_history(count: int, small: int) -> Path:
     ws = WORK / f"history-{small}-{count}"
     if (ws / ".evalops" / "history-done").exists():
         return ws
-    _copy_db(populated(small), ws)
+    copy_db(populated(small), ws)
     _gate_once(ws)
     digests = _history_profiles(ws)
     per_build = (count - small) // HISTORY_BUILDS
@@ -191,10 +191,10 @@ def p1_ingest_sqlite(records: int, runs: int) -> bool:
     data = records_file(records)
     ours, floor = [], []
     for i in range(runs):
-        ws = _copy_db(example_base(), WORK / "p1-run")
+        ws = copy_db(example_base(), WORK / "p1-run")
         ours.append(run(["evalops", "trials", "ingest", str(data)], cwd=ws))
         assert ours[-1]["code"] == 0, ours[-1]
-        fl = _copy_db(example_base(), WORK / "p1-floor")
+        fl = copy_db(example_base(), WORK / "p1-floor")
         floor.append(
             run(["script", "benchmarks.floor_sqlite", str(data), ".evalops/registry.db"], cwd=fl)
         )
@@ -310,7 +310,7 @@ def p3_p5_p7(big: int, runs: int) -> bool:
     for size in (small, big):
         ws = with_history(size, small)
         extra = records_file(10_000, prefix=f"x{size}")
-        copy = _copy_db(ws, WORK / f"p3-ingest-{size}")
+        copy = copy_db(ws, WORK / f"p3-ingest-{size}")
         peaks.setdefault("ingest 10,000 more", {})[size] = medians(
             [run(["evalops", "trials", "ingest", str(extra)], cwd=copy)]
         )
@@ -382,7 +382,7 @@ def big_suite(tasks: int, other_builds: int = 0) -> Path:
         return ws
     wide = WORK / f"suite-{tasks}-other-{other_builds}"
     if not (wide / ".evalops" / "registry.db").exists():
-        _copy_db(ws, wide)
+        copy_db(ws, wide)
         add_other_builds(wide, other_builds)
     return wide
 
@@ -392,7 +392,7 @@ def _gate(ws: Path, runs: int, *extra: str) -> dict[str, float]:
     argv += extra
     samples = []
     for _ in range(runs):
-        copy = _copy_db(ws, WORK / "p4-run")
+        copy = copy_db(ws, WORK / "p4-run")
         samples.append(run(argv, cwd=copy))
         assert samples[-1]["code"] in (0, 3, 4), samples[-1]
     return medians(samples)

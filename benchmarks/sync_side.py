@@ -13,41 +13,29 @@ read before every round: the machine is shared, so only figures of one run compa
 
 from __future__ import annotations
 
-import argparse
 import json
+from functools import partial
 from pathlib import Path
 from statistics import median
 from typing import Any
 
-from benchmarks.measure import run
-from benchmarks.perf import WORK, _copy_db, big_suite
+from benchmarks.perf import big_suite
+from benchmarks.side import paired_rounds, run_in_tree, side_arguments
 
 ARGV = ["evalops", "--json", "sync"]
 
 
 def _sync(suite: Path, code: Path | None) -> dict[str, Any]:
-    copy = _copy_db(suite, WORK / "sync-side-run")
-    env = {"PYTHONPATH": str(code)} if code is not None else None
-    done = run(ARGV, cwd=copy, env=env)
+    done = run_in_tree(ARGV, suite, code, "sync-side-run")
     assert done["code"] == 0, done
     return done
 
 
-def _load() -> float:
-    return float(Path("/proc/loadavg").read_text(encoding="ascii").split()[0])
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--against", type=Path, required=True)
-    parser.add_argument("--rounds", type=int, default=5)
-    args = parser.parse_args()
-    against = args.against.resolve()
     suite = big_suite(10_000)
     rows: list[dict[str, Any]] = []
-    for number in range(args.rounds + 1):
-        load = _load()
-        other, ours = _sync(suite, against), _sync(suite, None)
+    against, rounds = side_arguments(5)
+    for number, load, other, ours in paired_rounds(partial(_sync, suite), against, rounds):
         if number == 0:  # the warm-up round: caches, byte-compiled modules
             continue
         ratio = ours["cpu"] / other["cpu"]
