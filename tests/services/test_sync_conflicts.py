@@ -182,6 +182,104 @@ def test_a_grader_set_version_and_a_suite_kind_changed_in_place_are_refused(
     assert (suite_error["field"], suite_error["line"]) == ("kind", _line_of(suite, "kind"))
 
 
+def _edit_stored_document(ws: Path, task_id: str, revision: int, edit: Any) -> None:
+    """Change a registered task's stored document by direct SQL, its digests left alone."""
+    con = sqlite3.connect(ws / DB)
+    try:
+        rows = con.execute(
+            "SELECT id, document FROM task_revision WHERE task_id = ? AND revision = ?",
+            (task_id, revision),
+        ).fetchall()
+        for row_id, document in rows:
+            con.execute(
+                "UPDATE task_revision SET document = ? WHERE id = ?",
+                (edit(document), row_id),
+            )
+        con.commit()
+    finally:
+        con.close()
+
+
+def test_labels_edited_in_the_database_are_refused_though_its_digest_matches_the_file(
+    three: Path, cli: Cli
+) -> None:
+    """The gate reads a task's labels from its stored document: a document whose labels
+    were lowered by SQL, its digest left as the file's, is no file's labels (verify names
+    the edit; sync refuses to build on it)."""
+    import json
+
+    def lowered(document: str) -> str:
+        value = json.loads(document)
+        value["meta"]["risk"], value["meta"]["protects"] = "quality_signal", []
+        return json.dumps(value)
+
+    _edit_stored_document(three, "task-c", 1, lowered)
+    commit_all(three, "nothing changed in the files")
+    (error,) = _refusals(cli, three)
+    assert error["file"] == "registry/tasks/task-c.yaml"
+    assert error["field"] == "meta.risk"
+    assert error["message"].startswith(
+        "task task-c revision 1 is registered with meta.risk quality_signal, this file says "
+        "critical"
+    ), error
+
+
+@pytest.mark.parametrize("document", ["[]", '{"meta": 1}', "null", "not json"])
+def test_a_stored_document_that_is_no_task_is_named_not_a_crash(
+    three: Path, cli: Cli, document: str
+) -> None:
+    _edit_stored_document(three, "task-c", 1, lambda _old: document)
+    commit_all(three, "nothing changed in the files")
+    (error,) = _refusals(cli, three)
+    assert error["file"] == "registry/tasks/task-c.yaml"
+    assert error["message"] == (
+        "task task-c revision 1 is registered with a document that is not a task's: the "
+        "database was changed outside evalops (run `evalops verify`)"
+    )
+
+
+def test_a_json_task_s_refusal_names_the_line_in_its_json_text(workspace: Path, cli: Cli) -> None:
+    """A JSON file's line map is built when a message needs one: the line is still the
+    line of the field in the file as written."""
+    import json
+
+    path = workspace / TASKS / "task-j.json"
+    path.write_text(json.dumps(_task("task-j"), indent=3), encoding="utf-8")
+    commit_all(workspace)
+    assert cli("init", cwd=workspace).code == 0
+    assert cli("sync", cwd=workspace).code == 0
+    path.write_text(json.dumps(_task("task-j", goal="edited"), indent=3), encoding="utf-8")
+    commit_all(workspace, "edited in place")
+    (error,) = _refusals(cli, workspace)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    expected = next(n for n, line in enumerate(lines, 1) if line.strip().startswith('"revision"'))
+    assert (error["file"], error["line"], error["field"]) == (
+        "registry/tasks/task-j.json",
+        expected,
+        "revision",
+    )
+    assert expected > 1
+
+
+def test_protects_reordered_in_place_registers_the_document_under_the_same_digest(
+    three: Path, cli: Cli
+) -> None:
+    """`protects` is a set: the same labels in another order are no change of labels, and
+    the document (not its task_digest) is new."""
+    both = _task("task-c")
+    both["meta"]["protects"] = ["external_effect", "secrets"]
+    _write_task(three, {**both, "revision": 2})
+    commit_all(three, "task-c revision 2 protects two")
+    assert cli("sync", cwd=three).code == 0
+    both["meta"]["protects"] = ["secrets", "external_effect"]
+    _write_task(three, {**both, "revision": 2})
+    commit_all(three, "the same two, reordered")
+    synced = cli("sync", "--json", cwd=three)
+    assert synced.code == 0, synced.stdout + synced.stderr
+    assert synced.json()["same_digest"] == [{"kind": "task", "id": "task-c"}]
+    assert len(_registered(three, "SELECT id FROM task_revision WHERE task_id = 'task-c'")) == 3
+
+
 @pytest.fixture
 def statements() -> Iterator[list[str]]:
     """Every statement `sqlite3` runs on a connection an engine opens meanwhile."""

@@ -19,7 +19,7 @@ from sqlmodel import Session, SQLModel, col, select
 
 from evalops.domain import audit_kinds, digests
 from evalops.domain.canonical import canonical_text
-from evalops.domain.facts import StoredTaskHead
+from evalops.domain.facts import StoredMeta, StoredTaskHead
 from evalops.domain.specs import (
     AuthoritySpec,
     EvalTaskSpec,
@@ -257,14 +257,14 @@ def _label_change(d: Definition, rows: list[Any]) -> InputError | None:
     registered (id, revision) never change in place; a new revision carries new labels.
     Both sides are read from the documents as the gate reads them (`StoredTaskHead`): the
     file was validated as it was read, each stored one when it was registered, and
-    validating 10,000 of them again cost seconds of every sync."""
-    # A row holding this very document holds its labels.
-    changed = [row for row in rows if row.document_digest != d.document_digest]
-    if not changed:
-        return None
+    validating 10,000 of them again cost seconds of every sync. Every stored row is read,
+    even one whose digest says it holds this very document: the gate reads the labels
+    from the document, not from its digest."""
     meta = StoredTaskHead.of(d.value).meta
-    for row in changed:
-        old = StoredTaskHead.of(json.loads(row.document)).meta
+    for row in rows:
+        old = _stored_meta(d, row)
+        if isinstance(old, InputError):
+            return old
         for name, before, after in (
             ("risk", old.risk, meta.risk),
             ("protects", sorted(old.protects), sorted(meta.protects)),
@@ -280,6 +280,21 @@ def _label_change(d: Definition, rows: list[Any]) -> InputError | None:
                     f"meta.{name}",
                 )
     return None
+
+
+def _stored_meta(d: Definition, row: Any) -> StoredMeta | InputError:
+    """The labels of a registered revision's stored document; a document that is not a
+    task's any more was changed outside evalops: the error saying so."""
+    try:
+        return StoredTaskHead.of(json.loads(row.document)).meta
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return InputError(
+            f"task {d.id} revision {d.revision} is registered with a document that is not a "
+            "task's: the database was changed outside evalops (run `evalops verify`)",
+            d.file,
+            d.lines.get(("revision",), 1),
+            "revision",
+        )
 
 
 def _row_for(d: Definition, common: dict[str, Any]) -> SQLModel:
