@@ -68,18 +68,20 @@ def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag =
 
 
 def _edited_in_place(state: "Settings", snapshot: "Snapshot") -> list[str]:
-    """Files `sync` would refuse for want of a new revision, when the registry's database
-    is a SQLite file at hand (validate needs no database: without one, nothing is said)."""
-    from evalops.services.verify.edited_in_place import edited_in_place
+    """Files `sync` would refuse for want of a new revision, by `sync`'s own rule, when the
+    registry's database is a SQLite file at hand (validate needs no database: without one,
+    nothing is said)."""
+    from evalops.services.registry.ratchet import refusals
     from evalops.store.reader import open_sqlite
 
     reader = open_sqlite(state.db_url, lock_timeout=state.lock_timeout)
     if reader is None:
         return []
     try:
-        return edited_in_place(reader, snapshot.definitions)
+        found = refusals(reader, snapshot.definitions)
     finally:
         reader.close()
+    return [f"{error.one_line()} (`evalops sync` refuses the file as it is)" for error in found]
 
 
 def _warn(warnings: list[str]) -> None:

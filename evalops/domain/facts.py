@@ -346,6 +346,12 @@ class StoredMeta(NamedTuple):
     risk: str
     protects: tuple[str, ...]
 
+    @classmethod
+    def of(cls, document: Mapping[str, Any]) -> StoredMeta:
+        """A task document's risk labels, as the gate reads them."""
+        meta = document["meta"]
+        return cls(meta["risk"], tuple(meta.get("protects", ())))
+
 
 @dataclass(frozen=True, slots=True)
 class StoredPlan:
@@ -368,10 +374,9 @@ class StoredTaskHead(NamedTuple):
     def of(cls, document: Mapping[str, Any]) -> StoredTaskHead:
         """A registered task revision's labels and trial plan (the gate's `member_heads`:
         a suite of 10,000 tasks would otherwise validate 10,000 specs for four fields)."""
-        meta = document["meta"]
         plan = document["contract"].get("trials")
         return cls(
-            meta=StoredMeta(meta["risk"], tuple(meta.get("protects", ()))),
+            meta=StoredMeta.of(document),
             contract=StoredPlanContract(
                 None
                 if plan is None

@@ -587,15 +587,26 @@ def test_validate_warns_of_a_definition_edited_without_a_new_revision(
     checked = cli("validate", "--json", cwd=synced)
     assert checked.code == 0, checked.stderr
     warned = checked.json()["warnings"]
+    task_line = 1 + next(
+        n for n, line in enumerate(task.read_text().splitlines()) if line.startswith("revision:")
+    )
     assert any(
-        "tasks/mini-task.yaml" in w and "task mini-task revision 1" in w and "bump `revision`" in w
+        w.startswith(f"registry/tasks/mini-task.yaml:{task_line}: revision: ")
+        and "task mini-task revision 1" in w
+        and "bump revision" in w
         for w in warned
     ), warned
-    assert any("graders/mini-graders.yaml" in w and "bump `version`" in w for w in warned), warned
-    # ... and sync refuses exactly those files, as the warning says.
+    assert any("graders/mini-graders.yaml" in w and "bump version" in w for w in warned), warned
+    # ... and sync refuses exactly those files, as the warning says, in the same words.
     commit_all(synced)
     refused = cli("sync", cwd=synced)
     assert refused.code == 2 and "bump revision" in refused.stderr
+    suffix = " (`evalops sync` refuses the file as it is)"
+    for warning in warned:
+        assert warning.endswith(suffix) and warning.removesuffix(suffix) in refused.stderr, (
+            warning,
+            refused.stderr,
+        )
     # Bumped, there is nothing to warn about.
     spec["revision"] = 2
     task.write_text(yaml.safe_dump(spec))
@@ -608,7 +619,8 @@ def test_validate_warns_of_a_definition_edited_without_a_new_revision(
     task.write_text(yaml.safe_dump(spec))
     human = cli("validate", cwd=synced)
     assert human.code == 0 and human.stdout.startswith("ok:")
-    assert "warning: registry/tasks/mini-task.yaml: task mini-task revision 1" in human.stderr
+    where = f"registry/tasks/mini-task.yaml:{task_line}: revision"
+    assert f"warning: {where}: task mini-task revision 1" in human.stderr
 
 
 def test_validate_warns_of_labels_or_a_suite_kind_changed_in_place(synced: Path, cli: Cli) -> None:

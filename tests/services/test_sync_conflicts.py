@@ -70,13 +70,26 @@ def _counts(ws: Path) -> tuple[int, ...]:
     return tuple(_registered(ws, f"SELECT count(*) FROM {t}")[0][0] for t in tables)
 
 
+#: What `validate` adds to each of `sync`'s refusals it warns of (docs/cli.md).
+SYNC_REFUSES = " (`evalops sync` refuses the file as it is)"
+
+
 def _refusals(cli: Cli, ws: Path) -> list[dict[str, Any]]:
+    """`sync`'s refusals, and `validate`'s warnings held to them: one rule, one wording,
+    each refusal as `file:line: field: message` (the compiler-style line of docs/cli.md)."""
+    validated = cli("validate", "--json", cwd=ws)
+    assert validated.code == 0, validated.stdout + validated.stderr
+    warned = [w for w in validated.json()["warnings"] if w.endswith(SYNC_REFUSES)]
     before = _counts(ws)
     refused = cli("sync", "--json", cwd=ws)
     assert refused.code == 2, refused.stdout + refused.stderr
     assert _counts(ws) == before, "a refused sync registers nothing"
     error = refused.json()["error"]
-    return list(error.get("errors") or [error])
+    errors = list(error.get("errors") or [error])
+    assert sorted(w.removesuffix(SYNC_REFUSES) for w in warned) == sorted(
+        f"{e['file']}:{e['line']}: {e['field']}: {e['message']}" for e in errors
+    )
+    return errors
 
 
 @pytest.fixture
@@ -318,3 +331,122 @@ def test_an_unchanged_sync_costs_the_same_statements_for_3_or_30_tasks(
     few = _unchanged_sync_statements(workspace, cli, statements, 3)
     many = _unchanged_sync_statements(other, cli, statements, 30)
     assert few == many, (few, many)
+
+
+def test_validate_reads_what_is_registered_in_as_many_statements_for_3_or_30_tasks(
+    workspace: Path, tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`validate` compares with the registry by `sync`'s rule, one query per table (it made
+    one per file), on its own `sqlite3` connection: every statement traced by the driver."""
+    import shutil
+
+    seen: list[str] = []
+    real_connect = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        con = real_connect(*args, **kwargs)
+        con.set_trace_callback(seen.append)
+        return con
+
+    other = tmp_path / "other"
+    shutil.copytree(workspace, other, symlinks=True)
+    counted = []
+    for ws, tasks in ((workspace, 3), (other, 30)):
+        for number in range(tasks):
+            _write_task(ws, _task(f"task-{number:03d}"))
+        commit_all(ws)
+        assert cli("init", cwd=ws).code == 0
+        assert cli("sync", cwd=ws).code == 0
+        _write_task(ws, _task("task-000", goal="edited_in_place"))
+        with monkeypatch.context() as patched:
+            patched.setattr(sqlite3, "connect", traced)
+            seen.clear()
+            validated = cli("validate", "--json", cwd=ws)
+        assert validated.code == 0, validated.stderr
+        (warning,) = validated.json()["warnings"]
+        assert warning.startswith("registry/tasks/task-000.yaml:") and "bump revision" in warning
+        assert any("task_revision" in statement for statement in seen), seen
+        counted.append(len(seen))
+    assert counted[0] == counted[1], counted
+
+
+@pytest.mark.postgres
+def test_on_postgresql_each_refusal_names_its_own_row_and_a_sql_edit_of_labels(
+    workspace: Path, cli: Cli, pg_url: str
+) -> None:
+    """The same rule on PostgreSQL (the rows read through the sync's own transaction): a
+    task edited in place under each of two registered revisions, a grader set under its
+    version, a suite's kind, and labels lowered by SQL under a matching digest; each
+    registered value read back with psycopg."""
+    import json
+
+    import psycopg
+
+    db = ("--db", pg_url)
+    plain = pg_url.replace("+psycopg", "")
+    suite = workspace / "registry" / "suites" / "core.yaml"
+    declared = {"spec_schema_version": "suite/v1", "id": "regression/core", "kind": "regression"}
+    write_yaml(suite, declared)
+    for task_id in ("task-b", "task-c"):
+        _write_task(workspace, _task(task_id))
+    commit_all(workspace)
+    assert cli(*db, "init", cwd=workspace).code == 0
+    assert cli(*db, "sync", cwd=workspace).code == 0
+    _write_task(workspace, _task("task-b", 2, goal="goal_of_task_b_two"))
+    commit_all(workspace, "task-b revision 2")
+    assert cli(*db, "sync", cwd=workspace).code == 0
+
+    def registered(sql: str, *params: object) -> list[tuple[Any, ...]]:
+        with psycopg.connect(plain) as conn:
+            return conn.execute(sql, params).fetchall()
+
+    digest_sql = (
+        "SELECT DISTINCT task_digest FROM task_revision WHERE task_id = %s AND revision = %s"
+    )
+    b2, c1 = (registered(digest_sql, t, r)[0][0] for t, r in (("task-b", 2), ("task-c", 1)))
+    _write_task(workspace, _task("task-b", 2, goal="edited_in_place"))
+    _write_task(workspace, _task("task-c", 1, goal="edited_in_place_too"))
+    write_yaml(suite, {**declared, "kind": "capability"})
+    commit_all(workspace, "edits in place")
+    counts = "SELECT (SELECT count(*) FROM task_revision), (SELECT count(*) FROM audit_event)"
+    before = registered(counts)
+    refused = cli(*db, "sync", "--json", cwd=workspace)
+    assert refused.code == 2, refused.stdout + refused.stderr
+    assert registered(counts) == before
+    error = refused.json()["error"]
+    found = {e["file"]: e for e in error.get("errors") or [error]}
+    assert sorted(found) == [
+        "registry/suites/core.yaml",
+        "registry/tasks/task-b.yaml",
+        "registry/tasks/task-c.yaml",
+    ]
+    for task_id, revision, digest in (("task-b", 2, b2), ("task-c", 1, c1)):
+        assert found[f"registry/tasks/{task_id}.yaml"]["message"].startswith(
+            f"task {task_id} revision {revision} is registered with task_digest {digest}, "
+        )
+    assert "never changes kind" in found["registry/suites/core.yaml"]["message"]
+
+    # The files put back; task-c's stored labels lowered by SQL, its digests left alone.
+    _write_task(workspace, _task("task-b", 2, goal="goal_of_task_b_two"))
+    _write_task(workspace, _task("task-c"))
+    write_yaml(suite, declared)
+    commit_all(workspace, "the files as registered")
+    assert cli(*db, "sync", cwd=workspace).code == 0
+    with psycopg.connect(plain) as conn:
+        (row_id, document) = conn.execute(
+            "SELECT id, document FROM task_revision WHERE task_id = 'task-c'"
+        ).fetchone()
+        value = json.loads(document)
+        value["meta"]["risk"], value["meta"]["protects"] = "quality_signal", []
+        conn.execute(
+            "UPDATE task_revision SET document = %s WHERE id = %s", (json.dumps(value), row_id)
+        )
+    commit_all(workspace, "nothing changed in the files")
+    refused = cli(*db, "sync", "--json", cwd=workspace)
+    assert refused.code == 2, refused.stdout + refused.stderr
+    error = refused.json()["error"]
+    assert (error["file"], error["field"]) == ("registry/tasks/task-c.yaml", "meta.risk")
+    assert error["message"].startswith(
+        "task task-c revision 1 is registered with meta.risk quality_signal, this file says "
+        "critical"
+    ), error

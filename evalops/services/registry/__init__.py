@@ -9,6 +9,7 @@ __all__ = [
     "definitions",
     "incidents",
     "promotion",
+    "ratchet",
     "scaffold",
     "schemas",
     "starter_check",

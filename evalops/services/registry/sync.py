@@ -8,7 +8,6 @@ nothing; a new one gets a row and one audit event. Each sync that changes what i
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -19,7 +18,6 @@ from sqlmodel import Session, SQLModel, col, select
 
 from evalops.domain import audit_kinds, digests
 from evalops.domain.canonical import canonical_text
-from evalops.domain.facts import StoredMeta, StoredTaskHead
 from evalops.domain.specs import (
     AuthoritySpec,
     EvalTaskSpec,
@@ -40,6 +38,7 @@ from evalops.registry.snapshot import (
 from evalops.registry.spec_sources import display_path
 from evalops.services.authority.acts import authority_in_force
 from evalops.services.authority.rule_changes import rule_change_refusal
+from evalops.services.registry.ratchet import RegisteredRows, conflict
 from evalops.services.registry.tracking import (
     Line,
     Tracked,
@@ -51,6 +50,7 @@ from evalops.services.registry.tracking import (
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import write_session
+from evalops.store.reader import ConnectionReader
 from evalops.store.tables import (
     ExecutionProfileRow,
     GraderConfig,
@@ -168,135 +168,6 @@ def _subject(d: Definition) -> str:
     return f"{d.kind}:{d.id}{rev}"
 
 
-class _RegisteredRows:
-    """The rows registered under each definition's natural key (id, and revision or version
-    where it has one), read one table at a time the first time a definition of its kind
-    asks: a registry of 10,000 tasks synced unchanged made 10,000 queries, one per file.
-    Each key's rows are in the order they were registered, as rows of the table's columns."""
-
-    def __init__(self, session: Session) -> None:
-        self._session = session
-        self._by_table: dict[str, dict[Any, list[Any]]] = {}
-
-    def of(self, d: Definition) -> list[Any]:
-        table, key = _natural_key(d)
-        if table not in self._by_table:
-            self._by_table[table] = self._read(table)
-        return list(self._by_table[table].get(key, ()))
-
-    def _read(self, table: str) -> dict[Any, list[Any]]:
-        model, key_of = _NATURAL_KEYS[table]
-        grouped: dict[Any, list[Any]] = {}
-        # Rows of columns (named like the model's attributes), not ORM objects: only read.
-        columns = select(*model.__table__.columns).order_by(col(model.id))
-        for row in self._session.execute(columns):
-            grouped.setdefault(key_of(row), []).append(row)
-        return grouped
-
-
-def _natural_key(d: Definition) -> tuple[str, Any]:
-    """The table `d` is registered in and its natural key there (read from the file's
-    value: a definition's pydantic model is built only for what is registered)."""
-    if d.kind in ("task", "grader_set"):
-        return d.kind, (d.id, d.revision)
-    if d.kind in ("execution_profile", "suite"):
-        return d.kind, d.id
-    return "policy", (d.kind, d.id)
-
-
-_NATURAL_KEYS: dict[str, tuple[Any, Any]] = {
-    "task": (TaskRevision, lambda r: (r.task_id, r.revision)),
-    "grader_set": (GraderSetRow, lambda r: (r.grader_set_id, r.version)),
-    "execution_profile": (ExecutionProfileRow, lambda r: r.execution_id),
-    "suite": (SuiteRow, lambda r: r.suite_id),
-    "policy": (PolicyRow, lambda r: (r.kind, r.policy_id)),
-}
-
-
-def _conflict(d: Definition, rows: list[Any]) -> InputError | None:
-    """A revision/version registered with another identity digest, or a suite changing kind."""
-    if d.kind == "task":
-        for row in rows:
-            if row.task_digest != d.digest:
-                return InputError(
-                    f"task {d.id} revision {d.revision} is registered with task_digest "
-                    f"{row.task_digest}, this file has {d.digest}: bump revision",
-                    d.file,
-                    d.lines.get(("revision",), 1),
-                    "revision",
-                )
-        labels = _label_change(d, rows)
-        if labels is not None:
-            return labels
-    if d.kind == "grader_set":
-        for row in rows:
-            if row.grader_set_digest != d.digest:
-                return InputError(
-                    f"grader set {d.id} version {d.revision} is registered with "
-                    f"grader_set_digest {row.grader_set_digest}, this file has {d.digest}: "
-                    "bump version",
-                    d.file,
-                    d.lines.get(("version",), 1),
-                    "version",
-                )
-    if d.kind == "suite" and rows:
-        latest = max(rows, key=lambda r: r.id)
-        if latest.kind != d.value["kind"]:
-            return InputError(
-                f"suite {d.id} is registered as kind {latest.kind}; a suite never changes "
-                "kind (declare a new suite)",
-                d.file,
-                d.lines.get(("kind",), 1),
-                "kind",
-            )
-    return None
-
-
-def _label_change(d: Definition, rows: list[Any]) -> InputError | None:
-    """Risk labels ratchet (docs/gate.md): `meta.risk` and `meta.protects` of a
-    registered (id, revision) never change in place; a new revision carries new labels.
-    Both sides are read from the documents as the gate reads them (`StoredTaskHead`): the
-    file was validated as it was read, each stored one when it was registered, and
-    validating 10,000 of them again cost seconds of every sync. Every stored row is read,
-    even one whose digest says it holds this very document: the gate reads the labels
-    from the document, not from its digest."""
-    meta = StoredTaskHead.of(d.value).meta
-    for row in rows:
-        old = _stored_meta(d, row)
-        if isinstance(old, InputError):
-            return old
-        for name, before, after in (
-            ("risk", old.risk, meta.risk),
-            ("protects", sorted(old.protects), sorted(meta.protects)),
-        ):
-            if before != after:
-                return InputError(
-                    f"task {d.id} revision {d.revision} is registered with meta.{name} "
-                    f"{before}, this file says {after}: risk labels never change in place, "
-                    "bump revision (a lower risk takes effect only when that revision is "
-                    "promoted)",
-                    d.file,
-                    d.lines.get(("meta", name), d.lines.get(("meta",), 1)),
-                    f"meta.{name}",
-                )
-    return None
-
-
-def _stored_meta(d: Definition, row: Any) -> StoredMeta | InputError:
-    """The labels of a registered revision's stored document; a document that is not a
-    task's any more was changed outside evalops: the error saying so."""
-    try:
-        return StoredTaskHead.of(json.loads(row.document)).meta
-    except (ValueError, TypeError, KeyError, AttributeError):
-        return InputError(
-            f"task {d.id} revision {d.revision} is registered with a document that is not a "
-            "task's: the database was changed outside evalops (run `evalops verify`)",
-            d.file,
-            d.lines.get(("revision",), 1),
-            "revision",
-        )
-
-
 def _row_for(d: Definition, common: dict[str, Any]) -> SQLModel:
     spec = d.spec
     if isinstance(spec, EvalTaskSpec):
@@ -394,18 +265,17 @@ def _sorted_out(
     noting those whose identity digest is registered already (only labels changed)."""
     new: list[Definition] = []
     conflicts: list[InputError] = []
-    registered = _RegisteredRows(session)
+    registered = RegisteredRows(ConnectionReader(session.connection()))
     for d in ordered:
         rows = registered.of(d)
-        problem = _conflict(d, rows)
+        problem = conflict(d, rows)
         if problem is not None:
             conflicts.append(problem)
         elif any(r.document_digest == d.document_digest for r in rows):
             result.unchanged += 1
         else:
             new.append(d)
-            key = next(k for k in d.digest_row() if k.endswith("_digest"))
-            if any(getattr(r, key, None) == d.digest for r in rows):
+            if any(r.digest_column == d.digest_field and r.digest == d.digest for r in rows):
                 result.same_digest.append({"kind": d.kind, "id": d.id})
     return new, conflicts
 

@@ -6,8 +6,7 @@ decision and rebuilds its inputs with `gate_inputs`, the second loader, written 
 `evalops.services.gate.inputs` on purpose; `anchors` keeps chain anchors outside the
 database; `attest` certifies a decision that verifies; `upgrade_checks` is what `db upgrade`
 checks first; `storage_checks` checks the storage itself (SQLite's integrity, the unique keys);
-`edited_in_place` is what `validate` says of a definition edited without a new
-revision; `estimate_checks` recomputes every stored estimate from its inputs.
+`estimate_checks` recomputes every stored estimate from its inputs.
 
 The modules listed in `__all__` are this package's face: other packages import only those
 (tests/contract/test_services_map.py).
@@ -18,7 +17,6 @@ __all__ = [
     "anchors",
     "attest",
     "decision_checks",
-    "edited_in_place",
     "estimate_checks",
     "gate_inputs",
     "reads",
