@@ -57,6 +57,7 @@ class Forked:
     stderr: Path
     returncode: int | None = None
     cpu_total: float = 0.0  # its user + system CPU seconds, once reaped
+    peak_kib: int = 0  # its peak resident memory (Linux's ru_maxrss), once reaped
 
     def poll(self) -> int | None:
         """The exit code (negative: the signal that ended it) once it ended, else None."""
@@ -65,6 +66,7 @@ class Forked:
             if pid == self.pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
                 self.cpu_total = usage.ru_utime + usage.ru_stime
+                self.peak_kib = usage.ru_maxrss
         return self.returncode
 
     def progress(self) -> tuple[bool, float]:
