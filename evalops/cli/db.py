@@ -203,7 +203,11 @@ def init(
         for line in warnings:
             say(f"warning: {line}", err=True)
         if starter is not None:
-            commit = "" if in_git else ", `git init && git add -A && git commit -m registry`,"
+            commit = (
+                ", commit them"
+                if in_git
+                else ", `git init && git add -A && git commit -m registry`,"
+            )
             say(
                 f"next: edit the files, then `evalops validate {starter}`{commit} "
                 f"and `evalops sync {starter}`"

@@ -522,7 +522,7 @@ def test_unedited_starters_are_named_before_they_are_registered(tmp_path: Path, 
                   "--json", cwd=repo).json()  # fmt: skip
     assert digests[0]["task_digest"] == digests[1]["task_digest"]
     human = cli("validate", cwd=repo)
-    assert "warning: still as `evalops new` wrote them" in human.stderr
+    assert "warning: still as `evalops new` or `init --registry` wrote them" in human.stderr
     assert human.stderr.count("\n") == 1, "one line names every starter"
     # An edited task is no longer a starter.
     path = repo / "registry" / "tasks" / "refund-once.yaml"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -969,7 +970,14 @@ def test_a_build_registered_on_a_branch_names_its_commit_and_the_dry_run(plain: 
     )
     repo.git("checkout", "-q", "-b", "feature-x")
     commit = repo.commit(None, "the build of a pull request")
-    assert repo.run("sync", "registry").code == 0
+    synced = repo.run("sync", "registry")
+    assert synced.code == 0, synced.stdout + synced.stderr
+    # The dry run sync names is a command to paste, once its build and suite are filled in.
+    hint = (synced.stdout + synced.stderr).partition("to see how it decides: evalops ")[2]
+    hint = hint.splitlines()[0].replace("BUILD", "build-pr-7").replace("SUITE", "regression/core")
+    dry = repo.run(*shlex.split(hint))
+    assert dry.code in (0, 3, 4), (hint, dry.stdout + dry.stderr)
+    assert f"dry run under the definitions of commit {commit[:12]}" in dry.stdout + dry.stderr
     done = repo.run("gate", "check", "--build", "build-pr-7", "--suite", "regression/core")
     assert done.code == 2, done.stdout + done.stderr
     line = done.stderr.strip()

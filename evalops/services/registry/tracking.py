@@ -166,7 +166,10 @@ def off_line_summary(
     commit = provenance.commit
     rev = commit[:12] if commit else "REV"
     noun = "definition" if count == 1 else "definitions"
-    hint = f"; to see how it decides: evalops gate check --dry-run --definitions {rev} ..."
+    hint = (
+        f"; to see how it decides: evalops gate check --dry-run --definitions {rev} "
+        "--build BUILD --suite SUITE"
+    )
     if here.branch is None and provenance.commit is not None:
         hint += f" (if this detached HEAD is {line.branch}, sync with --track {line.branch})"
     return f"registered {count} {noun} {where}; in force unchanged: {line.describe()}{hint}"
