@@ -52,7 +52,8 @@ def registry_warnings(
     warnings: list[str] = []
     if starters:
         warnings.append(
-            f"still as `evalops new` or `init --registry` wrote {'them' if len(starters) > 1 else 'it'} "
+            "still as `evalops new` or `init --registry` wrote "
+            f"{'them' if len(starters) > 1 else 'it'} "
             f"(edit before relying on {'them' if len(starters) > 1 else 'it'}: unedited "
             f"starter tasks share one task_digest, and once synced the first real edit "
             f"needs a revision bump): {', '.join(sorted(starters))}"
