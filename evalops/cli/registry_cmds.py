@@ -81,7 +81,7 @@ def _edited_in_place(state: "Settings", snapshot: "Snapshot") -> list[str]:
         found = refusals(reader, snapshot.definitions)
     finally:
         reader.close()
-    return [f"{error.one_line()} (`evalops sync` refuses the file as it is)" for error in found]
+    return [f"{error.one_line()}; `evalops sync` refuses the file as it is" for error in found]
 
 
 def _warn(warnings: list[str]) -> None:

@@ -601,7 +601,7 @@ def test_validate_warns_of_a_definition_edited_without_a_new_revision(
     commit_all(synced)
     refused = cli("sync", cwd=synced)
     assert refused.code == 2 and "bump revision" in refused.stderr
-    suffix = " (`evalops sync` refuses the file as it is)"
+    suffix = "; `evalops sync` refuses the file as it is"
     for warning in warned:
         assert warning.endswith(suffix) and warning.removesuffix(suffix) in refused.stderr, (
             warning,

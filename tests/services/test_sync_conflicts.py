@@ -71,7 +71,7 @@ def _counts(ws: Path) -> tuple[int, ...]:
 
 
 #: What `validate` adds to each of `sync`'s refusals it warns of (docs/cli.md).
-SYNC_REFUSES = " (`evalops sync` refuses the file as it is)"
+SYNC_REFUSES = "; `evalops sync` refuses the file as it is"
 
 
 def _refusals(cli: Cli, ws: Path) -> list[dict[str, Any]]:
@@ -237,7 +237,17 @@ def test_labels_edited_in_the_database_are_refused_though_its_digest_matches_the
     ), error
 
 
-@pytest.mark.parametrize("document", ["[]", '{"meta": 1}', "null", "not json"])
+@pytest.mark.parametrize(
+    "document",
+    [
+        "[]",
+        '{"meta": 1}',
+        "null",
+        "not json",
+        # Labels, but no trial plan: the gate could not read it either.
+        '{"meta": {"risk": "critical", "protects": ["external_effect"]}}',
+    ],
+)
 def test_a_stored_document_that_is_no_task_is_named_not_a_crash(
     three: Path, cli: Cli, document: str
 ) -> None:
@@ -449,4 +459,117 @@ def test_on_postgresql_each_refusal_names_its_own_row_and_a_sql_edit_of_labels(
     assert error["message"].startswith(
         "task task-c revision 1 is registered with meta.risk quality_signal, this file says "
         "critical"
+    ), error
+
+
+def _two_documents_of_task_c_revision_2(ws: Path, cli: Cli) -> tuple[Path, dict[str, Any]]:
+    """task-c revision 2 registered twice under one task_digest: `protects` in one order,
+    then the other (a new document, the same identity); the file left as the first."""
+    first = _task("task-c", 2)
+    first["meta"]["protects"] = ["external_effect", "secrets"]
+    _write_task(ws, first)
+    commit_all(ws, "task-c revision 2")
+    assert cli("sync", cwd=ws).code == 0
+    _write_task(
+        ws, {**first, "meta": {**first["meta"], "protects": ["secrets", "external_effect"]}}
+    )
+    commit_all(ws, "reordered")
+    assert cli("sync", cwd=ws).code == 0
+    _write_task(ws, first)
+    commit_all(ws, "back to the first document")
+    rows = _registered(ws, "SELECT id FROM task_revision WHERE task_id = 'task-c' AND revision = 2")
+    assert len(rows) == 2, rows
+    return ws / TASKS / "task-c.yaml", first
+
+
+def test_a_file_back_at_an_earlier_document_of_its_key_is_unchanged(three: Path, cli: Cli) -> None:
+    """Any registered row holding the file's document makes it unchanged, not only the
+    latest: a file put back to its first document registers nothing and says so."""
+    _two_documents_of_task_c_revision_2(three, cli)
+    before = _counts(three)
+    synced = cli("sync", "--json", cwd=three)
+    assert synced.code == 0, synced.stdout + synced.stderr
+    files = [p for p in (three / "registry").rglob("*") if p.suffix in (".yaml", ".json")]
+    assert synced.json()["unchanged"] == len(files), files  # every file, task-c's included
+    assert _counts(three)[0] == before[0]
+
+
+@pytest.mark.parametrize("which", ["earlier", "later"])
+def test_every_row_of_a_key_is_compared_and_the_one_that_differs_is_named(
+    three: Path, cli: Cli, which: str
+) -> None:
+    """Two rows registered under (task-c, 2); one of them edited by SQL (its labels
+    lowered, its task_digest replaced): whichever it is, the refusal names what that row
+    holds. A rule that read only the first or only the last row misses one of the two."""
+    import json
+
+    _two_documents_of_task_c_revision_2(three, cli)
+    ids = [r[0] for r in _registered(
+        three, "SELECT id FROM task_revision WHERE task_id = 'task-c' AND revision = 2 ORDER BY id"
+    )]  # fmt: skip
+    target = ids[0] if which == "earlier" else ids[1]
+    con = sqlite3.connect(three / DB)
+    try:
+        (document,) = con.execute(
+            "SELECT document FROM task_revision WHERE id = ?", (target,)
+        ).fetchone()
+        value = json.loads(document)
+        value["meta"]["risk"] = "quality_signal"
+        con.execute(
+            "UPDATE task_revision SET document = ? WHERE id = ?", (json.dumps(value), target)
+        )
+        con.commit()
+    finally:
+        con.close()
+    (error,) = _refusals(cli, three)
+    assert error["field"] == "meta.risk", error
+    assert (
+        "is registered with meta.risk quality_signal, this file says critical" in (error["message"])
+    )
+    forged = "sha256:" + "0" * 64
+    con = sqlite3.connect(three / DB)
+    try:
+        con.execute("UPDATE task_revision SET task_digest = ? WHERE id = ?", (forged, target))
+        con.commit()
+    finally:
+        con.close()
+    (error,) = _refusals(cli, three)
+    assert error["field"] == "revision", error
+    assert error["message"].startswith(
+        f"task task-c revision 2 is registered with task_digest {forged}, this file has "
+    ), error
+
+
+def test_the_latest_registered_row_of_a_suite_gives_its_kind(three: Path, cli: Cli) -> None:
+    """A suite's kind is its latest registered row's (the one in force): the file agreeing
+    with it is no change of kind, whatever an older row says; disagreeing, it is refused."""
+    suite = three / "registry" / "suites" / "core.yaml"
+    declared = {"spec_schema_version": "suite/v1", "id": "regression/core", "kind": "regression"}
+    write_yaml(suite, declared)
+    commit_all(three, "a suite")
+    assert cli("sync", cwd=three).code == 0
+    write_yaml(suite, {**declared, "description": "the core regressions"})
+    commit_all(three, "described")
+    assert cli("sync", cwd=three).code == 0
+    ids = [r[0] for r in _registered(three, "SELECT id FROM suite ORDER BY id")]
+    assert len(ids) == 2, ids
+
+    def kind_of(row_id: int, kind: str) -> None:
+        con = sqlite3.connect(three / DB)
+        try:
+            con.execute("UPDATE suite SET kind = ? WHERE id = ?", (kind, row_id))
+            con.commit()
+        finally:
+            con.close()
+
+    kind_of(ids[0], "capability")  # the older row only
+    commit_all(three, "nothing changed in the files")
+    unchanged = cli("sync", "--json", cwd=three)
+    assert unchanged.code == 0, unchanged.stdout + unchanged.stderr
+    kind_of(ids[0], "regression")
+    kind_of(ids[1], "capability")  # the latest row
+    (error,) = _refusals(cli, three)
+    assert error["file"] == "registry/suites/core.yaml", error
+    assert error["message"].startswith(
+        "suite regression/core is registered as kind capability; a suite never changes kind"
     ), error

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from evalops.domain.facts import StoredMeta
+from evalops.domain.facts import StoredMeta, StoredTaskHead
 from evalops.errors import InputError
 from evalops.registry.definitions import Definition
 from evalops.store.reader import Reader
@@ -162,10 +162,12 @@ def _label_change(d: Definition, rows: list[Registered]) -> InputError | None:
 
 
 def _stored_meta(d: Definition, row: Registered) -> StoredMeta | InputError:
-    """The labels of a registered revision's stored document; a document that is not a
-    task's any more was changed outside evalops: the error saying so."""
+    """The labels of a registered revision's stored document, read as the gate reads the
+    document (its labels and its trial plan: a document the gate could not read is not
+    built on); a document that is not a task's any more was changed outside evalops: the
+    error saying so."""
     try:
-        return StoredMeta.of(json.loads(row.document or ""))
+        return StoredTaskHead.of(json.loads(row.document or "")).meta
     except (ValueError, TypeError, KeyError, AttributeError):
         return InputError(
             f"task {d.id} revision {d.revision} is registered with a document that is not a "
