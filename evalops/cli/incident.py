@@ -21,7 +21,7 @@ incident_app = typer.Typer(
     help="Real failures, from report to regression task.\n\nExample: evalops incident list",
     no_args_is_help=True,
 )
-IncidentArg = Annotated[str, typer.Argument(metavar="INC", help="Incident id, e.g. INC-7.")]
+IncidentArg = Annotated[str, typer.Argument(metavar="INC", help="Incident id, e.g. INC-1.")]
 
 
 def _human(data: dict[str, Any]) -> None:
@@ -77,7 +77,7 @@ def open_(
 def confirm(ctx: typer.Context, incident_id: IncidentArg, json_flag: JsonFlag = False) -> None:
     """Confirm that an open incident is a real failure.
 
-    Example: evalops incident confirm INC-7
+    Example: evalops incident confirm INC-1
     """
     from evalops.services.registry import incidents
 
@@ -97,7 +97,7 @@ def link(
 ) -> None:
     """Link the task that reproduces an incident (a confirmed one becomes reproduced).
 
-    Example: evalops incident link INC-7 --task article-publish-approved-revision
+    Example: evalops incident link INC-1 --task article-publish-approved-revision
     """
     from evalops.services.registry import incidents
 
@@ -117,7 +117,7 @@ def close(
 ) -> None:
     """Close an incident, with a reason.
 
-    Example: evalops incident close INC-7 --reason "guarded by regression/core"
+    Example: evalops incident close INC-1 --reason "guarded by regression/core"
     """
     from evalops.services.registry import incidents
 
@@ -189,7 +189,7 @@ def list_(
 def show(ctx: typer.Context, incident_id: IncidentArg, json_flag: JsonFlag = False) -> None:
     """Show an incident and every move it made.
 
-    Example: evalops incident show INC-7 --json
+    Example: evalops incident show INC-1 --json
     """
     from evalops.services.registry import incidents
 

@@ -183,7 +183,7 @@ def promote(
     With an authority in force a new member or a new pin must be signed by a risk owner
     of the suite (`suite.promote`: --sign-with KEY, or --print-act then --act/--signature).
 
-    Example: evalops promote INC-7 --to regression/core
+    Example: evalops promote INC-1 --to regression/core
     """
     from evalops.services.registry.promotion import promote as run_promote
 

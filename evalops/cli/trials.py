@@ -270,7 +270,7 @@ def show(
     """Show a trial: classification and why, labels, rerun chain, effects, reconciliations,
     reviews.
 
-    Example: evalops trials show trial-0007
+    Example: evalops trials show trial-b124-article-publish-approved-revision-3
     """
     from evalops.services.ingest.trials import show_trial
 
@@ -333,8 +333,8 @@ def reconcile(
     An effect recorded `committed` or `not_committed` is a fact of the run and is never
     reconciled, and a settled effect stays settled: both are refused (exit 5, audited).
 
-    Example: evalops trials reconcile trial-0007 --effect publish:article-42
-    --status not_committed --evidence receipt://publish/none-42
+    Example: evalops trials reconcile trial-b124-article-publish-approved-revision-3
+    --effect publish:article-42 --status not_committed --evidence receipt://publish/none-42
     """
     from evalops.services.ingest.trials import reconcile as run
 

@@ -46,7 +46,7 @@ def verify(  # noqa: PLR0913 (options of one command)
     A database cannot defend itself against a consistent rewrite of its tail: keep the
     printed audit head (or any report) elsewhere and pass it back with --anchor/--anchors.
 
-    Example: evalops verify --anchors reports/*.html attestations/*.json
+    Example: evalops verify --anchors reports/*.html site/index.html
     """
     from evalops.errors import InputError
     from evalops.services.verify.anchors import anchors_in_file, parse_anchor

@@ -92,3 +92,66 @@ def test_json_error_shape(tmp_path: Any, cli: Cli) -> None:
             "field": "id",
         }
     }
+
+
+#: Commands that change nothing registered (a few write a file: an export, a report): their
+#: help examples are run as printed on a copy of the demo's registry.
+READ_ONLY = {
+    ("calibration", "list"), ("calibration", "show"), ("calibration", "status"),
+    ("db", "current"), ("db", "check"), ("estimate", "list"), ("estimate", "show"),
+    ("estimate", "replay"), ("estimate", "plan"), ("export", "junit"), ("export", "otel"),
+    ("export", "summary"), ("gate", "list"), ("gate", "replay"), ("gate", "show"),
+    ("incident", "list"), ("incident", "show"), ("report",), ("review", "list"),
+    ("suite", "coverage"), ("suite", "list"), ("suite", "show"), ("task", "list"),
+    ("task", "show"), ("trials", "list"), ("trials", "show"), ("trials", "template"),
+    ("void", "list"), ("waiver", "list"), ("verify",), ("validate",), ("digest",),
+}  # fmt: skip
+
+
+def _examples() -> Iterator[tuple[str, list[str]]]:
+    """Each `evalops ...` example line of every command's help, as argv."""
+    import itertools
+    import re
+    import shlex
+
+    line = re.compile(r"^\s*(?:Examples?:\s*)?evalops\s+(?P<args>.+?)\s*$")
+    for name, command in _commands(command_tree()):
+        lines = (command.help or "").splitlines()
+        for number, text in enumerate(lines):
+            found = line.match(text)
+            if found:
+                # The example goes on to the end of its paragraph (help joins the lines).
+                rest = itertools.takewhile(
+                    lambda after: after.strip() and not line.match(after), lines[number + 1 :]
+                )
+                yield name, shlex.split(" ".join([found["args"], *rest]))
+
+
+def _globbed(argv: list[str], where: Any) -> list[str]:
+    """`argv` as a shell expands it in `where`: a pattern that matches nothing is kept."""
+    import glob
+
+    out: list[str] = []
+    for arg in argv:
+        matched = sorted(glob.glob(arg, root_dir=where)) if "*" in arg else []
+        out.extend(matched or [arg])
+    return out
+
+
+def _read_only(argv: list[str]) -> bool:
+    return any(tuple(argv[: len(key)]) == key for key in READ_ONLY)
+
+
+def test_every_read_only_help_example_runs_on_the_demo_registry(demo: Any, cli: Cli) -> None:
+    """A newcomer's registry is the demo's (README): an example that names an id the demo
+    lacks (an incident, a trial) fails as pasted. Every example of a read-only command is
+    run as its help prints it, in the demo's directory, and must succeed."""
+    examples = [(name, argv) for name, argv in _examples() if _read_only(argv)]
+    ran = {tuple(argv[:2]) for _, argv in examples}
+    assert {("incident", "show"), ("trials", "show"), ("gate", "list")} <= ran, ran
+    failed = []
+    for name, argv in examples:
+        done = cli(*_globbed(argv, demo), cwd=demo)
+        if done.code != 0:
+            failed.append((name, argv, done.code, done.stderr.strip()[-300:]))
+    assert failed == [], "\n".join(map(str, failed))
