@@ -46,6 +46,16 @@ def _registered(ws: Path, sql: str, *params: object) -> list[tuple[Any, ...]]:
         con.close()
 
 
+def _sql(ws: Path, statement: str, *params: object) -> None:
+    """An edit of the registry by direct SQL, as an attacker or a careless admin makes it."""
+    con = sqlite3.connect(ws / DB)
+    try:
+        con.execute(statement, params)
+        con.commit()
+    finally:
+        con.close()
+
+
 def _task_digest(ws: Path, task_id: str, revision: int) -> str:
     rows = _registered(
         ws,
@@ -354,7 +364,7 @@ def test_validate_reads_what_is_registered_in_as_many_statements_for_3_or_30_tas
     real_connect = sqlite3.connect
 
     def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-        con = real_connect(*args, **kwargs)
+        con: sqlite3.Connection = real_connect(*args, **kwargs)
         con.set_trace_callback(seen.append)
         return con
 
@@ -443,9 +453,11 @@ def test_on_postgresql_each_refusal_names_its_own_row_and_a_sql_edit_of_labels(
     commit_all(workspace, "the files as registered")
     assert cli(*db, "sync", cwd=workspace).code == 0
     with psycopg.connect(plain) as conn:
-        (row_id, document) = conn.execute(
+        found = conn.execute(
             "SELECT id, document FROM task_revision WHERE task_id = 'task-c'"
         ).fetchone()
+        assert found is not None
+        row_id, document = found
         value = json.loads(document)
         value["meta"]["risk"], value["meta"]["protects"] = "quality_signal", []
         conn.execute(
@@ -508,31 +520,17 @@ def test_every_row_of_a_key_is_compared_and_the_one_that_differs_is_named(
         three, "SELECT id FROM task_revision WHERE task_id = 'task-c' AND revision = 2 ORDER BY id"
     )]  # fmt: skip
     target = ids[0] if which == "earlier" else ids[1]
-    con = sqlite3.connect(three / DB)
-    try:
-        (document,) = con.execute(
-            "SELECT document FROM task_revision WHERE id = ?", (target,)
-        ).fetchone()
-        value = json.loads(document)
-        value["meta"]["risk"] = "quality_signal"
-        con.execute(
-            "UPDATE task_revision SET document = ? WHERE id = ?", (json.dumps(value), target)
-        )
-        con.commit()
-    finally:
-        con.close()
+    ((document,),) = _registered(three, "SELECT document FROM task_revision WHERE id = ?", target)
+    value = json.loads(document)
+    value["meta"]["risk"] = "quality_signal"
+    _sql(three, "UPDATE task_revision SET document = ? WHERE id = ?", json.dumps(value), target)
     (error,) = _refusals(cli, three)
     assert error["field"] == "meta.risk", error
     assert (
         "is registered with meta.risk quality_signal, this file says critical" in (error["message"])
     )
     forged = "sha256:" + "0" * 64
-    con = sqlite3.connect(three / DB)
-    try:
-        con.execute("UPDATE task_revision SET task_digest = ? WHERE id = ?", (forged, target))
-        con.commit()
-    finally:
-        con.close()
+    _sql(three, "UPDATE task_revision SET task_digest = ? WHERE id = ?", forged, target)
     (error,) = _refusals(cli, three)
     assert error["field"] == "revision", error
     assert error["message"].startswith(
@@ -555,12 +553,7 @@ def test_the_latest_registered_row_of_a_suite_gives_its_kind(three: Path, cli: C
     assert len(ids) == 2, ids
 
     def kind_of(row_id: int, kind: str) -> None:
-        con = sqlite3.connect(three / DB)
-        try:
-            con.execute("UPDATE suite SET kind = ? WHERE id = ?", (kind, row_id))
-            con.commit()
-        finally:
-            con.close()
+        _sql(three, "UPDATE suite SET kind = ? WHERE id = ?", kind, row_id)
 
     kind_of(ids[0], "capability")  # the older row only
     commit_all(three, "nothing changed in the files")

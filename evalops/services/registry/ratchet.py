@@ -110,11 +110,10 @@ def conflict(d: Definition, rows: list[Registered]) -> InputError | None:
         subject = "task" if d.kind == "task" else "grader set"
         for row in rows:
             if row.digest != d.digest:
-                return InputError(
+                return _refusal(
+                    d,
                     f"{subject} {d.id} {field} {d.revision} is registered with "
                     f"{row.digest_column} {row.digest}, this file has {d.digest}: bump {field}",
-                    d.file,
-                    d.lines.get((field,), 1),
                     field,
                 )
     if d.kind == "task":
@@ -122,14 +121,18 @@ def conflict(d: Definition, rows: list[Registered]) -> InputError | None:
     if d.kind == "suite" and rows:
         latest = max(rows, key=lambda r: r.id)
         if latest.kind != d.value["kind"]:
-            return InputError(
+            return _refusal(
+                d,
                 f"suite {d.id} is registered as kind {latest.kind}; a suite never changes "
                 "kind (declare a new suite)",
-                d.file,
-                d.lines.get(("kind",), 1),
                 "kind",
             )
     return None
+
+
+def _refusal(d: Definition, message: str, field: str) -> InputError:
+    """`message` at the line of the file's top-level `field`."""
+    return InputError(message, d.file, d.lines.get((field,), 1), field)
 
 
 def _label_change(d: Definition, rows: list[Registered]) -> InputError | None:
@@ -169,11 +172,10 @@ def _stored_meta(d: Definition, row: Registered) -> StoredMeta | InputError:
     try:
         return StoredTaskHead.of(json.loads(row.document or "")).meta
     except (ValueError, TypeError, KeyError, AttributeError):
-        return InputError(
+        return _refusal(
+            d,
             f"task {d.id} revision {d.revision} is registered with a document that is not a "
             "task's: the database was changed outside evalops (run `evalops verify`)",
-            d.file,
-            d.lines.get(("revision",), 1),
             "revision",
         )
 
