@@ -207,7 +207,7 @@ def steps(now: datetime) -> list[Step]:
                 "--suite",
                 "regression/core",
                 "--report",
-                "gate-report.md",
+                GATE_REPORT,
             ),
         ),
         Step("Replay the decision from its stored inputs", ("gate", "replay", "GATE-3")),
@@ -218,6 +218,8 @@ def steps(now: datetime) -> list[Step]:
     ]
 
 
+#: The fix build's passing decision as Markdown, written by its own `gate check --report`.
+GATE_REPORT = "gate-report.md"
 ESTIMATION_SUITE = "estimation/eu-sessions"
 ESTIMATE_REPORT = "reports/estimate-EST-2.html"
 #: The sampled production sessions of the estimation suite (registry/tasks/eu-sessions/).
@@ -636,7 +638,7 @@ def run_demo(
     summary = _render_summary(directory, results)
     typer.echo(f"demo complete: {len(results)} steps; summary in {summary}")
     typer.echo("reports (open the HTML files in a browser; the Markdown fits a PR comment):")
-    for report in (*REPORTS, ESTIMATE_REPORT):
+    for report in (*REPORTS, ESTIMATE_REPORT, GATE_REPORT):
         typer.echo(f"  {directory / report}")
     typer.echo("the registry site (open its index in a browser; any static host serves it):")
     typer.echo(f"  {directory / SITE_DIR / 'index.html'}")

@@ -58,10 +58,15 @@ def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag =
     state = settings(ctx, json_flag)
     snapshot = load_snapshot(directory or state.registry)
     rows = [d.digest_row() for d in snapshot.definitions]
-    warnings = registry_warnings(snapshot.definitions) + _edited_in_place(state, snapshot)
+    refused = _edited_in_place(state, snapshot)
+    warnings = registry_warnings(snapshot.definitions) + refused
 
     def human() -> None:
-        say(f"ok: {plural(len(rows), 'definition')} valid in {snapshot.root}")
+        # Valid files `sync` will still refuse: said on the line that says "ok", not only
+        # in the warnings below it.
+        but = f"; `evalops sync` would refuse {plural(len(refused), 'file')} (below)"
+        ok = f"ok: {plural(len(rows), 'definition')} valid in {snapshot.root}"
+        say(ok + (but if refused else ""))
         _warn(warnings)
 
     emit(ctx, {"ok": True, "definitions": rows, "warnings": warnings}, human)

@@ -619,6 +619,7 @@ def test_validate_warns_of_a_definition_edited_without_a_new_revision(
     task.write_text(yaml.safe_dump(spec))
     human = cli("validate", cwd=synced)
     assert human.code == 0 and human.stdout.startswith("ok:")
+    assert human.stdout.splitlines()[0].endswith("; `evalops sync` would refuse 1 file (below)")
     where = f"registry/tasks/mini-task.yaml:{task_line}: revision"
     assert f"warning: {where}: task mini-task revision 1" in human.stderr
 

@@ -42,17 +42,18 @@ def test_demo_runs_to_the_end(tmp_path: Path, cli: Cli) -> None:
     assert report[0].startswith("<!-- evalops-audit-head:")
     assert report[1].startswith("## evalops gate: **PASS**")
     # The demo ends with the paths of the reports of its final decision and of its
-    # comparison estimate, then the site's index.
+    # comparison estimate, the Markdown its passing `gate check` wrote, then the site's index.
     lines = result.stdout.strip().splitlines()
-    tail = lines[-6:-2]
+    tail = lines[-7:-2]
     names = [
         "audit-GATE-3.html", "audit-GATE-3.md", "suite-regression-core.html",
-        "estimate-EST-2.html",
+        "estimate-EST-2.html", "gate-report.md",
     ]  # fmt: skip
     assert [Path(line.strip()).name for line in tail] == names
-    for line in tail:
+    for line in tail[:-1]:
         assert Path(line.strip()).is_file()
         assert Path(line.strip()).parent == (demo / "reports").resolve()
+    assert Path(tail[-1].strip()) == (demo / "gate-report.md").resolve()
     index = Path(lines[-1].strip())
     assert index == (demo / "site" / "index.html").resolve() and index.is_file()
     # Written last, the reports and the site show the registry as the demo leaves it.
