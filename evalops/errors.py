@@ -50,6 +50,12 @@ class EvalopsError(Exception):
         ]
         return ": ".join([*where, self.message])
 
+    def json_entry(self, code: int | None = None) -> dict[str, object]:
+        """The contract's `--json` error object (docs/cli.md), with `code` (this error's
+        exit code unless given)."""
+        code = self.exit_code if code is None else code
+        return error_object(code, self.message, self.file, self.line, self.field)
+
 
 #: The contract's words for a writer that waited for the lock in vain (docs/cli.md).
 BUSY_MESSAGE = "registry is busy: another writer holds it"
@@ -212,6 +218,17 @@ def is_driver_error(exc: BaseException) -> bool:
     database said, through SQLAlchemy or straight from the driver (the readers run their
     SQL on the driver's connection)."""
     return type(exc).__module__.startswith(("sqlalchemy", "psycopg", "sqlite3"))
+
+
+def error_object(
+    code: int,
+    message: str,
+    file: str | None = None,
+    line: int | None = None,
+    field: str | None = None,
+) -> dict[str, object]:
+    """The contract's `--json` error object (docs/cli.md)."""
+    return {"code": code, "message": message, "file": file, "line": line, "field": field}
 
 
 def rejected_entry(error: InputError) -> dict[str, object]:

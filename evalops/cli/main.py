@@ -36,24 +36,14 @@ from evalops.errors import (
     InputError,
     NoDatabase,
     RejectedRecords,
+    error_object,
     is_driver_error,
 )
 from evalops.store.defaults import DEFAULT_DB_PATH, DEFAULT_URL
 
 
-def _error_json(
-    code: int,
-    message: str,
-    file: str | None = None,
-    line: int | None = None,
-    field: str | None = None,
-) -> dict[str, Any]:
-    """The contract's `--json` error object (docs/cli.md)."""
-    return {"code": code, "message": message, "file": file, "line": line, "field": field}
-
-
 def _of(error: EvalopsError, code: int) -> dict[str, Any]:
-    return _error_json(code, error.message, error.file, error.line, error.field)
+    return dict(error.json_entry(code))
 
 
 def _report(error: EvalopsError, as_json: bool) -> None:
@@ -376,14 +366,14 @@ def main(argv: list[str] | None = None) -> int:
             if as_json:
                 message = shown(exc.format_message())  # type: ignore[attr-defined]
                 field = _usage_field(exc)
-                print_json({"error": _error_json(usage_code, message, field=field)})
+                print_json({"error": error_object(usage_code, message, field=field)})
             exc.show()  # type: ignore[attr-defined]
             return usage_code
         if os.environ.get("EVALOPS_DEBUG"):
             raise
         message = shown(f"internal error: {type(exc).__name__}: {_said(exc)}")
         if as_json:
-            print_json({"error": _error_json(EXIT_INTERNAL, message)})
+            print_json({"error": error_object(EXIT_INTERNAL, message)})
         sys.stderr.write(
             f"{message}\n"
             "(this is a bug in evalops; run again with EVALOPS_DEBUG=1 for the traceback)\n"

@@ -59,7 +59,9 @@ def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag =
     snapshot = load_snapshot(directory or state.registry)
     rows = [d.digest_row() for d in snapshot.definitions]
     refused = _edited_in_place(state, snapshot)
-    warnings = registry_warnings(snapshot.definitions) + refused
+    warnings = registry_warnings(snapshot.definitions) + [
+        f"{error.one_line()}; `evalops sync` refuses the file as it is" for error in refused
+    ]
 
     def human() -> None:
         # Valid files `sync` will still refuse: said on the line that says "ok", not only
@@ -69,10 +71,12 @@ def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag =
         say(ok + (but if refused else ""))
         _warn(warnings)
 
-    emit(ctx, {"ok": True, "definitions": rows, "warnings": warnings}, human)
+    # `refusals`: each as `sync --json` would report it (its `error.errors` entries).
+    refusals = [error.json_entry() for error in refused]
+    emit(ctx, {"ok": True, "definitions": rows, "warnings": warnings, "refusals": refusals}, human)
 
 
-def _edited_in_place(state: "Settings", snapshot: "Snapshot") -> list[str]:
+def _edited_in_place(state: "Settings", snapshot: "Snapshot") -> list[InputError]:
     """Files `sync` would refuse for want of a new revision, by `sync`'s own rule, when the
     registry's database is a SQLite file at hand (validate needs no database: without one,
     nothing is said)."""
@@ -83,10 +87,9 @@ def _edited_in_place(state: "Settings", snapshot: "Snapshot") -> list[str]:
     if reader is None:
         return []
     try:
-        found = refusals(reader, snapshot.definitions)
+        return refusals(reader, snapshot.definitions)
     finally:
         reader.close()
-    return [f"{error.one_line()}; `evalops sync` refuses the file as it is" for error in found]
 
 
 def _warn(warnings: list[str]) -> None:

@@ -99,6 +99,12 @@ def _refusals(cli: Cli, ws: Path) -> list[dict[str, Any]]:
     assert sorted(w.removesuffix(SYNC_REFUSES) for w in warned) == sorted(
         f"{e['file']}:{e['line']}: {e['field']}: {e['message']}" for e in errors
     )
+
+    # ... and `--json` lists them as `sync --json` does, field by field.
+    def key(entry: dict[str, Any]) -> str:
+        return str(entry["file"])
+
+    assert sorted(validated.json()["refusals"], key=key) == sorted(errors, key=key)
     return errors
 
 
