@@ -42,18 +42,14 @@ from evalops.errors import (
 from evalops.store.defaults import DEFAULT_DB_PATH, DEFAULT_URL
 
 
-def _of(error: EvalopsError, code: int) -> dict[str, Any]:
-    return dict(error.json_entry(code))
-
-
 def _report(error: EvalopsError, as_json: bool) -> None:
     rejected = error if isinstance(error, RejectedRecords) else None
     several = getattr(error, "errors", ()) or ()
     if as_json:
-        headline = _of(error, error.exit_code)
+        headline = error.json_entry()
         if several and rejected is None:
             # Every problem, each with its own file, line and field (the headline is first).
-            headline["errors"] = [_of(one, error.exit_code) for one in several]
+            headline["errors"] = [one.json_entry(error.exit_code) for one in several]
         print_json({"error": headline, **(rejected.json_extra() if rejected else {})})
     if rejected is not None:
         for text in rejected.human_lines():

@@ -58,7 +58,7 @@ def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag =
     state = settings(ctx, json_flag)
     snapshot = load_snapshot(directory or state.registry)
     rows = [d.digest_row() for d in snapshot.definitions]
-    refused = _edited_in_place(state, snapshot)
+    refused = _sync_refusals(state, snapshot)
     warnings = registry_warnings(snapshot.definitions) + [
         f"{error.one_line()}; `evalops sync` refuses the file as it is" for error in refused
     ]
@@ -76,7 +76,7 @@ def validate(ctx: typer.Context, directory: DirArg = None, json_flag: JsonFlag =
     emit(ctx, {"ok": True, "definitions": rows, "warnings": warnings, "refusals": refusals}, human)
 
 
-def _edited_in_place(state: "Settings", snapshot: "Snapshot") -> list[InputError]:
+def _sync_refusals(state: "Settings", snapshot: "Snapshot") -> list[InputError]:
     """Files `sync` would refuse for want of a new revision, by `sync`'s own rule, when the
     registry's database is a SQLite file at hand (validate needs no database: without one,
     nothing is said)."""
