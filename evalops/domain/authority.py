@@ -437,13 +437,6 @@ def _difference(act: Mapping[str, Any], expected: Mapping[str, Any]) -> str:
     return "the act's bytes differ from the canonical JSON of what this command would store"
 
 
-def commit_refusal(
-    authority: AuthoritySpec, sha: str, payload: bytes, signature: bytes | None
-) -> str | None:
-    """Why a commit that changes the rules is not a policy owner's (None: it is)."""
-    return judge_commit(authority, sha, payload, signature)[0]
-
-
 def judge_commit(
     authority: AuthoritySpec, sha: str, payload: bytes, signature: bytes | None
 ) -> tuple[str | None, Signer | None]:

@@ -31,7 +31,6 @@ from evalops.domain.authority import (
     Signer,
     act_bytes,
     check_signatures,
-    commit_refusal,
     compose,
     judge,
     judge_commit,
@@ -714,7 +713,6 @@ def test_a_rule_change_needs_a_commit_signed_by_an_unscoped_policy_owner(
         None,
         Signer("alice", sshsig.parse_public_key(_line(keys["alice"])).fingerprint),
     )
-    assert commit_refusal(authority, sha, payload, signed) is None
 
     refusal, signer = judge_commit(authority, sha, payload, None)
     assert signer is None
@@ -723,7 +721,6 @@ def test_a_rule_change_needs_a_commit_signed_by_an_unscoped_policy_owner(
         "`git commit --amend -S --no-edit` for the last commit, or `git rebase --exec "
         "'git commit --amend -S --no-edit' LAST_SYNCED` for every commit since the last sync)"
     )
-    assert commit_refusal(authority, sha, payload, None) == refusal
 
     refusal, signer = judge_commit(authority, sha, payload, b"not a signature")
     assert signer is None and refusal is not None

@@ -742,9 +742,10 @@ def test_the_python_verifier_agrees_with_git_verify_commit(world: World) -> None
     _loosen_gate_policy(world)
     allowed = world.root / "allowed_signers"
     allowed.write_text(f"alice@example.com {public_key(world.keys['alice'])}\n")
-    from evalops.domain.authority import commit_refusal
+    from evalops.domain.authority import judge_commit
     from evalops.domain.specs import AuthoritySpec
-    from evalops.registry.commits import commits_touching
+    from evalops.domain.sshsig import split_signed_commit
+    from evalops.registry.history import raw_commit
 
     authority = AuthoritySpec.model_validate(
         {
@@ -756,8 +757,9 @@ def test_the_python_verifier_agrees_with_git_verify_commit(world: World) -> None
     )
     for signer in ("alice", "mallory", None):
         sha = signed_commit(world.root, world.keys[signer] if signer else None, f"by {signer}")
-        (commit,) = commits_touching(world.root, f"{sha}~1", sha, [world.root])
-        ours = commit_refusal(authority, commit.sha, commit.payload, commit.signature) is None
+        # The commit as `sync` reads it (evalops/services/authority/rule_changes.py).
+        payload, signature = split_signed_commit(raw_commit(world.root, sha))
+        ours = judge_commit(authority, sha, payload, signature)[0] is None
         git_says = subprocess.run(
             ["git", "-c", f"gpg.ssh.allowedSignersFile={allowed}", "verify-commit", sha],
             cwd=world.root, capture_output=True, check=False,

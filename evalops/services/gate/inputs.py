@@ -382,7 +382,7 @@ def member_heads(defs: Definitions, members: list[queries.Member]) -> dict[str, 
     }
     out: dict[str, TaskHead] = {}
     for m in members:
-        # The newest registered revision of the pinned digest, as `Definitions.task_head`.
+        # The newest registered revision of the pinned digest (as `Definitions.task` reads it).
         pins = [r for r in revisions.get(m.task_id, []) if r.task_digest == m.task_digest]
         if not pins:
             raise InputError(

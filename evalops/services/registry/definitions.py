@@ -152,11 +152,6 @@ class Definitions:
             self._heads[row.id] = StoredTaskHead.of(json.loads(row.document))
         return self._heads[row.id]
 
-    def task_head(self, task_id: str, task_digest: str) -> StoredTaskHead | None:
-        """`task`'s labels and plan (the same revision), or None when not registered."""
-        rows = [r for r in self.task_rows(task_digest) if r.task_id == task_id]
-        return self.head_of(rows[-1]) if rows else None
-
     def forget_specs(self) -> None:
         """Let go of the validated task specs (a 10,000-task suite's take about 50 MiB);
         any needed again is parsed again."""
