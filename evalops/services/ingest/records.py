@@ -102,9 +102,6 @@ class IngestResult:
     batch_id: int | None = None
     rejected_total: int = 0
     """Every bad record, listed or not."""
-    earlier_ids: int = 0
-    """Of `skipped_identical`: imported trials stored under the id an earlier evalops gave
-    them (an importer's aliases)."""
     unattributed_calls: dict[str, int] = field(default_factory=dict)
     """target_agent_id -> tool calls with no agent_id in records naming it: such calls are
     not the target's, so they are not observed (docs/formats.md, RFC 0244 semantics)."""
@@ -441,8 +438,8 @@ class _Ingester:
                     self.reject(problem)
                 continue
             if any(alias in known for alias in p.aliases):
+                # Stored under the id an earlier evalops gave it (an importer's alias).
                 self.result.skipped_identical += 1
-                self.result.earlier_ids += 1
                 if self.observe is not None:
                     self.observe(p.row)
                 continue
