@@ -204,8 +204,14 @@ def sync(
         raise typer.Exit(EXIT_REFUSED)
 
     def human() -> None:
+        tracked = result.tracked or {}
         if result.off_line is not None:
             say(result.off_line)
+            if provenance.branch and tracked.get("branch") not in (None, provenance.branch):
+                say(
+                    f"  to follow {provenance.branch} instead of {tracked['branch']}: "
+                    f"evalops registry track --branch {provenance.branch} (a rule change)"
+                )
         relabelled = {(e["kind"], e["id"]) for e in result.same_digest}
         for entry in result.registered:
             key = next(k for k in entry if k.endswith("_digest"))
@@ -219,6 +225,12 @@ def sync(
             f"{len(result.registered)} registered, {result.unchanged} unchanged "
             f"at git {commit}{flag}"
         )
+        if result.started_tracking:
+            say(
+                f"tracking {tracked['branch']} at {str(tracked['path']).rstrip('/')}/: from now "
+                "on only its commits change what is in force (`evalops registry track "
+                "--branch B` changes that)"
+            )
         for entry in result.back_in_force:
             say(f"back in force: {entry['kind']} {entry['id']}")
         for entry in result.now_in_force:

@@ -1283,6 +1283,19 @@ def test_the_root_help_example_starts_a_registry_in_an_empty_directory(
             result = cli(*command[1:], cwd=tmp_path)
             assert result.code == 0, (command, result.stdout + result.stderr)
     assert "first-task" in cli("task", "list", cwd=tmp_path).stdout
+    # The first sync chose the tracked branch, and says so (docs/tutorial.md): a newcomer
+    # trying things on a branch learns it before a sync from main changes nothing.
+    branch = subprocess.run(
+        ["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=tmp_path, capture_output=True,
+        text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    tracking = (
+        f"tracking {branch} at registry/: from now on only its commits change what is in "
+        "force (`evalops registry track --branch B` changes that)"
+    )
+    assert tracking in result.stdout.splitlines(), result.stdout
+    again = cli("sync", "registry", cwd=tmp_path)
+    assert again.code == 0 and "tracking" not in again.stdout, again.stdout
 
 
 def test_trials_show_puts_the_trajectory_in_words(demo: Path, cli: Cli) -> None:

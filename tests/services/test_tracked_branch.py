@@ -251,6 +251,11 @@ def test_another_branch_registers_and_changes_nothing_in_force(any_repo: Repo) -
     assert done.stdout.splitlines()[0].startswith(
         f"registered 1 definition from feature-x; in force unchanged: {main} tracks registry/"
     ), done.stdout
+    assert done.stdout.splitlines()[1] == (
+        f"  to follow feature-x instead of {main}: evalops registry track --branch feature-x "
+        "(a rule change)"
+    ), done.stdout
+    assert "tracking feature-x" not in done.stdout
     assert repo.in_force("gate_policy", "release-gate") == gate
     as_json = repo.run("--json", "sync", "registry").json()
     assert as_json["in_force_changed"] is False

@@ -93,6 +93,9 @@ class SyncResult:
     labels (title, owner, notes) changed, never what a decision reads."""
     authority_bootstrap: bool = False
     """This sync put the first authority in force: every act from now on needs signatures."""
+    started_tracking: bool = False
+    """This sync chose the tracked branch (the registry's first sync on a branch): from now
+    on only that branch's commits change what is in force."""
 
     def as_dict(self) -> dict[str, Any]:
         if self.refused is not None:
@@ -406,6 +409,9 @@ def _on_line(
                        actor=actor, now=now, root=snapshot.root)  # fmt: skip
         return False
     result.tracked = here.as_dict()
+    result.started_tracking = here.branch is not None and (
+        state is None or state.line.branch is None
+    )
     if placement.rewritten is not None:
         result.refused = placement.rewritten
         tracked_line = state.line.as_dict() if state else None
