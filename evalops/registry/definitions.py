@@ -115,7 +115,50 @@ _PATTERN_HELP = {
 }
 
 
-def _one_error(doc: Document, error: Any) -> InputError:
+def _typos(errors: list[Any]) -> dict[int, str]:
+    """Unknown fields that are a misspelt required field missing beside them (`stauts`
+    where `status` is required): error index -> the field meant. Their missing-field
+    errors say nothing the typo does not, and a headline naming only the missing field
+    would hide the typo behind "(and 1 more)"."""
+    from evalops.domain.suggestions import close_match
+
+    meant: dict[int, str] = {}
+    for missing in errors:
+        if missing["type"] != "missing" or not missing["loc"]:
+            continue
+        name, parent = str(missing["loc"][-1]), tuple(missing["loc"][:-1])
+        for i, extra in enumerate(errors):
+            if (
+                i not in meant
+                and extra["type"] == "extra_forbidden"
+                and tuple(extra["loc"][:-1]) == parent
+                and close_match(str(extra["loc"][-1]), [name]) == name
+            ):
+                meant[i] = name
+                break
+    return meant
+
+
+def _without_typos(errors: list[Any]) -> tuple[list[Any], dict[int, str]]:
+    """`errors` with each missing field a typo explains left out, the typos first (the
+    likeliest cause of the rest), and what each typo meant, by its new index."""
+    meant = _typos(errors)
+    explained = {(tuple(errors[i]["loc"][:-1]), name) for i, name in meant.items()}
+    typos = [(errors[i], name) for i, name in sorted(meant.items())]
+    rest = [
+        e
+        for i, e in enumerate(errors)
+        if i not in meant
+        and not (
+            e["type"] == "missing"
+            and e["loc"]
+            and (tuple(e["loc"][:-1]), str(e["loc"][-1])) in explained
+        )
+    ]
+    return [e for e, _ in typos] + rest, {i: name for i, (_, name) in enumerate(typos)}
+
+
+def _one_error(doc: Document, error: Any, meant: str | None = None) -> InputError:
     # pydantic marks dict-key errors with a "[key]" step; users think of the key itself.
     loc = tuple(p for p in error["loc"] if isinstance(p, str | int) and p != "[key]")
     message = str(error["msg"]).removeprefix("Value error, ")
@@ -124,7 +167,9 @@ def _one_error(doc: Document, error: Any) -> InputError:
         # Model-level validators name the field at fault below the model they check.
         loc = (*loc, *cause.loc)
         message = str(cause)
-    if error["type"] == "extra_forbidden":
+    if error["type"] == "extra_forbidden" and meant is not None:
+        message = f"unknown field {loc[-1]!r}: did you mean {meant!r}? (a required field)"
+    elif error["type"] == "extra_forbidden":
         message = f"unknown field {loc[-1]!r}"
     elif error["type"] == "missing":
         message = f"required field {loc[-1]!r} is missing"
@@ -150,8 +195,9 @@ def pydantic_errors(doc: Document, exc: ValidationError) -> list[InputError]:
     document order of discovery and without repeats."""
     out: list[InputError] = []
     seen: set[tuple[int | None, str | None, str]] = set()
-    for error in exc.errors(include_url=False):
-        one = _one_error(doc, error)
+    errors, meant = _without_typos(exc.errors(include_url=False))
+    for i, error in enumerate(errors):
+        one = _one_error(doc, error, meant.get(i))
         key = (one.line, one.field, one.message)
         if key not in seen:
             seen.add(key)
@@ -161,8 +207,8 @@ def pydantic_errors(doc: Document, exc: ValidationError) -> list[InputError]:
 
 def pydantic_error(doc: Document, exc: ValidationError) -> InputError:
     """The first problem, noting how many more there are (for one-error contexts)."""
-    errors = exc.errors(include_url=False)
-    first = _one_error(doc, errors[0])
+    errors, meant = _without_typos(exc.errors(include_url=False))
+    first = _one_error(doc, errors[0], meant.get(0))
     if len(errors) > 1:
         first.message += f" (and {len(errors) - 1} more)"
     return first

@@ -376,6 +376,14 @@ CASES: list[Bad] = [
         "unknown field",
     ),
     Bad(
+        "misspelt-required-field-named-as-the-typo",
+        T,
+        swap(TASK, "risk: critical}", "rsik: critical}"),
+        4,
+        "meta.rsik",
+        "unknown field 'rsik': did you mean 'risk'? (a required field)",
+    ),
+    Bad(
         "yaml-on-key-stays-the-string-on",
         T,
         swap(TASK, "risk: critical}", "risk: critical, on: push}"),

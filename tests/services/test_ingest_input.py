@@ -102,6 +102,37 @@ def test_ingest_human_output_lists_every_rejected_line(synced: Path, cli: Cli) -
     assert "more)" not in result.stderr
 
 
+def test_a_misspelt_required_field_is_named_as_the_typo_not_as_missing(
+    synced: Path, cli: Cli
+) -> None:
+    """`stauts` for `status`: pydantic reports the required field missing first and the
+    unknown one second, so the headline said "required field 'status' is missing (and 1
+    more)" and hid the typo. The typo is the one problem; a key that is no typo of a
+    missing field is still reported beside it."""
+    good = _records(synced, 3)
+    typo = {**good[0], "runtime": {"stauts": "ok"}}
+    unrelated = {**good[1], "runtime": {"zzz": "ok"}}
+    both = {**good[2], "runtime": {"stauts": "ok"}, "trial_index": "one"}
+    path = synced / "typos.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (typo, unrelated, both)), "utf-8")
+    doc = cli("trials", "ingest", str(path), "--json", cwd=synced).json()
+    rejected = [(e["line"], e["field"], e["error"]) for e in doc["rejected"]]
+    assert rejected[0] == (
+        1,
+        "runtime.stauts",
+        "unknown field 'stauts': did you mean 'status'? (a required field)",
+    )
+    assert rejected[1][:2] == (2, "runtime.status")
+    assert rejected[1][2].startswith("required field 'status' is missing")
+    # With another problem in the record, the typo comes first, the rest counted.
+    assert rejected[2] == (
+        3,
+        "runtime.stauts",
+        "unknown field 'stauts': did you mean 'status'? (a required field) (and 1 more)",
+    )
+    assert _stored(cli, synced) == []
+
+
 def test_ingest_states_the_report_cap(synced: Path, cli: Cli) -> None:
     path = synced / "many.jsonl"
     # Broken lines, each its own error (a lone "{" on line 1 would be read as one
