@@ -172,13 +172,28 @@ def _work_tree_sources(root: Path) -> list[SpecSource]:
 
 def require_registry_dir(root: Path) -> None:
     """Every command reading a registry refuses a missing one alike: where it looked, and
-    the two usual ways out (run from elsewhere, or name the directory)."""
+    the two usual ways out (run from elsewhere, or name the directory). A spec file or one
+    of a registry's folders named instead is told apart: the registry is read whole."""
+    if root.is_file():
+        raise InputError(
+            "a file, not a registry: a registry is read whole, from the directory holding "
+            f"{', '.join(f'{d}/' for d in SPEC_DIRS)}{_registry_above(root)}",
+            display_path(root),
+        )
     if not root.is_dir():
         raise InputError(
             f"registry directory not found: {root.absolute()} (run from the directory "
-            "that holds registry/, or pass --registry DIR)",
+            "that holds registry/, or name the registry directory)",
             display_path(root),
         )
+
+
+def _registry_above(path: Path) -> str:
+    """`: name X` for the registry directory holding `path` in one of its folders."""
+    for parent in path.parents:
+        if parent.name in SPEC_DIRS:
+            return f": name {display_path(parent.parent)}"
+    return ""
 
 
 def load_snapshot(root: Path) -> Snapshot:
@@ -229,6 +244,12 @@ def _snapshot(root: Path, sources: list[SpecSource]) -> Snapshot:
     if errors:
         raise InputErrors.of(_capped(errors))
     if not defs:
+        if root.name in SPEC_DIRS:
+            raise InputError(
+                "no spec files found: this is one of a registry's folders, and a registry is "
+                f"read whole: name {display_path(root.parent)}",
+                display_path(root),
+            )
         raise InputError(
             "no spec files found (expected tasks/, executions/, graders/, suites/, policies/)",
             display_path(root),

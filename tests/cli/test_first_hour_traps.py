@@ -126,3 +126,37 @@ def test_the_tutorials_first_gate_check_is_a_dry_run_and_says_why() -> None:
     why = tutorial[first : first + 3000]
     assert re.search(r"first look at a new build's decision is a `--dry-run`", why)
     assert "stored for good" in why
+
+
+def test_a_spec_file_or_a_registry_folder_named_as_the_registry_says_which_to_name(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """`validate registry/tasks/x.yaml` said "registry directory not found" of a file that
+    exists, and `validate registry/tasks` found "no spec files" in a folder of them; both
+    pointed at a `--registry DIR` option these commands do not have."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    assert cli("init", "--registry", "registry", cwd=tmp_path).code == 0
+    spec = "registry/tasks/first-task.yaml"
+    as_file = (
+        "a file, not a registry: a registry is read whole, from the directory holding "
+        "tasks/, executions/, graders/, suites/, policies/: name registry"
+    )
+    for command in ("validate", "sync"):
+        done = cli("--json", command, spec, cwd=tmp_path)
+        assert done.code == 2, done.stdout + done.stderr
+        assert done.json()["error"]["message"] == as_file
+        assert done.json()["error"]["file"] == spec
+    folder = cli("--json", "validate", "registry/tasks", cwd=tmp_path)
+    assert folder.code == 2
+    assert folder.json()["error"]["message"] == (
+        "no spec files found: this is one of a registry's folders, and a registry is read "
+        "whole: name registry"
+    )
+    missing = cli("validate", "regsitry", cwd=tmp_path)
+    assert missing.code == 2
+    assert "registry directory not found" in missing.stderr
+    assert "--registry" not in missing.stderr
+    # Named as it says, the registry validates.
+    assert cli("validate", "registry", cwd=tmp_path).code == 0
