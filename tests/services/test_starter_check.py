@@ -52,3 +52,23 @@ def test_a_starter_profile_builds_its_own_id_and_is_named(tmp_path: Path, profil
     edited = path.read_text().replace(f"system_build: {profile_id}", "system_build: other")
     path.write_text(edited, encoding="utf-8")
     assert registry_warnings([load_definition(path)]) == []
+
+
+def test_a_starter_with_only_its_title_edited_is_named_and_told_what_counts(
+    tmp_path: Path,
+) -> None:
+    """A newcomer who retitled a starter was warned it was "unedited": the digest leaves
+    meta out, so it is still a starter where it counts, and the warning now says what does
+    count."""
+    path = _write(tmp_path, "refund-once", "refund-graders")
+    text = path.read_text()
+    title = next(line for line in text.splitlines() if line.strip().startswith("title:"))
+    path.write_text(text.replace(title, "  title: Refund once, retitled"), encoding="utf-8")
+    retitled = load_definition(path)
+    assert retitled.value["meta"]["title"] == "Refund once, retitled"
+    (warning,) = registry_warnings([retitled])
+    assert str(path) in warning
+    assert (
+        "what the digest covers, a task's contract and fixtures or a profile's model and "
+        "settings, not only the title or other meta"
+    ) in warning

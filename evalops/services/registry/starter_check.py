@@ -54,9 +54,11 @@ def registry_warnings(
         warnings.append(
             "still as `evalops new` or `init --registry` wrote "
             f"{'them' if len(starters) > 1 else 'it'} "
-            f"(edit before relying on {'them' if len(starters) > 1 else 'it'}: unedited "
-            f"starter tasks share one task_digest, and once synced the first real edit "
-            f"needs a revision bump): {', '.join(sorted(starters))}"
+            f"(edit before relying on {'them' if len(starters) > 1 else 'it'}: what the "
+            "digest covers, a task's contract and fixtures or a profile's model and "
+            "settings, not only the title or other meta; unedited starter tasks share one "
+            "task_digest, and once synced the first real edit needs a revision bump): "
+            f"{', '.join(sorted(starters))}"
         )
     builds: dict[str, list[str]] = defaultdict(list)
     for definition in definitions:
