@@ -118,7 +118,9 @@ def test_html_and_markdown_show_the_changes_and_the_alpha_sentence(demo: Path, c
     md = markdown_html(report(cli, demo, "GATE-1", "md"))
     assert "McNemar's smallest p-value is 0.25 &gt; alpha 0.05" in md
     later = "".join(parse_html(report(cli, demo, "GATE-3", "html")).find(".//body").itertext())
-    assert "previous decision GATE-1" in later
+    # As the terminal says it (SINCE_GATE_1): the previous decision on another build, which
+    # need not be the suite's previous decision.
+    assert "the build of GATE-1, the suite's previous decision on another build" in later
 
 
 def test_no_baseline_and_no_earlier_decision_says_so() -> None:
