@@ -94,7 +94,7 @@ def waiver_grant(
 
     Example: evalops waiver grant --task support-refund-policy-explanation --suite
     regression/core --states task_fail --build build-125 --owner support-lead@example.com
-    --reason "copy change ships next sprint" --expires 2026-12-15T00:00:00Z
+    --reason "copy change ships next sprint" --expires 14d
     """
     from evalops.domain.waivers import WaiverRequest
     from evalops.services.gate.waivers import grant
