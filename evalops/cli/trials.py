@@ -759,7 +759,8 @@ def template(
     records = [
         builder.template(
             started,
-            trial_id=f"{trial_prefix}-{i + 1:04d}",
+            # `--trial-prefix v2-` means v2-0001, not v2--0001.
+            trial_id=f"{trial_prefix.rstrip('-') or 'trial'}-{i + 1:04d}",
             run_id=run_id,
             attempt_id=f"attempt-{i + 1:04d}",
             trial_index=i,

@@ -119,6 +119,11 @@ def test_templates_of_two_builds_collide_and_the_refusal_names_trial_prefix(
     # With a prefix of its own, the second batch ingests beside the first.
     own = cli(*template, "--execution", "baseline-b123", "--trial-prefix", "b123", cwd=ws)
     (ws / "own.jsonl").write_text(first + own.stdout, encoding="utf-8")
+    # A prefix given with its dash reads the same (not b123--0001).
+    dashed = cli(*template, "--execution", "baseline-b123", "--trial-prefix", "b123-", cwd=ws)
+    for made in (own, dashed):
+        ids = [json.loads(line)["trial_id"] for line in made.stdout.splitlines()]
+        assert ids == ["b123-0001", "b123-0002"]
     ingested = cli("trials", "ingest", "own.jsonl", "--json", cwd=ws)
     assert ingested.code == 0, ingested.stdout + ingested.stderr
     assert ingested.json()["ingested"] == 4
