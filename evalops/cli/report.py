@@ -10,6 +10,7 @@ from evalops.cli.context import JsonFlag, emit, note, now, settings
 from evalops.cli.output import OutputOption, format_for, write_output
 from evalops.cli.progress import ProgressOption, progress, progress_mode
 from evalops.domain.humanize import plural
+from evalops.errors import InputError
 
 report_app = typer.Typer(
     help="Audit reports of stored gate decisions, suite cards (HTML, Markdown, JSON), and "
@@ -45,7 +46,18 @@ def _written(
 @report_app.command("audit")
 def audit(
     ctx: typer.Context,
-    gate: Annotated[str, typer.Option("--gate", help="Stored gate decision id (GATE-<n>).")],
+    named: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="GATE",
+            help="Stored gate decision id (GATE-<n>), as `gate show` takes it; or --gate.",
+            show_default=False,
+        ),
+    ] = None,
+    gate_option: Annotated[
+        str | None,
+        typer.Option("--gate", help="Stored gate decision id (GATE-<n>).", show_default=False),
+    ] = None,
     fmt: FormatOption = None,
     output: OutputOption = "-",
     json_flag: JsonFlag = False,
@@ -58,6 +70,7 @@ def audit(
     from evalops.services.reports.audit import audit_document
 
     state = settings(ctx, json_flag)
+    gate = _one_decision(named, gate_option)
     chosen = format_for(fmt, output, _default_format(output), strict=True)
     with state.connect() as engine:
         doc = audit_document(engine, gate, now=now())
@@ -69,6 +82,22 @@ def audit(
         chosen,
         {"gate_id": gate, "decision": doc["decision"], "audit_head": doc["audit_head"]},
     )
+
+
+def _one_decision(named: str | None, option: str | None) -> str:
+    """The decision named as `report audit GATE-3` (as `gate show` names one) or with
+    `--gate GATE-3`."""
+    if named is None and option is None:
+        raise InputError(
+            "name the decision: evalops report audit GATE-3 (or --gate GATE-3); "
+            "`evalops gate list` lists them",
+            field="--gate",
+        )
+    if named is not None and option is not None and named != option:
+        raise InputError(
+            f"two decisions named: {named} and --gate {option}; name one", field="--gate"
+        )
+    return named or option or ""
 
 
 @report_app.command("suite")

@@ -183,7 +183,8 @@ def require_registry_dir(root: Path) -> None:
     if not root.is_dir():
         raise InputError(
             f"registry directory not found: {root.absolute()} (run from the directory "
-            "that holds registry/, or name the registry directory)",
+            "that holds registry/, or name the registry directory: as the command's "
+            "argument, or with evalops --registry DIR)",
             display_path(root),
         )
 

@@ -249,3 +249,24 @@ def test_changes_read_the_stored_inputs_not_todays_trial_rows(demo: Path, cli: C
     with sqlite3.connect(demo / ".evalops" / "registry.db") as db:
         assert db.execute("UPDATE trial SET classification = 'task_fail'").rowcount > 0
     assert {g: decision(cli, demo, g)["changes"] for g in ("GATE-1", "GATE-3")} == before
+
+
+def test_report_audit_takes_the_decision_as_gate_show_does(demo: Path, cli: Cli) -> None:
+    """`report audit GATE-3`, as `gate show GATE-3`, is `report audit --gate GATE-3`; a
+    newcomer got "Missing option '--gate'". Neither, or two different ones, is exit 2."""
+    as_option = report(cli, demo, "GATE-3", "md")
+    named = cli("report", "audit", "GATE-3", "--format", "md", cwd=demo)
+    assert named.code == 0, named.stderr
+    assert named.stdout == as_option
+    both = cli("report", "audit", "GATE-3", "--gate", "GATE-3", "--format", "md", cwd=demo)
+    assert both.code == 0 and both.stdout == as_option
+    neither = cli("--json", "report", "audit", "--format", "md", cwd=demo)
+    assert neither.code == 2
+    assert neither.json()["error"]["message"] == (
+        "name the decision: evalops report audit GATE-3 (or --gate GATE-3); "
+        "`evalops gate list` lists them"
+    )
+    two = cli("--json", "report", "audit", "GATE-1", "--gate", "GATE-3", cwd=demo)
+    assert two.code == 2
+    message = two.json()["error"]["message"]
+    assert message == "two decisions named: GATE-1 and --gate GATE-3; name one"
