@@ -172,12 +172,13 @@ def bulk_waivers(root: Path, count: int, private: ed25519.Ed25519PrivateKey | No
                     act, payload["signed_act"] = _signed_act(
                         private, request, waiver, at, (found[1], registry)
                     )
-                    digests.add(SignedAct.__table__, act)  # tables in name order
+                    # Tables in name order: signed_act before waiver.
+                    digests.add(SignedAct.__table__, act)  # type: ignore[attr-defined]
                     rows[SignedAct].append(act)
-                digests.add(Waiver.__table__, waiver)
+                digests.add(Waiver.__table__, waiver)  # type: ignore[attr-defined]
                 rows[Waiver].append(waiver)
                 text = canonical_text({**payload, "rows": digests.as_payload()})
-                event = {
+                event: dict[str, Any] = {
                     "seq": seq, "at": now, "actor": "bench@evalops.invalid",
                     "kind": "waiver.grant", "subject": waiver["waiver_id"],
                     "payload_digest": sha256_digest(text.encode("utf-8")), "payload": text,

@@ -229,10 +229,11 @@ def main() -> int:
 
     small_n = max(1, args.samples // 5)
     big, small = args.samples * args.epochs, small_n * args.epochs
-    eval_logs = tuple(
+    small_log, big_log = (
         _build_log(template, CACHE / f"log-{FORMAT}-{n}x{args.epochs}.eval", n, args.epochs)
         for n in (small_n, args.samples)
     )
+    eval_logs = (small_log, big_log)
     json_logs = (_json_log(eval_logs[0]), _json_log(eval_logs[1]))
     pf_logs = (
         _promptfoo_results(CACHE / f"promptfoo-{FORMAT}-{small}.json", small),

@@ -216,7 +216,7 @@ def _pg(sql: str, db: str = "test") -> None:
 
     base = PG_ADMIN.rsplit("/", 1)[0]
     with psycopg.connect(f"{base}/{db}", autocommit=True) as conn:
-        conn.execute(sql)  # type: ignore[arg-type]
+        conn.execute(sql)
 
 
 def _pg_url(name: str) -> str:

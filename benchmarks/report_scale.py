@@ -10,13 +10,16 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalops.domain.canonical import digest
 from evalops.domain.gate import evaluate_stored
 from evalops.registry.definitions import load_definition
 from evalops.resources import example_registry_dir
 from evalops.services.reports.audit import assemble
+
+if TYPE_CHECKING:
+    from evalops.report.document import ReportDocument
 
 TASKS = 10_000
 RUNS = 5
@@ -84,7 +87,7 @@ def synthetic_inputs(tasks: int, trials: int = 5) -> dict[str, Any]:
     }
 
 
-def synthetic_document(tasks: int = TASKS) -> dict[str, Any]:
+def synthetic_document(tasks: int = TASKS) -> ReportDocument:
     """A report document of a synthetic decision (pure: no database)."""
     inputs = synthetic_inputs(tasks)
     result = evaluate_stored(inputs)
