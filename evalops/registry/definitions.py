@@ -117,45 +117,46 @@ _PATTERN_HELP = {
 
 def _typos(errors: list[Any]) -> dict[int, str]:
     """Unknown fields that are a misspelt required field missing beside them (`stauts`
-    where `status` is required): error index -> the field meant. Their missing-field
-    errors say nothing the typo does not, and a headline naming only the missing field
-    would hide the typo behind "(and 1 more)"."""
+    where `status` is required, under the same parent): error index -> the field meant.
+    Each unknown key takes the missing sibling closest to it, each missing field one key.
+    Their missing-field errors say nothing the typo does not, and a headline naming only
+    the missing field would hide the typo behind "(and 1 more)"."""
     from evalops.domain.suggestions import close_match
 
+    missing: dict[tuple[Any, ...], list[str]] = {}
+    for error in errors:
+        if error["type"] == "missing" and error["loc"]:
+            missing.setdefault(tuple(error["loc"][:-1]), []).append(str(error["loc"][-1]))
     meant: dict[int, str] = {}
-    for missing in errors:
-        if missing["type"] != "missing" or not missing["loc"]:
+    for i, error in enumerate(errors):
+        if error["type"] != "extra_forbidden" or not error["loc"]:
             continue
-        name, parent = str(missing["loc"][-1]), tuple(missing["loc"][:-1])
-        for i, extra in enumerate(errors):
-            if (
-                i not in meant
-                and extra["type"] == "extra_forbidden"
-                and tuple(extra["loc"][:-1]) == parent
-                and close_match(str(extra["loc"][-1]), [name]) == name
-            ):
-                meant[i] = name
-                break
+        siblings = missing.get(tuple(error["loc"][:-1]), [])
+        found = close_match(str(error["loc"][-1]), siblings)
+        if found is not None:
+            meant[i] = found
+            siblings.remove(found)
     return meant
 
 
-def _without_typos(errors: list[Any]) -> tuple[list[Any], dict[int, str]]:
-    """`errors` with each missing field a typo explains left out, the typos first (the
-    likeliest cause of the rest), and what each typo meant, by its new index."""
+def _without_typos(errors: list[Any], *, typos_first: bool) -> tuple[list[Any], dict[int, str]]:
+    """`errors` without each missing field a typo explains, and what each typo meant, by
+    its index in the list returned. `typos_first` for a headline (the likeliest cause of
+    the rest); else in pydantic's order."""
     meant = _typos(errors)
     explained = {(tuple(errors[i]["loc"][:-1]), name) for i, name in meant.items()}
-    typos = [(errors[i], name) for i, name in sorted(meant.items())]
-    rest = [
-        e
+    kept = [
+        i
         for i, e in enumerate(errors)
-        if i not in meant
-        and not (
+        if not (
             e["type"] == "missing"
             and e["loc"]
             and (tuple(e["loc"][:-1]), str(e["loc"][-1])) in explained
         )
     ]
-    return [e for e, _ in typos] + rest, {i: name for i, (_, name) in enumerate(typos)}
+    if typos_first:
+        kept.sort(key=lambda i: i not in meant)  # stable: typos first, each in its order
+    return [errors[i] for i in kept], {n: meant[i] for n, i in enumerate(kept) if i in meant}
 
 
 def _one_error(doc: Document, error: Any, meant: str | None = None) -> InputError:
@@ -195,7 +196,7 @@ def pydantic_errors(doc: Document, exc: ValidationError) -> list[InputError]:
     document order of discovery and without repeats."""
     out: list[InputError] = []
     seen: set[tuple[int | None, str | None, str]] = set()
-    errors, meant = _without_typos(exc.errors(include_url=False))
+    errors, meant = _without_typos(exc.errors(include_url=False), typos_first=False)
     for i, error in enumerate(errors):
         one = _one_error(doc, error, meant.get(i))
         key = (one.line, one.field, one.message)
@@ -207,7 +208,7 @@ def pydantic_errors(doc: Document, exc: ValidationError) -> list[InputError]:
 
 def pydantic_error(doc: Document, exc: ValidationError) -> InputError:
     """The first problem, noting how many more there are (for one-error contexts)."""
-    errors, meant = _without_typos(exc.errors(include_url=False))
+    errors, meant = _without_typos(exc.errors(include_url=False), typos_first=True)
     first = _one_error(doc, errors[0], meant.get(0))
     if len(errors) > 1:
         first.message += f" (and {len(errors) - 1} more)"

@@ -161,3 +161,23 @@ def test_a_spec_file_or_a_registry_folder_named_as_the_registry_says_which_to_na
     ), missing.stderr
     # Named as it says, the registry validates.
     assert cli("validate", "registry", cwd=tmp_path).code == 0
+
+
+def test_validate_lists_a_typo_in_file_order_with_the_field_it_meant(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """Every problem of a file is listed in the order of the file: a typo folded with the
+    required field it misspells keeps its place."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    assert cli("init", "--registry", "registry", cwd=tmp_path).code == 0
+    task = tmp_path / "registry" / "tasks" / "first-task.yaml"
+    text = task.read_text()
+    text = text.replace("  owner: you@example.com", "  owner: 7").replace("  goal:", "  gaol:")
+    task.write_text(text, encoding="utf-8")
+    done = cli("--json", "validate", "registry", cwd=tmp_path)
+    assert done.code == 2
+    errors = [(e["line"], e["field"], e["message"]) for e in done.json()["error"]["errors"]]
+    assert [e[:2] for e in errors] == [(9, "meta.owner"), (16, "contract.gaol")], errors
+    assert errors[1][2] == "unknown field 'gaol': did you mean 'goal'? (a required field)"

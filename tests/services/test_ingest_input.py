@@ -133,6 +133,28 @@ def test_a_misspelt_required_field_is_named_as_the_typo_not_as_missing(
     assert _stored(cli, synced) == []
 
 
+def test_each_typo_is_paired_with_its_closest_missing_sibling_only(
+    synced: Path, cli: Cli
+) -> None:
+    """Two missing ids and two misspelt keys pair by closeness (`tasks_id` is `task_id`,
+    `tril_id` is `trial_id`), not first come first served; a misspelt key one level away
+    from the missing field is no typo of it."""
+    good = _records(synced, 2)
+    two = {k: v for k, v in good[0].items() if k not in ("trial_id", "task_id")}
+    two = {**two, "tasks_id": good[0]["task_id"], "tril_id": "t-x"}
+    elsewhere = {**good[1], "stauts": "ok", "runtime": {}}
+    path = synced / "pairs.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (two, elsewhere)), "utf-8")
+    doc = cli("trials", "ingest", str(path), "--json", cwd=synced).json()
+    first, second = doc["rejected"]
+    assert first["error"].startswith(
+        "unknown field 'tasks_id': did you mean 'task_id'? (a required field) (and 1 more)"
+    ), first
+    assert second["field"] == "runtime.status", second
+    assert second["error"] == "required field 'status' is missing (and 1 more)", second
+    assert _stored(cli, synced) == []
+
+
 def test_ingest_states_the_report_cap(synced: Path, cli: Cli) -> None:
     path = synced / "many.jsonl"
     # Broken lines, each its own error (a lone "{" on line 1 would be read as one
