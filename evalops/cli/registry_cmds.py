@@ -207,11 +207,8 @@ def sync(
         tracked = result.tracked or {}
         if result.off_line is not None:
             say(result.off_line)
-            if provenance.branch and tracked.get("branch") not in (None, provenance.branch):
-                say(
-                    f"  to follow {provenance.branch} instead of {tracked['branch']}: "
-                    f"evalops registry track --branch {provenance.branch} (a rule change)"
-                )
+        if result.follow is not None:
+            say(f"  {result.follow}")
         relabelled = {(e["kind"], e["id"]) for e in result.same_digest}
         for entry in result.registered:
             key = next(k for k in entry if k.endswith("_digest"))

@@ -754,13 +754,19 @@ def template(
             "(2^53-1), the largest integer a trial record holds",
             field="--index",
         )
+    if not trial_prefix.strip("-"):
+        raise InputError(
+            f"--trial-prefix {trial_prefix!r} names no prefix: give letters or digits "
+            "(b124 gives b124-0001)",
+            field="--trial-prefix",
+        )
     builder = TrialBuilder.from_database(state.db_url, task=task, execution=execution)
     started = now()
     records = [
         builder.template(
             started,
             # `--trial-prefix v2-` means v2-0001, not v2--0001.
-            trial_id=f"{trial_prefix.rstrip('-') or 'trial'}-{i + 1:04d}",
+            trial_id=f"{trial_prefix.rstrip('-')}-{i + 1:04d}",
             run_id=run_id,
             attempt_id=f"attempt-{i + 1:04d}",
             trial_index=i,

@@ -183,8 +183,8 @@ def require_registry_dir(root: Path) -> None:
     if not root.is_dir():
         raise InputError(
             f"registry directory not found: {root.absolute()} (run from the directory "
-            "that holds registry/, or name the registry directory: as the command's "
-            "argument, or with evalops --registry DIR)",
+            "that holds registry/, or name the registry directory: evalops --registry DIR, "
+            "or the argument of validate and sync)",
             display_path(root),
         )
 

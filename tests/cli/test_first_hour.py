@@ -124,6 +124,11 @@ def test_templates_of_two_builds_collide_and_the_refusal_names_trial_prefix(
     for made in (own, dashed):
         ids = [json.loads(line)["trial_id"] for line in made.stdout.splitlines()]
         assert ids == ["b123-0001", "b123-0002"]
+    # Dashes alone are no prefix (they would give the default's colliding ids).
+    dashes = cli("--json", *template, "--execution", "baseline-b123", "--trial-prefix", "--",
+                 cwd=ws)  # fmt: skip
+    assert dashes.code == 2, dashes.stdout
+    assert dashes.json()["error"]["field"] == "--trial-prefix"
     ingested = cli("trials", "ingest", "own.jsonl", "--json", cwd=ws)
     assert ingested.code == 0, ingested.stdout + ingested.stderr
     assert ingested.json()["ingested"] == 4

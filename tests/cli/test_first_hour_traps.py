@@ -5,6 +5,7 @@ wrote such calls."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -156,8 +157,8 @@ def test_a_spec_file_or_a_registry_folder_named_as_the_registry_says_which_to_na
     missing = cli("validate", "regsitry", cwd=tmp_path)
     assert missing.code == 2
     assert missing.stderr.strip().endswith(
-        "(run from the directory that holds registry/, or name the registry directory: as "
-        "the command's argument, or with evalops --registry DIR)"
+        "(run from the directory that holds registry/, or name the registry directory: "
+        "evalops --registry DIR, or the argument of validate and sync)"
     ), missing.stderr
     # Named as it says, the registry validates.
     assert cli("validate", "registry", cwd=tmp_path).code == 0
@@ -181,3 +182,45 @@ def test_validate_lists_a_typo_in_file_order_with_the_field_it_meant(
     errors = [(e["line"], e["field"], e["message"]) for e in done.json()["error"]["errors"]]
     assert [e[:2] for e in errors] == [(9, "meta.owner"), (16, "contract.gaol")], errors
     assert errors[1][2] == "unknown field 'gaol': did you mean 'goal'? (a required field)"
+
+
+def test_the_tracking_line_is_printed_by_the_sync_that_records_the_branch(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """A registry first synced outside git takes its branch from the first sync that writes
+    on one: a sync of unchanged files records nothing and must not say it chose a branch
+    (it said so on every such sync)."""
+    import subprocess
+
+    assert cli("init", "--registry", "registry", cwd=tmp_path).code == 0
+    outside = cli("sync", "registry", "--allow-dirty", cwd=tmp_path)
+    assert outside.code == 0, outside.stdout + outside.stderr
+    assert "tracking" not in outside.stdout
+    env = {"GIT_AUTHOR_NAME": "n", "GIT_AUTHOR_EMAIL": "n@example.com",
+           "GIT_COMMITTER_NAME": "n", "GIT_COMMITTER_EMAIL": "n@example.com"}  # fmt: skip
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", *args], cwd=tmp_path, check=True, env={**os.environ, **env})
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "registry")
+    branch = subprocess.run(
+        ["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=tmp_path, capture_output=True,
+        text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    unchanged = cli("sync", "registry", cwd=tmp_path)
+    assert unchanged.code == 0 and "tracking" not in unchanged.stdout, unchanged.stdout
+    task = tmp_path / "registry" / "tasks" / "first-task.yaml"
+    task.write_text(
+        task.read_text()
+        .replace("goal: describe_the_goal", "goal: refund_once")
+        .replace("revision: 1", "revision: 2"),
+        encoding="utf-8",
+    )
+    git("commit", "-qam", "a real goal")
+    written = cli("sync", "registry", cwd=tmp_path)
+    assert written.code == 0, written.stdout + written.stderr
+    assert f"tracking {branch} at registry/" in written.stdout, written.stdout
+    again = cli("sync", "registry", cwd=tmp_path)
+    assert again.code == 0 and "tracking" not in again.stdout, again.stdout

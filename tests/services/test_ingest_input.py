@@ -133,9 +133,7 @@ def test_a_misspelt_required_field_is_named_as_the_typo_not_as_missing(
     assert _stored(cli, synced) == []
 
 
-def test_each_typo_is_paired_with_its_closest_missing_sibling_only(
-    synced: Path, cli: Cli
-) -> None:
+def test_each_typo_is_paired_with_its_closest_missing_sibling_only(synced: Path, cli: Cli) -> None:
     """Two missing ids and two misspelt keys pair by closeness (`tasks_id` is `task_id`,
     `tril_id` is `trial_id`), not first come first served; a misspelt key one level away
     from the missing field is no typo of it."""

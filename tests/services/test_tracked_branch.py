@@ -228,6 +228,21 @@ def test_another_directory_does_not_replace_the_rules(any_repo: Repo) -> None:
     assert first.startswith("registered 1 definition from ") and " at old/" in first, first
     assert f"in force unchanged: {repo.branch} tracks registry/" in first
     assert "--definitions" in first
+    # The rule change that would follow this path instead (the branch is the same).
+    assert done.stdout.splitlines()[1] == (
+        "  to follow old/ instead of registry/: evalops registry track --path old (a rule change)"
+    ), done.stdout
+    main = repo.branch
+    repo.git("checkout", "-q", "-b", "feature-old")
+    repo.edit(Path("old/tasks/support-reply-tone.yaml"), "revision: 1", "revision: 2")
+    repo.commit(None, "another path on another branch")
+    both = repo.run("sync", "old")
+    assert both.code == 0, both.stdout + both.stderr
+    assert both.stdout.splitlines()[1] == (
+        f"  to follow feature-old at old/ instead of {main} at registry/: evalops registry "
+        "track --path old --branch feature-old (a rule change)"
+    ), both.stdout
+    repo.git("checkout", "-q", main)
     assert repo.in_force("authority", "authority") == authority
     assert repo.in_force("gate_policy", "release-gate") == gate
     unsigned_waiver_refused(repo)

@@ -42,6 +42,7 @@ from evalops.services.registry.ratchet import RegisteredRows, conflict
 from evalops.services.registry.tracking import (
     Line,
     Tracked,
+    follow_hint,
     line_of,
     off_line_summary,
     place,
@@ -93,6 +94,8 @@ class SyncResult:
     labels (title, owner, notes) changed, never what a decision reads."""
     authority_bootstrap: bool = False
     """This sync put the first authority in force: every act from now on needs signatures."""
+    follow: str | None = None
+    """Under a sync off the tracked line: the `registry track` that would follow it."""
     started_tracking: bool = False
     """This sync chose the tracked branch (the registry's first sync on a branch): from now
     on only that branch's commits change what is in force."""
@@ -325,6 +328,8 @@ def sync_in_session(
     before = queries.in_force(session)
     now_forced = {(d.kind, d.id): d.document_digest for d in ordered}
     if not new and now_forced == before:
+        # Nothing written, so no line recorded either: the next sync that writes chooses.
+        result.started_tracking = False
         return result
     first_seq = next_seq(session)
     run_seq = first_seq + len(new)  # the in-force event comes after every registration
@@ -500,6 +505,7 @@ def _register_only(
     """Off the tracked line: register what is new (by digest, so that a pull request's
     trials and `gate check --definitions` can name it), put nothing in force."""
     result.off_line = off_line_summary(len(new), here, line, provenance, root)
+    result.follow = follow_hint(here, line, root)
     if not new:
         return
     run_seq = next_seq(session) + len(new)

@@ -175,6 +175,27 @@ def off_line_summary(
     return f"registered {count} {noun} {where}; in force unchanged: {line.describe()}{hint}"
 
 
+def follow_hint(here: Line, line: Line, root: Path) -> str | None:
+    """Under a sync off the tracked line: the rule change that would make this sync's path
+    and branch the tracked ones (none from a detached HEAD: its summary names --track)."""
+    if here.branch is None:
+        return None
+    moved_path = not same_path(here, line, root)
+    moved_branch = here.branch != line.branch
+    where = f"{here.path.rstrip('/')}/"
+    was = f"{line.path.rstrip('/')}/"
+    if moved_path and moved_branch:
+        target = f"{here.branch} at {where} instead of {line.branch} at {was}"
+        options = f"--path {here.path} --branch {here.branch}"
+    elif moved_path:
+        target, options = f"{where} instead of {was}", f"--path {here.path}"
+    elif moved_branch:
+        target, options = f"{here.branch} instead of {line.branch}", f"--branch {here.branch}"
+    else:
+        return None
+    return f"to follow {target}: evalops registry track {options} (a rule change)"
+
+
 @dataclass(frozen=True)
 class TrackResult:
     line: Line
