@@ -102,18 +102,17 @@ def _ignore_dot_evalops() -> bool:
     Outside one (False), it goes into the working directory's .gitignore when the database
     was created there: the `git init && git add -A` that `sync` needs next must not commit
     it. Nothing is written when `.evalops/` is not here (a database named by --db)."""
-    try:
-        import git
+    from evalops.registry.history import repository_top
 
-        repo = git.Repo(Path.cwd(), search_parent_directories=True)
-    except Exception:
+    try:
+        top = repository_top(Path.cwd())
+    except InputError:  # no git on this machine: as outside a work tree
+        top = None
+    if top is None:
         if (Path.cwd() / ".evalops").is_dir():
             _add_to_gitignore(Path.cwd() / ".gitignore")
         return False
-    try:
-        _add_to_gitignore(Path(repo.working_tree_dir or Path.cwd()) / ".gitignore")
-    finally:
-        repo.close()
+    _add_to_gitignore(top / ".gitignore")
     return True
 
 

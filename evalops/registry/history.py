@@ -112,6 +112,35 @@ def repository_top(path: Path) -> Path | None:
     return Path(done.stdout.decode("utf-8", "surrogateescape").strip()).resolve()
 
 
+def head_commit(top: Path) -> str | None:
+    """The commit HEAD is at, or None on a branch with no commit yet."""
+    done = _run(top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    if done.returncode != 0:
+        return None
+    return done.stdout.decode("ascii").strip() or None
+
+
+def head_branch(top: Path) -> str | None:
+    """The branch checked out (a new one with no commit included), or None on a detached
+    HEAD. Read in full and cut here: `--short` would say `heads/main` where a tag is named
+    main too."""
+    done = _run(top, "symbolic-ref", "--quiet", "HEAD")
+    ref = done.stdout.decode("utf-8", "surrogateescape").strip()
+    if done.returncode != 0 or not ref.startswith("refs/heads/"):
+        return None
+    return ref.removeprefix("refs/heads/")
+
+
+def first_remote_url(top: Path) -> str | None:
+    """The URL of the repository's first remote in its configuration, or None."""
+    done = _run(top, "config", "--null", "--get-regexp", r"^remote\..*\.url$")
+    if done.returncode != 0:
+        return None
+    first = done.stdout.decode("utf-8", "surrogateescape").split("\0", 1)[0]
+    _, _, url = first.partition("\n")
+    return url or None
+
+
 def resolve_revision(top: Path, revision: str) -> str | None:
     """The commit `revision` names (a sha, a branch, a tag, `HEAD~2`...), or None."""
     if revision.startswith("-"):

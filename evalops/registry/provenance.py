@@ -1,4 +1,4 @@
-"""Git provenance of a registry directory (gitpython, imported only when needed)."""
+"""Git provenance of a registry directory, asked of `git` itself."""
 
 from __future__ import annotations
 
@@ -75,27 +75,33 @@ def git_provenance(path: Path) -> GitProvenance:
     Dirty means some registry file is not what the commit holds: changed, staged, deleted,
     untracked, git-ignored where a spec would be read, or marked skip-worktree or
     assume-unchanged (so that git itself would not notice an edit); each is named in
-    `changes`.
+    `changes`. Asked of `git` itself, as every other git fact `sync` reads.
     """
-    import git
-
     from evalops.registry.git_tree import work_tree_changes
+    from evalops.registry.history import (
+        first_remote_url,
+        head_branch,
+        head_commit,
+        repository_top,
+    )
 
-    try:
-        repo = git.Repo(path, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+    top = repository_top(path) if path.exists() else None
+    if top is None:
         return GitProvenance(is_git=False)
-    try:
-        root = Path(repo.working_tree_dir or path).resolve()
-        rel = path.resolve().relative_to(root).as_posix()
-        commit = repo.head.commit.hexsha if repo.head.is_valid() else None
-        changes = tuple(work_tree_changes(root, rel, _reads_spec(rel))) if commit else ()
-        dirty = commit is None or bool(changes)
-        branch = None if repo.head.is_detached else repo.active_branch.name
-        remote = next((strip_credentials(r.url) for r in repo.remotes), None)
-        return GitProvenance(True, commit, dirty, branch, remote, changes, root)
-    finally:
-        repo.close()
+    rel = path.resolve().relative_to(top).as_posix()
+    commit = head_commit(top)
+    changes = tuple(work_tree_changes(top, rel, _reads_spec(rel))) if commit else ()
+    dirty = commit is None or bool(changes)
+    remote = first_remote_url(top)
+    return GitProvenance(
+        True,
+        commit,
+        dirty,
+        head_branch(top),
+        strip_credentials(remote) if remote is not None else None,
+        changes,
+        top,
+    )
 
 
 def _reads_spec(rel: str) -> Callable[[str], bool]:
