@@ -10,12 +10,12 @@ is named instead of being read as if it were committed.
 from __future__ import annotations
 
 import posixpath
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from evalops.errors import InputError
+from evalops.registry.history import git_output
 
 #: A symlink chain longer than this is refused (a cycle, or a maze).
 MAX_LINK_HOPS = 40
@@ -51,22 +51,6 @@ class WorkTreeChange:
         return self.reason == _STATUS_REASON["??"]
 
 
-def _git(top: Path, *args: str, stdin: bytes | None = None) -> bytes:
-    try:
-        done = subprocess.run(
-            ["git", "-C", str(top), *args],
-            input=stdin,
-            capture_output=True,
-            check=False,
-        )
-    except OSError as exc:
-        raise InputError(f"cannot run git: {exc.strerror}", str(top)) from None
-    if done.returncode != 0:
-        detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise InputError(f"git {args[0]} failed: {detail[-1] if detail else 'no output'}", str(top))
-    return done.stdout
-
-
 def _pathspec(rel: str) -> list[str]:
     return ["--"] if rel in ("", ".") else ["--", rel]
 
@@ -92,7 +76,7 @@ def work_tree_changes(
     skip-worktree or assume-unchanged (git would not notice an edit), or git-ignored and
     one that `wanted_ignored` says the registry would read."""
     changes: dict[str, str] = {}
-    raw = _git(
+    raw = git_output(
         top, "status", "--porcelain=v1", "-z", "--ignored=traditional", "-uall", *_pathspec(rel)
     )
     fields = iter(raw.decode("utf-8", "surrogateescape").split("\0"))
@@ -106,7 +90,7 @@ def work_tree_changes(
         if code == "!!" and not wanted_ignored(path):
             continue
         changes.setdefault(path, _status_reason(code))
-    flagged = _git(top, "ls-files", "-v", "-z", *_pathspec(rel))
+    flagged = git_output(top, "ls-files", "-v", "-z", *_pathspec(rel))
     for item in flagged.decode("utf-8", "surrogateescape").split("\0"):
         if len(item) < 3:
             continue
@@ -122,7 +106,7 @@ def work_tree_changes(
 
 def list_tree(top: Path, commit: str, rel: str) -> dict[str, TreeEntry]:
     """Every blob and symlink below `rel` in `commit` (one `git ls-tree -r`)."""
-    raw = _git(top, "ls-tree", "-r", "-l", "-z", "--full-tree", commit, *_pathspec(rel))
+    raw = git_output(top, "ls-tree", "-r", "-l", "-z", "--full-tree", commit, *_pathspec(rel))
     entries: dict[str, TreeEntry] = {}
     for item in raw.decode("utf-8", "surrogateescape").split("\0"):
         if not item:
@@ -140,7 +124,7 @@ def read_blobs(top: Path, shas: list[str]) -> dict[str, bytes]:
     unique = list(dict.fromkeys(shas))
     if not unique:
         return {}
-    out = _git(top, "cat-file", "--batch", stdin="".join(f"{s}\n" for s in unique).encode())
+    out = git_output(top, "cat-file", "--batch", stdin="".join(f"{s}\n" for s in unique).encode())
     blobs: dict[str, bytes] = {}
     at = 0
     for sha in unique:

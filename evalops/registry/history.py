@@ -31,7 +31,8 @@ def _run(top: Path, *args: str, stdin: bytes | None = None) -> subprocess.Comple
         raise InputError(f"cannot run git: {exc.strerror}", str(top)) from None
 
 
-def _out(top: Path, *args: str, stdin: bytes | None = None) -> bytes:
+def git_output(top: Path, *args: str, stdin: bytes | None = None) -> bytes:
+    """What `git -C top ARGS` prints; a failure is an input error naming git's last line."""
     done = _run(top, *args, stdin=stdin)
     if done.returncode != 0:
         detail = done.stderr.decode("utf-8", "replace").strip().splitlines()
@@ -61,7 +62,9 @@ def known_commits(top: Path, shas: list[str]) -> list[str]:
     unique = list(dict.fromkeys(s for s in shas if s))
     if not unique:
         return []
-    out = _out(top, "cat-file", "--batch-check", stdin="".join(f"{s}\n" for s in unique).encode())
+    out = git_output(
+        top, "cat-file", "--batch-check", stdin="".join(f"{s}\n" for s in unique).encode()
+    )
     held = []
     for sha, line in zip(unique, out.decode("utf-8", "replace").splitlines(), strict=False):
         parts = line.split()
@@ -82,7 +85,7 @@ def commits_since(top: Path, vetted: list[str], head: str) -> list[HistoryCommit
     holds), newest first, each with all its parents."""
     held = known_commits(top, vetted)
     spec = "".join(f"^{s}\n" for s in held) + f"{head}\n"
-    out = _out(top, "rev-list", "--parents", "--stdin", stdin=spec.encode())
+    out = git_output(top, "rev-list", "--parents", "--stdin", stdin=spec.encode())
     commits = []
     for line in out.decode("ascii").splitlines():
         sha, *parents = line.split()
@@ -95,13 +98,13 @@ def changed_paths(top: Path, commit: str, parent: str | None) -> set[str]:
     `commit`, renames split into a deletion and an addition."""
     args = ["diff-tree", "-r", "-z", "--name-only", "--no-renames", "--no-commit-id"]
     args += ["--root", commit] if parent is None else [parent, commit]
-    raw = _out(top, *args)
+    raw = git_output(top, *args)
     return {p for p in raw.decode("utf-8", "surrogateescape").split("\0") if p}
 
 
 def raw_commit(top: Path, sha: str) -> bytes:
     """The commit object as git stores it (what its signature covers, plus the signature)."""
-    return _out(top, "cat-file", "commit", sha)
+    return git_output(top, "cat-file", "commit", sha)
 
 
 def repository_top(path: Path) -> Path | None:
