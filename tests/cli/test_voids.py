@@ -428,3 +428,46 @@ def test_the_audit_report_and_json_list_the_voids_a_decision_left_out_hard_ones_
     assert _gate(cli, demo, [], "build-124", "--at", BETWEEN)["voids"] == []
     dry = _gate(cli, demo, [], "build-124", "--dry-run")
     assert [v["void_id"] for v in dry["voids"]] == [e[0] for e in expected]
+
+
+def test_a_void_of_two_builds_counts_each_decisions_own_hard_failures(
+    demo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One void (a batch of two builds, say) left out build-124's hard failure and two
+    passing build-125 trials: build-125's decision and its report said "2 (1 hard failure)"
+    of a failure that was never its own. Each decision counts its own trials' hard ones."""
+    monkeypatch.setenv("EVALOPS_NOW", LATER)
+    done = cli(
+        "trials", "void", *HARD_CHAIN, *TRIALS, "--reason", "one batch, two builds",
+        "--confirm-hard-failure", "--json", cwd=demo,
+    )  # fmt: skip
+    assert done.code == 0, _said(done)
+    hard_classes = ("hard_constraint_fail", "ambiguous_external_effect")
+    voided = done.json()["trials"]
+
+    def build_of(trial: dict[str, Any]) -> str:
+        return "build-" + str(trial["trial_id"]).split("-")[1].removeprefix("b")
+
+    expected = {
+        build: (
+            sum(1 for t in voided if build_of(t) == build),
+            sum(1 for t in voided if build_of(t) == build and t["classification"] in hard_classes),
+        )
+        for build in ("build-124", "build-125")
+    }
+    assert expected == {"build-124": (2, 1), "build-125": (2, 0)}, voided
+    for build, (left_out, hard) in expected.items():
+        (void,) = _gate(cli, demo, [], build)["voids"]
+        assert (void["trials_left_out"], void["hard_count"]) == (left_out, hard), build
+    later = _gate(cli, demo, [], "build-125")
+    md = _report(cli, demo, later["gate_id"], "later.md")
+    row = next(line for line in md.splitlines() if line.startswith(f"| `{voided_id(done)}`"))
+    assert "hard failure" not in row, row
+    html = _report(cli, demo, later["gate_id"], "later.html")
+    section = html.split('<h2 id="voids">', 1)[1].split("<h2", 1)[0]
+    (row_html,) = [r for r in section.split("<tr")[1:] if "data-label" in r]
+    assert not row_html.startswith(' class="e-block"') and "hard failure" not in row_html
+
+
+def voided_id(done: Any) -> str:
+    return str(done.json()["void_id"])

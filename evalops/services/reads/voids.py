@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from evalops.domain.voids import void_line, who
+from evalops.domain.voids import is_hard, void_line, who
 from evalops.store.reader import Reader
 
 _VOIDS = (
@@ -80,19 +80,26 @@ def voids_for(
         return []
     marks = ", ".join(f":d{i}" for i in range(len(digests)))
     counts: dict[int, int] = {}
+    hard: dict[int, int] = {}
     for r in reader.rows(
-        "SELECT vt.void_row_id, t.task_id FROM voided_trial vt JOIN trial t ON t.id = "
-        f"vt.trial_row_id WHERE vt.audit_seq <= :cutoff AND t.execution_digest IN ({marks})",
+        "SELECT vt.void_row_id, t.task_id, t.classification AS stored, vt.classification AS "
+        "voided FROM voided_trial vt JOIN trial t ON t.id = vt.trial_row_id WHERE "
+        f"vt.audit_seq <= :cutoff AND t.execution_digest IN ({marks})",
         {"cutoff": cutoff, **{f"d{i}": d for i, d in enumerate(digests)}},
     ):
         if r["task_id"] in wanted:
-            counts[int(r["void_row_id"])] = counts.get(int(r["void_row_id"]), 0) + 1
+            void_row = int(r["void_row_id"])
+            counts[void_row] = counts.get(void_row, 0) + 1
+            # The void's own rule (its class when ingested, or when voided), for these
+            # trials only: a hard failure of another build is not this decision's.
+            hard[void_row] = hard.get(void_row, 0) + is_hard(r["stored"], r["voided"])
     out = []
     for void_row, n in sorted(counts.items()):
         row = reader.first(f"{_VOIDS} WHERE v.id = :id", {"id": void_row})
         if row is not None:
             view = _view(reader, row)
             view["trials_here"] = n
+            view["hard_here"] = hard[void_row]
             view["line"] = void_line(view, n)
             out.append(view)
     return out
@@ -100,7 +107,8 @@ def voids_for(
 
 def void_entry(void: Mapping[str, Any]) -> dict[str, Any]:
     """A void as a decision lists it (`voids` of `gate check --json` and of the audit
-    report, docs/json.md): who, why, and how many of the decision's trials it left out."""
+    report, docs/json.md): who, why, and how many of the decision's trials it left out, and
+    how many of those were hard failures."""
     return {
         "void_id": void["void_id"],
         "at": void["at"],
@@ -109,7 +117,7 @@ def void_entry(void: Mapping[str, Any]) -> dict[str, Any]:
         "by": who(void),
         "reason": void["reason"],
         "trials_left_out": int(void["trials_here"]),
-        "hard_count": int(void["hard_count"]),
+        "hard_count": int(void["hard_here"]),
         "line": void["line"],
     }
 
