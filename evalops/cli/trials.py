@@ -298,6 +298,7 @@ def show(
         if data["trajectory"]:
             say(f"  trajectory: {_trajectory_words(data['trajectory'])}")
         say(f"  rerun chain: {' -> '.join(data['rerun_chain'])}")
+        say(f"  ingest batch: {data['batch']} (`evalops trials void --batch {data['batch']}`)")
         for line in source_lines(data.get("source")):
             say(f"  {line}")
         # As recorded; the reconciliations below settle the requested or unknown ones.

@@ -471,3 +471,24 @@ def test_a_void_of_two_builds_counts_each_decisions_own_hard_failures(
 
 def voided_id(done: Any) -> str:
     return str(done.json()["void_id"])
+
+
+def test_trials_show_names_the_batch_that_void_batch_takes(demo: Path, cli: Cli) -> None:
+    """`void --batch 99` says `trials show TRIAL` names a trial's batch: it does, as stored."""
+    with sqlite3.connect(demo / DB) as con:
+        (stored,) = con.execute(
+            "SELECT ingest_batch_id FROM trial WHERE trial_id = ?", (HARD,)
+        ).fetchone()
+    shown = cli("trials", "show", HARD, "--json", cwd=demo).json()
+    assert shown["batch"] == stored
+    text = cli("trials", "show", HARD, cwd=demo).stdout
+    assert f"  ingest batch: {stored} (`evalops trials void --batch {stored}`)" in text
+    dry = cli(
+        "trials", "void", "--batch", str(stored), "--reason", "r", "--dry-run", "--json",
+        cwd=demo,
+    ).json()  # fmt: skip
+    assert HARD in [t["trial_id"] for t in dry["trials"]]
+    missing = cli("trials", "void", "--batch", "99", "--reason", "r", cwd=demo)
+    assert missing.code == 2 and "`evalops trials show TRIAL` names a trial's batch" in _said(
+        missing
+    )

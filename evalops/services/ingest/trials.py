@@ -125,6 +125,8 @@ def show_trial(engine: Engine, trial_id: str) -> dict[str, Any]:
             "usage": record.usage.model_dump(mode="json") if record.usage else None,
             "rerun_chain": _chain(session, trial),
             "rerun_reason": trial.rerun_reason,
+            # What `trials void --batch` names: the ingest or import that stored it.
+            "batch": trial.ingest_batch_id,
             "source": source_of(json.loads(trial.record), _batch_files(session, trial)),
             "reconciliations": [
                 {
