@@ -93,6 +93,10 @@ def _run_github(
     env = _environment(demo, build, served)
     outputs: dict[str, dict[str, str]] = {}
     assert "EVALOPS_DATABASE_URL" in workflow["env"]
+    # A read-only default token would refuse the comment; a refused comment fails no gate.
+    assert workflow["permissions"] == {"contents": "read", "pull-requests": "write"}
+    comments = [s for s in workflow["jobs"]["gate"]["steps"] if "gh pr comment" in s.get("run", "")]
+    assert comments and all(s.get("continue-on-error") is True for s in comments)
     job = workflow["jobs"][job_name]
     assert job_name == "sync" or {"BUILD", "SUITE"} <= set(job["env"])
     ran = 0
