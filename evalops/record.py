@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -35,6 +35,9 @@ from evalops.domain.specs import EvalTaskSpec, ExecutionProfile, GraderSet
 from evalops.domain.trial_record import TrialRecord
 from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
 
 __all__ = ["Trial", "TrialBuilder"]
 
@@ -99,15 +102,22 @@ class TrialBuilder:
     def from_database(cls, url: str, *, task: str, execution: str) -> TrialBuilder:
         """From the registry database: the definitions registered by the last sync."""
         from evalops.services.database import open_database
-        from evalops.services.ingest.imports import case_definitions
 
         engine = open_database(url)
         try:
-            spec, task_digest, graders, grader_set_digest, execution_digest = case_definitions(
-                engine, task, execution
-            )
+            return cls.from_engine(engine, task=task, execution=execution)
         finally:
             engine.dispose()
+
+    @classmethod
+    def from_engine(cls, engine: Engine, *, task: str, execution: str) -> TrialBuilder:
+        """From an open registry database: the definitions in force there (a dry run's
+        engine may see a commit's in force, as `trials template --definitions REV` does)."""
+        from evalops.services.ingest.imports import case_definitions
+
+        spec, task_digest, graders, grader_set_digest, execution_digest = case_definitions(
+            engine, task, execution
+        )
         return cls(task, spec, task_digest, graders, grader_set_digest, execution_digest)
 
     def trial(

@@ -40,6 +40,8 @@ from evalops.errors import InputError, RejectedRecords
 from evalops.services.ingest.unsynced import with_file_hints
 
 if TYPE_CHECKING:
+    from evalops.cli.context import Settings
+    from evalops.record import TrialBuilder
     from evalops.services.authority.acts import Signing
 
 trials_app = typer.Typer(
@@ -731,6 +733,15 @@ def template(
             "agent_id (a call without one is not observed for the target).",
         ),
     ] = None,
+    definitions: Annotated[
+        str | None,
+        typer.Option(
+            "--definitions",
+            metavar="REV",
+            help="Fill the digests from commit REV's definitions (read as sync reads them, "
+            "nothing registered): a pull request's profile before it is in force.",
+        ),
+    ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Print a valid skeleton trial record for a task and execution, digests filled in.
@@ -745,7 +756,6 @@ def template(
     Example: evalops trials template --task support-refund-in-order --execution candidate-b124
     """
     from evalops.domain.canonical import MAX_SAFE_INTEGER
-    from evalops.record import TrialBuilder
 
     state = settings(ctx, json_flag)
     if index + count - 1 > MAX_SAFE_INTEGER:
@@ -761,7 +771,7 @@ def template(
             "(b124 gives b124-0001)",
             field="--trial-prefix",
         )
-    builder = TrialBuilder.from_database(state.db_url, task=task, execution=execution)
+    builder = _builder(state, task, execution, definitions)
     started = now()
     records = [
         builder.template(
@@ -783,6 +793,37 @@ def template(
             typer.echo(_compact_json(record) if compact else json_text(record))
 
     emit(ctx, records[0] if count == 1 else records, human)
+
+
+def _builder(
+    state: "Settings", task: str, execution: str, definitions: str | None
+) -> "TrialBuilder":
+    """The template's definitions: those in force, or commit `definitions`'s."""
+    from evalops.record import TrialBuilder
+
+    if definitions is None:
+        try:
+            return TrialBuilder.from_database(state.db_url, task=task, execution=execution)
+        except InputError as error:
+            if error.field not in ("--task", "--execution"):
+                raise
+            # A branch's sync registers its definitions without putting them in force.
+            error.message += (
+                "; a definition of a branch not yet merged: add --definitions REV to read "
+                "commit REV's (HEAD: the checked-out one)"
+            )
+            raise
+    from evalops.services.gate.definitions_at import definitions_at
+
+    with (
+        state.connect() as engine,
+        definitions_at(engine, state.registry, definitions, actor=state.who(), now=now()) as (
+            at_engine,
+            _,
+            _,
+        ),
+    ):
+        return TrialBuilder.from_engine(at_engine, task=task, execution=execution)
 
 
 def _compact_json(record: dict[str, Any]) -> str:

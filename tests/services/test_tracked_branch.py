@@ -1007,3 +1007,28 @@ def test_a_build_registered_on_a_branch_names_its_commit_and_the_dry_run(plain: 
     # A build nobody registered keeps the plain message.
     unknown = repo.run("gate", "check", "--build", "build-none", "--suite", "regression/core")
     assert unknown.code == 2 and "is registered" not in unknown.stderr
+    # The harness's template of its records reads the branch's definitions with
+    # --definitions (the profile is not in force, so without it: exit 2 saying so).
+    args = ("trials", "template", "--task", TASK, "--execution", "pr-7", "--count", "2")
+    refused = repo.run(*args)
+    assert refused.code == 2 and "add --definitions REV" in refused.stderr, refused.stderr
+    made = repo.run(*args, "--definitions", "HEAD", "--jsonl")
+    assert made.code == 0, made.stdout + made.stderr
+    from evalops.domain import digests
+    from evalops.registry.definitions import load_definition
+
+    profile = load_definition(repo.root / "registry" / "executions" / "pr-7.yaml").digest
+    records = [json.loads(line) for line in made.stdout.splitlines()]
+    for record in records:
+        assert record["execution_digest"] == profile
+        assert record["eval_case_digest"] == digests.eval_case_digest(
+            record["task_digest"], profile, record["grader_set_digest"]
+        )
+    # They ingest, and the dry run under the same commit counts them.
+    (repo.root / "pr-7.jsonl").write_text(made.stdout, "utf-8")
+    ingested = repo.run("trials", "ingest", "pr-7.jsonl", "--json")
+    assert ingested.code == 0 and ingested.json()["ingested"] == 2, ingested.stdout
+    decided = repo.run(*shlex.split(hint), "--json")
+    task = next(t for t in decided.json()["tasks"] if t["task_id"] == TASK)
+    assert task["n"] == 2, task
+    assert repo.run("verify").code == 0
