@@ -7,7 +7,7 @@ import typer
 
 from evalops.cli.context import JsonFlag, add_row, echo_lines, emit, new_table, now, say, settings
 from evalops.cli.tables import print_table
-from evalops.domain.humanize import measure, plural
+from evalops.domain.humanize import interval, measure, plural
 from evalops.errors import EXIT_VERIFY, InputError
 
 estimate_app = typer.Typer(
@@ -36,7 +36,8 @@ def _at(value: str | None) -> Any:
 def _interval(block: Mapping[str, Any] | None) -> str:
     if not block or block.get("low") is None:
         return "unavailable"
-    return f"{measure(block['low'])} - {measure(block['high'])}"
+    # Bracketed, as every interval people read: `-0.01 - 0.36` would read as a subtraction.
+    return interval([block["low"], block["high"]])
 
 
 def _signed(value: float | None) -> str:

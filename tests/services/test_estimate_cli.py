@@ -391,6 +391,18 @@ def test_report_estimate_renders_the_claim_and_draws_every_interval(ws: Path, cl
     assert re.fullmatch(r"<!-- evalops-audit-head:\d+:sha256:[0-9a-f]{64} -->", anchor)
     assert md_body.startswith(f"## evalops estimate `EST-1`: {stored['claims']}")
     assert "| `pass` |" in md_body.splitlines()[6]  # pass first
+    # Intervals bracketed (a dash would read as a minus sign beside a negative difference),
+    # every one of them: the rates', the strata's and the differences'.
+    bracketed = [
+        f"[{r['low']:.3f}, {r['high']:.3f}]"
+        for r in [*stored["rates"].values(), *stored["difference"].values()]
+        if r["low"] is not None
+    ]
+    assert bracketed and all(b in md_body for b in bracketed), md_body
+    assert "cannot tell the builds apart, not that they are equal" in md_body
+    for text in (md_body, html.stdout):
+        assert "se is the standard error; n_eff the number of independent sessions" in text
+        assert "not a grader that is wrong" in text
     js = cli("report", "estimate", "EST-1", "--format", "json", cwd=ws)
     shown = json.loads(js.stdout)
     assert shown["rates"] == stored["rates"] and shown["difference"] == stored["difference"]
