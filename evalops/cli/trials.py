@@ -36,7 +36,7 @@ from evalops.cli.signing import (
 )
 from evalops.cli.tables import print_table
 from evalops.domain.humanize import measure, text
-from evalops.errors import InputError, RejectedRecords
+from evalops.errors import EXIT_REFUSED, InputError, RejectedRecords
 from evalops.services.ingest.unsynced import with_file_hints
 
 if TYPE_CHECKING:
@@ -422,6 +422,9 @@ def void(
     with state.connect() as engine, printing_act():
         data = void_trials(engine, request, actor=state.who(), now=now())
     emit(ctx, data, lambda: _print_void(data))
+    if data["dry_run"] and data.get("refusal"):
+        # A dry run exits as the void would (as `retire --dry-run` does); nothing is audited.
+        raise typer.Exit(EXIT_REFUSED)
 
 
 def _print_void(data: dict[str, Any]) -> None:

@@ -140,6 +140,15 @@ def test_a_void_that_would_hide_a_hard_failure_needs_its_confirmation(
     demo: Path, cli: Cli, db: list[str]
 ) -> None:
     assert _task(_gate(cli, demo, db, "build-124"))["state"] == "hard_constraint_fail"
+    # The dry run exits as the void would (5), and records nothing, not even the refusal.
+    events = _run(cli, demo, db, "verify", "--json").json()
+    dry = _run(
+        cli, demo, db, "trials", "void", *HARD_CHAIN, "--reason", "flaky grader", "--dry-run",
+        "--json",
+    )  # fmt: skip
+    assert dry.code == 5, _said(dry)
+    assert "--confirm-hard-failure" in dry.json()["refusal"]
+    assert _run(cli, demo, db, "verify", "--json").json()["audit_head"] == events["audit_head"]
     refused = _run(cli, demo, db, "trials", "void", *HARD_CHAIN, "--reason", "flaky grader")
     assert refused.code == 5, _said(refused)
     assert "--confirm-hard-failure" in _said(refused) and HARD in _said(refused)
