@@ -359,11 +359,15 @@ def main(argv: list[str] | None = None) -> int:
             # Found by the option parser (click's UsageError family): exit 2, and a JSON
             # error under --json like every other failure.
             usage_code: int = exc.exit_code  # type: ignore[attr-defined]
+            message = shown(exc.format_message())  # type: ignore[attr-defined]
+            field = _usage_field(exc)
             if as_json:
-                message = shown(exc.format_message())  # type: ignore[attr-defined]
-                field = _usage_field(exc)
                 print_json({"error": error_object(usage_code, message, field=field)})
-            exc.show()  # type: ignore[attr-defined]
+            # One line, as every other error: click's own is four (usage, hint, blank, error).
+            context = getattr(exc, "ctx", None)
+            path = getattr(context, "command_path", None) or "evalops"
+            named = f"{field}: " if field and field not in message else ""
+            sys.stderr.write(f"error: {named}{message} (`{path} -h` for help)\n")
             return usage_code
         if os.environ.get("EVALOPS_DEBUG"):
             raise

@@ -174,6 +174,33 @@ def test_a_usage_error_names_its_option_as_the_field(
     assert _one_json_error(result.stdout, 2)["field"] == field
 
 
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        pytest.param(["gate", "check", "--build", "build-1"],
+                     "error: Missing option '--suite'. (`evalops gate check -h` for help)",
+                     id="missing-option"),
+        pytest.param(["task", "list", "--bogus"],
+                     "error: No such option: --bogus (`evalops task list -h` for help)",
+                     id="unknown-option"),
+        pytest.param(["task", "show"],
+                     "error: Missing argument 'ID'. (`evalops task show -h` for help)",
+                     id="missing-argument"),
+    ],
+)  # fmt: skip
+def test_a_usage_error_is_one_line_naming_its_field_and_the_help(
+    synced: Path, cli: Cli, args: list[str], line: str
+) -> None:
+    """As every other error (docs/cli.md, "Errors"): one line on stderr, the option named,
+    and where the help is; click's own was four (usage, a hint, a blank line, the error)."""
+    result = cli(*args, cwd=synced)
+    assert result.code == 2
+    assert result.stdout == ""
+    (said,) = result.stderr.splitlines()
+    assert said.startswith(line), said
+    assert said.endswith(" -h` for help)"), said
+
+
 def test_a_verification_failure_gives_a_json_error(synced: Path, cli: Cli) -> None:
     con = sqlite3.connect(synced / DB)
     con.execute("UPDATE audit_event SET actor = 'mallory' WHERE seq = 1")
