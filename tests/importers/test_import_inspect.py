@@ -724,3 +724,33 @@ def test_the_dry_run_explains_a_difference_only_where_the_numbers_differ(
         # is explained.
         assert bool(task["differs_from"]) == bool(task["differences"]), task
     assert tasks["support-reply-tone"]["differences"]
+
+
+def test_every_place_a_map_is_wrong_is_named_in_one_run(
+    logs: dict[str, Path], ws: Path, cli: Cli
+) -> None:
+    """A task id misspelt and a grader version wrong: two lines of one refusal, each at its
+    line of the map, where the first alone was named and the second took another run."""
+    text = inspect_map_text()
+    assert "A-1: support-refund-in-order" in text and "ticket_check: {grader_id" in text
+    bad_text = text.replace("A-1: support-refund-in-order", "A-1: support-refund-in-ordr")
+    bad_text = bad_text.replace(
+        "grader_id: ticket-outcome, grader_version: 1",
+        "grader_id: ticket-outcome, grader_version: 9",
+    )
+    bad = write_map(ws, bad_text)
+    error = refused(cli, ws, str(logs["eval"]), "--map", bad)
+    lines = bad_text.splitlines()
+    expected = [
+        (
+            next(n for n, line in enumerate(lines, 1) if "support-refund-in-ordr" in line),
+            "tasks.refund_agent.samples.A-1",
+        ),
+        (
+            next(n for n, line in enumerate(lines, 1) if "grader_version: 9" in line),
+            "tasks.refund_agent.scorers.ticket_check.grader_version",
+        ),
+    ]
+    assert [(e["line"], e["field"]) for e in error["errors"]] == expected, error
+    assert all(e["file"] == bad for e in error["errors"])
+    assert "did you mean 'support-refund-in-order'" in error["errors"][0]["message"]

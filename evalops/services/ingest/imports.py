@@ -27,7 +27,7 @@ from evalops.domain.reruns import TrialNode, resolve_reruns
 from evalops.domain.specs import EvalTaskSpec, GraderSet
 from evalops.domain.stats import pass_at_k, pass_hat_k
 from evalops.domain.trial_record import TrialRecord
-from evalops.errors import InputError
+from evalops.errors import InputError, InputErrors
 from evalops.files import follow_umask
 from evalops.importers.common import (
     SOURCE_FILE,
@@ -115,18 +115,45 @@ def _resolve_execution(
 
 
 def resolve(session: Session, loaded: LoadedMap) -> Resolved:
-    """Every id the map names, resolved to registered definitions; else exit 2 at the map."""
+    """Every id the map names, resolved to registered definitions; else exit 2 at the map,
+    naming every place it is wrong in one run (a typo of a task and of a grader version
+    are two lines, not two runs)."""
+    errors: list[InputError] = []
+    executions = _resolved_executions(session, loaded, errors)
+    tasks = _resolved_tasks(session, loaded, errors)
+    if errors:
+        raise InputErrors.of(errors)
+    return Resolved(loaded, tasks, executions)
+
+
+def _noted(errors: list[InputError], error: InputError) -> None:
+    errors.extend(getattr(error, "errors", ()) or (error,))
+
+
+def _resolved_executions(
+    session: Session, loaded: LoadedMap, errors: list[InputError]
+) -> dict[str, ResolvedExecution]:
     spec = loaded.spec
     rows = _executions(session, spec.execution_ids())
-    executions: dict[str, ResolvedExecution] = {}
+    named: list[tuple[str, tuple[str, ...]]] = []
     if spec.execution is not None:
-        executions[spec.execution] = _resolve_execution(
-            session, loaded, rows, spec.execution, "execution"
-        )
-    for provider, execution_id in (spec.providers or {}).items():
-        executions[execution_id] = _resolve_execution(
-            session, loaded, rows, execution_id, "providers", provider
-        )
+        named.append((spec.execution, ("execution",)))
+    named += [(e, ("providers", p)) for p, e in (spec.providers or {}).items()]
+    executions: dict[str, ResolvedExecution] = {}
+    for execution_id, where in named:
+        try:
+            executions[execution_id] = _resolve_execution(
+                session, loaded, rows, execution_id, *where
+            )
+        except InputError as error:
+            _noted(errors, error)
+    return executions
+
+
+def _resolved_tasks(
+    session: Session, loaded: LoadedMap, errors: list[InputError]
+) -> dict[str, ResolvedTask]:
+    spec = loaded.spec
     rows_by_task = _task_rows(session, spec.task_ids())
     grader_sets: dict[str, tuple[GraderSetRow, GraderSet] | None] = {}
     tasks: dict[str, ResolvedTask] = {}
@@ -141,7 +168,8 @@ def resolve(session: Session, loaded: LoadedMap) -> Resolved:
         for task_id, loc in placements:
             row = rows_by_task.get(task_id)
             if row is None:
-                raise loaded.error(not_registered(session, "task", task_id), *loc)
+                errors.append(loaded.error(not_registered(session, "task", task_id), *loc))
+                continue
             if row.grader_set_id not in grader_sets:
                 found = queries.grader_set_row(session, row.grader_set_id)
                 grader_sets[row.grader_set_id] = (
@@ -149,17 +177,38 @@ def resolve(session: Session, loaded: LoadedMap) -> Resolved:
                 )
             grader_set = grader_sets[row.grader_set_id]
             if grader_set is None:
-                raise loaded.error(
-                    f"task {task_id}'s grader set {row.grader_set_id!r} is not registered", *loc
+                errors.append(
+                    loaded.error(
+                        f"task {task_id}'s grader set {row.grader_set_id!r} is not registered",
+                        *loc,
+                    )
                 )
+                continue
             grader_row, graders = grader_set
             if task_id not in tasks:
                 tasks[task_id] = _target(row, grader_row, graders)
             if (key, grader_row.grader_set_digest) not in checked:
                 checked.add((key, grader_row.grader_set_digest))
-                _check_scorers(loaded, key, tasks[task_id], graders)
-                _check_row_verdict(loaded, tasks[task_id], graders)
-    return Resolved(loaded, tasks, executions)
+                _check_task_map(loaded, key, tasks[task_id], graders, errors)
+    return tasks
+
+
+def _check_task_map(
+    loaded: LoadedMap,
+    key: str,
+    target: ResolvedTask,
+    graders: GraderSet,
+    errors: list[InputError],
+) -> None:
+    """The map's scorers and row verdict against the task's grader set, each problem noted."""
+    try:
+        _check_scorers(loaded, key, target, graders)
+    except InputError as error:
+        _noted(errors, error)
+    try:
+        _check_row_verdict(loaded, target, graders)
+    except InputError as error:
+        _noted(errors, error)
 
 
 def _task_rows(session: Session, task_ids: list[str]) -> dict[str, TaskRevision]:
