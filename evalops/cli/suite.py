@@ -154,7 +154,9 @@ def _checklist(data: dict[str, Any], verb: str) -> None:
         "dry_run": f"dry run: would be {'accepted' if data['accepted'] else 'refused'}",
         "dry_run_noop": "dry run: already a member with this pin (nothing would change)",
     }[data["outcome"]]
-    say(f"{outcome}: {data['subject']} -> {data['suite']}")
+    # A retirement takes the task out of the suite: an arrow into it read as a promotion.
+    where = f"out of {data['suite']}" if verb == "retirement" else f"-> {data['suite']}"
+    say(f"{outcome}: {data['subject']} {where}")
     for r in data["requirements"]:
         mark = "ok  " if r["met"] else "FAIL"
         say(f"  [{mark}] {r['name']}: {r['evidence']}")

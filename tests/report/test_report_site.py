@@ -93,6 +93,32 @@ def test_every_page_parses_has_the_head_and_csp_and_no_script(
 
 
 def test_every_relative_link_resolves_and_every_page_is_linked(site: Path) -> None:
+    assert_links_resolve(site)
+
+
+def test_a_retired_members_page_is_written_and_every_link_still_resolves(
+    demo: Path, cli: Cli, tmp_path: Path
+) -> None:
+    """A suite page lists its retired members and links to their task pages: a member
+    retired before any decision read it (so no chart point) had no page written, and the
+    link was broken."""
+    task = "eu-session-free-refund-late-order"
+    done = cli(
+        "retire", task, "--from", "estimation/eu-sessions", "--kind", "obsolete",
+        "--reason", "no longer shipped", "--approved-by", "support-lead@example.com", cwd=demo,
+    )  # fmt: skip
+    assert done.code == 0, done.stdout + done.stderr
+    out = tmp_path / "site"
+    _write(demo, out)
+    suite_page = out / "suites" / "estimation_2feu-sessions.html"
+    assert f'href="../tasks/{task}.html"' in suite_page.read_text(encoding="utf-8")
+    assert (out / "tasks" / f"{task}.html").is_file()
+    assert_links_resolve(out)
+
+
+def assert_links_resolve(site: Path) -> None:
+    """Every relative link of every page names a page of the site, and every page but the
+    index is linked from another."""
     linked: set[Path] = {(site / "index.html").resolve()}
     for page in pages(site):
         tree = html5lib.parse(page.read_text(encoding="utf-8"), namespaceHTMLElements=False)

@@ -1285,3 +1285,18 @@ def test_the_suite_policy_applies_the_replacement_rule_by_kind_not_by_text(
     assert removed["kind"] == "replaced"
     assert removed["replaced_by"] == "wide-task"
     verify_ok(cli, retire_ws)
+
+
+def test_a_retirement_says_the_task_leaves_the_suite(retire_ws: Path, cli: Cli) -> None:
+    """`retirement accepted: T -> SUITE` read as a promotion into the suite."""
+    args = ("retire", "mini-task", "--from", REGRESSION, "--reason", "obsolete")
+    dry = cli(*args, "--approved-by", "risk@example.com", "--dry-run", cwd=retire_ws)
+    assert (
+        dry.stdout.splitlines()[0] == f"dry run: would be accepted: mini-task out of {REGRESSION}"
+    )
+    refused = cli(*args, cwd=retire_ws)
+    assert refused.code == 5
+    assert refused.stdout.splitlines()[0] == f"retirement REFUSED: mini-task out of {REGRESSION}"
+    done = cli(*args, "--approved-by", "risk@example.com", cwd=retire_ws)
+    assert done.code == 0, done.stdout + done.stderr
+    assert done.stdout.splitlines()[0] == f"retirement accepted: mini-task out of {REGRESSION}"

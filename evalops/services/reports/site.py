@@ -907,8 +907,9 @@ def _render_others(
     lookups = _Lookups(
         facts, {s: queries.members(session, s, include_removed=True) for s in suite_ids}
     )
-    current = {m.task_id for ms in lookups.members.values() for m in ms if m.removed is None}
-    task_ids = sorted({t for f in facts for t in f.points} | current)
+    # Retired members too: a suite page lists them, and every page it links to is written.
+    members = {m.task_id for ms in lookups.members.values() for m in ms}
+    task_ids = sorted({t for f in facts for t in f.points} | members)
     lookups.incidents = _incident_views(session)
     if len(suite_ids) != len(_suite_ids(session, ())):
         lookups.incidents = [i for i in lookups.incidents if set(i["tasks"]) & set(task_ids)]
