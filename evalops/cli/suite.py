@@ -150,7 +150,11 @@ def _checklist(data: dict[str, Any], verb: str) -> None:
     outcome = {
         "accepted": f"{verb} accepted",
         "refused": f"{verb} REFUSED",
-        "noop": "already a member with this pin: nothing to do",
+        "noop": (
+            f"already a member with this pin; {data['subject']} promoted (its task guards it)"
+            if data.get("incident_promoted")
+            else "already a member with this pin: nothing to do"
+        ),
         "dry_run": f"dry run: would be {'accepted' if data['accepted'] else 'refused'}",
         "dry_run_noop": "dry run: already a member with this pin (nothing would change)",
     }[data["outcome"]]

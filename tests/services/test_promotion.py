@@ -776,6 +776,32 @@ def test_promoting_an_incident_promotes_its_task_and_moves_it_to_promoted(
     assert members[0]["task_digest"] == task_digest(cli, ws)
 
 
+def test_an_incident_whose_task_is_already_a_member_is_promoted_all_the_same(
+    ws: Path, cli: Cli
+) -> None:
+    """The task was promoted first; an incident it reproduces, promoted later, left the
+    membership as it was and the incident "reproduced" for good, so the site said no
+    regression task guarded it. Now the incident moves to promoted, once."""
+    assert_accepted(cli, ws)
+    members = suite_members(cli, ws, REGRESSION, all_=True)
+    inc = open_incident(cli, ws)
+    assert cli("incident", "confirm", inc, cwd=ws).code == 0
+    assert cli("incident", "link", inc, "--task", "mini-task", cwd=ws).code == 0
+    events = audit(ws)
+    done = cli("promote", inc, "--to", REGRESSION, "--json", cwd=ws)
+    assert done.code == 0, done.stdout + done.stderr
+    assert (done.json()["outcome"], done.json()["incident_promoted"]) == ("noop", True)
+    assert incident_state(cli, ws, inc) == "promoted"
+    assert suite_members(cli, ws, REGRESSION, all_=True) == members
+    kinds = [e["kind"] for e in audit(ws)[len(events) :]]
+    assert kinds[0] == "promotion.noop" and len(kinds) == 2, kinds
+    again = cli("promote", inc, "--to", REGRESSION, cwd=ws)
+    assert again.code == 0
+    assert again.stdout.splitlines()[0].startswith("already a member with this pin: nothing")
+    assert incident_state(cli, ws, inc) == "promoted"
+    verify_ok(cli, ws)
+
+
 # ---------------------------------------------------------------------------- re-pinning
 
 

@@ -74,6 +74,9 @@ class PromotionResult:
     """`accepted`, `refused`, `noop` (already a member with this pin), `dry_run`, or
     `dry_run_noop` (a dry run for a task already a member with this pin)."""
     membership: dict[str, Any] | None = None
+    incident_promoted: bool = False
+    """An incident promoted by this call whose task was already a member with this pin: the
+    membership is unchanged, the incident moves to promoted (its task guards it)."""
 
     @property
     def accepted(self) -> bool:
@@ -87,6 +90,7 @@ class PromotionResult:
             "suite": self.suite_id,
             "outcome": self.outcome,
             "membership": self.membership,
+            "incident_promoted": self.incident_promoted,
         }
 
 
@@ -256,7 +260,12 @@ def promote(
                 subject=f"{suite_id}:{task_id}",
                 payload={"subject": subject, **pin, "reason": "already a member with this pin"},
             )
-            return PromotionResult(checklist, subject, task_id, suite_id, "noop", pin)
+            # The incident's task guards it already: the incident is promoted, else it would
+            # stay "reproduced" for good and read as unguarded.
+            moved = _promote_incident(named, task_id, suite_id, session, actor, now)
+            return PromotionResult(
+                checklist, subject, task_id, suite_id, "noop", pin, incident_promoted=moved
+            )
         action = "repinned" if current is not None else "added"
         act = _Act(subject, suite_id, actor, now, reason)
         authorized = authorize(
@@ -273,20 +282,29 @@ def promote(
                 session, authorized, replace(act, subject=task_id), "promotion", subject
             )
         _record_promotion(session, act, checklist, task, {**pin, "action": action}, authorized)
-        if named.incident is not None and named.incident.state not in ("promoted", "closed"):
-            incident_service.move(
-                session,
-                named.incident,
-                action="promote",
-                state="promoted",
-                task_id=task_id,
-                reason=f"promoted to {suite_id}",
-                actor=actor,
-                now=now,
-            )
+        _promote_incident(named, task_id, suite_id, session, actor, now)
         return PromotionResult(
             checklist, subject, task_id, suite_id, "accepted", {**pin, "action": action}
         )
+
+
+def _promote_incident(
+    named: _Subject, task_id: str, suite_id: str, session: Session, actor: str, now: datetime
+) -> bool:
+    """Move the incident `promote` was asked about to promoted (once): whether it moved."""
+    if named.incident is None or named.incident.state in ("promoted", "closed"):
+        return False
+    incident_service.move(
+        session,
+        named.incident,
+        action="promote",
+        state="promoted",
+        task_id=task_id,
+        reason=f"promoted to {suite_id}",
+        actor=actor,
+        now=now,
+    )
+    return True
 
 
 def _suite_and_policy(session: Session, suite_id: str) -> tuple[SuiteRow, SuitePolicy]:
