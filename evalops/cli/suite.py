@@ -166,6 +166,11 @@ def _checklist(data: dict[str, Any], verb: str) -> None:
         say(f"  [{mark}] {r['name']}: {r['evidence']}")
         if r["fix"]:
             say(f"         fix: {r['fix']}")
+    signers = data.get("signers")
+    if signers is not None:
+        # The authority judges only a signed act: say before it who can sign this one.
+        who = ", ".join(signers) if signers else "no principal: nobody can sign it"
+        say(f"  under the authority it needs a signed act suite.promote (--sign-with): {who}")
 
 
 def promote(

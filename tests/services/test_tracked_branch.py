@@ -691,6 +691,13 @@ def test_an_unsigned_promote_is_refused_and_a_risk_owners_is_accepted(any_repo: 
     repo = any_repo
     members = "SELECT count(*) FROM suite_membership"
     (before,) = repo.sql(members)[0]
+    # The dry run says, before any act is signed, who can sign it (`write_authority`: alice
+    # holds risk_owner for regression/*); the authority judges only the signed act.
+    dry = repo.run("promote", PROMOTABLE, "--to", SUITE, "--dry-run", "--json")
+    assert dry.code == 0, dry.stdout + dry.stderr
+    assert dry.json()["signers"] == ["alice"]
+    said = repo.run("promote", PROMOTABLE, "--to", SUITE, "--dry-run").stdout
+    assert "it needs a signed act suite.promote (--sign-with): alice" in said, said
     done = repo.run("promote", PROMOTABLE, "--to", SUITE)
     refused(done, "suite.promote is unsigned", "--sign-with")
     done = repo.run("promote", PROMOTABLE, "--to", SUITE, "--sign-with", str(repo.keys["bob"]))
@@ -763,7 +770,21 @@ def test_every_promotion_line_names_its_signers(repo: Repo) -> None:
     assert len(rows[TASK]) == 1 and rows[TASK][0].endswith("; unsigned–"), rows
 
 
+def test_a_dry_run_into_a_suite_nobody_may_sign_for_says_so(repo: Repo) -> None:
+    """ "would be accepted" read as a promise: no principal holds risk_owner for
+    incidents/production, so the real run can only be refused."""
+    dry = repo.run("promote", PROMOTABLE, "--to", "incidents/production", "--dry-run")
+    assert dry.code == 0, dry.stdout + dry.stderr
+    assert "suite.promote (--sign-with): no principal: nobody can sign it" in dry.stdout
+    as_json = repo.run("promote", PROMOTABLE, "--to", "incidents/production", "--dry-run",
+                       "--json")  # fmt: skip
+    assert as_json.json()["signers"] == []
+
+
 def test_without_an_authority_a_promotion_is_shown_unsigned(plain: Repo) -> None:
+    dry = plain.run("promote", PROMOTABLE, "--to", SUITE, "--dry-run", "--json")
+    assert dry.json()["signers"] is None  # no authority: no act to sign
+    assert "signed act" not in plain.run("promote", PROMOTABLE, "--to", SUITE, "--dry-run").stdout
     done = plain.run("promote", PROMOTABLE, "--to", SUITE)
     assert done.code == 0, done.stdout + done.stderr
     members = {

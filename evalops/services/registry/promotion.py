@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from evalops.domain import audit_kinds
-from evalops.domain.authority import Scope
+from evalops.domain.authority import Scope, role_refusal
 from evalops.domain.canonical import canonical_text
 from evalops.domain.classify import Classification
 from evalops.domain.free_text import has_visible_text
@@ -39,6 +39,7 @@ from evalops.services.authority.acts import (
     UNSIGNED,
     Authorized,
     Signing,
+    authority_in_force,
     authorize,
     record_refusal,
 )
@@ -74,6 +75,9 @@ class PromotionResult:
     """`accepted`, `refused`, `noop` (already a member with this pin), `dry_run`, or
     `dry_run_noop` (a dry run for a task already a member with this pin)."""
     membership: dict[str, Any] | None = None
+    signers: list[str] | None = None
+    """Under an authority, for a dry run: who may sign the act the promotion needs (the
+    principals whose role covers the suite and task; empty: nobody can). None without one."""
     incident_promoted: bool = False
     """An incident promoted by this call whose task was already a member with this pin: the
     membership is unchanged, the incident moves to promoted (its task guards it)."""
@@ -91,6 +95,7 @@ class PromotionResult:
             "outcome": self.outcome,
             "membership": self.membership,
             "incident_promoted": self.incident_promoted,
+            "signers": self.signers,
         }
 
 
@@ -250,7 +255,15 @@ def promote(
         current, same_pin = _current_pin(session, suite_id, task, pin)
         if dry_run:
             outcome = "dry_run_noop" if same_pin else "dry_run"
-            return PromotionResult(checklist, subject, task_id, suite_id, outcome, pin)
+            return PromotionResult(
+                checklist,
+                subject,
+                task_id,
+                suite_id,
+                outcome,
+                pin,
+                signers=None if same_pin else _who_may_sign(session, suite_id, task_id),
+            )
         if same_pin:
             append_event(
                 session,
@@ -286,6 +299,22 @@ def promote(
         return PromotionResult(
             checklist, subject, task_id, suite_id, "accepted", {**pin, "action": action}
         )
+
+
+def _who_may_sign(session: Session, suite_id: str, task_id: str) -> list[str] | None:
+    """The principals whose role covers `suite.promote` of this task into this suite, under
+    the authority in force (None without one): what a dry run can say before the act is
+    signed, since the authority judges only a signed act."""
+    found = authority_in_force(session)
+    if found is None:
+        return None
+    authority = found[0]
+    scope = Scope(suite=suite_id, task=task_id)
+    return [
+        p.id
+        for p in authority.principals
+        if role_refusal(authority, p.id, "suite.promote", scope) is None
+    ]
 
 
 def _promote_incident(
