@@ -700,6 +700,7 @@ def test_an_unsigned_promote_is_refused_and_a_risk_owners_is_accepted(any_repo: 
     assert "it needs a signed act suite.promote (--sign-with): alice" in said, said
     done = repo.run("promote", PROMOTABLE, "--to", SUITE)
     refused(done, "suite.promote is unsigned", "--sign-with")
+    assert "fix: have alice sign it (--sign-with KEY" in done.stdout, done.stdout
     done = repo.run("promote", PROMOTABLE, "--to", SUITE, "--sign-with", str(repo.keys["bob"]))
     refused(done, "bob")
     assert repo.sql(members) == [(before,)]
@@ -776,6 +777,8 @@ def test_a_dry_run_into_a_suite_nobody_may_sign_for_says_so(repo: Repo) -> None:
     dry = repo.run("promote", PROMOTABLE, "--to", "incidents/production", "--dry-run")
     assert dry.code == 0, dry.stdout + dry.stderr
     assert "suite.promote (--sign-with): no principal: nobody can sign it" in dry.stdout
+    real = repo.run("promote", PROMOTABLE, "--to", "incidents/production")
+    refused(real, "no principal's role covers it: a policy owner must change the authority")
     as_json = repo.run("promote", PROMOTABLE, "--to", "incidents/production", "--dry-run",
                        "--json")  # fmt: skip
     assert as_json.json()["signers"] == []

@@ -301,19 +301,19 @@ def promote(
         )
 
 
-def _who_may_sign(session: Session, suite_id: str, task_id: str) -> list[str] | None:
-    """The principals whose role covers `suite.promote` of this task into this suite, under
-    the authority in force (None without one): what a dry run can say before the act is
-    signed, since the authority judges only a signed act."""
+def _who_may_sign(
+    session: Session, suite_id: str, task_id: str, kind: str = "suite.promote"
+) -> list[str] | None:
+    """The principals whose role covers the act `kind` for this task and suite, under the
+    authority in force (None without one): what a dry run or a refusal can say before the
+    act is signed, since the authority judges only a signed act."""
     found = authority_in_force(session)
     if found is None:
         return None
     authority = found[0]
     scope = Scope(suite=suite_id, task=task_id)
     return [
-        p.id
-        for p in authority.principals
-        if role_refusal(authority, p.id, "suite.promote", scope) is None
+        p.id for p in authority.principals if role_refusal(authority, p.id, kind, scope) is None
     ]
 
 
@@ -646,7 +646,15 @@ def _authority_refusal(
     refusal = record_refusal(
         session, authorized, subject=f"{suite_id}:{task_id}", actor=act.actor, now=act.now
     )
-    fix = "sign it: --sign-with KEY, or --print-act then --act FILE --signature FILE"
+    kind = "suite.promote" if what == "promotion" else "retire"
+    who = _who_may_sign(session, suite_id, task_id, kind) or []
+    if not who:
+        signer = "no principal's role covers it: a policy owner must change the authority first"
+    elif len(who) == 1:
+        signer = f"have {who[0]} sign it"
+    else:
+        signer = f"have one of {', '.join(who)} sign it"
+    fix = f"{signer} (--sign-with KEY, or --print-act then --act FILE --signature FILE)"
     refused = Requirement("authority", False, refusal["message"], fix)
     checklist = Checklist(suite_id, what, task_id, (refused,))
     return PromotionResult(checklist, subject, task_id, suite_id, "refused")
