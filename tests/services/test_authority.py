@@ -217,6 +217,13 @@ def test_sign_with_runs_ssh_keygen(world: World) -> None:
     done = world.grant("--sign-with", str(world.keys["dave"]))
     assert done.code == 0, done.stdout + done.stderr
     assert world.waivers()[-1]["signers"][0]["principal"] == "dave"
+    # A key path that names no file is exit 2 saying so, nothing recorded (ssh-keygen
+    # said "Couldn't load public key" of it).
+    before = world.last_event()["seq"]
+    missing = world.grant("--sign-with", str(world.root / "no-such-key"))
+    assert missing.code == 2, missing.stdout + missing.stderr
+    assert "no such key file" in missing.stderr and "--sign-with" in missing.stderr
+    assert world.last_event()["seq"] == before
 
 
 # ------------------------------------------------------------------ every refusal

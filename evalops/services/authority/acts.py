@@ -196,6 +196,14 @@ def _read_signature(path: Path) -> bytes:
 def sign_with_key(key: Path, data: bytes) -> bytes:
     """`ssh-keygen -Y sign -n evalops -f KEY` over `data` (ssh-agent and hardware keys work:
     ssh-keygen finds them from the key file as it always does)."""
+    if not key.exists() and not Path(f"{key}.pub").exists():
+        # ssh-keygen would say "Couldn't load public key" of a private key path.
+        raise InputError(
+            "no such key file: give a private key made by ssh-keygen, or the public key of "
+            "one ssh-agent holds",
+            str(key),
+            field="--sign-with",
+        )
     try:
         done = subprocess.run(
             ["ssh-keygen", "-q", "-Y", "sign", "-n", NAMESPACE, "-f", str(key)],
