@@ -103,6 +103,7 @@ def _longest(doc: ReportDocument) -> int:
         len(doc.get("trials", [])),
         len(doc.get("reasons", [])),
         len(doc.get("calibration", [])),
+        len((doc.get("authority") or {}).get("acts", [])),
         *(len(v) for v in waivers.values()),
         1,
     )

@@ -813,12 +813,64 @@ def test_the_audit_report_names_the_authority_and_who_signed(world: World) -> No
     digest = world.run("--json", "digest", "registry/policies/authority.yaml").json()[0]
     assert authority["digest"] == digest["authority_digest"]
     listed = {w["waiver_id"]: w["signers"] for w in world.waivers()}
-    assert authority["acts"], "the decision rests on waivers"
-    for act in authority["acts"]:
+    grants = [a for a in authority["acts"] if a["act"] == "waiver.grant"]
+    assert grants, "the decision rests on waivers"
+    for act in grants:
         assert act["signers"] == listed[act["subject"]]
     md = world.run("report", "audit", "--gate", gate_id, "--format", "md", "-o", "-").stdout
     assert "Authority in force" in md
     assert ("unsigned" in md) == any(not a["signers"] for a in authority["acts"])
+
+
+def test_the_audit_report_lists_every_signed_act_the_decision_rests_on(
+    demo: Path, cli: Cli
+) -> None:
+    """docs/authority.md: "every act it rests on with its signers". It listed the waivers
+    only: not who signed the promotion of its pins, the ingest of its trials or the
+    calibration it used. Expected from the signed_act rows, read with sqlite3."""
+    signed = demo / "signed"
+    report = cli("report", "audit", "GATE-1", "--format", "json", "-o", "-", cwd=signed)
+    assert report.code == 0, report.stderr
+    doc = json.loads(report.stdout)
+    got = {(a["act"], a["subject"], tuple(s["principal"] for s in a["signers"]))
+           for a in doc["authority"]["acts"]}  # fmt: skip
+    with sqlite3.connect(signed / DB) as con:
+
+        def signed_at(seq: int) -> set[tuple[str, tuple[str, ...]]]:
+            rows = con.execute("SELECT kind, signers FROM signed_act WHERE audit_seq = ?", (seq,))
+            return {(k, tuple(s["principal"] for s in json.loads(v))) for k, v in rows}
+
+        expected: set[tuple[str, str, tuple[str, ...]]] = set()
+        for waiver_id in (w["waiver_id"] for w in doc["waivers"]["applied"]):
+            (seq,) = con.execute(
+                "SELECT audit_seq FROM waiver WHERE waiver_id = ?", (waiver_id,)
+            ).fetchone()
+            expected |= {(k, waiver_id, who) for k, who in signed_at(seq)}
+        members = con.execute(
+            "SELECT task_id, audit_seq FROM suite_membership WHERE suite_id = ? AND action IN "
+            "('added', 'repinned') ORDER BY id",
+            (doc["suite"],),
+        ).fetchall()
+        (task_id, seq) = members[-1]
+        assert len({t for t, _ in members}) == 1  # one member: its promotion is its own line
+        expected |= {(k, task_id, who) for k, who in signed_at(seq)}
+        batches = con.execute(
+            "SELECT DISTINCT b.id, b.audit_seq FROM trial t JOIN ingest_batch b ON "
+            "b.id = t.ingest_batch_id WHERE t.execution_digest = ?",
+            (doc["inputs"]["execution_digest"],),
+        ).fetchall()
+        for batch_id, seq in batches:
+            expected |= {(k, f"batch {batch_id}", who) for k, who in signed_at(seq)}
+        for c in doc["calibration"]:
+            if c["calibration_id"]:
+                (seq,) = con.execute(
+                    "SELECT audit_seq FROM calibration WHERE calibration_id = ?",
+                    (c["calibration_id"],),
+                ).fetchone()
+                expected |= {(k, c["calibration_id"], who) for k, who in signed_at(seq)}
+    kinds = {k for k, _, _ in expected}
+    assert {"waiver.grant", "suite.promote", "trials.ingest", "calibration.record"} <= kinds
+    assert got == expected
 
 
 def test_a_registry_without_authority_reports_unsigned(demo: Path, cli: Cli) -> None:

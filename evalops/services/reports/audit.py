@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, TypeAlias, cast
 
@@ -95,6 +96,7 @@ from evalops.store.tables import (
     IncidentEvent,
     IngestBatch,
     PolicyRow,
+    SignedAct,
     SuiteRow,
     SyncRun,
     TaskRevision,
@@ -241,20 +243,50 @@ def resolve(
             [str(t["task_id"]) for t in tasks],
             upto if cutoff is None else cutoff,
         ),
-        "calibration": calibration_facts(
-            session, defs, tasks, cutoff, pass_class_exempt=int(inputs.get("evaluator", 1)) < 3
+        "calibration": (
+            calibrations := calibration_facts(
+                session,
+                defs,
+                tasks,
+                cutoff,
+                pass_class_exempt=int(inputs.get("evaluator", 1)) < 3,
+            )
         ),
         "provenance": _provenance(session, inputs, upto),
         "coverage": _remembered(_memo(session, "coverage"), None, lambda: _coverage(session)),
-        "authority": _authority_facts(session, result, authority_at, inputs),
+        "authority": _authority_facts(
+            session,
+            result,
+            authority_at,
+            inputs,
+            rests_on=_RestsOn(
+                cutoff=upto if cutoff is None else cutoff,
+                calibrations=[c["calibration_id"] for c in calibrations if c["calibration_id"]],
+            ),
+        ),
     }
 
 
+@dataclass(frozen=True)
+class _RestsOn:
+    """What else a decision rests on that someone signed under an authority: the rows at or
+    before `cutoff` (its pins' promotions, its build's ingests) and the calibrations used."""
+
+    cutoff: int
+    calibrations: list[str]
+
+
 def _authority_facts(
-    session: Session, result: DecisionDocument, cutoff: int | None, inputs: Mapping[str, Any]
+    session: Session,
+    result: DecisionDocument,
+    cutoff: int | None,
+    inputs: Mapping[str, Any],
+    rests_on: _RestsOn | None = None,
 ) -> AuthorityFacts:
     """The authority in force at the decision's event (`cutoff`; None: now, for a decision
-    not stored), and the signed acts it rests on (its waivers): their signers, or unsigned."""
+    not stored), and the signed acts it rests on: its waivers' grants and, under an
+    authority, their revocations, its pins' promotions, its build's ingests and imports and
+    the calibrations it used, with their signers, or unsigned (docs/authority.md)."""
     from evalops.services.authority.acts import authority_in_force, signers_of
 
     found = _remembered(
@@ -273,6 +305,8 @@ def _authority_facts(
                         "signers": signers_of(session, "waiver.grant", w.audit_seq),
                     }
                 )
+    if found is not None and rests_on is not None:
+        acts += _signed_acts_beneath(session, inputs, accounting, rests_on)
     return {
         "id": found[0].id if found else None,
         "digest": found[1] if found else None,
@@ -283,6 +317,72 @@ def _authority_facts(
             lambda: _rules_changed_by(session, inputs, cutoff),
         ),
     }
+
+
+def _acts_at(session: Session, audit_seq: int) -> list[tuple[str, list[dict[str, str]]]]:
+    """(kind, signers) of the acts recorded with the event `audit_seq`."""
+    return [
+        (str(row.kind), list(json.loads(row.signers)))
+        for row in session.exec(select(SignedAct).where(SignedAct.audit_seq == audit_seq))
+    ]
+
+
+def _signed_acts_beneath(
+    session: Session,
+    inputs: Mapping[str, Any],
+    accounting: Mapping[str, Any],
+    rests_on: _RestsOn,
+) -> list[AuthorityAct]:
+    """The acts beneath a decision besides its waivers' grants: the revocations of its
+    revoked waivers, the promotions that set its pins (one line per signer set, however many
+    pins: a 10,000-task suite stays a few lines), the ingests and imports of its build's
+    trials (one line per batch), and the calibrations it used."""
+    acts: list[AuthorityAct] = []
+    for waiver_id in accounting.get("revoked", []):
+        revocation = session.exec(
+            select(WaiverRevocation)
+            .join(Waiver, col(Waiver.id) == col(WaiverRevocation.waiver_row_id))
+            .where(Waiver.waiver_id == waiver_id)
+        ).first()
+        if revocation is not None:
+            for kind, signers in _acts_at(session, revocation.audit_seq) or [("waiver.revoke", [])]:
+                acts.append({"act": kind, "subject": waiver_id, "signers": signers})
+    by_signers: dict[str, tuple[list[dict[str, str]], list[str]]] = {}
+    for member in queries.members(session, inputs["suite"]["id"], cutoff=rests_on.cutoff):
+        found = _acts_at(session, member.added.audit_seq)
+        signers = found[0][1] if found else []
+        key = json.dumps(signers, sort_keys=True)
+        by_signers.setdefault(key, (signers, []))[1].append(member.task_id)
+    for signers, task_ids in by_signers.values():
+        subject = task_ids[0] if len(task_ids) == 1 else f"{len(task_ids):,} pins"
+        acts.append({"act": "suite.promote", "subject": subject, "signers": signers})
+    batches = session.exec(
+        select(IngestBatch.id, IngestBatch.audit_seq)
+        .where(
+            col(IngestBatch.id).in_(
+                select(Trial.ingest_batch_id)
+                .where(
+                    Trial.execution_digest == inputs["execution_digest"],
+                    col(Trial.audit_seq) <= rests_on.cutoff,
+                )
+                .distinct()
+            )
+        )
+        .order_by(col(IngestBatch.id))
+    ).all()
+    for batch_id, batch_seq in batches:
+        for kind, signers in _acts_at(session, batch_seq) or [("trials.ingest", [])]:
+            acts.append({"act": kind, "subject": f"batch {batch_id}", "signers": signers})
+    for calibration_id in dict.fromkeys(rests_on.calibrations):
+        calibration = session.exec(
+            select(Calibration).where(Calibration.calibration_id == calibration_id)
+        ).first()
+        if calibration is not None:
+            for kind, signers in _acts_at(session, calibration.audit_seq) or [
+                ("calibration.record", [])
+            ]:
+                acts.append({"act": kind, "subject": calibration_id, "signers": signers})
+    return acts
 
 
 def _rules_changed_by(
