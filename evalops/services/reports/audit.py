@@ -347,10 +347,14 @@ def _signed_acts_beneath(
         if revocation is not None:
             for kind, signers in _acts_at(session, revocation.audit_seq) or [("waiver.revoke", [])]:
                 acts.append({"act": kind, "subject": waiver_id, "signers": signers})
+    # Every promotion act read once (a 10,000-task suite: one query, not one per member).
+    promoted = {
+        int(row.audit_seq): list(json.loads(row.signers))
+        for row in session.exec(select(SignedAct).where(SignedAct.kind == "suite.promote"))
+    }
     by_signers: dict[str, tuple[list[dict[str, str]], list[str]]] = {}
     for member in queries.members(session, inputs["suite"]["id"], cutoff=rests_on.cutoff):
-        found = _acts_at(session, member.added.audit_seq)
-        signers = found[0][1] if found else []
+        signers = promoted.get(member.added.audit_seq, [])
         key = json.dumps(signers, sort_keys=True)
         by_signers.setdefault(key, (signers, []))[1].append(member.task_id)
     for signers, task_ids in by_signers.values():
