@@ -62,6 +62,8 @@ def main() -> None:
         check = run(CHECK, cwd=copy_db(suite, WORK / "p4-parts-run"))
         assert check["code"] in (0, 3, 4), check
         stages = _stages(suite)
+        # The Reader loader stands for the check's reads only while both build the same inputs.
+        assert stages["loaders_agree"], "the Reader loader and the check's loader disagree"
         if number == 0:  # the warm-up round
             continue
         rows.append({"load": load, "floor": floor["cpu"], "check": check["cpu"], **stages})
