@@ -1056,3 +1056,19 @@ def test_a_build_registered_on_a_branch_names_its_commit_and_the_dry_run(plain: 
     task = next(t for t in decided.json()["tasks"] if t["task_id"] == TASK)
     assert task["n"] == 2, task
     assert repo.run("verify").code == 0
+
+
+def test_the_audit_report_groups_its_pins_promotions_by_who_signed_them(repo: Repo) -> None:
+    """One line per set of signers, however many pins: the demo's pins came in unsigned
+    (before the authority), the new one signed by alice."""
+    before = [m["task_id"] for m in repo.run("suite", "show", SUITE, "--json").json()["members"]]
+    done = repo.run("promote", PROMOTABLE, "--to", SUITE, "--sign-with", str(repo.keys["alice"]))
+    assert done.code == 0, done.stdout + done.stderr
+    gate = repo.run("gate", "check", "--build", "build-125", "--suite", SUITE, "--json")
+    assert gate.code in (0, 3, 4), gate.stdout + gate.stderr
+    report = repo.run("report", "audit", gate.json()["gate_id"], "--format", "json", "-o", "-")
+    acts = [
+        a for a in json.loads(report.stdout)["authority"]["acts"] if a["act"] == "suite.promote"
+    ]
+    got = {(a["subject"], tuple(s["principal"] for s in a["signers"])) for a in acts}
+    assert got == {(f"{len(before)} pins", ()), (PROMOTABLE, ("alice",))}, acts
