@@ -359,6 +359,11 @@ def main(argv: list[str] | None = None) -> int:
             # Found by the option parser (click's UsageError family): exit 2, and a JSON
             # error under --json like every other failure.
             usage_code: int = exc.exit_code  # type: ignore[attr-defined]
+            if type(exc).__name__ == "NoArgsIsHelpError":
+                # A group named without a command (`evalops`, `evalops trials`): its help,
+                # as click prints it, not an error line.
+                exc.show()  # type: ignore[attr-defined]
+                return usage_code
             message = shown(exc.format_message())  # type: ignore[attr-defined]
             field = _usage_field(exc)
             if as_json:

@@ -420,3 +420,14 @@ def test_a_waiver_for_a_build_no_execution_profile_names_is_exit_2(demo: Path, c
     assert result.code == 2
     assert _one_json_error(result.stdout, 2)["field"] == "--build"
     assert sqlite_fingerprint(demo / DB) == before
+
+
+@pytest.mark.parametrize("args", [[], ["trials"], ["void"]], ids=["root", "trials", "void"])
+def test_a_group_without_a_command_prints_its_help(synced: Path, cli: Cli, args: list[str]) -> None:
+    """Not an error line: `evalops` alone, the first command most people type, prints the
+    help page (click's "no args is help" is one of its usage errors, told apart here)."""
+    result = cli(*args, cwd=synced)
+    said = result.stdout + result.stderr
+    assert said.startswith(f"Usage: evalops{''.join(' ' + a for a in args)} [OPTIONS]"), said
+    assert "\\n" not in said and "error:" not in said
+    assert len(said.splitlines()) > 5
