@@ -854,11 +854,16 @@ def test_the_audit_report_lists_every_signed_act_the_decision_rests_on(
         (task_id, seq) = members[-1]
         assert len({t for t, _ in members}) == 1  # one member: its promotion is its own line
         expected |= {(k, task_id, who) for k, who in signed_at(seq)}
-        batches = con.execute(
-            "SELECT DISTINCT b.id, b.audit_seq FROM trial t JOIN ingest_batch b ON "
-            "b.id = t.ingest_batch_id WHERE t.execution_digest = ?",
-            (doc["inputs"]["execution_digest"],),
-        ).fetchall()
+        # The batches that stored the trials the report lists (the decision's own).
+        batches = {
+            con.execute(
+                "SELECT b.id, b.audit_seq FROM trial t JOIN ingest_batch b ON "
+                "b.id = t.ingest_batch_id WHERE t.trial_id = ?",
+                (t["trial_id"],),
+            ).fetchone()
+            for t in doc["trials"]
+        }
+        assert len(batches) == 1  # one batch: its own line
         for batch_id, seq in batches:
             expected |= {(k, f"batch {batch_id}", who) for k, who in signed_at(seq)}
         for c in doc["calibration"]:
@@ -871,6 +876,15 @@ def test_the_audit_report_lists_every_signed_act_the_decision_rests_on(
     kinds = {k for k, _, _ in expected}
     assert {"waiver.grant", "suite.promote", "trials.ingest", "calibration.record"} <= kinds
     assert got == expected
+    # Acts recorded after the decision are none of its own: a later signed promotion into
+    # its suite leaves its report as it was.
+    later = cli(
+        "promote", "support-refund-in-order", "--to", "regression/core",
+        "--sign-with", str(demo / "keys" / "support-lead"), cwd=signed,
+    )  # fmt: skip
+    assert later.code == 0, later.stdout + later.stderr
+    again = cli("report", "audit", "GATE-1", "--format", "json", "-o", "-", cwd=signed)
+    assert json.loads(again.stdout)["authority"]["acts"] == doc["authority"]["acts"]
 
 
 def test_a_registry_without_authority_reports_unsigned(demo: Path, cli: Cli) -> None:

@@ -360,6 +360,10 @@ def _signed_acts_beneath(
     for signers, task_ids in by_signers.values():
         subject = task_ids[0] if len(task_ids) == 1 else f"{len(task_ids):,} pins"
         acts.append({"act": "suite.promote", "subject": subject, "signers": signers})
+    # The batches that stored the decision's own trials (its build, its member tasks, not
+    # voided by then), one line per kind of act and set of signers: a build ingested a task
+    # at a time stays a few lines.
+    tasks = [str(t["task_id"]) for t in inputs.get("tasks", [])]
     batches = session.exec(
         select(IngestBatch.id, IngestBatch.audit_seq)
         .where(
@@ -367,16 +371,29 @@ def _signed_acts_beneath(
                 select(Trial.ingest_batch_id)
                 .where(
                     Trial.execution_digest == inputs["execution_digest"],
+                    col(Trial.task_id).in_(tasks),
                     col(Trial.audit_seq) <= rests_on.cutoff,
+                    ~queries.voided(rests_on.cutoff),
                 )
                 .distinct()
             )
         )
         .order_by(col(IngestBatch.id))
     ).all()
+    ingested = {
+        int(row.audit_seq): (str(row.kind), list(json.loads(row.signers)))
+        for row in session.exec(
+            select(SignedAct).where(col(SignedAct.kind).in_(("trials.ingest", "trials.import")))
+        )
+    }
+    by_act: dict[str, tuple[str, list[dict[str, str]], list[int]]] = {}
     for batch_id, batch_seq in batches:
-        for kind, signers in _acts_at(session, batch_seq) or [("trials.ingest", [])]:
-            acts.append({"act": kind, "subject": f"batch {batch_id}", "signers": signers})
+        kind, signers = ingested.get(batch_seq, ("trials.ingest", []))
+        key = json.dumps([kind, signers], sort_keys=True)
+        by_act.setdefault(key, (kind, signers, []))[2].append(int(batch_id))
+    for kind, signers, ids in by_act.values():
+        subject = f"batch {ids[0]}" if len(ids) == 1 else f"{len(ids):,} batches"
+        acts.append({"act": kind, "subject": subject, "signers": signers})
     for calibration_id in dict.fromkeys(rests_on.calibrations):
         calibration = session.exec(
             select(Calibration).where(Calibration.calibration_id == calibration_id)
