@@ -166,11 +166,14 @@ def _checklist(data: dict[str, Any], verb: str) -> None:
         say(f"  [{mark}] {r['name']}: {r['evidence']}")
         if r["fix"]:
             say(f"         fix: {r['fix']}")
-    signers = data.get("signers")
-    if signers is not None:
+    if data.get("signers") is not None:
+        from evalops.services.registry.promotion import signers_wanted
+
         # The authority judges only a signed act: say before it who can sign this one.
-        who = ", ".join(signers) if signers else "no principal: nobody can sign it"
-        say(f"  under the authority it needs a signed act suite.promote (--sign-with): {who}")
+        wanted = signers_wanted((data["signers"], data["signatures_needed"]))
+        say(
+            f"  under the authority it needs the act suite.promote signed by {wanted} (--sign-with)"
+        )
 
 
 def promote(

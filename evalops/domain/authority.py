@@ -255,6 +255,13 @@ def owner_of(owners: Mapping[bytes, str], key: sshsig.PublicKey) -> str | None:
     return found
 
 
+def signatures_needed(authority: AuthorityFacts, counted: str) -> int:
+    """How many distinct principals must sign an act counted under `counted` (its kind, or
+    the thresholds key its scope names): the authority's threshold, else the default."""
+    thresholds = cast("Mapping[str, int]", authority.thresholds)
+    return int(thresholds.get(counted, DEFAULT_THRESHOLDS.get(counted, 1)))
+
+
 def role_refusal(authority: AuthorityFacts, principal: str, kind: str, scope: Scope) -> str | None:
     role = ACT_ROLES[kind]
     grants = [g for g in authority.roles.get(role, []) if g.principal == principal]
@@ -358,8 +365,7 @@ class SignatureJudge:
         if not signatures:
             return Judgement(refusal=f"{kind} is unsigned and an authority is in force")
         counted = scope.threshold or kind
-        thresholds = cast("Mapping[str, int]", self.authority.thresholds)
-        needed = thresholds.get(counted, DEFAULT_THRESHOLDS.get(counted, 1))
+        needed = signatures_needed(self.authority, counted)
         principals = sorted({s.principal for s in signers})
         if len(principals) < needed:
             named = kind if counted == kind else f"{kind} ({counted})"

@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 from dataclasses import dataclass
 from datetime import timedelta
+from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
@@ -668,6 +669,15 @@ def test_retire_needs_the_threshold_of_risk_owners_who_are_its_approval(world: W
     assert unsigned.code == 5 and "unsigned" in unsigned.stdout
     one = world.run(*args, "--sign-with", str(world.keys["alice"]))
     assert one.code == 5 and "needs 2 distinct signers" in one.stdout
+    # The fix names the threshold and who may sign, from the authority's own roles.
+    (requirement,) = one.json()["requirements"]
+    document = json.loads((world.root / "registry" / "policies" / "authority.yaml").read_text())
+    holders = [
+        g["principal"]
+        for g in document["roles"]["risk_owner"]
+        if not g.get("suites") or any(fnmatch(SUITE, pattern) for pattern in g["suites"])
+    ]
+    assert requirement["fix"].startswith(f"a new act signed by 2 of {', '.join(holders)} ")
     two = world.run(
         *args, "--sign-with", str(world.keys["alice"]), "--sign-with", str(world.keys["dave"])
     )

@@ -697,10 +697,10 @@ def test_an_unsigned_promote_is_refused_and_a_risk_owners_is_accepted(any_repo: 
     assert dry.code == 0, dry.stdout + dry.stderr
     assert dry.json()["signers"] == ["alice"]
     said = repo.run("promote", PROMOTABLE, "--to", SUITE, "--dry-run").stdout
-    assert "it needs a signed act suite.promote (--sign-with): alice" in said, said
+    assert "it needs the act suite.promote signed by alice (--sign-with)" in said, said
     done = repo.run("promote", PROMOTABLE, "--to", SUITE)
     refused(done, "suite.promote is unsigned", "--sign-with")
-    assert "fix: have alice sign it (--sign-with KEY" in done.stdout, done.stdout
+    assert "fix: a new act signed by alice (--sign-with KEY" in done.stdout, done.stdout
     done = repo.run("promote", PROMOTABLE, "--to", SUITE, "--sign-with", str(repo.keys["bob"]))
     refused(done, "bob")
     assert repo.sql(members) == [(before,)]
@@ -776,9 +776,9 @@ def test_a_dry_run_into_a_suite_nobody_may_sign_for_says_so(repo: Repo) -> None:
     incidents/production, so the real run can only be refused."""
     dry = repo.run("promote", PROMOTABLE, "--to", "incidents/production", "--dry-run")
     assert dry.code == 0, dry.stdout + dry.stderr
-    assert "suite.promote (--sign-with): no principal: nobody can sign it" in dry.stdout
+    assert "suite.promote signed by nobody: no principal's role covers it" in dry.stdout
     real = repo.run("promote", PROMOTABLE, "--to", "incidents/production")
-    refused(real, "no principal's role covers it: a policy owner must change the authority")
+    refused(real, "nobody: no principal's role covers it; a policy owner must change the")
     as_json = repo.run("promote", PROMOTABLE, "--to", "incidents/production", "--dry-run",
                        "--json")  # fmt: skip
     assert as_json.json()["signers"] == []
@@ -787,7 +787,10 @@ def test_a_dry_run_into_a_suite_nobody_may_sign_for_says_so(repo: Repo) -> None:
 def test_without_an_authority_a_promotion_is_shown_unsigned(plain: Repo) -> None:
     dry = plain.run("promote", PROMOTABLE, "--to", SUITE, "--dry-run", "--json")
     assert dry.json()["signers"] is None  # no authority: no act to sign
-    assert "signed act" not in plain.run("promote", PROMOTABLE, "--to", SUITE, "--dry-run").stdout
+    assert (
+        "suite.promote signed by"
+        not in plain.run("promote", PROMOTABLE, "--to", SUITE, "--dry-run").stdout
+    )
     done = plain.run("promote", PROMOTABLE, "--to", SUITE)
     assert done.code == 0, done.stdout + done.stderr
     members = {

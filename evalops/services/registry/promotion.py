@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from evalops.domain import audit_kinds
-from evalops.domain.authority import Scope, role_refusal
+from evalops.domain.authority import Scope, role_refusal, signatures_needed
 from evalops.domain.canonical import canonical_text
 from evalops.domain.classify import Classification
 from evalops.domain.free_text import has_visible_text
@@ -75,9 +75,10 @@ class PromotionResult:
     """`accepted`, `refused`, `noop` (already a member with this pin), `dry_run`, or
     `dry_run_noop` (a dry run for a task already a member with this pin)."""
     membership: dict[str, Any] | None = None
-    signers: list[str] | None = None
+    signing: tuple[list[str], int] | None = None
     """Under an authority, for a dry run: who may sign the act the promotion needs (the
-    principals whose role covers the suite and task; empty: nobody can). None without one."""
+    principals whose role covers the suite and task; empty: nobody can) and how many of
+    them must. None without one."""
     incident_promoted: bool = False
     """An incident promoted by this call whose task was already a member with this pin: the
     membership is unchanged, the incident moves to promoted (its task guards it)."""
@@ -95,7 +96,8 @@ class PromotionResult:
             "outcome": self.outcome,
             "membership": self.membership,
             "incident_promoted": self.incident_promoted,
-            "signers": self.signers,
+            "signers": None if self.signing is None else self.signing[0],
+            "signatures_needed": None if self.signing is None else self.signing[1],
         }
 
 
@@ -262,7 +264,7 @@ def promote(
                 suite_id,
                 outcome,
                 pin,
-                signers=None if same_pin else _who_may_sign(session, suite_id, task_id),
+                signing=None if same_pin else _who_may_sign(session, suite_id, task_id),
             )
         if same_pin:
             append_event(
@@ -303,18 +305,28 @@ def promote(
 
 def _who_may_sign(
     session: Session, suite_id: str, task_id: str, kind: str = "suite.promote"
-) -> list[str] | None:
-    """The principals whose role covers the act `kind` for this task and suite, under the
-    authority in force (None without one): what a dry run or a refusal can say before the
-    act is signed, since the authority judges only a signed act."""
+) -> tuple[list[str], int] | None:
+    """(the principals whose role covers the act `kind` for this task and suite, how many
+    of them must sign it) under the authority in force (None without one): what a dry run
+    or a refusal can say before the act is signed, since the authority judges only a
+    signed act."""
     found = authority_in_force(session)
     if found is None:
         return None
     authority = found[0]
     scope = Scope(suite=suite_id, task=task_id)
-    return [
-        p.id for p in authority.principals if role_refusal(authority, p.id, kind, scope) is None
-    ]
+    who = [p.id for p in authority.principals if role_refusal(authority, p.id, kind, scope) is None]
+    return who, signatures_needed(authority, kind)
+
+
+def signers_wanted(may: tuple[list[str], int]) -> str:
+    """`alice`, `one of alice, bob`, `2 of alice, bob, carol`, or that nobody may."""
+    who, needed = may
+    if not who:
+        return "nobody: no principal's role covers it; a policy owner must change the authority"
+    if needed > 1:
+        return f"{needed} of {', '.join(who)}"
+    return who[0] if len(who) == 1 else f"one of {', '.join(who)}"
 
 
 def _promote_incident(
@@ -647,14 +659,11 @@ def _authority_refusal(
         session, authorized, subject=f"{suite_id}:{task_id}", actor=act.actor, now=act.now
     )
     kind = "suite.promote" if what == "promotion" else "retire"
-    who = _who_may_sign(session, suite_id, task_id, kind) or []
-    if not who:
-        signer = "no principal's role covers it: a policy owner must change the authority first"
-    elif len(who) == 1:
-        signer = f"have {who[0]} sign it"
-    else:
-        signer = f"have one of {', '.join(who)} sign it"
-    fix = f"{signer} (--sign-with KEY, or --print-act then --act FILE --signature FILE)"
+    may = _who_may_sign(session, suite_id, task_id, kind) or ([], 1)
+    fix = (
+        f"a new act signed by {signers_wanted(may)} (--sign-with KEY, or --print-act then "
+        "--act FILE --signature FILE)"
+    )
     refused = Requirement("authority", False, refusal["message"], fix)
     checklist = Checklist(suite_id, what, task_id, (refused,))
     return PromotionResult(checklist, subject, task_id, suite_id, "refused")
