@@ -156,7 +156,12 @@ def _checklist(data: dict[str, Any], verb: str) -> None:
             else "already a member with this pin: nothing to do"
         ),
         "dry_run": f"dry run: would be {'accepted' if data['accepted'] else 'refused'}",
-        "dry_run_noop": "dry run: already a member with this pin (nothing would change)",
+        "dry_run_noop": (
+            f"dry run: already a member with this pin; {data['subject']} would be promoted "
+            "(its task guards it)"
+            if data.get("incident_promoted")
+            else "dry run: already a member with this pin (nothing would change)"
+        ),
     }[data["outcome"]]
     # A retirement takes the task out of the suite: an arrow into it read as a promotion.
     where = f"out of {data['suite']}" if verb == "retirement" else f"-> {data['suite']}"

@@ -788,6 +788,12 @@ def test_an_incident_whose_task_is_already_a_member_is_promoted_all_the_same(
     assert cli("incident", "confirm", inc, cwd=ws).code == 0
     assert cli("incident", "link", inc, "--task", "mini-task", cwd=ws).code == 0
     events = audit(ws)
+    dry = cli("promote", inc, "--to", REGRESSION, "--dry-run", cwd=ws)
+    assert dry.stdout.splitlines()[0] == (
+        f"dry run: already a member with this pin; {inc} would be promoted (its task guards "
+        f"it): {inc} -> {REGRESSION}"
+    ), dry.stdout
+    assert audit(ws) == events and incident_state(cli, ws, inc) == "reproduced"
     done = cli("promote", inc, "--to", REGRESSION, "--json", cwd=ws)
     assert done.code == 0, done.stdout + done.stderr
     assert (done.json()["outcome"], done.json()["incident_promoted"]) == ("noop", True)

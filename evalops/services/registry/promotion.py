@@ -81,7 +81,8 @@ class PromotionResult:
     them must. None without one."""
     incident_promoted: bool = False
     """An incident promoted by this call whose task was already a member with this pin: the
-    membership is unchanged, the incident moves to promoted (its task guards it)."""
+    membership is unchanged, the incident moves to promoted (its task guards it). In a dry
+    run: it would."""
 
     @property
     def accepted(self) -> bool:
@@ -265,6 +266,8 @@ def promote(
                 outcome,
                 pin,
                 signing=None if same_pin else _who_may_sign(session, suite_id, task_id),
+                # What the real run would do to the incident (a dry run moves nothing).
+                incident_promoted=same_pin and _incident_would_move(named),
             )
         if same_pin:
             append_event(
@@ -329,11 +332,15 @@ def signers_wanted(may: tuple[list[str], int]) -> str:
     return who[0] if len(who) == 1 else f"one of {', '.join(who)}"
 
 
+def _incident_would_move(named: _Subject) -> bool:
+    return named.incident is not None and named.incident.state not in ("promoted", "closed")
+
+
 def _promote_incident(
     named: _Subject, task_id: str, suite_id: str, session: Session, actor: str, now: datetime
 ) -> bool:
     """Move the incident `promote` was asked about to promoted (once): whether it moved."""
-    if named.incident is None or named.incident.state in ("promoted", "closed"):
+    if named.incident is None or not _incident_would_move(named):
         return False
     incident_service.move(
         session,
