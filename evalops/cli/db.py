@@ -95,19 +95,22 @@ def _bad_revision(exc: Exception, revision: str) -> None:
         raise InputError(f"cannot migrate to revision {revision!r}: {exc}", field="revision")
 
 
-def _ignore_dot_evalops() -> bool:
+def _ignore_dot_evalops() -> bool | str:
     """`evalops init` keeps the database out of git: `.evalops/` goes into the repository's
     .gitignore (created if absent) when the working directory is in a git work tree.
 
     Outside one (False), it goes into the working directory's .gitignore when the database
     was created there: the `git init && git add -A` that `sync` needs next must not commit
-    it. Nothing is written when `.evalops/` is not here (a database named by --db)."""
+    it. Nothing is written when `.evalops/` is not here (a database named by --db). A
+    repository git refuses to read (another user's) gives git's refusal, as a warning."""
     from evalops.registry.history import repository_top
 
     try:
         top = repository_top(Path.cwd())
-    except InputError:  # no git on this machine: as outside a work tree
-        top = None
+    except InputError as refused:
+        if "dubious ownership" in refused.message:
+            return refused.message  # git's own refusal, said as the warning
+        top = None  # no git on this machine: as outside a work tree
     if top is None:
         if (Path.cwd() / ".evalops").is_dir():
             _add_to_gitignore(Path.cwd() / ".gitignore")
@@ -185,7 +188,9 @@ def init(
     in_git = _ignore_dot_evalops()
     status = _status(state.db_url)
     warnings = []
-    if not in_git:
+    if isinstance(in_git, str):
+        warnings.append(in_git)
+    elif not in_git:
         kept_out = " (.gitignore keeps .evalops/ out of it)" if Path(".evalops").is_dir() else ""
         warnings.append(_OUTSIDE_GIT.format(cwd=Path.cwd()) + kept_out)
     data: dict[str, object] = {**status, "warnings": warnings}

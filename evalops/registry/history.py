@@ -108,9 +108,23 @@ def raw_commit(top: Path, sha: str) -> bytes:
 
 
 def repository_top(path: Path) -> Path | None:
-    """The work tree of the git repository holding `path`, or None outside git."""
-    done = _run(path if path.is_dir() else path.parent, "rev-parse", "--show-toplevel")
+    """The work tree of the git repository holding `path`, or None outside git. A
+    repository git refuses to read (owned by another user: `safe.directory`) is an input
+    error in git's words, not "no repository": the fix is git's."""
+    where = path if path.is_dir() else path.parent
+    done = _run(where, "rev-parse", "--show-toplevel")
     if done.returncode != 0:
+        said = done.stderr.decode("utf-8", "replace")
+        if "dubious ownership" in said:
+            hint = next(
+                (line.strip() for line in said.splitlines() if "safe.directory" in line),
+                "git config --global --add safe.directory DIR",
+            )
+            raise InputError(
+                f"git refuses to read this repository (dubious ownership: it belongs to "
+                f"another user); if you trust it: {hint}",
+                str(where),
+            )
         return None
     return Path(done.stdout.decode("utf-8", "surrogateescape").strip()).resolve()
 

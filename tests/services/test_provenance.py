@@ -115,3 +115,20 @@ def test_a_linked_worktree_and_a_registry_below_the_top(tmp_path: Path) -> None:
     assert git_provenance(nested).dirty is False
     (nested / "x.yaml").write_text("id: y\n", encoding="utf-8")
     assert git_provenance(nested).dirty is True
+
+
+def test_a_repository_git_refuses_to_read_is_git_s_refusal_not_no_repository(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another user's repository (container CI): git says "dubious ownership" and names the
+    `safe.directory` fix; reading it as "not in a git repository" sent people to `git init`.
+    Git's own test knob makes the repository another user's."""
+    from evalops.errors import InputError
+
+    root = _repo(tmp_path / "r")
+    _commit(root)
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")
+    with pytest.raises(InputError) as refused:
+        git_provenance(root / "registry")
+    assert "dubious ownership" in refused.value.message
+    assert "git config --global --add safe.directory" in refused.value.message
