@@ -501,3 +501,28 @@ def test_trials_show_names_the_batch_that_void_batch_takes(demo: Path, cli: Cli)
     assert missing.code == 2 and "`evalops trials show TRIAL` names a trial's batch" in _said(
         missing
     )
+
+
+def test_a_decision_counts_the_hard_failures_of_its_member_tasks_only(
+    demo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One void holds two hard failures of build-124, one of a task the suite no longer
+    has: the suite's decision names one."""
+    monkeypatch.setenv("EVALOPS_NOW", LATER)
+    other = "trial-b124-article-publish-approved-revision-3"
+    retired = cli(
+        "retire", "article-publish-approved-revision", "--from", SUITE, "--kind", "obsolete",
+        "--reason", "out of scope", "--approved-by", "support-lead@example.com", cwd=demo,
+    )  # fmt: skip
+    assert retired.code == 0, _said(retired)
+    done = cli(
+        "trials", "void", *HARD_CHAIN, other, "--reason", "one batch, two tasks",
+        "--confirm-hard-failure", "--json", cwd=demo,
+    )  # fmt: skip
+    assert done.code == 0, _said(done)
+    hard_classes = ("hard_constraint_fail", "ambiguous_external_effect")
+    mine = [t for t in done.json()["trials"] if t["task_id"] == TASK]
+    assert done.json()["hard_count"] == 2
+    (void,) = _gate(cli, demo, [], "build-124")["voids"]
+    assert void["trials_left_out"] == len(mine)
+    assert void["hard_count"] == sum(1 for t in mine if t["classification"] in hard_classes) == 1
