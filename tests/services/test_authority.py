@@ -1075,3 +1075,25 @@ def test_retire_acts_keep_the_old_body_for_the_old_form_and_sign_kind_and_reason
     removed = next(m["removed"] for m in members if m["task_id"] == TASK)
     assert (removed["kind"], removed["reason"]) == ("unsupported", text)
     assert world.run("verify").code == 0
+
+
+def test_who_may_sign_a_retirement_honours_a_grants_task_scope(world: World) -> None:
+    """The refusal's fix names the principals whose grant covers this very task: `alice`
+    (every task of regression/*), `carol` (this task only), `dave` (unscoped); never `bob`,
+    scoped to another task of the suite."""
+    roles = {
+        "risk_owner": [
+            {"principal": "alice", "suites": ["regression/*"]},
+            {"principal": "bob", "suites": ["regression/*"], "tasks": ["some-other-task"]},
+            {"principal": "carol", "suites": ["regression/*"], "tasks": [TASK]},
+            {"principal": "dave"},
+        ],
+        "policy_owner": [{"principal": "alice"}],
+    }
+    world.authority(roles=roles)
+    refused = world.run("retire", TASK, "--from", SUITE, "--reason", "obsolete", "--json")
+    assert refused.code == 5, refused.stdout + refused.stderr
+    (requirement,) = refused.json()["requirements"]
+    assert requirement["fix"].startswith("a new act signed by one of alice, carol, dave ("), (
+        requirement
+    )
