@@ -87,6 +87,26 @@ def refuse_newer(url: str, revision: str | None) -> None:
         )
 
 
+def _downgrade_refusal(lost: dict[str, int]) -> str:
+    """What a downgrade of a database holding audit events would do, said before it does:
+    the recorded rows of the tables it drops, and whether the registry could come back."""
+    from evalops.services.destroy import singular
+
+    if not lost:
+        say("would be lost: no recorded row (the tables it drops are empty)", err=True)
+        return (
+            "db downgrade of a registry holding audit events: the tables it drops hold no "
+            "row, so `evalops db upgrade` brings it back as it was. Pass --force-destroy-data"
+        )
+    summary = ", ".join(plural(n, singular(what), what) for what, n in lost.items())
+    say(f"would be lost: {summary}", err=True)
+    return (
+        f"db downgrade would destroy {summary}; the audit chain records them, so `verify` "
+        "would fail and `evalops db upgrade` would refuse the registry from then on: it "
+        "cannot be recovered. Export what you need, then pass --force-destroy-data"
+    )
+
+
 def _bad_revision(exc: Exception, revision: str) -> None:
     """Alembic's refusal of a revision it cannot resolve is a usage error (exit 2)."""
     from alembic.util import CommandError
@@ -240,7 +260,8 @@ def upgrade(
     )
 
 
-@db_app.command()
+# `-1` (one revision down) is a revision, not an option: unknown options are arguments here.
+@db_app.command(context_settings={"ignore_unknown_options": True})
 def downgrade(
     ctx: typer.Context,
     revision: Annotated[
@@ -269,7 +290,7 @@ def downgrade(
         stored_revision,
         unreachable,
     )
-    from evalops.services.destroy import SINGULAR, at_risk
+    from evalops.services.destroy import at_risk, dropped_tables
     from evalops.store import migrate
 
     state = settings(ctx, json_flag)
@@ -277,19 +298,20 @@ def downgrade(
     try:
         require_database_file(state.db_url)
         try:
-            refuse_newer(state.db_url, stored_revision(engine))
-            lost = at_risk(engine)
+            current = stored_revision(engine)
+            refuse_newer(state.db_url, current)
+            try:
+                dropped = dropped_tables(current, revision)
+            except Exception as exc:
+                _bad_revision(exc, revision)
+                raise
+            lost, chained = at_risk(engine, dropped)
         except Exception as exc:
             if is_driver_error(exc):
                 raise unreachable(state.db_url, exc) from None
             raise
-        if lost and not force_destroy_data:
-            summary = ", ".join(plural(n, SINGULAR[what], what) for what, n in lost.items())
-            say(f"would be lost: {summary}", err=True)
-            raise RefusedError(
-                f"db downgrade would destroy {summary}; the audit chain cannot be recovered. "
-                "Export what you need, then pass --force-destroy-data"
-            )
+        if chained and not force_destroy_data:
+            raise RefusedError(_downgrade_refusal(lost))
         try:
             migrate.downgrade(state.db_url, engine, revision)
         except Exception as exc:

@@ -266,6 +266,33 @@ def _downgrade_is_refused_then_forced(cli: Cli, cwd: Path, db: list[str]) -> Non
     assert cli(*db, "task", "list", cwd=cwd).code == 2  # gone: run evalops init
 
 
+def test_a_one_step_downgrade_names_what_it_drops_and_that_upgrade_refuses_after(
+    demo: Path, cli: Cli
+) -> None:
+    """`db downgrade -1` (no `--` needed) from 0005 drops the estimate table only: the
+    warning named every audit event, trial and decision, which stay, and not the estimates,
+    which go; and the registry could never be upgraded again, which it did not say."""
+    import sqlite3
+
+    with sqlite3.connect(demo / DB) as con:
+        (estimates,) = con.execute("SELECT count(*) FROM estimate").fetchone()
+    assert estimates > 0
+    refused = cli("db", "downgrade", "-1", cwd=demo)
+    assert refused.code == 5, refused.stdout + refused.stderr
+    plural = "estimate" if estimates == 1 else "estimates"
+    assert f"would be lost: {estimates} {plural}\n" in refused.stderr, refused.stderr
+    assert "`evalops db upgrade` would refuse the registry from then on" in refused.stderr
+    forced = cli("--json", "db", "downgrade", "--force-destroy-data", "-1", cwd=demo)
+    assert forced.code == 0, forced.stdout + forced.stderr
+    assert forced.json()["destroyed"] == {"estimates": estimates}
+    with sqlite3.connect(demo / DB) as con:
+        (trials,) = con.execute("SELECT count(*) FROM trial").fetchone()
+    assert trials > 0  # what the old warning called lost is still there
+    again = cli("db", "upgrade", cwd=demo)
+    assert again.code == 6
+    assert "dropped by a forced `db downgrade`" in again.stderr, again.stderr
+
+
 def test_downgrade_of_the_populated_demo_is_refused_on_sqlite(demo: Path, cli: Cli) -> None:
     before = sqlite_fingerprint(demo / DB)
     refused = cli("db", "downgrade", "base", cwd=demo)

@@ -105,6 +105,7 @@ def test_counts_in_a_refused_downgrade_and_a_written_site_agree_with_their_nouns
                 ("audit_event", "audit event"), ("trial", "trial"),
                 ("gate_decision", "gate decision"), ("waiver", "waiver"),
                 ("calibration", "calibration"), ("incident", "incident"),
+                ("estimate", "estimate"),
             )
         }  # fmt: skip
     assert counts["waiver"] == 1 and counts["incident"] == 1

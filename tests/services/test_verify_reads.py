@@ -198,7 +198,8 @@ def _deleted_row(w: Writer, f: Facts) -> Expected:
     seq = incident["audit_seq"]
     count = f.declared(seq, "incident")["count"]
     return {
-        "rows": f"{f.what(seq)}: its {count} incident row(s) are gone (deleted outside evalops)"
+        "rows": f"{f.what(seq)}: its {count} incident row(s) are gone (deleted outside "
+        "evalops, or dropped by a forced `db downgrade`)"
     }
 
 

@@ -365,7 +365,8 @@ def check_rows(reader: Reader, tables: Iterable[str] | None = None) -> int:
                 )
             if have is None:
                 raise VerificationError(
-                    f"{what}: its {want['count']} {table} row(s) are gone (deleted outside evalops)"
+                    f"{what}: its {want['count']} {table} row(s) are gone (deleted outside "
+                    "evalops, or dropped by a forced `db downgrade`)"
                 )
             if want["count"] != have["count"]:
                 raise VerificationError(
