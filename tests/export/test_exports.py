@@ -374,15 +374,61 @@ def test_otel_follows_the_genai_semantic_convention_registry(
         task_id, raw = records[trial_id]
         label = attrs["gen_ai.evaluation.score.label"].string_value
         failing = [r["grader_id"] for r in json.loads(raw)["grader_results"] if r["state"] == label]
-        if failing and all(types[g] == "model" for g in failing):  # only the judge failed it
-            judged += 1
+        # A check no grader makes failed it too (the classifier's reasons, as explained).
+        explained = attrs["gen_ai.evaluation.explanation"].string_value
+        checked = "trajectory expectation unmatched" in explained or "onMiss fail" in explained
+        if failing and all(types[g] == "model" for g in failing) and not checked:
+            judged += 1  # only the judge failed it
             assert attrs["evalops.evaluator.type"].string_value == "llm_judge", trial_id
+        elif failing and (checked or any(types[g] == "deterministic" for g in failing)):
+            assert attrs["evalops.evaluator.type"].string_value == "deterministic", trial_id
         assert attrs["evalops.waived"].bool_value == (task_id in waived_tasks)
         if task_id in waived_tasks:
             assert attrs["evalops.waiver_id"].string_value == waived_tasks[task_id]
-    assert judged  # the demo has a trial that only the model judge failed
+    # The demo's judge-failed trials also fail deterministic checks (a later test makes
+    # one the judge alone fails); any found here read llm_judge above.
+    assert judged >= 0
     if gate_id == "GATE-3":
         assert waived_tasks
+
+
+def test_a_trial_only_the_model_judge_failed_reads_llm_judge(demo: Path, cli: Cli) -> None:
+    """docs/exports.md: `llm_judge` when only a model judge failed the trial. A copy of a
+    passing build-125 trial whose model judge (reply-quality) says task_fail, nothing else
+    failing: the export says llm_judge; the demo trial the judge and the trajectory and a
+    fixture miss failed says deterministic."""
+    source = demo / "registry" / "trials" / "fix-b125.jsonl"
+    record = next(
+        json.loads(line)
+        for line in source.read_text(encoding="utf-8").splitlines()
+        if json.loads(line)["trial_id"] == "trial-b125-support-refund-in-order-0"
+    )
+    assert grader_types()["reply-quality"] == "model"
+    for result in record["grader_results"]:
+        if result["grader_id"] == "reply-quality":
+            result["state"], result["score"] = "task_fail", 0.2
+    record |= {"trial_id": "judge-only-1", "attempt_id": "judge-only-1", "run_id": "judged"}
+    (demo / "judged.jsonl").write_text(json.dumps(record) + "\n", encoding="utf-8")
+    assert cli("trials", "ingest", "judged.jsonl", cwd=demo).code == 0
+    gate = cli("gate", "check", "--build", "build-125", "--suite", "regression/core", "--json",
+               cwd=demo)  # fmt: skip
+    assert gate.code in (0, 3, 4), gate.stdout + gate.stderr
+    types = {}
+    for row in otlp_records(export(cli, demo, "otel", gate.json()["gate_id"])):
+        attrs = {a.key: a.value.string_value for a in row.attributes}
+        types[attrs["evalops.trial_id"]] = (
+            attrs["evalops.evaluator.type"],
+            attrs["gen_ai.evaluation.explanation"],
+        )
+    assert types["judge-only-1"] == ("llm_judge", "task_fail: reply-quality said task_fail")
+    # GATE-1 (build-124) holds a trial the judge failed and a fail-closed fixture miss too.
+    both = []
+    for row in otlp_records(export(cli, demo, "otel", "GATE-1")):
+        attrs = {a.key: a.value.string_value for a in row.attributes}
+        why = attrs["gen_ai.evaluation.explanation"]
+        if "reply-quality said task_fail" in why and "onMiss fail" in why:
+            both.append(attrs["evalops.evaluator.type"])
+    assert both and set(both) == {"deterministic"}
 
 
 def test_otel_lines_stay_under_1_mib_at_scale(demo: Path) -> None:

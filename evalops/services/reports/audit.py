@@ -620,10 +620,39 @@ def _deciding_evaluator(
     if found is None:
         return None
     verdicts = {r.get("grader_id"): r.get("state") for r in record.get("grader_results", [])}
-    for grader in found[0].graders:
-        if verdicts.get(grader.id) == stored_class != "task_pass":
-            return EVALUATOR_TYPES.get(grader.type)
-    return None
+    types = [
+        EVALUATOR_TYPES.get(grader.type)
+        for grader in found[0].graders
+        if verdicts.get(grader.id) == stored_class != "task_pass"
+    ]
+    if not types:
+        return None
+    # A model judge's verdict is the reason only when nothing deterministic failed the trial
+    # too (another grader, the trajectory expectation, a fail-closed fixture miss): a
+    # dashboard discounting judge-only failures must not discount this one.
+    if "deterministic" in types or (
+        stored_class == "task_fail" and _failed_deterministically(defs, trial, record)
+    ):
+        return "deterministic"
+    return types[0]
+
+
+def _failed_deterministically(defs: Definitions, trial: Trial, record: Mapping[str, Any]) -> bool:
+    """Did the trial fail a check no grader makes: its trajectory expectation unmatched, or
+    a fixture miss under `onMiss: fail` (the classifier's own task_fail causes)?"""
+    spec = defs.task(trial.task_id, trial.task_digest)
+    if spec is None:
+        return False
+    expected = spec.contract.expected
+    trajectory = json.loads(trial.trajectory) if trial.trajectory else {}
+    if (
+        expected is not None
+        and expected.kind == "trajectory"
+        and not trajectory.get("matched", True)
+    ):
+        return True
+    on_miss = spec.fixtures.onMiss if spec.fixtures else None
+    return int(record.get("fixture_misses") or 0) > 0 and on_miss != "live"
 
 
 class TrialFacts(Protocol):
