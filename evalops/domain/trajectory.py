@@ -76,11 +76,20 @@ class TrajectoryResult:
         """The block in words: `matched (in-order): 2 of 2 expected calls matched,
         3 observed, 0 forbidden`."""
         verdict = "matched" if self.matched else "NOT matched"
-        return (
+        words = (
             f"{verdict} ({self.mode}): {self.matched_count} of "
             f"{plural(self.expected_count, 'expected call')} matched, "
             f"{self.observed_count} observed, {self.forbidden_count} forbidden"
         )
+        if (
+            not self.matched
+            and not self.forbidden_count
+            and (self.matched_count == self.expected_count)
+        ):
+            # Every expected call was made: "2 of 2 matched" beside NOT matched reads as a
+            # contradiction unless the mode's own rule (their order, nothing else) is named.
+            words += f"; every expected call was made, but not as {self.mode} requires"
+        return words
 
     @classmethod
     def from_block(cls, block: Mapping[str, Any]) -> TrajectoryResult:

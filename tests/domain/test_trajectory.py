@@ -959,3 +959,21 @@ def test_call_states_refuses_flags_for_another_number_of_calls(mode: str) -> Non
     for covered in ([True], [True, True, True]):
         with pytest.raises(ValueError, match="zip"):
             call_states(mode, [a, b], seen, covered)
+
+
+def test_not_matched_with_every_expected_call_made_names_the_mode_s_rule() -> None:
+    """`NOT matched (in-order): 2 of 2 expected calls matched` read as a contradiction."""
+    from evalops.domain.trajectory import TrajectoryResult
+
+    block = {
+        "mode": "in-order", "matched": False, "expectedCount": 2, "observedCount": 2,
+        "matchedCount": 2, "forbiddenCount": 0,
+    }  # fmt: skip
+    assert TrajectoryResult.from_block(block).describe() == (
+        "NOT matched (in-order): 2 of 2 expected calls matched, 2 observed, 0 forbidden; "
+        "every expected call was made, but not as in-order requires"
+    )
+    # A miss, or a forbidden call, says why by its counts already.
+    missed = TrajectoryResult.from_block({**block, "matchedCount": 1}).describe()
+    forbidden = TrajectoryResult.from_block({**block, "forbiddenCount": 1}).describe()
+    assert "every expected call" not in missed + forbidden
