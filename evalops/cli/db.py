@@ -102,7 +102,7 @@ def _downgrade_refusal(lost: dict[str, int]) -> str:
     say(f"would be lost: {summary}", err=True)
     return (
         f"db downgrade would destroy {summary}; the audit chain records them, so `verify` "
-        "would fail and `evalops db upgrade` would refuse the registry from then on: it "
+        "would fail from then on and `evalops db upgrade` may refuse the registry: it "
         "cannot be recovered. Export what you need, then pass --force-destroy-data"
     )
 
@@ -290,7 +290,7 @@ def downgrade(
         stored_revision,
         unreachable,
     )
-    from evalops.services.destroy import at_risk, dropped_tables
+    from evalops.services.destroy import at_risk, dropped_by
     from evalops.store import migrate
 
     state = settings(ctx, json_flag)
@@ -301,11 +301,14 @@ def downgrade(
             current = stored_revision(engine)
             refuse_newer(state.db_url, current)
             try:
-                dropped = dropped_tables(current, revision)
+                dropped = dropped_by(current, revision)
             except Exception as exc:
                 _bad_revision(exc, revision)
                 raise
             lost, chained = at_risk(engine, dropped)
+            if dropped.target == current:
+                # Nothing to migrate: no refusal, nothing lost.
+                lost, chained = {}, False
         except Exception as exc:
             if is_driver_error(exc):
                 raise unreachable(state.db_url, exc) from None

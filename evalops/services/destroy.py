@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 
@@ -20,14 +22,27 @@ SINGULAR = {plural: singular for _, plural, singular in COUNTED}
 
 
 def singular(what: str) -> str:
-    """What one of `what` is called (`audit event`; `estimate row` for `estimate rows`)."""
-    return SINGULAR.get(what, what.removesuffix("s"))
+    """What one of `what` is called (`audit event`; `trial row (losing ...)` for `trial rows
+    (losing ...)`)."""
+    return SINGULAR.get(what, what.replace(" rows", " row", 1))
 
 
-def dropped_tables(current: str | None, revision: str) -> set[str]:
-    """The tables the migrations from `current` down to `revision` drop: found by running
-    them on an empty in-memory database, never on the registry (a downgrade of one step
-    drops what that step added, not the whole schema)."""
+class Dropped(NamedTuple):
+    """What the migrations from one revision down to another drop."""
+
+    tables: set[str]
+    columns: dict[str, set[str]]
+    """Columns dropped from tables that stay, by table."""
+    target: str | None
+    """The revision it ends at (None: base)."""
+    everything: bool
+    """Every table goes (down to base)."""
+
+
+def dropped_by(current: str | None, revision: str) -> Dropped:
+    """What the migrations from `current` down to `revision` drop: found by running them on
+    an empty in-memory database, never on the registry (a downgrade of one step drops what
+    that step added, tables or columns, not the whole schema)."""
     from sqlalchemy import create_engine
     from sqlalchemy.pool import StaticPool
 
@@ -37,19 +52,33 @@ def dropped_tables(current: str | None, revision: str) -> set[str]:
     try:
         if current is not None:
             migrate.upgrade("sqlite://", scratch, current)
-        before = set(inspect(scratch).get_table_names())
+        before = _schema(scratch)
         migrate.downgrade("sqlite://", scratch, revision)
+        after = _schema(scratch)
         with scratch.connect() as conn:
-            after = set(inspect(conn).get_table_names())
+            target = (
+                conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+                if "alembic_version" in after
+                else None
+            )
     finally:
         scratch.dispose()
-    return before - after - {"alembic_version"}
+    tables = set(before) - set(after) - {"alembic_version"}
+    columns = {t: before[t] - after[t] for t in after if t in before and before[t] - after[t]}
+    return Dropped(tables, columns, target, not (set(after) - {"alembic_version"}))
 
 
-def at_risk(engine: Engine, dropped: set[str] | None = None) -> tuple[dict[str, int], bool]:
-    """(rows a downgrade would drop, those of `dropped` or of every table when None, by
-    what they are; whether the database holds audit events at all, which DESIGN makes the
-    refusal's condition)."""
+def _schema(engine: Engine) -> dict[str, set[str]]:
+    with engine.connect() as conn:
+        found = inspect(conn)
+        return {t: {c["name"] for c in found.get_columns(t)} for t in found.get_table_names()}
+
+
+def at_risk(engine: Engine, dropped: Dropped | None = None) -> tuple[dict[str, int], bool]:
+    """(rows a downgrade would drop or strip, by what they are: every counted table when
+    `dropped` is None or drops everything, else each dropped table's rows and each table
+    whose columns are dropped, `trial rows (column audit_seq)`; whether the database holds
+    audit events at all, which DESIGN makes the refusal's condition)."""
     out: dict[str, int] = {}
     named = {table: what for table, what, _ in COUNTED}
     order = list(named)
@@ -58,14 +87,20 @@ def at_risk(engine: Engine, dropped: set[str] | None = None) -> tuple[dict[str, 
         chained = "audit_event" in present and bool(
             conn.execute(text("SELECT count(*) FROM audit_event")).scalar()
         )
-        tables = present if dropped is None else present & dropped
-        for table in sorted(tables, key=lambda t: (order.index(t) if t in named else 99, t)):
-            if table == "alembic_version" or (dropped is None and table not in named):
-                continue
-            n = int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar() or 0)
-            if n:
-                out[named.get(table, f"{table} rows")] = n
-    # What people count (audit events, trials, ...) when any of it goes; the other tables'
-    # rows only when nothing counted does (a downgrade that drops just the signed acts).
-    counted = {what: n for what, n in out.items() if not what.endswith(" rows")}
-    return counted or out, chained
+
+        def rows(table: str) -> int:
+            return int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar() or 0)
+
+        if dropped is None or dropped.everything:
+            # Down to base: what people count, of every table.
+            for table in order:
+                if table in present and rows(table):
+                    out[named[table]] = rows(table)
+            return out, chained
+        for table in sorted(present & dropped.tables, key=lambda t: (t not in named, t)):
+            if rows(table):
+                out[named.get(table, f"{table} rows")] = rows(table)
+        for table, columns in sorted(dropped.columns.items()):
+            if table in present and rows(table):
+                out[f"{table} rows (losing {', '.join(sorted(columns))})"] = rows(table)
+    return out, chained

@@ -281,7 +281,7 @@ def test_a_one_step_downgrade_names_what_it_drops_and_that_upgrade_refuses_after
     assert refused.code == 5, refused.stdout + refused.stderr
     plural = "estimate" if estimates == 1 else "estimates"
     assert f"would be lost: {estimates} {plural}\n" in refused.stderr, refused.stderr
-    assert "`evalops db upgrade` would refuse the registry from then on" in refused.stderr
+    assert "`verify` would fail from then on" in refused.stderr
     forced = cli("--json", "db", "downgrade", "--force-destroy-data", "-1", cwd=demo)
     assert forced.code == 0, forced.stdout + forced.stderr
     assert forced.json()["destroyed"] == {"estimates": estimates}
@@ -291,6 +291,28 @@ def test_a_one_step_downgrade_names_what_it_drops_and_that_upgrade_refuses_after
     again = cli("db", "upgrade", cwd=demo)
     assert again.code == 6
     assert "dropped by a forced `db downgrade`" in again.stderr, again.stderr
+
+
+def test_a_downgrade_dropping_empty_tables_is_refused_and_upgrade_brings_it_back(
+    synced: Path, cli: Cli
+) -> None:
+    """A registry holding audit events but no estimate: one step down drops the empty
+    estimate table. Refused all the same (the chain is there), saying `db upgrade` brings it
+    back, which it does, verified; and a downgrade to the revision it is at changes nothing."""
+    import sqlite3
+
+    with sqlite3.connect(synced / DB) as con:
+        assert con.execute("SELECT count(*) FROM estimate").fetchone() == (0,)
+        (head,) = con.execute("SELECT version_num FROM alembic_version").fetchone()
+    same = cli("db", "downgrade", head, cwd=synced)
+    assert same.code == 0 and f"at {head}" in same.stdout, same.stdout + same.stderr
+    refused = cli("db", "downgrade", "-1", cwd=synced)
+    assert refused.code == 5, refused.stdout + refused.stderr
+    assert "would be lost: no recorded row" in refused.stderr
+    assert "`evalops db upgrade` brings it back as it was" in refused.stderr
+    assert cli("db", "downgrade", "-1", "--force-destroy-data", cwd=synced).code == 0
+    assert cli("db", "upgrade", cwd=synced).code == 0
+    assert cli("verify", cwd=synced).code == 0
 
 
 def test_downgrade_of_the_populated_demo_is_refused_on_sqlite(demo: Path, cli: Cli) -> None:

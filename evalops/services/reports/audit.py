@@ -640,17 +640,15 @@ def _deciding_evaluator(
 def _failed_deterministically(defs: Definitions, trial: Trial, record: Mapping[str, Any]) -> bool:
     """Did the trial fail a check no grader makes: its trajectory expectation unmatched, or
     a fixture miss under `onMiss: fail` (the classifier's own task_fail causes)?"""
+    # As the classifier reads them: any stored trajectory block that did not match fails the
+    # trial, whatever the contract's expected kind (a rubric task may carry one too).
+    trajectory = json.loads(trial.trajectory) if trial.trajectory else {}
+    if trajectory.get("matched") is False:
+        return True
     spec = defs.task(trial.task_id, trial.task_digest)
     if spec is None:
         return False
-    expected = spec.contract.expected
-    trajectory = json.loads(trial.trajectory) if trial.trajectory else {}
-    if (
-        expected is not None
-        and expected.kind == "trajectory"
-        and not trajectory.get("matched", True)
-    ):
-        return True
+    # A fixture miss fails closed unless the task says `onMiss: live` (the default fails).
     on_miss = spec.fixtures.onMiss if spec.fixtures else None
     return int(record.get("fixture_misses") or 0) > 0 and on_miss != "live"
 

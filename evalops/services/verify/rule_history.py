@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalops.errors import VerificationError
+from evalops.errors import InputError, VerificationError
 from evalops.registry.history import is_ancestor, known_commits, normal_path, repository_top
 from evalops.store.reader import Reader
 
@@ -137,7 +137,11 @@ def _rule_changes(reader: Reader, before: _Run, after: _Run) -> list[str]:
 def check_rule_history(reader: Reader, root: Path) -> RuleHistory:
     """Re-check every recorded sync (see the module); VerificationError on the first that
     `sync` would have refused."""
-    top = repository_top(root) if root.is_dir() else None
+    try:
+        top = repository_top(root) if root.is_dir() else None
+    except InputError as refused:
+        # Git will not read it (another user's checkout): the chain was still verified.
+        return RuleHistory(skipped=f"syncs not re-checked: {refused.message}")
     if top is None:
         return RuleHistory(skipped=f"{root} is not in a git repository: syncs not re-checked")
     report = RuleHistory()
