@@ -1075,3 +1075,17 @@ def test_the_audit_report_groups_its_pins_promotions_by_who_signed_them(repo: Re
     ]
     got = {(a["subject"], tuple(s["principal"] for s in a["signers"])) for a in acts}
     assert got == {(f"{len(before)} pins", ()), (PROMOTABLE, ("alice",))}, acts
+
+
+def test_verify_of_a_repository_git_refuses_still_verifies_the_chain(
+    plain: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another user's checkout (container CI): git will not read it, so the syncs cannot
+    be re-checked against its history; the chain still is, and `verify` says why it skipped
+    the rest, in git's words (it exited 2 after verifying the chain)."""
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")  # git's own test knob
+    done = plain.run("verify")
+    assert done.code == 0, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert "syncs not re-checked: git refuses to read this repository" in said, said
+    assert "safe.directory" in said
