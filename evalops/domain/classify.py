@@ -44,6 +44,10 @@ class Classification:
     scored: bool = True
     """Whether the score has a source (a grader's score, the trajectory, a fail-closed
     fixture miss); False: it is the 1-or-0 stand-in for the class, which people see as `-`."""
+    deciders: tuple[tuple[str, str | None], ...] = ()
+    """(class, who) for each reason, in `reasons`' order: a grader's type (`deterministic`,
+    `model`) or `human` (a review) when a verdict gave it, None for a check no grader
+    makes (an effect, the runtime, the trajectory, a fixture miss, missing evidence)."""
 
     @property
     def passed(self) -> bool:
@@ -64,9 +68,12 @@ class _Candidates:
     found: dict[str, list[str]] = field(default_factory=dict)
     labels: list[str] = field(default_factory=list)
     review: list[tuple[str, str]] = field(default_factory=list)
+    by: dict[str, list[str | None]] = field(default_factory=dict)
 
-    def add(self, cls: str, why: str) -> None:
+    def add(self, cls: str, why: str, by: str | None = None) -> None:
+        """A reason for `cls`; `by` the type of the grader whose verdict it is, if any."""
         self.found.setdefault(cls, []).append(why)
+        self.by.setdefault(cls, []).append(by)
 
     def label(self, text: str) -> None:
         if text not in self.labels:
@@ -247,7 +254,8 @@ def _graders(
             cls = _verdict_class(grader, result.state)
             if cls is not None:
                 who = grader.id if source == grader.id else f"{source} ({grader.id})"
-                c.add(cls, f"{who} said {result.state}")
+                by = "human" if source != grader.id else grader.type
+                c.add(cls, f"{who} said {result.state}", by)
     return used
 
 
@@ -346,8 +354,16 @@ def classify(
     labels += [label for label in record.secondary_labels if label not in labels]
     score, gating, scored = _score(record, task, graders, used, primary, trajectory, failed_closed)
     reasons = tuple(f"{cls}: {why}" for cls in ordered for why in c.found[cls])
+    deciders = tuple((cls, by) for cls in ordered for by in c.by[cls])
     return Classification(
-        primary, tuple(labels), score, gating, reasons, tuple(c.review), scored=scored
+        primary,
+        tuple(labels),
+        score,
+        gating,
+        reasons,
+        tuple(c.review),
+        scored=scored,
+        deciders=deciders,
     )
 
 

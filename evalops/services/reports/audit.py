@@ -611,46 +611,33 @@ def _explanation(current: Classification | None, stored_class: str) -> str:
 
 
 def _deciding_evaluator(
-    defs: Definitions, trial: Trial, record: Mapping[str, Any], stored_class: str
+    defs: Definitions,
+    trial: Trial,
+    record: Mapping[str, Any],
+    stored_class: str,
+    current: Classification | None,
 ) -> str | None:
-    """The RFC 0244 evaluatorType of the grader whose verdict gave the trial its class (the
-    first such grader of the set), or None when no grader's verdict is the class (a pass, a
-    runtime or effect class: the score grader's type stands)."""
+    """The RFC 0244 evaluatorType of what gave the trial its class, or None when no grader's
+    verdict is among it (a pass, a runtime or effect class: the score grader's type stands).
+    `llm_judge` only when model judges alone gave it: a deterministic grader or a check no
+    grader makes (the trajectory, a fail-closed fixture miss) beside the judge reads
+    `deterministic`, as the classifier's own `deciders` say."""
+    if current is not None and current.primary == stored_class:
+        kinds = [by for cls, by in current.deciders if cls == stored_class]
+        if stored_class == "task_pass" or all(by is None for by in kinds):
+            return None
+        if any(by in (None, "deterministic") for by in kinds):
+            return "deterministic"
+        return EVALUATOR_TYPES.get(next(by for by in kinds if by is not None))
+    # Evidence recorded since changed the class: the stored verdicts that gave it.
     found = defs.grader_set(trial.grader_set_digest)
     if found is None:
         return None
     verdicts = {r.get("grader_id"): r.get("state") for r in record.get("grader_results", [])}
-    types = [
-        EVALUATOR_TYPES.get(grader.type)
-        for grader in found[0].graders
-        if verdicts.get(grader.id) == stored_class != "task_pass"
-    ]
-    if not types:
-        return None
-    # A model judge's verdict is the reason only when nothing deterministic failed the trial
-    # too (another grader, the trajectory expectation, a fail-closed fixture miss): a
-    # dashboard discounting judge-only failures must not discount this one.
-    if "deterministic" in types or (
-        stored_class == "task_fail" and _failed_deterministically(defs, trial, record)
-    ):
-        return "deterministic"
-    return types[0]
-
-
-def _failed_deterministically(defs: Definitions, trial: Trial, record: Mapping[str, Any]) -> bool:
-    """Did the trial fail a check no grader makes: its trajectory expectation unmatched, or
-    a fixture miss under `onMiss: fail` (the classifier's own task_fail causes)?"""
-    # As the classifier reads them: any stored trajectory block that did not match fails the
-    # trial, whatever the contract's expected kind (a rubric task may carry one too).
-    trajectory = json.loads(trial.trajectory) if trial.trajectory else {}
-    if trajectory.get("matched") is False:
-        return True
-    spec = defs.task(trial.task_id, trial.task_digest)
-    if spec is None:
-        return False
-    # A fixture miss fails closed unless the task says `onMiss: live` (the default fails).
-    on_miss = spec.fixtures.onMiss if spec.fixtures else None
-    return int(record.get("fixture_misses") or 0) > 0 and on_miss != "live"
+    for grader in found[0].graders:
+        if verdicts.get(grader.id) == stored_class != "task_pass":
+            return EVALUATOR_TYPES.get(grader.type)
+    return None
 
 
 class TrialFacts(Protocol):
@@ -766,7 +753,9 @@ class _StoredTrials:
                 "runtime_status": (record.get("runtime") or {}).get("status"),
                 "explanation": _explanation(current, classes[trial_id]),
                 "scored": current.scored if current else True,
-                "evaluator_type": _deciding_evaluator(defs, trial, record, classes[trial_id]),
+                "evaluator_type": _deciding_evaluator(
+                    defs, trial, record, classes[trial_id], current
+                ),
                 "reconciliations": [
                     {
                         "effect_key": r.effect_key,
