@@ -262,6 +262,13 @@ def signatures_needed(authority: AuthorityFacts, counted: str) -> int:
     return int(thresholds.get(counted, DEFAULT_THRESHOLDS.get(counted, 1)))
 
 
+def who_may_sign(authority: AuthorityFacts, kind: str, scope: Scope) -> list[str]:
+    """The principals whose role covers an act `kind` in `scope`, in declaration order."""
+    return [
+        p.id for p in authority.principals if role_refusal(authority, p.id, kind, scope) is None
+    ]
+
+
 def role_refusal(authority: AuthorityFacts, principal: str, kind: str, scope: Scope) -> str | None:
     role = ACT_ROLES[kind]
     grants = [g for g in authority.roles.get(role, []) if g.principal == principal]

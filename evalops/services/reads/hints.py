@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from evalops.domain.authority import Scope, role_refusal
+from evalops.domain.authority import Scope, who_may_sign
 from evalops.domain.next_steps import Hints, review_trials
 from evalops.services.reads.authority import authority_at
 from evalops.store.reader import Reader
@@ -74,10 +74,6 @@ def next_step_hints(reader: Reader, decision: Mapping[str, Any]) -> Hints:
         return Hints(review_graders=graders)
     authority = found[0]
     suite = str(decision["suite"])
-    principals = [p.id for p in authority.principals]
-
-    def holders(kind: str, scope: Scope) -> list[str]:
-        return [p for p in principals if role_refusal(authority, p, kind, scope) is None]
 
     held = [t for t in decision["tasks"] if t["effect"] == "hold"]
     no_waiver, no_review = _barred(reader, getattr(authority, "separation_of_duties", ()), decision)
@@ -86,7 +82,9 @@ def next_step_hints(reader: Reader, decision: Mapping[str, Any]) -> Hints:
         risk_owners={
             str(t["task_id"]): [
                 p
-                for p in holders("waiver.grant", Scope(suite=suite, task=str(t["task_id"])))
+                for p in who_may_sign(
+                    authority, "waiver.grant", Scope(suite=suite, task=str(t["task_id"]))
+                )
                 if p not in no_waiver
             ]
             for t in held
@@ -94,7 +92,7 @@ def next_step_hints(reader: Reader, decision: Mapping[str, Any]) -> Hints:
         reviewers={
             str(t["task_id"]): [
                 p
-                for p in holders("review.resolve", Scope(task=str(t["task_id"])))
+                for p in who_may_sign(authority, "review.resolve", Scope(task=str(t["task_id"])))
                 if p not in no_review.get(str(t["task_id"]), set())
             ]
             for t in held

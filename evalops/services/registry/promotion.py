@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from evalops.domain import audit_kinds
-from evalops.domain.authority import Scope, role_refusal, signatures_needed
+from evalops.domain.authority import Scope, signatures_needed, who_may_sign
 from evalops.domain.canonical import canonical_text
 from evalops.domain.classify import Classification
 from evalops.domain.free_text import has_visible_text
@@ -317,9 +317,9 @@ def _who_may_sign(
     if found is None:
         return None
     authority = found[0]
-    scope = Scope(suite=suite_id, task=task_id)
-    who = [p.id for p in authority.principals if role_refusal(authority, p.id, kind, scope) is None]
-    return who, signatures_needed(authority, kind)
+    return who_may_sign(authority, kind, Scope(suite=suite_id, task=task_id)), signatures_needed(
+        authority, kind
+    )
 
 
 def signers_wanted(may: tuple[list[str], int]) -> str:
@@ -340,7 +340,7 @@ def _promote_incident(
     named: _Subject, task_id: str, suite_id: str, session: Session, actor: str, now: datetime
 ) -> bool:
     """Move the incident `promote` was asked about to promoted (once): whether it moved."""
-    if named.incident is None or not _incident_would_move(named):
+    if named.incident is None or not _incident_would_move(named):  # None: for the type
         return False
     incident_service.move(
         session,
