@@ -122,12 +122,8 @@ def resolve(session: Session, loaded: LoadedMap) -> Resolved:
     executions = _resolved_executions(session, loaded, errors)
     tasks = _resolved_tasks(session, loaded, errors)
     if errors:
-        raise InputErrors.of(errors)
+        raise InputErrors.of(errors)  # an error of several problems contributes each
     return Resolved(loaded, tasks, executions)
-
-
-def _noted(errors: list[InputError], error: InputError) -> None:
-    errors.extend(getattr(error, "errors", ()) or (error,))
 
 
 def _resolved_executions(
@@ -146,7 +142,7 @@ def _resolved_executions(
                 session, loaded, rows, execution_id, *where
             )
         except InputError as error:
-            _noted(errors, error)
+            errors.append(error)
     return executions
 
 
@@ -204,11 +200,11 @@ def _check_task_map(
     try:
         _check_scorers(loaded, key, target, graders)
     except InputError as error:
-        _noted(errors, error)
+        errors.append(error)
     try:
         _check_row_verdict(loaded, target, graders)
     except InputError as error:
-        _noted(errors, error)
+        errors.append(error)
 
 
 def _task_rows(session: Session, task_ids: list[str]) -> dict[str, TaskRevision]:
