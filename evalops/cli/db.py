@@ -123,13 +123,13 @@ def _ignore_dot_evalops() -> bool | str:
     was created there: the `git init && git add -A` that `sync` needs next must not commit
     it. Nothing is written when `.evalops/` is not here (a database named by --db). A
     repository git refuses to read (another user's) gives git's refusal, as a warning."""
-    from evalops.registry.history import repository_top
+    from evalops.registry.history import RepositoryRefused, repository_top
 
     try:
         top = repository_top(Path.cwd())
-    except InputError as refused:
-        if "dubious ownership" in refused.message:
-            return refused.message  # git's own refusal, said as the warning
+    except RepositoryRefused as refused:
+        return refused.message  # git's own refusal, said as the warning
+    except InputError:
         top = None  # no git on this machine: as outside a work tree
     if top is None:
         if (Path.cwd() / ".evalops").is_dir():

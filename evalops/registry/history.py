@@ -16,6 +16,10 @@ from pathlib import Path
 from evalops.errors import InputError
 
 
+class RepositoryRefused(InputError):
+    """Git will not read the repository (another user's: "dubious ownership")."""
+
+
 @dataclass(frozen=True)
 class HistoryCommit:
     sha: str
@@ -120,7 +124,7 @@ def repository_top(path: Path) -> Path | None:
                 (line.strip() for line in said.splitlines() if "safe.directory" in line),
                 "git config --global --add safe.directory DIR",
             )
-            raise InputError(
+            raise RepositoryRefused(
                 f"git refuses to read this repository (dubious ownership: it belongs to "
                 f"another user); if you trust it: {hint}",
                 str(where),

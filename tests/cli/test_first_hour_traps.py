@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import Cli
 
 TASK = "support-refund-in-order"
@@ -224,3 +226,19 @@ def test_the_tracking_line_is_printed_by_the_sync_that_records_the_branch(
     assert f"tracking {branch} at registry/" in written.stdout, written.stdout
     again = cli("sync", "registry", cwd=tmp_path)
     assert again.code == 0 and "tracking" not in again.stdout, again.stdout
+
+
+def test_init_in_a_repository_git_refuses_warns_in_git_s_words(
+    tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another user's checkout: init warned "not in a git work tree", sending people to
+    `git init`; it says git's refusal and its safe.directory fix."""
+    import subprocess
+
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    monkeypatch.setenv("GIT_TEST_ASSUME_DIFFERENT_OWNER", "1")  # git's own test knob
+    done = cli("--json", "init", cwd=tmp_path)
+    assert done.code == 0, done.stdout + done.stderr
+    (warning,) = done.json()["warnings"]
+    assert warning.startswith("git refuses to read this repository (dubious ownership")
+    assert "safe.directory" in warning and "git work tree" not in warning

@@ -17,8 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalops.errors import InputError, VerificationError
-from evalops.registry.history import is_ancestor, known_commits, normal_path, repository_top
+from evalops.errors import VerificationError
+from evalops.registry.history import (
+    RepositoryRefused,
+    is_ancestor,
+    known_commits,
+    normal_path,
+    repository_top,
+)
 from evalops.store.reader import Reader
 
 if TYPE_CHECKING:
@@ -139,7 +145,7 @@ def check_rule_history(reader: Reader, root: Path) -> RuleHistory:
     `sync` would have refused."""
     try:
         top = repository_top(root) if root.is_dir() else None
-    except InputError as refused:
+    except RepositoryRefused as refused:
         # Git will not read it (another user's checkout): the chain was still verified.
         return RuleHistory(skipped=f"syncs not re-checked: {refused.message}")
     if top is None:
