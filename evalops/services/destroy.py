@@ -74,33 +74,27 @@ def _schema(engine: Engine) -> dict[str, set[str]]:
         return {t: {c["name"] for c in found.get_columns(t)} for t in found.get_table_names()}
 
 
-def at_risk(engine: Engine, dropped: Dropped | None = None) -> tuple[dict[str, int], bool]:
-    """(rows a downgrade would drop or strip, by what they are: every counted table when
-    `dropped` is None or drops everything, else each dropped table's rows and each table
-    whose columns are dropped, `trial rows (column audit_seq)`; whether the database holds
-    audit events at all, which DESIGN makes the refusal's condition)."""
+def at_risk(engine: Engine, dropped: Dropped) -> tuple[dict[str, int], bool]:
+    """(rows a downgrade would drop or strip, by what they are: down to base, every counted
+    table's; else each dropped table's rows and those of each table that loses columns,
+    `trial rows (losing audit_seq)`; whether the database holds audit events at all, the
+    condition of the refusal)."""
     out: dict[str, int] = {}
     named = {table: what for table, what, _ in COUNTED}
-    order = list(named)
     with engine.connect() as conn:
         present = set(inspect(conn).get_table_names())
-        chained = "audit_event" in present and bool(
-            conn.execute(text("SELECT count(*) FROM audit_event")).scalar()
-        )
-
-        def rows(table: str) -> int:
-            return int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar() or 0)
-
-        if dropped is None or dropped.everything:
-            # Down to base: what people count, of every table.
-            for table in order:
-                if table in present and rows(table):
-                    out[named[table]] = rows(table)
-            return out, chained
-        for table in sorted(present & dropped.tables, key=lambda t: (t not in named, t)):
-            if rows(table):
-                out[named.get(table, f"{table} rows")] = rows(table)
-        for table, columns in sorted(dropped.columns.items()):
-            if table in present and rows(table):
-                out[f"{table} rows (losing {', '.join(sorted(columns))})"] = rows(table)
+        counts = {
+            table: int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar() or 0)
+            for table in present - {"alembic_version"}
+        }
+    chained = bool(counts.get("audit_event"))
+    if dropped.everything:
+        # Down to base: what people count, of every table.
+        return {named[t]: counts[t] for t in named if counts.get(t)}, chained
+    for table in sorted(present & dropped.tables, key=lambda t: (t not in named, t)):
+        if counts.get(table):
+            out[named.get(table, f"{table} rows")] = counts[table]
+    for table, columns in sorted(dropped.columns.items()):
+        if counts.get(table):
+            out[f"{table} rows (losing {', '.join(sorted(columns))})"] = counts[table]
     return out, chained
