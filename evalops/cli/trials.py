@@ -423,7 +423,7 @@ def void(
         data = void_trials(engine, request, actor=state.who(), now=now())
     emit(ctx, data, lambda: _print_void(data))
     if data["dry_run"] and data.get("refusal"):
-        # A dry run exits as the void would (as `retire --dry-run` does); nothing is audited.
+        # Refused by the void's own rules: exit 5, as `retire --dry-run`; nothing is audited.
         raise typer.Exit(EXIT_REFUSED)
 
 
