@@ -168,3 +168,40 @@ def test_the_evalops_entry_point_marks_its_process_as_the_command_s() -> None:
             "print('ok')",
         ]
     )
+
+
+def test_the_entry_point_leaves_what_is_alive_frozen_for_the_interpreter_s_exit() -> None:
+    # The interpreter's last collection at exit would walk every module's objects to free
+    # what the process's end frees anyway: `run` freezes them first, and keeps the exit
+    # code of the command (3 here: not 0 or 1).
+    _in_a_fresh_interpreter(
+        [
+            "import gc",
+            "from evalops.cli import main",
+            "main.main = lambda argv=None: 3",
+            "assert gc.get_freeze_count() == 0",
+            "try:",
+            "    main.run()",
+            "except SystemExit as done:",
+            "    assert done.code == 3, done.code",
+            "assert gc.get_freeze_count() > 10_000, gc.get_freeze_count()",
+            "print('ok')",
+        ]
+    )
+
+
+def test_a_command_run_by_the_entry_point_still_writes_everything_and_its_exit_code(
+    tmp_path: Path,
+) -> None:
+    # A real command through `evalops`: its output reaches the pipe whole and its exit
+    # code is the command's, with nothing left to the skipped collection.
+    done = subprocess.run(
+        [sys.executable, "-c", "from evalops.cli.main import run; run()", "--version"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("evalops ")
+    assert done.stderr == ""
