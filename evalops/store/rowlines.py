@@ -84,10 +84,11 @@ _encode_string = encode_basestring
 def line_of(cells: Sequence[Any]) -> bytes:
     """One row's canonical content (RFC 8785 of the list of its cells), newline-ended.
 
-    Cells that are all strings, None or safe integers (most rows) are written here as the
-    C encoder writes them (each string by its own writer, an int by `int.__repr__`); any
-    other cell takes `encode_trusted` or the reference. tests/services/test_fast_paths.py
-    holds every path to `rfc8785`."""
+    Cells that are all strings, None, safe integers or floats of plain magnitude (most rows:
+    a trial's scores too) are written here as the C encoder writes them (each string by its
+    own writer, an int by `int.__repr__`, a float by `float.__repr__`, an integral one as
+    the int it is); any other cell takes `encode_trusted` or the reference.
+    tests/services/test_fast_paths.py holds every path to `rfc8785`."""
     parts = []
     for value in cells:
         kind = type(value)
@@ -97,6 +98,10 @@ def line_of(cells: Sequence[Any]) -> bytes:
             parts.append("null")
         elif kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             parts.append(int.__repr__(value))
+        elif kind is float and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
+            parts.append(int.__repr__(int(value)))  # 1.0 and -0.0: RFC 8785 writes 1 and 0
+        elif kind is float and 1e-4 <= abs(value) < 1e16:
+            parts.append(float.__repr__(value))  # what the C encoder writes, RFC 8785's form
         else:
             return _line_of_any(cells)
     try:
