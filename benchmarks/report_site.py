@@ -37,6 +37,14 @@ SUITE = "regression/bench"
 _ORIGINAL = re.compile(r'"(t-\d{5}-\d)"')
 
 
+def _execution(n: int) -> tuple[str, str]:
+    """The execution profile id and digest of copy `n`: each build its own, as in a real
+    registry. A decision of evaluator 4 stores per-task summaries, and its page lists the
+    trials again from the rows of its execution digest: copies sharing the first build's
+    digest would each list every copy's trials (1,000 decisions x 100,000 trials)."""
+    return f"bench-b1-d{n}", f"sha256:{n:064x}"
+
+
 def _copy_trials(con: sqlite3.Connection, decisions: int) -> None:
     columns = [r[1] for r in con.execute("PRAGMA table_info(trial)")]
     # From a copy of the originals: selecting them from the growing table would scan it
@@ -50,10 +58,36 @@ def _copy_trials(con: sqlite3.Connection, decisions: int) -> None:
             if c == "id"
             else f"'run-d{n}'"
             if c == "run_id"
+            else f"'{_execution(n)[1]}'"
+            if c == "execution_digest"
             else c
             for c in columns
         )
         con.execute(f"INSERT INTO trial ({', '.join(columns)}) SELECT {picked} FROM original_trial")
+
+
+def _copy_profiles(con: sqlite3.Connection, decisions: int) -> None:
+    """Build n's execution profile: the first build's row under its own id and digest."""
+    columns = [r[1] for r in con.execute("PRAGMA table_info(execution_profile)")]
+    original = con.execute(
+        f"SELECT {', '.join(columns)} FROM execution_profile WHERE system_build = 'build-1'"
+    ).fetchone()
+    rows = []
+    for n in range(1, decisions):
+        execution_id, digest = _execution(n)
+        row = dict(zip(columns, original, strict=True))
+        row.update(
+            id=None,
+            execution_id=execution_id,
+            system_build=f"build-{n + 1}",
+            execution_digest=digest,
+        )
+        rows.append(tuple(row[c] for c in columns))
+    con.executemany(
+        f"INSERT INTO execution_profile ({', '.join(columns)}) "
+        f"VALUES ({', '.join('?' for _ in columns)})",
+        rows,
+    )
 
 
 def _copy_decisions(con: sqlite3.Connection, decisions: int) -> None:
@@ -61,11 +95,15 @@ def _copy_decisions(con: sqlite3.Connection, decisions: int) -> None:
     original = dict(con.execute("SELECT * FROM gate_decision WHERE number = 1").fetchone())
     con.row_factory = None
     columns = [c for c in original if c != "id"]
+    first_digest = original["execution_digest"]
     rows: list[tuple[Any, ...]] = []
     for n in range(1, decisions):
 
         def renamed(text: str, n: int = n) -> str:
+            execution_id, digest = _execution(n)
             text = _ORIGINAL.sub(lambda m: f'"{m.group(1)}-d{n}"', text)
+            text = text.replace(f'"{first_digest}"', f'"{digest}"')
+            text = text.replace('"bench-b1"', f'"{execution_id}"')
             return text.replace('"build-1"', f'"build-{n + 1}"').replace(
                 '"GATE-1"', f'"GATE-{n + 1}"'
             )
@@ -75,6 +113,7 @@ def _copy_decisions(con: sqlite3.Connection, decisions: int) -> None:
             number=n + 1,
             gate_id=f"GATE-{n + 1}",
             build=f"build-{n + 1}",
+            execution_digest=_execution(n)[1],
             inputs=renamed(original["inputs"]),
             result=renamed(original["result"]),
         )
@@ -107,6 +146,7 @@ def _more_decisions(ws: Path, decisions: int) -> None:
     con = sqlite3.connect(ws / ".evalops" / "registry.db")
     try:
         _copy_trials(con, decisions)
+        _copy_profiles(con, decisions)
         _copy_decisions(con, decisions)
         con.commit()
     finally:
