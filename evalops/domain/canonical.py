@@ -236,13 +236,15 @@ _builtin_left = [_BUILTIN_BYTES]
 def sha256_digest(data: bytes) -> str:
     """`"sha256:"` and the hex SHA-256 of `data`: by OpenSSL once hashlib is loaded (by
     anything) or once this process has hashed `_BUILTIN_BYTES`, else by CPython's own."""
-    hashlib: Any = sys.modules.get("hashlib")
-    if hashlib is None:
+    # Read off the module, not its presence: another thread may be importing hashlib, and
+    # a module is in `sys.modules` before its `sha256` is defined.
+    openssl: Any = getattr(sys.modules.get("hashlib"), "sha256", None)
+    if openssl is None:
         _builtin_left[0] -= len(data)
         if _builtin_left[0] >= 0:
             return DIGEST_PREFIX + _builtin_sha256(data).hexdigest()
-        hashlib = __import__("hashlib")
-    return DIGEST_PREFIX + str(hashlib.sha256(data).hexdigest())
+        openssl = __import__("hashlib").sha256  # the import lock waits for a whole module
+    return DIGEST_PREFIX + str(openssl(data).hexdigest())
 
 
 def digest(value: Any) -> str:

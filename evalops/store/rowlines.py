@@ -101,7 +101,9 @@ def line_of(cells: Sequence[Any]) -> bytes:
         elif kind is float and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
             parts.append(int.__repr__(int(value)))  # 1.0 and -0.0: RFC 8785 writes 1 and 0
         elif kind is float and 1e-4 <= abs(value) < 1e16:
-            parts.append(float.__repr__(value))  # what the C encoder writes, RFC 8785's form
+            # What the encoder path writes: RFC 8785's form, but for an integral float past
+            # 2^53 (`9007199254740992.0`), as every stored digest was computed.
+            parts.append(float.__repr__(value))
         else:
             return _line_of_any(cells)
     try:
