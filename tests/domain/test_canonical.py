@@ -416,16 +416,30 @@ def test_plain_floats_takes_the_largest_safe_integer_and_nothing_above() -> None
     assert [type(v) for v in unsafe] == [float, float]
 
 
+def _in_a_fresh_interpreter(lines: list[str]) -> None:
+    """Run `lines` in a fresh interpreter, where nothing has loaded hashlib yet: they print
+    "ok" at the end, or an assertion fails."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    done = subprocess.run(
+        [sys.executable, "-c", "\n".join(lines)],
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
 def test_digests_are_sha256_by_cpython_s_own_then_by_openssl_past_a_megabyte() -> None:
     """`sha256_digest` hashes with CPython's SHA-256 while a process has hashed little (a
     `validate` need not load OpenSSL), then with OpenSSL's, 2 to 6 times faster for what an
     ingest or a gate decision hashes: the same digests either way, each checked here
     against hashlib in a fresh interpreter, where nothing has loaded hashlib yet."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = "\n".join(
+    _in_a_fresh_interpreter(
         [
             "import sys",
             "from evalops.domain.canonical import sha256_digest",
@@ -443,56 +457,34 @@ def test_digests_are_sha256_by_cpython_s_own_then_by_openssl_past_a_megabyte() -
             "print('ok')",
         ]
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=Path(__file__).resolve().parents[2],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "ok"
 
 
 def test_a_digest_made_while_another_thread_imports_hashlib_is_made() -> None:
     """A module is in `sys.modules` before its import ends: a thread hashing while another
     imports hashlib must not take the half-made module for OpenSSL's SHA-256 (a library
-    caller may hash on several threads). Each digest is checked against hashlib after."""
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    script = "\n".join(
-        [
-            "import sys, threading",
-            "from evalops.domain.canonical import sha256_digest",
-            "assert 'hashlib' not in sys.modules",
-            "made, errors, stop = [], [], []",
-            "def hasher():",
-            "    while not stop:",
-            "        try:",
-            "            made.append(sha256_digest(b'x'))",
-            "        except Exception as exc:",
-            "            errors.append(repr(exc))",
-            "            return",
-            "thread = threading.Thread(target=hasher)",
-            "thread.start()",
-            "sys.setswitchinterval(1e-6)",
-            "import hashlib",
-            "stop.append(True)",
-            "thread.join()",
-            "assert not errors, errors[:1]",
-            "assert made and set(made) == {'sha256:' + hashlib.sha256(b'x').hexdigest()}",
-            "print('ok')",
-        ]
-    )
+    caller may hash on several threads). Each digest is checked against hashlib after; the
+    race is run three times."""
+    script = [
+        "import sys, threading",
+        "from evalops.domain.canonical import sha256_digest",
+        "assert 'hashlib' not in sys.modules",
+        "made, errors, stop = [], [], []",
+        "def hasher():",
+        "    while not stop:",
+        "        try:",
+        "            made.append(sha256_digest(b'x'))",
+        "        except Exception as exc:",
+        "            errors.append(repr(exc))",
+        "            return",
+        "thread = threading.Thread(target=hasher)",
+        "thread.start()",
+        "sys.setswitchinterval(1e-6)",
+        "import hashlib",
+        "stop.append(True)",
+        "thread.join()",
+        "assert not errors, errors[:1]",
+        "assert made and set(made) == {'sha256:' + hashlib.sha256(b'x').hexdigest()}",
+        "print('ok')",
+    ]
     for _ in range(3):
-        done = subprocess.run(
-            [sys.executable, "-c", script],
-            cwd=Path(__file__).resolve().parents[2],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr
-        assert done.stdout.strip() == "ok"
+        _in_a_fresh_interpreter(script)
