@@ -98,12 +98,15 @@ def line_of(cells: Sequence[Any]) -> bytes:
             parts.append("null")
         elif kind is int and -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
             parts.append(int.__repr__(value))
-        elif kind is float and value.is_integer() and abs(value) <= MAX_SAFE_INTEGER:
-            parts.append(int.__repr__(int(value)))  # 1.0 and -0.0: RFC 8785 writes 1 and 0
-        elif kind is float and 1e-4 <= abs(value) < 1e16:
-            # What the encoder path writes: RFC 8785's form, but for an integral float past
-            # 2^53 (`9007199254740992.0`), as every stored digest was computed.
-            parts.append(float.__repr__(value))
+        elif kind is float:
+            # `_fast`'s rule, written as the encoder path writes it: 1.0 and -0.0 as 1 and 0,
+            # else `float.__repr__` (RFC 8785's form, but for an integral float past 2^53,
+            # `9007199254740992.0`, as every stored digest was computed).
+            try:
+                plain = _fast(value)
+            except _Slow:
+                return _line_of_any(cells)
+            parts.append(int.__repr__(plain) if type(plain) is int else float.__repr__(plain))
         else:
             return _line_of_any(cells)
     try:
