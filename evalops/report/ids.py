@@ -9,6 +9,7 @@ turns every other break inside `.id` off (templates/report.css).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from markupsafe import Markup, escape
@@ -27,6 +28,12 @@ def ident(value: Any, kind: str = "id") -> Markup:
     there. A digest (`sha256:` + hex) may also wrap every 16 hex digits. `kind` "id nowrap":
     a short value that never wraps."""
     text = visible(value if value is not None else "")
+    # Remembered for plain text only: a `Markup` equals, and hashes as, the plain text it
+    # spells, but is not escaped again.
+    return _remembered(text, kind) if type(text) is str else _ident(text, kind)
+
+
+def _ident(text: str, kind: str) -> Markup:
     if "nowrap" in kind.split():
         # A short value (a short digest, a class name) never wraps at all.
         return Markup(f'<span class="{escape(kind)}">{escape(text)}</span>')
@@ -44,6 +51,10 @@ def ident(value: Any, kind: str = "id") -> Markup:
     if body.endswith("<wbr>"):
         body = body[: -len("<wbr>")]
     return Markup(f'<span class="{escape(kind)}">{body}</span>')
+
+
+# A site's pages name the same tasks, builds and digests again and again.
+_remembered = lru_cache(maxsize=8192)(_ident)
 
 
 def _is_hex(text: str) -> bool:

@@ -32,6 +32,22 @@ def test_a_short_value_never_wraps_and_everything_is_escaped() -> None:
     assert "&lt;b&gt;" in str(prose("config sha256:" + "a" * 64 + " <b>"))
 
 
+def test_an_id_already_markup_and_the_same_text_plain_are_each_shown_as_before() -> None:
+    """Ids are remembered across pages; a `Markup` equals and hashes as the plain text it
+    spells, so neither may be answered with the other's HTML, in either order."""
+    from markupsafe import Markup
+
+    text = "a<b&c/d"
+    plain = '<span class="id nowrap">a&lt;b&amp;c/d</span>'
+    marked = '<span class="id nowrap">a<b&c/d</span>'
+    for first, second in ((text, Markup(text)), (Markup(text), text)):
+        for value in (first, second, first):
+            want = marked if isinstance(value, Markup) else plain
+            assert str(ident(value, "id nowrap")) == want
+    assert str(ident(text)) == '<span class="id">a&lt;b&amp;c/<wbr>d</span>'
+    assert str(ident(text)) == str(ident(text))
+
+
 def test_markdown_leaves_plain_punctuation_as_written() -> None:
     text = "with 4 paired tasks McNemar's smallest p-value is 0.125 > alpha 0.05 (a+b=c)."
     assert md(text) == text

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -504,3 +505,48 @@ def test_a_task_that_failed_a_hard_constraint_is_never_called_flaky(
     for task_id in hard:
         assert task_id not in flaky, f"{task_id} failed a hard constraint: not flaky"
     assert any(task_id in apart for task_id in hard)
+
+
+def test_a_long_read_keeps_each_task_revision_s_facts_once_whatever_the_build(
+    demo_master: Path,
+) -> None:
+    """The registry site renders every decision in one read; what it keeps per task must
+    not grow with the decisions (every build has its own execution), while each decision's
+    tasks still name their own build's eval case (as its stored trials do)."""
+    from sqlmodel import col, select
+
+    from evalops.domain.vocabulary import parse_timestamp
+    from evalops.services.registry.definitions import share_definitions
+    from evalops.services.reports.audit import stored_document
+    from evalops.store.engine import make_engine, read_session
+    from evalops.store.tables import GateDecision
+
+    db = demo_master / ".evalops" / "registry.db"
+    engine = make_engine(f"sqlite:///{db}")
+    try:
+        with read_session(engine) as session:
+            share_definitions(session)
+            rows = session.exec(select(GateDecision).order_by(col(GateDecision.number))).all()
+            documents = [stored_document(session, r, now=parse_timestamp(PINNED_NOW)) for r in rows]
+            kept = session.info["evalops.report.task_facts"]
+            builds = {r.execution_digest for r in rows}
+    finally:
+        engine.dispose()
+    revisions = {
+        (t["task_id"], t["task_digest"], t["grader_set_digest"])
+        for d in documents
+        for t in d["inputs"]["tasks"]
+    }
+    assert len(builds) >= 2 and len(documents) > len(builds)
+    assert len(kept) == len(revisions)
+    with sqlite3.connect(db) as con:
+        for d in documents:
+            build = d["inputs"]["execution_digest"]
+            for t in d["tasks"]:
+                pinned = (build, t["task_id"], t["task_digest"], t["grader_set_digest"])
+                stored = con.execute(
+                    "SELECT DISTINCT eval_case_digest FROM trial WHERE execution_digest = ? "
+                    "AND task_id = ? AND task_digest = ? AND grader_set_digest = ?",
+                    pinned,
+                ).fetchall()
+                assert stored == [(t["eval_case_digest"],)], (d["gate_id"], t["task_id"])

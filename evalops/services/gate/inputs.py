@@ -9,7 +9,7 @@ the seq it was made and compares them with what was stored.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -272,9 +272,16 @@ class _TrialRow(NamedTuple):
     ingest_batch_id: int
 
 
-def _trial_input(
-    session: Session, defs: Definitions, rederive_: StaleClassifications, row: Any
+def trial_input(
+    session: Session,
+    defs: Definitions,
+    rederive_: StaleClassifications,
+    row: Any,
+    trial: Trial | None = None,
 ) -> TrialInput:
+    """The trial's input of evaluator 3 from its row of `_TRIAL_COLUMNS` (or its `Trial`);
+    its stored record is read (`trial`, when the caller has it) only where ingest did not
+    count its fixture misses or its classification must be re-derived."""
     efficiency, misses = efficiency_counts(row.efficiency)
     out: TrialInput = {
         "trial_id": row.trial_id,
@@ -291,7 +298,7 @@ def _trial_input(
     }
     stale = rederive_.needed(row.trial_id, row.grader_set_digest, row.ingest_batch_id)
     if misses is None or stale:
-        trial = session.get(Trial, row.id)
+        trial = trial if trial is not None else session.get(Trial, row.id)
         assert trial is not None
         if misses is None:
             out["fixture_misses"] = json.loads(trial.record).get("fixture_misses", 0)
@@ -445,7 +452,7 @@ def task_inputs(
             row.task_digest, row.grader_set_digest, m.task_digest, m.grader_set_digest, row.voided
         )
         if key is None:
-            trials[m.task_id].append(_trial_input(session, defs, rederive_, row))
+            trials[m.task_id].append(trial_input(session, defs, rederive_, row))
             continue
         ignored[m.task_id][key] = ignored[m.task_id].get(key, 0) + 1
     return [
@@ -456,41 +463,6 @@ def task_inputs(
         }
         for m in members
     ]
-
-
-def listed_task_trials(
-    session: Session, inputs: Mapping[str, Any]
-) -> Callable[[Mapping[str, Any]], Iterator[TrialInput]]:
-    """For a decision's stored inputs of evaluator 4 (per-task summaries): each task's
-    trials as evaluator 3 lists them (`task_inputs`), read one task at a time from the
-    registry as it stood at the decision's cutoff, each yielded as it is read, so a report
-    lists a decision of any size without holding its trials (docs/gate.md, "Evaluator 4").
-
-    The same rows `task_inputs` keeps for the task (its pinned revision and grader set, the
-    decision's execution digest, up to the cutoff), in the same order (by row id)."""
-    cutoff = GateRequest.from_dict(inputs["request"]).cutoff
-    # Listed as evaluator 3 lists them: the pass class is never exempt from calibration.
-    defs = Definitions(session, cutoff, pass_class_exempt=False)
-    defs.refused_reviews = self_reviews(session, cutoff)
-    rederive_ = StaleClassifications(session, defs)
-
-    def trials(task: Mapping[str, Any]) -> Iterator[TrialInput]:
-        rows: Any = session.connection().execute(
-            select(*_TRIAL_COLUMNS)  # type: ignore[call-overload]
-            .where(
-                Trial.task_digest == task["task_digest"],
-                Trial.grader_set_digest == task["grader_set_digest"],
-                Trial.execution_digest == inputs["execution_digest"],
-                Trial.task_id == task["task_id"],
-                upto(Trial.audit_seq, cutoff),
-                ~voided(cutoff),
-            )
-            .order_by(col(Trial.id))
-        )
-        for row in rows:
-            yield _trial_input(session, defs, rederive_, row)
-
-    return trials
 
 
 def _chained_ids(session: Session, execution: ExecutionProfileRow, cutoff: int) -> set[str]:
@@ -562,7 +534,7 @@ def compact_task_inputs(
         ):
             # Reruns are kept whole, and a trial whose class is re-derived or whose misses
             # ingest did not count is read from its record: the full input.
-            summary.add(_trial_input(session, defs, rederive_, _TrialRow._make(row[:12])))
+            summary.add(trial_input(session, defs, rederive_, _TrialRow._make(row[:12])))
             continue
         # Anything else is what `_trial_input` would make of it, by its parts: the
         # trajectory is parsed only for the task's last trial.

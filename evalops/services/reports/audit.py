@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Protocol, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, cast
 
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
@@ -104,6 +104,9 @@ from evalops.store.tables import (
     Waiver,
     WaiverRevocation,
 )
+
+if TYPE_CHECKING:
+    from evalops.services.gate.listed_trials import ListedTrial, ListedTrials
 
 REPORT_SCHEMA = "evalops.audit-report/v1"
 SUITE_CARD_SCHEMA = "evalops.suite-card/v1"
@@ -514,25 +517,29 @@ def _task_facts(
     memo = _memo(session, "task_facts")
     out: dict[str, dict[str, Any]] = {}
     for t in tasks:
-        # The same in every decision that pins the same revisions (in one snapshot).
-        key = (t["task_id"], t["task_digest"], t["grader_set_digest"], execution_digest)
+        # The same in every decision that pins the same revisions (in one snapshot), whatever
+        # its build: kept once per revision, not once per decision's task, so a long read
+        # (the registry site) holds as many as the registry has revisions.
+        key = (t["task_id"], t["task_digest"], t["grader_set_digest"])
         if memo is None or key not in memo:
-            found = _one_task_facts(session, defs, t, execution_digest, links)
-            if memo is None:
-                out[t["task_id"]] = found
-                continue
-            memo[key] = found
-        out[t["task_id"]] = memo[key]
+            found = _one_task_facts(session, defs, t, links)
+            if memo is not None:
+                memo[key] = found
+        else:
+            found = memo[key]
+        out[t["task_id"]] = {
+            **found,
+            "eval_case_digest": digests.eval_case_digest(
+                t["task_digest"], execution_digest, t["grader_set_digest"]
+            ),
+        }
     return out
 
 
 def _one_task_facts(
-    session: Session,
-    defs: Definitions,
-    t: Mapping[str, Any],
-    execution_digest: str,
-    links: Mapping[str, list[int]],
+    session: Session, defs: Definitions, t: Mapping[str, Any], links: Mapping[str, list[int]]
 ) -> dict[str, Any]:
+    """The task's facts but its eval case digest (which names the build's execution)."""
     revision = _task_revision(session, t["task_id"], t["task_digest"], newest=True)
     meta = defs.spec_of(revision).meta if revision is not None else None
     incidents = []
@@ -564,9 +571,6 @@ def _one_task_facts(
         "revision": revision.revision if revision else None,
         "task_digest": t["task_digest"],
         "grader_set_digest": t["grader_set_digest"],
-        "eval_case_digest": digests.eval_case_digest(
-            t["task_digest"], execution_digest, t["grader_set_digest"]
-        ),
         "incidents": incidents,
     }
 
@@ -683,40 +687,45 @@ class _StoredTrials:
     """The decision's trials read from the registry a chunk at a time, each with its stored
     record's facts, so that no more than a chunk is held (the rows `assemble` makes of them
     go to a `RowSpool`). Evaluator 4 stores per-task summaries, not trials (docs/gate.md,
-    "Evaluator 4"): its trials are read again, a task at a time, as evaluator 3 lists them
-    (`listed_task_trials`: the rows `verify` checks the summaries against); earlier
-    evaluators' inputs list their trials."""
+    "Evaluator 4"): its trials are read again with their rows, as evaluator 3 lists them
+    (`ListedTrials`: the rows `verify` checks the summaries against); earlier evaluators'
+    inputs list their trials, and their rows are read by id."""
 
     def __init__(
         self, session: Session, defs: Definitions, inputs: Mapping[str, Any], upto: int
     ) -> None:
-        from evalops.services.gate.inputs import listed_task_trials
-
         self.session = session
         self.defs = defs
         self.upto = upto
         self.inputs = inputs
-        self.listed: Callable[[Mapping[str, Any]], Iterable[Mapping[str, Any]]] = (
-            listed_task_trials(session, inputs)
-            if int(inputs.get("evaluator", 1)) >= EVALUATOR_COMPACT
-            else lambda task_in: task_in.get("trials", [])
-        )
+        self.listed: ListedTrials | None = None
+        if int(inputs.get("evaluator", 1)) >= EVALUATOR_COMPACT:
+            from evalops.services.gate.listed_trials import ListedTrials
+
+            self.listed = ListedTrials(session, inputs, _CHUNK)
         self.batches = _remembered(_memo(session, "batches"), None, lambda: _BatchFiles(session))
         self.counts: Counter[tuple[str, str]] = Counter()
 
     def chunks(self, task_in: Mapping[str, Any]) -> Iterator[TrialChunk]:
         if not task_in:
             return
-        chunk: list[Mapping[str, Any]] = []
-        for trial in self.listed(task_in):
-            chunk.append(trial)
-            if len(chunk) >= _CHUNK:
-                yield self._with_facts(chunk)
-                chunk = []
-        if chunk:
-            yield self._with_facts(chunk)
+        if self.listed is None:
+            for start in range(0, len(trials := task_in.get("trials", [])), _CHUNK):
+                chunk = trials[start : start + _CHUNK]
+                yield self._with_facts(chunk, self._by_id(chunk))
+            return
+        listed: list[ListedTrial] = []
+        for entry in self.listed(task_in):
+            listed.append(entry)
+            if len(listed) >= _CHUNK:
+                yield self._with_facts([t for t, _ in listed], [row for _, row in listed])
+                listed = []
+        if listed:
+            yield self._with_facts([t for t, _ in listed], [row for _, row in listed])
 
     def layers(self) -> list[LayerCount]:
+        if self.listed is not None:
+            self.listed.close()  # every task has been listed
         return [
             {"layer": layer, "state": state, "count": n}
             for (layer, state), n in sorted(
@@ -724,15 +733,19 @@ class _StoredTrials:
             )
         ]
 
-    def _with_facts(self, chunk: Sequence[Mapping[str, Any]]) -> TrialChunk:
+    def _by_id(self, chunk: Sequence[Mapping[str, Any]]) -> Iterable[Trial]:
+        """The stored rows of the trials listed, read by id as the decision read them."""
+        ids = [t["trial_id"] for t in chunk]
+        return _trial_rows(self.session, ids, decision_cutoff(self.inputs, self.upto))
+
+    def _with_facts(self, chunk: Sequence[Mapping[str, Any]], rows: Iterable[Trial]) -> TrialChunk:
         """Each trial's facts, and the drill-down details of those that did not pass, from
-        one read of their stored rows; their grader verdicts counted by layer."""
+        their stored rows; their grader verdicts counted by layer."""
         defs, upto = self.defs, self.upto
         classes = {t["trial_id"]: t["classification"] for t in chunk}
         found: dict[str, dict[str, Any]] = {}
         details: dict[str, dict[str, Any]] = {}
-        cutoff = decision_cutoff(self.inputs, self.upto)
-        for trial in _trial_rows(self.session, list(classes), cutoff):
+        for trial in rows:
             trial_id = trial.trial_id
             record = json.loads(trial.record)
             _count_layers(self.counts, defs, trial, record)
