@@ -187,65 +187,77 @@ def _normalized(value: Any) -> Any:
     return value
 
 
+# One encoder for every key: `json.dumps` with options builds a new one per call.
+_KEY_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
+
 def _args_key(args: Any) -> str | None:
     """A key equal exactly for JSON-deep-equal values; None for a value that has none
     (then the call is compared with every candidate, as before)."""
     try:
-        return json.dumps(_normalized(args), sort_keys=True, separators=(",", ":"))
+        return _KEY_ENCODER.encode(_normalized(args))
     except (TypeError, ValueError):
         return None
 
 
-def _observed_groups(observed: Sequence[ObservedCall]) -> list[list[int]]:
-    """Indices of observed calls grouped by (tool, arguments): interchangeable calls."""
+def _observed_groups(observed: Sequence[ObservedCall]) -> list[tuple[list[int], str | None]]:
+    """Indices of observed calls grouped by (tool, arguments): interchangeable calls; each
+    group with its arguments' key (None: a call alone, whose arguments have none)."""
     groups: dict[tuple[str, str], list[int]] = {}
-    alone: list[list[int]] = []
+    alone: list[tuple[list[int], str | None]] = []
     for j, call in enumerate(observed):
         key = _args_key(dict(call.args))
         if key is None:
-            alone.append([j])
+            alone.append(([j], None))
         else:
             groups.setdefault((call.tool, key), []).append(j)
-    return [*groups.values(), *alone]
+    return [*((members, key) for (_, key), members in groups.items()), *alone]
 
 
-def _expected_groups(expected: Sequence[ExpectedCall]) -> list[list[int]]:
-    """Indices of expected calls grouped by tool, argsMatch and (unless ignored) args."""
+def _expected_groups(
+    expected: Sequence[ExpectedCall],
+) -> list[tuple[list[int], str | None]]:
+    """Indices of expected calls grouped by tool, argsMatch and (unless ignored) args; each
+    group with its arguments' key (None when ignored, or when the arguments have none)."""
     groups: dict[tuple[str, str, str | None], list[int]] = {}
-    alone: list[list[int]] = []
+    alone: list[tuple[list[int], str | None]] = []
     for i, call in enumerate(expected):
         key = None if call.argsMatch == "ignore" else _args_key(call.args or {})
         if key is None and call.argsMatch != "ignore":
-            alone.append([i])
+            alone.append(([i], None))
         else:
             groups.setdefault((call.tool, call.argsMatch, key), []).append(i)
-    return [*groups.values(), *alone]
+    return [*((members, key) for (_, _, key), members in groups.items()), *alone]
 
 
 class _Candidates:
     """The observed groups an expected call can match, found through indexes on tool,
     whole arguments and top-level argument values instead of trying every group."""
 
-    def __init__(self, observed: Sequence[ObservedCall], groups: list[list[int]]) -> None:
+    def __init__(
+        self, observed: Sequence[ObservedCall], groups: list[tuple[list[int], str | None]]
+    ) -> None:
         self.by_tool: dict[str, list[int]] = {}
         self.by_args: dict[tuple[str, str | None], list[int]] = {}
         self.by_value: dict[tuple[str, str, str | None], list[int]] = {}
-        for g, members in enumerate(groups):
+        for g, (members, key) in enumerate(groups):
             call = observed[members[0]]
             self.by_tool.setdefault(call.tool, []).append(g)
-            self.by_args.setdefault((call.tool, _args_key(dict(call.args))), []).append(g)
+            self.by_args.setdefault((call.tool, key), []).append(g)
             for name, value in call.args.items():
                 self.by_value.setdefault((call.tool, name, _args_key(value)), []).append(g)
 
-    def of(self, call: ExpectedCall) -> list[int]:
-        args = call.args or {}
-        key = _args_key(args)
+    def of(self, call: ExpectedCall, key: str | None) -> list[int]:
+        """`call`'s candidates; `key`: its arguments' key (`_args_key`), None if ignored."""
         if call.argsMatch == "exact" and key is not None:
             return self.by_args.get((call.tool, key), [])
         if call.argsMatch == "subset":
-            for name, value in args.items():
-                if not (isinstance(value, dict) and value) and _args_key(value) is not None:
-                    return self.by_value.get((call.tool, name, _args_key(value)), [])
+            for name, value in (call.args or {}).items():
+                if isinstance(value, dict) and value:
+                    continue
+                value_key = _args_key(value)
+                if value_key is not None:
+                    return self.by_value.get((call.tool, name, value_key), [])
         return self.by_tool.get(call.tool, [])
 
 
@@ -259,13 +271,13 @@ def _matched_expected(
     candidates = _Candidates(observed, right)
     pairs = [
         (g, h)
-        for g, members in enumerate(left)
-        for h in candidates.of(expected[members[0]])
-        if call_matches(expected[members[0]], observed[right[h][0]])
+        for g, (members, key) in enumerate(left)
+        for h in candidates.of(expected[members[0]], key)
+        if call_matches(expected[members[0]], observed[right[h][0][0]])
     ]
-    counts = grouped_matching([len(m) for m in left], [len(m) for m in right], pairs)
+    counts = grouped_matching([len(m) for m, _ in left], [len(m) for m, _ in right], pairs)
     covered = [False] * len(expected)
-    for members, count in zip(left, counts, strict=True):
+    for (members, _), count in zip(left, counts, strict=True):
         for i in members[:count]:
             covered[i] = True
     return covered
