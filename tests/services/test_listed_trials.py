@@ -142,29 +142,131 @@ def test_every_order_of_asking_lists_the_rows_the_contract_names(demo: Path, cli
     assert len(by_decision["GATE-3"][refund]) == len(by_decision["GATE-4"][refund]) + 1
 
 
+def _batches(count: int, batch: int) -> int:
+    return -(-count // batch)
+
+
 def test_a_decision_s_trials_are_read_in_one_stream_not_a_read_per_task(
     demo: Path, cli: Cli
 ) -> None:
+    """In order: the tasks' places, the stream of ids, and the decision's whole rows a batch
+    at a time across tasks. Against the order: the last task from the stream, each other read
+    alone (its ids, then its rows a batch at a time); the rows passed are never read whole."""
     from evalops.services.gate.listed_trials import ListedTrials
     from evalops.store.engine import make_engine, read_session
 
     db = _registry_with_voids(demo, cli)
     engine = make_engine(f"sqlite:///{db}")
+    batch = 2
+    try:
+        for gate_id, inputs in _decisions(db):
+            tasks = list(inputs["tasks"])
+            counts = [len(_by_hand(db, inputs, t)) for t in tasks]
+            with read_session(engine) as session, _trial_reads(engine) as reads:
+                listed = ListedTrials(session, inputs, batch)
+                for task in tasks:
+                    _listed(listed, task)
+                listed.close()
+            assert len(reads) == 2 + _batches(sum(counts), batch), (gate_id, reads)
+            with read_session(engine) as session, _trial_reads(engine) as reads:
+                listed = ListedTrials(session, inputs, batch)
+                for task in reversed(tasks):
+                    _listed(listed, task)
+                listed.close()
+            alone = sum(1 + _batches(n, batch) for n in counts[:-1])
+            assert len(reads) == 2 + _batches(counts[-1], batch) + alone, (gate_id, reads)
+    finally:
+        engine.dispose()
+
+
+def test_a_task_half_read_is_read_alone_when_asked_again_and_the_stream_goes_on(
+    demo: Path,
+) -> None:
+    from evalops.services.gate.listed_trials import ListedTrials
+    from evalops.store.engine import make_engine, read_session
+
+    db = demo / ".evalops" / "registry.db"
+    engine = make_engine(f"sqlite:///{db}")
     try:
         for _gate_id, inputs in _decisions(db):
-            with read_session(engine) as session, _trial_reads(engine) as reads:
-                listed = ListedTrials(session, inputs, 2)
-                for task in inputs["tasks"]:
-                    _listed(listed, task)
+            tasks = list(inputs["tasks"])
+            want = [_by_hand(db, inputs, t) for t in tasks]
+            assert len(want[1]) >= 2
+            with read_session(engine) as session:
+                listed = ListedTrials(session, inputs, 500)
+                first = listed(tasks[1])
+                next(first)  # its other rows wait, read ahead
+                first.close()
+                assert _listed(listed, tasks[1]) == want[1]
+                assert _listed(listed, tasks[2]) == want[2]
+                assert _listed(listed, tasks[0]) == want[0]
                 listed.close()
-            # The order of the tasks' places, and the stream itself.
-            assert len(reads) == 2, reads
-            with read_session(engine) as session, _trial_reads(engine) as reads:
-                listed = ListedTrials(session, inputs, 2)
-                for task in reversed(inputs["tasks"]):
-                    _listed(listed, task)
+    finally:
+        engine.dispose()
+
+
+def _grown(db: Path, inputs: dict[str, Any], task: dict[str, Any], more: int) -> None:
+    """`more` copies of one of the task's trials, under new ids, in the decision's build."""
+    with sqlite3.connect(db) as con:
+        columns = [r[1] for r in con.execute("PRAGMA table_info(trial)") if r[1] != "id"]
+        renamed = {
+            "trial_id": "'copy-' || n",
+            "attempt_id": "'copy-attempt-' || n",
+            "parent_trial_id": "NULL",
+        }
+        picked = ", ".join(renamed.get(c, c) for c in columns)
+        con.execute(
+            "WITH RECURSIVE k(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM k WHERE n < ?) "
+            f"INSERT INTO trial ({', '.join(columns)}) SELECT {picked} FROM k, "
+            "(SELECT * FROM trial WHERE execution_digest = ? AND task_id = ? AND task_digest = ? "
+            "AND grader_set_digest = ? AND audit_seq <= ? AND parent_trial_id IS NULL "
+            "ORDER BY id LIMIT 1)",
+            (
+                more,
+                inputs["execution_digest"],
+                task["task_id"],
+                task["task_digest"],
+                task["grader_set_digest"],
+                inputs["request"]["cutoff"],
+            ),
+        )
+
+
+def test_no_more_than_a_batch_of_rows_is_held_in_order_or_out_of_it(demo: Path) -> None:
+    """A task asked for against the stream's order (on PostgreSQL with a collation unlike
+    Python's order, that can be every task) is read alone, and holds no more rows than the
+    stream does."""
+    import gc
+
+    from evalops.services.gate.listed_trials import ListedTrials
+    from evalops.store.engine import make_engine, read_session
+    from evalops.store.tables import Trial
+
+    db = demo / ".evalops" / "registry.db"
+    (gate_id, inputs), *_ = _decisions(db)
+    tasks = list(inputs["tasks"])
+    big = tasks[1]
+    _grown(db, inputs, big, 3000)
+    batch = 100
+
+    def alive() -> int:
+        gc.collect()
+        return sum(1 for o in gc.get_objects() if isinstance(o, Trial))
+
+    engine = make_engine(f"sqlite:///{db}")
+    try:
+        for order in ([big], [tasks[2], big]):
+            with read_session(engine) as session:
+                listed = ListedTrials(session, inputs, batch)
+                for task in order[:-1]:
+                    list(listed(task))
+                trials = listed(order[-1])
+                listed_ids = [next(trials)[0]["trial_id"]]
+                held = alive()
+                listed_ids += [t["trial_id"] for t, _ in trials]
                 listed.close()
-            # Asked for against the stream's order, each task after the first is read alone.
-            assert len(reads) == 2 + len(inputs["tasks"]) - 1, reads
+            assert listed_ids == _by_hand(db, inputs, big), gate_id
+            assert len(listed_ids) > 3000
+            assert held <= batch + 1, (order, held)
     finally:
         engine.dispose()

@@ -2,7 +2,8 @@
 decision made, stored and replayed, and the waivers it applies.
 
 `check` is `evalops gate check|show|list|replay`; `inputs` loads a decision's inputs over the
-ORM (the loader `gate check` uses); `input_parts` holds what both loaders share without
+ORM (the loader `gate check` uses); `listed_trials` lists a stored evaluator-4 decision's
+trials again for its report; `input_parts` holds what both loaders share without
 reading a database; `policies` and `policy_choice` are the one home of the rule that picks a
 suite's gate and suite policy; `waivers` grants, lists and revokes waivers.
 
@@ -15,6 +16,7 @@ __all__ = [
     "definitions_at",
     "input_parts",
     "inputs",
+    "listed_trials",
     "policies",
     "policy_choice",
     "waivers",

@@ -536,7 +536,7 @@ def compact_task_inputs(
             # ingest did not count is read from its record: the full input.
             summary.add(trial_input(session, defs, rederive_, _TrialRow._make(row[:12])))
             continue
-        # Anything else is what `_trial_input` would make of it, by its parts: the
+        # Anything else is what `trial_input` would make of it, by its parts: the
         # trajectory is parsed only for the task's last trial.
         summary.add_single(
             trial_id,

@@ -488,7 +488,7 @@ class _Loader:
         return out
 
     def trial_input(self, row: Mapping[str, Any]) -> TrialInput:
-        """`gate_inputs._trial_input`: the stored class, unless current evidence says
+        """`services/gate/inputs.py` `trial_input`: the stored class, unless current evidence says
         otherwise."""
         efficiency, misses = efficiency_counts(row["efficiency"])
         out: TrialInput = {
