@@ -30,7 +30,8 @@ def ident(value: Any, kind: str = "id") -> Markup:
     text = visible(value if value is not None else "")
     # Remembered for plain text only: a `Markup` equals, and hashes as, the plain text it
     # spells, but is not escaped again.
-    return _remembered(text, kind) if type(text) is str else _ident(text, kind)
+    plain = type(text) is str and type(kind) is str
+    return _remembered(text, kind) if plain else _ident(text, kind)
 
 
 def _ident(text: str, kind: str) -> Markup:

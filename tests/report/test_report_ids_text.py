@@ -45,6 +45,9 @@ def test_an_id_already_markup_and_the_same_text_plain_are_each_shown_as_before()
             want = marked if isinstance(value, Markup) else plain
             assert str(ident(value, "id nowrap")) == want
     assert str(ident(text)) == '<span class="id">a&lt;b&amp;c/<wbr>d</span>'
+    for kind in (Markup("id&x"), "id&x", Markup("id&x")):
+        want = "id&x" if isinstance(kind, Markup) else "id&amp;x"
+        assert str(ident("x", kind)) == f'<span class="{want}">x</span>'
     assert str(ident(text)) == str(ident(text))
 
 
