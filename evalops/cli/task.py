@@ -20,7 +20,8 @@ def list_(
     all_rows: AllOption = False,
     json_flag: JsonFlag = False,
 ) -> None:
-    """List the latest registered revision of every task (50 unless --limit N or --all).
+    """List the latest registered revision of every task (50 unless --limit N or --all),
+    and which revision is in force where another is.
 
     Example: evalops task list --json
     """
@@ -37,7 +38,7 @@ def list_(
             add_row(
                 table,
                 r["task_id"],
-                str(r["revision"]),
+                str(r["revision"]) + _not_in_force(r),
                 r["risk"],
                 r["task_digest"],
                 r["grader_set"],
@@ -45,7 +46,17 @@ def list_(
             )
         print_table(table, shorten=("task_digest",), drop=("git", "grader set", "risk", "rev"))
 
-    emit_page(ctx, page, "tasks", human)
+    # A suite with no members is not a registry without tasks.
+    empty = f"suite {suite} has no members; `evalops promote TASK --to {suite}` adds one"
+    emit_page(ctx, page, "tasks", human, empty=empty if suite else None)
+
+
+def _not_in_force(row: dict[str, Any]) -> str:
+    """Beside a revision that is not the one in force: which is."""
+    in_force = row["in_force_revision"]
+    if in_force == row["revision"]:
+        return ""
+    return " (not in force)" if in_force is None else f" (in force: {in_force})"
 
 
 @task_app.command("show")
@@ -67,7 +78,7 @@ def show(
     def human() -> None:
         dirty = " (dirty)" if data["git_dirty"] else ""
         fields: list[tuple[str, Any]] = [
-            ("task", f"{data['task_id']} revision {data['revision']}"),
+            ("task", f"{data['task_id']} revision {data['revision']}{_not_in_force(data)}"),
             ("title", text(data["title"])),
             ("risk", data["risk"]),
             ("task_digest", data["task_digest"]),
