@@ -58,8 +58,10 @@ def test_a_revision_registered_from_a_branch_is_listed_with_the_one_in_force(
     assert " 1 (not in force) " in line, line
     shown = cli("--json", "task", "show", TASK, cwd=demo).json()
     assert (shown["revision"], shown["in_force_revision"]) == (2, 1)
-    assert cli("task", "show", TASK, cwd=demo).stdout.splitlines()[0].endswith(
-        f"{TASK} revision 2 (in force: 1)"
+    assert (
+        cli("task", "show", TASK, cwd=demo)
+        .stdout.splitlines()[0]
+        .endswith(f"{TASK} revision 2 (in force: 1)")
     )
     # Merged into the tracked branch, the new revision is in force, and nothing is marked.
     _git(demo, "checkout", "-q", "-")
