@@ -1,9 +1,11 @@
-"""Plain values of the global options without importing pydantic (so `--help` starts fast).
+"""Plain option values without importing pydantic (so commands and `--help` start fast).
 
-typer coerces every non-flag option through a pydantic TypeAdapter, and importing pydantic
-costs more than importing typer itself. The global options are parsed on every command,
-`evalops gate check --help` included, so their ordinary values (a string, a path, a
-non-negative number of seconds) are taken here directly. Anything else (a malformed number,
+typer coerces every non-flag option through a pydantic TypeAdapter, built even for an option
+left at its default, and importing pydantic costs more than importing typer itself. The
+global options are parsed on every command, `evalops gate check --help` included, and most
+commands take repeatable paths (`--sign-with`, `--anchors`), so their ordinary values (a
+string, a path, a non-negative number of seconds, one of a few words, a list of strings or
+paths) are taken here directly. Anything else (a malformed number,
 a value out of range, a type this module does not know) goes to typer's own coercion, with
 its usual error messages. If typer's internals ever change shape, nothing is replaced and
 typer coerces everything as before.
@@ -14,7 +16,7 @@ import math
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 _NUMBER = re.compile(r"[0-9]{1,15}(\.[0-9]{1,15})?")
 _INTEGER = re.compile(r"[0-9]{1,15}")
@@ -45,8 +47,26 @@ def _number(annotation: Any, minimum: Any, maximum: Any, value: Any) -> tuple[bo
     return True, number
 
 
+def _items(item: Any, info: Any, values: Any) -> tuple[bool, Any]:
+    """A repeatable option's values (a tuple from the parser), as typer's list."""
+    if not isinstance(values, tuple | list):
+        return False, None
+    taken = []
+    for value in values:
+        ok, plain = _plain(item, info, value)
+        if not ok:
+            return False, None
+        taken.append(plain)
+    return True, taken
+
+
 def _plain(annotation: Any, info: Any, value: Any) -> tuple[bool, Any]:
     """(True, the coerced value) when `value` is ordinary for `annotation`, else (False, _)."""
+    if get_origin(annotation) is list:
+        return _items(get_args(annotation)[0], info, value)
+    if get_origin(annotation) is Literal:
+        words = get_args(annotation)
+        return (True, value) if isinstance(value, str) and value in words else (False, None)
     if annotation is bool:
         return (True, value) if isinstance(value, bool) else (False, None)
     if annotation is str or annotation == (str | None):
@@ -63,15 +83,23 @@ def _plain(annotation: Any, info: Any, value: Any) -> tuple[bool, Any]:
 
 
 def _simple(descriptor: Any) -> bool:
-    """A flag, or a plain string, optional string, number or path option (no extra checks)."""
+    """A flag, or a plain string, optional string, number, path, word among a few, or a
+    list of strings or paths (no extra checks)."""
     info = descriptor.parameter_info
     if descriptor.file_annotation is not None or getattr(info, "parser", None) is not None:
         return False
     if getattr(info, "clamp", False):
         return False
-    if descriptor.annotation in (bool, str, str | None, int, float):
+    annotation = descriptor.annotation
+    if get_origin(annotation) is Literal:
+        return all(isinstance(word, str) for word in get_args(annotation))
+    if get_origin(annotation) is list:
+        (annotation,) = get_args(annotation)
+        if annotation not in (str, Path):
+            return False
+    if annotation in (bool, str, str | None, int, float):
         return True
-    return descriptor.annotation is Path and all(
+    return annotation is Path and all(
         getattr(info, name, "?") == want for name, want in _PATH_DEFAULTS.items()
     )
 

@@ -8,11 +8,12 @@ avoids pydantic gives the same values and the same errors as typer's.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_origin
 
 import pytest
 
@@ -109,9 +110,8 @@ SPEC_MODULES = ("pydantic", "pydantic_core", "evalops.domain.specs", "evalops.do
     ("argv", "modules"),
     [
         (["validate", "registry"], SPEC_MODULES),
-        # typer coerces a list of paths through pydantic (evalops/cli/fastparams.py takes
-        # single values only): here only the spec models must stay unloaded.
-        (["digest", "registry"], SPEC_MODULES[2:]),
+        # A list of paths: typer would build a pydantic adapter for it.
+        (["digest", "registry"], SPEC_MODULES),
     ],
 )
 def test_valid_spec_files_are_read_without_pydantic(
@@ -200,6 +200,112 @@ def test_plain_values_are_taken_and_everything_else_is_left_to_typer(
     annotation: object, value: object, expected: tuple[bool, object]
 ) -> None:
     assert fastparams._plain(annotation, _Info(), value) == expected
+
+
+def _outcome(runtime: Any, param: Any, ctx: Any, value: object) -> tuple[str, object]:
+    try:
+        return ("value", runtime.coerce(value, param=param, ctx=ctx))
+    except Exception as refused:  # typer's errors, compared by kind and words
+        return ("error", f"{type(refused).__name__}: {refused}")
+
+
+def _repeatable_and_word_options() -> list[tuple[Any, Any]]:
+    from evalops.cli.main import command_tree
+
+    found: list[tuple[Any, Any]] = []
+
+    def walk(command: Any) -> None:
+        for param in getattr(command, "params", []):
+            annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+            if get_origin(annotation) in (list, Literal):
+                found.append((command, param))
+        for sub in getattr(command, "commands", {}).values():
+            walk(sub)
+
+    walk(command_tree())
+    return found
+
+
+def test_repeatable_and_word_options_parse_as_typer_parses_them(tmp_path: Path) -> None:
+    """Every list and Literal option of the CLI: the plain path gives what typer's own
+    coercion gives, value for value and error for error (typer is the reference)."""
+    from typer._click import Context
+    from typer._coercion import build_runtime_param
+
+    readable = tmp_path / "anchors.txt"
+    readable.write_text("1:ab\n", encoding="utf-8")
+    values: list[object] = [
+        (),
+        ("1:ab",),
+        ("a", "b"),
+        (str(readable), str(tmp_path / "missing")),
+        ("",),
+        "pass",
+        "suite",
+        "PASS",
+        "nope",
+    ]
+    options = _repeatable_and_word_options()
+    kinds = {get_origin(param.type_descriptor.annotation) for _, param in options}
+    assert kinds == {list, Literal}, kinds
+    plain_first = fastparams._plain_first()
+    assert plain_first is not None
+    taken = 0
+    for command, param in options:
+        runtime = param.get_runtime_param()
+        assert isinstance(runtime, plain_first), param.name
+        reference = build_runtime_param(param.type_descriptor)
+        ctx = Context(command)
+        for value in values:
+            ours = _outcome(runtime, param, ctx, value)
+            theirs = _outcome(reference, param, ctx, value)
+            assert ours == theirs, (param.name, value)
+            taken += fastparams._plain(param.type_descriptor.annotation, None, value)[0]
+    # The plain path answered most of them itself (the rest went to typer, as they must).
+    assert taken > len(options) * 2, taken
+
+
+def test_a_repeatable_option_takes_each_value_or_leaves_all_to_typer(tmp_path: Path) -> None:
+    assert fastparams._plain(list[str], _Info(), ("a", "b")) == (True, ["a", "b"])
+    assert fastparams._plain(list[str], _Info(), ()) == (True, [])
+    assert fastparams._plain(list[str], _Info(), ("a", 1)) == (False, None)
+    assert fastparams._plain(list[str], _Info(), "ab") == (False, None)
+    assert fastparams._plain(list[Path], _Info(), (str(tmp_path),)) == (True, [tmp_path])
+    assert fastparams._plain(list[Path], _Info(), (str(tmp_path), "")) == (False, None)
+    assert fastparams._plain(Literal["gate", "suite"], _Info(), "suite") == (True, "suite")
+    assert fastparams._plain(Literal["gate", "suite"], _Info(), "Suite") == (False, None)
+
+
+@pytest.mark.parametrize("setting", [None, "2"])
+def test_the_entry_point_starts_one_blas_thread_unless_the_user_says_otherwise(
+    setting: str | None,
+) -> None:
+    """numpy's OpenBLAS starts a thread per CPU as it loads; evalops's statistics are
+    scalars, so the `evalops` process asks for one (a user's own setting wins)."""
+    script = (
+        "import os\n"
+        "from evalops.cli import main as cli\n"
+        "def command():\n"
+        "    import numpy\n"
+        "    print(len(os.listdir('/proc/self/task')))\n"
+        "    return 0\n"
+        "cli.main = command\n"
+        "cli.run()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if setting is not None:
+        env["OPENBLAS_NUM_THREADS"] = setting
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    expected = 1 if setting is None else min(int(setting), os.cpu_count() or 1)
+    assert int(done.stdout.split()[-1]) == expected, done.stdout
 
 
 def test_a_path_is_taken_when_missing_or_readable(tmp_path: Path) -> None:
