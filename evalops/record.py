@@ -32,8 +32,8 @@ from pydantic import ValidationError
 
 from evalops.domain import digests
 from evalops.domain.specs import EvalTaskSpec, ExecutionProfile, GraderSet
+from evalops.domain.timestamps import format_timestamp
 from evalops.domain.trial_record import TrialRecord
-from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError
 
 if TYPE_CHECKING:

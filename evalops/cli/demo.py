@@ -16,7 +16,7 @@ from pathlib import Path
 
 import typer
 
-from evalops.domain.vocabulary import format_timestamp
+from evalops.domain.timestamps import format_timestamp
 from evalops.errors import (
     EXIT_BLOCK,
     EXIT_HOLD,

@@ -23,7 +23,7 @@ ConfidenceOption = Annotated[
 
 
 def _at(value: str | None) -> Any:
-    from evalops.domain.vocabulary import parse_timestamp
+    from evalops.domain.timestamps import parse_timestamp
 
     if value is None:
         return None

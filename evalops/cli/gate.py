@@ -47,7 +47,7 @@ EXIT_BY_DECISION = {"pass": EXIT_OK, "hold": EXIT_HOLD, "block": EXIT_BLOCK}
 
 
 def _at_or_none(value: str | None) -> Any:
-    from evalops.domain.vocabulary import parse_timestamp
+    from evalops.domain.timestamps import parse_timestamp
 
     if value is None:
         return None

@@ -41,7 +41,7 @@ def _expiry(value: str | None, base: datetime | None = None) -> str | None:
     Garbage is a usage error (exit 2, nothing audited); a well-formed timestamp without an
     offset goes on to the waiver rules, which refuse it (exit 5, audited, docs/gate.md).
     """
-    from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+    from evalops.domain.timestamps import format_timestamp, parse_timestamp
 
     if value is None:
         return None

@@ -88,9 +88,9 @@ def _summaries_v3() -> tuple[ReadPolicy, Summarize]:
 
 def _summaries_v4() -> tuple[ReadPolicy, Summarize]:
     from evalops.domain.gate_compact import summarize_compact
-    from evalops.domain.specs import GatePolicy
+    from evalops.domain.policy_rules import read_policy
 
-    return GatePolicy.model_validate, summarize_compact
+    return read_policy, summarize_compact
 
 
 SUMMARIES: dict[int, Callable[[], tuple[ReadPolicy, Summarize]]] = {

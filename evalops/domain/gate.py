@@ -42,7 +42,7 @@ from evalops.domain.gate_rules import verdict_effect
 
 if TYPE_CHECKING:
     from evalops.domain.gate_documents import CompactTaskInput, DecisionDocument
-    from evalops.domain.specs import GatePolicy
+    from evalops.domain.policy_rules import PolicyRules
 
 __all__ = ["EVALUATOR", "evaluate", "evaluate_stored", "summarize_task", "verdict_effect"]
 
@@ -52,7 +52,7 @@ ones are frozen in `domain.legacy` so a decision replays under the rules it was 
 Every version's functions are listed in `domain.evaluators`."""
 
 
-def summarize_task(task: CompactTaskInput, policy: GatePolicy) -> CompactSummary:
+def summarize_task(task: CompactTaskInput, policy: PolicyRules) -> CompactSummary:
     """State and statistics of one task from its summary (the baseline uses it too)."""
     return summarize_compact(task, policy)
 

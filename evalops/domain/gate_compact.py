@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, NamedTuple, cast
 
+from evalops.domain.classes import EVIDENCE_BLOCKED
 from evalops.domain.classify import counted_gating_score
 from evalops.domain.gate_documents import (
     ChainedTrial,
@@ -60,11 +61,11 @@ from evalops.domain.gate_rules import (
     waiver_accounting,
     with_baseline,
 )
+from evalops.domain.policy_rules import PolicyRules, read_policy
 from evalops.domain.regression import TaskOutcome, paired_verdict
 from evalops.domain.reruns import NO_RERUNS, TrialNode, resolve_reruns
-from evalops.domain.specs import GatePolicy
 from evalops.domain.stats import blocks_stats, counts_block
-from evalops.domain.vocabulary import EVIDENCE_BLOCKED, parse_timestamp
+from evalops.domain.timestamps import parse_timestamp
 from evalops.domain.waivers import WaiverFact, covers, validity_at
 
 EVALUATOR_COMPACT = 4
@@ -450,7 +451,7 @@ class TrialCounts:
     rerun_count: int
 
 
-def trial_counts(task: CompactTaskInput, policy: GatePolicy) -> TrialCounts:
+def trial_counts(task: CompactTaskInput, policy: PolicyRules) -> TrialCounts:
     """The effective and first-result class counts `summarize_compact` decides on: the
     estimate of an estimation suite reads its trials exactly as the gate does."""
     eff, outcome = _effective(task, rerun_limits_of(policy))
@@ -462,7 +463,7 @@ def trial_counts(task: CompactTaskInput, policy: GatePolicy) -> TrialCounts:
     )
 
 
-def rerun_limits_of(policy: GatePolicy) -> dict[str, int]:
+def rerun_limits_of(policy: PolicyRules) -> dict[str, int]:
     """The policy's `reruns.max_attempts_by_class`, as `resolve_reruns` reads it."""
     return {str(k): v for k, v in policy.reruns.max_attempts_by_class.items()}
 
@@ -552,7 +553,7 @@ def _all_and_original_classes(
 
 
 def summarize_compact(
-    task: CompactTaskInput, policy: GatePolicy, limits: Mapping[str, int] | None = None
+    task: CompactTaskInput, policy: PolicyRules, limits: Mapping[str, int] | None = None
 ) -> CompactSummary:
     """`domain.gate.summarize_task` over an evaluator-4 task summary (`limits`: the policy's
     rerun limits, `rerun_limits_of(policy)`, when the caller has them for every task)."""
@@ -616,7 +617,7 @@ def _task_row(
 def evaluate(inputs: CompactInputs) -> DecisionDocument:
     """The decision for one build on one suite, from evaluator-4 inputs: evaluator 3's
     `evaluate` step for step, over task summaries."""
-    policy = GatePolicy.model_validate(inputs["policy"])
+    policy = read_policy(inputs["policy"])
     at = parse_timestamp(inputs["evaluated_at"])
     build = inputs["build"]
     suite_id = inputs["suite"]["id"]
@@ -690,7 +691,7 @@ def evaluate(inputs: CompactInputs) -> DecisionDocument:
 def _regression(
     inputs: CompactInputs,
     summaries: Mapping[str, CompactSummary],
-    policy: GatePolicy,
+    policy: PolicyRules,
     reasons: tuple[list[str], list[str], list[str]],
 ) -> RegressionVerdict | None:
     """Evaluator 3's baseline step over task summaries; `reasons` are the decision's

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         TaskInput,
         WaiverAccounting,
     )
-    from evalops.domain.specs import GatePolicy
+    from evalops.domain.policy_rules import PolicyRules
 
 RANK: dict[str, int] = {c: i for i, c in enumerate(CANONICAL_PRECEDENCE)}
 FAILING = ("agent_error", "runtime_error", "task_fail")
@@ -84,7 +84,7 @@ def with_baseline(
 
 
 def refused_by_policy(
-    in_scope: Sequence[WaiverFact], risks: Mapping[str, str], policy: GatePolicy
+    in_scope: Sequence[WaiverFact], risks: Mapping[str, str], policy: PolicyRules
 ) -> dict[str, RefusedByPolicy]:
     """Waiver id -> why the policy this decision applies forbids it (the ones it allows are
     left out). A waiver for a task outside the suite has no layer to judge: it covers

@@ -18,7 +18,7 @@ from evalops.domain.timestamps import format_timestamp, parse_timestamp
 
 if TYPE_CHECKING:  # the spec models (pydantic) are not needed to list waivers
     from evalops.domain.gate_documents import WaiverFactDocument
-    from evalops.domain.specs import GatePolicy
+    from evalops.domain.policy_rules import PolicyRules
 
 
 @dataclass(frozen=True)
@@ -44,11 +44,11 @@ def grant_refusals(
     *,
     risk: str,
     protects: Sequence[str],
-    policy: GatePolicy,
+    policy: PolicyRules,
     now: datetime,
 ) -> list[Refusal]:
     """Every rule of section 9 the request breaks (empty: it may be granted)."""
-    from evalops.domain.vocabulary import CANONICAL_PRECEDENCE
+    from evalops.domain.classes import CANONICAL_PRECEDENCE
 
     out: list[Refusal] = []
     rules = policy.waivers
@@ -76,7 +76,7 @@ def grant_refusals(
     return out
 
 
-def _layer_refusals(risk: str, policy: GatePolicy) -> list[Refusal]:
+def _layer_refusals(risk: str, policy: PolicyRules) -> list[Refusal]:
     """A layer may be waived only when the policy lists it: an empty or omitted
     `allowed_layers` waives nothing (it never falls open to every non-critical layer)."""
     allowed = policy.waivers.allowed_layers
@@ -173,7 +173,7 @@ def validity_at(waiver: WaiverFact, at: datetime) -> str:
     return "valid"
 
 
-def policy_refusals(waiver: WaiverFact, *, risk: str, policy: GatePolicy) -> list[Refusal]:
+def policy_refusals(waiver: WaiverFact, *, risk: str, policy: PolicyRules) -> list[Refusal]:
     """What the gate policy of a decision forbids in a granted waiver: a state it forbids,
     the task's layer (`risk`, the ratcheted one) when the policy does not allow it, or a
     validity longer than `max_duration_days`. A waiver is judged again at every decision,

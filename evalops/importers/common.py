@@ -22,7 +22,7 @@ from typing import Any, Literal
 from evalops.domain.canonical import canonical_json
 from evalops.domain.digests import eval_case_digest
 from evalops.domain.import_map import ScorerMap
-from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+from evalops.domain.timestamps import format_timestamp, parse_timestamp
 from evalops.errors import InputError
 from evalops.registry.import_maps import LoadedMap
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 from evalops.domain.import_map import TaskMap
-from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+from evalops.domain.timestamps import format_timestamp, parse_timestamp
 from evalops.errors import InputError
 from evalops.importers.common import (
     Item,

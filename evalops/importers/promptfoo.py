@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from evalops.domain.canonical import canonical_text
-from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+from evalops.domain.timestamps import format_timestamp, parse_timestamp
 from evalops.errors import InputError
 from evalops.importers.common import (
     Item,

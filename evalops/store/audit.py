@@ -10,7 +10,7 @@ from sqlmodel import Session, col, select
 
 from evalops.domain.audit_chain import event_hash
 from evalops.domain.canonical import GENESIS_HASH, canonical_text, sha256_digest
-from evalops.domain.vocabulary import format_timestamp
+from evalops.domain.timestamps import format_timestamp
 from evalops.store.rowdigest import RowsDigest, rows_payload
 from evalops.store.tables import AuditEvent
 

@@ -338,6 +338,22 @@ def test_bad_global_option_values_get_typers_errors(cli: Cli, value: str, messag
     assert message in done.stderr
 
 
+def test_verify_replays_the_demo_without_pydantic_or_the_spec_models(demo: Path) -> None:
+    """`verify` replays every stored decision and estimate on the `sqlite3` reader: the gate
+    policy's rules are read by the plain table (evalops/domain/policy_rules.py), so
+    neither pydantic nor the spec models load."""
+    loaded = _printed_last(
+        "import contextlib, io, json, os, sys\n"
+        f"os.chdir({str(demo)!r})\n"
+        "from evalops.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = main(['verify'])\n"
+        f"print('\\n' + json.dumps({{'code': code, **{{m: m in sys.modules for m in "
+        f"{SPEC_MODULES!r}}}}}))\n"
+    )
+    assert loaded == {"code": 0, **dict.fromkeys(SPEC_MODULES, False)}
+
+
 def test_a_stored_gate_check_without_signed_acts_loads_no_cryptography(demo: Path) -> None:
     """cryptography is loaded where a signature is read or checked, never by a plain gate
     check of a registry that holds no authority; YAML only for a `--policy FILE`."""

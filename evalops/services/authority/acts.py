@@ -38,7 +38,7 @@ from evalops.domain.authority import (
 from evalops.domain.canonical import canonical_text
 from evalops.domain.separation import NO_SELF_WAIVER, shared_signers
 from evalops.domain.specs import AuthoritySpec
-from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+from evalops.domain.timestamps import format_timestamp, parse_timestamp
 from evalops.errors import InputError, RefusedError
 from evalops.store import queries
 from evalops.store.audit import append_event

@@ -21,7 +21,8 @@ from sqlmodel import Session, col, select
 from evalops.domain.estimate_documents import ESTIMATOR
 from evalops.domain.estimation import DEFAULT_CONFIDENCE, check_confidence
 from evalops.domain.gate_compact import EVALUATOR_COMPACT, trial_counts
-from evalops.domain.specs import GatePolicy, SuiteDeclaration
+from evalops.domain.policy_rules import PolicyRules, read_policy
+from evalops.domain.specs import SuiteDeclaration
 from evalops.errors import InputError
 from evalops.services.gate.inputs import build_inputs, request_for
 from evalops.services.gate.policies import governing_policy
@@ -103,7 +104,7 @@ def suite_block(
 
 
 def _task_entries(
-    tasks: list[Any], policy: GatePolicy, strata: dict[str, str | None]
+    tasks: list[Any], policy: PolicyRules, strata: dict[str, str | None]
 ) -> list[dict[str, Any]]:
     out = []
     for task in tasks:
@@ -146,7 +147,7 @@ def estimate_inputs(session: Session, ask: EstimateAsk, now: datetime) -> dict[s
     )
     row, declaration = estimation_suite(session, suite_id, request.cutoff)
     gate = build_inputs(session, request, evaluator=EVALUATOR_COMPACT)
-    policy = GatePolicy.model_validate(gate["policy"])
+    policy = read_policy(gate["policy"])
     weights = declaration.weights
     assert weights is not None  # estimation suites declare weights (checked in suite_block)
     suite = suite_block(session, row, declaration, request.cutoff, gate["suite"]["suite_digest"])

@@ -16,7 +16,7 @@ from sqlmodel import Session, col, select
 
 from evalops.domain import audit_kinds
 from evalops.domain.authority import Scope
-from evalops.domain.vocabulary import format_timestamp
+from evalops.domain.timestamps import format_timestamp
 from evalops.errors import InputError, RefusedError
 from evalops.services.authority.acts import (
     INGEST_ACTS,

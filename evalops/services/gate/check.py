@@ -26,7 +26,7 @@ from evalops.domain.canonical import (
 from evalops.domain.gate import EVALUATOR, evaluate_stored
 from evalops.domain.gate_documents import Anchor, AnyGateInputs, DryRunOutput, StoredOutput
 from evalops.domain.regression import METHODS
-from evalops.domain.vocabulary import format_timestamp
+from evalops.domain.timestamps import format_timestamp
 from evalops.errors import InputError
 from evalops.services.gate.input_parts import DEFAULT_SEED, evaluated_at
 from evalops.services.gate.inputs import (

@@ -27,8 +27,8 @@ from evalops.domain.separation import (
     self_waiver_reason,
 )
 from evalops.domain.suggestions import close_match, some_of, unknown_id
+from evalops.domain.timestamps import parse_timestamp
 from evalops.domain.trajectory import TrajectoryResult
-from evalops.domain.vocabulary import parse_timestamp
 from evalops.domain.voids import VOIDED
 from evalops.errors import InputError
 

@@ -37,7 +37,7 @@ from evalops.domain.gate_documents import (
 from evalops.domain.gate_rules import EFFICIENCY_KEYS
 from evalops.domain.separation import NO_SELF_WAIVER, IngestAct
 from evalops.domain.specs import GatePolicy
-from evalops.domain.vocabulary import format_timestamp
+from evalops.domain.timestamps import format_timestamp
 from evalops.errors import InputError
 from evalops.services.authority.acts import INGEST_ACTS, authority_in_force
 from evalops.services.gate.input_parts import (

@@ -17,7 +17,7 @@ from typing import Any
 from sqlmodel import Session, col, select
 
 from evalops.domain.gate_documents import PolicyName
-from evalops.domain.specs import GatePolicy
+from evalops.domain.policy_rules import read_policy
 from evalops.errors import InputError
 from evalops.services.gate.policy_choice import PolicyKind, choose_policy
 from evalops.store import queries
@@ -130,8 +130,7 @@ def max_attempts(policy: AppliedPolicy | None) -> dict[str, int]:
     in)."""
     if policy is None:
         return {}
-    rule = GatePolicy.model_validate(policy.document).reruns.max_attempts_by_class
-    return {str(k): v for k, v in rule.items()}
+    return read_policy(policy.document).reruns.max_attempts_by_class
 
 
 def registered_gate_policy(session: Session, ref: str, cutoff: int | None) -> AppliedPolicy:

@@ -13,8 +13,8 @@ from evalops.domain import audit_kinds
 from evalops.domain.authority import Scope
 from evalops.domain.canonical import canonical_text
 from evalops.domain.free_text import has_visible_text
-from evalops.domain.specs import GatePolicy
-from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+from evalops.domain.policy_rules import read_policy
+from evalops.domain.timestamps import format_timestamp, parse_timestamp
 from evalops.domain.waivers import WaiverFact, WaiverRequest, grant_refusals, validity_at
 from evalops.errors import InputError
 from evalops.services.authority.acts import (
@@ -118,7 +118,7 @@ def grant(
             request,
             risk=risk,
             protects=protects,
-            policy=GatePolicy.model_validate(policy_doc),
+            policy=read_policy(policy_doc),
             now=now,
         )
         request_json = {

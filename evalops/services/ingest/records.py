@@ -33,9 +33,9 @@ from evalops.domain.canonical import (
     sha256_digest,
 )
 from evalops.domain.classify import Classification, classify
+from evalops.domain.timestamps import parse_timestamp
 from evalops.domain.trajectory import ObservedCall, TrajectoryResult, grade
 from evalops.domain.trial_record import TrialRecord
-from evalops.domain.vocabulary import parse_timestamp
 from evalops.errors import InputError, RejectedRecords, rejected_entry
 from evalops.registry.definitions import pydantic_error
 from evalops.registry.jsonl import (

@@ -13,8 +13,8 @@ from sqlmodel import Session, col, select
 
 from evalops.domain import audit_kinds
 from evalops.domain.classify import AMBIGUOUS_EFFECT_STATUSES
+from evalops.domain.timestamps import format_timestamp
 from evalops.domain.trial_record import TrialRecord
-from evalops.domain.vocabulary import format_timestamp
 from evalops.errors import InputError, RefusedError
 from evalops.importers.provenance import source_of
 from evalops.services.placeholders import refuse_placeholder

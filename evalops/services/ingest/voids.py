@@ -24,7 +24,7 @@ from evalops.domain.authority import Scope
 from evalops.domain.free_text import has_visible_text
 from evalops.domain.gate import evaluate_stored
 from evalops.domain.limits import MAX_FREE_TEXT_CHARS
-from evalops.domain.vocabulary import format_timestamp
+from evalops.domain.timestamps import format_timestamp
 from evalops.domain.voids import HARD_CLASSES, HARD_THRESHOLD, is_hard, void_line
 from evalops.errors import InputError, RefusedError
 from evalops.services.authority.acts import (

@@ -16,7 +16,7 @@ from sqlmodel import Session, func, select
 
 from evalops.domain import audit_kinds
 from evalops.domain.free_text import has_visible_text
-from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+from evalops.domain.timestamps import format_timestamp, parse_timestamp
 from evalops.errors import InputError
 from evalops.services.registry.unknown_ids import not_registered, unknown_incident
 from evalops.store import queries

@@ -13,7 +13,7 @@ from evalops.domain.classify import failing_verdict_class
 from evalops.domain.gate_rules import verdict_effect
 from evalops.domain.retirement_reason import read_stored
 from evalops.domain.specs import EvalTaskSpec, Grader, GraderSet
-from evalops.domain.vocabulary import format_timestamp
+from evalops.domain.timestamps import format_timestamp
 from evalops.errors import InputError
 from evalops.services.authority.acts import signers_of
 from evalops.services.registry.unknown_ids import not_registered

@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from evalops.domain.vocabulary import format_timestamp
+from evalops.domain.timestamps import format_timestamp
 from evalops.errors import InputError
 from evalops.services.registry.sync import latest_task_revisions
 from evalops.services.registry.unknown_ids import not_registered

@@ -38,7 +38,7 @@ from evalops.domain.gate_documents import (
     DecisionDocument,
     DecisionTask,
 )
-from evalops.domain.vocabulary import format_timestamp
+from evalops.domain.timestamps import format_timestamp
 from evalops.report.document import (
     AuthorityAct,
     AuthorityFacts,

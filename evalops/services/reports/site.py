@@ -41,7 +41,7 @@ from evalops.domain.act_roles import membership_act
 from evalops.domain.changes import TaskSide, flip
 from evalops.domain.gate_documents import Anchor
 from evalops.domain.retirement_reason import read_stored
-from evalops.domain.vocabulary import format_timestamp
+from evalops.domain.timestamps import format_timestamp
 from evalops.errors import InputError
 from evalops.services.authority.acts import signers_of
 from evalops.services.registry.definitions import share_definitions

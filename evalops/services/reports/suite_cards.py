@@ -11,7 +11,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from evalops import __version__
-from evalops.domain.vocabulary import format_timestamp
+from evalops.domain.timestamps import format_timestamp
 from evalops.services.registry.definitions import Definitions
 from evalops.services.registry.suites import show_suite, suite_coverage
 from evalops.services.reports.audit import (

@@ -34,8 +34,9 @@ from evalops.domain.gate_documents import (
     WaiverFactDocument,
 )
 from evalops.domain.labels import strictest_labels
+from evalops.domain.policy_rules import read_policy
 from evalops.domain.separation import NO_SELF_WAIVER, IngestAct
-from evalops.domain.vocabulary import format_timestamp
+from evalops.domain.timestamps import format_timestamp
 from evalops.errors import InputError
 from evalops.services.gate.input_parts import (
     GateRequest,
@@ -576,8 +577,6 @@ class _Loader:
 def rebuilt_inputs(reader: Reader, request: GateRequest, evaluator: int) -> AnyGateInputs:
     """A stored decision's inputs, rebuilt as the registry stood at its cutoff under the
     rules it was made with (`gate_inputs.build_inputs(..., rebuild=True)`)."""
-    from evalops.domain.specs import GatePolicy
-
     reads = GateReads(reader, request.cutoff)
     suite = reads.in_force_row("suite", request.suite_id)
     if suite is None:
@@ -589,7 +588,7 @@ def rebuilt_inputs(reader: Reader, request: GateRequest, evaluator: int) -> AnyG
         policy_digest, policy_doc = reads.registered_gate_policy(request.policy)
     else:
         policy_digest, policy_doc = reads.governing_policy(suite)
-    rule = GatePolicy.model_validate(policy_doc).critical_regressions
+    rule = read_policy(policy_doc).critical_regressions
     execution = reads.execution_for(request.build, request.execution_id)
     members = reads.members(request.suite_id)
     # The calibration rule changed with evaluator 3 (the pass class is never exempt).

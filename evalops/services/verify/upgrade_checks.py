@@ -33,7 +33,7 @@ from sqlmodel import Session, col, select
 from evalops.domain import audit_kinds
 from evalops.domain.canonical import sha256_digest
 from evalops.domain.digests import grader_config_digest
-from evalops.domain.vocabulary import format_timestamp, parse_timestamp
+from evalops.domain.timestamps import format_timestamp, parse_timestamp
 from evalops.errors import VerificationError
 from evalops.services.database import stored_revision
 from evalops.services.verify.decision_checks import replay_row
