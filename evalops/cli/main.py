@@ -451,13 +451,22 @@ def _is_usage_error(exc: BaseException) -> bool:
     )
 
 
+# What OpenBLAS reads for its thread count, first to last: a user who set any of them decides.
+BLAS_THREAD_SETTINGS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
+
+
+def one_blas_thread() -> None:
+    """evalops's statistics are scalars and short vectors: the OpenBLAS threads numpy starts
+    as it loads only spin, a fifth of a second of CPU for every command that loads scipy.
+    Unless the user set a thread count of their own, this process asks for one."""
+    if not any(name in os.environ for name in BLAS_THREAD_SETTINGS):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+
 def run() -> None:
     """The `evalops` entry point: this process runs one command and ends."""
     mark_own_process()
-    # evalops's statistics are scalars and short vectors: the OpenBLAS threads numpy starts
-    # as it loads only spin, a fifth of a second of CPU for every command that needs scipy
-    # (`verify`, `estimate`). A setting of the user's own wins.
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    one_blas_thread()
     code = main()
     # What is still alive (every imported module: hundreds of thousands of objects) is
     # moved where the collector never looks. At exit the interpreter collects once more

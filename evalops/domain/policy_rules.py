@@ -83,14 +83,23 @@ class PolicyRules:
         self.waivers = waivers
 
     def as_dict(self) -> dict[str, Any]:
-        """Every value, for comparing two readings (tests)."""
+        """Every value, each rule's fields in the model's order (for comparing readings)."""
+        regressions, waivers = self.critical_regressions, self.waivers
         return {
             "id": self.id,
             "critical_regressions": {
-                name: getattr(self.critical_regressions, name) for name in RegressionRules.__slots__
+                "rule": regressions.rule,
+                "baseline": regressions.baseline,
+                "method": regressions.method,
+                "alpha": regressions.alpha,
             },
             "reruns": {"max_attempts_by_class": self.reruns.max_attempts_by_class},
-            "waivers": {name: getattr(self.waivers, name) for name in WaiverRules.__slots__},
+            "waivers": {
+                "allowed_layers": waivers.allowed_layers,
+                "forbidden_states": waivers.forbidden_states,
+                "require": waivers.require,
+                "max_duration_days": waivers.max_duration_days,
+            },
         }
 
 
@@ -122,8 +131,13 @@ def rules_of(policy: GatePolicy) -> PolicyRules:
 
 
 def read_policy(document: Mapping[str, Any]) -> PolicyRules:
-    """The rules of a gate policy document; pydantic's error when the policy is not valid."""
-    if document.get("spec_schema_version") == GATE_POLICY_VERSION and spec_check.is_valid(document):
+    """The rules of a gate policy document; pydantic's error when the policy is not valid
+    (a stored decision's inputs can hold anything: `verify` reports what pydantic says)."""
+    if (
+        isinstance(document, dict)
+        and document.get("spec_schema_version") == GATE_POLICY_VERSION
+        and spec_check.is_valid(document)
+    ):
         regressions = _filled(spec_check.REGRESSION_RULE, document["critical_regressions"])
         reruns = _filled(spec_check.RERUN_RULE, document["reruns"])
         waivers = _filled(spec_check.WAIVER_RULE, document["waivers"])

@@ -11,7 +11,6 @@ pydantic refuses must be refused with pydantic's own error.
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from evalops.domain import spec_check
 from evalops.domain.policy_rules import read_policy
 from evalops.domain.specs import GatePolicy
 from evalops.services.registry import scaffold
@@ -41,10 +41,11 @@ POLICIES = _policies()
 
 
 def _pydantic_reading(model: GatePolicy) -> str:
-    """What the evaluator read from the validated model, as JSON (1 and 1.0 differ)."""
+    """What the evaluator read from the validated model, as Python writes it: 1 and 1.0,
+    True and 1, a list and a tuple, and the order of a mapping's keys all differ."""
     regressions = model.critical_regressions
     waivers = model.waivers
-    return json.dumps(
+    return repr(
         {
             "id": model.id,
             "critical_regressions": {
@@ -60,13 +61,12 @@ def _pydantic_reading(model: GatePolicy) -> str:
                 "require": list(waivers.require),
                 "max_duration_days": waivers.max_duration_days,
             },
-        },
-        sort_keys=True,
+        }
     )
 
 
-def _ours(document: dict[str, Any]) -> str:
-    return json.dumps(read_policy(document).as_dict(), sort_keys=True)
+def _ours(document: Any) -> str:
+    return repr(read_policy(document).as_dict())
 
 
 def test_the_corpus_holds_the_repository_s_policy_and_the_scaffold_s() -> None:
@@ -78,6 +78,27 @@ def test_the_corpus_holds_the_repository_s_policy_and_the_scaffold_s() -> None:
 @pytest.mark.parametrize("policy", POLICIES, ids=[p["id"] for p in POLICIES])
 def test_each_policy_reads_as_pydantic_reads_it(policy: dict[str, Any]) -> None:
     assert _ours(policy) == _pydantic_reading(GatePolicy.model_validate(policy))
+
+
+@pytest.mark.parametrize("policy", POLICIES, ids=[p["id"] for p in POLICIES])
+def test_a_policy_only_pydantic_accepts_reads_the_same(
+    policy: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Were the plain table to refuse a policy pydantic accepts, the rules would be read
+    from pydantic's model, alike."""
+    monkeypatch.setattr(spec_check, "is_valid", lambda value: False)
+    assert _ours(policy) == _pydantic_reading(GatePolicy.model_validate(policy))
+
+
+@pytest.mark.parametrize("stored", [None, [], "release-gate", 3, {"id": "release-gate"}])
+def test_a_stored_policy_that_is_no_policy_gets_pydantic_s_error(stored: Any) -> None:
+    """A decision's inputs are read from the database: whatever is there, the error is
+    the one pydantic gives for it (what `verify` and `gate replay` report)."""
+    with pytest.raises(ValidationError) as theirs:
+        GatePolicy.model_validate(stored)
+    with pytest.raises(ValidationError) as ours:
+        read_policy(stored)
+    assert str(ours.value) == str(theirs.value)
 
 
 def test_omitted_rules_take_the_model_s_defaults() -> None:
