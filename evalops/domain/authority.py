@@ -126,6 +126,13 @@ def nesting_exceeds(text: str, limit: int = MAX_NESTING) -> bool:
     return False
 
 
+def nesting_may_exceed(text: str, limit: int = MAX_NESTING) -> bool:
+    """Whether `text` holds more opening brackets and braces than `limit`. A depth is never
+    more than that count, so below it `nesting_exceeds` has nothing to find: counting runs
+    at C speed, where the scan cost a fifth of re-verifying one signed act."""
+    return text.count("[") + text.count("{") > limit
+
+
 def read_act(data: bytes, *, stored: bool = False) -> dict[str, Any]:
     """An act file's JSON object with its act fields (MalformedAct otherwise). `stored`:
     an act `verify` reads back, which may predate `registry_id`."""
@@ -135,7 +142,7 @@ def read_act(data: bytes, *, stored: bool = False) -> dict[str, Any]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise MalformedAct(f"not a JSON act: {exc}") from None
-    if nesting_exceeds(text):
+    if nesting_may_exceed(text) and nesting_exceeds(text):
         raise MalformedAct(f"the act is nested deeper than {MAX_NESTING} levels")
     try:
         value = json.loads(text)

@@ -21,6 +21,8 @@ import pytest
 import rfc8785
 from cryptography.hazmat.primitives.asymmetric import ed25519, rsa
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evalops.domain import sshsig
 from evalops.domain.act_roles import membership_act
@@ -36,6 +38,7 @@ from evalops.domain.authority import (
     judge_commit,
     key_owners,
     nesting_exceeds,
+    nesting_may_exceed,
     owner_of,
     read_act,
     role_refusal,
@@ -140,6 +143,32 @@ def test_nesting_counts_open_brackets_not_closed_ones_nor_siblings() -> None:
     assert nesting_exceeds(_nested(3), limit=3) is False
     assert nesting_exceeds(_nested(4), limit=3) is True
     assert nesting_exceeds(_nested(2), limit=1) is True
+
+
+@settings(max_examples=2000, deadline=None)
+@given(
+    st.text(alphabet='[]{}"\\a,:', max_size=80),
+    st.integers(min_value=0, max_value=8),
+)
+def test_the_bracket_count_never_hides_a_text_the_scan_refuses(text: str, limit: int) -> None:
+    """`read_act` scans only texts with more opening brackets than the limit: every text
+    the scan refuses has that many."""
+    if nesting_exceeds(text, limit):
+        assert nesting_may_exceed(text, limit)
+    opening = sum(char in "[{" for char in text)
+    assert nesting_may_exceed(text, limit) is (opening > limit)
+
+
+def test_an_act_with_few_brackets_is_never_scanned(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalops.domain import authority
+
+    scanned: list[str] = []
+    monkeypatch.setattr(authority, "nesting_exceeds", lambda text: scanned.append(text) or False)
+    read_act(json.dumps(_act()).encode())
+    assert scanned == []
+    deep = _act(task=[[["x"]]] * 40)  # 82 brackets and braces in all, 4 levels deep
+    assert read_act(json.dumps(deep).encode())["task"] == deep["task"]
+    assert len(scanned) == 1
 
 
 def test_a_closing_bracket_ends_one_level() -> None:
