@@ -36,11 +36,13 @@ def _loaded_after(code: str) -> dict[str, bool]:
     return loaded
 
 
-def _printed_last(script: str) -> Any:
-    """Run `script` in a fresh interpreter in the checkout; the JSON of its last line."""
+def _printed_last(script: str, env: dict[str, str] | None = None) -> Any:
+    """Run `script` in a fresh interpreter in the checkout (with `env`, else this one's);
+    the JSON of its last line."""
     done = subprocess.run(
         [sys.executable, "-c", script],
         cwd=REPO,
+        env=env,
         capture_output=True,
         text=True,
         check=True,
@@ -309,16 +311,8 @@ def _threads_numpy_starts(env: dict[str, str], through_entry_point: bool) -> int
         "cli.main = command\n"
         + ("cli.run()\n" if through_entry_point else "raise SystemExit(command())\n")
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    )
-    return int(done.stdout.split()[-1])
+    threads: int = _printed_last(script, env)
+    return threads
 
 
 @pytest.mark.parametrize(
