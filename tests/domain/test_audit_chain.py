@@ -172,6 +172,20 @@ def test_a_rewritten_middle_event_fails_the_anchor(synced: Path, cli: Cli) -> No
     assert "Traceback" not in anchored.stderr
 
 
+def test_the_audit_head_verify_prints_is_an_anchor_and_a_bad_one_says_where_to_look(
+    synced: Path, cli: Cli
+) -> None:
+    done = cli("verify", cwd=synced)
+    assert done.code == 0, done.stderr
+    (line,) = [x for x in done.stdout.splitlines() if x.strip().startswith("audit head ")]
+    printed = line.split()[2]
+    assert cli("verify", "--anchor", printed, cwd=synced).code == 0
+    bad = cli("verify", "--anchor", printed.replace("sha256:", ""), cwd=synced)
+    assert bad.code == 2, bad.stdout + bad.stderr
+    assert "the `audit head` line of `evalops verify`" in bad.stderr, bad.stderr
+    assert "`audit_head`'s seq and hash under --json" in bad.stderr, bad.stderr
+
+
 @pytest.mark.postgres
 @pytest.mark.tampers
 def test_a_rewritten_middle_event_fails_the_anchor_on_postgresql(

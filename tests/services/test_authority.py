@@ -225,6 +225,11 @@ def test_sign_with_runs_ssh_keygen(world: World) -> None:
     assert missing.code == 2, missing.stdout + missing.stderr
     assert "no such key file" in missing.stderr and "--sign-with" in missing.stderr
     assert world.last_event()["seq"] == before
+    # A directory exists, but is no key (ssh-keygen said "No such file or directory").
+    folder = world.grant("--sign-with", str(world.root))
+    assert folder.code == 2, folder.stdout + folder.stderr
+    assert "a directory, not a key file" in folder.stderr and "--sign-with" in folder.stderr
+    assert world.last_event()["seq"] == before
 
 
 # ------------------------------------------------------------------ every refusal

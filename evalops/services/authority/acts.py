@@ -204,6 +204,14 @@ def sign_with_key(key: Path, data: bytes) -> bytes:
             str(key),
             field="--sign-with",
         )
+    if key.is_dir():
+        # ssh-keygen would say "No such file or directory" of a directory that exists.
+        raise InputError(
+            "a directory, not a key file: give a private key made by ssh-keygen, or the "
+            "public key of one ssh-agent holds",
+            str(key),
+            field="--sign-with",
+        )
     try:
         done = subprocess.run(
             ["ssh-keygen", "-q", "-Y", "sign", "-n", NAMESPACE, "-f", str(key)],

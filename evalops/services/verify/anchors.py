@@ -49,8 +49,8 @@ def parse_anchor(text: str, source: str = "--anchor") -> Anchor:
     match = LINE.match(text)
     if match is None:
         raise InputError(
-            f"anchor {text!r} is not SEQ:sha256:<64 hex> (as `evalops verify --json` prints "
-            "audit_head)",
+            f"anchor {text!r} is not SEQ:sha256:<64 hex> (as the `audit head` line of "
+            "`evalops verify` prints it, or `audit_head`'s seq and hash under --json)",
             field="--anchor",
         )
     return Anchor(int(match.group(1)), match.group(2), source)
