@@ -861,24 +861,26 @@ def _canonical_forms(value: dict[str, Any], encoder_safe: bool) -> tuple[bytes, 
     `registry.load.parse_record`), else through the reference path.
 
     Keys are sorted, so the whole record is `{A,"tool_calls":T,S}` with A the keys before
-    `tool_calls` and S those after: the stored form is cut out of it, encoding only T and
-    the short suffix S again instead of the whole record.
+    `tool_calls` and S those after, and the stored form is `{A,S}`: A, T and S are each
+    encoded once and both forms assembled from them, instead of encoding the record and
+    then most of it again.
     """
     if encoder_safe:
         try:
-            whole = encode_trusted(value)
             if _TOOL_CALLS not in value:
+                whole = encode_trusted(value)
                 return whole, whole
+            before = encode_trusted({k: v for k, v in value.items() if k < _TOOL_CALLS})
             calls = encode_trusted(value[_TOOL_CALLS])
-            suffix = encode_trusted({k: v for k, v in value.items() if k > _TOOL_CALLS})
+            after = encode_trusted({k: v for k, v in value.items() if k > _TOOL_CALLS})
         except UnicodeEncodeError:
             pass  # a lone surrogate: the reference path raises its own error
         else:
-            tail = _TOOL_CALLS_KEY + calls + (b"," + suffix[1:] if suffix != b"{}" else b"}")
-            if whole.endswith(tail):
-                head = whole[: len(whole) - len(tail)]  # b"{" + A + b"," or b"{"
-                parts = (head[1:-1], suffix[1:-1])  # A and S, either may be empty
-                return whole, b"{" + b",".join(p for p in parts if p) + b"}"
+            a, t, s = before[1:-1], _TOOL_CALLS_KEY + calls, after[1:-1]  # A, T, S
+            return (
+                b"{" + b",".join(part for part in (a, t, s) if part) + b"}",
+                b"{" + b",".join(part for part in (a, s) if part) + b"}",
+            )
     stored_value = {k: v for k, v in value.items() if k != _TOOL_CALLS}
     return canonical_json(value), canonical_json(stored_value)
 
