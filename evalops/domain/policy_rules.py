@@ -15,14 +15,9 @@ before.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from evalops.domain import spec_check
-
-if TYPE_CHECKING:
-    from evalops.domain.specs import GatePolicy
-
-GATE_POLICY_VERSION = "gate-policy/v1"
 
 
 class RerunRules:
@@ -108,55 +103,30 @@ def _filled(model: spec_check.Model, value: Mapping[str, Any]) -> dict[str, Any]
     return {key: value.get(key, field.default) for key, field in model.fields.items()}
 
 
-def rules_of(policy: GatePolicy) -> PolicyRules:
-    """The rules of a policy pydantic has validated."""
-    waivers = policy.waivers
-    regressions = policy.critical_regressions
-    return PolicyRules(
-        policy.id,
-        RegressionRules(
-            rule=str(regressions.rule),
-            baseline=str(regressions.baseline),
-            method=str(regressions.method),
-            alpha=regressions.alpha,
-        ),
-        RerunRules({str(k): v for k, v in policy.reruns.max_attempts_by_class.items()}),
-        WaiverRules(
-            allowed_layers=[str(layer) for layer in waivers.allowed_layers],
-            forbidden_states=[str(state) for state in waivers.forbidden_states],
-            require=[str(name) for name in waivers.require],
-            max_duration_days=waivers.max_duration_days,
-        ),
-    )
-
-
 def read_policy(document: Mapping[str, Any]) -> PolicyRules:
     """The rules of a gate policy document; pydantic's error when the policy is not valid
     (a stored decision's inputs can hold anything: `verify` reports what pydantic says)."""
-    if (
-        isinstance(document, dict)
-        and document.get("spec_schema_version") == GATE_POLICY_VERSION
-        and spec_check.is_valid(document)
-    ):
-        regressions = _filled(spec_check.REGRESSION_RULE, document["critical_regressions"])
-        reruns = _filled(spec_check.RERUN_RULE, document["reruns"])
-        waivers = _filled(spec_check.WAIVER_RULE, document["waivers"])
-        return PolicyRules(
-            document["id"],
-            RegressionRules(
-                rule=regressions["rule"],
-                baseline=regressions["baseline"],
-                method=regressions["method"],
-                alpha=regressions["alpha"],
-            ),
-            RerunRules(reruns["max_attempts_by_class"]),
-            WaiverRules(
-                allowed_layers=waivers["allowed_layers"],
-                forbidden_states=waivers["forbidden_states"],
-                require=waivers["require"],
-                max_duration_days=waivers["max_duration_days"],
-            ),
-        )
-    from evalops.domain.specs import GatePolicy
+    if not spec_check.GATE_POLICY(document):
+        from evalops.domain.specs import GatePolicy
 
-    return rules_of(GatePolicy.model_validate(document))
+        # What pydantic accepts, as plain JSON values (every default filled in).
+        document = GatePolicy.model_validate(document).model_dump(mode="json")
+    regressions = _filled(spec_check.REGRESSION_RULE, document["critical_regressions"])
+    reruns = _filled(spec_check.RERUN_RULE, document["reruns"])
+    waivers = _filled(spec_check.WAIVER_RULE, document["waivers"])
+    return PolicyRules(
+        document["id"],
+        RegressionRules(
+            rule=regressions["rule"],
+            baseline=regressions["baseline"],
+            method=regressions["method"],
+            alpha=regressions["alpha"],
+        ),
+        RerunRules(reruns["max_attempts_by_class"]),
+        WaiverRules(
+            allowed_layers=waivers["allowed_layers"],
+            forbidden_states=waivers["forbidden_states"],
+            require=waivers["require"],
+            max_duration_days=waivers["max_duration_days"],
+        ),
+    )

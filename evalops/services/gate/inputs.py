@@ -35,8 +35,8 @@ from evalops.domain.gate_documents import (
     WaiverFactDocument,
 )
 from evalops.domain.gate_rules import EFFICIENCY_KEYS
+from evalops.domain.policy_rules import PolicyRules, read_policy
 from evalops.domain.separation import NO_SELF_WAIVER, IngestAct
-from evalops.domain.specs import GatePolicy
 from evalops.domain.timestamps import format_timestamp
 from evalops.errors import InputError
 from evalops.services.authority.acts import INGEST_ACTS, authority_in_force
@@ -731,7 +731,7 @@ TaskLoader = Callable[
 def _baseline_block(
     session: Session,
     request: GateRequest,
-    policy: GatePolicy,
+    policy: PolicyRules,
     defs: Definitions,
     members: list[queries.Member],
     heads: dict[str, TaskHead],
@@ -840,7 +840,7 @@ def _inputs(
             session, suite, request.policy, cutoff, dry_run=dry_run, rebuild=rebuild
         )
         policy_doc, policy_digest = applied.document, applied.digest
-    policy = GatePolicy.model_validate(policy_doc)
+    policy = read_policy(policy_doc)
     execution = execution_for(session, request.build, request.execution_id, cutoff)
     members = queries.members(session, request.suite_id, cutoff=cutoff)
     # The calibration rule changed with evaluator 3 (the pass class is never exempt).
