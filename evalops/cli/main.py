@@ -371,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
                 print_json({"error": error_object(usage_code, message, field=field)})
             # One line, as every other error: click's own is four (usage, hint, blank, error).
             context = getattr(exc, "ctx", None)
-            path = getattr(context, "command_path", None) or "evalops"
+            path = getattr(context, "command_path", None) or _command_path(command, args)
             named = f"{field}: " if field and field not in message else ""
             sys.stderr.write(f"error: {named}{message} (`{path} -h` for help)\n")
             return usage_code
@@ -386,6 +386,25 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_INTERNAL
     return result if isinstance(result, int) and not isinstance(result, bool) else 0
+
+
+def _command_path(root: Any, args: list[str]) -> str:
+    """The command the words of `args` name (`evalops gate check`), for a usage error the
+    option parser raised before the command had a context (a value missing after its
+    option): each word that names a sub-command of the group before it. Options and
+    their values are passed over (`evalops --json gate check`) until a command that is
+    not a group is reached."""
+    words = ["evalops"]
+    command = root
+    for arg in args:
+        find = getattr(command, "get_command", None)
+        if not callable(find):
+            break
+        found = None if arg.startswith("-") else find(None, arg)
+        if found is not None:
+            words.append(arg)
+            command = found
+    return " ".join(words)
 
 
 def _usage_field(exc: Exception) -> str | None:

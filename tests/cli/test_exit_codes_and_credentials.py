@@ -186,6 +186,12 @@ def test_a_usage_error_names_its_option_as_the_field(
         pytest.param(["task", "show"],
                      "error: Missing argument 'ID'. (`evalops task show -h` for help)",
                      id="missing-argument"),
+        pytest.param(["gate", "check", "--suite", "regression/core", "--build"],
+                     "error: Option '--build' requires an argument. (`evalops gate check -h`",
+                     id="missing-value"),
+        pytest.param(["--lock-timeout", "5", "gate", "check", "--build"],
+                     "error: Option '--build' requires an argument. (`evalops gate check -h`",
+                     id="missing-value-after-a-global-option"),
     ],
 )  # fmt: skip
 def test_a_usage_error_is_one_line_naming_its_field_and_the_help(

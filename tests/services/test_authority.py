@@ -230,6 +230,12 @@ def test_sign_with_runs_ssh_keygen(world: World) -> None:
     assert folder.code == 2, folder.stdout + folder.stderr
     assert "a directory, not a key file" in folder.stderr and "--sign-with" in folder.stderr
     assert world.last_event()["seq"] == before
+    # Asked to print the act and to sign it at once: the option it cannot go with is named.
+    both = world.grant("--print-act", "--sign-with", str(world.keys["dave"]))
+    assert both.code == 2, both.stdout + both.stderr
+    assert both.stdout == ""
+    assert "--print-act" in both.stderr and "not with --sign-with" in both.stderr, both.stderr
+    assert world.last_event()["seq"] == before
 
 
 # ------------------------------------------------------------------ every refusal

@@ -62,7 +62,20 @@ class Signing:
     def check(self) -> None:
         """Options that cannot go together (exit 2)."""
         if self.print_act and (self.keys or self.act_file or self.signature_files):
-            raise InputError("--print-act stores nothing: give it alone", field="--print-act")
+            others = [
+                name
+                for name, given in (
+                    ("--sign-with", self.keys),
+                    ("--act", self.act_file),
+                    ("--signature", self.signature_files),
+                )
+                if given
+            ]
+            raise InputError(
+                f"--print-act prints the act to sign and stores nothing: not with "
+                f"{' or '.join(others)}",
+                field="--print-act",
+            )
         if self.keys and (self.act_file or self.signature_files):
             raise InputError("--sign-with signs a new act: not with --act", field="--sign-with")
         if self.act_file is not None and not self.signature_files:
