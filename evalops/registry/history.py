@@ -84,6 +84,26 @@ def is_ancestor(top: Path, older: str, newer: str) -> bool:
     return _run(top, "merge-base", "--is-ancestor", older, newer).returncode == 0
 
 
+def branch_tips(top: Path, branch: str) -> dict[str, str]:
+    """Every ref of this repository named `branch`: the local branch and each remote's
+    copy of it (`refs/remotes/origin/main`), ref name -> the commit it points to."""
+    if branch.startswith("-"):
+        return {}
+    out = git_output(
+        top,
+        "for-each-ref",
+        "--format=%(refname)%00%(objectname)",
+        f"refs/heads/{branch}",
+        f"refs/remotes/*/{branch}",
+    )
+    tips: dict[str, str] = {}
+    for line in out.decode("utf-8", "surrogateescape").splitlines():
+        ref, _, sha = line.partition("\0")
+        if ref and sha:
+            tips[ref] = sha
+    return tips
+
+
 def commits_since(top: Path, vetted: list[str], head: str) -> list[HistoryCommit]:
     """Every commit reachable from `head` and from none of `vetted` (those this repository
     holds), newest first, each with all its parents."""

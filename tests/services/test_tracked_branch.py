@@ -322,6 +322,46 @@ def test_a_detached_head_names_the_tracked_branch_with_track(repo: Repo) -> None
     assert wrong.code == 2 and "registry track" in wrong.stderr
 
 
+def test_track_on_a_detached_head_needs_a_branch_of_that_name_holding_the_commit(
+    repo: Repo,
+) -> None:
+    """`--track main` says which branch a detached HEAD is; a commit on no ref named main
+    (a signed proposal never merged) is refused, nothing stored, and the same commit is
+    accepted once main holds it, as a remote's copy too (CI checkouts fetch one)."""
+    main = repo.branch
+    in_force = repo.in_force("gate_policy", "release-gate")
+    events = repo.sql("SELECT count(*) FROM audit_event")
+    repo.git("checkout", "-q", "-b", "proposal")
+    loosen(repo, "31")
+    proposal = repo.commit("alice", "a signed proposal, never merged")
+    repo.git("checkout", "-q", "--detach", proposal)
+    # Registered off the line, and not told to sync it as main: it is not on main.
+    done = repo.run("sync", "registry")
+    assert done.code == 0 and "in force unchanged" in done.stdout, done.stdout + done.stderr
+    assert "--track" not in done.stdout
+    events = repo.sql("SELECT count(*) FROM audit_event")
+    done = repo.run("sync", "registry", "--track", main)
+    assert done.code == 2, done.stdout + done.stderr
+    assert f"--track: commit {proposal[:12]} is not on {main}" in done.stderr
+    assert f"refs/heads/{main} at" in done.stderr
+    assert repo.sql("SELECT count(*) FROM audit_event") == events
+    assert repo.in_force("gate_policy", "release-gate") == in_force
+    # Only a remote's copy of main (the local branch gone), once it holds the commit.
+    repo.git("remote", "add", "origin", str(repo.root))
+    repo.git("fetch", "-q", "origin", f"{main}:refs/remotes/origin/{main}")
+    repo.git("branch", "-q", "-D", main)
+    done = repo.run("sync", "registry", "--track", main)
+    assert done.code == 2 and f"refs/remotes/origin/{main} at" in done.stderr, done.stderr
+    repo.git("update-ref", f"refs/remotes/origin/{main}", proposal)
+    done = repo.run("sync", "registry", "--track", main)
+    assert done.code == 0, done.stdout + done.stderr
+    assert repo.in_force("gate_policy", "release-gate") == repo.digest_of(GATE)
+    # No ref of that name at all: nothing to find the commit on.
+    repo.git("update-ref", "-d", f"refs/remotes/origin/{main}")
+    done = repo.run("sync", "registry", "--track", main)
+    assert done.code == 2 and f"has no branch {main}" in done.stderr, done.stderr
+
+
 def test_track_naming_another_branch_than_the_checked_out_one_is_exit_2(repo: Repo) -> None:
     done = repo.run("sync", "registry", "--track", "elsewhere")
     assert done.code == 2 and "--track" in done.stderr
@@ -636,6 +676,44 @@ def test_verify_finds_each_attack_written_without_the_check(
     assert done.code == 6, done.stdout + done.stderr
     for word in words:
         assert word in done.stderr, (word, done.stderr)
+
+
+def _forget_head(repo: Repo) -> None:
+    """The commit checked out leaves the repository (verify in a clone that never had it,
+    or a sync that recorded a made-up commit)."""
+    repo.git("reset", "-q", "--hard", "HEAD~1")
+    repo.git("reflog", "expire", "--expire=now", "--all")
+    repo.git("gc", "-q", "--prune=now")
+
+
+def test_verify_refuses_a_rule_change_from_a_commit_the_repository_does_not_hold(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    loosen(repo)
+    unsigned = repo.commit(None, "unsigned, and soon gone")
+    with monkeypatch.context() as patched:
+        _without_the_check(patched)
+        assert repo.run("sync", "registry").code == 0
+    _forget_head(repo)
+    assert repo.git("cat-file", "-t", unsigned, check=False) == ""
+    done = repo.run("verify")
+    assert done.code == 6, done.stdout + done.stderr
+    assert unsigned[:12] in done.stderr and "does not hold" in done.stderr, done.stderr
+    assert "gate_policy release-gate" in done.stderr
+
+
+def test_a_commit_the_repository_does_not_hold_is_counted_when_it_changed_no_rule(
+    repo: Repo,
+) -> None:
+    assert repo.run("new", "execution", "build-999", "--registry", "registry").code == 0
+    repo.commit(None, "a new execution profile: no rule")
+    done = repo.run("sync", "registry")
+    assert done.code == 0, done.stdout + done.stderr
+    (run_id,) = repo.sql("SELECT max(id) FROM sync_run")[0]
+    _forget_head(repo)
+    done = repo.run("--json", "verify")
+    assert done.code == 0, done.stdout + done.stderr
+    assert done.json()["rule_history"]["unknown_commits"] == [run_id]
 
 
 @pytest.mark.postgres

@@ -42,6 +42,7 @@ from evalops.services.registry.ratchet import RegisteredRows, conflict
 from evalops.services.registry.tracking import (
     Line,
     Tracked,
+    check_detached_on,
     follow_hint,
     line_of,
     off_line_summary,
@@ -406,6 +407,8 @@ def _on_line(
             f"{track} --path {state.line.path}` changes it (a rule change)",
             field="--track",
         )
+    if track is not None:
+        check_detached_on(provenance, track)
     placement = place(state, here, snapshot.root, provenance)
     if not placement.on_line:
         assert state is not None

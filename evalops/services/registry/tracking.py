@@ -22,7 +22,7 @@ from sqlmodel import Session, col, select
 from evalops.domain import audit_kinds
 from evalops.domain.authority import Scope
 from evalops.errors import InputError, RefusedError
-from evalops.registry.history import is_ancestor, normal_path, repository_top
+from evalops.registry.history import branch_tips, is_ancestor, normal_path, repository_top
 from evalops.registry.provenance import GitProvenance
 from evalops.registry.spec_sources import display_path
 from evalops.services.authority.acts import Signing, authorize, record_refusal
@@ -68,6 +68,41 @@ def line_of(root: Path, provenance: GitProvenance, track: str | None) -> Line:
     except ValueError:
         rel = display_path(root)
     return Line(normal_path(rel), branch)
+
+
+def _on_branch(provenance: GitProvenance, branch: str) -> bool:
+    """Whether a ref of this repository named `branch` holds the commit checked out."""
+    top, commit = provenance.top, provenance.commit
+    if top is None or commit is None:
+        return False
+    return any(is_ancestor(top, commit, tip) for tip in branch_tips(top, branch).values())
+
+
+def check_detached_on(provenance: GitProvenance, track: str) -> None:
+    """`--track BRANCH` on a detached HEAD says which branch the commit is; the repository
+    must agree, one of its refs named BRANCH (the local branch, or a remote's copy, as CI
+    checkouts fetch it) containing the commit. Else any commit could be synced as the
+    tracked branch: a pull request's, or a proposal never merged."""
+    top, commit = provenance.top, provenance.commit
+    if provenance.branch is not None or top is None or commit is None:
+        return
+    if _on_branch(provenance, track):
+        return
+    tips = branch_tips(top, track)
+    if tips:
+        held = ", ".join(f"{ref} at {sha[:12]}" for ref, sha in sorted(tips.items()))
+        why = f"commit {commit[:12]} is not on {track} ({held} does not contain it)"
+    else:
+        why = (
+            f"this repository has no branch {track} (no refs/heads/{track}, no "
+            f"refs/remotes/*/{track}) to find commit {commit[:12]} on"
+        )
+    raise InputError(
+        f"{why}; fetch {track} (`git fetch origin {track}`) if the commit "
+        f"is on it, or sync without --track to register the definitions without changing "
+        "what is in force",
+        field="--track",
+    )
 
 
 @dataclass
@@ -170,8 +205,8 @@ def off_line_summary(
         f"; to see how it decides: evalops gate check --dry-run --definitions {rev} "
         "--build BUILD --suite SUITE"
     )
-    if here.branch is None and provenance.commit is not None:
-        hint += f" (if this detached HEAD is {line.branch}, sync with --track {line.branch})"
+    if here.branch is None and line.branch is not None and _on_branch(provenance, line.branch):
+        hint += f" (this detached HEAD is on {line.branch}: sync with --track {line.branch})"
     return f"registered {count} {noun} {where}; in force unchanged: {line.describe()}{hint}"
 
 

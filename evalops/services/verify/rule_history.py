@@ -168,6 +168,8 @@ def check_rule_history(reader: Reader, root: Path) -> RuleHistory:
             line = (str(re_based[-1]["path"]), re_based[-1].get("branch"))
         if run.commit is not None and run.commit not in held:
             report.unknown.append(run.id)
+            if previous is not None:
+                _unheld_rule_changes(reader, run, previous)
         else:
             _check_line(top, run, previous, line, bool(re_based))
             if previous is not None:
@@ -211,6 +213,24 @@ def _check_line(
         raise VerificationError(
             f"{_where(run)} changed what is in force from rewritten history: the previous "
             f"synced commit {last[:12]} is not an ancestor of {run.commit[:12]}"
+        )
+
+
+def _unheld_rule_changes(reader: Reader, run: _Run, previous: _Run) -> None:
+    """A sync from a commit this repository does not hold is only counted (a clone that
+    lacks it, a shallow one), unless it changed the rules under an authority: then what
+    makes it acceptable, the signatures of the commits that brought the change, cannot be
+    checked, and an unchecked rule change is not a verified one."""
+    authority = _authority(reader, previous.forced)
+    if authority is None:
+        return
+    changed = _rule_changes(reader, previous, run)
+    if changed:
+        raise VerificationError(
+            f"{_where(run)} put rule changes ({', '.join(changed)}) in force while authority "
+            f"{authority.id} was in force, from a commit this repository does not hold: the "
+            "signatures that allowed them cannot be checked; fetch the full history of the "
+            "tracked branch (`git fetch --unshallow` in a shallow clone) and verify again"
         )
 
 
