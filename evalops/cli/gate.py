@@ -69,7 +69,12 @@ def _refused_text(refused: dict[str, Any]) -> str:
     """A waiver the policy in force refuses (named by its id, with why), or a request
     refused at grant (it never got a WVR id, so it is named by its audit event)."""
     if refused.get("waiver_id"):
-        return f"{refused['waiver_id']} {refused.get('task_id')} ({refused.get('reason')})"
+        # Refused by the policy: its reason; by the authority (a separation of duties):
+        # the refusal, which names the rule.
+        why = (
+            refused.get("reason") or refused.get("refusal") or ", ".join(refused.get("rules") or [])
+        )
+        return f"{refused['waiver_id']} {refused.get('task_id')} ({why or 'refused'})"
     rules = ", ".join(refused.get("rules") or []) or "refused"
     return f"audit #{refused.get('seq')} {refused.get('task_id')} ({rules})"
 

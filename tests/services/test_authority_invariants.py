@@ -95,6 +95,28 @@ def test_an_ingest_by_the_signer_of_a_valid_waiver_of_its_build_is_refused(
     assert w.run("verify").code == 0
 
 
+def test_an_ingest_on_a_clock_behind_the_waiver_s_grant_is_refused_too(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The waiver is recorded: an ingest whose clock says it came an hour before the grant
+    (a lagging machine, or EVALOPS_NOW) is the same pair, refused; `verify` stays ok."""
+    from datetime import timedelta
+
+    from evalops.domain.timestamps import format_timestamp, parse_timestamp
+    from tests.conftest import PINNED_NOW
+
+    _alice_waives(world)
+    seq = world.last_event()["seq"]
+    earlier = parse_timestamp(PINNED_NOW) - timedelta(hours=1)
+    monkeypatch.setenv("EVALOPS_NOW", format_timestamp(earlier))
+    done = _ingest(world, "alice")
+    assert done.code == 5, done.stdout + done.stderr
+    assert "[no_self_waiver]" in done.stderr and "WVR-2" in done.stderr
+    assert world.last_event()["seq"] == seq + 1
+    monkeypatch.setenv("EVALOPS_NOW", PINNED_NOW)
+    assert world.run("verify").code == 0
+
+
 def test_an_ingest_after_the_waiver_is_revoked_is_not_refused(world: World) -> None:
     _alice_waives(world)
     revoked = world.run("waiver", "revoke", "WVR-2", "--reason", "done",
@@ -118,6 +140,9 @@ def test_a_waiver_by_the_signer_of_an_ingest_is_refused_by_the_gate(any_engine: 
     assert len(refused) == 1 and refused[0]["rules"] == ["no_self_waiver"]
     assert "alice" in refused[0]["refusal"]
     assert decided["decision"] != "pass"
+    text = w.run("gate", "check", "--build", "build-125", "--suite", SUITE, "--dry-run")
+    (line,) = [x for x in text.stdout.splitlines() if x.strip().startswith("waivers:")]
+    assert f"WVR-2 {TASK} (no_self_waiver: alice signed WVR-2" in line, line
     assert w.run("verify").code == 0  # the plain-SQL loader rebuilds the same inputs
 
 
@@ -140,14 +165,22 @@ def test_a_stored_decision_that_applied_a_self_waiver_is_exit_6(
     assert "refused" in done.stderr or "waivers" in done.stderr
 
 
+@pytest.mark.parametrize("hours_behind", [0, 1])
 def test_verify_finds_an_ingest_that_followed_its_signers_waiver(
-    world: World, monkeypatch: pytest.MonkeyPatch
+    world: World, monkeypatch: pytest.MonkeyPatch, hours_behind: int
 ) -> None:
-    """The ingest stored by an evalops that did not look: `verify` makes the refusal."""
+    """The ingest stored by an evalops that did not look: `verify` makes the refusal, also
+    when the ingest's clock put it before the waiver's grant."""
+    from datetime import timedelta
+
+    from evalops.domain.timestamps import format_timestamp, parse_timestamp
     from evalops.services.authority import acts
+    from tests.conftest import PINNED_NOW
 
     _alice_waives(world)
     monkeypatch.setattr(acts, "ingest_separation_refusal", lambda *a, **k: None)
+    then = parse_timestamp(PINNED_NOW) - timedelta(hours=hours_behind)
+    monkeypatch.setenv("EVALOPS_NOW", format_timestamp(then))
     assert _ingest(world, "alice").code == 0
     monkeypatch.undo()
     done = world.run("verify")

@@ -370,7 +370,8 @@ def ingest_separation_refusal(
     session: Session, authorized: Authorized, builds: tuple[str, ...], now: datetime
 ) -> None:
     """`no_self_waiver` from the ingest's side: refuse `authorized` (an ingest or import,
-    in place) when one of its signers signed a waiver still valid now for one of `builds`."""
+    in place) when one of its signers signed a waiver for one of `builds` that has not
+    expired by `now` and is not revoked."""
     if not authorized.signed or authorized.authority is None or not builds:
         return
     if NO_SELF_WAIVER not in authorized.authority.separation_of_duties:
@@ -380,7 +381,9 @@ def ingest_separation_refusal(
         select(Waiver).where(col(Waiver.build).in_(builds)).order_by(col(Waiver.id))
     ).all()
     for waiver in waivers:
-        if not waiver.granted_at <= now < waiver.expires_at:
+        # Recorded is enough, whatever its grant time says: a clock behind the waiver's
+        # must not let the pair in. Only an expired or revoked waiver no longer conflicts.
+        if not now < waiver.expires_at:
             continue
         revoked = session.exec(
             select(WaiverRevocation).where(WaiverRevocation.waiver_row_id == waiver.id)

@@ -120,7 +120,7 @@ def separation_problem(reader: Reader) -> str | None:  # noqa: PLR0912  (three r
                 continue
             if revoked.get(int(w["id"]), ingest.seq + 1) < ingest.seq:
                 continue
-            if not timestamp(w["granted_at"]) <= when < timestamp(w["expires_at"]):
+            if not when < timestamp(w["expires_at"]):
                 continue
             both = shared_signers(ingest.signers, _principals(w["signers"]))
             if both:
