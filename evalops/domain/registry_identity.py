@@ -1,12 +1,10 @@
 """Which registry an act belongs to: the `registry_id` of a registry database.
 
 A registry is named by its first audit event, which no later write changes and `verify`
-holds to the chain: the `registry_id` that event records, or, when it records none (every
-registry so far: the first event is a `sync`'s), a UUID derived from that event's hash.
-The hash covers the event's microsecond time, actor and payload, so two registries started
-apart (staging and production from one repository) have two ids, while a copy of one
-database (a backup, a move to PostgreSQL) is the same registry under the same id. Deriving
-it on read needs no migration and no new row: the id is a function of the chain.
+holds to the chain: the random `registry_id` that event records (`store.audit` draws one
+for the first event of every new registry), or, when it records none (a registry begun
+before that), a UUID derived from that event's hash, which needs no migration. A copy of
+one database (a backup, a move to PostgreSQL) is the same registry under the same id.
 """
 
 from __future__ import annotations

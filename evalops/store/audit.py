@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -58,6 +59,10 @@ def append_event(
         for obj in objs:
             if obj.audit_seq != seq:
                 raise RuntimeError(f"{obj.__table__.name} row carries audit_seq {obj.audit_seq}")
+    if head is None and "registry_id" not in payload:
+        # The registry's own name, which every signed act carries (docs/authority.md): drawn
+        # at random, so no two registries share it whatever their clocks and content.
+        payload = {**payload, "registry_id": str(uuid.uuid4())}
     digests = rows_payload(objs) if objs else {}
     if rows_digest is not None:
         digests.update(rows_digest.as_payload())

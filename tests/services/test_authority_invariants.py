@@ -272,6 +272,26 @@ def test_an_act_signed_for_another_registry_is_refused(
     assert staging.run("verify").code == 0
 
 
+def test_two_registries_built_alike_at_one_moment_have_two_ids(
+    world: World, tmp_path: Path, cli: Cli
+) -> None:
+    """Same repository, same content, same actor, the same (pinned) clock: the first event
+    of each would hash alike, so the id is drawn at random, never derived from it. An act
+    of one is refused by the other."""
+    first = _second_registry(world, tmp_path / "a", cli)
+    second = _second_registry(world, tmp_path / "b", cli)
+    ids = [r.run("verify", "--json").json()["registry_id"] for r in (first, second)]
+    assert ids[0] != ids[1]
+    printed = first.run(*CALIBRATE, "--print-act")
+    assert printed.code == 0, printed.stdout + printed.stderr
+    act = tmp_path / "act.json"
+    act.write_text(printed.stdout, encoding="utf-8")
+    signature = sign_file(world.keys["bob"], act)
+    done = second.run(*CALIBRATE, "--act", str(act), "--signature", str(signature))
+    assert done.code == 5 and "[registry]" in done.stderr, done.stdout + done.stderr
+    assert first.run(*CALIBRATE, "--act", str(act), "--signature", str(signature)).code == 0
+
+
 def test_the_registry_id_is_the_same_on_every_read(world: World) -> None:
     first = world.run("verify", "--json").json()["registry_id"]
     assert world.grant("--sign-with", str(world.keys["dave"])).code == 0
