@@ -17,9 +17,13 @@ from evalops.domain.estimation import (
     estimate_rates,
     paired_difference,
 )
+from evalops.domain.timestamps import parse_timestamp
 
-ESTIMATOR = 1
-"""The version of the rules `evaluate_estimate` applies (stored with every estimate)."""
+ESTIMATOR = 2
+"""The version of the rules `evaluate_estimate` applies (stored with every estimate). 2: a
+member sampled after the frame's `frozen_at` is not counted, voided trials and members
+without baseline trials are named, and a paired difference that does not vary has no
+interval. Estimates stored under 1 replay under 1's rules."""
 
 
 def observations(
@@ -61,6 +65,34 @@ def _members(ids: Sequence[str], one: str, several: str) -> str:
     return f"1 member {one}" if len(ids) == 1 else f"{len(ids):,} members {several}"
 
 
+def _after_the_frame(tasks: Sequence[Mapping[str, Any]], frozen_at: str) -> list[str]:
+    """Members sampled after the frame was frozen (its `frozen_at` moved earlier since they
+    were promoted): not samples of the frame the estimate names."""
+    frozen = parse_timestamp(frozen_at)
+    return [
+        t["task_id"]
+        for t in tasks
+        if isinstance(t.get("sampled_at"), str) and parse_timestamp(t["sampled_at"]) > frozen
+    ]
+
+
+def _voided(tasks: Sequence[Mapping[str, Any]], build: str, label: str = "") -> list[str]:
+    """What voids left out of the build's trials (docs/trials.md: voided trials are left
+    out, and said so): how many, and the members left with none."""
+    voided = sum(int(t.get("voided", 0)) for t in tasks)
+    if not voided:
+        return []
+    trials = "1 trial" if voided == 1 else f"{voided:,} trials"
+    reasons = [f"{trials} under {label}build {build} voided: left out (`evalops void list`)"]
+    emptied = [t["task_id"] for t in tasks if t.get("voided") and not sum(t["effective"].values())]
+    if emptied:
+        reasons.append(
+            f"{_members(emptied, 'has', 'have')} only voided trials under {label}build "
+            f"{build}: not counted: {_names(emptied)}"
+        )
+    return reasons
+
+
 def _unlisted(
     tasks: Sequence[Mapping[str, Any]], build: str, weights: Mapping[str, Any]
 ) -> list[str]:
@@ -77,7 +109,9 @@ def _unlisted(
     no_trials = [
         t["task_id"]
         for t in tasks
-        if t["stratum"] in weights["values"] and not sum(t["effective"].values())
+        if t["stratum"] in weights["values"]
+        and not sum(t["effective"].values())
+        and not t.get("voided")
     ]
     if no_trials:
         reasons.append(
@@ -87,27 +121,69 @@ def _unlisted(
     return reasons
 
 
+def _unpaired(
+    tasks: Sequence[Mapping[str, Any]], baseline: Sequence[Mapping[str, Any]], build: str
+) -> list[str]:
+    """Members the difference leaves out because the baseline has no trials of them."""
+    ran = {t["task_id"] for t in baseline if sum(t["effective"].values())}
+    missing = [
+        t["task_id"] for t in tasks if sum(t["effective"].values()) and t["task_id"] not in ran
+    ]
+    if not missing:
+        return []
+    return [
+        f"{_members(missing, 'has', 'have')} no trials under baseline build {build}: not "
+        f"in the difference: {_names(missing)}"
+    ]
+
+
 def evaluate_estimate(inputs: Mapping[str, Any]) -> dict[str, Any]:
-    """The estimate document (docs/estimation.md, "JSON") from its stored inputs."""
+    """The estimate document (docs/estimation.md, "JSON") from its stored inputs, under the
+    rules of the estimator version they were stored with (`ESTIMATOR`)."""
     request = inputs["request"]
     suite = inputs["suite"]
     weights = suite["weights"]
     values = {str(k): float(v) for k, v in weights["values"].items()}
     sizes = suite["frame"].get("sizes")
     confidence = float(request["confidence"])
+    version = int(inputs.get("estimator", 1))
     tasks = inputs["tasks"]
+    baseline_tasks = inputs.get("baseline_tasks")
+    unavailable: list[str] = []
+    if version >= 2:
+        late = _after_the_frame(tasks, suite["frame"]["frozen_at"])
+        if late:
+            unavailable.append(
+                f"{_members(late, 'was', 'were')} sampled after the frame was frozen "
+                f"({suite['frame']['frozen_at']}): not counted: {_names(late)}"
+            )
+            tasks = [t for t in tasks if t["task_id"] not in late]
+            if baseline_tasks is not None:
+                baseline_tasks = [t for t in baseline_tasks if t["task_id"] not in late]
     observed = observations(tasks, values)
     counted = [t for t in observed if t.n]
     rates, strata, reasons = estimate_rates(observed, values, sizes, confidence)
     first, _, _ = estimate_rates(observed, values, sizes, confidence, first=True)
     originals = sum(t.n_first for t in counted)
     invalid = sum(t.first.get(c, 0) for t in counted for c in INVALID_CLASSES)
-    unavailable = [*_unlisted(tasks, request["build"], weights), *reasons]
+    unavailable += _unlisted(tasks, request["build"], weights)
+    if version >= 2:
+        unavailable += _voided(tasks, request["build"])
+    unavailable += reasons
     difference = None
-    if inputs.get("baseline_tasks") is not None:
+    if baseline_tasks is not None:
         difference, why = paired_difference(
-            observed, observations(inputs["baseline_tasks"], values), values, sizes, confidence
+            observed,
+            observations(baseline_tasks, values),
+            values,
+            sizes,
+            confidence,
+            interval_of_no_variation=version < 2,
         )
+        if version >= 2:
+            in_strata = [t for t in tasks if t["stratum"] in values]
+            unavailable += _unpaired(in_strata, baseline_tasks, str(request["baseline"]))
+            unavailable += _voided(baseline_tasks, str(request["baseline"]), "baseline ")
         unavailable += why
     return {
         "estimate_id": inputs["estimate_id"],

@@ -273,18 +273,23 @@ def estimate_rates(
 # ------------------------------------------------------------------------------ difference
 
 
-def paired_difference(
+def paired_difference(  # noqa: PLR0913 (two builds, the design, and one rule of version 1)
     candidate: Sequence[TaskObservation],
     baseline: Sequence[TaskObservation],
     weights: Mapping[str, float],
     sizes: Mapping[str, int] | None,
     confidence: float,
+    *,
+    interval_of_no_variation: bool = False,
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Per key: the stratified mean of per-task differences (candidate - baseline) over the
     tasks both builds ran, its standard error, and a t interval with (pairs - strata)
     degrees of freedom, the survey convention for a stratified cluster sample.
 
-    Pairing removes the task-to-task variation both builds share, which is most of it."""
+    Pairing removes the task-to-task variation both builds share, which is most of it.
+    When every paired task differs alike, the variance is 0 and a t interval would have no
+    width, claiming the difference exact: no interval is given, with the reason.
+    `interval_of_no_variation` keeps the zero-width interval estimator 1 stored."""
     base = {t.task_id: t for t in baseline if t.n}
     pairs = [(c, base[c.task_id]) for c in candidate if c.n and c.task_id in base]
     strata = list(weights)
@@ -294,12 +299,15 @@ def paired_difference(
             by[c.stratum].append((c, b))
     out: dict[str, dict[str, Any]] = {}
     reasons: list[str] = []
+    alike: list[str] = []
+    unseen: list[str] = []
     for key in RATE_KEYS:
+        differences = {s: [c.share(key) - b.share(key) for c, b in by[s]] for s in strata}
         parts = [
             stratum_part(
                 s,
                 weights[s],
-                [c.share(key) - b.share(key) for c, b in by[s]],
+                differences[s],
                 sum(c.n + b.n for c, b in by[s]),
                 None if sizes is None else sizes.get(s),
             )
@@ -321,11 +329,30 @@ def paired_difference(
             "se": None,
             "paired_tasks": paired,
         }
-        if variance is not None and df >= 1:
+        # Differences all alike within each stratum (a census's variance is 0 too, from its
+        # finite-population factor, and its interval of no width is exact: kept).
+        alike_in_each = all(len(set(d)) <= 1 for d in differences.values())
+        if variance is not None and df >= 1 and alike_in_each and not interval_of_no_variation:
+            block.update(se=0.0)
+            seen = any(c.share(key) or b.share(key) for s in strata for c, b in by[s])
+            (alike if seen else unseen).append(key)
+        elif variance is not None and df >= 1:
             se = math.sqrt(max(variance, 0.0))
             half = t_quantile(confidence, df) * se
             block.update(low=max(-1.0, diff - half), high=min(1.0, diff + half), se=se)
         out[key] = block
+    paired = sum(len(by[s]) for s in strata)
+    if alike:
+        reasons.append(
+            f"difference interval unavailable for {', '.join(alike)}: the paired tasks of each "
+            f"stratum ({paired} in all) differ by the same amount, so they cannot tell how "
+            "much the difference varies (an interval of no width would claim it exact)"
+        )
+    if unseen:
+        reasons.append(
+            f"difference interval unavailable for {', '.join(unseen)}: no trial of the "
+            f"{paired} paired tasks was of that class under either build"
+        )
     return out, reasons
 
 

@@ -285,7 +285,9 @@ def test_paired_difference_agrees_with_svy(cohort: list[TaskObservation], rnd: A
         k = rnd.randint(0, m)
         baseline.append(obs(t.task_id, t.stratum, k, m - k))
     diff, reasons = paired_difference(cohort, baseline, WEIGHTS, None, 0.9)
-    assert reasons == []
+    # Only classes without an interval are named: those no trial of either build had, or
+    # whose differences do not vary.
+    assert all(r.startswith("difference interval unavailable for ") for r in reasons), reasons
     base = {b.task_id: b for b in baseline}
     pairs = [
         (t.task_id, t.stratum, t.share("pass") - base[t.task_id].share("pass")) for t in cohort
@@ -294,6 +296,14 @@ def test_paired_difference_agrees_with_svy(cohort: list[TaskObservation], rnd: A
     d = diff["pass"]
     assert d["paired_tasks"] == len(cohort)
     assert d["diff"] == pytest.approx(est, abs=1e-12)
+    if all(len({x for _, s, x in pairs if s == stratum}) <= 1 for stratum in WEIGHTS):
+        # Every stratum's differences alike: no interval of no width, and a reason names it.
+        assert d["low"] is None and d["high"] is None and d["se"] == 0.0
+        named = [
+            r.split(":")[0].removeprefix("difference interval unavailable for ") for r in reasons
+        ]
+        assert any("pass" in n.split(", ") for n in named), reasons
+        return
     assert d["se"] == pytest.approx(se, rel=1e-9, abs=1e-12)
     # svy's interval is not clipped to [-1, 1]; ours is (a difference of rates cannot leave it).
     assert d["low"] == pytest.approx(max(-1.0, low), abs=1e-9)

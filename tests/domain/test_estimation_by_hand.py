@@ -50,6 +50,13 @@ from evalops.domain.estimation import (
     z_quantile,
 )
 
+# Every class but pass and task_fail: the cohorts below have trials of those two only.
+UNSEEN = (
+    "difference interval unavailable for "
+    + ", ".join(k for k in RATE_KEYS if k not in ("pass", "task_fail"))
+    + ": no trial of the {} paired tasks was of that class under either build"
+)
+
 
 def obs(task_id: str, stratum: str, passed: int, failed: int, **other: int) -> TaskObservation:
     counts = {k: v for k, v in {"task_pass": passed, "task_fail": failed, **other}.items() if v}
@@ -342,7 +349,7 @@ def test_a_paired_difference_by_hand() -> None:
         TaskObservation("b3", "b", {}, {}),
     ]
     diff, reasons = paired_difference(candidate, baseline, {"a": 0.5, "b": 0.5}, None, 0.9)
-    assert reasons == []
+    assert reasons == [UNSEEN.format(5)]
     da, db = [0.5, 0.0, 0.25], [-0.5, 0.0]
     d = 0.5 * statistics.mean(da) + 0.5 * statistics.mean(db)
     var = 0.25 * statistics.variance(da) / 3 + 0.25 * statistics.variance(db) / 2
@@ -387,9 +394,34 @@ def test_a_difference_without_degrees_of_freedom_or_variance_has_no_interval() -
     candidate = [obs("a", "x", 1, 0), obs("b", "x", 1, 0)]
     baseline = [obs("a", "x", 0, 1), obs("b", "x", 1, 1)]
     diff, reasons = paired_difference(candidate, baseline, {"x": 1.0}, {"x": 2}, 0.95)
-    assert reasons == []
+    assert reasons == [UNSEEN.format(2)]
     assert diff["pass"]["se"] == 0.0
     assert diff["pass"]["low"] == diff["pass"]["high"] == 0.75
+
+
+def test_a_difference_that_does_not_vary_has_no_interval_of_no_width() -> None:
+    """Both builds alike on every task: a t interval would be [0, 0], claiming the builds
+    exactly equal; the paired tasks cannot say how much the difference varies."""
+    candidate = [obs("a", "x", 1, 1), obs("b", "x", 0, 2), obs("c", "y", 2, 0), obs("d", "y", 2, 0)]
+    diff, reasons = paired_difference(candidate, candidate, {"x": 0.5, "y": 0.5}, None, 0.95)
+    for key in ("pass", "task_fail"):
+        assert diff[key] == {"diff": 0.0, "low": None, "high": None, "se": 0.0, "paired_tasks": 4}
+    assert reasons == [
+        "difference interval unavailable for pass, task_fail: the paired tasks of each stratum "
+        "(4 in all) differ by the same amount, so they cannot tell how much the difference "
+        "varies (an interval of no width would claim it exact)",
+        UNSEEN.format(4),
+    ]
+    # Alike within each stratum, apart between them: still no variation to measure.
+    shifted = [obs("a", "x", 2, 0), obs("b", "x", 1, 1), obs("c", "y", 2, 0), obs("d", "y", 2, 0)]
+    diff, _ = paired_difference(shifted, candidate, {"x": 0.5, "y": 0.5}, None, 0.95)
+    assert diff["pass"]["diff"] == pytest.approx(0.25) and diff["pass"]["low"] is None
+    # Estimator 1 stored the interval of no width; its estimates replay with it.
+    diff, reasons = paired_difference(
+        candidate, candidate, {"x": 0.5, "y": 0.5}, None, 0.95, interval_of_no_variation=True
+    )
+    assert (diff["pass"]["low"], diff["pass"]["high"]) == (0.0, 0.0)
+    assert reasons == []
 
 
 def test_no_pair_no_difference() -> None:

@@ -23,6 +23,7 @@ from evalops.domain.estimation import DEFAULT_CONFIDENCE, check_confidence
 from evalops.domain.gate_compact import EVALUATOR_COMPACT, trial_counts
 from evalops.domain.policy_rules import PolicyRules, read_policy
 from evalops.domain.specs import SuiteDeclaration
+from evalops.domain.voids import VOIDED
 from evalops.errors import InputError
 from evalops.services.gate.inputs import build_inputs, request_for
 from evalops.services.gate.policies import governing_policy
@@ -56,9 +57,12 @@ def estimation_suite(session: Session, suite_id: str, cutoff: int) -> tuple[Suit
     return row, queries.suite_spec(row)
 
 
-def _strata(session: Session, revision_ids: list[int], by: str) -> dict[int, str | None]:
-    """Task revision id -> its `meta.stratum[by]` (None when it names none)."""
-    out: dict[int, str | None] = {}
+def _strata(
+    session: Session, revision_ids: list[int], by: str
+) -> dict[int, tuple[str | None, str | None]]:
+    """Task revision id -> its (`meta.stratum[by]`, `meta.sampled_at`), None where it names
+    none."""
+    out: dict[int, tuple[str | None, str | None]] = {}
     for start in range(0, len(revision_ids), _CHUNK):
         chunk = revision_ids[start : start + _CHUNK]
         rows = session.exec(
@@ -67,7 +71,11 @@ def _strata(session: Session, revision_ids: list[int], by: str) -> dict[int, str
         for row_id, document in rows:
             meta = json.loads(document).get("meta") or {}
             stratum = (meta.get("stratum") or {}).get(by)
-            out[int(row_id or 0)] = stratum if isinstance(stratum, str) else None
+            sampled = meta.get("sampled_at")
+            out[int(row_id or 0)] = (
+                stratum if isinstance(stratum, str) else None,
+                sampled if isinstance(sampled, str) else None,
+            )
     return out
 
 
@@ -104,18 +112,23 @@ def suite_block(
 
 
 def _task_entries(
-    tasks: list[Any], policy: PolicyRules, strata: dict[str, str | None]
+    tasks: list[Any], policy: PolicyRules, heads: dict[str, tuple[str | None, str | None]]
 ) -> list[dict[str, Any]]:
+    """Each member's counts as the gate reads them, its stratum and when it was sampled
+    (from the revision it was promoted at), and how many of its trials are voided."""
     out = []
     for task in tasks:
         counts = trial_counts(task, policy)
+        stratum, sampled_at = heads.get(task["task_id"], (None, None))
         out.append(
             {
                 "task_id": task["task_id"],
-                "stratum": strata.get(task["task_id"]),
+                "stratum": stratum,
+                "sampled_at": sampled_at,
                 "effective": counts.effective,
                 "first": counts.first,
                 "reruns": counts.rerun_count,
+                "voided": int(task.get("ignoredTrials", {}).get(VOIDED, 0)),
             }
         )
     return out
@@ -155,9 +168,9 @@ def estimate_inputs(session: Session, ask: EstimateAsk, now: datetime) -> dict[s
     revisions = [m.added.task_revision_id for m in members]
     by_revision = _strata(session, [r for r in revisions if r is not None], weights.by)
     strata = {
-        m.task_id: by_revision.get(m.added.task_revision_id)
+        m.task_id: by_revision.get(m.added.task_revision_id, (None, None))
         if m.added.task_revision_id is not None
-        else None
+        else (None, None)
         for m in members
     }
     block = gate["baseline"]

@@ -249,6 +249,15 @@ def plan(engine: Engine, ask: PlanAsk, now: datetime) -> dict[str, Any]:
     diff_var = {}
     for s in weights:
         observed = _paired_variance(seen.by[s], seen.base_by[s], ask.rate) if seen.base_by else None
+        if observed is not None and observed <= 0:
+            # Every paired task differed alike: a variance of 0 would promise any difference
+            # detectable by the fewest tasks. Planned as if unpaired instead.
+            assumptions.append(
+                f"stratum {s}: every paired task's difference was the same, a variance of 0; "
+                "its paired differences are assumed to vary twice as much as one build's task "
+                "rates (no gain from pairing)"
+            )
+            observed = None
         diff_var[s] = observed if observed is not None else 2 * unit_var[s]
     today = {s: len(seen.by[s]) for s in weights}
     document: dict[str, Any] = {
