@@ -176,7 +176,9 @@ class Scope:
     """The builds whose trials an ingest brought (for separation of duties)."""
     suites: tuple[str, ...] = ()
     """Every suite an act touches, when it may touch several (a void): each signer holds
-    the role for one of them at least, and every one of them has a signer who does."""
+    the role for one of them at least, and every one of them has a signer who does.
+    `NO_SUITE` among them stands for tasks in no suite, which only an unscoped grant
+    covers."""
     threshold: str | None = None
     """The thresholds key that counts the signers, when not the act's kind
     (`trials.void_hard`)."""
@@ -225,13 +227,24 @@ class Judgement:
         return self.refusal is None
 
 
+NO_SUITE = ""
+"""In `Scope.suites`: the act also touches tasks that are in no suite."""
+
+
+def suite_names(suites: Sequence[str]) -> str:
+    """Suites of a scope as a refusal names them (`NO_SUITE` as what it stands for)."""
+    return ", ".join(repr(s) if s != NO_SUITE else "tasks in no suite" for s in suites)
+
+
 def _grant_covers(grant: GrantFacts, scope: Scope) -> bool:
     """An unscoped grant covers every act; a scoped one only acts inside its globs (an act
     with no suite or no task is outside a grant scoped by suites or tasks: fail closed).
     An act on several suites is covered when one of them is (`suites_uncovered` then
     requires every suite to have a signer)."""
     if scope.suites:
-        return any(_grant_covers(grant, Scope(suite=s, task=scope.task)) for s in scope.suites)
+        return any(
+            _grant_covers(grant, Scope(suite=s or None, task=scope.task)) for s in scope.suites
+        )
     for globs, value in ((grant.suites, scope.suite), (grant.tasks, scope.task)):
         if globs and (value is None or not any(fnmatchcase(value, g) for g in globs)):
             return False
@@ -286,7 +299,7 @@ def role_refusal(authority: AuthorityFacts, principal: str, kind: str, scope: Sc
             f"{k} {v!r}" for k, v in (("suite", scope.suite), ("task", scope.task)) if v is not None
         )
         if scope.suites:
-            where = "any of suites " + ", ".join(repr(s) for s in scope.suites)
+            where = "any of suites " + suite_names(scope.suites)
         return f"principal {principal!r} holds {role} but not for {where or 'this act'}"
     return None
 
@@ -300,7 +313,7 @@ def suites_uncovered(
     return [
         s
         for s in scope.suites
-        if not any(_grant_covers(g, Scope(suite=s, task=scope.task)) for g in grants)
+        if not any(_grant_covers(g, Scope(suite=s or None, task=scope.task)) for g in grants)
     ]
 
 
@@ -379,7 +392,11 @@ class SignatureJudge:
         if not signatures:
             return Judgement(refusal=f"{kind} is unsigned and an authority is in force")
         counted = scope.threshold or kind
-        needed = signatures_needed(self.authority, counted)
+        # A scope's own threshold only ever adds signers: a void of hard failures needs
+        # what a void needs and what hiding a hard failure needs, whichever is more.
+        needed = max(
+            signatures_needed(self.authority, counted), signatures_needed(self.authority, kind)
+        )
         principals = sorted({s.principal for s in signers})
         if len(principals) < needed:
             named = kind if counted == kind else f"{kind} ({counted})"
@@ -392,8 +409,8 @@ class SignatureJudge:
         if uncovered:
             return Judgement(
                 refusal=f"no signer holds {ACT_ROLES[kind]} for suite "
-                f"{', '.join(repr(s) for s in uncovered)}: a {kind} needs one of each "
-                "suite it touches"
+                f"{suite_names(uncovered)}: a {kind} needs one of each suite it touches "
+                "(tasks in no suite: an unscoped grant)"
             )
         return Judgement(signers=signers)
 

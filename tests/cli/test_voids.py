@@ -303,6 +303,70 @@ def test_under_an_authority_a_void_is_a_risk_owners_signed_act(governed: World) 
     assert world.run("verify").code == 0
 
 
+def _a_trial_of_a_task_in_no_suite(world: World) -> str:
+    """A build-125 trial whose task no suite holds (the demo registers more tasks than its
+    suites promote)."""
+    listed = world.run("trials", "list", "--build", "build-125", "--json", "--limit", "1000")
+    assert listed.code == 0, _said(listed)
+    suites = [s["suite"] for s in world.run("suite", "list", "--json").json()]
+    members = {
+        m["task_id"]
+        for suite in suites
+        for m in world.run("suite", "show", suite, "--json").json()["members"]
+    }
+    lone = [t["trial_id"] for t in listed.json() if t["task_id"] not in members]
+    assert lone, "the demo has no build-125 trial of a task in no suite"
+    return str(lone[0])
+
+
+def test_a_void_touching_a_task_in_no_suite_needs_an_unscoped_risk_owner(
+    governed: World,
+) -> None:
+    """alice owns the risk of regression/* only: she may not void a trial of a task in no
+    suite, alone or carried in with a trial of her suite; an unscoped risk owner may."""
+    world = governed
+    lone = _a_trial_of_a_task_in_no_suite(world)
+    alone = _void_signed(world, (lone,), "alice")
+    assert alone.code == 5 and "holds risk_owner but not for" in _said(alone), _said(alone)
+    mixed = _void_signed(world, (lone, TRIALS[0]), "alice")
+    assert mixed.code == 5, _said(mixed)
+    assert "no signer holds risk_owner for suite tasks in no suite" in _said(mixed)
+    assert world.run("void", "list", "--json").json() == []
+    done = _void_signed(world, (lone, TRIALS[0]), "alice", "dave")
+    assert done.code == 0, _said(done)
+    assert world.run("verify").code == 0
+
+
+def test_a_void_of_a_hard_failure_needs_at_least_the_signers_of_any_void(
+    governed: World,
+) -> None:
+    """With trials.void at 3 and trials.void_hard at its default 2, adding a hard failure
+    to a void must not lower what its other trials need."""
+    world = governed
+    world.authority(
+        thresholds={"trials.void": 3},
+        roles={
+            "risk_owner": [
+                {"principal": "alice", "suites": ["regression/*"]},
+                {"principal": "carol"},
+                {"principal": "dave"},
+            ],
+            "reviewer": [{"principal": "bob"}],
+            "ingester": [{"principal": "bob"}],
+            "policy_owner": [{"principal": "alice"}],
+        },
+    )
+    plain = _void_signed(world, TRIALS[:1], "alice", "dave")
+    assert plain.code == 5 and "needs 3 distinct signers, has 2" in _said(plain), _said(plain)
+    with_hard = _void_signed(world, (*HARD_CHAIN, TRIALS[0]), "alice", "dave", reason="flaky")
+    assert with_hard.code == 5, _said(with_hard)
+    assert "needs 3 distinct signers, has 2" in _said(with_hard)
+    assert world.run("void", "list", "--json").json() == []
+    done = _void_signed(world, (*HARD_CHAIN, TRIALS[0]), "alice", "carol", "dave", reason="flaky")
+    assert done.code == 0, _said(done)
+    assert world.run("verify").code == 0
+
+
 def test_a_signed_void_act_voids_only_the_trials_it_names(governed: World) -> None:
     """An act printed for one trial, signed, then offered for another: refused, naming the
     field that differs; offered again as signed: stored once, a replay of it refused."""

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, func, select
 
 from evalops.domain import audit_kinds
-from evalops.domain.authority import Scope
+from evalops.domain.authority import NO_SUITE, Scope
 from evalops.domain.free_text import has_visible_text
 from evalops.domain.gate import evaluate_stored
 from evalops.domain.limits import MAX_FREE_TEXT_CHARS
@@ -147,12 +147,16 @@ def _current_classes(session: Session, chosen: list[Trial]) -> dict[int, str]:
     return out
 
 
-def _suites(session: Session, chosen: list[Trial]) -> list[str]:
-    """Every suite a trial's task is a current member of: whose risk owners sign."""
+def _suites(session: Session, chosen: list[Trial]) -> tuple[list[str], bool]:
+    """Every suite a trial's task is a current member of (whose risk owners sign), and
+    whether a trial's task is in none (then an unscoped risk owner signs for it too)."""
     found: set[str] = set()
+    unsuited = False
     for task_id in sorted({t.task_id for t in chosen}):
-        found.update(queries.suites_of_task(session, task_id))
-    return sorted(found)
+        suites = queries.suites_of_task(session, task_id)
+        unsuited = unsuited or not suites
+        found.update(suites)
+    return sorted(found), unsuited
 
 
 def _trials_digest(chosen: list[Trial]) -> str:
@@ -230,7 +234,7 @@ class _Void:
         _orphans(session, self.chosen)
         self.classes = _current_classes(session, self.chosen)
         self.hard = [t for t in self.chosen if is_hard(t.classification, self.classes[t.id or 0])]
-        self.suites = _suites(session, self.chosen)
+        self.suites, self.unsuited = _suites(session, self.chosen)
         self.body = _body(self.chosen, self.hard, request.reason, request.batch)
         self.governed = authority_in_force(session) is not None
 
@@ -249,7 +253,10 @@ class _Void:
     def _authorize(self) -> Authorized | None:
         if self.request.dry_run and not self.request.signing.given:
             return None
-        scope = Scope(suites=tuple(self.suites), threshold=HARD_THRESHOLD if self.hard else None)
+        # Tasks in no suite are part of the scope too, or a void would carry them past a
+        # signer scoped to the suites of its other trials.
+        touched = (*self.suites, NO_SUITE) if self.unsuited and self.suites else self.suites
+        scope = Scope(suites=tuple(touched), threshold=HARD_THRESHOLD if self.hard else None)
         return authorize(
             self.session,
             kind="trials.void",
