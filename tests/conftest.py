@@ -346,13 +346,25 @@ PINNED_NOW = "2026-11-30T12:00:00Z"
 """The clock of the shared demo database (EVALOPS_NOW, test-only): reports are reproducible."""
 
 
+DEMO_REGISTRY_ID = "0e7a1d5a-4c1e-4f00-9d3e-0000000000de"
+"""The demo's registry id in tests: drawn at random by evalops, fixed here (with the clock)
+so that the golden reports' audit heads are reproducible."""
+
+
 def build_demo(directory: Path) -> Path:
-    """Run `evalops demo` into `directory` with the pinned clock; returns the directory."""
+    """Run `evalops demo` into `directory` with the pinned clock and registry id; returns
+    the directory."""
+    from unittest import mock
+
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("EVALOPS_")}
     os.environ["EVALOPS_NOW"] = PINNED_NOW
     out = io.StringIO()
     try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+        with (
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(out),
+            mock.patch("evalops.store.audit.draw_registry_id", return_value=DEMO_REGISTRY_ID),
+        ):
             code = main(["demo", "--dir", str(directory)])
     finally:
         os.environ.pop("EVALOPS_NOW", None)

@@ -26,6 +26,13 @@ def next_seq(session: Session) -> int:
     return head.seq + 1 if head else 1
 
 
+def draw_registry_id() -> str:
+    """A new registry's own name, which every signed act carries (docs/authority.md),
+    recorded in its first audit event: drawn at random, so no two registries share it
+    whatever their clocks and content."""
+    return str(uuid.uuid4())
+
+
 def append_event(
     session: Session,
     *,
@@ -60,9 +67,7 @@ def append_event(
             if obj.audit_seq != seq:
                 raise RuntimeError(f"{obj.__table__.name} row carries audit_seq {obj.audit_seq}")
     if head is None and "registry_id" not in payload:
-        # The registry's own name, which every signed act carries (docs/authority.md): drawn
-        # at random, so no two registries share it whatever their clocks and content.
-        payload = {**payload, "registry_id": str(uuid.uuid4())}
+        payload = {**payload, "registry_id": draw_registry_id()}
     digests = rows_payload(objs) if objs else {}
     if rows_digest is not None:
         digests.update(rows_digest.as_payload())
