@@ -146,8 +146,10 @@ class EvalopsGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            # Commands that know what a stop leaves behind say so themselves (ingest).
-            sys.stderr.write("interrupted\n")
+            # Whether the change had been stored when the stop came (docs/cli.md, 130).
+            from evalops.store.interrupts import interrupted_line
+
+            sys.stderr.write(interrupted_line() + "\n")
             ctx.exit(130)
         except Exception as raised:
             # The engine module is not imported here (the CLI starts without it): if it
@@ -341,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the CLI and return its exit code (1 for an unexpected internal error)."""
     command = _command()
     args = argv if argv is not None else sys.argv[1:]
+    noted = sys.modules.get("evalops.store.interrupts")
+    if noted is not None:  # an earlier command of this process wrote (tests run many)
+        noted.forget_commits()
     as_json = "--json" in args
     oversized = oversized_argument(args)
     if oversized is not None:
@@ -353,7 +358,9 @@ def main(argv: list[str] | None = None) -> int:
         code = done.code
         return code if isinstance(code, int) else (0 if code is None else EXIT_INTERNAL)
     except (KeyboardInterrupt, typer.Abort):
-        sys.stderr.write("interrupted: nothing was stored\n")
+        from evalops.store.interrupts import interrupted_line
+
+        sys.stderr.write(interrupted_line() + "\n")
         return 130
     except Exception as exc:
         if _is_usage_error(exc):

@@ -133,8 +133,10 @@ def ingest(
                 signing=signing,
             )
     except KeyboardInterrupt:
-        # The write transaction rolled back on the way out: the registry is unchanged.
-        say("interrupted: nothing was stored", err=True)
+        # An open write transaction rolled back on the way out; a committed one is said so.
+        from evalops.store.interrupts import interrupted_line
+
+        say(interrupted_line(), err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     except RejectedRecords as refused:
         raise _hinted(refused, state.registry) from None
@@ -570,8 +572,11 @@ def _run_import(
                 signing=signing or UNSIGNED,
             )
     except KeyboardInterrupt:
-        # The write transaction rolled back, and -o writes its file only when complete.
-        say("interrupted: nothing was stored", err=True)
+        # An open write transaction rolled back on the way out; a committed one is said so
+        # (-o writes its file only when complete).
+        from evalops.store.interrupts import interrupted_line
+
+        say(interrupted_line(), err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     emit(ctx, result.as_dict(), lambda: _print_import(result.as_dict()))
 

@@ -230,16 +230,28 @@ def write_session(engine: Engine) -> Iterator[Session]:
 
     timeout = float(engine.get_execution_options().get(_LOCK_TIMEOUT, DEFAULT_LOCK_TIMEOUT))
     writer = engine.execution_options(**{_WRITE: True})
+    from evalops.store.interrupts import interrupts_held, note_committed
+
     try:
-        with Session(writer, expire_on_commit=False) as session, session.begin():
-            if engine.dialect.name == "postgresql":
-                session.execute(text(f"SET LOCAL lock_timeout = {int(timeout * 1000)}"))
-                session.execute(
-                    text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITER_LOCK_KEY}
-                )
-            else:
-                session.execute(text("SELECT 1"))  # BEGIN IMMEDIATE: wait for the lock now
-            yield session
+        with Session(writer, expire_on_commit=False) as session:
+            transaction = session.begin()
+            try:
+                if engine.dialect.name == "postgresql":
+                    session.execute(text(f"SET LOCAL lock_timeout = {int(timeout * 1000)}"))
+                    session.execute(
+                        text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITER_LOCK_KEY}
+                    )
+                else:
+                    session.execute(text("SELECT 1"))  # BEGIN IMMEDIATE: wait for the lock now
+                yield session
+            except BaseException:
+                transaction.rollback()
+                raise
+            # A Ctrl-C during the commit lands after it, once it is noted: "nothing was
+            # stored" is then never said of a change that was.
+            with interrupts_held():
+                transaction.commit()
+                note_committed()
     except OperationalError as exc:
         if _is_lock_timeout(exc):
             raise WriterBusy(BUSY) from None

@@ -337,6 +337,69 @@ def test_sigint_during_ingest_stores_nothing(synced: Path) -> None:
     assert sqlite_fingerprint(db) == before
 
 
+def _count_trials(workspace: Path) -> int:
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(workspace / ".evalops" / "registry.db")) as db:
+        return int(db.execute("SELECT count(*) FROM trial").fetchone()[0])
+
+
+def test_an_interrupt_after_the_commit_says_the_change_was_stored(
+    synced: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C while the summary prints: the trials are stored, and the one line says so
+    instead of "nothing was stored" (docs/cli.md, exit 130)."""
+    import evalops.cli.trials as trials_cli
+
+    path = write_jsonl(synced / "few.jsonl", _records(synced, 3))
+
+    def interrupted(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(trials_cli, "emit", interrupted)
+    done = cli("trials", "ingest", str(path), cwd=synced)
+    assert done.code == 130
+    assert (
+        done.stderr.strip().splitlines()[-1].startswith("interrupted after the change was stored")
+    ), done.stderr
+    assert _count_trials(synced) == 3
+    # The next command of the same process starts afresh: an interrupt before its commit
+    # is "nothing was stored", and is.
+    import evalops.services.ingest.records as ingest
+
+    monkeypatch.setattr(ingest, "append_event", interrupted)
+    more = [record(mini_case(synced), trial_id=f"u-{i}", trial_index=10 + i) for i in range(2)]
+    again = cli("trials", "ingest", str(write_jsonl(synced / "more.jsonl", more)), cwd=synced)
+    assert again.code == 130
+    assert again.stderr.strip().splitlines()[-1] == "interrupted: nothing was stored"
+    assert _count_trials(synced) == 3
+
+
+def test_an_interrupt_during_the_commit_is_delivered_after_it() -> None:
+    """`interrupts_held`: a SIGINT sent inside the block is raised right after it, so a
+    commit and the note that it happened are never split by Ctrl-C."""
+    script = (
+        "import os, signal, sys\n"
+        "from evalops.store.interrupts import interrupts_held\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+        "steps = []\n"
+        "try:\n"
+        "    with interrupts_held():\n"
+        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "        steps.append('committed')\n"
+        "        steps.append('noted')\n"
+        "    steps.append('after')\n"
+        "except KeyboardInterrupt:\n"
+        "    steps.append('interrupted')\n"
+        "print(','.join(steps))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+    )  # fmt: skip
+    assert done.stdout.strip() == "committed,noted,interrupted"
+
+
 # --- finding 6: a reader that stops early keeps the gate's exit code ----------------------
 
 
