@@ -213,6 +213,34 @@ def test_cli_site_json_and_unknown_suite(demo: Path, cli: Cli) -> None:
     assert missing.code == 2 and "no/such" in missing.stderr
 
 
+def test_a_site_that_cannot_be_written_is_a_named_error_not_a_bug(
+    demo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk, a page path taken by a directory, a DIR under a file: exit 2 naming the
+    path and the cause, never "this is a bug in evalops"; no temporary file left."""
+    import errno
+    import os
+
+    (demo / "a-file").write_text("x", encoding="utf-8")
+    under_a_file = cli("report", "site", "a-file/site", cwd=demo)
+    assert under_a_file.code == 2, under_a_file.stderr
+    assert "a-file/site" in under_a_file.stderr and "cannot write the site" in under_a_file.stderr
+    (demo / "taken" / "index.html").mkdir(parents=True)
+    taken = cli("report", "site", "taken", cwd=demo)
+    assert taken.code == 2 and "taken/index.html" in taken.stderr, taken.stderr
+    assert "bug" not in taken.stderr
+
+    def full(*args: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr("evalops.services.reports.site.os.replace", full)
+    done = cli("--json", "report", "site", "out", cwd=demo)
+    assert done.code == 2, done.stdout + done.stderr
+    error = done.json()["error"]
+    assert "No space left on device" in error["message"] and error["field"] == "DIR"
+    assert not list((demo / "out").rglob(".tmp-*"))
+
+
 def test_decision_page_is_the_audit_report_with_a_way_back(site: Path, demo_master: Path) -> None:
     page = page_text(site / "decisions" / "GATE-3.html")
     assert '<a href="../index.html">registry index</a>' in page

@@ -104,25 +104,36 @@ class Writer:
         path = self.root / relative
         try:
             same = path.read_bytes() == data
-        except FileNotFoundError:
+        except OSError:  # none yet, or unreadable: written (or refused) below
             same = False
         if same:
             self.result.unchanged.append(relative)
         else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # Through a temporary file: a reader (a web server) never sees half a page.
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".html")
             try:
-                with os.fdopen(fd, "wb") as out:
-                    out.write(data)
-                os.chmod(tmp, 0o644)
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+                self._replace(path, data)
+            except OSError as exc:
+                # A full disk, a read-only directory: the user's to fix, not a bug. Pages
+                # written so far stay, each whole.
+                raise InputError(
+                    f"cannot write the site: {exc.strerror or exc}", str(path), field="DIR"
+                ) from None
             self.result.written.append(relative)
         self.tick()
         return "sha256:" + hashlib.sha256(data).hexdigest()
+
+    @staticmethod
+    def _replace(path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Through a temporary file: a reader (a web server) never sees half a page.
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".html")
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
 
     def keep(self, relative: str) -> None:
         self.result.unchanged.append(relative)
@@ -817,7 +828,12 @@ def write_site(
 ) -> SiteResult:
     """Write the site of the registry (or of `suites`) under `directory`."""
 
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(
+            f"cannot write the site: {exc.strerror or exc}", str(directory), field="DIR"
+        ) from None
     result = SiteResult(directory, directory / "index.html")
     writer = Writer(directory, result, on_page)
     with read_session(engine) as session:
