@@ -59,6 +59,17 @@ def engine_for(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engin
             f"or PostgreSQL {expected}",
             field="--db",
         )
+    options = make_url(normalize_url(url)).query if backend == "sqlite" else {}
+    if options:
+        # The driver would warn about them and go on (`mode=ro` then wrote anyway), or read
+        # the path as a URI: none of them does what it says here.
+        raise InputError(
+            f"SQLite URL options are not supported ({', '.join(sorted(options))}) in "
+            f"{redact(url)}: evalops opens the file itself, read-write and in WAL mode; give "
+            "sqlite:///PATH alone (to keep a copy from being written, verify a copy, or use "
+            "the file's permissions)",
+            field="--db",
+        )
     try:
         engine = make_engine(url, lock_timeout=lock_timeout)
     except (ArgumentError, NoSuchModuleError, ValueError, ImportError) as exc:

@@ -53,6 +53,11 @@ BAD_URLS = [
     pytest.param(f"postgresql://u:{SECRET}@127.0.0.1:99999/db", "***", id="port-out-of-range"),
     pytest.param(f"postgresql://u:{SECRET}@h:abc/db", "<unparseable URL>", id="port-not-a-number"),
     pytest.param(f"not a url {SECRET}", "<unparseable URL>", id="not-a-url"),
+    # SQLite URL options: the driver warned and wrote anyway (mode=ro), or read a URI.
+    pytest.param(f"sqlite:///elsewhere/registry.db?mode=ro&password={SECRET}", "password=***",
+                 id="sqlite-options"),
+    pytest.param(f"sqlite:///elsewhere/registry.db?mode=ro&uri=true&token={SECRET}",
+                 "token=***", id="sqlite-uri-options"),
 ]  # fmt: skip
 
 COMMANDS = [
@@ -91,6 +96,22 @@ def test_a_bad_database_url_is_exit_2_with_the_url_masked(
             assert error["code"] == 2 and error["field"] == "--db"
             assert masked in error["message"]
     assert not (workspace / ".evalops").exists()
+
+
+def test_a_sqlite_url_with_options_is_refused_before_anything_is_opened(
+    synced: Path, cli: Cli
+) -> None:
+    """`?mode=ro` promised a read-only open the driver ignored (it warned and wrote): it is
+    refused, naming the options, and the database is not touched."""
+    db = synced / DB
+    before = sqlite_fingerprint(db)
+    for options, named in (("mode=ro", "(mode)"), ("mode=ro&uri=true", "(mode, uri)")):
+        done = cli("--db", f"sqlite:///{db}?{options}", "verify", cwd=synced)
+        assert done.code == 2, done.stdout + done.stderr
+        assert f"SQLite URL options are not supported {named}" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+    assert sqlite_fingerprint(db) == before
+    assert not [p for p in synced.iterdir() if p.name.startswith("file:")]
 
 
 def test_the_bad_url_forms_are_distinct_and_enough() -> None:
