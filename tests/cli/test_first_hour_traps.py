@@ -66,6 +66,29 @@ def test_ingest_counts_the_calls_no_agent_made_for_the_target(demo: Path, cli: C
     assert _ingest(cli, demo, named, "--json").json()["unattributed_calls"] == {}
 
 
+def test_ingest_names_a_grader_its_grader_set_does_not_have(demo: Path, cli: Cli) -> None:
+    """A typo in a result's grader_id made the trial hold as missing evidence, and only
+    `trials show` said why; ingest says so, with the id it probably meant."""
+    record = _template(cli, demo, "--target-agent", "support")
+    assert record["grader_results"], "the template fills a result per grader"
+    real = record["grader_results"][0]["grader_id"]
+    typo = real.replace("-", "_") if "-" in real else real + "x"
+    record["grader_results"][0]["grader_id"] = typo
+    done = _ingest(cli, demo, record)
+    assert done.code == 0, done.stderr
+    note = next(line for line in done.stderr.splitlines() if line.startswith("note: "))
+    assert f"1 record names grader {typo!r}, which grader set " in note
+    assert f"(did you mean {real!r}?)" in note and "grader_invalid" in note
+    again = _ingest(cli, demo, {**record, "trial_id": "hand-0002", "trial_index": 1}, "--json")
+    (entry,) = again.json()["unknown_graders"]
+    assert (entry["grader_id"], entry["records"], entry["did_you_mean"]) == (typo, 1, real)
+    # Results of the set's own graders have nothing to say.
+    own = {**_template(cli, demo, "--target-agent", "support"), "trial_id": "hand-0009"}
+    fine = _ingest(cli, demo, {**own, "trial_index": 9}, "--json")
+    assert fine.code == 0, fine.stdout + fine.stderr
+    assert fine.json()["unknown_graders"] == []
+
+
 def test_a_gate_reason_says_which_trials_of_the_build_did_not_count(demo: Path, cli: Cli) -> None:
     """Trials of an older version of the execution profile: the reason says so, instead of
     "no trials for this build" above a line that counts them."""

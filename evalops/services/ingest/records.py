@@ -33,6 +33,7 @@ from evalops.domain.canonical import (
     sha256_digest,
 )
 from evalops.domain.classify import Classification, classify
+from evalops.domain.suggestions import close_match
 from evalops.domain.timestamps import parse_timestamp
 from evalops.domain.trajectory import ObservedCall, TrajectoryResult, grade
 from evalops.domain.trial_record import TrialRecord
@@ -105,20 +106,37 @@ class IngestResult:
     unattributed_calls: dict[str, int] = field(default_factory=dict)
     """target_agent_id -> tool calls with no agent_id in records naming it: such calls are
     not the target's, so they are not observed (docs/formats.md, RFC 0244 semantics)."""
+    unknown_graders: dict[tuple[str, str], list[Any]] = field(default_factory=dict)
+    """(grader set id, grader_id a result names that the set does not have) -> [records,
+    the set's grader most like it or None]: each such result makes its trial grader_invalid
+    (docs/classification.md), which a typo in an id should not do unnoticed."""
 
     def notes(self) -> list[str]:
         """What was stored as asked but may not be what the author meant."""
-        return [
+        calls = [
             f"{n} tool call{'s' if n != 1 else ''} {'have' if n != 1 else 'has'} no agent_id "
             f"and {'are' if n != 1 else 'is'} not observed for target_agent_id {target} "
             "(give each call the agent_id of the agent that made it, or set the "
             "expectation's includeDelegates)"
             for target, n in sorted(self.unattributed_calls.items())
         ]
+        graders = [
+            f"{n} record{'s' if n != 1 else ''} {'name' if n != 1 else 'names'} grader "
+            f"{grader_id!r}, which grader set {grader_set} does not have"
+            + (f" (did you mean {like!r}?)" if like else "")
+            + ": such a result counts as grader_invalid, and the grader it was meant for as "
+            "missing"
+            for (grader_set, grader_id), (n, like) in sorted(self.unknown_graders.items())
+        ]
+        return calls + graders
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "unattributed_calls": dict(sorted(self.unattributed_calls.items())),
+            "unknown_graders": [
+                {"grader_set": s, "grader_id": g, "records": n, "did_you_mean": like}
+                for (s, g), (n, like) in sorted(self.unknown_graders.items())
+            ],
             "ingested": self.ingested,
             "skipped_identical": self.skipped_identical,
             "rejected": [rejected_entry(e) for e in self.rejected],
@@ -321,6 +339,17 @@ class _Ingester:
             )
         return case
 
+    def _note_unknown_graders(self, record: TrialRecord, graders: GraderSet) -> None:
+        known = [g.id for g in graders.graders]
+        for raw in record.grader_results:
+            if raw.grader_id in known:
+                continue
+            key = (graders.id, raw.grader_id)
+            found = self.result.unknown_graders.get(key)
+            if found is None:
+                found = self.result.unknown_graders[key] = [0, close_match(raw.grader_id, known)]
+            found[0] += 1
+
     def _classified(
         self, line: Line, record: TrialRecord, task: EvalTaskSpec, graders: GraderSet
     ) -> tuple[Classification, TrajectoryResult | None]:
@@ -338,6 +367,7 @@ class _Ingester:
                 if missing:
                     found = self.result.unattributed_calls
                     found[target] = found.get(target, 0) + missing
+        self._note_unknown_graders(record, graders)
         derived = classify(
             record,
             task,
