@@ -527,6 +527,19 @@ def in_force_ids(session: Session, kind: str, cutoff: int | None = None) -> list
     )
 
 
+def is_registered(session: Session, kind: str, ident: str, cutoff: int | None = None) -> bool:
+    """Whether any sync registered a definition of `kind` with this id (in force or not:
+    a branch's sync registers without putting in force)."""
+    table, id_column = DEFINITION_TABLES[kind]
+    stmt = select(table).where(
+        getattr(table, id_column) == ident,
+        upto(table.audit_seq, cutoff),  # type: ignore[attr-defined]
+    )
+    if table is PolicyRow:
+        stmt = stmt.where(PolicyRow.kind == kind)
+    return session.exec(stmt.limit(1)).first() is not None
+
+
 def in_force_rows_of(session: Session, kind: str, ids: list[str]) -> dict[str, Any]:
     """id -> the registered row in force of each of `ids` (as `in_force_rows`, in two
     queries however large the registry: an import names a few of thousands of tasks)."""

@@ -306,6 +306,24 @@ def test_without_an_authority_only_the_tracked_branch_changes_what_is_in_force(
     assert repo.run("verify").code == 0
 
 
+def test_a_definition_a_branch_registered_is_not_called_unregistered(repo: Repo) -> None:
+    """A branch's sync registers its new execution profile without putting it in force:
+    asked for it, commands say exactly that (not "is not registered"), and the template
+    says how to read the branch's definitions."""
+    repo.git("checkout", "-q", "-b", "feature-x")
+    assert repo.run("new", "execution", "build-999", "--registry", "registry").code == 0
+    repo.commit(None, "a profile for the branch's build")
+    done = repo.run("sync", "registry")
+    assert done.code == 0 and "in force unchanged" in done.stdout, done.stdout + done.stderr
+    template = repo.run("trials", "template", "--task", TASK, "--execution", "build-999")
+    assert template.code == 2, template.stdout + template.stderr
+    assert "execution profile 'build-999' is registered but not in force" in template.stderr
+    assert "--definitions REV" in template.stderr
+    assert "is not registered" not in template.stderr
+    unknown = repo.run("trials", "template", "--task", TASK, "--execution", "build-998")
+    assert unknown.code == 2 and "'build-998' is not registered" in unknown.stderr
+
+
 def test_a_detached_head_names_the_tracked_branch_with_track(repo: Repo) -> None:
     main = repo.branch
     loosen(repo, "31")

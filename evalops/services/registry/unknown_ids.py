@@ -34,6 +34,13 @@ def not_registered(
                 f"of execution profile {named}: give the profile's id"
             )
     known = queries.in_force_ids(session, kind, cutoff)
+    if given not in known and queries.is_registered(session, kind, given, cutoff):
+        # Registered by a sync off the tracked line (a branch's): "not registered" is false.
+        return (
+            f"{noun} {given!r} is registered but not in force (a sync off the tracked line, "
+            f"a branch's, registered it; only the tracked branch's syncs put definitions in "
+            "force: docs/authority.md, \"The tracked branch\")"
+        )
     if status:
         return unknown_id(noun, given, known, nouns=nouns, status=status)
     return unknown_id(noun, given, known, nouns=nouns)
