@@ -301,6 +301,51 @@ def track(
     emit(ctx, result.as_dict(), human)
 
 
+@registry_app.command("show")
+def show(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
+    """What this registry follows and what is in force: the tracked branch and path, the
+    sync whose commit's definitions are in force, the authority in force, the registry id.
+
+    Example: evalops registry show --json
+    """
+    from evalops.services.registry.tracking import registry_state
+
+    state = settings(ctx, json_flag)
+    with state.connect() as engine:
+        data = registry_state(engine)
+
+    def human() -> None:
+        tracked = data["tracked"]
+        if tracked is None:
+            say("nothing synced yet: the first `evalops sync` chooses the branch and path")
+        else:
+            branch = tracked["branch"] or "(no branch: synced outside git or detached)"
+            how = (
+                "set by `registry track`"
+                if data["tracked_by"] == "registry track"
+                else ("chosen by the first sync")
+            )
+            say(f"tracking {branch} at {tracked['path'].rstrip('/')}/ ({how})")
+        run = data["in_force"]
+        if run is not None:
+            commit = (run["git_commit"] or "no commit")[:12]
+            dirty = ", dirty work tree" if run["dirty"] else ""
+            kinds = ", ".join(f"{n} {k}" for k, n in run["definitions"].items())
+            say(
+                f"in force: sync {run['sync_run']} of {commit} on {run['git_branch'] or '-'}"
+                f"{dirty}, {run['at']} by {run['actor']} (audit seq {run['audit_seq']}): {kinds}"
+            )
+        authority = data["authority"]
+        say(
+            f"authority: {authority['id']} {authority['digest']}"
+            if authority
+            else "authority: none (acts need no signatures)"
+        )
+        say(f"registry id: {data['registry_id'] or 'none yet'}")
+
+    emit(ctx, data, human)
+
+
 def _note_unknown_branch(registry: Path, branch: str) -> None:
     """A branch this repository does not have is tracked all the same (CI may track a
     branch its clone did not fetch), but a typo would leave every sync "in force

@@ -49,15 +49,9 @@ def branch_known(top: Path, branch: str) -> bool | None:
     remote-tracking one (`origin/B`); None when `top` is in no git repository (or git is
     missing), where nothing can be said."""
     try:
-        done = _run(
-            top, "for-each-ref", "--format=%(refname)",
-            f"refs/heads/{branch}", f"refs/remotes/*/{branch}",
-        )  # fmt: skip
+        return bool(branch_tips(top, branch))
     except InputError:
         return None
-    if done.returncode != 0:
-        return None
-    return bool(done.stdout.strip())
 
 
 def known_commits(top: Path, shas: list[str]) -> list[str]:

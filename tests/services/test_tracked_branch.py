@@ -306,6 +306,37 @@ def test_without_an_authority_only_the_tracked_branch_changes_what_is_in_force(
     assert repo.run("verify").code == 0
 
 
+def test_registry_show_says_what_is_followed_and_in_force_and_writes_nothing(
+    repo: Repo,
+) -> None:
+    main = repo.branch
+    head = repo.git("rev-parse", "HEAD")
+    events = repo.sql("SELECT count(*) FROM audit_event")
+    (run_id, seq, commit), *_ = repo.sql(
+        "SELECT id, audit_seq, git_commit FROM sync_run r WHERE EXISTS (SELECT 1 FROM "
+        "sync_in_force x WHERE x.sync_run_id = r.id) ORDER BY id DESC"
+    )
+    (authority_digest,) = repo.sql(
+        f"SELECT document_digest FROM sync_in_force WHERE sync_run_id = {run_id} "
+        "AND kind = 'authority'"
+    )[0]
+    (definitions,) = repo.sql(f"SELECT count(*) FROM sync_in_force WHERE sync_run_id = {run_id}")[0]
+    done = repo.run("--json", "registry", "show")
+    assert done.code == 0, done.stdout + done.stderr
+    shown = done.json()
+    assert shown["tracked"] == {"path": "registry", "branch": main}
+    assert shown["tracked_by"] == "sync"
+    assert shown["in_force"]["sync_run"] == run_id and shown["in_force"]["audit_seq"] == seq
+    assert shown["in_force"]["git_commit"] == commit == head
+    assert sum(shown["in_force"]["definitions"].values()) == definitions
+    assert shown["authority"] == {"id": "authority", "digest": authority_digest}
+    assert shown["registry_id"] == repo.run("--json", "verify").json()["registry_id"]
+    human = repo.run("registry", "show").stdout.splitlines()
+    assert human[0] == f"tracking {main} at registry/ (chosen by the first sync)"
+    assert human[1].startswith(f"in force: sync {run_id} of {head[:12]} on {main}")
+    assert repo.sql("SELECT count(*) FROM audit_event") == events
+
+
 def test_a_definition_a_branch_registered_is_not_called_unregistered(repo: Repo) -> None:
     """A branch's sync registers its new execution profile without putting it in force:
     asked for it, commands say exactly that (not "is not registered"), and the template
@@ -911,6 +942,8 @@ def test_registry_track_is_a_policy_owners_signed_act(any_repo: Repo) -> None:
     )
     assert done.code == 0, done.stdout + done.stderr
     assert "tracked: release tracks registry/" in done.stdout
+    shown = repo.run("--json", "registry", "show").json()
+    assert (shown["tracked"]["branch"], shown["tracked_by"]) == ("release", "registry track")
     main = repo.branch
     loosen(repo, "31")
     repo.commit("alice", "on main, signed")

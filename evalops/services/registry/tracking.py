@@ -21,6 +21,7 @@ from sqlmodel import Session, col, select
 
 from evalops.domain import audit_kinds
 from evalops.domain.authority import Scope
+from evalops.domain.timestamps import format_timestamp
 from evalops.errors import InputError, RefusedError
 from evalops.registry.history import branch_tips, is_ancestor, normal_path, repository_top
 from evalops.registry.provenance import GitProvenance
@@ -144,6 +145,44 @@ def tracked(session: Session) -> Tracked | None:
     if run is None:
         return None
     return Tracked(run_line(session, run), run.git_commit, vetted)
+
+
+def registry_state(engine: Engine) -> dict[str, Any]:
+    """`evalops registry show`: what this registry follows and what is in force: the
+    tracked path and branch, the sync whose definitions are in force, the authority in
+    force, the registry id. Nothing is written."""
+    from evalops.store.engine import read_session
+
+    with read_session(engine) as session:
+        state = tracked(session)
+        run = queries.latest_sync_run(session)
+        forced = queries.in_force_rows(session, "authority", None)
+        authority = max(forced.values(), key=lambda r: r.id, default=None)
+        counts: dict[str, int] = {}
+        for kind, _ in queries.in_force(session):
+            counts[kind] = counts.get(kind, 0) + 1
+        return {
+            "registry_id": queries.registry_id(session),
+            "tracked": state.line.as_dict() if state is not None else None,
+            "tracked_by": (
+                None if state is None else "registry track" if state.set_by_track else "sync"
+            ),
+            "in_force": None
+            if run is None
+            else {
+                "sync_run": run.id,
+                "git_commit": run.git_commit,
+                "git_branch": run.git_branch,
+                "dirty": bool(run.git_dirty),
+                "at": format_timestamp(run.at),
+                "actor": run.actor,
+                "audit_seq": run.audit_seq,
+                "definitions": dict(sorted(counts.items())),
+            },
+            "authority": None
+            if authority is None
+            else {"id": authority.policy_id, "digest": authority.policy_digest},
+        }
 
 
 @dataclass(frozen=True)

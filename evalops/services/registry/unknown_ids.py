@@ -39,7 +39,7 @@ def not_registered(
         return (
             f"{noun} {given!r} is registered but not in force (a sync off the tracked line, "
             f"a branch's, registered it; only the tracked branch's syncs put definitions in "
-            "force: docs/authority.md, \"The tracked branch\")"
+            'force: docs/authority.md, "The tracked branch")'
         )
     if status:
         return unknown_id(noun, given, known, nouns=nouns, status=status)
