@@ -99,6 +99,10 @@ def _sqlite_fault(error: sqlite3.Error, url: str) -> EvalopsError | None:
         return damaged(db, f"SQLite: {text}") if _was_sqlite(url) else None
     if name.startswith("SQLITE_CORRUPT") or "malformed" in lowered:
         return damaged(db, f"SQLite: {text}")
+    if lowered.startswith(("no such table:", "no such column:")):
+        # The schema is checked at its revision before any command runs: a table or column
+        # of that revision gone is a file edited by hand.
+        return damaged(db, f"SQLite: {text}; a table or column of its schema is missing")
     if name == "SQLITE_FULL" or "database or disk is full" in lowered:
         return StorageFault(
             f"cannot write to database {db}: the disk is full (SQLite: {text}); free disk "
@@ -211,6 +215,8 @@ def _postgres_fault(error: BaseException, url: str, *, opening: bool) -> Evalops
         )
     if sqlstate in ("XX001", "XX002"):
         return damaged(db, f"PostgreSQL: {text}")
+    if sqlstate in ("42P01", "42703"):  # undefined_table, undefined_column: see SQLite's
+        return damaged(db, f"PostgreSQL: {text}; a table or column of its schema is missing")
     if sqlstate == "25006":
         return DatabaseUnavailable(
             f"cannot write database {db}: the server is read-only (a standby?) "

@@ -406,6 +406,36 @@ def test_an_overwritten_page_is_a_damaged_database(
     assert verified(ingested, copy_url) == before
 
 
+@pytest.mark.parametrize(
+    "engine", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+def test_a_table_dropped_by_hand_is_a_damaged_database_for_every_command(
+    request: pytest.FixtureRequest, ingested: Path, engine: str
+) -> None:
+    """A table of the schema gone (dropped by hand): every command that meets it says the
+    database is damaged (exit 6), as `verify` does, not "internal error"."""
+    if engine == "sqlite":
+        url = f"sqlite:///{ingested / '.evalops' / 'registry.db'}"
+        con = sqlite3.connect(url.removeprefix("sqlite:///"))
+        with con:
+            con.execute("DROP TABLE voided_trial")
+        con.close()
+    else:
+        import psycopg
+
+        url = _pg(request.getfixturevalue("pg_url"))
+        for args in (["init"], ["sync"]):
+            assert evalops(ingested, url, *args).code == 0
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("DROP TABLE voided_trial CASCADE")
+    for args in (
+        ["trials", "list"],
+        ["trials", "ingest", str(_big(ingested, 3, "dropped"))],
+    ):
+        result = evalops(ingested, url, *args)
+        assert_named(result, 6, "is damaged", "voided_trial", "restore it from a backup")
+
+
 # --- A database from a newer evalops --------------------------------------------------
 
 NEWER = "9999"
