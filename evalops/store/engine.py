@@ -188,7 +188,10 @@ def make_engine(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engi
         event.listen(engine, "begin", _sqlite_begin)
     else:
         _quiet_driver_warnings()
-        engine = create_engine(url, pool_pre_ping=True)
+        # Every connection waits at most the lock timeout for a lock, a reader's too: a
+        # migration or an administrator holding a table would otherwise hang `verify`.
+        options = f"-c lock_timeout={max(1, int(lock_timeout * 1000))}"
+        engine = create_engine(url, pool_pre_ping=True, connect_args={"options": options})
     return engine.execution_options(**{_LOCK_TIMEOUT: lock_timeout, "compiled_cache": COMPILED_SQL})
 
 

@@ -213,6 +213,13 @@ def _postgres_fault(error: BaseException, url: str, *, opening: bool) -> Evalops
             f"space or resources on the server and run the command again; {NOTHING_STORED}",
             field="--db",
         )
+    if sqlstate == "55P03":  # lock_not_available: a lock held beyond --lock-timeout
+        return BusyError(
+            f"{BUSY_MESSAGE} (database {db}: another session held a lock beyond "
+            f"--lock-timeout; PostgreSQL: {text}); run the command again once it is "
+            f"released; {NOTHING_STORED}",
+            field="--db",
+        )
     if sqlstate in ("XX001", "XX002"):
         return damaged(db, f"PostgreSQL: {text}")
     if sqlstate in ("42P01", "42703"):  # undefined_table, undefined_column: see SQLite's

@@ -238,3 +238,27 @@ def test_every_writer_is_busy_while_the_lock_is_held_beyond_the_timeout(
     assert waited >= 2  # each waited out its lock timeout
     assert _kinds_and_subjects(url) == before
     assert cli("--db", url, "verify", cwd=cwd).code == 0
+
+
+@pytest.mark.postgres
+def test_a_reader_blocked_by_a_table_lock_gives_up_after_the_lock_timeout(
+    workspace: Path, cli: Cli, pg_url: str
+) -> None:
+    """An administrator (or a migration) holding a table in ACCESS EXCLUSIVE mode blocks
+    every reader on PostgreSQL: `verify` waited without end; it now waits --lock-timeout
+    and says the registry is busy (exit 1), as a writer does."""
+    import psycopg
+
+    assert cli("--db", pg_url, "init", cwd=workspace).code == 0
+    assert cli("--db", pg_url, "sync", cwd=workspace).code == 0
+    with psycopg.connect(pg_url.replace("postgresql+psycopg://", "postgresql://")) as holder:
+        holder.execute("LOCK TABLE audit_event IN ACCESS EXCLUSIVE MODE")
+        started = time.monotonic()
+        done = cli("--db", pg_url, "--json", "--lock-timeout", "1", "verify", cwd=workspace)
+        waited = time.monotonic() - started
+        holder.rollback()
+    assert done.code == 1, done.stdout + done.stderr
+    message = json.loads(done.stdout)["error"]["message"]
+    assert message.startswith(BUSY) and "--lock-timeout" in message
+    assert 1 <= waited < 30
+    assert cli("--db", pg_url, "verify", cwd=workspace).code == 0
