@@ -108,6 +108,9 @@ def test_a_void_leaves_trials_out_from_then_on_and_every_earlier_read_sees_them(
     ]
     again = _run(cli, demo, db, "trials", "void", TRIALS[0], "--reason", "twice")
     assert again.code == 2 and "was voided (VOID-1)" in _said(again)
+    # The way back, as ingest takes it: a new trial_id when reviews or reconciliations
+    # were appended to the voided record.
+    assert "under a new one if reconciliations or reviews were appended" in _said(again)
 
 
 def test_the_dry_run_shows_the_change_in_the_latest_decision_and_stores_nothing(

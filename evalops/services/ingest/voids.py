@@ -85,7 +85,8 @@ def live_trial(session: Session, trial_id: str) -> Trial:
             return row
     raise InputError(
         f"trial {trial_id} was voided ({_void_of(session, rows[0])}): it is left out of every "
-        "decision; ingest the corrected record under the same trial_id to replace it"
+        "decision; ingest the corrected record to replace it: under the same trial_id, or "
+        "under a new one if reconciliations or reviews were appended to the voided record"
     )
 
 
