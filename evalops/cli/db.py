@@ -7,7 +7,7 @@ import typer
 
 from evalops.cli.context import JsonFlag, emit, say, settings
 from evalops.domain.humanize import plural
-from evalops.errors import InputError, RefusedError, VerificationError
+from evalops.errors import DamagedDatabase, InputError, RefusedError, VerificationError
 
 db_app = typer.Typer(
     help="Migrate the registry database.\n\nExample: evalops db current", no_args_is_help=True
@@ -38,7 +38,12 @@ def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
     at head from the models in one step (the same schema, docs/verify.md "The database"),
     without loading Alembic."""
     from evalops.errors import is_driver_error
-    from evalops.services.database import engine_for, stored_revision, unreachable
+    from evalops.services.database import (
+        engine_for,
+        refuse_unversioned,
+        stored_revision,
+        unreachable,
+    )
     from evalops.store import fresh
     from evalops.store.engine import ensure_parent, sqlite_path
     from evalops.store.schema import HEAD_REVISION
@@ -48,6 +53,7 @@ def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
         ensure_parent(sqlite_path(url))
         current = stored_revision(engine)
         refuse_newer(url, current)
+        refuse_unversioned(engine, url, current)
         if current not in (None, HEAD_REVISION):
             # An older schema: its rows must be what it recorded (the checks load the
             # verifier and the gate, which a new or current database does not need).
@@ -58,7 +64,7 @@ def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
             from evalops.store import migrate
 
             migrate.upgrade(url, engine, revision)
-    except (OSError, InputError, VerificationError):
+    except (OSError, InputError, VerificationError, DamagedDatabase):
         raise
     except Exception as exc:
         _bad_revision(exc, revision)

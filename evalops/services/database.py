@@ -26,6 +26,24 @@ def stored_revision(engine: Engine) -> str | None:
         return conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
+def refuse_unversioned(engine: Engine, url: str, current: str | None) -> None:
+    """A database with evalops's tables and no schema revision (its `alembic_version` row
+    deleted or emptied by hand) is damaged (exit 6): `init` would fail on the tables it
+    finds, and no command can know which schema they have."""
+    if current is not None:
+        return
+    with engine.connect() as conn:
+        tables = inspect(conn).has_table("audit_event")
+    if tables:
+        from evalops.store.faults import damaged
+
+        raise damaged(
+            redact(url),
+            "it holds evalops's tables but no schema revision: the alembic_version row was "
+            "removed by hand",
+        )
+
+
 def _reason(exc: BaseException, url: str) -> str:
     """The driver's message, first line only, with the URL's password never repeated."""
     from sqlalchemy.engine import make_url
@@ -135,6 +153,11 @@ def open_database(
     if is_newer(current):
         engine.dispose()
         raise newer_schema(redact(url), str(current), HEAD_REVISION)
+    try:
+        refuse_unversioned(engine, url, current)
+    except EvalopsError:
+        engine.dispose()
+        raise
     if current != HEAD_REVISION:
         engine.dispose()
         message = (

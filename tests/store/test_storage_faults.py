@@ -436,6 +436,24 @@ def test_a_table_dropped_by_hand_is_a_damaged_database_for_every_command(
         assert_named(result, 6, "is damaged", "voided_trial", "restore it from a backup")
 
 
+def test_a_database_whose_schema_revision_was_removed_is_damaged_not_new(
+    ingested: Path,
+) -> None:
+    """The alembic_version row deleted by hand: `verify` said "run evalops init", and init
+    then failed on the tables it found. Every command says the database is damaged."""
+    db = ingested / ".evalops" / "registry.db"
+    url = f"sqlite:///{db}"
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("DELETE FROM alembic_version")
+    con.close()
+    held = sqlite_fingerprint(db)
+    for args in (["verify"], ["init"], ["db", "upgrade"], ["trials", "list"]):
+        result = evalops(ingested, url, *args)
+        assert_named(result, 6, "is damaged", "no schema revision", "restore it from a backup")
+        assert sqlite_fingerprint(db) == held, args
+
+
 # --- A database from a newer evalops --------------------------------------------------
 
 NEWER = "9999"
