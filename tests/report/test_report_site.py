@@ -213,6 +213,29 @@ def test_cli_site_json_and_unknown_suite(demo: Path, cli: Cli) -> None:
     assert missing.code == 2 and "no/such" in missing.stderr
 
 
+def test_the_index_names_an_estimation_suite_s_latest_estimate(
+    site: Path, demo_master: Path
+) -> None:
+    """An estimation suite has estimates, not gate decisions: its index row says so and
+    names the latest, with its pass rate and interval as stored."""
+    import json
+    import sqlite3
+
+    con = sqlite3.connect(demo_master / ".evalops" / "registry.db")
+    estimate_id, build, result = con.execute(
+        "SELECT estimate_id, build, result FROM estimate ORDER BY id DESC LIMIT 1"
+    ).fetchone()
+    con.close()
+    rate = json.loads(result)["rates"]["pass"]
+    row = next(
+        line for line in page_text(site / "index.html").splitlines()
+        if "estimation/eu-sessions" in line and "data-label=\"latest decision\"" in line
+    )  # fmt: skip
+    assert "no gate decision (an estimation suite): latest estimate" in row
+    assert f'#estimates"><span class="id">{estimate_id}</span></a>' in row
+    assert f"{build}</span>, pass {rate['rate']:.2f} [{rate['low']:.2f}, {rate['high']:.2f}]" in row
+
+
 def test_a_site_that_cannot_be_written_is_a_named_error_not_a_bug(
     demo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -713,6 +713,17 @@ def _expiring(waivers: Sequence[Mapping[str, Any]], now: datetime) -> list[dict[
     return [dict(w) for w in waivers if w["status"] == "valid" and w["expires_at"] <= limit]
 
 
+def _with_latest_estimate(session: Session, suite: Mapping[str, Any]) -> dict[str, Any]:
+    """An estimation suite's index row names its latest estimate: such a suite is measured
+    by estimates, and "no decision yet" alone would read as never run."""
+    if suite.get("kind") != "estimation":
+        return dict(suite)
+    from evalops.services.estimation.records import estimates_of_suite
+
+    found = estimates_of_suite(session, str(suite["suite"]))
+    return {**suite, "latest_estimate": found[-1] if found else None}
+
+
 def index_page(
     base: Mapping[str, Any],
     suites: Sequence[Mapping[str, Any]],
@@ -957,6 +968,7 @@ def _render_others(
         if s["grader_id"] in graders and (set(s["pinned_by"]) & set(suite_ids) or s["in_force"])
     ]
     chosen = [s for s in list_suites(ctx.engine) if s["suite"] in suite_ids]
+    chosen = [_with_latest_estimate(session, s) for s in chosen]
     lookups.voids = _voids_upto(session, ctx.head)
     write(
         render.page_path("index", ""),
