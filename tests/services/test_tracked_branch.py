@@ -715,7 +715,12 @@ def test_verify_finds_each_attack_written_without_the_check(
     repo: Repo, monkeypatch: pytest.MonkeyPatch, attack: str
 ) -> None:
     where, words = ATTACKS[attack](repo)
-    assert repo.run("verify").code == 0
+    before = repo.run("verify")
+    if attack == "force_push":
+        # What is in force came from a commit the force-push took off the branch.
+        assert before.code == 6 and "a force-push took off it" in before.stderr, before.stderr
+    else:
+        assert before.code == 0, before.stderr
     with monkeypatch.context() as patched:
         _without_the_check(patched)
         done = repo.run("sync", where)
@@ -763,6 +768,32 @@ def test_a_commit_the_repository_does_not_hold_is_counted_when_it_changed_no_rul
     done = repo.run("--json", "verify")
     assert done.code == 0, done.stdout + done.stderr
     assert done.json()["rule_history"]["unknown_commits"] == [run_id]
+
+
+def test_verify_finds_what_is_in_force_off_the_branch_it_was_synced_as(
+    repo: Repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signed proposal never merged, synced as main by an evalops that did not ask git
+    (or a row written by SQL): the commit is a fast-forward and its rule change is signed,
+    so only the branch's refs tell; once main holds the commit, verify passes."""
+    from evalops.services.registry import sync
+
+    main = repo.branch
+    repo.git("checkout", "-q", "-b", "proposal")
+    loosen(repo, "31")
+    proposal = repo.commit("alice", "a signed proposal")
+    repo.git("checkout", "-q", "--detach", proposal)
+    with monkeypatch.context() as patched:
+        patched.setattr(sync, "check_detached_on", lambda *args: None)
+        done = repo.run("sync", "registry", "--track", main)
+        assert done.code == 0 and "in force unchanged" not in done.stdout, done.stdout
+    found = repo.run("verify")
+    assert found.code == 6, found.stdout + found.stderr
+    assert f"put its commit in force as {main}, but no ref named {main}" in found.stderr
+    assert proposal[:12] in found.stderr
+    repo.git("checkout", "-q", main)
+    repo.git("merge", "-q", "--ff-only", proposal)
+    assert repo.run("verify").code == 0
 
 
 @pytest.mark.postgres

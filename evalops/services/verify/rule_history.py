@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from evalops.errors import VerificationError
+from evalops.errors import InputError, VerificationError
 from evalops.registry.history import (
     RepositoryRefused,
+    branch_tips,
     is_ancestor,
     known_commits,
     normal_path,
@@ -180,7 +181,32 @@ def check_rule_history(reader: Reader, root: Path) -> RuleHistory:
         if run.commit is not None and not run.dirty:
             vetted.insert(0, run.commit)
         previous = run
+    if previous is not None and previous.commit in held:
+        _check_on_its_branch(top, previous)
     return report
+
+
+def _check_on_its_branch(top: Path, run: _Run) -> None:
+    """What is in force now came from a commit of the branch it was synced as: a ref of
+    that name here (the local branch, or a remote's copy) holds it. Only the latest sync is
+    held to the refs of today (an older one may predate a re-based line); a repository with
+    no ref of that name says nothing."""
+    branch = run.line[1] if run.line is not None else None
+    if branch is None or run.commit is None:
+        return
+    try:
+        tips = branch_tips(top, branch)
+    except InputError:
+        return
+    if not tips or any(is_ancestor(top, run.commit, tip) for tip in tips.values()):
+        return
+    held = ", ".join(f"{ref} at {sha[:12]}" for ref, sha in sorted(tips.items()))
+    raise VerificationError(
+        f"{_where(run)} put its commit in force as {branch}, but no ref named {branch} here "
+        f"holds it ({held}): a commit that was never on {branch}, or one a force-push "
+        f"took off it (then re-base the line: `evalops registry track --branch {branch}`, a "
+        f"rule change, and sync); if this clone's {branch} is old, fetch it and verify again"
+    )
 
 
 def _where(run: _Run) -> str:
