@@ -118,9 +118,13 @@ def _cross_check(defs: list[Definition], broken: frozenset[str] = frozenset()) -
         if graders is None and grader_set in broken:
             continue
         if graders is None:
+            from evalops.domain.suggestions import close_match  # only on this error
+
+            like = close_match(str(grader_set), sorted(grader_sets))
             errors.append(
                 InputError(
-                    f"grader set {grader_set!r} is not in the registry",
+                    f"grader set {grader_set!r} is not in the registry"
+                    + (f"; did you mean {like!r}?" if like else ""),
                     d.file,
                     d.lines.get(("grader_set",), 1),
                     "grader_set",

@@ -133,6 +133,18 @@ def test_a_grader_set_that_is_really_missing_is_still_reported(tmp_path: Path, c
     assert "'nope'" in missing[0]["message"]
 
 
+def test_a_misspelt_grader_set_names_the_one_meant(tmp_path: Path, cli: Cli) -> None:
+    root = registry(tmp_path)
+    edit(root, "tasks/support-refund-in-order.yaml", r"(?m)^grader_set: .*$",
+         "grader_set: support_graders")  # fmt: skip
+    code, data, said = validate(cli, root)
+    assert code == 2
+    assert data["error"]["message"] == (
+        "grader set 'support_graders' is not in the registry; did you mean 'support-graders'?"
+    )
+    assert "did you mean 'support-graders'?" in said
+
+
 def test_errors_beyond_the_cap_are_counted_not_listed(tmp_path: Path, cli: Cli) -> None:
     root = registry(tmp_path)
     doc = yaml.safe_load((root / GRADERS).read_text(encoding="utf-8"))
