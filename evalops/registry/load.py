@@ -463,6 +463,24 @@ def parse_yaml(text: str, path: str) -> Document:
     return _parse_yaml_reference(text, path)
 
 
+# The parser's words for the usual slips, and where to look: it reports where it noticed,
+# often a line after the one to fix.
+_YAML_HINTS = (
+    ("mapping values are not allowed", "a ': ' inside an unquoted value (quote it) or a "
+     "line indented deeper than its key: look at this line and the one above"),
+    ("could not find expected ':'", "a key without its ':', often on the line above"),
+    ("cannot start any token", "a tab or a reserved character (@, `) opens the value: YAML "
+     "indents with spaces, and such a value needs quotes"),
+    ("did not find expected key", "an item indented unlike its neighbours, on this line or "
+     "the one above"),
+)  # fmt: skip
+
+
+def _yaml_hint(problem: str) -> str:
+    hint = next((h for words, h in _YAML_HINTS if words in problem), None)
+    return f"; likely {hint}" if hint else ""
+
+
 def _parse_yaml_reference(text: str, path: str) -> Document:
     """The pure-Python reader: the reference for every value, line and error message."""
     try:
@@ -480,7 +498,7 @@ def _parse_yaml_reference(text: str, path: str) -> Document:
             mark = exc.problem_mark or exc.context_mark
             line = mark.line + 1 if mark is not None else None
             problem = exc.problem or exc.context or "invalid YAML"
-            raise InputError(f"invalid YAML: {problem}", path, line) from None
+            raise InputError(f"invalid YAML: {problem}{_yaml_hint(problem)}", path, line) from None
         except yaml.YAMLError as exc:
             raise InputError(f"invalid YAML: {exc}", path) from None
         except RecursionError:

@@ -20,6 +20,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 import rfc8785
 import yaml
 
@@ -143,6 +144,22 @@ def test_a_misspelt_grader_set_names_the_one_meant(tmp_path: Path, cli: Cli) -> 
         "grader set 'support_graders' is not in the registry; did you mean 'support-graders'?"
     )
     assert "did you mean 'support-graders'?" in said
+
+
+@pytest.mark.parametrize(
+    ("line", "hint"),
+    [
+        ("goal: refund: the whole order", "a ': ' inside an unquoted value (quote it)"),
+        ("goal: `refund`", "a tab or a reserved character (@, `) opens the value"),
+    ],
+)
+def test_a_yaml_slip_says_where_to_look(tmp_path: Path, cli: Cli, line: str, hint: str) -> None:
+    root = registry(tmp_path)
+    edit(root, TASK, r"(?m)^  goal: .*$", "  " + line, count=1)
+    code, data, said = validate(cli, root)
+    assert code == 2
+    assert data["error"]["message"].startswith("invalid YAML: ")
+    assert f"; likely {hint}" in data["error"]["message"] and hint in said
 
 
 def test_errors_beyond_the_cap_are_counted_not_listed(tmp_path: Path, cli: Cli) -> None:
