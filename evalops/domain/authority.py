@@ -407,10 +407,10 @@ class SignatureJudge:
             )
         uncovered = suites_uncovered(self.authority, kind, scope, principals)
         if uncovered:
+            unscoped = " (tasks in no suite: an unscoped grant)" if NO_SUITE in uncovered else ""
             return Judgement(
                 refusal=f"no signer holds {ACT_ROLES[kind]} for suite "
-                f"{suite_names(uncovered)}: a {kind} needs one of each suite it touches "
-                "(tasks in no suite: an unscoped grant)"
+                f"{suite_names(uncovered)}: a {kind} needs one of each suite it touches" + unscoped
             )
         return Judgement(signers=signers)
 

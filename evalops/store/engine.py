@@ -248,13 +248,15 @@ def write_session(engine: Engine) -> Iterator[Session]:
                     session.execute(text("SELECT 1"))  # BEGIN IMMEDIATE: wait for the lock now
                 yield session
             except BaseException:
-                transaction.rollback()
+                if transaction.is_active:
+                    transaction.rollback()
                 raise
-            # A Ctrl-C during the commit lands after it, once it is noted: "nothing was
-            # stored" is then never said of a change that was.
-            with interrupts_held():
-                transaction.commit()
-                note_committed()
+            if transaction.is_active:  # a caller may have rolled it back: nothing to commit
+                # A Ctrl-C during the commit lands after it, once it is noted: "nothing was
+                # stored" is then never said of a change that was.
+                with interrupts_held():
+                    transaction.commit()
+                    note_committed()
     except OperationalError as exc:
         if _is_lock_timeout(exc):
             raise WriterBusy(BUSY) from None

@@ -84,8 +84,9 @@ def test_a_0001_database_its_checks_cannot_read_is_exit_2_and_left_as_it_was(
     tmp_path: Path, cli: Cli
 ) -> None:
     """The checks before an upgrade read through the readers, which raise the driver's
-    own error (`sqlite3`'s, not SQLAlchemy's): a database they cannot read is a database
-    error naming its cause (exit 2), not an internal error, and nothing is written."""
+    own error (`sqlite3`'s, not SQLAlchemy's): a database they cannot read, a column of its
+    schema renamed by hand, is a damaged database naming its cause (exit 6, as for every
+    command), not an internal error, and nothing is written."""
     db = tmp_path / "registry.db"
     shutil.copy(FIXTURE, db)
     con = sqlite3.connect(db)
@@ -94,8 +95,8 @@ def test_a_0001_database_its_checks_cannot_read_is_exit_2_and_left_as_it_was(
     con.close()
     before = db.read_bytes()
     result = cli("--db", f"sqlite:///{db}", "db", "upgrade", cwd=tmp_path)
-    assert result.code == 2, result.stdout + result.stderr
-    assert "no such column: hash" in result.stderr
+    assert result.code == 6, result.stdout + result.stderr
+    assert "is damaged" in result.stderr and "no such column: hash" in result.stderr
     assert "internal error" not in result.stderr and "bug" not in result.stderr
     assert db.read_bytes() == before
 
