@@ -33,7 +33,9 @@ def _status(url: str) -> dict[str, str | None]:
         engine.dispose()
 
 
-def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
+def _upgrade(
+    url: str, revision: str, *, create_if_empty: bool = False, lock_timeout: float | None = None
+) -> None:
     """Migrate to `revision`; with `create_if_empty`, an empty database is instead created
     at head from the models in one step (the same schema, docs/verify.md "The database"),
     without loading Alembic."""
@@ -48,7 +50,7 @@ def _upgrade(url: str, revision: str, *, create_if_empty: bool = False) -> None:
     from evalops.store.engine import ensure_parent, sqlite_path
     from evalops.store.schema import HEAD_REVISION
 
-    engine = engine_for(url)
+    engine = engine_for(url) if lock_timeout is None else engine_for(url, lock_timeout=lock_timeout)
     try:
         ensure_parent(sqlite_path(url))
         current = stored_revision(engine)
@@ -210,7 +212,7 @@ def init(
         starter = None
     written = starter_registry(starter) if starter is not None else []
     disabled = write_authority_example(starter) if starter is not None else None
-    _upgrade(state.db_url, "head", create_if_empty=True)
+    _upgrade(state.db_url, "head", create_if_empty=True, lock_timeout=state.lock_timeout)
     in_git = _ignore_dot_evalops()
     status = _status(state.db_url)
     warnings = []
@@ -257,7 +259,7 @@ def upgrade(
     Example: evalops db upgrade
     """
     state = settings(ctx, json_flag)
-    _upgrade(state.db_url, revision)
+    _upgrade(state.db_url, revision, lock_timeout=state.lock_timeout)
     status = _status(state.db_url)
     emit(
         ctx,
@@ -300,7 +302,7 @@ def downgrade(
     from evalops.store import migrate
 
     state = settings(ctx, json_flag)
-    engine = engine_for(state.db_url)
+    engine = engine_for(state.db_url, lock_timeout=state.lock_timeout)
     try:
         require_database_file(state.db_url)
         try:

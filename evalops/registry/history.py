@@ -9,6 +9,7 @@ both sides of them; what each commit changed is asked of git against every paren
 from __future__ import annotations
 
 import posixpath
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,10 +91,13 @@ def branch_tips(top: Path, branch: str) -> dict[str, str]:
         f"refs/heads/{branch}",
         f"refs/remotes/*/{branch}",
     )
+    # for-each-ref matches a pattern as a prefix up to a slash and as a glob: keep the refs
+    # named exactly so (refs/heads/main/x, or a branch named with `*`, is not main).
+    exact = re.compile(rf"refs/heads/{re.escape(branch)}|refs/remotes/[^/]+/{re.escape(branch)}")
     tips: dict[str, str] = {}
     for line in out.decode("utf-8", "surrogateescape").splitlines():
         ref, _, sha = line.partition("\0")
-        if ref and sha:
+        if sha and exact.fullmatch(ref):
             tips[ref] = sha
     return tips
 

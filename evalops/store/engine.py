@@ -190,9 +190,19 @@ def make_engine(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engi
         _quiet_driver_warnings()
         # Every connection waits at most the lock timeout for a lock, a reader's too: a
         # migration or an administrator holding a table would otherwise hang `verify`.
-        options = f"-c lock_timeout={max(1, int(lock_timeout * 1000))}"
+        # Added to the URL's own `options` (a search_path, a provider's endpoint), which
+        # connect_args would otherwise replace.
+        given = make_url(url).query.get("options")
+        own = given if isinstance(given, str) else " ".join(given or ())
+        options = f"{own} -c lock_timeout={lock_timeout_ms(lock_timeout)}".strip()
         engine = create_engine(url, pool_pre_ping=True, connect_args={"options": options})
     return engine.execution_options(**{_LOCK_TIMEOUT: lock_timeout, "compiled_cache": COMPILED_SQL})
+
+
+def lock_timeout_ms(seconds: float) -> int:
+    """PostgreSQL's lock_timeout for `seconds`: at least 1 ms, since 0 there means no
+    limit at all (`--lock-timeout 0` asks not to wait)."""
+    return max(1, int(seconds * 1000))
 
 
 def _quiet_driver_warnings() -> None:
@@ -240,7 +250,7 @@ def write_session(engine: Engine) -> Iterator[Session]:
             transaction = session.begin()
             try:
                 if engine.dialect.name == "postgresql":
-                    session.execute(text(f"SET LOCAL lock_timeout = {int(timeout * 1000)}"))
+                    session.execute(text(f"SET LOCAL lock_timeout = {lock_timeout_ms(timeout)}"))
                     session.execute(
                         text("SELECT pg_advisory_xact_lock(:key)"), {"key": WRITER_LOCK_KEY}
                     )

@@ -405,8 +405,11 @@ def test_track_on_a_detached_head_needs_a_branch_of_that_name_holding_the_commit
     done = repo.run("sync", "registry", "--track", main)
     assert done.code == 0, done.stdout + done.stderr
     assert repo.in_force("gate_policy", "release-gate") == repo.digest_of(GATE)
-    # No ref of that name at all: nothing to find the commit on.
+    # No ref of that name at all: nothing to find the commit on. A branch under the name
+    # (main/proposal), which git's ref patterns match as a prefix, is not main.
     repo.git("update-ref", "-d", f"refs/remotes/origin/{main}")
+    repo.git("update-ref", f"refs/heads/{main}/proposal", proposal)
+    repo.git("update-ref", f"refs/remotes/origin/{main}/proposal", proposal)
     done = repo.run("sync", "registry", "--track", main)
     assert done.code == 2 and f"has no branch {main}" in done.stderr, done.stderr
 

@@ -262,3 +262,38 @@ def test_a_reader_blocked_by_a_table_lock_gives_up_after_the_lock_timeout(
     assert message.startswith(BUSY) and "--lock-timeout" in message
     assert 1 <= waited < 30
     assert cli("--db", pg_url, "verify", cwd=workspace).code == 0
+
+
+@pytest.mark.postgres
+def test_the_lock_timeout_keeps_the_url_s_own_options_and_zero_never_means_forever(
+    workspace: Path, cli: Cli, pg_url: str
+) -> None:
+    """The lock timeout is added to a PostgreSQL URL's own `options` (here a search_path:
+    the registry lives in its own schema), never in their place; `--lock-timeout 0` gives
+    up at once, where PostgreSQL's own 0 would wait without end; `db upgrade` waits no
+    longer than asked either."""
+    import psycopg
+
+    plain = pg_url.replace("postgresql+psycopg://", "postgresql://")
+    with psycopg.connect(plain, autocommit=True) as admin:
+        admin.execute("CREATE SCHEMA evals")
+    url = f"{pg_url}?options=-csearch_path%3Devals"
+    assert cli("--db", url, "init", cwd=workspace).code == 0
+    assert cli("--db", url, "sync", cwd=workspace).code == 0
+    with psycopg.connect(plain) as conn:
+        found = conn.execute(
+            "SELECT table_schema FROM information_schema.tables WHERE table_name = 'audit_event'"
+        ).fetchall()
+    assert found == [("evals",)]
+    with psycopg.connect(plain) as holder:
+        holder.execute(
+            "LOCK TABLE evals.audit_event, evals.alembic_version IN ACCESS EXCLUSIVE MODE"
+        )
+        for args in (["--lock-timeout", "0", "verify"], ["--lock-timeout", "1", "db", "upgrade"]):
+            started = time.monotonic()
+            done = cli("--db", url, "--json", *args, cwd=workspace)
+            assert done.code == 1, (args, done.stdout + done.stderr)
+            assert json.loads(done.stdout)["error"]["message"].startswith(BUSY)
+            assert time.monotonic() - started < 30, args
+        holder.rollback()
+    assert cli("--db", url, "verify", cwd=workspace).code == 0
