@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from statistics import NormalDist
 from typing import Any
 
@@ -69,6 +70,12 @@ class TaskObservation:
         counts = self.first if first else self.effective
         total = sum(counts.values())
         return counts.get(class_of(key), 0) / total if total else 0.0
+
+    def exact_share(self, key: str) -> Fraction:
+        """`share` as a fraction: shares compared for equality are compared exactly (2/6
+        and 1/3 are one share, which their float differences need not show)."""
+        total = self.n
+        return Fraction(self.effective.get(class_of(key), 0), total) if total else Fraction(0)
 
 
 # ------------------------------------------------------------------------------ quantiles
@@ -301,6 +308,7 @@ def paired_difference(  # noqa: PLR0913 (two builds, the design, and one rule of
     reasons: list[str] = []
     alike: list[str] = []
     unseen: list[str] = []
+    census = sizes is not None and all(sizes.get(s) == len(by[s]) for s in strata if by[s])
     for key in RATE_KEYS:
         differences = {s: [c.share(key) - b.share(key) for c, b in by[s]] for s in strata}
         parts = [
@@ -329,10 +337,19 @@ def paired_difference(  # noqa: PLR0913 (two builds, the design, and one rule of
             "se": None,
             "paired_tasks": paired,
         }
-        # Differences all alike within each stratum (a census's variance is 0 too, from its
-        # finite-population factor, and its interval of no width is exact: kept).
-        alike_in_each = all(len(set(d)) <= 1 for d in differences.values())
-        if variance is not None and df >= 1 and alike_in_each and not interval_of_no_variation:
+        # Differences all alike within each stratum, compared exactly. A census (every
+        # stratum's frame size its paired tasks) keeps its interval of no width: its
+        # variance is 0 because nothing was left unsampled, and the difference is exact.
+        alike_in_each = all(
+            len({c.exact_share(key) - b.exact_share(key) for c, b in by[s]}) <= 1 for s in strata
+        )
+        if (
+            variance is not None
+            and df >= 1
+            and alike_in_each
+            and not census
+            and not interval_of_no_variation
+        ):
             block.update(se=0.0)
             seen = any(c.share(key) or b.share(key) for s in strata for c, b in by[s])
             (alike if seen else unseen).append(key)

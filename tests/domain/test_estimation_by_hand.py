@@ -394,7 +394,7 @@ def test_a_difference_without_degrees_of_freedom_or_variance_has_no_interval() -
     candidate = [obs("a", "x", 1, 0), obs("b", "x", 1, 0)]
     baseline = [obs("a", "x", 0, 1), obs("b", "x", 1, 1)]
     diff, reasons = paired_difference(candidate, baseline, {"x": 1.0}, {"x": 2}, 0.95)
-    assert reasons == [UNSEEN.format(2)]
+    assert reasons == []  # a census: every interval of no width is exact, none withheld
     assert diff["pass"]["se"] == 0.0
     assert diff["pass"]["low"] == diff["pass"]["high"] == 0.75
 
@@ -416,6 +416,17 @@ def test_a_difference_that_does_not_vary_has_no_interval_of_no_width() -> None:
     shifted = [obs("a", "x", 2, 0), obs("b", "x", 1, 1), obs("c", "y", 2, 0), obs("d", "y", 2, 0)]
     diff, _ = paired_difference(shifted, candidate, {"x": 0.5, "y": 0.5}, None, 0.95)
     assert diff["pass"]["diff"] == pytest.approx(0.25) and diff["pass"]["low"] is None
+    # Alike as fractions, not as floats: 2/3-1/3, 1/3-0 and 3/3-2/3 are each 1/3, which
+    # float subtraction spells 0.3333333333333333 or 0.33333333333333337.
+    third = [obs("a", "x", 2, 1), obs("b", "x", 1, 2), obs("c", "x", 3, 0)]
+    less = [obs("a", "x", 1, 2), obs("b", "x", 0, 3), obs("c", "x", 2, 1)]
+    assert len({c.share("pass") - b.share("pass") for c, b in zip(third, less)}) > 1
+    diff, _ = paired_difference(third, less, {"x": 1.0}, None, 0.95)
+    assert diff["pass"]["low"] is None and diff["pass"]["se"] == 0.0
+    # A census of those three (frame size 3) keeps its interval of no width: exact.
+    diff, reasons = paired_difference(third, less, {"x": 1.0}, {"x": 3}, 0.95)
+    assert diff["pass"]["low"] == diff["pass"]["high"] == pytest.approx(1 / 3)
+    assert not any("same amount" in r for r in reasons)
     # Estimator 1 stored the interval of no width; its estimates replay with it.
     diff, reasons = paired_difference(
         candidate, candidate, {"x": 0.5, "y": 0.5}, None, 0.95, interval_of_no_variation=True
