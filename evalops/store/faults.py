@@ -99,9 +99,7 @@ def _sqlite_fault(error: sqlite3.Error, url: str) -> EvalopsError | None:
         return damaged(db, f"SQLite: {text}") if _was_sqlite(url) else None
     if name.startswith("SQLITE_CORRUPT") or "malformed" in lowered:
         return damaged(db, f"SQLite: {text}")
-    if lowered.startswith(("no such table:", "no such column:")):
-        # The schema is checked at its revision before any command runs: a table or column
-        # of that revision gone is a file edited by hand.
+    if lowered.startswith(("no such table:", "no such column:")) and _of_the_schema(text):
         return damaged(db, f"SQLite: {text}; a table or column of its schema is missing")
     if name == "SQLITE_FULL" or "database or disk is full" in lowered:
         return StorageFault(
@@ -173,6 +171,31 @@ def _sqlite_file(url: str) -> Path | None:
     return Path(path) if path and path != ":memory:" else None
 
 
+def _of_the_schema(text: str) -> bool:
+    """Whether the table or column the driver says is missing is one of evalops's schema:
+    then the database lost it (a file edited by hand: damaged); else the statement named
+    something no schema has, which is a bug in evalops, and stays an internal error."""
+    lowered = text.lower()
+    for prefix in ("no such table:", "no such column:"):
+        if lowered.startswith(prefix):
+            name = text[len(prefix) :].strip()
+            break
+    else:  # PostgreSQL: relation "x" does not exist; column x.y / "y" does not exist
+        found = re.search(r'(?:relation|column) "?([\w.]+)"? does not exist', text)
+        if found is None:
+            return False
+        name = found.group(1)
+    last = name.replace('"', "").split(".")[-1]
+    # Imported here: only this error path needs the models (a SQLite verify runs on
+    # sqlite3 alone otherwise).
+    from sqlmodel import SQLModel
+
+    import evalops.store.tables  # noqa: F401  (the models, registered on the metadata)
+
+    tables = SQLModel.metadata.tables.values()
+    return any(t.name == last for t in tables) or any(last in t.columns for t in tables)
+
+
 def damaged(db: str, cause: str) -> DamagedDatabase:
     """The error for a damaged database (exit 6): restore a backup, re-run what came after."""
     return DamagedDatabase(
@@ -222,7 +245,7 @@ def _postgres_fault(error: BaseException, url: str, *, opening: bool) -> Evalops
         )
     if sqlstate in ("XX001", "XX002"):
         return damaged(db, f"PostgreSQL: {text}")
-    if sqlstate in ("42P01", "42703"):  # undefined_table, undefined_column: see SQLite's
+    if sqlstate in ("42P01", "42703") and _of_the_schema(text):  # undefined table, column
         return damaged(db, f"PostgreSQL: {text}; a table or column of its schema is missing")
     if sqlstate == "25006":
         return DatabaseUnavailable(

@@ -436,6 +436,30 @@ def test_a_table_dropped_by_hand_is_a_damaged_database_for_every_command(
         assert_named(result, 6, "is damaged", "voided_trial", "restore it from a backup")
 
 
+@pytest.mark.parametrize(
+    ("said", "damaged"),
+    [
+        ("no such table: voided_trial", True),
+        ("no such table: main.voided_trial", True),
+        ("no such column: hash", True),
+        ("no such column: t.record_digest", True),
+        ("no such table: voided_trials", False),  # a name no schema has: a bug, not damage
+        ("no such column: hsah", False),
+    ],
+)
+def test_a_missing_table_or_column_is_damage_only_when_the_schema_has_it(
+    said: str, damaged: bool
+) -> None:
+    """A statement naming what evalops's schema has, which the database lacks, met a
+    database edited by hand (exit 6); one naming what no schema has is evalops's own bug,
+    and stays an internal error (no fault), never "restore it from a backup"."""
+    from evalops.errors import DamagedDatabase
+    from evalops.store.faults import storage_fault
+
+    fault = storage_fault(sqlite3.OperationalError(said), "sqlite:///registry.db")
+    assert isinstance(fault, DamagedDatabase) if damaged else fault is None, (said, fault)
+
+
 def test_a_database_whose_schema_revision_was_removed_is_damaged_not_new(
     ingested: Path,
 ) -> None:
