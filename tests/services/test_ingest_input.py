@@ -375,29 +375,46 @@ def test_an_interrupt_after_the_commit_says_the_change_was_stored(
     assert _count_trials(synced) == 3
 
 
-def test_an_interrupt_during_the_commit_is_delivered_after_it() -> None:
-    """`interrupts_held`: a SIGINT sent inside the block is raised right after it, so a
-    commit and the note that it happened are never split by Ctrl-C."""
+@pytest.mark.parametrize(
+    ("interrupts", "steps", "line"),
+    [
+        (1, "committed,noted,interrupted", "interrupted after the change was stored"),
+        (2, "interrupted", "interrupted during the commit: the change may or may not be"),
+    ],
+)
+def test_an_interrupt_during_the_commit_is_delivered_after_it_unless_repeated(
+    interrupts: int, steps: str, line: str
+) -> None:
+    """`interrupts_held`: a first SIGINT inside the block is raised right after it, so a
+    commit and the note that it happened are never split by one Ctrl-C; a second one
+    stops at once (a commit may wait on a slow server), and the line says so."""
     script = (
         "import os, signal, sys\n"
-        "from evalops.store.interrupts import interrupts_held\n"
+        "from evalops.store import interrupts\n"
         "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "steps = []\n"
         "try:\n"
-        "    with interrupts_held():\n"
-        "        os.kill(os.getpid(), signal.SIGINT)\n"
+        "    with interrupts.interrupts_held():\n"
+        f"        for _ in range({interrupts}):\n"
+        "            os.kill(os.getpid(), signal.SIGINT)\n"
         "        steps.append('committed')\n"
+        "        interrupts.note_committed()\n"
         "        steps.append('noted')\n"
         "    steps.append('after')\n"
         "except KeyboardInterrupt:\n"
         "    steps.append('interrupted')\n"
         "print(','.join(steps))\n"
+        "print(interrupts.interrupted_line())\n"
+        "assert signal.getsignal(signal.SIGINT) is signal.default_int_handler\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )  # fmt: skip
-    assert done.stdout.strip() == "committed,noted,interrupted"
+    said = done.stdout.strip().splitlines()
+    assert said[0] == steps
+    assert said[1].startswith(line)
+    assert "finishing the commit; Ctrl-C again to stop at once" in done.stderr
 
 
 # --- finding 6: a reader that stops early keeps the gate's exit code ----------------------
