@@ -813,7 +813,10 @@ def _builder(
         try:
             return TrialBuilder.from_database(state.db_url, task=task, execution=execution)
         except InputError as error:
-            if error.field not in ("--task", "--execution"):
+            if (
+                error.field not in ("--task", "--execution")
+                or "no longer in force" in error.message
+            ):
                 raise
             # A branch's sync registers its definitions without putting them in force.
             error.message += (

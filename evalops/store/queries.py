@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from sqlalchemy import and_, true
-from sqlmodel import Session, SQLModel, col, select
+from sqlmodel import Session, SQLModel, col, func, select
 
 from evalops.domain import digests, labels
 from evalops.domain.calibration_validity import StoredCalibration, Validity, calibration_validity
@@ -538,6 +538,17 @@ def is_registered(session: Session, kind: str, ident: str, cutoff: int | None = 
     if table is PolicyRow:
         stmt = stmt.where(PolicyRow.kind == kind)
     return session.exec(stmt.limit(1)).first() is not None
+
+
+def last_in_force_run(session: Session, kind: str, ident: str) -> int | None:
+    """The last sync run that had a definition of `kind` with this id in force (None:
+    never in force)."""
+    found = session.exec(
+        select(func.max(SyncInForce.sync_run_id)).where(
+            SyncInForce.kind == kind, SyncInForce.definition_id == ident
+        )
+    ).one()
+    return None if found is None else int(found)
 
 
 def in_force_rows_of(session: Session, kind: str, ids: list[str]) -> dict[str, Any]:

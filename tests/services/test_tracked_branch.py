@@ -353,6 +353,19 @@ def test_a_definition_a_branch_registered_is_not_called_unregistered(repo: Repo)
     assert "is not registered" not in template.stderr
     unknown = repo.run("trials", "template", "--task", TASK, "--execution", "build-998")
     assert unknown.code == 2 and "'build-998' is not registered" in unknown.stderr
+    # One the tracked branch deleted: registered, in force until then, and said so.
+    repo.git("checkout", "-q", "-")
+    (last_run,) = repo.sql("SELECT max(sync_run_id) FROM sync_in_force")[0]
+    (repo.root / "registry" / "executions" / "candidate-b124.yaml").unlink()
+    repo.commit(None, "candidate-b124 retired")
+    assert repo.run("sync", "registry").code == 0
+    gone = repo.run("trials", "template", "--task", TASK, "--execution", "candidate-b124")
+    assert gone.code == 2, gone.stdout + gone.stderr
+    assert (
+        f"execution profile 'candidate-b124' is registered but no longer in force: it was in "
+        f"force up to sync run {last_run}" in gone.stderr
+    ), gone.stderr
+    assert "--definitions" not in gone.stderr  # nothing of a branch to read
 
 
 def test_a_detached_head_names_the_tracked_branch_with_track(repo: Repo) -> None:

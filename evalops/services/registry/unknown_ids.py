@@ -35,7 +35,15 @@ def not_registered(
             )
     known = queries.in_force_ids(session, kind, cutoff)
     if given not in known and queries.is_registered(session, kind, given, cutoff):
-        # Registered by a sync off the tracked line (a branch's): "not registered" is false.
+        # Registered all the same: "not registered" would be false. Either the tracked
+        # branch dropped it, or only a sync off the tracked line (a branch's) ever read it.
+        last = queries.last_in_force_run(session, kind, given)
+        if last is not None:
+            return (
+                f"{noun} {given!r} is registered but no longer in force: it was in force up "
+                f"to sync run {last}, and a later sync of the tracked branch no longer has "
+                "it (renamed or deleted there)"
+            )
         return (
             f"{noun} {given!r} is registered but not in force (a sync off the tracked line, "
             f"a branch's, registered it; only the tracked branch's syncs put definitions in "
