@@ -403,15 +403,30 @@ def _command_path(root: Any, args: list[str]) -> str:
     not a group is reached."""
     words = ["evalops"]
     command = root
+    value_next = False
     for arg in args:
         find = getattr(command, "get_command", None)
         if not callable(find):
             break
-        found = None if arg.startswith("-") else find(None, arg)
+        if value_next:  # the value of an option of this group (`--registry registry`)
+            value_next = False
+            continue
+        if arg.startswith("-"):
+            value_next = "=" not in arg and _takes_a_value(command, arg)
+            continue
+        found = find(None, arg)
         if found is not None:
             words.append(arg)
             command = found
     return " ".join(words)
+
+
+def _takes_a_value(command: Any, name: str) -> bool:
+    """Whether `name` is an option of `command` that takes a value (not a flag)."""
+    for param in getattr(command, "params", ()):
+        if name in (getattr(param, "opts", ()) or ()):
+            return not (getattr(param, "is_flag", False) or getattr(param, "count", False))
+    return False
 
 
 def _usage_field(exc: Exception) -> str | None:

@@ -213,6 +213,10 @@ def test_a_usage_error_names_its_option_as_the_field(
         pytest.param(["--lock-timeout", "5", "gate", "check", "--build"],
                      "error: Option '--build' requires an argument. (`evalops gate check -h`",
                      id="missing-value-after-a-global-option"),
+        # A global option's value that is also a command's name (`registry`) is a value.
+        pytest.param(["--registry", "registry", "sync", "--track"],
+                     "error: Option '--track' requires an argument. (`evalops sync -h`",
+                     id="missing-value-after-a-value-named-like-a-command"),
     ],
 )  # fmt: skip
 def test_a_usage_error_is_one_line_naming_its_field_and_the_help(
