@@ -420,7 +420,7 @@ def test_a_difference_that_does_not_vary_has_no_interval_of_no_width() -> None:
     # float subtraction spells 0.3333333333333333 or 0.33333333333333337.
     third = [obs("a", "x", 2, 1), obs("b", "x", 1, 2), obs("c", "x", 3, 0)]
     less = [obs("a", "x", 1, 2), obs("b", "x", 0, 3), obs("c", "x", 2, 1)]
-    assert len({c.share("pass") - b.share("pass") for c, b in zip(third, less)}) > 1
+    assert len({c.share("pass") - b.share("pass") for c, b in zip(third, less, strict=True)}) > 1
     diff, _ = paired_difference(third, less, {"x": 1.0}, None, 0.95)
     assert diff["pass"]["low"] is None and diff["pass"]["se"] == 0.0
     # A census of those three (frame size 3) keeps its interval of no width: exact.
