@@ -87,6 +87,25 @@ def newest_task_row(session: Session, task_id: str) -> TaskRevision | None:
     return session.exec(stmt).first()
 
 
+def pinned_task_row(session: Session, member: Member) -> TaskRevision | None:
+    """The task revision a suite member is pinned to (the revision its pin was set at,
+    else the newest registered with its pinned digest): what the suite holds, whatever
+    revision is in force now."""
+    if member.added.task_revision_id is not None:
+        row = session.get(TaskRevision, member.added.task_revision_id)
+        if row is not None:
+            return row
+    found: TaskRevision | None = session.exec(
+        select(TaskRevision)
+        .where(
+            TaskRevision.task_id == member.task_id, TaskRevision.task_digest == member.task_digest
+        )
+        .order_by(col(TaskRevision.id).desc())
+        .limit(1)
+    ).first()
+    return found
+
+
 def task_spec(row: TaskRevision) -> EvalTaskSpec:
     return EvalTaskSpec.model_validate(json.loads(row.document))
 

@@ -1046,6 +1046,49 @@ def test_retire_replaced_without_a_replacement_is_refused(retire_ws: Path, cli: 
     )
 
 
+def test_a_task_cannot_replace_itself(retire_ws: Path, cli: Cli) -> None:
+    """Retired, it leaves the suite: nothing would cover what it covered, whatever the
+    coverage mapping of a task to itself says."""
+    _assert_retirement_refused(
+        cli, retire_ws, "replacement_member",
+        "--reason", "replaced", "--approved-by", "risk@example.com", "--replaced-by", "mini-task",
+    )  # fmt: skip
+
+
+def test_a_replacement_covers_by_its_pinned_revision_not_a_newer_one(
+    retire_ws: Path, cli: Cli
+) -> None:
+    """narrow-task's pin misses do_it_twice; a newer revision that states it, registered
+    but never promoted, is not what the suite holds, so it covers nothing there."""
+
+    def wider(doc: Any) -> None:
+        doc["revision"] += 1
+        doc["contract"]["forbidden_effects"] = ["do_it_twice"]
+
+    change(retire_ws, "registry/tasks/narrow-task.yaml", wider, "narrow-task, revision 2")
+    sync(cli, retire_ws)
+    _assert_retirement_refused(
+        cli, retire_ws, "coverage_mapping",
+        "--reason", "replaced", "--approved-by", "risk@example.com", "--replaced-by", "narrow-task",
+    )  # fmt: skip
+    assert "do_it_twice" in json.dumps(audit(retire_ws)[-1]["payload"])
+
+
+def test_a_member_whose_file_left_the_branch_can_still_be_retired(
+    retire_ws: Path, cli: Cli
+) -> None:
+    """Its pinned revision is what is retired: no internal error for a task no longer in
+    force."""
+    (retire_ws / "registry" / "tasks" / "narrow-task.yaml").unlink()
+    commit_all(retire_ws, "narrow-task's file removed")
+    sync(cli, retire_ws)
+    result = cli("retire", "narrow-task", "--from", REGRESSION, "--reason", "obsolete",
+                 "--approved-by", "risk@example.com", "--json", cwd=retire_ws)  # fmt: skip
+    assert result.code == 0, result.stdout + result.stderr
+    assert "narrow-task" not in [m["task_id"] for m in suite_members(cli, retire_ws, REGRESSION)]
+    verify_ok(cli, retire_ws)
+
+
 def test_accepted_retirement_keeps_the_history(retire_ws: Path, cli: Cli) -> None:
     pinned = next(
         m for m in suite_members(cli, retire_ws, REGRESSION) if m["task_id"] == "mini-task"

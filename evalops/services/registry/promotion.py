@@ -547,8 +547,14 @@ def retire(
         member = current.get(task_id)
         if member is None:
             raise InputError(f"task {task_id!r} is not a member of {suite_id}")
-        task = queries.task_row(session, task_id)
-        assert task is not None
+        # The revision the suite holds, not the one in force: a newer revision never
+        # entered the suite, and the file may have left the tracked branch since.
+        task = queries.pinned_task_row(session, member)
+        if task is None:
+            raise InputError(
+                f"suite member {task_id} pins task_digest {member.task_digest}, which is not "
+                "registered: the database was changed outside evalops (run `evalops verify`)"
+            )
         spec = queries.task_spec(task)
         act = _Act(task_id, suite_id, actor, now, why.stored())
         if dry_run:
@@ -574,7 +580,7 @@ def retire(
             approved_by = ", ".join(s.principal for s in authorized.judgement.signers)
         gs_row = queries.grader_set_by_digest(session, member.grader_set_digest)
         grader_set = queries.grader_set_spec(gs_row) if gs_row else None
-        replacement, extra = _replacement(session, current, replaced_by, suite_id)
+        replacement, extra = _replacement(session, current, replaced_by, suite_id, task_id)
         base = evaluate_retirement(
             task=spec,
             grader_set=grader_set,
@@ -642,7 +648,7 @@ def _retirement_checklist(
     """What `retire --dry-run` shows: the checklist the retirement would be judged by."""
     gs_row = queries.grader_set_by_digest(session, member.grader_set_digest)
     grader_set = queries.grader_set_spec(gs_row) if gs_row else None
-    replacement, extra = _replacement(session, current, replaced_by, act.suite_id)
+    replacement, extra = _replacement(session, current, replaced_by, act.suite_id, act.subject)
     base = evaluate_retirement(
         task=spec,
         grader_set=grader_set,
@@ -677,23 +683,43 @@ def _authority_refusal(
 
 
 def _replacement(
-    session: Session, current: dict[str, Member], replaced_by: str | None, suite_id: str
+    session: Session,
+    current: dict[str, Member],
+    replaced_by: str | None,
+    suite_id: str,
+    retired: str,
 ) -> tuple[Replacement | None, list[Requirement]]:
     """The replacing task (its spec and grader set) and the requirement that it is already
     a member of the suite; nothing when the retirement names no replacement."""
     if replaced_by is None:
         return None, []
-    new_task = queries.task_row(session, replaced_by)
+    new_member = current.get(replaced_by)
+    # A member covers what its pinned revision states; a newer revision of it, never
+    # promoted, is not in the suite and covers nothing there.
+    new_task = (
+        queries.pinned_task_row(session, new_member)
+        if new_member
+        else queries.task_row(session, replaced_by)
+    )
     if new_task is None:
         raise InputError("replacement " + not_registered(session, "task", replaced_by))
     new_spec = queries.task_spec(new_task)
-    new_member = current.get(replaced_by)
     new_gs = (
         queries.grader_set_by_digest(session, new_member.grader_set_digest)
         if new_member
         else queries.grader_set_row(session, new_spec.grader_set)
     )
     replacement = Replacement(new_spec, queries.grader_set_spec(new_gs) if new_gs else None)
+    if replaced_by == retired:
+        # Retired, it would leave the suite with nothing covering what it covered.
+        return replacement, [
+            Requirement(
+                "replacement_member",
+                False,
+                f"{replaced_by} cannot replace itself: retired, it leaves the suite",
+                "name the member that takes over its coverage with --replaced-by",
+            )
+        ]
     member_requirement = (
         Requirement("replacement_member", True, f"{replaced_by} is a member of {suite_id}", None)
         if new_member
