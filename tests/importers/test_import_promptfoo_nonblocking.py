@@ -127,3 +127,17 @@ def test_with_row_verdict_that_row_is_task_fail(ws: Path, cli: Cli) -> None:
     for row in rows(doc):
         cls = by_attempt[row["id"]]["class"]
         assert (cls == "task_pass") == bool(row["success"]), (row["id"], cls)
+
+
+def test_a_row_verdict_naming_a_non_blocking_grader_is_refused(ws: Path, cli: Cli) -> None:
+    """Its task_fail would only label the trial: the row promptfoo failed would pass. The
+    map is refused (exit 2, naming row_verdict), nothing stored."""
+    doc = document()
+    failed_on_reply_quality(doc)
+    results = write(ws, doc)
+    text = promptfoo_map_text()
+    line = next(x for x in text.splitlines(keepends=True) if "reply_quality:" in x)
+    text = text.replace(line, "") + "row_verdict: {grader_id: reply-quality, grader_version: 2}\n"
+    error = refused(cli, ws, results, "--map", write_map(ws, text), "--skip-unmapped")
+    assert error["field"] == "row_verdict.grader_id", error
+    assert "is not blocking" in error["message"] and "reply-quality" in error["message"]

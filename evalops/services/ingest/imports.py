@@ -284,6 +284,16 @@ def _check_row_verdict(loaded: LoadedMap, target: ResolvedTask, graders: GraderS
             "row_verdict",
             "grader_id",
         )
+    if not grader.blocking:
+        # Its verdict stands for the source's own; a non-blocking grader's task_fail only
+        # labels the trial, and a row the source failed would pass.
+        raise loaded.error(
+            f"grader {grader.id} is not blocking in grader set {graders.id}: a row's verdict "
+            "must be able to fail the trial (a source's failure is never overruled into a "
+            "pass); name a blocking grader",
+            "row_verdict",
+            "grader_id",
+        )
 
 
 def case_definitions(
