@@ -356,6 +356,10 @@ def _observe(
                 parent.scoring or span_type in _SCORING_SPANS,
             )
         elif kind == "tool":
+            if spans.get(e.get("span_id"), root).scoring:
+                # A scorer checking the outcome (a judge reading the ledger) acts as the
+                # grader, as its model usage does: its calls are no step of the agent's.
+                continue
             function, arguments = e.get("function"), e.get("arguments")
             if not isinstance(function, str) or not isinstance(arguments, dict):
                 raise at(

@@ -699,10 +699,11 @@ def test_a_map_without_a_task_version_takes_any(tmp_path: Path) -> None:
 
 
 def test_tool_calls_and_usage_from_the_events(tmp_path: Path) -> None:
-    """Tool calls from the ToolEvents, renamed through `tools`, each with the agent of the
-    nearest enclosing agent span (outside any, the target agent), arguments with Inspect's
-    attachments put back; usage from the model events outside the scorers, input tokens
-    with cache reads and writes (docs/importers.md, "How records are built")."""
+    """Tool calls from the ToolEvents outside the scorers, renamed through `tools`, each
+    with the agent of the nearest enclosing agent span (outside any, the target agent),
+    arguments with Inspect's attachments put back; usage from the model events outside the
+    scorers, input tokens with cache reads and writes (docs/importers.md, "How records are
+    built")."""
     events: list[Any] = [
         {"event": "span_begin", "id": "s1", "parent_id": None, "type": "agent",
          "name": "researcher"},
@@ -724,6 +725,11 @@ def test_tool_calls_and_usage_from_the_events(tmp_path: Path) -> None:
          "name": "judge"},
         {"event": "model", "span_id": "sc3",
          "output": {"usage": {"input_tokens": 1000, "output_tokens": 1000}}},
+        # The judge checks the ledger by calling the agent's own tool: the grader's step.
+        {"event": "tool", "function": "refund", "arguments": {"orderId": "A-1", "amount": 42},
+         "span_id": "sc3"},
+        {"event": "tool", "function": "refund", "arguments": {"orderId": "A-9"},
+         "span_id": "sc2"},
         {"event": "model", "span_id": None, "output": {"usage": {"input_tokens": 5,
                                                                   "output_tokens": 1}}},
         {"event": "model", "output": "no usage"},
