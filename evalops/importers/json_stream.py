@@ -110,6 +110,12 @@ class _Buffer:
                 value, end = _DECODER.raw_decode(self.text, self.pos)
             except DuplicateKeyError as exc:
                 raise JsonStreamError(str(exc), self.offset) from None
+            except RecursionError:
+                # Python's decoder recurses per level: a hostile nesting is the file's
+                # problem, named with its place, not a crash.
+                raise JsonStreamError(
+                    "a value is nested too deeply to read (thousands of levels)", self.offset
+                ) from None
             except json.JSONDecodeError as exc:
                 if self.eof or not self._maybe_incomplete(exc):
                     raise JsonStreamError(f"invalid JSON: {exc.msg}", self.base + exc.pos) from None

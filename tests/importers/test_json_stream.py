@@ -91,3 +91,14 @@ def test_a_syntax_error_mid_stream_is_reported_where_it_is() -> None:
     with pytest.raises(JsonStreamError, match="invalid JSON") as caught:
         read(text, 8)
     assert caught.value.offset < 40
+
+
+def test_a_value_nested_beyond_what_python_reads_is_an_error_with_its_place() -> None:
+    """Hostile nesting (a sample's metadata thousands of levels deep) is the file's problem,
+    named with where it is, never a RecursionError out of the decoder."""
+    deep = '{"x":' * 5000 + "{}" + "}" * 5000
+    text = '{"version": 2, "samples": [{"id": 1}, ' + deep + "]}"
+    with pytest.raises(JsonStreamError) as raised:
+        read(text, 1 << 16)
+    assert "nested too deeply" in str(raised.value)
+    assert raised.value.offset == text.index(deep)
