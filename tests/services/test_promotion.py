@@ -453,6 +453,30 @@ def test_reproducible_fixture_refused_with_fewer_than_two_valid_trials(
     assert_accepted(cli, seed)
 
 
+def test_a_rerun_the_gate_excludes_is_no_second_valid_trial(seed: Path, cli: Cli) -> None:
+    """One passing trial and a rerun of it (a rerun stands in only for an invalid run):
+    the gate counts one trial, and so does promotion. A rerun of an infrastructure failure
+    that passed does count, as it stands in for the failure."""
+    case = eval_case(seed / TASK_FILE, seed / EXEC_1, seed / GRADERS_FILE)
+    first = record(case, trial_id="t-once", run_id="run-x", trial_index=0)
+    again = record(case, trial_id="t-again", run_id="run-x", trial_index=0,
+                   rerun={"parent_trial_id": "t-once", "reason": "looked flaky"})  # fmt: skip
+    done = cli("trials", "ingest", str(write_jsonl(seed / ".evalops" / "rr.jsonl",
+                                                    [first, again])), cwd=seed)  # fmt: skip
+    assert done.code == 0, done.stdout + done.stderr
+    refusal = assert_refused_only(cli, seed, "reproducible_fixture", suite=CAPABILITY)
+    assert "rerun_not_permitted" in json.dumps(refusal), refusal
+    # An infrastructure failure and its passing rerun: the rerun is the second valid trial.
+    broken = record(case, trial_id="t-broken", run_id="run-y", trial_index=0,
+                    runtime="infrastructure_error")  # fmt: skip
+    stood = record(case, trial_id="t-stood", run_id="run-y", trial_index=0,
+                   rerun={"parent_trial_id": "t-broken", "reason": "infrastructure"})  # fmt: skip
+    done = cli("trials", "ingest", str(write_jsonl(seed / ".evalops" / "rs.jsonl",
+                                                    [broken, stood])), cwd=seed)  # fmt: skip
+    assert done.code == 0, done.stdout + done.stderr
+    assert_accepted(cli, seed, suite=CAPABILITY)
+
+
 def test_reproducible_fixture_needs_two_trials_of_one_eval_case(seed: Path, cli: Cli) -> None:
     """One valid trial under each of two executions is not two trials of one eval case."""
     ingest(cli, seed, 1, execution=EXEC_1)

@@ -22,6 +22,7 @@ from evalops.domain.canonical import canonical_text
 from evalops.domain.classify import Classification
 from evalops.domain.free_text import has_visible_text
 from evalops.domain.limits import MAX_FREE_TEXT_CHARS
+from evalops.domain.reruns import RERUN_NOT_PERMITTED
 from evalops.domain.retirement_reason import RETIRE_KINDS, RetirementReason
 from evalops.domain.specs import SuitePolicy
 from evalops.domain.suite_policy import (
@@ -120,6 +121,7 @@ def _valid_trials(
         Trial.classification,
         Trial.execution_digest,
         Trial.ingest_batch_id,
+        Trial.parent_trial_id,
     )
     rows: Any = session.exec(
         select(*columns)  # type: ignore[call-overload]
@@ -131,7 +133,9 @@ def _valid_trials(
         )
         .execution_options(yield_per=2_000)
     )
-    for row_id, trial_id, stored, execution_digest, batch_id in rows:
+    classes: dict[str, str] = {}
+    reruns: list[tuple[str, str, str]] = []
+    for row_id, trial_id, stored, execution_digest, batch_id, parent in rows:
         current = None
         if stored in INVALID_RUNS or stale.needed(trial_id, grader_set_digest, batch_id):
             trial = session.get(Trial, row_id)
@@ -139,11 +143,23 @@ def _valid_trials(
             current = rederive(defs, trial)
             session.expunge(trial)
         cls = current.primary if current else stored
-        if cls not in INVALID_RUNS:
+        classes[trial_id] = cls
+        if cls in INVALID_RUNS:
+            key = uncounted_key(cls, current)
+            uncounted[key] = uncounted.get(key, 0) + 1
+        elif parent is not None:
+            reruns.append((parent, cls, execution_digest))
+        else:
             counts[execution_digest] = counts.get(execution_digest, 0) + 1
-            continue
-        key = uncounted_key(cls, current)
-        uncounted[key] = uncounted.get(key, 0) + 1
+    # A rerun stands in only for an invalid run (docs/classification.md): a rerun of a
+    # trial that counted, or of one not among these, is stored but excluded, as the gate
+    # excludes it; it is never a second run of the eval case.
+    for parent, _, execution_digest in reruns:
+        if classes.get(parent) in INVALID_RUNS:
+            counts[execution_digest] = counts.get(execution_digest, 0) + 1
+        else:
+            key = f"{RERUN_NOT_PERMITTED} (a rerun of a trial that was no invalid run)"
+            uncounted[key] = uncounted.get(key, 0) + 1
     return counts, uncounted
 
 
