@@ -488,6 +488,31 @@ def test_malformed_label_file_is_refused_and_nothing_is_recorded(seed: Path, cli
     assert status_of(cli, seed, JUDGE)["state"] == "missing"
 
 
+def test_one_label_an_item_from_three_annotators_is_refused_not_a_crash(
+    seed: Path, cli: Cli
+) -> None:
+    """Fleiss' kappa needs every item labelled by the same number, at least 2, of the
+    annotators: one label an item from three annotators was "internal error: ValueError";
+    it is exit 2 naming an item, nothing recorded."""
+    labels = seed / "one-label-each.jsonl"
+    labels.write_text(
+        "".join(
+            json.dumps({"item_id": f"one-{n}", "split": "holdout", "stratum": "refund",
+                        "human_labels": [{"annotator": f"annotator-{n % 3}", "label": P}],
+                        "model_label": P}) + "\n"
+            for n in range(6)
+        ),
+        encoding="utf-8",
+    )  # fmt: skip
+    before = audit(seed)
+    result = cli("calibration", "record", JUDGE, "--labels", str(labels), "--json", cwd=seed)
+    assert result.code == 2, (result.stdout, result.stderr)
+    error = strict_json(result)["error"]
+    assert error["field"] == "human_labels" and error["file"] == str(labels)
+    assert "'one-0' has 1 human label(s)" in error["message"], error
+    assert audit(seed) == before
+
+
 # ------------------------------------------------------------ record, status, list, show
 
 

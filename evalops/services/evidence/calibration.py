@@ -224,6 +224,24 @@ def calibration_view(row: Calibration, validity: Validity | None) -> dict[str, A
     }
 
 
+def _fleiss_needs_equal_raters(items: list[LabelledItem], labels: Path) -> None:
+    """With three or more annotators, agreement is Fleiss' kappa, which needs every item
+    labelled by the same number (at least 2) of them: a file that is not is refused
+    naming an item, not computed into a crash."""
+    if len({a for item in items for a, _ in item.human_labels}) <= 2:
+        return
+    first = len(items[0].human_labels)
+    odd = next((i for i in items if len(i.human_labels) != first or len(i.human_labels) < 2), None)
+    if odd is not None:
+        raise InputError(
+            f"item {odd.item_id!r} has {len(odd.human_labels)} human label(s) and item "
+            f"{items[0].item_id!r} {first}: with 3 or more annotators every item needs labels "
+            "from the same number (at least 2) of them (human agreement is Fleiss' kappa)",
+            str(labels),
+            field="human_labels",
+        )
+
+
 def record_calibration(
     engine: Engine,
     grader_ref: str,
@@ -245,6 +263,7 @@ def record_calibration(
     items = read_labels(labels, ref.grader)
     if not items:
         raise InputError("the labels file holds no items", str(labels), 1)
+    _fleiss_needs_equal_raters(items, labels)
     metrics = calibration_metrics(items)
     ordered = sorted(items, key=lambda i: i.item_id)
     by_split = {
