@@ -163,9 +163,15 @@ def counts(items: Sequence[LabelledItem]) -> dict[str, Any]:
     for item in items:
         label = majority([lab for _, lab in item.human_labels]) or "no_majority"
         per_class.setdefault(label, {"calibration": 0, "holdout": 0})[item.split] += 1
+    holdout = [i for i in items if i.split == "holdout"]
     return {
         "calibration": sum(1 for i in items if i.split == "calibration"),
-        "holdout": sum(1 for i in items if i.split == "holdout"),
+        "holdout": len(holdout),
+        # What the model is measured on: an item whose humans split evenly has no majority
+        # to hold the model to, so it does not count toward min_holdout_items.
+        "holdout_with_majority": sum(
+            1 for i in holdout if majority([lab for _, lab in i.human_labels]) is not None
+        ),
         "per_class": dict(sorted(per_class.items())),
     }
 

@@ -128,9 +128,9 @@ def calibration_validity(
         )
     metrics = record.metrics
     reasons: list[str] = []
-    holdout_n = int(metrics.get("counts", {}).get("holdout", 0))
-    if holdout_n < req.min_holdout_items:
-        reasons.append(f"holdout has {plural(holdout_n, 'item')}, needs {req.min_holdout_items}")
+    short = _short_holdout(metrics, req.min_holdout_items)
+    if short:
+        reasons.append(short)
     agreement = metrics.get("human_agreement", {})
     overall = agreement.get("overall")
     if overall is None:
@@ -238,6 +238,23 @@ def _class_row(
     return row
 
 
+def _short_holdout(metrics: Mapping[str, Any], needed: int) -> str | None:
+    """Why the holdout is too small to measure the model on, or None."""
+    usable = usable_holdout(metrics)
+    if usable >= needed:
+        return None
+    tied = int((metrics.get("counts") or {}).get("holdout", 0)) - usable
+    beside = f" with a human majority ({tied} more without one)" if tied else ""
+    return f"holdout has {plural(usable, 'item')}{beside}, needs {needed}"
+
+
+def usable_holdout(metrics: Mapping[str, Any]) -> int:
+    """The holdout items the model is measured on: those with a human majority. A record
+    made before that count was kept counted every holdout item, and is judged as it was."""
+    counts = metrics.get("counts") or {}
+    return int(counts.get("holdout_with_majority", counts.get("holdout", 0)))
+
+
 def measured_against_required(
     requirements: RequirementFacts | None, metrics: Mapping[str, Any]
 ) -> dict[str, Any]:
@@ -256,7 +273,7 @@ def measured_against_required(
             "min_recall_lower_bound": requirements.min_recall_lower_bound,
             "min_human_agreement": requirements.min_human_agreement,
         }
-    holdout_n = int((metrics.get("counts") or {}).get("holdout", 0))
+    holdout_n = usable_holdout(metrics)
     return {
         "required": required,
         "holdout_items": holdout_n,

@@ -1270,3 +1270,15 @@ def test_a_grader_without_a_pass_verdict_has_no_pass_class() -> None:
     assert (v.state, v.blockable_classes) == ("valid", {F})
     assert pass_class(_guard(["pass", F, ABSTAIN])) == "pass"
     assert pass_class(judge()) == P
+
+
+def test_the_usable_holdout_of_a_record_made_before_ties_were_counted_is_its_whole_holdout() -> (
+    None
+):
+    """A calibration recorded before `holdout_with_majority` existed is judged as it was
+    (every holdout item counted); a new one counts only the items with a human majority."""
+    from evalops.domain.calibration_validity import usable_holdout
+
+    assert usable_holdout({"counts": {"holdout": 120}}) == 120
+    assert usable_holdout({"counts": {"holdout": 120, "holdout_with_majority": 114}}) == 114
+    assert usable_holdout({}) == 0

@@ -796,6 +796,26 @@ def test_holdout_below_min_holdout_items_fails_for_exactly_that(seed: Path, cli:
     verify_ok(cli, seed)
 
 
+def test_holdout_items_the_humans_split_on_do_not_count_toward_its_size(
+    seed: Path, cli: Cli
+) -> None:
+    """50 holdout items, 16 on which the two annotators split: the model is measured on 34
+    items, fewer than min_holdout_items (50), so the calibration is failing for that."""
+    labels = labels_file(
+        seed,
+        "split-holdout",
+        calibration=[(20, [P, P], P), (20, [F, F], F)],
+        holdout=[(17, [P, P], P), (17, [F, F], F), (8, [P, F], P), (8, [F, P], F)],
+    )
+    data = record_calibration(cli, seed, JUDGE, labels)
+    assert data["counts"]["holdout"] == 50 and data["counts"]["holdout_with_majority"] == 34
+    assert data["state"] == "failing"
+    assert (
+        "holdout has 34 items with a human majority (16 more without one), needs 50"
+        in (data["reasons"])
+    ), data["reasons"]
+
+
 def test_lower_bound_below_minimum_fails_for_exactly_that_class(seed: Path, cli: Cli) -> None:
     # task_fail: 30 items, 24 hits, 6 abstentions -> recall 0.8, Wilson lower bound ~0.63;
     # its precision (24/24) and both task_pass bounds (30/30) meet 0.8.
