@@ -421,7 +421,9 @@ def model_grader_validity(
 def newest_grader_config(session: Session, grader_id: str) -> tuple[Grader, str] | None:
     """The grader config in force: from the in-force grader set holding this grader id,
     else the newest registered one. `calibration record` calibrates it by default."""
-    for row in in_force_rows(session, "grader_set").values():
+    # Several sets in force may hold the grader, configured differently: the newest
+    # registered set's config is the newest config.
+    for row in sorted(in_force_rows(session, "grader_set").values(), key=lambda r: -r.id):
         spec = grader_set_spec(row)
         grader = spec.grader(grader_id)
         if grader is not None:

@@ -775,6 +775,22 @@ def test_invalidate_without_a_calibration_is_an_input_error(seed: Path, cli: Cli
     assert f"did you mean '{JUDGE}'?" in strict_json(typo)["error"]["message"]
 
 
+def test_record_calibrates_the_newest_registered_config_of_the_grader(seed: Path, cli: Cli) -> None:
+    """Two grader sets in force hold the judge, configured differently: without --config
+    the newest registered config is calibrated (docs/promotion.md), not whichever set
+    comes first by name."""
+    newer = copy.deepcopy(GRADERS)
+    newer["id"] = "zzz-judge-graders"  # sorts after judge-graders
+    judge = next(g for g in newer["graders"] if g["id"] == JUDGE)
+    judge["model"]["rubric_version"] = "support-reply/v4"
+    write_yaml(seed / "registry" / "graders" / "zzz-judge-graders.yaml", newer)
+    commit_all(seed, "a second set, with a newer judge config")
+    assert cli("sync", cwd=seed).code == 0
+    data = record_calibration(cli, seed, JUDGE, REPLY_QUALITY)
+    assert data["grader_config_digest"] == config_digest(judge)
+    assert data["grader_config_digest"] != config_digest(grader_entry(seed, GRADERS_FILE, JUDGE))
+
+
 # ------------------------------------------------------- validity: exactly what they should
 
 

@@ -32,7 +32,7 @@ def _grader_sets_in_force(reader: Reader) -> list[dict[str, Any]]:
     (`queries.in_force_rows(session, "grader_set")`)."""
     out: dict[str, dict[str, Any]] = {}
     for row in reader.rows(
-        "SELECT g.grader_set_id, g.document FROM grader_set AS g "
+        "SELECT g.id, g.grader_set_id, g.document FROM grader_set AS g "
         "JOIN sync_in_force AS f ON f.kind = 'grader_set' "
         "AND f.definition_id = g.grader_set_id AND f.document_digest = g.document_digest "
         f"AND f.sync_run_id = {LATEST_IN_FORCE_RUN_SQL} "
@@ -45,7 +45,8 @@ def _grader_sets_in_force(reader: Reader) -> list[dict[str, Any]]:
 def newest_grader_config(reader: Reader, grader_id: str) -> tuple[GraderFacts, str] | None:
     """The grader config in force: from the in-force grader set holding this grader id,
     else the newest registered one (`queries.newest_grader_config`)."""
-    for row in _grader_sets_in_force(reader):
+    # The newest registered of the sets in force holding it (as `queries.newest_grader_config`).
+    for row in sorted(_grader_sets_in_force(reader), key=lambda r: -int(r["id"])):
         document = json.loads(row["document"])
         spec = StoredGraderSet.of(document)
         for position, grader in enumerate(spec.graders):
