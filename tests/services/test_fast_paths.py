@@ -561,7 +561,8 @@ def _brute_force_entry_counts(
     engine: Any,
 ) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
     """Per task in force: valid trials per execution and uncounted ones by class, from a
-    re-derivation of every trial (what promotion counted before it read stored classes)."""
+    re-derivation of every trial (what promotion counted before it read stored classes),
+    a rerun counted only where its parent was an invalid run (docs/classification.md)."""
     from sqlmodel import Session, select
 
     from evalops.domain.gate_rules import INVALID_RUNS
@@ -580,20 +581,34 @@ def _brute_force_entry_counts(
             assert gs_row is not None
             counts: dict[str, int] = {}
             uncounted: dict[str, int] = {}
-            for trial in session.exec(
-                select(Trial).where(
-                    Trial.task_id == task.task_id,
-                    Trial.task_digest == task.task_digest,
-                    Trial.grader_set_digest == gs_row.grader_set_digest,
+            trials = list(
+                session.exec(
+                    select(Trial).where(
+                        Trial.task_id == task.task_id,
+                        Trial.task_digest == task.task_digest,
+                        Trial.grader_set_digest == gs_row.grader_set_digest,
+                    )
                 )
-            ):
+            )
+            classes = {}
+            for trial in trials:
                 current = rederive(defs, trial)
-                cls = current.primary if current else trial.classification
-                if cls not in INVALID_RUNS:
+                classes[trial.trial_id] = (current.primary if current else trial.classification,
+                                           current)  # fmt: skip
+            for trial in trials:
+                cls, current = classes[trial.trial_id]
+                if cls in INVALID_RUNS:
+                    key = uncounted_key(cls, current)
+                elif trial.parent_trial_id is None:
+                    key = None
+                elif classes.get(trial.parent_trial_id, ("", None))[0] in INVALID_RUNS:
+                    key = None  # a rerun standing in for an invalid run
+                else:
+                    key = "rerun_not_permitted (a rerun of a trial that was no invalid run)"
+                if key is None:
                     counts[trial.execution_digest] = counts.get(trial.execution_digest, 0) + 1
-                    continue
-                key = uncounted_key(cls, current)
-                uncounted[key] = uncounted.get(key, 0) + 1
+                else:
+                    uncounted[key] = uncounted.get(key, 0) + 1
             out[task_id] = (counts, uncounted)
     return out
 
