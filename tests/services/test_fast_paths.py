@@ -562,10 +562,13 @@ def _brute_force_entry_counts(
 ) -> dict[str, tuple[dict[str, int], dict[str, int]]]:
     """Per task in force: valid trials per execution and uncounted ones by class, from a
     re-derivation of every trial (what promotion counted before it read stored classes),
-    a rerun counted only where its parent was an invalid run (docs/classification.md)."""
+    a rerun counted only where the gate lets it stand in (docs/classification.md)."""
     from sqlmodel import Session, select
 
     from evalops.domain.gate_rules import INVALID_RUNS
+    from evalops.domain.reruns import TrialNode, resolve_reruns
+    from evalops.errors import InputError
+    from evalops.services.gate.policies import gate_policies_of_task, max_attempts
     from evalops.services.registry.definitions import Definitions, rederive
     from evalops.services.registry.promotion import uncounted_key
     from evalops.store import queries
@@ -595,16 +598,27 @@ def _brute_force_entry_counts(
                 current = rederive(defs, trial)
                 classes[trial.trial_id] = (current.primary if current else trial.classification,
                                            current)  # fmt: skip
+            # The reruns the gate would not let stand in, under every policy judging the
+            # task (none: no rerun stands in), per eval case.
+            try:
+                governing = gate_policies_of_task(session, task_id)
+            except InputError:
+                governing = []
+            limits = [max_attempts(p) for p in governing] or [{}]
+            refused: set[str] = set()
+            for execution in {t.execution_digest for t in trials}:
+                chain = [TrialNode(t.trial_id, t.parent_trial_id, classes[t.trial_id][0])
+                         for t in trials if t.execution_digest == execution]  # fmt: skip
+                for lim in limits:
+                    refused |= resolve_reruns(chain, lim).not_permitted
             for trial in trials:
                 cls, current = classes[trial.trial_id]
                 if cls in INVALID_RUNS:
-                    key = uncounted_key(cls, current)
-                elif trial.parent_trial_id is None:
-                    key = None
-                elif classes.get(trial.parent_trial_id, ("", None))[0] in INVALID_RUNS:
-                    key = None  # a rerun standing in for an invalid run
+                    key: str | None = uncounted_key(cls, current)
+                elif trial.trial_id in refused:
+                    key = "rerun_not_permitted (a rerun the gate's rerun rules do not let stand in)"
                 else:
-                    key = "rerun_not_permitted (a rerun of a trial that was no invalid run)"
+                    key = None
                 if key is None:
                     counts[trial.execution_digest] = counts.get(trial.execution_digest, 0) + 1
                 else:

@@ -454,26 +454,30 @@ def test_reproducible_fixture_refused_with_fewer_than_two_valid_trials(
 
 
 def test_a_rerun_the_gate_excludes_is_no_second_valid_trial(seed: Path, cli: Cli) -> None:
-    """One passing trial and a rerun of it (a rerun stands in only for an invalid run):
-    the gate counts one trial, and so does promotion. A rerun of an infrastructure failure
-    that passed does count, as it stands in for the failure."""
+    """Promotion counts a rerun exactly where the gate lets it stand in, as `trials list`
+    flags the others: a rerun of a passing trial never; a rerun of an infrastructure
+    failure only under a gate policy that permits it, and here none governs the task (no
+    rerun stands in: fail closed)."""
     case = eval_case(seed / TASK_FILE, seed / EXEC_1, seed / GRADERS_FILE)
     first = record(case, trial_id="t-once", run_id="run-x", trial_index=0)
     again = record(case, trial_id="t-again", run_id="run-x", trial_index=0,
                    rerun={"parent_trial_id": "t-once", "reason": "looked flaky"})  # fmt: skip
-    done = cli("trials", "ingest", str(write_jsonl(seed / ".evalops" / "rr.jsonl",
-                                                    [first, again])), cwd=seed)  # fmt: skip
-    assert done.code == 0, done.stdout + done.stderr
-    refusal = assert_refused_only(cli, seed, "reproducible_fixture", suite=CAPABILITY)
-    assert "rerun_not_permitted" in json.dumps(refusal), refusal
-    # An infrastructure failure and its passing rerun: the rerun is the second valid trial.
     broken = record(case, trial_id="t-broken", run_id="run-y", trial_index=0,
                     runtime="infrastructure_error")  # fmt: skip
     stood = record(case, trial_id="t-stood", run_id="run-y", trial_index=0,
                    rerun={"parent_trial_id": "t-broken", "reason": "infrastructure"})  # fmt: skip
-    done = cli("trials", "ingest", str(write_jsonl(seed / ".evalops" / "rs.jsonl",
-                                                    [broken, stood])), cwd=seed)  # fmt: skip
+    path = write_jsonl(seed / ".evalops" / "rr.jsonl", [first, again, broken, stood])
+    done = cli("trials", "ingest", str(path), cwd=seed)
     assert done.code == 0, done.stdout + done.stderr
+    refusal = assert_refused_only(cli, seed, "reproducible_fixture", suite=CAPABILITY)
+    assert "rerun_not_permitted" in json.dumps(refusal), refusal
+    listed = cli("trials", "list", "--all", "--json", cwd=seed)
+    flagged = {
+        t["trial_id"] for t in listed.json() if "rerun_not_permitted" in t["secondary_labels"]
+    }
+    assert {"t-again", "t-stood"} <= flagged, listed.stdout
+    # A second original that passed: now two valid trials, whatever the reruns.
+    ingest(cli, seed, 1)
     assert_accepted(cli, seed, suite=CAPABILITY)
 
 

@@ -230,16 +230,23 @@ def _fleiss_needs_equal_raters(items: list[LabelledItem], labels: Path) -> None:
     naming an item, not computed into a crash."""
     if len({a for item in items for a, _ in item.human_labels}) <= 2:
         return
-    first = len(items[0].human_labels)
-    odd = next((i for i in items if len(i.human_labels) != first or len(i.human_labels) < 2), None)
-    if odd is not None:
-        raise InputError(
-            f"item {odd.item_id!r} has {len(odd.human_labels)} human label(s) and item "
-            f"{items[0].item_id!r} {first}: with 3 or more annotators every item needs labels "
-            "from the same number (at least 2) of them (human agreement is Fleiss' kappa)",
-            str(labels),
-            field="human_labels",
+    rule = (
+        "with 3 or more annotators every item needs labels from the same number, at least "
+        "2, of them (human agreement is Fleiss' kappa)"
+    )
+    few = next((i for i in items if len(i.human_labels) < 2), None)
+    if few is not None:
+        said = f"item {few.item_id!r} has {len(few.human_labels)} human label(s): {rule}"
+    else:
+        first = items[0]
+        odd = next((i for i in items if len(i.human_labels) != len(first.human_labels)), None)
+        if odd is None:
+            return
+        said = (
+            f"item {odd.item_id!r} has {len(odd.human_labels)} human labels and item "
+            f"{first.item_id!r} {len(first.human_labels)}: {rule}"
         )
+    raise InputError(said, str(labels), field="human_labels")
 
 
 def record_calibration(

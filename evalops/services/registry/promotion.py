@@ -22,7 +22,7 @@ from evalops.domain.canonical import canonical_text
 from evalops.domain.classify import Classification
 from evalops.domain.free_text import has_visible_text
 from evalops.domain.limits import MAX_FREE_TEXT_CHARS
-from evalops.domain.reruns import RERUN_NOT_PERMITTED
+from evalops.domain.reruns import RERUN_NOT_PERMITTED, TrialNode, resolve_reruns
 from evalops.domain.retirement_reason import RETIRE_KINDS, RetirementReason
 from evalops.domain.specs import SuitePolicy
 from evalops.domain.suite_policy import (
@@ -44,7 +44,7 @@ from evalops.services.authority.acts import (
     authorize,
     record_refusal,
 )
-from evalops.services.gate.policies import suite_policy_for
+from evalops.services.gate.policies import gate_policies_of_task, max_attempts, suite_policy_for
 from evalops.services.placeholders import refuse_placeholder
 from evalops.services.registry import incidents as incident_service
 from evalops.services.registry.definitions import Definitions, StaleClassifications, rederive
@@ -133,8 +133,10 @@ def _valid_trials(
         )
         .execution_options(yield_per=2_000)
     )
-    classes: dict[str, str] = {}
-    reruns: list[tuple[str, str, str]] = []
+    # Each eval case's trials as rerun chains, so that a rerun counts exactly where the
+    # gate lets it stand in (its policy's attempt limits, the first rerun of a trial only;
+    # no policy governing the task: none), as `trials list` flags the others.
+    nodes: dict[str, list[TrialNode]] = {}
     for row_id, trial_id, stored, execution_digest, batch_id, parent in rows:
         current = None
         if stored in INVALID_RUNS or stale.needed(trial_id, grader_set_digest, batch_id):
@@ -143,23 +145,25 @@ def _valid_trials(
             current = rederive(defs, trial)
             session.expunge(trial)
         cls = current.primary if current else stored
-        classes[trial_id] = cls
+        nodes.setdefault(execution_digest, []).append(TrialNode(trial_id, parent, cls))
         if cls in INVALID_RUNS:
             key = uncounted_key(cls, current)
             uncounted[key] = uncounted.get(key, 0) + 1
-        elif parent is not None:
-            reruns.append((parent, cls, execution_digest))
-        else:
-            counts[execution_digest] = counts.get(execution_digest, 0) + 1
-    # A rerun stands in only for an invalid run (docs/classification.md): a rerun of a
-    # trial that counted, or of one not among these, is stored but excluded, as the gate
-    # excludes it; it is never a second run of the eval case.
-    for parent, _, execution_digest in reruns:
-        if classes.get(parent) in INVALID_RUNS:
-            counts[execution_digest] = counts.get(execution_digest, 0) + 1
-        else:
-            key = f"{RERUN_NOT_PERMITTED} (a rerun of a trial that was no invalid run)"
-            uncounted[key] = uncounted.get(key, 0) + 1
+    try:
+        governing = gate_policies_of_task(session, task.task_id)
+    except InputError:  # its suite names no policy in force: none governs, none stands in
+        governing = []
+    limits = [max_attempts(p) for p in governing] or [{}]
+    for execution_digest, chain in nodes.items():
+        refused = frozenset().union(*(resolve_reruns(chain, lim).not_permitted for lim in limits))
+        for node in chain:
+            if node.classification in INVALID_RUNS:
+                continue
+            if node.trial_id in refused:
+                key = f"{RERUN_NOT_PERMITTED} (a rerun the gate's rerun rules do not let stand in)"
+                uncounted[key] = uncounted.get(key, 0) + 1
+            else:
+                counts[execution_digest] = counts.get(execution_digest, 0) + 1
     return counts, uncounted
 
 
