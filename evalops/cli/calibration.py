@@ -44,7 +44,13 @@ def _human(data: dict[str, Any]) -> None:
         f"{measure(agreement['overall'], missing='undefined')}"
     )
     counts = data["counts"]
-    say(f"  items: {counts['calibration']} calibration, {counts['holdout']} holdout")
+    usable = counts.get("holdout_with_majority", counts["holdout"])
+    tied = (
+        f" ({counts['holdout'] - usable} without a human majority)"
+        if usable != counts["holdout"]
+        else ""
+    )
+    say(f"  items: {counts['calibration']} calibration, {usable} holdout{tied}")
     holdout = data["holdout"]
     say(
         f"  holdout kappa vs majority {measure(holdout['kappa_vs_majority'], missing='undefined')}"

@@ -828,8 +828,10 @@ def test_holdout_items_the_humans_split_on_do_not_count_toward_its_size(
     assert data["state"] == "failing"
     assert (
         "holdout has 34 items with a human majority (16 more without one), needs 50"
-        in (data["reasons"])
+        in data["reasons"]
     ), data["reasons"]
+    shown = cli("calibration", "show", data["calibration_id"], cwd=seed)
+    assert "items: 40 calibration, 34 holdout (16 without a human majority)" in shown.stdout
 
 
 def test_lower_bound_below_minimum_fails_for_exactly_that_class(seed: Path, cli: Cli) -> None:
