@@ -788,7 +788,14 @@ def test_record_calibrates_the_newest_registered_config_of_the_grader(seed: Path
     assert cli("sync", cwd=seed).code == 0
     data = record_calibration(cli, seed, JUDGE, REPLY_QUALITY)
     assert data["grader_config_digest"] == config_digest(judge)
-    assert data["grader_config_digest"] != config_digest(grader_entry(seed, GRADERS_FILE, JUDGE))
+    older = config_digest(grader_entry(seed, GRADERS_FILE, JUDGE))
+    assert data["grader_config_digest"] != older
+    # Status lists both configs in force: the other one is not calibrated, and says so.
+    rows = ok(cli("calibration", "status", "--json", cwd=seed))
+    judged = {r["grader_config_digest"]: r for r in rows if r["grader_id"] == JUDGE}
+    assert set(judged) == {config_digest(judge), older}, rows
+    assert judged[config_digest(judge)]["state"] == "valid"
+    assert judged[older]["state"] != "valid" and judged[older]["in_force"] is True
 
 
 # ------------------------------------------------------- validity: exactly what they should

@@ -87,6 +87,19 @@ def _configs(reader: Reader) -> dict[str, dict[str, Any]]:
                     config, {"grader": grader, "pinned_by": set(), "in_force": False}
                 )
                 entry["pinned_by"].add(suite_id)
+    # Every model config of every grader set in force: several sets may hold one grader,
+    # configured differently, and each such config is one a suite could pin.
+    seen_in_force: set[str] = set()
+    for row in _grader_sets_in_force(reader):
+        document = json.loads(row["document"])
+        found = GraderSetDocument(StoredGraderSet.of(document), document["graders"])
+        for grader, config in model_configs(found):
+            entry = configs.setdefault(
+                config, {"grader": grader, "pinned_by": set(), "in_force": False}
+            )
+            entry["in_force"] = True
+            seen_in_force.add(grader.id)
+    # A model grader of no set in force: its newest registered config (as before).
     model_ids = sorted(
         {
             r["grader_id"]
@@ -96,11 +109,13 @@ def _configs(reader: Reader) -> dict[str, dict[str, Any]]:
         }
     )
     for grader_id in model_ids:
-        in_force = newest_grader_config(reader, grader_id)
-        if in_force is None:
+        if grader_id in seen_in_force:
+            continue
+        newest = newest_grader_config(reader, grader_id)
+        if newest is None:
             continue
         entry = configs.setdefault(
-            in_force[1], {"grader": in_force[0], "pinned_by": set(), "in_force": False}
+            newest[1], {"grader": newest[0], "pinned_by": set(), "in_force": False}
         )
         entry["in_force"] = True
     return configs
