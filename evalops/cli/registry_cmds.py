@@ -323,7 +323,7 @@ def show(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
             how = (
                 "set by `registry track`"
                 if data["tracked_by"] == "registry track"
-                else ("chosen by the first sync")
+                else "chosen by the first sync"
             )
             say(f"tracking {branch} at {tracked['path'].rstrip('/')}/ ({how})")
         run = data["in_force"]

@@ -102,6 +102,11 @@ def branch_tips(top: Path, branch: str) -> dict[str, str]:
     return tips
 
 
+def on_branch(top: Path, commit: str, branch: str) -> bool:
+    """Whether a ref of this repository named `branch` (`branch_tips`) holds `commit`."""
+    return any(is_ancestor(top, commit, tip) for tip in branch_tips(top, branch).values())
+
+
 def commits_since(top: Path, vetted: list[str], head: str) -> list[HistoryCommit]:
     """Every commit reachable from `head` and from none of `vetted` (those this repository
     holds), newest first, each with all its parents."""

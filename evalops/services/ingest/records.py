@@ -33,7 +33,6 @@ from evalops.domain.canonical import (
     sha256_digest,
 )
 from evalops.domain.classify import Classification, classify
-from evalops.domain.suggestions import close_match
 from evalops.domain.timestamps import parse_timestamp
 from evalops.domain.trajectory import ObservedCall, TrajectoryResult, grade
 from evalops.domain.trial_record import TrialRecord
@@ -347,6 +346,8 @@ class _Ingester:
             key = (graders.id, raw.grader_id)
             found = self.result.unknown_graders.get(key)
             if found is None:
+                from evalops.domain.suggestions import close_match  # only for such a result
+
                 found = self.result.unknown_graders[key] = [0, close_match(raw.grader_id, known)]
             found[0] += 1
 

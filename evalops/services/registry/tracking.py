@@ -23,10 +23,21 @@ from evalops.domain import audit_kinds
 from evalops.domain.authority import Scope
 from evalops.domain.timestamps import format_timestamp
 from evalops.errors import InputError, RefusedError
-from evalops.registry.history import branch_tips, is_ancestor, normal_path, repository_top
+from evalops.registry.history import (
+    branch_tips,
+    is_ancestor,
+    normal_path,
+    on_branch,
+    repository_top,
+)
 from evalops.registry.provenance import GitProvenance
 from evalops.registry.spec_sources import display_path
-from evalops.services.authority.acts import Signing, authorize, record_refusal
+from evalops.services.authority.acts import (
+    Signing,
+    authority_in_force,
+    authorize,
+    record_refusal,
+)
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
 from evalops.store.engine import write_session
@@ -76,7 +87,7 @@ def _on_branch(provenance: GitProvenance, branch: str) -> bool:
     top, commit = provenance.top, provenance.commit
     if top is None or commit is None:
         return False
-    return any(is_ancestor(top, commit, tip) for tip in branch_tips(top, branch).values())
+    return on_branch(top, commit, branch)
 
 
 def check_detached_on(provenance: GitProvenance, track: str) -> None:
@@ -156,8 +167,7 @@ def registry_state(engine: Engine) -> dict[str, Any]:
     with read_session(engine) as session:
         state = tracked(session)
         run = queries.latest_sync_run(session)
-        forced = queries.in_force_rows(session, "authority", None)
-        authority = max(forced.values(), key=lambda r: r.id, default=None)
+        authority = authority_in_force(session)
         counts: dict[str, int] = {}
         for kind, _ in queries.in_force(session):
             counts[kind] = counts.get(kind, 0) + 1
@@ -181,7 +191,7 @@ def registry_state(engine: Engine) -> dict[str, Any]:
             },
             "authority": None
             if authority is None
-            else {"id": authority.policy_id, "digest": authority.policy_digest},
+            else {"id": authority[0].id, "digest": authority[1]},
         }
 
 
