@@ -251,10 +251,13 @@ def _render_plan(data: Mapping[str, Any]) -> None:
                 f"expected half-width {measure(a['half_width'])}"
             )
     mde = data["detectable_difference"]
-    say(
-        f"  today's tasks detect a paired difference of {measure(mde['difference'])} "
-        f"with power {measure(mde['power'])}"
-    )
+    if mde["difference"] is None:
+        say(f"  today's tasks: {mde['why']}")
+    else:
+        say(
+            f"  today's tasks detect a paired difference of {measure(mde['difference'])} "
+            f"with power {measure(mde['power'])}"
+        )
     if data["detect"]:
         d = data["detect"]
         per = ", ".join(f"{s} {n}" for s, n in d["by_stratum"].items())

@@ -15,15 +15,21 @@ from evalops.domain.estimation import (
     INVALID_CLASSES,
     TaskObservation,
     estimate_rates,
+    members_by_stratum,
     paired_difference,
 )
+from evalops.domain.next_steps import not_counted_reason
 from evalops.domain.timestamps import parse_timestamp
 
-ESTIMATOR = 2
+ESTIMATOR = 3
 """The version of the rules `evaluate_estimate` applies (stored with every estimate). 2: a
 member sampled after the frame's `frozen_at` is not counted, voided trials and members
 without baseline trials are named, and a paired difference that does not vary has no
-interval. Estimates stored under 1 replay under 1's rules."""
+interval. 3: a frame's size is checked against the stratum's members, not only those with
+trials; a stratum is a census only when its size, members and paired tasks agree, and a
+difference is exact only when every stratum is one; trials of the build that do not count
+for a member's pins (another task revision, grader-set version or profile version) are
+named. Estimates stored under 1 and 2 replay under their own rules."""
 
 
 def observations(
@@ -65,7 +71,7 @@ def _members(ids: Sequence[str], one: str, several: str) -> str:
     return f"1 member {one}" if len(ids) == 1 else f"{len(ids):,} members {several}"
 
 
-def _after_the_frame(tasks: Sequence[Mapping[str, Any]], frozen_at: str) -> list[str]:
+def sampled_after_the_frame(tasks: Sequence[Mapping[str, Any]], frozen_at: str) -> list[str]:
     """Members sampled after the frame was frozen (its `frozen_at` moved earlier since they
     were promoted): not samples of the frame the estimate names."""
     frozen = parse_timestamp(frozen_at)
@@ -93,6 +99,31 @@ def _voided(tasks: Sequence[Mapping[str, Any]], build: str, label: str = "") -> 
     return reasons
 
 
+def _not_counted(tasks: Sequence[Mapping[str, Any]], build: str, label: str = "") -> list[str]:
+    """Trials of the build that are not evidence for a member's pins, by why (as the gate
+    names them), and the members left with none that count. Voids are `_voided`'s."""
+    by_reason: dict[str, list[tuple[str, int]]] = {}
+    for t in tasks:
+        for reason, n in sorted((t.get("ignored") or {}).items()):
+            by_reason.setdefault(reason, []).append((t["task_id"], int(n)))
+    out = []
+    for reason, found in by_reason.items():
+        total = sum(n for _, n in found)
+        trials = "1 trial" if total == 1 else f"{total:,} trials"
+        named = [f"{task_id} ({n})" for task_id, n in found]
+        out.append(
+            f"{trials} under {label}build {build} of {not_counted_reason(reason)}: not "
+            f"counted: {_names(named)}"
+        )
+    emptied = [t["task_id"] for t in tasks if t.get("ignored") and not sum(t["effective"].values())]
+    if emptied:
+        out.append(
+            f"{_members(emptied, 'has', 'have')} no counted trials under {label}build {build}: "
+            f"not counted: {_names(emptied)}"
+        )
+    return out
+
+
 def _unlisted(
     tasks: Sequence[Mapping[str, Any]], build: str, weights: Mapping[str, Any]
 ) -> list[str]:
@@ -112,6 +143,7 @@ def _unlisted(
         if t["stratum"] in weights["values"]
         and not sum(t["effective"].values())
         and not t.get("voided")
+        and not t.get("ignored")
     ]
     if no_trials:
         reasons.append(
@@ -151,7 +183,7 @@ def evaluate_estimate(inputs: Mapping[str, Any]) -> dict[str, Any]:
     baseline_tasks = inputs.get("baseline_tasks")
     unavailable: list[str] = []
     if version >= 2:
-        late = _after_the_frame(tasks, suite["frame"]["frozen_at"])
+        late = sampled_after_the_frame(tasks, suite["frame"]["frozen_at"])
         if late:
             unavailable.append(
                 f"{_members(late, 'was', 'were')} sampled after the frame was frozen "
@@ -162,13 +194,16 @@ def evaluate_estimate(inputs: Mapping[str, Any]) -> dict[str, Any]:
                 baseline_tasks = [t for t in baseline_tasks if t["task_id"] not in late]
     observed = observations(tasks, values)
     counted = [t for t in observed if t.n]
-    rates, strata, reasons = estimate_rates(observed, values, sizes, confidence)
-    first, _, _ = estimate_rates(observed, values, sizes, confidence, first=True)
+    members = members_by_stratum(observed, list(values)) if version >= 3 else None
+    rates, strata, reasons = estimate_rates(observed, values, sizes, confidence, members=members)
+    first, _, _ = estimate_rates(observed, values, sizes, confidence, first=True, members=members)
     originals = sum(t.n_first for t in counted)
     invalid = sum(t.first.get(c, 0) for t in counted for c in INVALID_CLASSES)
     unavailable += _unlisted(tasks, request["build"], weights)
     if version >= 2:
         unavailable += _voided(tasks, request["build"])
+    if version >= 3:
+        unavailable += _not_counted(tasks, request["build"])
     unavailable += reasons
     difference = None
     if baseline_tasks is not None:
@@ -179,11 +214,14 @@ def evaluate_estimate(inputs: Mapping[str, Any]) -> dict[str, Any]:
             sizes,
             confidence,
             interval_of_no_variation=version < 2,
+            members=members,
         )
         if version >= 2:
             in_strata = [t for t in tasks if t["stratum"] in values]
             unavailable += _unpaired(in_strata, baseline_tasks, str(request["baseline"]))
             unavailable += _voided(baseline_tasks, str(request["baseline"]), "baseline ")
+        if version >= 3:
+            unavailable += _not_counted(baseline_tasks, str(request["baseline"]), "baseline ")
         unavailable += why
     return {
         "estimate_id": inputs["estimate_id"],

@@ -102,6 +102,13 @@ def t_quantile(confidence: float, df: int) -> float:
 def check_confidence(confidence: float) -> None:
     if not (isinstance(confidence, float | int) and 0 < confidence < 1):
         raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
+    # The quantile's probability in floats: 1e-16 makes it 0.5 (a quantile of 0, an
+    # interval of no width), 1 - 1e-16 makes it 1 (no quantile at all).
+    if not 0.5 < 1 - (1 - confidence) / 2 < 1:
+        raise ValueError(
+            f"confidence {confidence!r} is too close to {0 if confidence < 0.5 else 1} for "
+            "an interval to be computed"
+        )
 
 
 def wilson(p: float, n: float, z: float) -> tuple[float, float]:
@@ -145,24 +152,28 @@ class StratumPart:
     """Why there is no variance, when it is not the number of tasks."""
 
 
-def stratum_part(
+def stratum_part(  # noqa: PLR0913 (a stratum's parts, and its members since estimator 3)
     stratum: str,
     weight: float,
     values: Sequence[float],
     trials: int,
     size: int | None,
+    members: int | None = None,
 ) -> StratumPart:
+    """`members`: the stratum's member tasks, counted or not (None: estimators 1 and 2,
+    which compared the frame's size with the tasks that have values only)."""
     n = len(values)
     if n == 0:
         return StratumPart(stratum, weight, 0, 0, None, None)
     m = math.fsum(values) / n
     if n < MIN_TASKS_FOR_VARIANCE:
         return StratumPart(stratum, weight, n, trials, m, None)
-    if size is not None and n > size:
+    sampled = n if members is None else max(n, members)
+    if size is not None and sampled > size:
         # More sampled tasks than the frame holds: the declared size is wrong, and a factor
         # of 0 would claim a census.
         why = (
-            f"interval unavailable: stratum {stratum} has {n} tasks but "
+            f"interval unavailable: stratum {stratum} has {sampled} tasks but "
             f"sampling_frame.sizes says the frame holds {size}"
         )
         return StratumPart(stratum, weight, n, trials, m, None, why)
@@ -230,17 +241,25 @@ def _strata_values(
     return by
 
 
-def estimate_rates(
+def members_by_stratum(tasks: Sequence[TaskObservation], strata: Sequence[str]) -> dict[str, int]:
+    """How many member tasks each stratum has, with trials or without."""
+    return {s: len(found) for s, found in _strata_values(tasks, strata).items()}
+
+
+def estimate_rates(  # noqa: PLR0913 (the design, and the members since estimator 3)
     tasks: Sequence[TaskObservation],
     weights: Mapping[str, float],
     sizes: Mapping[str, int] | None,
     confidence: float,
     *,
     first: bool = False,
+    members: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], list[str]]:
     """(rates by key, the per-stratum table, reasons) over the tasks with trials.
 
-    `first`: from each task's first results instead of its post-rerun ones."""
+    `first`: from each task's first results instead of its post-rerun ones. `members`:
+    each stratum's member tasks (`members_by_stratum`), which a declared frame size must
+    hold (None: estimators 1 and 2)."""
     z = z_quantile(confidence)
     strata = list(weights)
     by = _strata_values([t for t in tasks if (t.n_first if first else t.n)], strata)
@@ -252,14 +271,15 @@ def estimate_rates(
     for key in RATE_KEYS:
         parts = []
         for s in strata:
-            members = by[s]
-            trials = sum(t.n_first if first else t.n for t in members)
+            found = by[s]
+            trials = sum(t.n_first if first else t.n for t in found)
             part = stratum_part(
                 s,
                 weights[s],
-                [t.share(key, first=first) for t in members],
+                [t.share(key, first=first) for t in found],
                 trials,
                 None if sizes is None else sizes.get(s),
+                None if members is None else members.get(s, 0),
             )
             parts.append(part)
             if part.mean is not None:
@@ -280,7 +300,7 @@ def estimate_rates(
 # ------------------------------------------------------------------------------ difference
 
 
-def paired_difference(  # noqa: PLR0913 (two builds, the design, and one rule of version 1)
+def paired_difference(  # noqa: PLR0913 (two builds, the design, and the rules of versions)
     candidate: Sequence[TaskObservation],
     baseline: Sequence[TaskObservation],
     weights: Mapping[str, float],
@@ -288,6 +308,7 @@ def paired_difference(  # noqa: PLR0913 (two builds, the design, and one rule of
     confidence: float,
     *,
     interval_of_no_variation: bool = False,
+    members: Mapping[str, int] | None = None,
 ) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """Per key: the stratified mean of per-task differences (candidate - baseline) over the
     tasks both builds ran, its standard error, and a t interval with (pairs - strata)
@@ -296,7 +317,13 @@ def paired_difference(  # noqa: PLR0913 (two builds, the design, and one rule of
     Pairing removes the task-to-task variation both builds share, which is most of it.
     When every paired task differs alike, the variance is 0 and a t interval would have no
     width, claiming the difference exact: no interval is given, with the reason.
-    `interval_of_no_variation` keeps the zero-width interval estimator 1 stored."""
+    `interval_of_no_variation` keeps the zero-width interval estimator 1 stored.
+
+    `members` (estimator 3; None before): each stratum's member tasks. A stratum is then a
+    census only when its frame's size, its members and its paired tasks are one number (a
+    member left unpaired is not observed), and the variance is known to be 0 only when every
+    stratum is one: a census beside a sampled stratum whose differences are alike is no
+    exact difference. Estimator 2 called the strata a census together, by paired tasks."""
     base = {t.task_id: t for t in baseline if t.n}
     pairs = [(c, base[c.task_id]) for c in candidate if c.n and c.task_id in base]
     strata = list(weights)
@@ -308,7 +335,16 @@ def paired_difference(  # noqa: PLR0913 (two builds, the design, and one rule of
     reasons: list[str] = []
     alike: list[str] = []
     unseen: list[str] = []
-    census = sizes is not None and all(sizes.get(s) == len(by[s]) for s in strata if by[s])
+    if members is None:
+        census = sizes is not None and all(sizes.get(s) == len(by[s]) for s in strata if by[s])
+        whole: set[str] = set(strata) if census else set()
+    else:
+        whole = {
+            s
+            for s in strata
+            if by[s] and sizes is not None and sizes.get(s) == members.get(s) == len(by[s])
+        }
+        census = all(s in whole for s in strata if by[s])
     for key in RATE_KEYS:
         differences = {s: [c.share(key) - b.share(key) for c, b in by[s]] for s in strata}
         parts = [
@@ -318,6 +354,7 @@ def paired_difference(  # noqa: PLR0913 (two builds, the design, and one rule of
                 differences[s],
                 sum(c.n + b.n for c, b in by[s]),
                 None if sizes is None else sizes.get(s),
+                None if members is None else members.get(s, 0),
             )
             for s in strata
         ]
@@ -341,7 +378,9 @@ def paired_difference(  # noqa: PLR0913 (two builds, the design, and one rule of
         # stratum's frame size its paired tasks) keeps its interval of no width: its
         # variance is 0 because nothing was left unsampled, and the difference is exact.
         alike_in_each = all(
-            len({c.exact_share(key) - b.exact_share(key) for c, b in by[s]}) <= 1 for s in strata
+            len({c.exact_share(key) - b.exact_share(key) for c, b in by[s]}) <= 1
+            for s in strata
+            if members is None or s not in whole
         )
         if (
             variance is not None
@@ -360,10 +399,18 @@ def paired_difference(  # noqa: PLR0913 (two builds, the design, and one rule of
         out[key] = block
     paired = sum(len(by[s]) for s in strata)
     if alike:
+        sampled_whole = sorted(s for s in whole if by[s]) if members is not None else []
+        beside = (
+            f" (stratum {', '.join(sampled_whole)} is sampled whole, which leaves the others "
+            "to tell it)"
+            if sampled_whole
+            else ""
+        )
         reasons.append(
             f"difference interval unavailable for {', '.join(alike)}: the paired tasks of each "
-            f"stratum ({paired} in all) differ by the same amount, so they cannot tell how "
-            "much the difference varies (an interval of no width would claim it exact)"
+            f"{'sampled ' if sampled_whole else ''}stratum ({paired} in all) differ by the "
+            f"same amount{beside}, so they cannot tell how much the difference varies (an "
+            "interval of no width would claim it exact)"
         )
     if unseen:
         reasons.append(

@@ -161,6 +161,11 @@ _NOT_COUNTED = {
 }
 
 
+def not_counted_reason(key: str) -> str:
+    """Why trials stored under `ignoredTrials` key `key` are not evidence for the pins."""
+    return _NOT_COUNTED.get(key, key)
+
+
 def ignored_trials(task: Mapping[str, Any]) -> dict[str, int]:
     """A task's trials not counted, `{reason: n}`, whether stored by reason or as a count."""
     value = task.get("ignoredTrials")

@@ -36,6 +36,11 @@ def parse_timestamp(text: str) -> datetime:
         assert frac is not None
         digits = frac.group(0)
         normalized = f"{head}.{digits[:6].ljust(6, '0')}{rest[len(digits) :]}"
+    offset = re.search(r"([+-])(\d{2}):(\d{2})$", normalized)
+    if offset is not None and (int(offset.group(2)) > 23 or int(offset.group(3)) > 59):
+        raise ValueError(
+            f"timestamp {text!r} has offset {offset.group(0)}, outside -23:59 .. +23:59"
+        )
     try:
         parsed = datetime.fromisoformat(normalized).astimezone(UTC)
     except (ValueError, OverflowError) as exc:

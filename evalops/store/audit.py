@@ -20,6 +20,16 @@ def chain_head(session: Session) -> AuditEvent | None:
     return session.exec(select(AuditEvent).order_by(col(AuditEvent.seq).desc()).limit(1)).first()
 
 
+def registry_now(session: Session, now: datetime) -> datetime:
+    """The registry's present: `now`, or the newest event's moment when this clock is
+    behind it. An event is recorded at no earlier than its predecessor's moment (audit
+    time never runs backwards), so a read that sees every event stands at least there: a
+    revocation another writer recorded at 12:00:05 is in force for a reader whose clock
+    says 12:00:02."""
+    head = chain_head(session)
+    return head.at if head is not None and head.at > now else now
+
+
 def next_seq(session: Session) -> int:
     """The seq the next event will get: rows written before their event carry it."""
     head = chain_head(session)

@@ -435,6 +435,59 @@ def test_a_difference_that_does_not_vary_has_no_interval_of_no_width() -> None:
     assert reasons == []
 
 
+def test_a_census_beside_a_sampled_stratum_that_does_not_vary_is_no_exact_difference() -> None:
+    """Estimator 3. Stratum x (frame size 2) is sampled whole and its two differences are
+    0 and +1; stratum y (frame size 100) has three sampled tasks that each differ by +1/2.
+    x contributes no variance because nothing in it was left unsampled, y none because its
+    tasks happen to agree: the sum is 0 without the difference being known, so there is no
+    interval. Estimator 2 gave [+0.5, +0.5] here."""
+    candidate = [obs("a1", "x", 2, 0), obs("a2", "x", 2, 0)]
+    candidate += [obs("b1", "y", 1, 1), obs("b2", "y", 2, 0), obs("b3", "y", 2, 0)]
+    baseline = [obs("a1", "x", 2, 0), obs("a2", "x", 0, 2)]
+    baseline += [obs("b1", "y", 0, 2), obs("b2", "y", 1, 1), obs("b3", "y", 1, 1)]
+    weights, sizes = {"x": 0.5, "y": 0.5}, {"x": 2, "y": 100}
+    members = {"x": 2, "y": 3}
+    # By hand: x's mean difference (0 + 1) / 2, y's 1/2; p = 0.5 * 0.5 + 0.5 * 0.5.
+    diff, reasons = paired_difference(candidate, baseline, weights, sizes, 0.95, members=members)
+    assert diff["pass"]["diff"] == pytest.approx(0.5)
+    assert (diff["pass"]["low"], diff["pass"]["high"]) == (None, None)
+    assert any("stratum x is sampled whole" in r and "pass" in r for r in reasons)
+    # Estimator 2 (no members) called it exact.
+    old, _ = paired_difference(candidate, baseline, weights, sizes, 0.95)
+    assert old["pass"]["low"] == old["pass"]["high"] == pytest.approx(0.5)
+    # Both strata sampled whole: exact, as a census is.
+    whole, _ = paired_difference(
+        candidate, baseline, weights, {"x": 2, "y": 3}, 0.95, members=members
+    )
+    assert whole["pass"]["low"] == whole["pass"]["high"] == pytest.approx(0.5)
+
+
+def test_a_frame_size_is_held_to_the_stratum_s_members_not_to_those_with_trials() -> None:
+    """Estimator 3. Stratum x's frame holds 2 tasks and x has 3 members, one without
+    trials (under the build, or under the baseline). Two observed tasks are no census of
+    it: the declared size is wrong, and neither the rates nor the difference claim one."""
+    build = [obs("a1", "x", 2, 0), obs("a2", "x", 1, 1), obs("a3", "x", 0, 0)]
+    base = [obs("a1", "x", 1, 1), obs("a2", "x", 0, 2), obs("a3", "x", 0, 0)]
+    weights, sizes = {"x": 1.0}, {"x": 2}
+    members = estimation.members_by_stratum(build, list(weights))
+    assert members == {"x": 3}
+    rates, _, reasons = estimation.estimate_rates(build, weights, sizes, 0.95, members=members)
+    assert rates["pass"]["rate"] == pytest.approx(0.75)
+    assert rates["pass"]["low"] is None and rates["pass"]["se"] is None
+    wrong = (
+        "interval unavailable: stratum x has 3 tasks but sampling_frame.sizes says the "
+        "frame holds 2"
+    )
+    assert wrong in reasons
+    diff, why = paired_difference(build, base, weights, sizes, 0.95, members=members)
+    assert diff["pass"]["diff"] == pytest.approx(0.5)
+    assert diff["pass"]["low"] is None
+    assert f"difference {wrong}" in why
+    # Estimator 2 took the two observed tasks for the whole frame: a factor of 0, se 0.
+    rates, _, _ = estimation.estimate_rates(build, weights, sizes, 0.95)
+    assert rates["pass"]["se"] == 0.0
+
+
 def test_no_pair_no_difference() -> None:
     diff, reasons = paired_difference(
         [obs("a", "x", 1, 0)], [obs("b", "x", 1, 0)], {"x": 1.0}, None, 0.95

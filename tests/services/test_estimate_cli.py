@@ -286,18 +286,22 @@ def test_an_estimate_stored_by_estimator_1_replays_under_its_rules(
 ) -> None:
     """An estimate stored under version 1 (which gave differences that never vary an
     interval of no width, and named neither voids nor unpaired members) replays byte for
-    byte under version 1's rules, and `verify` passes; a new one is version 2."""
+    byte under version 1's rules, and `verify` passes; so does one of version 2; a new one
+    is version 3."""
     from evalops.services.estimation import inputs
 
     with monkeypatch.context() as old:
         old.setattr(inputs, "ESTIMATOR", 1)
         first = estimate(cli, ws, "--build", "build-2", "--baseline", "build-1")
+    with monkeypatch.context() as old:
+        old.setattr(inputs, "ESTIMATOR", 2)
+        estimate(cli, ws, "--build", "build-2", "--baseline", "build-1")
     second = estimate(cli, ws, "--build", "build-2", "--baseline", "build-1")
     with sqlite3.connect(ws / ".evalops" / "registry.db") as db:
         versions = [json.loads(text)["estimator"] for (text,) in db.execute(
             "SELECT inputs FROM estimate ORDER BY id"
         )]  # fmt: skip
-    assert versions == [1, 2]
+    assert versions == [1, 2, 3]
     # Classes no trial had: version 1 stored [0, 0] for their difference; 2 names them.
     absent = first["difference"]["hard_constraint_fail"]
     assert (absent["low"], absent["high"]) == (0.0, 0.0)
@@ -305,7 +309,7 @@ def test_an_estimate_stored_by_estimator_1_replays_under_its_rules(
     assert second["difference"]["hard_constraint_fail"]["low"] is None
     assert any("difference interval unavailable for hard_constraint_fail" in r
                for r in second["unavailable"])  # fmt: skip
-    for estimate_id in ("EST-1", "EST-2"):
+    for estimate_id in ("EST-1", "EST-2", "EST-3"):
         replayed = cli("estimate", "replay", estimate_id, "--json", cwd=ws)
         assert replayed.code == 0 and replayed.json()["identical"] is True, replayed.stdout
     assert cli("verify", cwd=ws).code == 0
@@ -614,3 +618,136 @@ def test_a_planning_option_out_of_range_names_itself_once(
     assert result.code == 2, result.stdout + result.stderr
     assert result.stderr.count(option) == 1, result.stderr
     assert f"{option}: must be" in result.stderr
+
+
+def _edit(ws: Path, cli: Cli, path: str, change: tuple[str, str]) -> None:
+    """Replace one text in one file of the registry, commit it and sync."""
+    old, new = change
+    target = ws / "registry" / path
+    text = target.read_text("utf-8")
+    assert old in text, (path, old)
+    target.write_text(text.replace(old, new), "utf-8")
+    commit_all(ws, f"edit {path}")
+    done = cli("sync", cwd=ws)
+    assert done.code == 0, done.stdout + done.stderr
+
+
+def test_a_stratum_relabelled_after_promotion_counts_as_if_relabelled_before(
+    ws: Path, cli: Cli
+) -> None:
+    """`meta.stratum` is a label (not part of task_digest). Changed after the member was
+    promoted, the registry now says s-ent-2 is a pro task: the estimate reads what the
+    registry says at its cutoff, not the revision the member was promoted at, so the order
+    of the relabel and the promotion does not matter."""
+    _edit(ws, cli, "tasks/s-ent-2.yaml", ("tenant_tier: enterprise", "tenant_tier: pro"))
+    data = estimate(cli, ws, "--build", "build-1", "--dry-run")
+    tasks = {s["stratum"]: s["tasks"] for s in data["strata"]}
+    assert tasks == {"enterprise": 2, "free": 3, "pro": 5}
+    expected = variance = 0.0
+    for stratum, w in WEIGHTS.items():
+        shares = [
+            sum(first) / len(first)
+            for task_id, (s, first, _) in OUTCOMES.items()
+            if ("pro" if task_id == "s-ent-2" else s) == stratum
+        ]
+        expected += w * statistics.mean(shares)
+        variance += w**2 * statistics.variance(shares) / len(shares)
+    assert data["rates"]["pass"]["rate"] == pytest.approx(expected)
+    assert data["rates"]["pass"]["se"] == pytest.approx(math.sqrt(variance))
+    # Promoting again changes nothing: the registry already counts it as pro.
+    again = cli("promote", "s-ent-2", "--to", SUITE, cwd=ws)
+    assert again.code == 0 and "nothing to do" in again.stdout, again.stdout
+    assert estimate(cli, ws, "--build", "build-1", "--dry-run")["rates"] == data["rates"]
+
+
+def test_trials_of_another_task_revision_are_named_not_dropped(ws: Path, cli: Cli) -> None:
+    """s-free-1 gets a new revision and is re-pinned: its 3 trials of build-1 are of the old
+    revision, which the gate does not count for the pin. The estimate says so, and does not
+    call it a member without trials."""
+    task = ws / "registry" / "tasks" / "s-free-1.yaml"
+    text = task.read_text("utf-8").replace("revision: 1", "revision: 2")
+    task.write_text(text.replace("handle session s-free-1", "handle it again"), "utf-8")
+    commit_all(ws, "s-free-1 revision 2")
+    synced = cli("sync", cwd=ws)
+    assert synced.code == 0, synced.stdout + synced.stderr
+    promoted = cli("promote", "s-free-1", "--to", SUITE, cwd=ws)
+    assert promoted.code == 0, promoted.stdout + promoted.stderr
+    data = estimate(cli, ws, "--build", "build-1", "--dry-run")
+    assert data["task_count"] == 9
+    assert (
+        "3 trials under build build-1 of another task revision than the suite pins: not "
+        "counted: s-free-1 (3)"
+    ) in data["unavailable"]
+    assert (
+        "1 member has no counted trials under build build-1: not counted: s-free-1"
+        in (data["unavailable"])
+    )
+    assert not any("no trials under build" in r for r in data["unavailable"])
+
+
+@pytest.mark.parametrize("command", [("estimate",), ("estimate", "plan")])
+def test_a_confidence_too_close_to_0_or_1_for_a_quantile_is_a_usage_error(
+    ws: Path, cli: Cli, command: tuple[str, ...]
+) -> None:
+    """1e-16 makes the quantile's probability 0.5 in floats (a quantile of 0: the plan
+    divided by it); 1 - 1e-16 makes it 1 (no quantile)."""
+    for confidence, side in (("1e-16", "0"), ("0.9999999999999999", "1")):
+        extra = ["--half-width", "0.05"] if command[-1] == "plan" else ["--build", "build-1"]
+        args = [*command, "--suite", SUITE, *extra, "--confidence", confidence]
+        result = cli(*args, cwd=ws)
+        assert result.code == 2, result.stdout + result.stderr
+        assert f"is too close to {side} for an interval to be computed" in result.stderr
+        assert "internal error" not in result.stderr
+
+
+def test_plan_totals_are_the_sums_of_their_strata_and_no_stratum_exceeds_its_frame(
+    ws: Path, cli: Cli
+) -> None:
+    """`--detect`'s total is what its strata are given (each at least 2); with
+    `sampling_frame.sizes`, no stratum is planned more tasks than its frame holds: such a
+    stratum is sampled whole, and the plan says so."""
+    plan = cli("estimate", "plan", "--suite", SUITE, "--detect", "0.05", "--json", cwd=ws)
+    assert plan.code == 0, plan.stdout + plan.stderr
+    detect = plan.json()["detect"]
+    assert detect["tasks"] == sum(detect["by_stratum"].values())
+    sizes = {"free": 40, "pro": 4, "enterprise": 3}
+    frozen = "frozen_at: '2026-11-01T00:00:00Z'"
+    sized = f"{frozen}\n  sizes: {{free: 40, pro: 4, enterprise: 3}}"
+    _edit(ws, cli, "suites/estimation.yaml", (frozen, sized))
+    args = ["estimate", "plan", "--suite", SUITE, "--half-width", "0.05", "--detect", "0.05"]
+    plan = cli(*args, "--json", cwd=ws)
+    assert plan.code == 0, plan.stdout + plan.stderr
+    data = plan.json()
+    planned = [a["by_stratum"] for a in data["allocation"].values()] + [
+        data["detect"]["by_stratum"]
+    ]
+    for by in planned:
+        assert all(by[s] <= n for s, n in sizes.items()), by
+    assert any(by["pro"] == 4 for by in planned)
+    assert any("stratum pro: its frame holds 4 tasks" in a for a in data["assumptions"])
+
+
+def test_plan_leaves_out_members_sampled_after_the_frame_and_says_why_nothing_is_detectable(
+    ws: Path, cli: Cli
+) -> None:
+    """The estimate counts no member sampled after `frozen_at`; the plan measures the same
+    tasks: none. With a stratum empty, no paired difference is detectable, and it says why
+    instead of printing a dash."""
+    _edit(
+        ws,
+        "suites/estimation.yaml",
+        "2026-11-01T00:00:00Z",
+        "2026-10-01T00:00:00Z",
+        "refrozen",
+        cli,
+    )
+    plan = cli("estimate", "plan", "--suite", SUITE, "--build", "build-1", "--json", cwd=ws)
+    assert plan.code == 0, plan.stdout + plan.stderr
+    data = plan.json()
+    assert all(s["tasks"] == 0 for s in data["strata"])
+    mde = data["detectable_difference"]
+    assert mde["difference"] is None
+    assert mde["why"].startswith("no paired difference is detectable yet: stratum ")
+    text = cli("estimate", "plan", "--suite", SUITE, "--build", "build-1", cwd=ws)
+    assert "today's tasks: no paired difference is detectable yet" in text.stdout
+    assert "difference of -" not in text.stdout

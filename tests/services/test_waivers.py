@@ -313,18 +313,22 @@ def _times(cli: Cli, ws: Path, waiver_id: str) -> dict[str, datetime]:
 
 
 def test_applies_at_expires_at_minus_one_microsecond_and_not_at_expires_at(
-    ws: Path, cli: Cli
+    ws: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     waiver_id = grant(cli, ws)["waiver_id"]
     times = _times(cli, ws, waiver_id)
     expires = times["expires_at"]
 
-    before = gate(cli, ws, FAIL_BUILD, NONCRIT, "--at", utc(expires - MICRO))
+    # A moment still to come is the clock's, not --at's (which names states the registry
+    # has stood in): checks run then.
+    monkeypatch.setenv("EVALOPS_NOW", utc(expires - MICRO))
+    before = gate(cli, ws, FAIL_BUILD, NONCRIT)
     assert before["decision"] == "pass"
     assert task_of(before, "noncrit-task")["waiver_id"] == waiver_id
     assert before["waivers"]["applied"] == [waiver_id]
 
-    at = gate(cli, ws, FAIL_BUILD, NONCRIT, "--at", utc(expires))
+    monkeypatch.setenv("EVALOPS_NOW", utc(expires))
+    at = gate(cli, ws, FAIL_BUILD, NONCRIT)
     assert at["decision"] == "hold"
     assert task_of(at, "noncrit-task")["waiver_id"] is None
     assert at["waivers"]["applied"] == []
@@ -365,7 +369,9 @@ def test_a_revoked_waiver_stops_applying_from_its_revocation_time(ws: Path, cli:
     verify_ok(cli, ws)
 
 
-def test_the_decision_lists_applied_expired_unused_and_refused_waivers(ws: Path, cli: Cli) -> None:
+def test_the_decision_lists_applied_expired_unused_and_refused_waivers(
+    ws: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     unused = grant(cli, ws, states="agent_error")["waiver_id"]  # the task state is task_fail
     applied = grant(cli, ws, states="task_fail,runtime_error")["waiver_id"]
     other_build = grant(cli, ws, build=BUILD_OF_CLASS["agent_error"])["waiver_id"]
@@ -382,7 +388,8 @@ def test_the_decision_lists_applied_expired_unused_and_refused_waivers(ws: Path,
     assert "forbidden_state" in json.dumps(entry)
     assert not listed_somewhere(data, other_build)
 
-    later = gate(cli, ws, FAIL_BUILD, NONCRIT, "--at", in_days(20))
+    monkeypatch.setenv("EVALOPS_NOW", in_days(20))
+    later = gate(cli, ws, FAIL_BUILD, NONCRIT)
     assert later["decision"] == "hold"
     assert sorted(later["waivers"]["expired"]) == sorted([unused, applied])
     assert later["waivers"]["applied"] == []
@@ -432,7 +439,9 @@ def process_time_zone(name: str) -> Iterator[None]:
 TIME_ZONES = ("UTC", "Asia/Tokyo", "America/Los_Angeles")
 
 
-def test_the_same_results_in_every_process_time_zone(base: Path, tmp_path: Path, cli: Cli) -> None:
+def test_the_same_results_in_every_process_time_zone(
+    base: Path, tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
     expires = (datetime.now(UTC) + timedelta(days=10)).replace(minute=0, second=0, microsecond=0)
     tokyo, los_angeles, india = (
         timezone(timedelta(hours=9)),
@@ -446,17 +455,12 @@ def test_the_same_results_in_every_process_time_zone(base: Path, tmp_path: Path,
             assert time.tzname[0] == {"UTC": "UTC", "Asia/Tokyo": "JST"}.get(name, "PST")
             granted = grant(cli, ws, expires=expires.astimezone(tokyo).isoformat())
             [listed] = waivers_listed(cli, ws)
-            just_before = gate(
-                cli,
-                ws,
-                FAIL_BUILD,
-                NONCRIT,
-                "--at",
-                (expires - MICRO).astimezone(los_angeles).isoformat(),
-            )
-            at_expiry = gate(
-                cli, ws, FAIL_BUILD, NONCRIT, "--at", expires.astimezone(india).isoformat()
-            )
+            # The clock, spelled in other offsets, runs the checks at those moments.
+            monkeypatch.setenv("EVALOPS_NOW", (expires - MICRO).astimezone(los_angeles).isoformat())
+            just_before = gate(cli, ws, FAIL_BUILD, NONCRIT)
+            monkeypatch.setenv("EVALOPS_NOW", expires.astimezone(india).isoformat())
+            at_expiry = gate(cli, ws, FAIL_BUILD, NONCRIT)
+            monkeypatch.delenv("EVALOPS_NOW")
             naive = cli(
                 *grant_args(expires=expires.replace(tzinfo=None).isoformat()), "--json", cwd=ws
             )

@@ -5,8 +5,8 @@ The trials of a build are selected and their reruns resolved by the gate's own l
 gate's own rerun rule (`gate_compact.trial_counts`, under the suite's gate policy), so an
 estimate and a gate decision at the same cutoff count the same trials. What an estimate
 adds is read from the registry as it stood at that cutoff: the suite's weights and frame,
-each member's stratum from the task revision it was promoted at, and the suite policy's
-`claims_limited_to`.
+each member's stratum and `sampled_at` from the newest revision registered under the digest
+it is pinned at, and the suite policy's `claims_limited_to`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from evalops.errors import InputError
 from evalops.services.gate.inputs import build_inputs, request_for
 from evalops.services.gate.policies import governing_policy
 from evalops.store import queries
+from evalops.store.queries import upto
 from evalops.store.tables import SuiteRow, TaskRevision
 
 # Task revisions read per query (SQLite's bound-parameter limit is far above it).
@@ -77,6 +78,32 @@ def _strata(
                 sampled if isinstance(sampled, str) else None,
             )
     return out
+
+
+def _labelling_revisions(
+    session: Session, members: list[queries.Member], cutoff: int
+) -> dict[str, int]:
+    """Each member's task revision whose labels (`meta.stratum`, `meta.sampled_at`) the
+    estimate reads: the newest registered at the cutoff under the digest the suite pins, as
+    the gate reads a member's plan. The registry as it stands decides, not the revision the
+    member happened to be promoted at: labels changed before a promotion and after one are
+    read alike."""
+    pins = {m.task_id: m.task_digest for m in members}
+    found: dict[str, int] = {}
+    ids = sorted(pins)
+    for start in range(0, len(ids), _CHUNK):
+        rows = session.exec(
+            select(TaskRevision.id, TaskRevision.task_id, TaskRevision.task_digest)
+            .where(
+                col(TaskRevision.task_id).in_(ids[start : start + _CHUNK]),
+                upto(TaskRevision.audit_seq, cutoff),
+            )
+            .order_by(col(TaskRevision.id))
+        ).all()
+        for row_id, task_id, task_digest in rows:
+            if pins.get(task_id) == task_digest:
+                found[task_id] = int(row_id or 0)
+    return found
 
 
 def _claims_limited_to(session: Session, suite: SuiteRow, cutoff: int) -> str | None:
@@ -129,6 +156,12 @@ def _task_entries(
                 "first": counts.first,
                 "reruns": counts.rerun_count,
                 "voided": int(task.get("ignoredTrials", {}).get(VOIDED, 0)),
+                # The build's other trials that are not evidence for the member's pins.
+                "ignored": {
+                    reason: int(n)
+                    for reason, n in sorted(task.get("ignoredTrials", {}).items())
+                    if reason != VOIDED and n
+                },
             }
         )
     return out
@@ -165,11 +198,11 @@ def estimate_inputs(session: Session, ask: EstimateAsk, now: datetime) -> dict[s
     assert weights is not None  # estimation suites declare weights (checked in suite_block)
     suite = suite_block(session, row, declaration, request.cutoff, gate["suite"]["suite_digest"])
     members = queries.members(session, suite_id, cutoff=request.cutoff)
-    revisions = [m.added.task_revision_id for m in members]
-    by_revision = _strata(session, [r for r in revisions if r is not None], weights.by)
+    revisions = _labelling_revisions(session, members, request.cutoff)
+    by_revision = _strata(session, sorted(set(revisions.values())), weights.by)
     strata = {
-        m.task_id: by_revision.get(m.added.task_revision_id, (None, None))
-        if m.added.task_revision_id is not None
+        m.task_id: by_revision.get(revisions[m.task_id], (None, None))
+        if m.task_id in revisions
         else (None, None)
         for m in members
     }

@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
+from evalops.domain.estimate_documents import sampled_after_the_frame
 from evalops.domain.estimation import (
     DEFAULT_CONFIDENCE,
     MIN_TASKS_FOR_VARIANCE,
@@ -28,7 +29,6 @@ from evalops.domain.estimation import (
     WORST_CASE_VARIANCE,
     Components,
     allocate,
-    allocated_variance,
     class_of,
     components,
     detectable_difference,
@@ -113,18 +113,41 @@ def _paired_variance(
     return sample_variance(diffs) if len(diffs) >= MIN_TASKS_FOR_VARIANCE else None
 
 
+def _within_frame(by: Mapping[str, int], sizes: Mapping[str, int]) -> dict[str, int]:
+    """An allocation with no stratum over its frame's size: a stratum planned more tasks
+    than it holds is sampled whole (a census)."""
+    return {s: min(n, sizes[s]) if s in sizes else n for s, n in by.items()}
+
+
+def _census_variance(
+    weights: Mapping[str, float],
+    unit_var: Mapping[str, float],
+    by: Mapping[str, int],
+    sizes: Mapping[str, int],
+) -> float:
+    """`allocated_variance` with the finite-population factor of the strata with a size."""
+    factor = {s: 1 - n / sizes[s] if s in sizes else 1.0 for s, n in by.items()}
+    return math.fsum(
+        w**2 * unit_var[s] / by[s] * factor[s] for s, w in weights.items() if by.get(s)
+    )
+
+
 def _allocation(
-    weights: Mapping[str, float], unit_var: Mapping[str, float], target: float, z: float
+    weights: Mapping[str, float],
+    unit_var: Mapping[str, float],
+    target: float,
+    z: float,
+    sizes: Mapping[str, int],
 ) -> dict[str, Any]:
     out = {}
     for name, neyman in (("proportional", False), ("neyman", True)):
         total = tasks_needed(weights, unit_var, target, neyman=neyman)
         sd = {s: math.sqrt(v) for s, v in unit_var.items()}
-        by = allocate(weights, sd, total, neyman)
+        by = _within_frame(allocate(weights, sd, total, neyman), sizes)
         out[name] = {
             "tasks": sum(by.values()),
             "by_stratum": by,
-            "half_width": z * math.sqrt(allocated_variance(weights, unit_var, by)),
+            "half_width": z * math.sqrt(_census_variance(weights, unit_var, by, sizes)),
         }
     return out
 
@@ -153,6 +176,8 @@ class _Observed:
     build: str | None
     by: dict[str, list[Mapping[str, Any]]]
     base_by: dict[str, list[Mapping[str, Any]]] | None
+    sizes: dict[str, int]
+    """`sampling_frame.sizes`: no stratum is planned more tasks than its frame holds."""
 
 
 def _observe(engine: Engine, ask: PlanAsk, now: datetime) -> _Observed:
@@ -169,14 +194,22 @@ def _observe(engine: Engine, ask: PlanAsk, now: datetime) -> _Observed:
                 ask.suite_id, chosen, ask.baseline, confidence=ask.confidence
             )
             inputs = estimate_inputs(session, estimate_ask, now)
-            tasks = inputs["tasks"]
+            # What the estimate would count: not the members sampled after the frame.
+            late = set(
+                sampled_after_the_frame(inputs["tasks"], inputs["suite"]["frame"]["frozen_at"])
+            )
+            tasks = [t for t in inputs["tasks"] if t["task_id"] not in late]
             base_tasks = inputs["baseline_tasks"]
+            if base_tasks is not None:
+                base_tasks = [t for t in base_tasks if t["task_id"] not in late]
     strata = list(weights)
+    frame = declaration.sampling_frame
     return _Observed(
         weights,
         chosen,
         _by_stratum(tasks, strata),
         _by_stratum(base_tasks, strata) if base_tasks is not None else None,
+        dict(frame.sizes) if frame is not None and frame.sizes else {},
     )
 
 
@@ -260,6 +293,7 @@ def plan(engine: Engine, ask: PlanAsk, now: datetime) -> dict[str, Any]:
             observed = None
         diff_var[s] = observed if observed is not None else 2 * unit_var[s]
     today = {s: len(seen.by[s]) for s in weights}
+    empty = [s for s in weights if not today[s]]
     document: dict[str, Any] = {
         "suite": ask.suite_id,
         "build": seen.build,
@@ -276,21 +310,47 @@ def plan(engine: Engine, ask: PlanAsk, now: datetime) -> dict[str, Any]:
             "difference": detectable_difference(
                 weights, diff_var, today, ask.confidence, ask.power
             ),
+            "why": (
+                f"no paired difference is detectable yet: stratum {', '.join(empty)} "
+                "has no tasks with trials"
+                if empty
+                else None
+            ),
         },
         "detect": None,
         "assumptions": assumptions,
     }
     if ask.half_width is not None:
-        document["allocation"] = _allocation(weights, unit_var, (ask.half_width / z) ** 2, z)
+        document["allocation"] = _allocation(
+            weights, unit_var, (ask.half_width / z) ** 2, z, seen.sizes
+        )
     if ask.detect is not None:
         total = tasks_to_detect(weights, diff_var, ask.detect, ask.confidence, ask.power)
+        by = _within_frame(
+            allocate(weights, dict.fromkeys(weights, 1.0), total, neyman=False), seen.sizes
+        )
         document["detect"] = {
             "difference": ask.detect,
             "power": ask.power,
-            "tasks": total,
-            "by_stratum": allocate(weights, dict.fromkeys(weights, 1.0), total, neyman=False),
+            # The tasks the strata are given (at least 2 each, none over its frame).
+            "tasks": sum(by.values()),
+            "by_stratum": by,
         }
+    assumptions += _censuses(document, seen.sizes)
     return document
+
+
+def _censuses(document: Mapping[str, Any], sizes: Mapping[str, int]) -> list[str]:
+    """Each stratum some plan samples whole because its frame holds no more tasks."""
+    planned = [a["by_stratum"] for a in (document["allocation"] or {}).values()]
+    if document["detect"]:
+        planned.append(document["detect"]["by_stratum"])
+    whole = sorted({s for by in planned for s, n in by.items() if s in sizes and n >= sizes[s]})
+    return [
+        f"stratum {s}: its frame holds {sizes[s]} tasks (sampling_frame.sizes), so a plan "
+        f"that needs as many or more samples it whole (a census, no sampling variance)"
+        for s in whole
+    ]
 
 
 def _assumptions(

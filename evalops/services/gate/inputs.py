@@ -65,6 +65,7 @@ from evalops.services.gate.policies import (
 from evalops.services.placeholders import refuse_placeholder
 from evalops.services.registry.definitions import Definitions, StaleClassifications, rederive
 from evalops.store import queries
+from evalops.store.audit import registry_now
 from evalops.store.engine import statement_rows
 from evalops.store.queries import upto, voided
 from evalops.store.tables import (
@@ -898,12 +899,26 @@ def request_for(
     alpha: float | None = None,
     seed: int = DEFAULT_SEED,
 ) -> GateRequest:
-    """A request whose cutoff is the chain head now, or the last event at or before `at`."""
+    """A request whose cutoff is the chain head now, or the last event at or before `at`.
+
+    A live request is evaluated at the registry's present (`registry_now`: never before
+    the newest event, whatever this clock says), so an act recorded by a writer whose clock
+    is ahead is in force for it. A moment after that present names no state the registry
+    has stood in: refused, or a decision would claim a future (a waiver expired, a
+    revocation not yet made) as the registry's."""
     refuse_placeholder("--baseline", baseline, "a build with trials of the suite, or `auto`")
+    present = registry_now(session, now)
+    if at is not None and at > present:
+        raise InputError(
+            f"{format_timestamp(at)} is later than now ({format_timestamp(present)}): "
+            "the registry has not stood there yet; give a moment in the past, or leave --at "
+            "out for the registry as it stands",
+            field="--at",
+        )
     return GateRequest(
         build=build,
         suite_id=suite_id,
-        at=format_timestamp(at or now),
+        at=format_timestamp(at or present),
         cutoff=cutoff_at(session, at),
         execution_id=execution_id,
         baseline=baseline,

@@ -29,7 +29,7 @@ from evalops.services.gate.policies import gate_policy_for
 from evalops.services.placeholders import refuse_placeholder
 from evalops.services.registry.unknown_ids import not_registered, unknown_waiver
 from evalops.store import queries
-from evalops.store.audit import append_event, next_seq
+from evalops.store.audit import append_event, next_seq, registry_now
 from evalops.store.engine import write_session
 from evalops.store.tables import Waiver, WaiverRevocation
 
@@ -43,6 +43,9 @@ def _revocation(session: Session, waiver: Waiver) -> WaiverRevocation | None:
 
 
 def waiver_view(session: Session, w: Waiver, now: datetime) -> dict[str, Any]:
+    """A waiver as listings show it, its status at the registry's present (`registry_now`:
+    a revocation recorded by a clock ahead of this one is in force here too)."""
+    now = registry_now(session, now)
     revoked = _revocation(session, w)
     fact = WaiverFact(
         w.waiver_id,

@@ -195,8 +195,13 @@ def list_waivers(
     build: str | None = None,
     task: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Waivers valid at `now` (every one with `include_all`), of one build or task if given."""
+    """Waivers valid at `now` (every one with `include_all`), of one build or task if given;
+    `now` is never before the newest event (as `store.audit.registry_now` reads it)."""
     from evalops.domain.waivers import WaiverFact, validity_at
+
+    head = reader.first("SELECT at FROM audit_event ORDER BY seq DESC LIMIT 1")
+    if head is not None:
+        now = max(now, timestamp(head["at"]))
 
     where: list[str] = ["1 = 1"]
     params: dict[str, Any] = {}
