@@ -733,14 +733,7 @@ def test_plan_leaves_out_members_sampled_after_the_frame_and_says_why_nothing_is
     """The estimate counts no member sampled after `frozen_at`; the plan measures the same
     tasks: none. With a stratum empty, no paired difference is detectable, and it says why
     instead of printing a dash."""
-    _edit(
-        ws,
-        "suites/estimation.yaml",
-        "2026-11-01T00:00:00Z",
-        "2026-10-01T00:00:00Z",
-        "refrozen",
-        cli,
-    )
+    _edit(ws, cli, "suites/estimation.yaml", ("2026-11-01T00:00:00Z", "2026-10-01T00:00:00Z"))
     plan = cli("estimate", "plan", "--suite", SUITE, "--build", "build-1", "--json", cwd=ws)
     assert plan.code == 0, plan.stdout + plan.stderr
     data = plan.json()
