@@ -331,12 +331,18 @@ def reconcile(
             "the key."
         ),
     ] = None,
+    sign_with: SignWithOption = None,
+    print_act: PrintActOption = False,
+    act: ActOption = None,
+    signature: SignatureOption = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Settle one `requested` or `unknown` external effect (a new row).
 
     An effect recorded `committed` or `not_committed` is a fact of the run and is never
     reconciled, and a settled effect stays settled: both are refused (exit 5, audited).
+    Under an authority a reconciliation is a signed act `trials.reconcile` by a risk_owner
+    of every suite the trial's task is a member of.
 
     Example: evalops trials reconcile trial-b124-article-publish-approved-revision-3
     --effect publish:article-42 --status not_committed --evidence receipt://publish/none-42
@@ -344,7 +350,7 @@ def reconcile(
     from evalops.services.ingest.trials import reconcile as run
 
     state = settings(ctx, json_flag)
-    with state.connect() as engine:
+    with state.connect() as engine, printing_act():
         data = run(
             engine,
             trial_id,
@@ -354,6 +360,7 @@ def reconcile(
             actor=state.who(),
             now=now(),
             index=index,
+            signing=signing_of(sign_with, print_act, act, signature),
         )
     emit(
         ctx,

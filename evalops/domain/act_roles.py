@@ -20,6 +20,7 @@ ActKind = Literal[
     "registry.track",
     "trials.void",
     "trials.void_hard",
+    "trials.reconcile",
 ]
 #: The role whose holders may sign each act.
 ACT_ROLES: dict[str, Role] = {
@@ -41,6 +42,9 @@ ACT_ROLES: dict[str, Role] = {
     # Not an act of its own: the threshold of a `trials.void` that leaves out a hard
     # failure or an ambiguous external effect (docs/trials.md, "Voiding a mistaken record").
     "trials.void_hard": "risk_owner",
+    # Settling an ambiguous effect lifts the hold it causes (voiding the trial would need
+    # two signers): the suite's risk owners, as for a void.
+    "trials.reconcile": "risk_owner",
 }
 #: Thresholds that are not 1 when an authority does not declare them.
 DEFAULT_THRESHOLDS: dict[str, int] = {"trials.void_hard": 2}

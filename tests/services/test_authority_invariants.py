@@ -757,3 +757,53 @@ def test_a_review_by_another_reviewer_still_counts_under_the_rule(any_engine: Wo
     w.authority()
     assert _task_entry(_gate(w)) == reviewed
     assert w.run("verify").code == 0
+
+
+# ------------------------------------------------- reconciliation: a risk owner's signed act
+
+
+def _ambiguous(world: World) -> Path:
+    """A sixth build-125 trial of the critical refund task whose refund came back unknown:
+    an ambiguous external effect, which holds the build."""
+    for line in (world.root / "registry/trials/fix-b125.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        if record["task_id"] == "support-refund-in-order" and record["trial_index"] == 0:
+            break
+    record.update(trial_id="amb-1", trial_index=5)
+    record["external_effects"] = [{"effect_key": "refund:A-1", "status": "unknown"}]
+    path = world.root / "amb-1.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    return path
+
+
+def _refund_state(world: World) -> str:
+    [task] = [t for t in _gate(world)["tasks"] if t["task_id"] == "support-refund-in-order"]
+    return str(task["state"])
+
+
+def test_a_reconciliation_that_lifts_an_ambiguous_hold_is_a_risk_owner_s_signed_act(
+    any_engine: World,
+) -> None:
+    """Voiding the ambiguous trial needs two risk owners; settling its effect as not
+    committed lifts the same hold. Under an authority an unsigned claim, or one signed by a
+    principal without the role, is refused (exit 5, audited, nothing stored); a risk owner
+    of the task's suites signs it, and `verify` re-verifies that signature."""
+    w = any_engine
+    done = w.run("trials", "ingest", str(_ambiguous(w)), "--sign-with", str(w.keys["bob"]))
+    assert done.code == 0, done.stdout + done.stderr
+    assert _refund_state(w) == "ambiguous_external_effect"
+    settle = ("trials", "reconcile", "amb-1", "--effect", "refund:A-1", "--status",
+              "not_committed", "--evidence", "https://payments.example.com/RF-none")  # fmt: skip
+    for signer in ([], ["--sign-with", str(w.keys["bob"])]):
+        seq = w.last_event()["seq"]
+        refused = w.run(*settle, *signer)
+        assert refused.code == 5, refused.stdout + refused.stderr
+        assert "trials.reconcile refused" in refused.stderr
+        assert w.last_event()["seq"] == seq + 1  # the refusal audited
+        assert w.sql("SELECT count(*) FROM reconciliation WHERE trial_id = 'amb-1'") == [(0,)]
+        assert _refund_state(w) == "ambiguous_external_effect"
+    signed = w.run(*settle, "--sign-with", str(w.keys["dave"]))
+    assert signed.code == 0, signed.stdout + signed.stderr
+    assert w.sql("SELECT count(*) FROM signed_act WHERE kind = 'trials.reconcile'") == [(1,)]
+    assert _refund_state(w) == "task_pass"
+    assert w.run("verify").code == 0

@@ -12,11 +12,19 @@ from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
 from evalops.domain import audit_kinds
+from evalops.domain.authority import NO_SUITE, Scope
 from evalops.domain.classify import AMBIGUOUS_EFFECT_STATUSES
 from evalops.domain.timestamps import format_timestamp
 from evalops.domain.trial_record import TrialRecord
 from evalops.errors import InputError, RefusedError
 from evalops.importers.provenance import source_of
+from evalops.services.authority.acts import (
+    UNSIGNED,
+    Authorized,
+    Signing,
+    authorize,
+    record_refusal,
+)
 from evalops.services.placeholders import refuse_placeholder
 from evalops.services.reads.trials import trial_summary
 from evalops.services.registry.definitions import (
@@ -191,6 +199,34 @@ def _settleable(
     return None, "; ".join(reasons)
 
 
+def _authorize_reconciliation(
+    session: Session,
+    trial: Trial,
+    request: dict[str, Any],
+    position: int,
+    status_before: str,
+    signing: Signing,
+    now: datetime,
+) -> Authorized:
+    """The `trials.reconcile` act: what the reconciliation stores, bound to the trial's
+    record (a voided id ingested again is another trial), judged by the authority in force."""
+    suites = queries.suites_of_task(session, trial.task_id)
+    body = {
+        **request,
+        "index": position,
+        "from": status_before,
+        "record_digest": trial.record_digest,
+    }
+    return authorize(
+        session,
+        kind="trials.reconcile",
+        body=body,
+        scope=Scope(suites=tuple(suites) if suites else (NO_SUITE,)),
+        signing=signing,
+        now=now,
+    )
+
+
 def reconcile(
     engine: Engine,
     trial_id: str,
@@ -201,12 +237,16 @@ def reconcile(
     actor: str,
     now: datetime,
     index: int | None = None,
+    signing: Signing = UNSIGNED,
 ) -> dict[str, Any]:
     """Settle one `requested` or `unknown` effect (docs/classification.md).
 
     An effect recorded `committed` or `not_committed` is a fact of the run, and a settled
     effect stays settled: both refusals are audited and exit 5, so the built-in "committed
-    twice" hard failure can never be reconciled away.
+    twice" hard failure can never be reconciled away. Under an authority a reconciliation
+    is a signed act `trials.reconcile` by a risk owner of every suite the trial's task is a
+    member of (an unscoped one for a task in none): it lifts an ambiguous effect's hold, which
+    voiding the trial would need two of them for, so a claim alone may not.
     """
     if status not in RECONCILED_STATUSES:
         raise InputError(
@@ -221,6 +261,7 @@ def reconcile(
     )
     refuse_placeholder("--evidence", evidence_uri, "the URI of the receipt or log that shows it")
     refusal: str | None = None
+    refused: str | None = None
     with write_session(engine) as session:
         from evalops.services.ingest.voids import live_trial
 
@@ -251,6 +292,15 @@ def reconcile(
             "to": status,
             "evidence_uri": evidence_uri,
         }
+        authorized: Authorized | None = None
+        if position is not None:
+            authorized = _authorize_reconciliation(
+                session, trial, request, position, record.external_effects[position].status,
+                signing, now,
+            )  # fmt: skip
+            if authorized.refused:
+                found = record_refusal(session, authorized, subject=trial_id, actor=actor, now=now)
+                refused = f"trials.reconcile refused: [{found['rule']}] {found['message']}"
         if position is None:
             append_event(
                 session,
@@ -260,7 +310,8 @@ def reconcile(
                 subject=trial_id,
                 payload={**request, "refusal": refusal},
             )
-        else:
+        elif refused is None:
+            assert authorized is not None
             row = Reconciliation(
                 trial_id=trial_id,
                 effect_key=effect_key,
@@ -272,6 +323,10 @@ def reconcile(
                 audit_seq=next_seq(session),
             )
             session.add(row)
+            rows: list[Any] = [row]
+            act_row = authorized.add_row(session, trial_id, row.audit_seq)
+            if act_row is not None:
+                rows.append(act_row)
             append_event(
                 session,
                 at=now,
@@ -282,11 +337,14 @@ def reconcile(
                     **request,
                     "index": position,
                     "from": record.external_effects[position].status,
+                    **authorized.payload(),
                 },
-                rows=[row],
+                rows=rows,
             )
     if refusal is not None:
         raise RefusedError(f"reconciliation of {effect_key} in {trial_id} refused: {refusal}")
+    if refused is not None:
+        raise RefusedError(refused)
     # Read once committed, as `trials show` reads it: one summary of a trial, one query.
     with engine_reader(engine) as reader:
         summary = trial_summary(reader, trial_id, row_id=trial_row)
