@@ -25,6 +25,7 @@ LimitOption = Annotated[
     typer.Option(
         "--limit",
         min=1,
+        max=2**63 - 1,  # what a database counts rows in
         metavar="N",
         help=f"Show at most N rows (default {DEFAULT_LIMIT}; with --json every row unless "
         "--limit is given).",

@@ -158,6 +158,10 @@ class EvalopsGroup(TyperGroup):
             busy = engine is not None and isinstance(raised, engine.WriterBusy)
             obj = ctx.find_root().obj
             fault = None if busy or isinstance(raised, EvalopsError) else _fault(raised, obj)
+            if fault is None and not busy and not isinstance(raised, EvalopsError):
+                from evalops.cli.file_faults import file_fault
+
+                fault = file_fault(raised)
             if not (isinstance(raised, EvalopsError) or busy or fault is not None):
                 raise
             if fault is not None:
@@ -250,6 +254,7 @@ def root(
         typer.Option(
             envvar="EVALOPS_LOCK_TIMEOUT",
             min=0,
+            max=86_400,  # a day; inf and 1e400 are no timeout a driver takes
             help="Seconds a writer waits for another writer's lock before exit 1 "
             "(registry is busy).",
         ),

@@ -327,8 +327,10 @@ def reconcile(
     index: Annotated[
         int | None,
         typer.Option(
+            min=0,
+            max=2**53 - 1,  # a position canonical JSON can record
             help="Position in external_effects, when several requested/unknown effects share "
-            "the key."
+            "the key.",
         ),
     ] = None,
     sign_with: SignWithOption = None,
@@ -380,7 +382,11 @@ def void(
     ] = None,
     batch: Annotated[
         int | None,
-        typer.Option(help="Every live trial of this ingest batch (`trials show` names it)."),
+        typer.Option(
+            min=1,
+            max=2**63 - 1,
+            help="Every live trial of this ingest batch (`trials show` names it).",
+        ),
     ] = None,
     reason: Annotated[
         str, typer.Option(help="Why the trials are a mistake (shown wherever they are left out).")

@@ -172,6 +172,9 @@ class _Log:
             return loads_unique(data)
         except (ValueError, UnicodeDecodeError) as exc:
             raise self._fail(f"{name} in the .eval log is not valid JSON: {exc}", name) from None
+        except RecursionError:
+            # Deeper than the interpreter's stack: no sample of a real log is.
+            raise self._fail(f"{name} in the .eval log is nested too deeply", name) from None
 
     def _eval_samples(
         self, archive: zipfile.ZipFile, names: list[str]

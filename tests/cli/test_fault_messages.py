@@ -84,3 +84,85 @@ def test_a_driver_error_that_is_no_fault_stays_a_bug_of_one_line(
     assert "this is a bug in evalops" in result.stderr
     for word in (SECRET, "INSERT", "sqlalche.me"):
         assert word not in result.stdout + result.stderr
+
+
+def test_an_output_path_that_cannot_be_written_is_named_with_its_cause(
+    demo: Path, cli: Cli, tmp_path: Path
+) -> None:
+    """Paths the environment refuses (a file where a directory is needed, a file that is
+    already there) are exit 2 naming the path and the cause: not internal errors."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x", encoding="utf-8")
+    cases = {
+        ("schema", "export", str(a_file / "schemas")): "Not a directory",
+        ("schema", "export", str(a_file)): "File exists",
+        ("demo", "--dir", str(a_file)): "Not a directory",
+    }
+    for args, cause in cases.items():
+        result = cli(*args, cwd=demo)
+        assert result.code == 2, (args, result.stdout + result.stderr)
+        assert result.stderr.startswith("error: ") and cause in result.stderr, result.stderr
+        assert "internal error" not in result.stderr
+        assert result.stderr.count("\n") == 1
+
+
+def test_a_full_disk_under_an_output_file_is_a_storage_fault() -> None:
+    """ENOSPC about a named file: exit 1 as a full disk under the database is (docs/cli.md,
+    "the storage failed"), the path named; an OSError naming no file stays a bug."""
+    import errno
+
+    from evalops.cli.file_faults import file_fault
+
+    full = file_fault(OSError(errno.ENOSPC, "No space left on device", "/out/x.jsonl"))
+    assert full is not None and full.exit_code == 1
+    assert "/out/x.jsonl" in str(full) and "No space left on device" in str(full)
+    assert file_fault(OSError(errno.ENOSPC, "No space left on device")) is None
+    assert file_fault(ValueError("x")) is None
+
+
+@pytest.mark.parametrize(
+    ("args", "option"),
+    [
+        (("trials", "list", "--limit", "99999999999999999999"), "--limit"),
+        (("gate", "list", "--limit", "99999999999999999999"), "--limit"),
+        (("--lock-timeout", "inf", "gate", "list"), "--lock-timeout"),
+        (("--lock-timeout", "1e400", "gate", "list"), "--lock-timeout"),
+        (("trials", "void", "--batch", "99999999999999999999", "--reason", "x"), "--batch"),
+        (
+            (
+                "trials",
+                "reconcile",
+                "t",
+                "--effect",
+                "k",
+                "--status",
+                "committed",
+                "--evidence",
+                "x",
+                "--index",
+                "9007199254740993",
+            ),
+            "--index",
+        ),  # fmt: skip
+    ],
+)
+def test_a_number_beyond_what_the_store_or_the_driver_takes_is_a_usage_error(
+    demo: Path, cli: Cli, args: tuple[str, ...], option: str
+) -> None:
+    """Integers beyond a database's 64 bits (or canonical JSON's 2^53) and timeouts of
+    infinity overflowed inside the driver: exit 2 naming the option, nothing recorded."""
+    before = (
+        sqlite3.connect(demo / ".evalops" / "registry.db")
+        .execute("SELECT count(*) FROM audit_event")
+        .fetchone()
+    )
+    result = cli(*args, cwd=demo)
+    assert result.code == 2, result.stdout + result.stderr
+    assert f"Invalid value for '{option}'" in result.stderr
+    assert "internal error" not in result.stderr
+    after = (
+        sqlite3.connect(demo / ".evalops" / "registry.db")
+        .execute("SELECT count(*) FROM audit_event")
+        .fetchone()
+    )
+    assert after == before

@@ -754,3 +754,30 @@ def test_every_place_a_map_is_wrong_is_named_in_one_run(
     assert [(e["line"], e["field"]) for e in error["errors"]] == expected, error
     assert all(e["file"] == bad for e in error["errors"])
     assert "did you mean 'support-refund-in-order'" in error["errors"][0]["message"]
+
+
+def test_a_sample_nested_deeper_than_the_interpreter_reads_is_named_not_a_crash(
+    logs: dict[str, Path], ws: Path, cli: Cli
+) -> None:
+    """A sample member of a `.eval` whose JSON nests 100,000 levels deep: exit 2 naming the
+    file and the member (as a corrupt sample is), not an internal error; nothing stored."""
+    import zipfile
+
+    import inspect_ai.log  # noqa: F401  (teaches zipfile Inspect's zstd)
+
+    deep = ws / "deep.eval"
+    with zipfile.ZipFile(logs["eval"]) as source, zipfile.ZipFile(deep, "w") as target:
+        names = source.namelist()
+        victim = next(n for n in names if n.startswith("samples/"))
+        for name in names:
+            data = source.read(name)
+            if name == victim:
+                data = data.rstrip()[:-1] + b', "zz": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+            target.writestr(name, data)
+    before = cli("trials", "list", "--json", cwd=ws).stdout
+    for extra in ([], ["--dry-run"]):
+        result = cli("trials", "import", "inspect", str(deep), "--map", MAP, *extra, cwd=ws)
+        assert result.code == 2, result.stdout + result.stderr
+        assert f"{victim} in the .eval log is nested too deeply" in result.stderr
+        assert "internal error" not in result.stderr
+    assert cli("trials", "list", "--json", cwd=ws).stdout == before
