@@ -143,7 +143,7 @@ def test_a_full_disk_under_an_output_file_is_a_storage_fault() -> None:
                 "9007199254740993",
             ),
             "--index",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_a_number_beyond_what_the_store_or_the_driver_takes_is_a_usage_error(
