@@ -149,6 +149,13 @@ def iter_object(
     """
     buf = _Buffer(stream)
     yield from _members(buf, arrays, objects, inner_arrays)
+    buf.skip_ws()
+    if buf.pos < len(buf.text):
+        # A second document (two logs concatenated) would otherwise be dropped unseen.
+        raise JsonStreamError(
+            "content follows the end of the JSON document (two documents in one file?)",
+            buf.offset,
+        )
 
 
 def _members(

@@ -265,6 +265,18 @@ def test_truncated_results_are_refused(ws: Path, cli: Cli) -> None:
     assert error["file"] == str(cut_lines) and error["line"] is not None
 
 
+def test_two_results_documents_in_one_file_are_refused_not_half_imported(
+    ws: Path, cli: Cli
+) -> None:
+    """`cat a.json b.json > two.json`: the first document alone was imported, the second
+    dropped without a word. Refused (exit 2, the file named), nothing stored."""
+    two = ws / "two.json"
+    two.write_bytes(RESULTS.read_bytes() + RESULTS.read_bytes())
+    error = refused(cli, ws, str(two), "--map", MAP)
+    assert error["file"] == str(two)
+    assert "content follows the end of the JSON document" in error["message"]
+
+
 def test_an_unsupported_results_version_is_refused(ws: Path, cli: Cli) -> None:
     doc = document()
     doc["results"]["version"] = 2

@@ -74,6 +74,26 @@ def test_every_truncation_is_an_error(doc: dict[str, Any], chunk: int) -> None:
             read(text[:cut], chunk)
 
 
+@given(
+    documents,
+    st.sampled_from(["{}", "x", "[1]", '"s"', "0", "}"]),
+    st.sampled_from([1, 5, 1 << 20]),
+)
+@settings(max_examples=100, deadline=None)
+def test_anything_after_the_document_is_an_error(
+    doc: dict[str, Any], after: str, chunk: int
+) -> None:
+    """Two logs concatenated, or a stray byte: json.loads refuses them ("Extra data"), and
+    so does the stream, rather than stopping at the first document's end. Whitespace after
+    the document is no content."""
+    text = json.dumps(doc)
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(text + "\n" + after)
+    with pytest.raises(JsonStreamError, match="content follows the end of the JSON document"):
+        read(text + "\n" + after, chunk)
+    assert same(read(text + " \n\t\r\n", chunk), json.loads(text))
+
+
 def test_array_elements_are_yielded_one_at_a_time() -> None:
     text = json.dumps({"eval": {"task": "t"}, "samples": [{"id": i} for i in range(5)], "after": 1})
     with mock.patch.object(json_stream, "CHUNK", 4):
