@@ -759,6 +759,35 @@ def test_a_review_by_another_reviewer_still_counts_under_the_rule(any_engine: Wo
     assert w.run("verify").code == 0
 
 
+def test_a_review_of_a_trial_ingested_again_is_judged_against_its_own_ingest(
+    any_engine: World,
+) -> None:
+    """bob signed the ingest of review-me; dave voided it; alice ingested corrected content
+    under the same id, and bob reviewed that trial. The review is of alice's ingest, so
+    no_self_review does not bar it: `review resolve` accepts it, the gate counts it, and
+    `verify` agrees (the voided row bob ingested is not the trial reviewed)."""
+    w = any_engine
+    assert w.run("trials", "ingest", str(_review_me(w, "review-me", 10)),
+                 "--sign-with", str(w.keys["bob"])).code == 0  # fmt: skip
+    voided = w.run("trials", "void", "review-me", "--reason", "wrong harness",
+                   "--sign-with", str(w.keys["dave"]))  # fmt: skip
+    assert voided.code == 0, voided.stdout + voided.stderr
+    again = w.run("trials", "ingest", str(_review_me(w, "review-me", 11)),
+                  "--sign-with", str(w.keys["alice"]))  # fmt: skip
+    assert again.code == 0, again.stdout + again.stderr
+    unreviewed = _task_entry(_gate(w))
+    done = w.run(
+        "review", "resolve", "review-me", "--grader", "reply-quality", "--state", "task_pass",
+        "--reason", "read it", "--sign-with", str(w.keys["bob"]),
+    )  # fmt: skip
+    assert done.code == 0, done.stdout + done.stderr
+    reviewed = _task_entry(_gate(w))
+    assert reviewed != unreviewed  # counted as human evidence
+    assert reviewed["passedCount"] == unreviewed["passedCount"] + 1
+    checked = w.run("verify")
+    assert checked.code == 0, checked.stdout + checked.stderr
+
+
 # ------------------------------------------------- reconciliation: a risk owner's signed act
 
 

@@ -324,6 +324,17 @@ def self_waivers_of(
     return out
 
 
+def reviewed_row(review: str) -> str:
+    """SQL joining trial `t` to the row review `review` (an alias of review_result) was made
+    for: the newest row of its trial id stored before the review. A voided trial's id may
+    be ingested again with new content, by someone else; a review is of the live trial of
+    its time (`review resolve` refuses a voided one), never of the voided row before it."""
+    return (
+        f"t.trial_id = {review}.trial_id AND t.audit_seq = (SELECT max(p.audit_seq) FROM "
+        f"trial p WHERE p.trial_id = {review}.trial_id AND p.audit_seq < {review}.audit_seq)"
+    )
+
+
 def self_review_sql(cutoff: int | None) -> str:
     """Each signed review with the signers of the reviewed trial's ingest or import (both
     loaders read it; `:cutoff` is bound when given): review_seq, review_signers,
@@ -333,7 +344,7 @@ def self_review_sql(cutoff: int | None) -> str:
         "SELECT r.audit_seq AS review_seq, rs.signers AS review_signers, "
         "i.signers AS ingest_signers FROM review_result r "
         "JOIN signed_act rs ON rs.audit_seq = r.audit_seq AND rs.kind = 'review.resolve' "
-        "JOIN trial t ON t.trial_id = r.trial_id "
+        f"JOIN trial t ON {reviewed_row('r')} "
         "JOIN signed_act i ON i.audit_seq = t.audit_seq "
         "AND i.kind IN ('trials.ingest', 'trials.import')" + where
     )

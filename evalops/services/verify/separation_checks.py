@@ -22,6 +22,7 @@ from evalops.domain.separation import (
     self_waiver,
     shared_signers,
 )
+from evalops.services.gate.input_parts import reviewed_row
 from evalops.services.reads.authority import authority_at
 from evalops.store.reader import Reader, timestamp
 
@@ -133,7 +134,7 @@ def separation_problem(reader: Reader) -> str | None:  # noqa: PLR0912  (three r
     for r in reader.rows(
         "SELECT a.audit_seq, a.signers, t.audit_seq AS trial_seq, t.trial_id "
         'FROM "signed_act" a JOIN "review_result" v ON v.audit_seq = a.audit_seq '
-        'JOIN "trial" t ON t.trial_id = v.trial_id '
+        f'JOIN "trial" t ON {reviewed_row("v")} '
         "WHERE a.kind = 'review.resolve' ORDER BY a.audit_seq"
     ):
         seq = int(r["audit_seq"])
