@@ -55,8 +55,31 @@ def _reason(exc: BaseException, url: str) -> str:
     except Exception:
         password = None
     if password:
-        first = first.replace(str(password), "***")
+        first = masked_password(first, str(password))
     return first[:300]
+
+
+# Where a driver's text can hold a password: a URL's `user:PASSWORD@` and a connection
+# string's `password=PASSWORD` (any key ending in password, any case).
+_AS_A_VALUE = r"(?:(?<=:){pw}(?=@)|(?i:(?<=password=)){pw}(?=[\s&'\"]|$))"
+_ANYWHERE = 8
+"""From this length on a password is masked wherever it appears: a shorter one (`1`,
+`ion`) would be found inside the driver's words, and masking it there garbles the cause
+and tells which letters the password holds."""
+
+
+def masked_password(text: str, password: str) -> str:
+    """`text` with `password` (and its URL-quoted form) shown as `***` wherever it stands
+    as a value; anywhere at all when it is long enough not to be part of a word."""
+    import re
+    from urllib.parse import quote
+
+    for form in dict.fromkeys((password, quote(password, safe=""))):
+        if len(form) >= _ANYWHERE:
+            text = text.replace(form, "***")
+        else:
+            text = re.sub(_AS_A_VALUE.format(pw=re.escape(form)), "***", text)
+    return text
 
 
 def engine_for(url: str, *, lock_timeout: float = DEFAULT_LOCK_TIMEOUT) -> Engine:

@@ -511,3 +511,19 @@ def test_a_group_without_a_command_prints_its_help(synced: Path, cli: Cli, args:
     assert said.startswith(f"Usage: evalops{''.join(' ' + a for a in args)} [OPTIONS]"), said
     assert "\\n" not in said and "error:" not in said
     assert len(said.splitlines()) > 5
+
+
+@pytest.mark.parametrize("password", ["ion", "1", "ostg", "on"])
+def test_a_short_password_is_masked_as_itself_not_inside_the_driver_s_words(
+    tmp_path: Path, cli: Cli, password: str
+) -> None:
+    """The cause stays readable ("connection to server at "127.0.0.1", port 1 failed:
+    Connection refused") and no `***` inside a word tells which letters the password has;
+    the password itself, in the URL, is still masked."""
+    url = f"postgresql+psycopg://bob:{password}@127.0.0.1:1/x"
+    result = cli("--db", url, "gate", "list", cwd=tmp_path)
+    assert result.code == 2, result.stdout + result.stderr
+    assert "bob:***@127.0.0.1:1/x" in result.stderr
+    assert f"bob:{password}@" not in result.stderr
+    assert 'connection to server at "127.0.0.1", port 1 failed' in result.stderr
+    assert result.stderr.count("***") == 1, result.stderr
