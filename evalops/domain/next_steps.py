@@ -17,12 +17,12 @@ the user knows is one of `PLACEHOLDERS`, which the command refuses as a literal 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from evalops.domain.humanize import plural
+from evalops.domain.visible import shell_word
 
 _TRIAL = re.compile(r"^\w+ in (?P<trial>\S+)$")
 FAILING = ("agent_error", "runtime_error", "task_fail")
@@ -66,7 +66,7 @@ def _trial_of(reason: str) -> str | None:
 
 
 def _q(value: str) -> str:
-    return shlex.quote(value)
+    return shell_word(value)
 
 
 def effect_trials(decision: Mapping[str, Any]) -> list[str]:

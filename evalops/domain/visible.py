@@ -53,3 +53,16 @@ def escape_invisible(text: str, spell: Callable[[str], str] = unicode_escape) ->
         return spell(char) if is_invisible(char) else char
 
     return _CANDIDATE.sub(replace, text)
+
+
+def shell_word(value: str) -> str:
+    """`value` as one shell word that pastes back as exactly `value` once shown: POSIX
+    quoting (`shlex.quote`), or bash's `$'...'` with every invisible character spelled as
+    its escape when it holds one (shown raw it would be escaped into text that reads back
+    as a backslash and letters, naming another value)."""
+    import shlex
+
+    if not any(is_invisible(c) for c in _CANDIDATE.findall(value)):
+        return shlex.quote(value)
+    body = value.replace("\\", "\\\\").replace("'", "\\'")
+    return "$'" + escape_invisible(body) + "'"

@@ -10,6 +10,8 @@ an authority, whose signers must be risk owners of the suite.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -230,6 +232,11 @@ def test_a_rerun_is_never_left_without_its_parent(demo: Path, cli: Cli) -> None:
     assert _ingest(cli, demo, [], "rerun.jsonl", rerun).code == 0
     alone = cli("trials", "void", TRIALS[0], "--reason", "wrong build", cwd=demo)
     assert alone.code == 2 and "void them together" in _said(alone)
+    # The suggested command, pasted unfilled, stores nothing: its placeholder is refused.
+    suggested = re.search(r"`evalops (trials void [^`]*)`", _said(alone))
+    assert suggested is not None and suggested.group(1).endswith("--reason REASON")
+    pasted = cli(*shlex.split(suggested.group(1)), cwd=demo)
+    assert pasted.code == 2 and "--reason REASON is the placeholder" in _said(pasted)
     together = cli("trials", "void", TRIALS[0], "rerun-of-0", "--reason", "wrong build", cwd=demo)
     assert together.code == 0, _said(together)
 

@@ -37,6 +37,7 @@ from evalops.services.authority.acts import (
 )
 from evalops.services.gate.input_parts import GateRequest
 from evalops.services.gate.inputs import build_inputs, request_for
+from evalops.services.placeholders import refuse_placeholder
 from evalops.services.registry.definitions import Definitions, rederive
 from evalops.store import queries
 from evalops.store.audit import append_event, next_seq
@@ -133,7 +134,7 @@ def _orphans(session: Session, chosen: list[Trial]) -> None:
         raise InputError(
             f"{names} re-run{'s' if len(kids) == 1 else ''} a trial of this void and would be "
             f"left without its parent: void them together (`evalops trials void "
-            f"{' '.join(sorted(ids))} {names} --reason ...`)"
+            f"{' '.join(sorted(ids))} {names} --reason REASON`)"
         )
 
 
@@ -184,6 +185,7 @@ def _body(chosen: list[Trial], hard: list[Trial], reason: str, batch: int | None
 def _check_reason(reason: str) -> None:
     if not reason:
         raise InputError("a void needs a reason: give --reason TEXT", field="--reason")
+    refuse_placeholder("--reason", reason, "why the trials are a mistake")
     if not has_visible_text(reason):
         raise InputError("a void needs a reason with a visible character", field="--reason")
     if len(reason) > MAX_FREE_TEXT_CHARS:
