@@ -62,6 +62,8 @@ class Revocation(TypedDict):
     revoked_at: str
     reason: str
     actor: str
+    after_decision: bool
+    """Recorded after the decision: shown, but the decision did not see it."""
 
 
 class WaiverRowFacts(TypedDict):

@@ -238,6 +238,33 @@ def test_a_waived_pass_says_which_failure_was_waived_by_whom_until_when(
     assert "passed only by waiver" in body and "Waived by WVR-1" in body
 
 
+def test_a_revocation_after_the_decision_is_shown_as_later_not_as_part_of_it(
+    demo: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """WVR-1 let GATE-3 pass; it is revoked afterwards. The audit report of GATE-3 still
+    shows the revocation (dated) beside the applied waiver, and says it came after the
+    decision, in every format; a revocation the decision saw carries no such mark."""
+    monkeypatch.setenv("EVALOPS_NOW", "2026-11-30T12:05:00Z")
+    done = cli("waiver", "revoke", "WVR-1", "--reason", "fix slipped", cwd=demo)
+    assert done.code == 0, done.stdout + done.stderr
+    later = "later, after this decision (which did not see it)"
+    md = render(cli, demo, "report", "audit", "--gate", "GATE-3", "--format", "md")
+    [row] = [line for line in md.splitlines() if "`WVR-1`" in line and "applied" in line]
+    assert f"revoked {later}, 2026-11-30T12:05:00" in row and "fix slipped" in row
+    html = render(cli, demo, "report", "audit", "--gate", "GATE-3", "--format", "html")
+    assert later in "".join(strict_html(html).find(".//body").itertext())
+    data = json.loads(render(cli, demo, "report", "audit", "--gate", "GATE-3", "--format", "json"))
+    [waiver] = [w for w in data["waivers"]["applied"] if w["waiver_id"] == "WVR-1"]
+    assert waiver["revocation"]["after_decision"] is True
+    # A decision made after the revocation saw it: no "later" there.
+    checked = cli("gate", "check", "--build", "build-125", "--suite", "regression/core",
+                  "--json", cwd=demo)  # fmt: skip
+    gate_id = checked.json()["gate_id"]
+    after = json.loads(render(cli, demo, "report", "audit", "--gate", gate_id, "--format", "json"))
+    [seen] = [w for w in after["waivers"]["revoked"] if w["waiver_id"] == "WVR-1"]
+    assert seen["revocation"]["after_decision"] is False
+
+
 def test_a_clean_pass_says_so(demo: Path, cli: Cli) -> None:
     """Revoking the waiver makes build-125 hold; the waived decision GATE-3 still says what
     it was. A decision with no failure at all is the only one that says 'complete'."""

@@ -239,7 +239,7 @@ def resolve(
         "tasks": _task_facts(session, defs, tasks, inputs["execution_digest"]),
         # Read as the report lists them (`assemble`), a chunk at a time.
         "trial_facts": _StoredTrials(session, defs, inputs, upto),
-        "waivers": _waiver_facts(session, result.get("waivers") or {}),
+        "waivers": _waiver_facts(session, result.get("waivers") or {}, upto),
         "voids": decision_void_entries(
             ConnectionReader(session.connection()),
             str(inputs["execution_digest"]),
@@ -842,7 +842,11 @@ def _refused_by_policy(session: Session, entry: Mapping[str, Any]) -> dict[str, 
     }
 
 
-def _waiver_facts(session: Session, accounting: Mapping[str, Any]) -> dict[str, Any]:
+def _waiver_facts(
+    session: Session, accounting: Mapping[str, Any], upto: int
+) -> dict[str, Any]:
+    """Each waiver the decision names, with its row's facts; a revocation recorded after
+    audit seq `upto` (the decision) is shown, marked as later: the decision did not see it."""
     from evalops.services.authority.acts import signers_of
 
     ids = [
@@ -875,6 +879,7 @@ def _waiver_facts(session: Session, accounting: Mapping[str, Any]) -> dict[str, 
                     "revoked_at": format_timestamp(revocation.revoked_at),
                     "reason": revocation.reason,
                     "actor": revocation.actor,
+                    "after_decision": revocation.audit_seq > upto,
                 }
                 if revocation
                 else None
