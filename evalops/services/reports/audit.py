@@ -842,9 +842,7 @@ def _refused_by_policy(session: Session, entry: Mapping[str, Any]) -> dict[str, 
     }
 
 
-def _waiver_facts(
-    session: Session, accounting: Mapping[str, Any], upto: int
-) -> dict[str, Any]:
+def _waiver_facts(session: Session, accounting: Mapping[str, Any], upto: int) -> dict[str, Any]:
     """Each waiver the decision names, with its row's facts; a revocation recorded after
     audit seq `upto` (the decision) is shown, marked as later: the decision did not see it."""
     from evalops.services.authority.acts import signers_of
