@@ -1265,3 +1265,32 @@ def test_verify_of_a_repository_git_refuses_still_verifies_the_chain(
     said = done.stdout + done.stderr
     assert "syncs not re-checked: git refuses to read this repository" in said, said
     assert "safe.directory" in said
+
+
+def test_verify_with_a_registry_directory_that_does_not_exist_says_so(
+    demo: Path, cli: Cli, tmp_path: Path
+) -> None:
+    """A mistyped --registry is no "not in a git repository" (which sends people to `git
+    init`): the chain is verified and the skip names the missing directory."""
+    missing = tmp_path / "no-such-registry"
+    done = cli("--registry", str(missing), "verify", cwd=demo)
+    assert done.code == 0, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert f"registry directory {missing} does not exist" in said
+    assert "not in a git repository" not in said
+
+
+def test_a_sync_from_a_directory_outside_git_says_so(demo: Path, cli: Cli, tmp_path: Path) -> None:
+    """A copy of the registry outside any repository, synced with --allow-dirty: nothing in
+    force changes, and the summary says where it read from (not "a detached HEAD", which
+    it has none of) without a `--definitions REV` that names no commit."""
+    import shutil
+
+    copy = tmp_path / "outside" / "registry"
+    shutil.copytree(demo / "registry", copy)
+    done = cli("--registry", str(copy), "sync", "--allow-dirty", cwd=demo)
+    assert done.code == 0, done.stdout + done.stderr
+    said = done.stdout + done.stderr
+    assert "from a directory outside git (no branch, no commit)" in said
+    assert "detached HEAD" not in said and "--definitions REV" not in said
+    assert "in force unchanged" in said

@@ -244,7 +244,12 @@ def off_line_summary(
     count: int, here: Line, line: Line, provenance: GitProvenance, root: Path
 ) -> str:
     """The first line of a sync off the tracked line: nothing in force changed."""
-    where = f"from {here.branch}" if here.branch else "from a detached HEAD"
+    if here.branch:
+        where = f"from {here.branch}"
+    elif not provenance.is_git:
+        where = "from a directory outside git (no branch, no commit)"
+    else:
+        where = "from a detached HEAD"
     if here.path != line.path:
         where += f" at {here.path.rstrip('/')}/"
     commit = provenance.commit
@@ -253,6 +258,8 @@ def off_line_summary(
     hint = (
         f"; to see how it decides: evalops gate check --dry-run --definitions {rev} "
         "--build BUILD --suite SUITE"
+        if provenance.is_git
+        else "; commit it on the tracked branch to put it in force"
     )
     if here.branch is None and line.branch is not None and _on_branch(provenance, line.branch):
         hint += f" (this detached HEAD is on {line.branch}: sync with --track {line.branch})"

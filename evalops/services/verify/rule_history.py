@@ -150,6 +150,11 @@ def check_rule_history(reader: Reader, root: Path) -> RuleHistory:
     except RepositoryRefused as refused:
         # Git will not read it (another user's checkout): the chain was still verified.
         return RuleHistory(skipped=f"syncs not re-checked: {refused.message}")
+    if top is None and not root.exists():
+        return RuleHistory(
+            skipped=f"registry directory {root} does not exist (give --registry DIR): syncs "
+            "not re-checked"
+        )
     if top is None:
         return RuleHistory(skipped=f"{root} is not in a git repository: syncs not re-checked")
     report = RuleHistory()
