@@ -602,6 +602,15 @@ def test_the_site_page_of_an_estimation_suite_charts_its_estimates(ws: Path, cli
     assert 'class="panel-chart"' not in page
     assert "No build of this suite has a gate decision yet" in page
     assert "measured by its estimates" in page
+    # This registry's graders are all deterministic: no calibration is owed, and the index
+    # does not claim model graders it does not have are calibrated.
+    index = (ws / "site" / "index.html").read_text(encoding="utf-8")
+    assert "No grader in force or pinned is a model grader" in index
+    assert "is validly calibrated" not in index
+    # The index's latest estimate links to its row, and each row is its own anchor.
+    assert f'href="suites/estimation_2feu.html#{second["estimate_id"]}"' in index
+    for doc in (first, second):
+        assert f'<tr id="{doc["estimate_id"]}">' in page
 
 
 @pytest.mark.parametrize(

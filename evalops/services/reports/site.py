@@ -764,6 +764,7 @@ def index_page(
             for c in lookups.calibrations
         ],
         "calibration_problems": [dict(s) for s in lookups.status if s["state"] != "valid"],
+        "model_grader_configs": len(lookups.status),
         "tasks": list(lookups.tasks),
         # Hard-failure voids first: what a reviewer of the record must look at.
         "voids": list(lookups.voids),
