@@ -232,7 +232,7 @@ def test_the_index_names_an_estimation_suite_s_latest_estimate(
         if "estimation/eu-sessions" in line and "data-label=\"latest decision\"" in line
     )  # fmt: skip
     assert "no gate decision (an estimation suite): latest estimate" in row
-    assert f'.html"><span class="id">{estimate_id}</span></a>' in row
+    assert f'.html#{estimate_id}"><span class="id">{estimate_id}</span></a>' in row
     assert f"{build}</span>, pass {rate['rate']:.2f} [{rate['low']:.2f}, {rate['high']:.2f}]" in row
 
 
