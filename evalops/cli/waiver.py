@@ -123,6 +123,16 @@ def waiver_grant(
                     f"granted {data['waiver_id']}: {data['task_id']} on {data['build']} for "
                     f"{', '.join(data['states'])} until {data['expires_at']}",
                     _signed_line(data["signers"]),
+                    *(
+                        [
+                            f"note: {', '.join(data['overlaps'])} already "
+                            f"cover{'s' if len(data['overlaps']) == 1 else ''} this task on "
+                            f"{data['build']} for one of these states; both are recorded "
+                            "(`evalops waiver revoke` the one no longer meant)"
+                        ]
+                        if data.get("overlaps")
+                        else []
+                    ),
                 ]
             ),
         )

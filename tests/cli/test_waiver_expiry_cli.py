@@ -117,3 +117,28 @@ def test_an_expired_waiver_is_listed_as_expired(
 
     line = next(ln for ln in shown.splitlines() if ln.startswith(granted["waiver_id"] + " "))
     assert "[expired]" in line
+
+
+def test_a_second_waiver_over_a_valid_one_is_granted_and_said(demo: Path, cli: Cli) -> None:
+    """WVR-1 (the demo's) covers task_fail of TASK on build-125 until 2026-12-14: a second
+    grant of an overlapping state is recorded, and says which waiver already covers it; a
+    state WVR-1 does not cover, or a grant after its revocation, overlaps nothing."""
+    again = grant(cli, demo, "7d")
+    assert again.code == 0, again.stdout + again.stderr
+    assert again.json()["overlaps"] == ["WVR-1"]
+    text = cli(
+        "waiver", "grant", "--task", TASK, "--suite", "regression/core", "--states",
+        "task_fail", "--build", "build-125", "--owner", "lead@example.com", "--reason",
+        "a third time", "--expires", "7d", cwd=demo,
+    )  # fmt: skip
+    assert "note: WVR-1, WVR-2 already cover this task on build-125" in text.stdout
+    other = cli(
+        "waiver", "grant", "--task", TASK, "--suite", "regression/core", "--states",
+        "agent_error", "--build", "build-125", "--owner", "lead@example.com", "--reason",
+        "another state", "--expires", "7d", "--json", cwd=demo,
+    )  # fmt: skip
+    assert other.code == 0 and other.json()["overlaps"] == []
+    for waiver_id in ("WVR-1", "WVR-2", "WVR-3"):
+        done = cli("waiver", "revoke", waiver_id, "--reason", "superseded", cwd=demo)
+        assert done.code == 0, done.stdout + done.stderr
+    assert grant(cli, demo, "7d").json()["overlaps"] == []

@@ -195,7 +195,27 @@ def grant(
             },
             rows=[row] if act_row is None else [row, act_row],
         )
-        return True, waiver_view(session, row, now)
+        return True, {**waiver_view(session, row, now), "overlaps": _overlapping(session, row, now)}
+
+
+def _overlapping(session: Session, new: Waiver, now: datetime) -> list[str]:
+    """Waivers already valid now for the same task, suite and build that cover one of the
+    new waiver's states: granting again is allowed (a longer expiry, another owner), but
+    said, so that a second grant is never made unawares."""
+    states = set(json.loads(new.states))
+    out = []
+    for w in session.exec(
+        select(Waiver).where(
+            Waiver.task_id == new.task_id,
+            Waiver.suite_id == new.suite_id,
+            Waiver.build == new.build,
+            Waiver.id != new.id,
+        )
+    ):
+        view = waiver_view(session, w, now)
+        if view["status"] == "valid" and states & set(view["states"]):
+            out.append(w.waiver_id)
+    return out
 
 
 def revoke(
