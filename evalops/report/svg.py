@@ -179,6 +179,10 @@ def build_key(builds: Sequence[Mapping[str, Any]]) -> str:
 PANEL_LEFT, PANEL_SLOT, PANEL_PLOT_H = 44, 30, 64
 
 
+MIN_BAR_H = 3
+"""The height (px) of a bar whose value is 0, so its colour, the task's state, is seen."""
+
+
 def panel(
     task_id: Any, points: Sequence[Mapping[str, Any]], n_builds: int, title: str = "pass^k"
 ) -> str:
@@ -220,7 +224,8 @@ def panel(
                 f'<text x="{mid:g}" y="{base - 3}" class="note" text-anchor="middle">–</text>'
             )
             continue
-        h = round(PANEL_PLOT_H * float(value), 1)
+        # A pass^k of 0 still shows its state's colour: a bar of the least visible height.
+        h = max(round(PANEL_PLOT_H * float(value), 1), MIN_BAR_H)
         body.append(
             f'<rect x="{x + 4:g}" y="{base - h:g}" width="{PANEL_SLOT - 8}" height="{h:g}" '
             f'class="{kind_of_class(str(p.get("state")))}">'

@@ -145,3 +145,48 @@ def test_every_interval_label_is_drawn_whole_inside_its_chart() -> None:
         ]
         left = float(text.get("x", 0)) - shift
         assert left >= 0 and left + extent <= width, (text.text, left, extent, width)
+
+
+def test_a_pass_hat_k_of_zero_still_shows_its_state_s_colour() -> None:
+    """A task that failed every time in a build has pass^k 0: its bar is drawn at a few
+    pixels, in its state's colour class, so "failed" and "evidence missing" stay told apart
+    where a bar of no height showed neither; its value still reads 0.00."""
+    series = [
+        {
+            "task_id": "t",
+            "points": [
+                {"build": "build-124", "passHatK": 0.0, "state": "task_fail"},
+                {"build": "build-125", "passHatK": 0.0, "state": "missing_required_evidence"},
+            ],
+        }
+    ]
+    chart = _html(str(small_multiples("sm", series, BUILDS)))
+    rects = list(chart.iter(f"{SVG}rect"))
+    assert [r.get("class") for r in rects] == ["k-fail", "k-hold"]
+    assert all(float(r.get("height") or 0) >= 3 for r in rects)
+    assert _texts(chart).count("0.00") == 2
+
+
+def test_the_failed_and_evidence_missing_colours_are_apart() -> None:
+    """The two colours a reader must tell apart on a chart differ in hue by more than a
+    shade: WCAG's contrast of each on white is at least 4.5, and their hues are at least
+    60 degrees apart (the brown and ochre of before were 10 degrees apart)."""
+    import colorsys
+    import re
+    from pathlib import Path
+
+    css = (Path(__file__).parents[2] / "templates" / "report.css").read_text(encoding="utf-8")
+    colours = dict(re.findall(r"--(fail|hold):#([0-9a-f]{6})", css))
+
+    def rgb(hex_: str) -> tuple[float, float, float]:
+        return tuple(int(hex_[i : i + 2], 16) / 255 for i in (0, 2, 4))  # type: ignore[return-value]
+
+    def luminance(c: tuple[float, float, float]) -> float:
+        lin = [x / 12.92 if x <= 0.04045 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    for name in ("fail", "hold"):
+        assert 1.05 / (luminance(rgb(colours[name])) + 0.05) >= 4.5, name
+    hues = [colorsys.rgb_to_hsv(*rgb(colours[n]))[0] * 360 for n in ("fail", "hold")]
+    apart = abs(hues[0] - hues[1])
+    assert min(apart, 360 - apart) >= 60, hues
