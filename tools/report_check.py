@@ -503,6 +503,18 @@ def _generated_pages(out: Path, tasks: int) -> tuple[Path, list[tuple[Path, str,
     return ws, pages
 
 
+def _unique_stem(stem: str, page: Path, root: Path, used: set[str]) -> str:
+    """`stem`, or the page's path under its group named in full when another page already
+    used it (two sites each have an index.html): one page's screenshots never overwrite
+    another's."""
+    if stem in used:
+        stem = str(page.relative_to(root.parent).with_suffix("")).replace("/", "_")
+    while stem in used:
+        stem += "_"
+    used.add(stem)
+    return stem
+
+
 def check(out: Path, binary: str, tasks: int, only: list[Path] | None = None) -> int:
     out = out.resolve()
     if out.exists():
@@ -522,9 +534,11 @@ def check(out: Path, binary: str, tasks: int, only: list[Path] | None = None) ->
         # decision page): hundreds of pages are checked alike, a picture of each is noise.
         groups.append((big, more, False))
     checked = 0
+    stems: set[str] = set()
     with Browser(binary) as browser:
         for root, group, every_file in groups:
-            for n, (page, stem, must_show) in enumerate(group):
+            for n, (page, named, must_show) in enumerate(group):
+                stem = _unique_stem(named, page, root, stems)
                 result = inspect_page(browser, page, out, stem, files=every_file or n < 2)
                 checked += 1
                 missing = [s for s in must_show if s not in result.text]

@@ -203,3 +203,28 @@ def test_demo_part_two_signs_under_an_authority(demo: Path, cli: Cli) -> None:
     assert cli("verify", cwd=signed).code == 0
     # Part one's registry has no authority: its acts stay unsigned.
     assert cli("waiver", "list", "--all", "--json", cwd=demo).json()[0]["signers"] == []
+
+
+def test_report_check_names_each_page_s_screenshots_apart(tmp_path: Path) -> None:
+    """Two sites each have an index.html and an audit-GATE-3.html: the second page of a
+    name gets its path as its name, so no page's screenshots overwrite another's."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "report_check", REPO_ROOT / "tools" / "report_check.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    used: set[str] = set()
+    demo, big = tmp_path / "demo", tmp_path / "big"
+    names = [
+        module._unique_stem("index", demo / "site" / "index.html", demo, used),
+        module._unique_stem("index", big / "site" / "index.html", big, used),
+        module._unique_stem("index", big / "site" / "index.html", big, used),
+    ]
+    assert names == ["index", "big_site_index", "big_site_index_"]

@@ -1067,8 +1067,12 @@ def test_a_dry_run_under_a_commits_definitions_registers_nothing(any_repo: Repo)
     assert head in text and "not in force" in text
     human = repo.run(*args, "--definitions", head[:12])
     assert human.stdout.splitlines()[0] == (
-        f"dry run under the definitions of commit {head[:12]} ({head[:12]}), not in force: "
-        "nothing registered"
+        f"dry run under the definitions of commit {head[:12]}, not in force: nothing registered"
+    )
+    # A name (HEAD, a branch) is said beside the commit it resolved to.
+    named = repo.run(*args, "--definitions", "HEAD")
+    assert named.stdout.splitlines()[0].startswith(
+        f"dry run under the definitions of commit {head[:12]} (HEAD), not in force"
     )
     # Nothing registered, nothing in force changed, nothing audited.
     assert repo.sql(count) == before

@@ -45,8 +45,10 @@ class DefinitionsAt:
         }
 
     def describe(self) -> str:
+        # The revision as given, when it is a name (HEAD, a branch) and not the commit itself.
+        named = "" if self.git_commit.startswith(self.revision) else f" ({self.revision})"
         return (
-            f"under the definitions of commit {self.git_commit[:12]} ({self.revision}), "
+            f"under the definitions of commit {self.git_commit[:12]}{named}, "
             "not in force: nothing registered"
         )
 
