@@ -29,7 +29,8 @@ interval. 3: a frame's size is checked against the stratum's members, not only t
 trials; a stratum is a census only when its size, members and paired tasks agree, and a
 difference is exact only when every stratum is one; trials of the build that do not count
 for a member's pins (another task revision, grader-set version or profile version) are
-named. Estimates stored under 1 and 2 replay under their own rules."""
+named, and so are members whose labels in force differ from those they were promoted with.
+Estimates stored under 1 and 2 replay under their own rules."""
 
 
 def observations(
@@ -124,6 +125,29 @@ def _not_counted(tasks: Sequence[Mapping[str, Any]], build: str, label: str = ""
     return out
 
 
+def _relabelled(tasks: Sequence[Mapping[str, Any]], by: str, suite_id: str) -> list[str]:
+    """Members whose file in force now names another stratum or sampling time than the
+    one they were promoted with: counted as promoted (the labels a promotion recorded,
+    signed by a risk owner under an authority), and said, with how to count the new ones."""
+    out = []
+    for t in tasks:
+        now = t.get("in_force_labels")
+        if not now:
+            continue
+        changes = []
+        if now["stratum"] != t["stratum"]:
+            changes.append(f"{by}={now['stratum']} (promoted as {t['stratum']})")
+        if now["sampled_at"] != t["sampled_at"]:
+            changes.append(f"sampled_at {now['sampled_at']} (promoted as {t['sampled_at']})")
+        if changes:
+            out.append(
+                f"{t['task_id']}: its file in force says {' and '.join(changes)}: counted as "
+                f"promoted until `evalops promote {t['task_id']} --to {suite_id}` records the "
+                "new labels"
+            )
+    return out
+
+
 def _unlisted(
     tasks: Sequence[Mapping[str, Any]], build: str, weights: Mapping[str, Any]
 ) -> list[str]:
@@ -204,6 +228,7 @@ def evaluate_estimate(inputs: Mapping[str, Any]) -> dict[str, Any]:
         unavailable += _voided(tasks, request["build"])
     if version >= 3:
         unavailable += _not_counted(tasks, request["build"])
+        unavailable += _relabelled(tasks, str(weights["by"]), str(suite["id"]))
     unavailable += reasons
     difference = None
     if baseline_tasks is not None:

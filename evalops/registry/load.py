@@ -687,7 +687,7 @@ def _parse_int(text: str) -> int | _LongInt:
     return _LongInt(text) if len(text.lstrip("-")) > 17 else int(text)
 
 
-_RECORD_BAD = re.compile("[\x00\ud800-\udfff]")
+_RECORD_BAD = re.compile("[\ud800-\udfff\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _check_json(
@@ -795,7 +795,13 @@ def document_from_bytes(data: bytes, name: str) -> Document:
 
 # A JSON escape of a NUL or a surrogate, or an astral character: the rare cases that need
 # the strict walk (errors) or the reference canonicalizer (key sorting by UTF-16 units).
-_RECORD_SUSPECT = re.compile(r"\\u0000|\\u[dD][89a-fA-F]|[\U00010000-\U0010ffff]|[\ud800-\udfff]")
+# Escapes and characters the fast path leaves to `parse_json` (which names them): NUL and
+# the other control characters but tab and newline (an escape `\u001b`, `\b`, `\f`, `\r`;
+# raw C1 and DEL), lone surrogates, astral characters (their canonical key order differs).
+_RECORD_SUSPECT = re.compile(
+    r"\\u00[01][0-9a-fA-F]|\\u00[89][0-9a-fA-F]|\\u007[fF]|\\[bfr]|[\x7f-\x9f]"
+    r"|\\u[dD][89a-fA-F]|[\U00010000-\U0010ffff]|[\ud800-\udfff]"
+)
 
 
 @dataclass
@@ -868,7 +874,7 @@ def regular_record_value(text: str) -> Any:
     no-op ingest's: is this record stored already?), without a Document or a message."""
     if text.startswith("\ufeff"):
         return None  # json.loads refuses a BOM with a message of its own
-    if ("\\u" in text or not text.isascii()) and _RECORD_SUSPECT.search(text) is not None:
+    if ("\\" in text or not text.isascii()) and _RECORD_SUSPECT.search(text) is not None:
         return None
     try:
         value = _RECORD_DECODER.decode(text)
@@ -889,7 +895,7 @@ def parse_record(text: str, path: str) -> ParsedRecord:
     ints (their RFC 8785 form is the same), so the encoder can canonicalize the value.
     """
     # Cheap C-level tests first: most records hold no escape and no non-ASCII character.
-    suspect = ("\\u" in text or not text.isascii()) and _RECORD_SUSPECT.search(text) is not None
+    suspect = ("\\" in text or not text.isascii()) and _RECORD_SUSPECT.search(text) is not None
     if not suspect:
         try:
             value = json.loads(

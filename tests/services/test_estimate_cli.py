@@ -641,32 +641,69 @@ def _edit(ws: Path, cli: Cli, path: str, change: tuple[str, str]) -> None:
     assert done.code == 0, done.stdout + done.stderr
 
 
-def test_a_stratum_relabelled_after_promotion_counts_as_if_relabelled_before(
-    ws: Path, cli: Cli
-) -> None:
-    """`meta.stratum` is a label (not part of task_digest). Changed after the member was
-    promoted, the registry now says s-ent-2 is a pro task: the estimate reads what the
-    registry says at its cutoff, not the revision the member was promoted at, so the order
-    of the relabel and the promotion does not matter."""
-    _edit(ws, cli, "tasks/s-ent-2.yaml", ("tenant_tier: enterprise", "tenant_tier: pro"))
-    data = estimate(cli, ws, "--build", "build-1", "--dry-run")
-    tasks = {s["stratum"]: s["tasks"] for s in data["strata"]}
-    assert tasks == {"enterprise": 2, "free": 3, "pro": 5}
+def _by_hand_with(pro_too: set[str]) -> tuple[float, float]:
+    """`by_hand(1)` with the tasks in `pro_too` counted in stratum pro."""
     expected = variance = 0.0
     for stratum, w in WEIGHTS.items():
         shares = [
             sum(first) / len(first)
             for task_id, (s, first, _) in OUTCOMES.items()
-            if ("pro" if task_id == "s-ent-2" else s) == stratum
+            if ("pro" if task_id in pro_too else s) == stratum
         ]
         expected += w * statistics.mean(shares)
         variance += w**2 * statistics.variance(shares) / len(shares)
-    assert data["rates"]["pass"]["rate"] == pytest.approx(expected)
-    assert data["rates"]["pass"]["se"] == pytest.approx(math.sqrt(variance))
-    # Promoting again changes nothing: the registry already counts it as pro.
-    again = cli("promote", "s-ent-2", "--to", SUITE, cwd=ws)
-    assert again.code == 0 and "nothing to do" in again.stdout, again.stdout
-    assert estimate(cli, ws, "--build", "build-1", "--dry-run")["rates"] == data["rates"]
+    return expected, math.sqrt(variance)
+
+
+def test_a_stratum_relabelled_after_promotion_counts_once_promoted_again(
+    ws: Path, cli: Cli
+) -> None:
+    """`meta.stratum` is a label (not part of task_digest). A member is counted in the
+    stratum it was promoted with (a risk owner's act under an authority); relabelled and
+    synced afterwards, the estimate says the file in force differs and how to count it,
+    and `promote` again records the new labels (a repin): then it counts as if relabelled
+    before its first promotion, whichever order the two came in."""
+    _edit(ws, cli, "tasks/s-ent-2.yaml", ("tenant_tier: enterprise", "tenant_tier: pro"))
+    before = estimate(cli, ws, "--build", "build-1", "--dry-run")
+    assert {s["stratum"]: s["tasks"] for s in before["strata"]} == {
+        "enterprise": 3, "free": 3, "pro": 4,
+    }  # fmt: skip
+    assert before["rates"]["pass"]["rate"] == pytest.approx(by_hand(1)[0])
+    assert (
+        "s-ent-2: its file in force says tenant_tier=pro (promoted as enterprise): counted as "
+        f"promoted until `evalops promote s-ent-2 --to {SUITE}` records the new labels"
+    ) in before["unavailable"]
+    again = cli("promote", "s-ent-2", "--to", SUITE, "--json", cwd=ws)
+    assert again.code == 0 and again.json()["outcome"] == "accepted", again.stdout
+    after = estimate(cli, ws, "--build", "build-1", "--dry-run")
+    assert {s["stratum"]: s["tasks"] for s in after["strata"]} == {
+        "enterprise": 2, "free": 3, "pro": 5,
+    }  # fmt: skip
+    rate, se = _by_hand_with({"s-ent-2"})
+    assert after["rates"]["pass"]["rate"] == pytest.approx(rate)
+    assert after["rates"]["pass"]["se"] == pytest.approx(se)
+    assert not any("file in force" in r for r in after["unavailable"])
+    # A third promotion has nothing to record.
+    third = cli("promote", "s-ent-2", "--to", SUITE, "--json", cwd=ws)
+    assert third.code == 0 and third.json()["outcome"] == "noop", third.stdout
+
+
+def test_a_stratum_relabelled_on_another_branch_changes_no_estimate(ws: Path, cli: Cli) -> None:
+    """A branch's sync registers its definitions and puts nothing in force: a relabel
+    there is neither counted nor named by an estimate of the tracked registry."""
+    import subprocess
+
+    before = estimate(cli, ws, "--build", "build-1", "--dry-run")
+    git = ["git", "-C", str(ws)]
+    subprocess.run([*git, "checkout", "-q", "-b", "relabel"], check=True)
+    task = ws / "registry" / "tasks" / "s-ent-2.yaml"
+    task.write_text(task.read_text("utf-8").replace("enterprise", "pro"), "utf-8")
+    commit_all(ws, "relabel on a branch")
+    synced = cli("sync", cwd=ws)
+    assert synced.code == 0 and "in force unchanged" in synced.stdout, synced.stdout
+    subprocess.run([*git, "checkout", "-q", "-"], check=True)
+    after = estimate(cli, ws, "--build", "build-1", "--dry-run")
+    assert after["rates"] == before["rates"] and after["unavailable"] == before["unavailable"]
 
 
 def test_trials_of_another_task_revision_are_named_not_dropped(ws: Path, cli: Cli) -> None:

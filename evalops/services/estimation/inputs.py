@@ -5,8 +5,9 @@ The trials of a build are selected and their reruns resolved by the gate's own l
 gate's own rerun rule (`gate_compact.trial_counts`, under the suite's gate policy), so an
 estimate and a gate decision at the same cutoff count the same trials. What an estimate
 adds is read from the registry as it stood at that cutoff: the suite's weights and frame,
-each member's stratum and `sampled_at` from the newest revision registered under the digest
-it is pinned at, and the suite policy's `claims_limited_to`.
+each member's stratum and `sampled_at` from the task revision it was promoted at (a risk
+owner's signed act under an authority), the labels in force where they have changed since,
+and the suite policy's `claims_limited_to`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from evalops.errors import InputError
 from evalops.services.gate.inputs import build_inputs, request_for
 from evalops.services.gate.policies import governing_policy
 from evalops.store import queries
-from evalops.store.queries import upto
 from evalops.store.tables import SuiteRow, TaskRevision
 
 # Task revisions read per query (SQLite's bound-parameter limit is far above it).
@@ -80,30 +80,19 @@ def _strata(
     return out
 
 
-def _labelling_revisions(
+def _in_force_revisions(
     session: Session, members: list[queries.Member], cutoff: int
 ) -> dict[str, int]:
-    """Each member's task revision whose labels (`meta.stratum`, `meta.sampled_at`) the
-    estimate reads: the newest registered at the cutoff under the digest the suite pins, as
-    the gate reads a member's plan. The registry as it stands decides, not the revision the
-    member happened to be promoted at: labels changed before a promotion and after one are
-    read alike."""
-    pins = {m.task_id: m.task_digest for m in members}
-    found: dict[str, int] = {}
-    ids = sorted(pins)
-    for start in range(0, len(ids), _CHUNK):
-        rows = session.exec(
-            select(TaskRevision.id, TaskRevision.task_id, TaskRevision.task_digest)
-            .where(
-                col(TaskRevision.task_id).in_(ids[start : start + _CHUNK]),
-                upto(TaskRevision.audit_seq, cutoff),
-            )
-            .order_by(col(TaskRevision.id))
-        ).all()
-        for row_id, task_id, task_digest in rows:
-            if pins.get(task_id) == task_digest:
-                found[task_id] = int(row_id or 0)
-    return found
+    """Each member's task revision in force at the cutoff, when it has the digest the
+    member is pinned at (labels such as `meta.stratum` are not part of the digest: a file
+    relabelled since the promotion is another revision of the same digest)."""
+    forced = queries.in_force_rows(session, "task", cutoff)
+    out: dict[str, int] = {}
+    for m in members:
+        row = forced.get(m.task_id)
+        if row is not None and row.task_digest == m.task_digest and row.id is not None:
+            out[m.task_id] = int(row.id)
+    return out
 
 
 def _claims_limited_to(session: Session, suite: SuiteRow, cutoff: int) -> str | None:
@@ -139,14 +128,19 @@ def suite_block(
 
 
 def _task_entries(
-    tasks: list[Any], policy: PolicyRules, heads: dict[str, tuple[str | None, str | None]]
+    tasks: list[Any],
+    policy: PolicyRules,
+    heads: dict[str, tuple[str | None, str | None]],
+    relabelled: dict[str, tuple[str | None, str | None]],
 ) -> list[dict[str, Any]]:
     """Each member's counts as the gate reads them, its stratum and when it was sampled
-    (from the revision it was promoted at), and how many of its trials are voided."""
+    (from the revision it was promoted at: a risk owner's act under an authority), the
+    labels of the file in force when they differ, and how many of its trials are voided."""
     out = []
     for task in tasks:
         counts = trial_counts(task, policy)
         stratum, sampled_at = heads.get(task["task_id"], (None, None))
+        changed = relabelled.get(task["task_id"])
         out.append(
             {
                 "task_id": task["task_id"],
@@ -162,6 +156,9 @@ def _task_entries(
                     for reason, n in sorted(task.get("ignoredTrials", {}).items())
                     if reason != VOIDED and n
                 },
+                "in_force_labels": (
+                    None if changed is None else {"stratum": changed[0], "sampled_at": changed[1]}
+                ),
             }
         )
     return out
@@ -198,13 +195,22 @@ def estimate_inputs(session: Session, ask: EstimateAsk, now: datetime) -> dict[s
     assert weights is not None  # estimation suites declare weights (checked in suite_block)
     suite = suite_block(session, row, declaration, request.cutoff, gate["suite"]["suite_digest"])
     members = queries.members(session, suite_id, cutoff=request.cutoff)
-    revisions = _labelling_revisions(session, members, request.cutoff)
-    by_revision = _strata(session, sorted(set(revisions.values())), weights.by)
+    promoted = {
+        m.task_id: m.added.task_revision_id for m in members if m.added.task_revision_id is not None
+    }
+    in_force = _in_force_revisions(session, members, request.cutoff)
+    by_revision = _strata(session, sorted({*promoted.values(), *in_force.values()}), weights.by)
     strata = {
-        m.task_id: by_revision.get(revisions[m.task_id], (None, None))
-        if m.task_id in revisions
+        m.task_id: by_revision.get(promoted[m.task_id], (None, None))
+        if m.task_id in promoted
         else (None, None)
         for m in members
+    }
+    # Labels the file in force has changed since the promotion that counted them.
+    relabelled = {
+        task_id: by_revision.get(row, (None, None))
+        for task_id, row in in_force.items()
+        if by_revision.get(row, (None, None)) != strata.get(task_id)
     }
     block = gate["baseline"]
     baseline_tasks = None
@@ -215,7 +221,7 @@ def estimate_inputs(session: Session, ask: EstimateAsk, now: datetime) -> dict[s
         if baseline_build is None:
             raise InputError(block.get("note") or "no baseline build", field="--baseline")
         baseline_digest = block["execution_digest"]
-        baseline_tasks = _task_entries(list(block["tasks"]), policy, strata)
+        baseline_tasks = _task_entries(list(block["tasks"]), policy, strata, relabelled)
     return {
         "estimator": ESTIMATOR,
         "estimate_id": None,
@@ -231,6 +237,6 @@ def estimate_inputs(session: Session, ask: EstimateAsk, now: datetime) -> dict[s
         "execution_digest": gate["execution_digest"],
         "baseline_execution_digest": baseline_digest,
         "policy_digest": gate["policy_digest"],
-        "tasks": _task_entries(list(gate["tasks"]), policy, strata),
+        "tasks": _task_entries(list(gate["tasks"]), policy, strata, relabelled),
         "baseline_tasks": baseline_tasks,
     }

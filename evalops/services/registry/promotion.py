@@ -417,14 +417,16 @@ def _current_pin(
     """The task's current membership of the suite, and whether `pin` is already its pin."""
     current = {m.task_id: m for m in queries.members(session, suite_id)}.get(pin["task_id"])
     pinned_revision = session.get(TaskRevision, current.added.task_revision_id) if current else None
-    # A new revision with the same digests (labels only) is a repin too: promoting it is
-    # how a lower risk label takes effect (docs/gate.md, risk labels ratchet).
+    # A revision in force other than the pinned one, with the same digests (labels only,
+    # whether its `revision` was bumped or not), is a repin too: promoting it is how a lower
+    # risk label takes effect (docs/gate.md, risk labels ratchet), and how an estimation
+    # suite counts a member's corrected stratum (docs/estimation.md).
     same_pin = (
         current is not None
         and (current.task_digest, current.grader_set_digest)
         == (pin["task_digest"], pin["grader_set_digest"])
         and pinned_revision is not None
-        and pinned_revision.revision == task.revision
+        and pinned_revision.id == task.id
     )
     return current, same_pin
 
