@@ -26,6 +26,7 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,6 +50,8 @@ PAYLOAD_TYPE = "application/vnd.in-toto+json"
 MAX_FILE_BYTES = 1024 * 1024
 # Fields the predicate repeats from the decision document: each must say the same.
 REPEATED_FIELDS = ("gate_id", "decision", "build", "suite", "evaluated_at")
+DECISIONS = ("pass", "hold", "block")
+GATE_ID = re.compile(r"GATE-[1-9][0-9]*")
 
 
 def statement(doc: ReportDocument) -> dict[str, Any]:
@@ -278,6 +281,16 @@ def statement_problem(value: Mapping[str, Any]) -> str | None:
     document = predicate.get("decision_document")
     if not isinstance(document, dict):
         return "the predicate has no decision_document"
+    # What a release job reads off the statement must be what evalops writes: a document
+    # made by hand and signed with a valid key may hold anything at all.
+    if document.get("decision") not in DECISIONS:
+        return (
+            f"the decision document's decision is {document.get('decision')!r}, not one of "
+            f"{', '.join(DECISIONS)}"
+        )
+    gate_id = document.get("gate_id")
+    if not isinstance(gate_id, str) or GATE_ID.fullmatch(gate_id) is None:
+        return f"the decision document's gate_id is {gate_id!r}, not GATE-<n>"
     for name in REPEATED_FIELDS:
         if predicate.get(name) != document.get(name):
             return (

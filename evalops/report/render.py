@@ -51,6 +51,9 @@ DEFINITION_NAMES = {
 }
 
 
+_FRAGMENT = re.compile(r"[A-Z][A-Z0-9]*-[1-9][0-9]*")
+
+
 def _autoescape(name: str | None) -> bool:
     return name is not None and name.endswith((".html.j2", ".svg.j2"))
 
@@ -158,6 +161,9 @@ def environment() -> jinja2.Environment:
         short=short,
         url=safe_url,
         visible=visible,
+        # `#ID` for an id that is a safe fragment (EST-2), else nothing: a link never
+        # carries text a registry row could hold.
+        fragment=lambda value: f"#{value}" if _FRAGMENT.fullmatch(str(value)) else "",
         # An estimate as a row of `svg.intervals` (its build labels it).
         estimate_row=lambda e: {"label": f"{e['estimate_id']} {e['build']}", **e["pass"]},
     )

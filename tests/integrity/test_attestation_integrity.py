@@ -236,6 +236,67 @@ def test_a_hand_edited_statement_resigned_with_a_valid_key_is_refused(
         assert "consistent" in result.stderr, result.stderr
 
 
+def test_a_hand_made_document_with_no_decision_evalops_writes_is_refused(
+    demo: Path, cli: Cli, tmp_path: Path
+) -> None:
+    """Signed with the valid key, consistent with itself (its digests recomputed), yet its
+    decision is none evalops writes: absent, upper case, a list; or its gate_id is not a
+    GATE-<n>. Exit 6 naming why, never "verified" and never an internal error."""
+    statement, public, key = _signed_block(cli, demo, tmp_path)
+
+    def with_document(change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        forged = copy.deepcopy(statement)
+        document = forged["predicate"]["decision_document"]
+        change(document)
+        for name in ("gate_id", "decision"):
+            if name in document:
+                forged["predicate"][name] = document[name]
+            else:
+                forged["predicate"].pop(name, None)
+        forged["predicate"]["digests"]["result_digest"] = result_digest(document)
+        return forged
+
+    cases = {
+        "no decision": lambda d: d.pop("decision"),
+        "PASS": lambda d: d.update(decision="PASS"),
+        "a list": lambda d: d.update(decision=["pass"]),
+        "no gate_id": lambda d: d.pop("gate_id"),
+        "gate_id of another form": lambda d: d.update(gate_id="../GATE-1"),
+    }
+    for name, change in cases.items():
+        result = _verify(cli, tmp_path, sign(with_document(change), key), public)
+        assert result.code == 6, (name, result.stdout, result.stderr)
+        assert "internal error" not in result.stderr and "verified" not in result.stdout
+        assert "decision document's" in result.stderr, (name, result.stderr)
+
+
+def test_a_decision_row_of_an_upgraded_registry_edited_after_its_upgrade_is_not_attested(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """A registry made by schema 0001 (events recorded no rows then: the upgrade's
+    migration event vouches for them). Its GATE-3 row edited afterwards (who decided it)
+    fails `verify`, so `export attestation` refuses it too, instead of signing the edit."""
+    import shutil
+
+    fixture = Path(__file__).parents[1] / "fixtures" / "registry-0001-demo.db"
+    root = tmp_path / "old"
+    (root / ".evalops").mkdir(parents=True)
+    shutil.copy(fixture, root / DB)
+    assert cli("db", "upgrade", cwd=root).code == 0
+    out = tmp_path / "gate.intoto.json"
+    assert attest(cli, root, "GATE-3", out) == 0  # as upgraded: attested
+    out.unlink()
+    with sqlite3.connect(root / DB) as db:
+        db.execute(
+            "UPDATE gate_decision SET actor = 'mallory@example.com' WHERE gate_id = 'GATE-3'"
+        )
+    assert cli("verify", cwd=root).code == 6
+    result = cli("export", "attestation", "--gate", "GATE-3", "-o", str(out), cwd=root)
+    assert result.code == 6, result.stdout + result.stderr
+    assert "rows of audit seq" in result.stderr and "changed since" in result.stderr
+    assert not out.exists()
+
+
 # --- a release job relies on the attestation alone ---------------------------------------
 
 

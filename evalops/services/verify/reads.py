@@ -291,6 +291,21 @@ def _stored_rows(
     return computed, ids, total
 
 
+def _legacy_rows_of(reader: Reader, seq: int) -> dict[str, Any]:
+    """The rows a migration recorded for legacy event `seq` (the first to vouch for it)."""
+    migrations = (
+        "SELECT seq, payload FROM audit_event WHERE kind = :kind AND seq > :seq ORDER BY seq"
+    )
+    for migration_seq, payload in reader.tuples(
+        migrations, {"kind": audit_kinds.MIGRATION_ROWS, "seq": seq}
+    ):
+        legacy_rows = _payload(migration_seq, payload).get("legacy_rows", {})
+        if isinstance(legacy_rows, dict) and str(seq) in legacy_rows:
+            rows: dict[str, Any] = legacy_rows[str(seq)]
+            return rows
+    return {}
+
+
 def _declared_rows(reader: Reader) -> Iterator[tuple[int, str, str, dict[str, Any]]]:
     """Each event (seq, kind, subject) with the rows it recorded (legacy events: as a
     migration recorded them)."""
@@ -396,7 +411,9 @@ def event_rows_problem(reader: Reader, seq: int) -> str | None:
         return None
     declared = json.loads(event["payload"]).get("rows")
     if declared is None:
-        return None  # a legacy event: its migration vouches for its rows, `verify` checks that
+        # A legacy event: the first migration after it that recorded its rows vouches for
+        # them (as `_declared_rows` reads them for `verify`); none: it recorded no row.
+        declared = _legacy_rows_of(reader, seq)
     stored: dict[str, Any] = {}
     for name, plan in AUDITED_COLUMNS.items():
         kinds = [kind for _, kind in plan]
