@@ -430,3 +430,33 @@ def test_deep_flow_nesting_is_refused_before_parsing_but_quoted_brackets_are_tex
         "[" * FLOW_DEPTH_PRECHECK + "]" * FLOW_DEPTH_PRECHECK,
     ):
         assert not _flow_depth_exceeds(text, FLOW_DEPTH_PRECHECK), text[:40]
+
+
+@pytest.mark.parametrize("control", ["\x1b", "\x85", "\r", "\x7f"], ids=repr)
+def test_a_control_character_in_any_string_of_a_trial_record_is_exit_2_naming_the_field(
+    synced: Path, cli: Cli, control: str
+) -> None:
+    """docs/formats.md: strings hold no control character but tab and newline, trial
+    records too (an escape sequence in a message would move a terminal's cursor or colours
+    wherever it is shown). The fast path sends such lines to the strict walk, which names
+    the field."""
+    base = _record(synced)
+    base["tool_calls"] = [{"tool": "t", "args": {"q": "x"}, "result": {"r": "y"}}]
+    before = sqlite_fingerprint(synced / DB)
+    for path in _string_paths(base):
+        hostile = _set(base, path, lambda s: s + control)
+        (synced / "ctl.jsonl").write_text(json.dumps(hostile) + "\n", encoding="utf-8")
+        result = cli("--json", "trials", "ingest", "ctl.jsonl", cwd=synced)
+        assert result.code == 2, (path, result.stdout, result.stderr)
+        error = result.json()["error"]
+        assert error["field"] == path and error["line"] == 1, (path, error)
+        assert f"U+{ord(control):04X}" in error["message"], (path, error)
+    assert sqlite_fingerprint(synced / DB) == before
+
+
+def test_tab_and_newline_in_a_trial_record_s_text_are_stored(synced: Path, cli: Cli) -> None:
+    record_ = _record(synced, trial_id="t-tab")
+    record_["tool_calls"] = [{"tool": "t", "args": {"q": "line one\n\tline two"}}]
+    (synced / "tab.jsonl").write_text(json.dumps(record_) + "\n", encoding="utf-8")
+    result = cli("trials", "ingest", "tab.jsonl", cwd=synced)
+    assert result.code == 0, result.stdout + result.stderr
