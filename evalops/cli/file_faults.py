@@ -14,7 +14,7 @@ from evalops.errors import EvalopsError, InputError, StorageFault
 
 # The disk or its limits: the same command may be run again once space is freed (exit 1,
 # as a full disk under the database).
-_STORAGE = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
 
 
 def file_fault(raised: BaseException) -> EvalopsError | None:
@@ -23,7 +23,7 @@ def file_fault(raised: BaseException) -> EvalopsError | None:
         return None
     path = str(raised.filename)
     cause = raised.strerror or type(raised).__name__
-    if raised.errno in _STORAGE:
+    if raised.errno in STORAGE_ERRNOS:
         return StorageFault(
             f"cannot write {path}: {cause}; free space (or raise the limit) and run the "
             "command again",

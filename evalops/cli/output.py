@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from evalops.cli.context import reader_gone
-from evalops.errors import InputError
+from evalops.errors import InputError, StorageFault
 from evalops.files import follow_umask
 
 FORMAT_BY_SUFFIX = {
@@ -93,6 +93,15 @@ def write_output(output: str, text: str | Iterable[str], field: str = "--output"
     path = Path(output)
     if path.is_dir():
         raise InputError("is a directory; give a file name", str(path), field=field)
+    if path.is_symlink():
+        # The link stays a link: its target is what is written (as a shell's `>` does).
+        try:
+            path = path.resolve()
+        except (OSError, RuntimeError):
+            raise InputError("is a loop of symbolic links", str(path), field=field) from None
+    if path.exists() and not path.is_file():
+        # A pipe, a terminal or a device (/dev/stdout): written through, never replaced.
+        return _write_through(path, pieces, field)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         import tempfile
@@ -108,5 +117,25 @@ def write_output(output: str, text: str | Iterable[str], field: str = "--output"
             Path(tmp).unlink(missing_ok=True)
             raise
     except OSError as exc:
-        raise InputError(f"cannot write: {exc.strerror}", str(path), field=field) from None
+        raise _write_error(exc, path, field) from None
     return str(path)
+
+
+def _write_through(path: Path, pieces: Iterable[str], field: str) -> str:
+    try:
+        with path.open("w", encoding="utf-8", newline="\n") as stream:
+            for piece in pieces:
+                stream.write(piece)
+    except OSError as exc:
+        raise _write_error(exc, path, field) from None
+    return str(path)
+
+
+def _write_error(exc: OSError, path: Path, field: str) -> Exception:
+    """A full disk is a storage fault (exit 1: run again once there is room); anything
+    else the path's own problem (exit 2)."""
+    from evalops.cli.file_faults import STORAGE_ERRNOS
+
+    if exc.errno in STORAGE_ERRNOS:
+        return StorageFault(f"cannot write: {exc.strerror}", str(path), field=field)
+    return InputError(f"cannot write: {exc.strerror}", str(path), field=field)

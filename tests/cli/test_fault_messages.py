@@ -166,3 +166,32 @@ def test_a_number_beyond_what_the_store_or_the_driver_takes_is_a_usage_error(
         .fetchone()
     )
     assert after == before
+
+
+def test_an_output_that_is_a_pipe_or_a_link_is_written_through_not_replaced(
+    demo: Path, cli: Cli, tmp_path: Path
+) -> None:
+    """`-o` onto a named pipe hands the report to its reader (the pipe stays a pipe); onto
+    a symbolic link it writes the link's target (the link stays a link). Both were
+    replaced by a regular file, and a reader of the pipe got nothing."""
+    import os
+    import stat
+    import threading
+
+    fifo = tmp_path / "report.md"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    done = cli("report", "audit", "GATE-3", "-o", str(fifo), cwd=demo)
+    reader.join(timeout=30)
+    assert done.code == 0, done.stdout + done.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert got and got[0].startswith(b"<!-- evalops-audit-head:")
+    target = tmp_path / "real.md"
+    target.write_text("old", encoding="utf-8")
+    link = tmp_path / "link.md"
+    link.symlink_to(target)
+    done = cli("report", "audit", "GATE-3", "-o", str(link), cwd=demo)
+    assert done.code == 0, done.stdout + done.stderr
+    assert link.is_symlink() and target.read_text(encoding="utf-8").startswith("<!-- evalops")
