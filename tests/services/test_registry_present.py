@@ -87,3 +87,29 @@ def test_an_offset_out_of_range_is_named_as_such(demo: Path, cli: Cli) -> None:
         assert refused.code == 2, refused.stdout + refused.stderr
         assert f"has offset {offset}, outside -23:59 .. +23:59" in refused.stderr
         assert "timedelta" not in refused.stderr
+
+
+def test_after_a_writer_whose_clock_ran_ahead_a_waiver_is_judged_at_the_present(
+    demo: Path, db: list[str], cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One check from a clock half a year ahead stamps the chain there. A grant from a
+    clock at the real time, `--expires 20d`, would be expired at every later check: it is
+    refused and says why; an expiry after the present is granted and applies."""
+    monkeypatch.setenv("EVALOPS_NOW", "2027-06-01T00:00:00Z")
+    assert cli(*db, *CHECK, cwd=demo).code in (0, 3)
+    monkeypatch.setenv("EVALOPS_NOW", "2026-12-01T12:05:00Z")
+    grant = ("waiver", "grant", "--task", "support-refund-policy-explanation", "--suite",
+             "regression/core", "--states", "task_fail", "--build", "build-125", "--owner",
+             "lead@example.com", "--reason", "copy fix", "--json")  # fmt: skip
+    dead = cli(*db, *grant, "--expires", "20d", cwd=demo)
+    assert dead.code == 5, dead.stdout + dead.stderr
+    [refusal] = dead.json()["refusals"]
+    assert refusal["rule"] == "expires_at_past"
+    assert "the registry's present is 2027-06-01T00:00:00.000000Z" in refusal["message"]
+    alive = cli(*db, *grant, "--expires", "2027-06-05T00:00:00Z", cwd=demo)
+    assert alive.code == 0, alive.stdout + alive.stderr
+    checked = cli(*db, *CHECK, "--json", cwd=demo).json()
+    assert alive.json()["waiver_id"] in checked["waivers"]["applied"]
+    later = cli(*db, *CHECK, "--at", "2027-06-02T00:00:00Z", cwd=demo)
+    assert later.code == 2 and "later than the registry's present" in later.stderr
+    assert "later than this machine's clock 2026-12-01T12:05:00.000000Z" in later.stderr

@@ -909,10 +909,15 @@ def request_for(
     refuse_placeholder("--baseline", baseline, "a build with trials of the suite, or `auto`")
     present = registry_now(session, now)
     if at is not None and at > present:
+        now_is = (
+            f"now ({format_timestamp(present)})"
+            if present <= now
+            else f"the registry's present ({format_timestamp(present)}, its newest event's "
+            f"time, later than this machine's clock {format_timestamp(now)})"
+        )
         raise InputError(
-            f"{format_timestamp(at)} is later than now ({format_timestamp(present)}): "
-            "the registry has not stood there yet; give a moment in the past, or leave --at "
-            "out for the registry as it stands",
+            f"{format_timestamp(at)} is later than {now_is}: the registry has not stood there "
+            "yet; give a moment in the past, or leave --at out for the registry as it stands",
             field="--at",
         )
     return GateRequest(

@@ -94,6 +94,9 @@ def grant(
     refuse_placeholder("--owner", request.owner, "the risk owner (an email address)")
     refuse_placeholder("--reason", request.reason, "why the risk is acceptable")
     with write_session(engine) as session:
+        # Judged at the registry's present, where every check will read it: a waiver that
+        # would be expired there is refused now rather than granted dead.
+        clock, now = now, registry_now(session, now)
         suite = queries.suite_row(session, request.suite_id)
         if suite is None:
             raise InputError(not_registered(session, "suite", request.suite_id), field="--suite")
@@ -134,7 +137,13 @@ def grant(
             "expires_at": request.expires,
         }
         if refusals:
-            listed = [{"rule": r.rule, "message": r.message} for r in refusals]
+            listed = [
+                {
+                    "rule": r.rule,
+                    "message": r.message + (_behind(clock, now) if r.rule in _TIMED else ""),
+                }
+                for r in refusals
+            ]
             append_event(
                 session,
                 at=now,
@@ -196,6 +205,21 @@ def grant(
             rows=[row] if act_row is None else [row, act_row],
         )
         return True, {**waiver_view(session, row, now), "overlaps": _overlapping(session, row, now)}
+
+
+# The refusals that compare the expiry with the present.
+_TIMED = frozenset({"expires_at_past", "expires_at_too_far"})
+
+
+def _behind(clock: datetime, present: datetime) -> str:
+    """What a refusal adds when this machine's clock is behind the registry's present."""
+    if present <= clock:
+        return ""
+    return (
+        f" (the registry's present is {format_timestamp(present)}, its newest event's time, "
+        f"later than this machine's clock {format_timestamp(clock)}: a writer's clock ran "
+        "ahead; give --expires as a time after the present)"
+    )
 
 
 def _overlapping(session: Session, new: Waiver, now: datetime) -> list[str]:
