@@ -55,14 +55,20 @@ def escape_invisible(text: str, spell: Callable[[str], str] = unicode_escape) ->
     return _CANDIDATE.sub(replace, text)
 
 
+def utf8_bytes_escape(char: str) -> str:
+    """`\\xe2\\x80\\xae`: the character's UTF-8 bytes, as bash's `$'...'` reads them in every
+    locale (its `\\u` escapes depend on the locale: under LC_ALL=C they stay text)."""
+    return "".join(f"\\x{b:02x}" for b in char.encode("utf-8", "surrogatepass"))
+
+
 def shell_word(value: str) -> str:
     """`value` as one shell word that pastes back as exactly `value` once shown: POSIX
     quoting (`shlex.quote`), or bash's `$'...'` with every invisible character spelled as
-    its escape when it holds one (shown raw it would be escaped into text that reads back
-    as a backslash and letters, naming another value)."""
+    its UTF-8 bytes when it holds one (shown raw it would be escaped into text that reads
+    back as a backslash and letters, naming another value)."""
     import shlex
 
     if not any(is_invisible(c) for c in _CANDIDATE.findall(value)):
         return shlex.quote(value)
     body = value.replace("\\", "\\\\").replace("'", "\\'")
-    return "$'" + escape_invisible(body) + "'"
+    return "$'" + escape_invisible(body, utf8_bytes_escape) + "'"

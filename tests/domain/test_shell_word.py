@@ -22,18 +22,24 @@ HOSTILE = [
 ]
 
 
-def _bash_reads(words: list[str]) -> list[str]:
-    """What bash makes of the shown words: each printed NUL-terminated."""
+def _bash_reads(words: list[str], locale: str = "C.UTF-8") -> list[str]:
+    """What bash makes of the shown words under `locale`: each printed NUL-terminated."""
     shown = " ".join(escape_invisible(w) for w in words)
     done = subprocess.run(
-        ["bash", "-c", f"printf '%s\\0' {shown}"], capture_output=True, check=True
+        ["bash", "-c", f"printf '%s\\0' {shown}"],
+        capture_output=True,
+        check=True,
+        env={"PATH": "/usr/bin:/bin", "LC_ALL": locale},
     )
     return done.stdout.decode("utf-8", "surrogateescape").split("\0")[:-1]
 
 
-def test_hostile_values_paste_back_as_themselves() -> None:
+def test_hostile_values_paste_back_as_themselves_in_every_locale() -> None:
+    """Under LC_ALL=C (a container without a locale) bash leaves `\\u202e` as text; the
+    UTF-8 bytes read back alike whatever the locale."""
     quoted = [shell_word(v) for v in HOSTILE]
-    assert _bash_reads(quoted) == HOSTILE
+    for locale in ("C.UTF-8", "C", "POSIX"):
+        assert _bash_reads(quoted, locale) == HOSTILE, locale
     # What is shown holds no invisible character: the terminal shows it as it is.
     for q in quoted:
         assert escape_invisible(q) == q
