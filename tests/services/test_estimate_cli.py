@@ -615,7 +615,15 @@ def test_the_site_page_of_an_estimation_suite_charts_its_estimates(ws: Path, cli
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("--half-width", "0"), ("--detect", "1.5"), ("--power", "1"), ("--task-cost", "-2")],
+    [
+        ("--half-width", "0"),
+        ("--detect", "1.5"),
+        ("--power", "1"),
+        ("--task-cost", "-2"),
+        ("--half-width", "1e-300"),
+        ("--half-width", "1e-155"),
+        ("--detect", "1e-300"),
+    ],
 )
 def test_a_planning_option_out_of_range_names_itself_once(
     ws: Path, cli: Cli, option: str, value: str

@@ -74,11 +74,28 @@ def latest_build(session: Session, suite_id: str) -> str | None:
     ).first()
 
 
+SMALLEST = 1e-6
+"""The narrowest half-width and smallest difference planned for: finer ones need more than a
+trillion tasks (and their squares leave floating point), which no frame holds."""
+
+
 def _check(half_width: float | None, detect: float | None, power: float, task_cost: float) -> None:
     if half_width is not None and not 0 < half_width < 1:
         raise InputError("must be between 0 and 1 (a rate's ±)", field="--half-width")
+    if half_width is not None and half_width < SMALLEST:
+        raise InputError(
+            f"must be at least {SMALLEST:g}: a narrower interval needs more tasks than any "
+            "frame holds",
+            field="--half-width",
+        )
     if detect is not None and not 0 < detect <= 1:
         raise InputError("must be a difference of rates in (0, 1]", field="--detect")
+    if detect is not None and detect < SMALLEST:
+        raise InputError(
+            f"must be at least {SMALLEST:g}: a smaller difference needs more tasks than any "
+            "frame holds",
+            field="--detect",
+        )
     if not 0 < power < 1:
         raise InputError("must be between 0 and 1", field="--power")
     if not (math.isfinite(task_cost) and task_cost > 0):
