@@ -9,6 +9,7 @@ RFC, except the audit anchors (`audit_head`, `decision_event`), spelled as every
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -111,8 +112,9 @@ def estimation_block(estimate: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "estimateId": estimate["estimate_id"],
         "suiteId": estimate["suite"],
-        "build": estimate["build"],
-        "baseline": estimate["baseline"],
+        # A build name is free text (a summary carries none): shown when it is id-shaped.
+        "build": _id_or_none(estimate["build"]),
+        "baseline": _id_or_none(estimate["baseline"]),
         "confidence": estimate["confidence"],
         "taskCount": estimate["task_count"],
         "trialCount": estimate["trial_count"],
@@ -130,6 +132,14 @@ def estimation_block(estimate: Mapping[str, Any]) -> dict[str, Any]:
         },
         "unavailableCount": len(estimate["unavailable"]),
     }
+
+
+_ID = re.compile(r"[a-z0-9][a-z0-9._/-]{0,127}")
+
+
+def _id_or_none(value: Any) -> str | None:
+    """`value` when it has the shape of an id (`build-125`), else None."""
+    return value if isinstance(value, str) and _ID.fullmatch(value) else None
 
 
 def summary_json(doc: ReportDocument, estimate: Mapping[str, Any] | None = None) -> str:

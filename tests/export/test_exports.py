@@ -770,3 +770,23 @@ def test_reports_and_exports_follow_the_umask(
     assert expected == 0o666 & ~mask
     for name in outputs:
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == expected, name
+
+
+def test_an_estimation_block_carries_no_free_text_build_name() -> None:
+    """A build name may be any text ("Release 126 (RC1)"): the content-free summary shows
+    an id-shaped one and null for the rest, and validates against its shipped schema."""
+    import jsonschema
+
+    from evalops.export.summary import estimation_block, schema
+
+    estimate = {
+        "estimate_id": "EST-4", "suite": "estimation/eu", "build": "Release 126 (RC1)",
+        "baseline": "build-124", "confidence": 0.95, "task_count": 3, "trial_count": 9,
+        "rates": {"pass": {"rate": 0.5, "low": 0.2, "high": 0.8, "n_eff": 6.0}},
+        "difference": None, "unavailable": [],
+    }  # fmt: skip
+    block = estimation_block(estimate)
+    assert (block["build"], block["baseline"]) == (None, "build-124")
+    definition = schema()["properties"]["estimation"]
+    jsonschema.validate(block, {**definition, "$defs": schema()["$defs"]})
+    assert "Release" not in json.dumps(block)
