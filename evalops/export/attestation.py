@@ -23,7 +23,6 @@ statement signed with a valid key is still refused.
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import json
 import re
@@ -31,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from evalops.domain.base64_text import b64decode
 from evalops.domain.canonical import canonical_json, canonical_json_document, sha256_digest
 from evalops.errors import InputError, VerificationError
 
@@ -228,17 +228,6 @@ def check_statement(value: Any) -> dict[str, Any]:
     if not isinstance(value.get("predicate"), dict):
         raise VerificationError("statement has no predicate object")
     return value
-
-
-def b64decode(text: Any) -> bytes:
-    """Standard or URL-safe base64, padded or not (DSSE accepts either); ValueError else."""
-    if not isinstance(text, str):
-        raise ValueError("not a base64 string")
-    standard = text.strip().replace("-", "+").replace("_", "/")
-    try:
-        return base64.b64decode(standard + "=" * (-len(standard) % 4), validate=True)
-    except binascii.Error as exc:
-        raise ValueError(str(exc)) from None
 
 
 def verify_envelope(envelope_doc: Any, public: Ed25519PublicKey) -> dict[str, Any]:

@@ -382,3 +382,9 @@ def test_url_safe_unpadded_base64_is_accepted(demo: Path, cli: Cli, tmp_path: Pa
     envelope["payload"] = base64.urlsafe_b64encode(payload).decode().rstrip("=")
     envelope["signatures"][0]["sig"] = base64.urlsafe_b64encode(sig).decode().rstrip("=")
     assert _verify(cli, tmp_path, envelope, public).code == 0
+    # `verify --anchors` reads the same envelope's anchor (one base64 reader for both).
+    again = tmp_path / "unpadded.intoto.json"
+    again.write_text(json.dumps(envelope), encoding="utf-8")
+    anchored = cli("verify", "--anchors", str(again), cwd=demo)
+    assert anchored.code == 0, anchored.stdout + anchored.stderr
+    assert "no chain anchor found" not in anchored.stdout + anchored.stderr

@@ -12,14 +12,13 @@ that is a Markdown report's first line, or a file whose every line is `SEQ:HASH`
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalops.domain.base64_text import b64decode
 from evalops.errors import InputError
 
 HASH = r"sha256:[0-9a-f]{64}"
@@ -81,8 +80,8 @@ def _json_anchors(document: Any, source: str) -> list[Anchor]:
     payload = document.get("payload")
     if isinstance(payload, str) and "payloadType" in document:
         try:
-            statement = json.loads(base64.b64decode(payload, validate=True))
-        except (binascii.Error, ValueError):
+            statement = json.loads(b64decode(payload))
+        except ValueError:
             return []
         return _json_anchors(statement, f"{source} (DSSE payload)")
     if document.get("_type") == STATEMENT_TYPE:
