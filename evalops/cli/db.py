@@ -259,6 +259,8 @@ def upgrade(
     Example: evalops db upgrade
     """
     state = settings(ctx, json_flag)
+    if not revision.strip():
+        raise InputError("give the revision to migrate up to: head, or a number", field="revision")
     _upgrade(state.db_url, revision, lock_timeout=state.lock_timeout)
     status = _status(state.db_url)
     emit(
@@ -302,6 +304,8 @@ def downgrade(
     from evalops.store import migrate
 
     state = settings(ctx, json_flag)
+    if not revision.strip():
+        raise InputError("give the revision to migrate down to: 0004, -1 or base", field="revision")
     engine = engine_for(state.db_url, lock_timeout=state.lock_timeout)
     try:
         require_database_file(state.db_url)

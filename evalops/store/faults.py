@@ -260,7 +260,15 @@ def _postgres_fault(error: BaseException, url: str, *, opening: bool) -> Evalops
 
 
 def newer_schema(db: str, revision: str, head: str) -> NewerSchema:
-    """A database migrated by a newer evalops: no command of this one changes it (exit 2)."""
+    """A database migrated by a newer evalops, or stamped with a revision of no evalops
+    migration (another project's Alembic): no command of this one changes it (exit 2)."""
+    if not revision.isdigit():
+        return NewerSchema(
+            f"database {db} is at revision {revision!r}, which no evalops migration has "
+            f"(evalops numbers its revisions, head {head}): another project's database, or "
+            f"one stamped by hand; give evalops a database of its own; {NOTHING_CHANGED}",
+            field="--db",
+        )
     return NewerSchema(
         f"database {db} is at {revision}, newer than this evalops (head {head}): use a newer "
         f"evalops; {NOTHING_CHANGED}",

@@ -195,3 +195,30 @@ def test_an_output_that_is_a_pipe_or_a_link_is_written_through_not_replaced(
     done = cli("report", "audit", "GATE-3", "-o", str(link), cwd=demo)
     assert done.code == 0, done.stdout + done.stderr
     assert link.is_symlink() and target.read_text(encoding="utf-8").startswith("<!-- evalops")
+
+
+def test_a_database_stamped_by_another_alembic_project_is_not_called_newer(
+    demo: Path, cli: Cli
+) -> None:
+    """An `alembic_version` of `abc123` is no evalops revision (evalops numbers them): the
+    message says so instead of advising a newer evalops, and nothing changes."""
+    from tests.helpers import sqlite_fingerprint
+
+    db = demo / ".evalops" / "registry.db"
+    with sqlite3.connect(db) as con:
+        con.execute("UPDATE alembic_version SET version_num = 'abc123'")
+    held = sqlite_fingerprint(db)
+    for args in (("gate", "list"), ("verify",), ("db", "upgrade"), ("init",)):
+        result = cli(*args, cwd=demo)
+        assert result.code == 2, (args, result.stdout + result.stderr)
+        assert "is at revision 'abc123', which no evalops migration has" in result.stderr
+        assert "newer" not in result.stderr, result.stderr
+        assert sqlite_fingerprint(db) == held, args
+
+
+@pytest.mark.parametrize("command", ["upgrade", "downgrade"])
+def test_an_empty_revision_is_a_usage_error(demo: Path, cli: Cli, command: str) -> None:
+    result = cli("db", command, "", cwd=demo)
+    assert result.code == 2, result.stdout + result.stderr
+    assert "give the revision to migrate" in result.stderr
+    assert "internal error" not in result.stderr
