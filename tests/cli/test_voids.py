@@ -311,6 +311,15 @@ def test_under_an_authority_a_void_is_a_risk_owners_signed_act(governed: World) 
     assert [v["void_id"] for v in voids] == ["VOID-2", "VOID-1"]  # hard-failure voids first
     assert {s["principal"] for s in voids[0]["signers"]} == {"alice", "dave"}
     assert world.run("verify").code == 0
+    # A decision on build-125 rests on VOID-1 (it left a trial of the build out): its audit
+    # report's authority section names the act and who signed it.
+    checked = world.run("gate", "check", "--build", "build-125", "--suite", "regression/core",
+                        "--json")  # fmt: skip
+    report = world.run("report", "audit", checked.json()["gate_id"], "--format", "json", "-o", "-")
+    acts = [a for a in json.loads(report.stdout)["authority"]["acts"] if a["act"] == "trials.void"]
+    assert [(a["subject"], [s["principal"] for s in a["signers"]]) for a in acts] == [
+        ("1 void", ["alice"])
+    ]
 
 
 def _a_trial_of_a_task_in_no_suite(world: World) -> str:

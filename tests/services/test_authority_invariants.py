@@ -836,3 +836,13 @@ def test_a_reconciliation_that_lifts_an_ambiguous_hold_is_a_risk_owner_s_signed_
     assert w.sql("SELECT count(*) FROM signed_act WHERE kind = 'trials.reconcile'") == [(1,)]
     assert _refund_state(w) == "task_pass"
     assert w.run("verify").code == 0
+    # The audit report of a decision that rests on it names the act and its signer.
+    gate_id = _gate(w)["gate_id"]
+    report = w.run("report", "audit", gate_id, "--format", "json", "-o", "-")
+    acts = json.loads(report.stdout)["authority"]["acts"]
+    reconciled = [a for a in acts if a["act"] == "trials.reconcile"]
+    assert [(a["subject"], [s["principal"] for s in a["signers"]]) for a in reconciled] == [
+        ("1 reconciliation", ["dave"])
+    ]
+    reviewed_or_voided = [a["act"] for a in acts if a["act"] in ("review.resolve", "trials.void")]
+    assert reviewed_or_voided == []  # none of this build's trials was reviewed or voided

@@ -96,11 +96,14 @@ from evalops.store.tables import (
     IncidentEvent,
     IngestBatch,
     PolicyRow,
+    Reconciliation,
+    ReviewResult,
     SignedAct,
     SuiteRow,
     SyncRun,
     TaskRevision,
     Trial,
+    VoidedTrial,
     Waiver,
     WaiverRevocation,
 )
@@ -397,6 +400,7 @@ def _signed_acts_beneath(
     for kind, signers, ids in by_act.values():
         subject = f"batch {ids[0]}" if len(ids) == 1 else f"{len(ids):,} batches"
         acts.append({"act": kind, "subject": subject, "signers": signers})
+    acts += _evidence_acts(session, inputs["execution_digest"], tasks, rests_on.cutoff)
     for calibration_id in dict.fromkeys(rests_on.calibrations):
         calibration = session.exec(
             select(Calibration).where(Calibration.calibration_id == calibration_id)
@@ -407,6 +411,53 @@ def _signed_acts_beneath(
             ]:
                 acts.append({"act": kind, "subject": calibration_id, "signers": signers})
     return acts
+
+
+# The acts that changed what the decision's trials say (each a risk owner's or a
+# reviewer's signed act under an authority): by the table whose rows they wrote.
+_EVIDENCE_ACTS: tuple[tuple[Any, str, str, str], ...] = (
+    (Reconciliation, "trials.reconcile", "reconciliation", "reconciliations"),
+    (ReviewResult, "review.resolve", "review", "reviews"),
+    (VoidedTrial, "trials.void", "void", "voids"),
+)
+
+
+def _evidence_acts(
+    session: Session, execution_digest: str, tasks: list[str], cutoff: int
+) -> list[AuthorityAct]:
+    """The reconciliations, reviews and voids of the decision's build's trials of its member
+    tasks, recorded by its cutoff: one line per kind of act and set of signers (a few lines
+    however many trials), unsigned ones included."""
+    ids = select(Trial.trial_id).where(
+        Trial.execution_digest == execution_digest, col(Trial.task_id).in_(tasks)
+    )
+    out: list[AuthorityAct] = []
+    for model, kind, one, several in _EVIDENCE_ACTS:
+        seqs = sorted(
+            int(seq)
+            for seq in session.exec(
+                select(model.audit_seq)
+                .where(col(model.audit_seq) <= cutoff, col(model.trial_id).in_(ids))
+                .distinct()
+            )
+        )
+        signed = {
+            int(row.audit_seq): list(json.loads(row.signers))
+            for row in session.exec(
+                select(SignedAct).where(SignedAct.kind == kind, col(SignedAct.audit_seq).in_(seqs))
+            )
+        }
+        by_signers: dict[str, tuple[list[dict[str, str]], int]] = {}
+        for seq in seqs:
+            signers = signed.get(seq, [])
+            key = json.dumps(signers, sort_keys=True)
+            found, n = by_signers.get(key, (signers, 0))
+            by_signers[key] = (found, n + 1)
+        for signers, n in by_signers.values():
+            out.append(
+                {"act": kind, "subject": f"{n:,} {one if n == 1 else several}", "signers": signers}
+            )
+    return out
 
 
 def _rules_changed_by(
