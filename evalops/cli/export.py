@@ -8,7 +8,7 @@ import typer
 from evalops.cli.context import JsonFlag, echo_lines, emit, note, now, settings
 from evalops.cli.gate import EXIT_BY_DECISION
 from evalops.cli.output import OutputOption, write_output
-from evalops.errors import EXIT_VERIFY, InputError
+from evalops.errors import EXIT_VERIFY, InputError, VerificationError
 
 if TYPE_CHECKING:
     from evalops.report.document import ReportDocument
@@ -168,15 +168,25 @@ def verify_attestation(
         ),
     ],
     require: RequireOption = None,
+    build: Annotated[
+        str | None,
+        typer.Option(help="The build the attestation must be of (else exit 6)."),
+    ] = None,
+    suite: Annotated[
+        str | None,
+        typer.Option(help="The suite the attestation must be of (else exit 6)."),
+    ] = None,
     json_flag: JsonFlag = False,
 ) -> None:
     """Check a signed attestation and print the decision it attests: the signature verifies
     with KEY, the payload is an evalops in-toto Statement v1, and the statement is
     consistent (its decision and subject are the decision document's, which hashes to its
     result_digest); exit 6 otherwise. With --require pass, a verified hold exits 3 and a
-    verified block 4, as the gate did.
+    verified block 4, as the gate did. --build and --suite tie it to the release being
+    shipped: a PASS of another build or suite is exit 6.
 
     Example: evalops verify-attestation gate.intoto.json --key release.pub --require pass
+    --build build-125 --suite regression/core
     """
     from evalops.export.attestation import load_public_key, read_bounded, verify_envelope
 
@@ -210,6 +220,15 @@ def verify_attestation(
     )
     from evalops.report.text import visible
 
+    for option, wanted, attested in (
+        ("--build", build, predicate.get("build")),
+        ("--suite", suite, predicate.get("suite")),
+    ):
+        if wanted is not None and wanted != attested:
+            raise VerificationError(
+                f"the attestation is of {option.removeprefix('--')} {attested!r}, not "
+                f"{wanted!r} ({option}): it says nothing about this release"
+            )
     emit(ctx, data, echo_lines([visible(line)]))
     if require is not None and decision != require:
         raise typer.Exit(EXIT_BY_DECISION.get(decision, EXIT_VERIFY))

@@ -316,6 +316,15 @@ def test_require_pass_exits_as_the_gate_did(
     assert gated.code == code, gated.stdout + gated.stderr
     assert gated.json()["decision"] == decision
     assert cli("verify-attestation", str(out), "--key", str(public), "--require", "hold").code == 2
+    # Tied to the release being shipped: the attestation of its build on its suite says
+    # nothing of another build or suite.
+    base = ("verify-attestation", str(out), "--key", str(public))
+    attested = gated.json()
+    assert cli(*base, "--build", attested["build"], "--suite", attested["suite"]).code == 0
+    for option, other in (("--build", "build-126"), ("--suite", "regression/other")):
+        elsewhere = cli(*base, option, other, "--require", "pass")
+        assert elsewhere.code == 6, elsewhere.stdout + elsewhere.stderr
+        assert f"not {other!r} ({option})" in elsewhere.stderr
 
 
 def test_attestation_files_are_read_up_to_1_mib(demo: Path, cli: Cli, tmp_path: Path) -> None:
