@@ -364,13 +364,14 @@ def reconcile(
             index=index,
             signing=signing_of(sign_with, print_act, act, signature),
         )
-    emit(
-        ctx,
-        data,
-        lambda: say(
-            f"{trial_id}: {effect} reconciled as {status}; trial is now {data['classification']}"
-        ),
-    )
+
+    def human() -> None:
+        from evalops.services.reads.listings import describe_signers
+
+        say(f"{trial_id}: {effect} reconciled as {status}; trial is now {data['classification']}")
+        say(describe_signers(data["reconciled"]["signers"]))
+
+    emit(ctx, data, human)
 
 
 @trials_app.command()

@@ -833,6 +833,7 @@ def test_a_reconciliation_that_lifts_an_ambiguous_hold_is_a_risk_owner_s_signed_
         assert _refund_state(w) == "ambiguous_external_effect"
     signed = w.run(*settle, "--sign-with", str(w.keys["dave"]))
     assert signed.code == 0, signed.stdout + signed.stderr
+    assert "signed by dave (SHA256:" in signed.stdout
     assert w.sql("SELECT count(*) FROM signed_act WHERE kind = 'trials.reconcile'") == [(1,)]
     assert _refund_state(w) == "task_pass"
     assert w.run("verify").code == 0

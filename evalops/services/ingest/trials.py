@@ -345,11 +345,21 @@ def reconcile(
         raise RefusedError(f"reconciliation of {effect_key} in {trial_id} refused: {refusal}")
     if refused is not None:
         raise RefusedError(refused)
+    signers = (
+        [s.as_dict() for s in authorized.judgement.signers]
+        if authorized is not None and authorized.signed
+        else []
+    )
     # Read once committed, as `trials show` reads it: one summary of a trial, one query.
     with engine_reader(engine) as reader:
         summary = trial_summary(reader, trial_id, row_id=trial_row)
     assert summary is not None
     return {
         **summary,
-        "reconciled": {"effect_key": effect_key, "index": position, "status": status},
+        "reconciled": {
+            "effect_key": effect_key,
+            "index": position,
+            "status": status,
+            "signers": signers,
+        },
     }
