@@ -3,6 +3,8 @@ outside `verify` (exit 6 inside it), and the URL is shown only with its secrets 
 
 from __future__ import annotations
 
+import re
+
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Engine
 
@@ -147,7 +149,9 @@ def _unreachable(url: str, exc: BaseException) -> EvalopsError:
         return fault
     reason = _reason(exc, url)
     hint = ""
-    if "does not exist" in reason:
+    if re.search(r'role "[^"]*" does not exist', reason):
+        hint = "; create that role on the server, or name an existing user in the URL"
+    elif "does not exist" in reason:
         hint = "; create the database, then run `evalops init`"
     return InputError(f"cannot open database {redact(url)}: {reason}{hint}", field="--db")
 

@@ -527,3 +527,20 @@ def test_a_short_password_is_masked_as_itself_not_inside_the_driver_s_words(
     assert f"bob:{password}@" not in result.stderr
     assert 'connection to server at "127.0.0.1", port 1 failed' in result.stderr
     assert result.stderr.count("***") == 1, result.stderr
+
+
+@pytest.mark.postgres
+def test_a_role_the_server_does_not_have_is_named_not_a_missing_database(
+    tmp_path: Path, cli: Cli
+) -> None:
+    """PostgreSQL says `role "nobody" does not exist`: creating the database would not
+    help, so the hint says to create the role or name another user."""
+    from tests.conftest import require_postgres
+
+    require_postgres()
+    result = cli("--db", "postgresql+psycopg://nobody:pw@127.0.0.1:5432/postgres", "gate",
+                 "list", cwd=tmp_path)  # fmt: skip
+    assert result.code == 2, result.stdout + result.stderr
+    assert 'role "nobody" does not exist' in result.stderr
+    assert "create that role on the server, or name an existing user" in result.stderr
+    assert "create the database" not in result.stderr

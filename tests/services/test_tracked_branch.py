@@ -1282,6 +1282,10 @@ def test_verify_with_a_registry_directory_that_does_not_exist_says_so(
     said = done.stdout + done.stderr
     assert f"registry directory {missing} does not exist" in said
     assert "not in a git repository" not in said
+    a_file = tmp_path / "registry.yaml"
+    a_file.write_text("x", encoding="utf-8")
+    done = cli("--registry", str(a_file), "verify", cwd=demo)
+    assert f"registry directory {a_file} is a file, not a directory" in done.stdout + done.stderr
 
 
 def test_a_sync_from_a_directory_outside_git_says_so(demo: Path, cli: Cli, tmp_path: Path) -> None:

@@ -150,9 +150,10 @@ def check_rule_history(reader: Reader, root: Path) -> RuleHistory:
     except RepositoryRefused as refused:
         # Git will not read it (another user's checkout): the chain was still verified.
         return RuleHistory(skipped=f"syncs not re-checked: {refused.message}")
-    if top is None and not root.exists():
+    if top is None and not root.is_dir():
+        what = "is a file, not a directory" if root.exists() else "does not exist"
         return RuleHistory(
-            skipped=f"registry directory {root} does not exist (give --registry DIR): syncs "
+            skipped=f"registry directory {root} {what} (give --registry DIR): syncs "
             "not re-checked"
         )
     if top is None:
