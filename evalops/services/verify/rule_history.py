@@ -153,8 +153,7 @@ def check_rule_history(reader: Reader, root: Path) -> RuleHistory:
     if top is None and not root.is_dir():
         what = "is a file, not a directory" if root.exists() else "does not exist"
         return RuleHistory(
-            skipped=f"registry directory {root} {what} (give --registry DIR): syncs "
-            "not re-checked"
+            skipped=f"registry directory {root} {what} (give --registry DIR): syncs not re-checked"
         )
     if top is None:
         return RuleHistory(skipped=f"{root} is not in a git repository: syncs not re-checked")
