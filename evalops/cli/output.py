@@ -138,4 +138,13 @@ def _write_error(exc: OSError, path: Path, field: str) -> Exception:
 
     if exc.errno in STORAGE_ERRNOS:
         return StorageFault(f"cannot write: {exc.strerror}", str(path), field=field)
+    dangling = next((p for p in path.parents if p.is_symlink() and not p.exists()), None)
+    if dangling is not None:
+        # mkdir says "File exists" of a link that leads nowhere: name the link instead.
+        return InputError(
+            f"cannot write: {dangling} is a symbolic link that leads nowhere (a loop, or "
+            "a target that does not exist)",
+            str(path),
+            field=field,
+        )
     return InputError(f"cannot write: {exc.strerror}", str(path), field=field)

@@ -195,6 +195,12 @@ def test_an_output_that_is_a_pipe_or_a_link_is_written_through_not_replaced(
     done = cli("report", "audit", "GATE-3", "-o", str(link), cwd=demo)
     assert done.code == 0, done.stdout + done.stderr
     assert link.is_symlink() and target.read_text(encoding="utf-8").startswith("<!-- evalops")
+    # A directory that is a link leading nowhere (a loop) is named, not "File exists".
+    (tmp_path / "loop-a").symlink_to(tmp_path / "loop-b")
+    (tmp_path / "loop-b").symlink_to(tmp_path / "loop-a")
+    looped = cli("report", "audit", "GATE-3", "-o", str(tmp_path / "loop-a" / "x.md"), cwd=demo)
+    assert looped.code == 2, looped.stdout + looped.stderr
+    assert "is a symbolic link that leads nowhere" in looped.stderr
 
 
 def test_a_database_stamped_by_another_alembic_project_is_not_called_newer(
