@@ -102,6 +102,23 @@ def branch_tips(top: Path, branch: str) -> dict[str, str]:
     return tips
 
 
+def refs_holding(top: Path, commit: str) -> list[str]:
+    """Every branch and remote-tracking ref of this repository that holds `commit` (none
+    when the repository does not have it)."""
+    try:
+        out = git_output(
+            top,
+            "for-each-ref",
+            "--format=%(refname:short)",
+            f"--contains={commit}",
+            "refs/heads",
+            "refs/remotes",
+        )
+    except Exception:
+        return []
+    return [line for line in out.decode("utf-8", "replace").splitlines() if line]
+
+
 def on_branch(top: Path, commit: str, branch: str) -> bool:
     """Whether a ref of this repository named `branch` (`branch_tips`) holds `commit`."""
     return any(is_ancestor(top, commit, tip) for tip in branch_tips(top, branch).values())

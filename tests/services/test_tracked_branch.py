@@ -1302,3 +1302,31 @@ def test_a_sync_from_a_directory_outside_git_says_so(demo: Path, cli: Cli, tmp_p
     assert "from a directory outside git (no branch, no commit)" in said
     assert "detached HEAD" not in said and "--definitions REV" not in said
     assert "in force unchanged" in said
+
+
+def test_a_proposal_synced_as_main_from_a_forged_ref_is_named_when_main_syncs_next(
+    repo: Repo,
+) -> None:
+    """A pull request's job runs its own workflow: in its checkout it can point a ref named
+    main at a signed proposal never merged and sync it as main (evalops can only believe
+    the checkout's refs). main's next sync sees its last synced commit is not an ancestor,
+    and, finding that commit on another branch and on no main, says it may never have been
+    on main, instead of only advising to re-base (which would adopt it)."""
+    main = repo.branch
+    repo.git("checkout", "-q", "-b", "proposal")
+    loosen(repo, "31")
+    proposal = repo.commit("alice", "a signed proposal, never merged")
+    repo.git("checkout", "-q", "--detach", proposal)
+    repo.git("update-ref", f"refs/remotes/origin/{main}", proposal)  # the forged ref
+    forged = repo.run("sync", "registry", "--track", main)
+    assert forged.code == 0, forged.stdout + forged.stderr
+    # main's own job: a checkout of main, whose refs are main's, a commit on main after.
+    repo.git("update-ref", "-d", f"refs/remotes/origin/{main}")
+    repo.git("checkout", "-q", main)
+    (repo.root / "README.md").write_text("an ordinary change\n", encoding="utf-8")
+    repo.commit(None, "an ordinary change on main")
+    refused = repo.run("sync", "registry")
+    said = refused.stdout + refused.stderr
+    assert refused.code == 5, said
+    assert f"{proposal[:12]} is on proposal and on no {main} here" in said
+    assert "re-basing would adopt what" in said and "evalops verify" in said

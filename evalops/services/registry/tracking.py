@@ -28,6 +28,7 @@ from evalops.registry.history import (
     is_ancestor,
     normal_path,
     on_branch,
+    refs_holding,
     repository_top,
 )
 from evalops.registry.provenance import GitProvenance
@@ -233,10 +234,32 @@ def place(state: Tracked | None, here: Line, root: Path, provenance: GitProvenan
         True,
         rewritten=f"history of {line.branch or 'the tracked line'} was rewritten: the last "
         f"synced commit {last[:12]} is not an ancestor of {head[:12]} (a force-push, a "
-        "shallow clone or another repository); sync a commit that descends from "
-        f"{last[:12]} (fetch the full history), or, if the rewrite is intended, re-base the "
-        f"tracked line with `evalops registry track --path {line.path} --branch "
-        f"{line.branch or 'BRANCH'}` (a rule change)",
+        "shallow clone or another repository)"
+        + _held_elsewhere(provenance.top, last, line.branch)
+        + f"; sync a commit that descends from {last[:12]} (fetch the full history), or, if "
+        "the rewrite is intended, re-base the tracked line with `evalops registry track "
+        f"--path {line.path} --branch {line.branch or 'BRANCH'}` (a rule change)",
+    )
+
+
+def _held_elsewhere(top: Path, commit: str, branch: str | None) -> str:
+    """When branches other than the tracked one hold the last synced commit and none named
+    like it does: it may never have been on the tracked branch at all (synced as `main`
+    from a ref only that checkout had, which a pull request's job can make), and re-basing
+    would adopt it."""
+    held = refs_holding(top, commit)
+    if (
+        branch is None
+        or not held
+        or any(ref == branch or ref.endswith(f"/{branch}") for ref in held)
+    ):
+        return ""
+    return (
+        f". {commit[:12]} is on {', '.join(held[:5])} and on no {branch} here: if "
+        f"{branch} was not force-pushed, it was synced as {branch} from a ref only that "
+        "checkout had (a pull request's job can make one), and re-basing would adopt what "
+        f"{branch} never held; run `evalops verify`, and give pull request jobs a database "
+        "of their own (docs/ci.md)"
     )
 
 
