@@ -1330,3 +1330,35 @@ def test_a_proposal_synced_as_main_from_a_forged_ref_is_named_when_main_syncs_ne
     assert refused.code == 5, said
     assert f"{proposal[:12]} is on proposal and on no {main} here" in said
     assert "re-basing would adopt what" in said and "evalops verify" in said
+
+
+def test_an_unsigned_rule_edit_reverted_unsigned_is_vouched_for_by_re_signing_it(
+    repo: Repo,
+) -> None:
+    """mallory edits the gate policy unsigned (refused) and reverts it unsigned (a net
+    change of nothing: accepted, nothing in force changes). Both commits stay in the history
+    every later sync reads, so alice's signed change is refused naming them; the fix
+    the refusal gives (a policy owner re-signs it and the commits after it) is accepted."""
+    in_force = repo.in_force("gate_policy", "release-gate")
+    base = repo.git("rev-parse", "HEAD")
+    loosen(repo)
+    edit = repo.commit(None, "mallory: a longer waiver, unsigned")
+    refused(repo.run("sync", "registry"), edit[:12], "(unsigned)")
+    repo.git("revert", "--no-edit", "HEAD")
+    revert = repo.git("rev-parse", "HEAD")
+    done = repo.run("sync", "registry")
+    assert done.code == 0, done.stdout + done.stderr
+    assert repo.in_force("gate_policy", "release-gate") == in_force
+    loosen(repo, "20")
+    repo.commit("alice", "alice: a shorter waiver, signed")
+    said = repo.run("sync", "registry")
+    # The newest unsigned rule-bearing commit is named first: the revert.
+    refused(said, revert[:12], "(unsigned)", "git rebase --exec 'git commit --amend --no-edit -S'")
+    assert "a revert on top does not take it out" in said.stdout + said.stderr
+    # The fix as given: alice re-signs every commit after the last clean sync.
+    repo.git("config", "gpg.format", "ssh")
+    repo.git("config", "user.signingkey", f"{repo.keys['alice']}.pub")
+    repo.git("rebase", "-q", "--exec", "git commit -q --amend --no-edit -S", base)
+    done = repo.run("sync", "registry")
+    assert done.code == 0, done.stdout + done.stderr
+    assert repo.in_force("gate_policy", "release-gate") == repo.digest_of(GATE)

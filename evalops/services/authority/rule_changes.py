@@ -175,6 +175,7 @@ def history_refusal(
     signed: list[dict[str, Any]] = []
     owners = sorted({g.principal for g in authority.roles.get("policy_owner", [])})
     since = vetted[0][:12] if vetted else "the first commit"
+    base = vetted[0][:12] if vetted else "--root"
     for found in rule_commits(top, span.rel, vetted, span.head):
         payload, signature = split_signed_commit(raw_commit(top, found.sha))
         problem, signer = judge_commit(authority, found.sha, payload, signature)
@@ -186,7 +187,10 @@ def history_refusal(
                 f"{more}, a rule-bearing file: {problem}. Every commit since the last clean "
                 f"sync ({since}) that changes a rule-bearing file must be SSH-signed by a "
                 f"policy_owner ({', '.join(owners) or 'none is declared'}); fix: have one of "
-                "them sign it (re-sign the commits, or revert and re-commit the change signed)",
+                f"them vouch for {found.sha[:12]} by re-signing it and the commits after it "
+                f"(`git rebase --exec 'git commit --amend --no-edit -S' {base}` on the "
+                "branch, then push it; a revert on top does not take it out of the history "
+                "this check reads)",
                 [],
             )
         signed.append({"commit": found.sha, "files": list(found.files), **signer.as_dict()})
