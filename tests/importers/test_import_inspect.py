@@ -781,3 +781,31 @@ def test_a_sample_nested_deeper_than_the_interpreter_reads_is_named_not_a_crash(
         assert f"{victim} in the .eval log is nested too deeply" in result.stderr
         assert "internal error" not in result.stderr
     assert cli("trials", "list", "--json", cwd=ws).stdout == before
+
+
+def test_a_voided_imported_trial_is_not_taken_back_by_importing_its_log_from_elsewhere(
+    logs: dict[str, Path], ws: Path, cli: Cli
+) -> None:
+    """The same log copied to another path holds the same executions: a trial voided from
+    it stays voided (docs/trials.md, "a voided record is
+    never taken back"); only the run and file it was read from differ, which is no new
+    content."""
+    import shutil
+
+    data = run_import(cli, ws, str(logs["eval"]), "--map", MAP)
+    assert data["ingested"] > 0
+    listed = cli("trials", "list", "--build", "build-inspect-1", "--json", cwd=ws).json()
+    rows = listed["trials"] if isinstance(listed, dict) else listed
+    trial_id = next(r["trial_id"] for r in rows if r["trial_id"].startswith("insp-"))
+    voided = cli("trials", "void", trial_id, "--reason", "a harness bug",
+                 "--confirm-hard-failure", cwd=ws)  # fmt: skip
+    assert voided.code == 0, voided.stdout + voided.stderr
+    elsewhere = ws / "elsewhere"
+    elsewhere.mkdir()
+    copy = elsewhere / logs["eval"].name
+    shutil.copy(logs["eval"], copy)
+    before = cli("trials", "list", "--build", "build-inspect-1", "--json", cwd=ws).stdout
+    again = cli("trials", "import", "inspect", str(copy), "--map", MAP, cwd=ws)
+    assert again.code == 2, again.stdout + again.stderr
+    assert f"trial {trial_id} with this content was voided" in again.stderr
+    assert cli("trials", "list", "--build", "build-inspect-1", "--json", cwd=ws).stdout == before

@@ -197,7 +197,7 @@ class _Ingester:
         self.next_id = (session.exec(select(func.max(Trial.id))).one() or 0) + 1
         self.rows_digest = RowsDigest()
         # Per chunk: trial id -> its voided rows (record digest, void id, appended to).
-        self.voided_parents: dict[str, list[tuple[str, str, bool]]] = {}
+        self.voided_parents: dict[str, list[tuple[str, str, bool, str]]] = {}
         self.cases: dict[tuple[str, str, str], str] = {}
         self.grader_sets: set[str] = set()
         # Sees every accepted or identical row (an import's dry run reads classifications).
@@ -507,16 +507,18 @@ class _Ingester:
         self.records_hasher.update(f"{row['record_digest']}\n".encode())
         self.executions.add(row["execution_digest"])
 
-    def _voided(self, ids: set[str]) -> dict[str, list[tuple[str, str, bool]]]:
-        """trial_id -> (record_digest, void id, appended to) of each voided row of the ids
-        that have no live row: a voided id may be ingested again, with new content."""
+    def _voided(self, ids: set[str]) -> dict[str, list[tuple[str, str, bool, str]]]:
+        """trial_id -> (record_digest, void id, appended to, record) of each voided row of
+        the ids that have no live row: a voided id may be ingested again, with new content."""
         if not ids:
             return {}
-        out: dict[str, list[tuple[str, str, bool]]] = {}
-        for trial_id, record_digest, void_id, appended in self.session.connection().execute(
+        out: dict[str, list[tuple[str, str, bool, str]]] = {}
+        for trial_id, record_digest, void_id, record, appended in self.session.connection().execute(
             _VOIDED, {"ids": list(ids)}
         ):
-            out.setdefault(trial_id, []).append((record_digest, void_id, bool(appended)))
+            out.setdefault(trial_id, []).append(
+                (record_digest, void_id, bool(appended), str(record))
+            )
         return out
 
     def _refused_as_voided(
@@ -534,13 +536,23 @@ class _Ingester:
         self.reject(problem)
         return True
 
-    def _voided_again(self, p: _Prepared, voided: list[tuple[str, str, bool]]) -> InputError | None:
+    def _voided_again(
+        self, p: _Prepared, voided: list[tuple[str, str, bool, str]]
+    ) -> InputError | None:
         """A record for a voided id: new content replaces it (None); the voided content
         itself, or an id whose voided row carries reconciliations or reviews (they would
-        read as the new record's), is refused."""
+        read as the new record's), is refused. For an import, content is the execution (as
+        `same_execution` reads it): the same log read from another path or form is the
+        voided trial, not new content."""
         row = p.row
-        for record_digest, void_id, appended in voided:
-            if record_digest == row["record_digest"]:
+        for record_digest, void_id, appended, record in voided:
+            same = record_digest == row["record_digest"] or (
+                self.same_execution is not None
+                and not self.same_execution(
+                    json.loads(record), json.loads(row["record"]), p.line.file
+                )
+            )
+            if same:
                 return self._fail(
                     p.line,
                     f"trial {row['trial_id']} with this content was voided ({void_id}): a "
@@ -726,6 +738,7 @@ _VOIDED = (
         TRIAL.c.trial_id,
         TRIAL.c.record_digest,
         TRIAL_VOID.c.void_id,
+        TRIAL.c.record,
         (
             sa_select(RECONCILIATION.c.id)
             .where(RECONCILIATION.c.trial_id == TRIAL.c.trial_id)
