@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from evalops.domain.canonical import MAX_SAFE_INTEGER
 from evalops.domain.import_map import TaskMap
 from evalops.domain.timestamps import format_timestamp, parse_timestamp
 from evalops.errors import InputError
@@ -492,8 +493,12 @@ def _sample_key(raw: Mapping[str, Any], ctx: _Context) -> tuple[int | str, int, 
     label = f"{sample_id}/{epoch}"
     if not isinstance(sample_id, int | str) or isinstance(sample_id, bool):
         raise at(ctx.name, label, "a sample has no id", "id")
+    if isinstance(sample_id, int) and abs(sample_id) > MAX_SAFE_INTEGER:
+        raise at(ctx.name, label, f"a sample id beyond +-(2^53-1): {sample_id}", "id")
     if not isinstance(epoch, int) or isinstance(epoch, bool) or epoch < 1:
         raise at(ctx.name, label, "a sample has no epoch (a whole number from 1)", "epoch")
+    if epoch > MAX_SAFE_INTEGER:
+        raise at(ctx.name, label, f"an epoch beyond 2^53-1: {epoch}", "epoch")
     return sample_id, epoch, label
 
 

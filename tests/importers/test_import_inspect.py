@@ -809,3 +809,20 @@ def test_a_voided_imported_trial_is_not_taken_back_by_importing_its_log_from_els
     assert again.code == 2, again.stdout + again.stderr
     assert f"trial {trial_id} with this content was voided" in again.stderr
     assert cli("trials", "list", "--build", "build-inspect-1", "--json", cwd=ws).stdout == before
+
+
+@pytest.mark.parametrize(("field", "value"), [("epoch", 10**30), ("id", 2**53)])
+def test_a_sample_number_beyond_2_53_is_named_not_a_crash(
+    logs: dict[str, Path], ws: Path, cli: Cli, field: str, value: int
+) -> None:
+    """An epoch or an integer sample id beyond what canonical JSON can hold (a trial id is
+    derived from them) is exit 2 naming the sample and the field, never an internal error."""
+    doc = json.loads(logs["json"].read_text(encoding="utf-8"))
+    doc["samples"][0][field] = value
+    hostile = ws / "hostile.json"
+    hostile.write_text(json.dumps(doc), encoding="utf-8")
+    result = cli("--json", "trials", "import", "inspect", str(hostile), "--map", MAP, cwd=ws)
+    assert result.code == 2, result.stdout + result.stderr
+    error = result.json()["error"]
+    assert field in str(error["field"]) and "2^53" in error["message"], error
+    assert "internal error" not in result.stderr
