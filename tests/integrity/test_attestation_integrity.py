@@ -397,3 +397,24 @@ def test_url_safe_unpadded_base64_is_accepted(demo: Path, cli: Cli, tmp_path: Pa
     anchored = cli("verify", "--anchors", str(again), cwd=demo)
     assert anchored.code == 0, anchored.stdout + anchored.stderr
     assert "no chain anchor found" not in anchored.stdout + anchored.stderr
+
+
+def test_a_decision_made_as_of_an_earlier_moment_is_not_attested(
+    demo: Path, cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """WVR-1 lets build-125 pass (GATE-3). Revoked later, the build holds; `gate check --at`
+    the earlier moment stores a PASS that reads the registry before the revocation. It
+    verifies (it says what it read), but a release job relying on an attestation alone
+    would take it for today's decision: it is refused (exit 2), nothing written."""
+    monkeypatch.setenv("EVALOPS_NOW", "2026-11-30T13:00:00Z")
+    assert cli("waiver", "revoke", "WVR-1", "--reason", "fix slipped", cwd=demo).code == 0
+    check = ("gate", "check", "--build", "build-125", "--suite", "regression/core", "--json")
+    assert cli(*check, cwd=demo).json()["decision"] == "hold"
+    backdated = cli(*check, "--at", "2026-11-30T12:30:00Z", cwd=demo).json()
+    assert backdated["decision"] == "pass"
+    out = tmp_path / "backdated.intoto.json"
+    result = cli("export", "attestation", "--gate", backdated["gate_id"], "-o", str(out), cwd=demo)
+    assert result.code == 2, result.stdout + result.stderr
+    assert "gate check --at" in result.stderr and "is not attested" in result.stderr
+    assert not out.exists()
+    assert cli("verify", cwd=demo).code == 0  # it verifies: it is what it says it read
