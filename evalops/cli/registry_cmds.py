@@ -331,8 +331,13 @@ def show(ctx: typer.Context, json_flag: JsonFlag = False) -> None:
             commit = (run["git_commit"] or "no commit")[:12]
             dirty = ", dirty work tree" if run["dirty"] else ""
             kinds = ", ".join(f"{n} {k}" for k, n in run["definitions"].items())
+            # A CI checkout is detached: `sync --track main` names the branch git could not.
+            tracked_branch = (data["tracked"] or {}).get("branch")
+            on = run["git_branch"] or (
+                f"a detached HEAD synced as {tracked_branch}" if tracked_branch else "no branch"
+            )
             say(
-                f"in force: sync {run['sync_run']} of {commit} on {run['git_branch'] or '-'}"
+                f"in force: sync {run['sync_run']} of {commit} on {on}"
                 f"{dirty}, {run['at']} by {run['actor']} (audit seq {run['audit_seq']}): {kinds}"
             )
         authority = data["authority"]

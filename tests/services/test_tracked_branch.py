@@ -335,6 +335,13 @@ def test_registry_show_says_what_is_followed_and_in_force_and_writes_nothing(
     assert human[0] == f"tracking {main} at registry/ (chosen by the first sync)"
     assert human[1].startswith(f"in force: sync {run_id} of {head[:12]} on {main}")
     assert repo.sql("SELECT count(*) FROM audit_event") == events
+    # A CI checkout: detached, synced with --track; the line says so instead of "on -".
+    assert repo.run("new", "execution", "build-777", "--registry", "registry").code == 0
+    repo.commit(None, "a new build's profile")
+    repo.git("checkout", "-q", "--detach")
+    assert repo.run("sync", "registry", "--track", main).code == 0
+    human = repo.run("registry", "show").stdout.splitlines()
+    assert f" on a detached HEAD synced as {main}," in human[1], human[1]
 
 
 def test_a_definition_a_branch_registered_is_not_called_unregistered(repo: Repo) -> None:
