@@ -91,13 +91,20 @@ def _voided(tasks: Sequence[Mapping[str, Any]], build: str, label: str = "") -> 
         return []
     trials = "1 trial" if voided == 1 else f"{voided:,} trials"
     reasons = [f"{trials} under {label}build {build} voided: left out (`evalops void list`)"]
-    emptied = [t["task_id"] for t in tasks if t.get("voided") and not sum(t["effective"].values())]
-    if emptied:
-        reasons.append(
-            f"{_members(emptied, 'has', 'have')} only voided trials under {label}build "
-            f"{build}: not counted: {_names(emptied)}"
-        )
-    return reasons
+    return reasons + _left_empty(tasks, "voided", "only voided trials", build, label)
+
+
+def _left_empty(
+    tasks: Sequence[Mapping[str, Any]], key: str, what: str, build: str, label: str
+) -> list[str]:
+    """The members whose entry `key` left them no counted trial, named."""
+    emptied = [t["task_id"] for t in tasks if t.get(key) and not sum(t["effective"].values())]
+    if not emptied:
+        return []
+    return [
+        f"{_members(emptied, 'has', 'have')} {what} under {label}build {build}: not "
+        f"counted: {_names(emptied)}"
+    ]
 
 
 def _not_counted(tasks: Sequence[Mapping[str, Any]], build: str, label: str = "") -> list[str]:
@@ -116,13 +123,7 @@ def _not_counted(tasks: Sequence[Mapping[str, Any]], build: str, label: str = ""
             f"{trials} under {label}build {build} of {not_counted_reason(reason)}: not "
             f"counted: {_names(named)}"
         )
-    emptied = [t["task_id"] for t in tasks if t.get("ignored") and not sum(t["effective"].values())]
-    if emptied:
-        out.append(
-            f"{_members(emptied, 'has', 'have')} no counted trials under {label}build {build}: "
-            f"not counted: {_names(emptied)}"
-        )
-    return out
+    return out + _left_empty(tasks, "ignored", "no counted trials", build, label)
 
 
 def _relabelled(tasks: Sequence[Mapping[str, Any]], by: str, suite_id: str) -> list[str]:

@@ -713,6 +713,15 @@ def test_verify_checks_each_acts_registry(
     assert "an act of registry" in done.stderr and "not of this one" in done.stderr
 
 
+def _review_signed(world: World, who: str) -> None:
+    """`who` resolves review-me's abstained judge as a pass, signed."""
+    done = world.run(
+        "review", "resolve", "review-me", "--grader", "reply-quality", "--state", "task_pass",
+        "--reason", "read it", "--sign-with", str(world.keys[who]),
+    )  # fmt: skip
+    assert done.code == 0, done.stdout + done.stderr
+
+
 def _task_entry(decided: dict[str, Any]) -> dict[str, Any]:
     (entry,) = [t for t in decided["tasks"] if t["task_id"] == TASK]
     return entry
@@ -728,11 +737,7 @@ def test_a_review_by_the_signer_of_the_trials_ingest_is_no_evidence_in_the_gate(
     w.authority(**NO_SEPARATION)
     assert _ingest(w, "bob").code == 0
     unreviewed = _task_entry(_gate(w))
-    done = w.run(
-        "review", "resolve", "review-me", "--grader", "reply-quality", "--state", "task_pass",
-        "--reason", "read it", "--sign-with", str(w.keys["bob"]),
-    )  # fmt: skip
-    assert done.code == 0, done.stdout + done.stderr
+    _review_signed(w, "bob")
     reviewed = _task_entry(_gate(w))
     assert reviewed != unreviewed  # the review counts while the rule is not declared
     w.authority()  # both rules declared, by alice's signed commit
@@ -747,11 +752,7 @@ def test_a_review_by_another_reviewer_still_counts_under_the_rule(any_engine: Wo
     w.authority(**NO_SEPARATION)
     assert _ingest(w, "bob").code == 0
     unreviewed = _task_entry(_gate(w))
-    done = w.run(
-        "review", "resolve", "review-me", "--grader", "reply-quality", "--state", "task_pass",
-        "--reason", "read it", "--sign-with", str(w.keys["carol"]),
-    )  # fmt: skip
-    assert done.code == 0, done.stdout + done.stderr
+    _review_signed(w, "carol")
     reviewed = _task_entry(_gate(w))
     assert reviewed != unreviewed
     w.authority()
@@ -776,11 +777,7 @@ def test_a_review_of_a_trial_ingested_again_is_judged_against_its_own_ingest(
                   "--sign-with", str(w.keys["alice"]))  # fmt: skip
     assert again.code == 0, again.stdout + again.stderr
     unreviewed = _task_entry(_gate(w))
-    done = w.run(
-        "review", "resolve", "review-me", "--grader", "reply-quality", "--state", "task_pass",
-        "--reason", "read it", "--sign-with", str(w.keys["bob"]),
-    )  # fmt: skip
-    assert done.code == 0, done.stdout + done.stderr
+    _review_signed(w, "bob")
     reviewed = _task_entry(_gate(w))
     assert reviewed != unreviewed  # counted as human evidence
     assert reviewed["passedCount"] == unreviewed["passedCount"] + 1
