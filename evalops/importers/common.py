@@ -93,6 +93,9 @@ class Skipped:
     `unmapped_provider`, `unmapped_task`."""
     name: str | None = None
     """The unmapped sample, scorer or provider."""
+    trial_ids: tuple[str, ...] = field(default=(), compare=False)
+    """An invalidated sample's trial ids (and those an earlier evalops gave them): stored
+    by an earlier import, they still count until voided."""
 
 
 @dataclass

@@ -21,7 +21,7 @@ import struct
 import zipfile
 import zlib
 from collections.abc import Generator, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -480,11 +480,24 @@ def _translate(raw: dict[str, Any], ctx: _Context) -> Iterator[Item]:
     sample_id, epoch, label = _sample_key(raw, ctx)
     task_id = _task_of(raw, ctx, sample_id, label)
     if isinstance(task_id, Skipped):
+        if task_id.reason == "invalidated":
+            task_id = replace(task_id, trial_ids=_invalidated_ids(raw, ctx))
         yield task_id
         return
     one = _sample(raw, ctx, task_id, (sample_id, epoch, label))
     yield from _failed_attempts(one)
     yield from _final_attempt(one)
+
+
+def _invalidated_ids(raw: Mapping[str, Any], ctx: _Context) -> tuple[str, ...]:
+    """The trial ids an invalidated sample's attempts have (or had under an earlier
+    evalops), as if it were imported: an earlier import may have stored them."""
+    retries = raw.get("error_retries") or []
+    if not isinstance(retries, list):
+        return ()
+    attempt_events = [_events_of(r) for r in retries] + [raw.get("events") or []]
+    ids, legacy = _attempt_ids(raw, ctx, attempt_events, bool(raw.get("error")))
+    return tuple(dict.fromkeys([*ids, *legacy]))
 
 
 def _sample_key(raw: Mapping[str, Any], ctx: _Context) -> tuple[int | str, int, str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import re
 import subprocess
 import sys
 from fractions import Fraction
@@ -826,3 +827,36 @@ def test_a_sample_number_beyond_2_53_is_named_not_a_crash(
     error = result.json()["error"]
     assert field in str(error["field"]) and "2^53" in error["message"], error
     assert "internal error" not in result.stderr
+
+
+def test_a_sample_invalidated_after_its_import_is_refused_until_voided(
+    logs: dict[str, Path], ws: Path, cli: Cli, tmp_path: Path
+) -> None:
+    """Inspect marks a sample invalidated after the log was imported. Importing the final
+    log again said "left out: invalidated" and exited 0, while the stored trial kept
+    counting; imported alone, the final log decides otherwise. The import now refuses
+    (exit 2), naming the trial and the void that leaves it out; once voided, it imports."""
+    from inspect_ai.log import ProvenanceData, invalidate_samples, read_eval_log, write_eval_log
+
+    run_import(cli, ws, str(logs["eval"]), "--map", MAP)
+    log = read_eval_log(str(logs["eval"]))
+    assert log.samples
+    victim = log.samples[0]
+    invalidated = invalidate_samples(
+        log, [str(victim.uuid)], ProvenanceData(author="qa@example.com", reason="bad case")
+    )
+    final = tmp_path / "invalidated.eval"
+    write_eval_log(invalidated, str(final))
+    before = cli("trials", "list", "--build", "build-inspect-1", "--json", cwd=ws).stdout
+    refused = cli("--json", "trials", "import", "inspect", str(final), "--map", MAP, cwd=ws)
+    assert refused.code == 2, refused.stdout + refused.stderr
+    error = refused.json()["error"]
+    assert error["field"] == "invalidation" and "is invalidated in the log" in error["message"]
+    assert cli("trials", "list", "--build", "build-inspect-1", "--json", cwd=ws).stdout == before
+    trial_id = re.search(r"trials void (\S+) --reason", error["message"])
+    assert trial_id is not None
+    voided = cli("trials", "void", trial_id.group(1), "--reason", "invalidated in Inspect",
+                 "--confirm-hard-failure", cwd=ws)  # fmt: skip
+    assert voided.code == 0, voided.stdout + voided.stderr
+    again = cli("trials", "import", "inspect", str(final), "--map", MAP, cwd=ws)
+    assert again.code == 0, again.stdout + again.stderr

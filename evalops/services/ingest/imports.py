@@ -21,7 +21,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 from sqlalchemy.engine import Engine
-from sqlmodel import Session
+from sqlmodel import Session, col, select
 
 from evalops.domain.reruns import TrialNode, resolve_reruns
 from evalops.domain.specs import EvalTaskSpec, GraderSet
@@ -370,6 +370,40 @@ class _Feed:
     owners: dict[tuple[str, str, str], str] = field(default_factory=dict)
     listed: dict[str, dict[str, int]] = field(default_factory=dict)
     """Kind (`samples`, `scorers`, `tasks`) -> "file: name" -> how many times it was met."""
+    invalidated: list[Skipped] = field(default_factory=list)
+    """Samples the log marks invalidated, with their trial ids."""
+
+    def refuse_invalidated_stored(self, session: Session) -> None:
+        """A sample the log invalidated after an earlier import stored its trial still
+        counts: an invalidation in a log is no void in the registry. Refused (the whole
+        import), naming the trial and the void that leaves it out."""
+        wanted = {tid: item for item in self.invalidated for tid in item.trial_ids}
+        if not wanted:
+            return
+        from evalops.store import queries
+        from evalops.store.tables import Trial
+
+        ids = sorted(wanted)
+        live: list[str] = []
+        for start in range(0, len(ids), 500):
+            live += session.exec(
+                select(Trial.trial_id).where(
+                    col(Trial.trial_id).in_(ids[start : start + 500]), ~queries.voided(None)
+                )
+            ).all()
+        if not live:
+            return
+        first = sorted(live)[0]
+        item = wanted[first]
+        more = f" (and {len(live) - 1} more)" if len(live) > 1 else ""
+        raise InputError(
+            f"sample {item.label} is invalidated in the log, but its trial {first}{more} was "
+            "imported before: an invalidation in a log is no void in the registry, and the "
+            f"trial still counts; leave it out with `evalops trials void {first} --reason "
+            "REASON`, then import again",
+            item.file,
+            field="invalidation",
+        )
 
     def records(self) -> Iterator[Translated]:
         for path in self.files:
@@ -392,6 +426,8 @@ class _Feed:
 
     def _skip(self, item: Skipped) -> None:
         self.result.skipped[item.reason] += 1
+        if item.trial_ids:
+            self.invalidated.append(item)
         if item.reason.startswith("unmapped_") and item.name is not None:
             kind = item.reason.removeprefix("unmapped_") + "s"
             names = self.listed.setdefault(kind, {})
@@ -498,6 +534,7 @@ def import_trials(
         on_record=on_record,
         same_execution=_SameExecution(),
         signing=signing,
+        check=feed.refuse_invalidated_stored,
     )
     if stats is not None:
         problem = None if skip_unmapped else feed.unmapped_problem()

@@ -1203,6 +1203,7 @@ def ingest_records(
     on_record: Callable[[int], None] | None = None,
     same_execution: SameExecution | None = None,
     signing: Signing = UNSIGNED,
+    check: Callable[[Session], None] | None = None,
 ) -> IngestResult:
     """Ingest records already parsed (an importer's output) exactly as `ingest_files` does.
 
@@ -1214,7 +1215,8 @@ def ingest_records(
     import's `source` and `map_digest`). `dry_run` validates, classifies and resolves
     everything in the same transaction, reports every rejected record and rolls back.
     `observe` sees each accepted or identical row (its classification included);
-    `on_record` hears each record as it is read (a progress display).
+    `on_record` hears each record as it is read (a progress display). `check` runs in the
+    transaction once every item is read, and may refuse the whole import (InputError).
     """
     try:
         with write_session(engine) as session:
@@ -1236,6 +1238,9 @@ def ingest_records(
                     ingester.flush(chunk)
                     chunk = []
             ingester.flush(chunk)
+            # The records' own refusals first: they name each trial.
+            if check is not None and ingester.rejected_count <= max_bad_records:
+                check(session)
             if dry_run:
                 _refuse_if_rejected(ingester, max_bad_records)
                 raise _DryRun(ingester.result)
