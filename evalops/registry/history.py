@@ -114,7 +114,7 @@ def refs_holding(top: Path, commit: str) -> list[str]:
             "refs/heads",
             "refs/remotes",
         )
-    except Exception:
+    except InputError:  # a commit this repository does not have
         return []
     return [line for line in out.decode("utf-8", "replace").splitlines() if line]
 

@@ -687,14 +687,11 @@ def _parse_int(text: str) -> int | _LongInt:
     return _LongInt(text) if len(text.lstrip("-")) > 17 else int(text)
 
 
-_RECORD_BAD = re.compile("[\ud800-\udfff\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def _check_json(
     doc: Document, value: Any, text: str, duplicates: dict[int, str], spec: bool
 ) -> None:
     path = doc.path
-    bad = _SPEC_BAD if spec else _RECORD_BAD
+    bad = _BAD_STRING
     for where, item in _walk(value):
         if len(where) > MAX_DEPTH:
             raise InputError(
@@ -727,7 +724,9 @@ def _check_json(
                     _check_bad(key, where, path, doc.line_of((*where, key)), spec)
 
 
-_SPEC_BAD = re.compile("[\ud800-\udfff\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# Lone surrogates and control characters but tab and newline: refused in every string, of
+# spec files and trial records alike (`_check_bad` says which).
+_BAD_STRING = re.compile("[\ud800-\udfff\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 def _check_bad(value: str, where: JsonPath, path: str, line: int, spec: bool) -> None:
@@ -793,11 +792,10 @@ def document_from_bytes(data: bytes, name: str) -> Document:
 
 # --- trial records: a fast path that falls back to parse_json for exact errors -----------
 
-# A JSON escape of a NUL or a surrogate, or an astral character: the rare cases that need
-# the strict walk (errors) or the reference canonicalizer (key sorting by UTF-16 units).
-# Escapes and characters the fast path leaves to `parse_json` (which names them): NUL and
-# the other control characters but tab and newline (an escape `\u001b`, `\b`, `\f`, `\r`;
-# raw C1 and DEL), lone surrogates, astral characters (their canonical key order differs).
+# What the fast path leaves to `parse_json`: the strict walk names a control character but
+# tab and newline (an escape `\u001b`, `\b`, `\f`, `\r`; raw C1 and DEL) or a lone
+# surrogate, and the reference canonicalizer sorts keys holding an astral character (by
+# UTF-16 units).
 _RECORD_SUSPECT = re.compile(
     r"\\u00[01][0-9a-fA-F]|\\u00[89][0-9a-fA-F]|\\u007[fF]|\\[bfr]|[\x7f-\x9f]"
     r"|\\u[dD][89a-fA-F]|[\U00010000-\U0010ffff]|[\ud800-\udfff]"

@@ -21,13 +21,10 @@ def chain_head(session: Session) -> AuditEvent | None:
 
 
 def registry_now(session: Session, now: datetime) -> datetime:
-    """The registry's present: `now`, or the newest event's moment when this clock is
-    behind it. An event is recorded at no earlier than its predecessor's moment (audit
-    time never runs backwards), so a read that sees every event stands at least there: a
-    revocation another writer recorded at 12:00:05 is in force for a reader whose clock
-    says 12:00:02."""
-    head = chain_head(session)
-    return head.at if head is not None and head.at > now else now
+    """`store.reader.registry_present` in a session."""
+    from evalops.store.reader import ConnectionReader, registry_present
+
+    return registry_present(ConnectionReader(session.connection()), now)
 
 
 def next_seq(session: Session) -> int:

@@ -222,6 +222,16 @@ def has_table(reader: Reader, name: str) -> bool:
     return bool(reader.scalar(sql, {"name": name}))
 
 
+def registry_present(reader: Reader, now: datetime) -> datetime:
+    """The registry's present: `now`, or the newest event's moment when this clock is
+    behind it. An event is recorded at no earlier than its predecessor's moment (audit
+    time never runs backwards), so a read that sees every event stands at least there: a
+    revocation another writer recorded at 12:00:05 is in force for a reader whose clock
+    says 12:00:02."""
+    head = reader.first("SELECT at FROM audit_event ORDER BY seq DESC LIMIT 1")
+    return now if head is None else max(now, timestamp(head["at"]))
+
+
 def timestamp(value: Any) -> datetime:
     """A stored timestamp as an aware UTC datetime, as the tables' `UTCDateTime` gives it:
     SQLite holds UTC as naive text (`2026-12-01 10:00:00.000000`), PostgreSQL an aware

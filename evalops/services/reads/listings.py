@@ -17,7 +17,7 @@ from evalops.domain.retirement_reason import read_stored
 from evalops.domain.timestamps import format_timestamp
 from evalops.errors import InputError
 from evalops.store.in_force_sql import LATEST_IN_FORCE_RUN_SQL
-from evalops.store.reader import Reader, timestamp
+from evalops.store.reader import Reader, registry_present, timestamp
 
 INCIDENT_STATES = ("open", "confirmed", "reproduced", "promoted", "closed")
 
@@ -195,13 +195,11 @@ def list_waivers(
     build: str | None = None,
     task: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Waivers valid at `now` (every one with `include_all`), of one build or task if given;
-    `now` is never before the newest event (as `store.audit.registry_now` reads it)."""
+    """Waivers valid at the registry's present (`registry_present`: never before the newest
+    event), every one with `include_all`, of one build or task if given."""
     from evalops.domain.waivers import WaiverFact, validity_at
 
-    head = reader.first("SELECT at FROM audit_event ORDER BY seq DESC LIMIT 1")
-    if head is not None:
-        now = max(now, timestamp(head["at"]))
+    now = registry_present(reader, now)
 
     where: list[str] = ["1 = 1"]
     params: dict[str, Any] = {}

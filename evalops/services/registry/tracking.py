@@ -247,12 +247,10 @@ def _held_elsewhere(top: Path, commit: str, branch: str | None) -> str:
     like it does: it may never have been on the tracked branch at all (synced as `main`
     from a ref only that checkout had, which a pull request's job can make), and re-basing
     would adopt it."""
+    if branch is None or on_branch(top, commit, branch):
+        return ""
     held = refs_holding(top, commit)
-    if (
-        branch is None
-        or not held
-        or any(ref == branch or ref.endswith(f"/{branch}") for ref in held)
-    ):
+    if not held:
         return ""
     return (
         f". {commit[:12]} is on {', '.join(held[:5])} and on no {branch} here: if "

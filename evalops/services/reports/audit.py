@@ -358,12 +358,10 @@ def _signed_acts_beneath(
         int(row.audit_seq): list(json.loads(row.signers))
         for row in session.exec(select(SignedAct).where(SignedAct.kind == "suite.promote"))
     }
-    by_signers: dict[str, tuple[list[dict[str, str]], list[str]]] = {}
-    for member in queries.members(session, inputs["suite"]["id"], cutoff=rests_on.cutoff):
-        signers = promoted.get(member.added.audit_seq, [])
-        key = json.dumps(signers, sort_keys=True)
-        by_signers.setdefault(key, (signers, []))[1].append(member.task_id)
-    for signers, task_ids in by_signers.values():
+    members = queries.members(session, inputs["suite"]["id"], cutoff=rests_on.cutoff)
+    for signers, task_ids in _by_signers(
+        (promoted.get(m.added.audit_seq, []), m.task_id) for m in members
+    ):
         subject = task_ids[0] if len(task_ids) == 1 else f"{len(task_ids):,} pins"
         acts.append({"act": "suite.promote", "subject": subject, "signers": signers})
     # The batches that stored the decision's own trials (its build, its member tasks, not
@@ -447,17 +445,23 @@ def _evidence_acts(
                 select(SignedAct).where(SignedAct.kind == kind, col(SignedAct.audit_seq).in_(seqs))
             )
         }
-        by_signers: dict[str, tuple[list[dict[str, str]], int]] = {}
-        for seq in seqs:
-            signers = signed.get(seq, [])
-            key = json.dumps(signers, sort_keys=True)
-            found, n = by_signers.get(key, (signers, 0))
-            by_signers[key] = (found, n + 1)
-        for signers, n in by_signers.values():
+        for signers, acts in _by_signers((signed.get(seq, []), seq) for seq in seqs):
+            n = len(acts)
             out.append(
                 {"act": kind, "subject": f"{n:,} {one if n == 1 else several}", "signers": signers}
             )
     return out
+
+
+def _by_signers(
+    items: Iterable[tuple[list[dict[str, str]], Any]],
+) -> list[tuple[list[dict[str, str]], list[Any]]]:
+    """(signers, what they signed) grouped by set of signers, in first-seen order: one
+    line of the authority section per set, however many pins or trials."""
+    grouped: dict[str, tuple[list[dict[str, str]], list[Any]]] = {}
+    for signers, item in items:
+        grouped.setdefault(json.dumps(signers, sort_keys=True), (signers, []))[1].append(item)
+    return list(grouped.values())
 
 
 def _rules_changed_by(
